@@ -1,0 +1,65 @@
+"""A local webhook receiver: verifies medmon's signature and keeps what it got.
+
+The demo starts it so a person can see alerts arrive; tests use it as the real peer. It drops
+copies by ``Idempotency-Key`` and rejects bodies whose signature does not verify (HTTP 401).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from alerts.signing import HEADER, verify
+
+
+@dataclass
+class Received:
+    body: dict[str, Any]
+    idempotency_key: str
+    signature_valid: bool
+    received_at: float
+
+
+@dataclass
+class ReceiverState:
+    secret: str
+    received: list[Received] = field(default_factory=list)
+    duplicates: int = 0
+    rejected: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def create_receiver(secret: str) -> Starlette:
+    """The receiver as an ASGI app; ``app.state.receiver`` holds what it accepted."""
+    state = ReceiverState(secret=secret)
+
+    async def accept(request: Request) -> JSONResponse:
+        raw = await request.body()
+        ok = verify(raw, request.headers.get(HEADER, ""), state.secret, now=int(time.time()))
+        key = request.headers.get("Idempotency-Key", "")
+        with state.lock:
+            if not ok:
+                state.rejected += 1
+                return JSONResponse({"error": "invalid signature"}, status_code=401)
+            if key and any(r.idempotency_key == key for r in state.received):
+                state.duplicates += 1
+                return JSONResponse({"status": "duplicate"}, status_code=200)
+            state.received.append(Received(json.loads(raw), key, ok, time.time()))
+        return JSONResponse({"status": "accepted"}, status_code=202)
+
+    async def listing(_: Request) -> JSONResponse:
+        with state.lock:
+            items = [r.body for r in state.received]
+        return JSONResponse({"received": items, "duplicates": state.duplicates, "rejected": state.rejected})
+
+    app = Starlette(routes=[Route("/alerts", accept, methods=["POST"]), Route("/alerts", listing, methods=["GET"])])
+    app.state.receiver = state
+    return app

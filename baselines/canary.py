@@ -1,0 +1,145 @@
+"""The canary: one replayable clinical scenario instance, and its JSONL file format.
+
+Each line of a canary file is one JSON object::
+
+    {"id": "mc-001", "messages": [{"role": "user", "content": "..."}],
+     "references": ["B"], "scorer": "exact_match",
+     "tags": {"age_band": "65+", "sex": "female"},
+     "baseline_score": 1.0, "baseline_runs": 5, "replayable": true,
+     "provenance": "medmon original", "tolerance": null, "choices": null}
+
+Only ``id`` and ``messages`` are required. ``baseline_score`` is this instance's own baseline
+outcome (mean over ``baseline_runs`` runs) when the canary came from a HELM run, which lets drift
+tests be paired. ``replayable`` is false for instances whose text HELM published as
+``"[redacted]"``: their scores count as evidence but they cannot be sent to the model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from baselines.errors import CanaryFormatError
+
+_ROLES = {"system", "user", "assistant", "developer"}
+_FIELDS = {
+    "id", "messages", "references", "scorer", "tags", "baseline_score", "baseline_runs",
+    "replayable", "provenance", "tolerance", "choices", "pack", "benchmark",
+}
+
+
+@dataclass(frozen=True)
+class Canary:
+    """One scenario instance to replay against the production model."""
+
+    id: str
+    messages: tuple[dict[str, str], ...]
+    references: tuple[str, ...] = ()
+    scorer: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    baseline_score: float | None = None
+    baseline_runs: int = 0
+    replayable: bool = True
+    provenance: str = ""
+    tolerance: dict[str, float] | None = None
+    choices: tuple[str, ...] | None = None
+    pack: str = ""
+    benchmark: str = ""
+
+    @property
+    def prompt(self) -> str:
+        """The last user message: what a person would call the question."""
+        users = [m["content"] for m in self.messages if m["role"] == "user"]
+        return users[-1] if users else ""
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["messages"] = list(self.messages)
+        data["references"] = list(self.references)
+        data["choices"] = list(self.choices) if self.choices is not None else None
+        return json.dumps({k: v for k, v in data.items() if v not in (None, "", {}, [])} | {"id": self.id})
+
+
+def canary_from_dict(data: Any, *, where: str = "<canary>") -> Canary:
+    """Validate one decoded JSON object; ``where`` names the file and line in errors."""
+    if not isinstance(data, dict):
+        raise CanaryFormatError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    unknown = sorted(set(data) - _FIELDS)
+    if unknown:
+        raise CanaryFormatError(f"{where}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_FIELDS))}")
+    if not isinstance(data.get("id"), str) or not data["id"]:
+        raise CanaryFormatError(f"{where}: field 'id': expected a non-empty string")
+    messages = data.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise CanaryFormatError(f"{where}: field 'messages': expected a non-empty list of {{role, content}}")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") not in _ROLES or not isinstance(m.get("content"), str):
+            raise CanaryFormatError(
+                f"{where}: field 'messages[{i}]': expected {{\"role\": one of {sorted(_ROLES)}, \"content\": string}}"
+            )
+    refs = data.get("references", [])
+    if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
+        raise CanaryFormatError(f"{where}: field 'references': expected a list of strings")
+    tags = data.get("tags", {})
+    if not isinstance(tags, dict) or not all(isinstance(v, str) for v in tags.values()):
+        raise CanaryFormatError(f"{where}: field 'tags': expected an object of string values")
+    score = data.get("baseline_score")
+    if score is not None and (not isinstance(score, int | float) or isinstance(score, bool)):
+        raise CanaryFormatError(f"{where}: field 'baseline_score': expected a number or null")
+    choices = data.get("choices")
+    return Canary(
+        id=data["id"],
+        messages=tuple({"role": m["role"], "content": m["content"]} for m in messages),
+        references=tuple(refs),
+        scorer=data.get("scorer"),
+        tags=dict(tags),
+        baseline_score=float(score) if score is not None else None,
+        baseline_runs=int(data.get("baseline_runs") or (1 if score is not None else 0)),
+        replayable=bool(data.get("replayable", True)),
+        provenance=str(data.get("provenance") or ""),
+        tolerance=data.get("tolerance"),
+        choices=tuple(choices) if choices else None,
+        pack=str(data.get("pack") or ""),
+        benchmark=str(data.get("benchmark") or ""),
+    )
+
+
+def read_canaries(path: Path, *, pack: str = "", benchmark: str = "") -> list[Canary]:
+    """Read a canary JSONL file; every error names the file and line."""
+    canaries: list[Canary] = []
+    seen: set[str] = set()
+    try:
+        lines = path.read_text("utf-8").splitlines()
+    except OSError as exc:
+        raise CanaryFormatError(f"{path}: cannot read canary file: {exc.strerror}") from exc
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CanaryFormatError(f"{where}: invalid JSON: {exc.msg} at column {exc.colno}") from exc
+        canary = canary_from_dict(data, where=where)
+        if canary.id in seen:
+            raise CanaryFormatError(f"{where}: duplicate canary id {canary.id!r}")
+        seen.add(canary.id)
+        if pack or benchmark:
+            canary = replace(canary, pack=canary.pack or pack, benchmark=canary.benchmark or benchmark)
+        canaries.append(canary)
+    if not canaries:
+        raise CanaryFormatError(f"{path}: no canaries in file")
+    return canaries
+
+
+def write_canaries(path: Path, canaries: Iterable[Canary]) -> int:
+    """Write canaries as JSONL; returns how many were written."""
+    count = 0
+    with path.open("w", encoding="utf-8") as fh:
+        for c in canaries:
+            fh.write(c.to_json() + "\n")
+            count += 1
+    return count

@@ -1,0 +1,215 @@
+"""Importing evidence: HELM/MedHELM output and manual score files, each in one transaction.
+
+Every source is read and validated completely before anything is written, so bad input writes
+nothing; a failure while writing rolls the session back. Nothing is committed here: the caller
+commits (``monitor.storage.session_scope`` does both).
+
+Re-importing the same files changes nothing (baselines are deduplicated by ``source_sha256``,
+leaderboard cells by their group file's SHA-256); a different run of the same (benchmark, model,
+metric) becomes the next version and the old one is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session
+
+from baselines.helm import RunEvidence, read_run, read_run_spec
+from baselines.helm_files import locate
+from baselines.helm_merge import combine_runs
+from baselines.helm_summary import read_group_tables
+from baselines.import_errors import NoMainMetric, NotHelmOutput
+from baselines.manual import read_manual
+from baselines.models import Baseline
+from baselines.store import record_baseline, record_canaries, record_leaderboard
+
+Progress = Callable[[int, int, str], None]
+"""Called as ``progress(done, total, label)`` after each run is read."""
+
+
+@dataclass
+class BaselineOutcome:
+    """What an import did for one (benchmark, model, metric)."""
+
+    benchmark: str
+    model: str
+    metric: str
+    version: int
+    baseline_id: int
+    created: bool
+    value: float
+    normalized: float
+    scale: tuple[float, float]
+    n: int
+    ci: tuple[float, float]
+    category: str
+    in_taxonomy: bool
+    canaries: int = 0
+    replayable: int = 0
+    source_path: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SkippedRun:
+    """A run left out of a suite import, and why (the error naming file and key)."""
+
+    run_dir: str
+    reason: str
+
+
+@dataclass
+class ImportReport:
+    """The outcome of one import."""
+
+    source: str
+    kind: str
+    suite: str = ""
+    baselines: list[BaselineOutcome] = field(default_factory=list)
+    skipped: list[SkippedRun] = field(default_factory=list)
+    leaderboard_entries: int = 0
+
+    @property
+    def created(self) -> int:
+        """How many new baseline versions were written."""
+        return sum(b.created for b in self.baselines)
+
+    @property
+    def unchanged(self) -> int:
+        """How many baselines were already stored with the same source content."""
+        return sum(not b.created for b in self.baselines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view, with the created/unchanged counts."""
+        return asdict(self) | {"created": self.created, "unchanged": self.unchanged}
+
+
+def _outcome(baseline: Baseline, created: bool, *, canaries: int = 0, replayable: int = 0, notes: list[str] | None = None) -> BaselineOutcome:
+    assert baseline.id is not None
+    return BaselineOutcome(
+        benchmark=baseline.benchmark, model=baseline.model, metric=baseline.metric, version=baseline.version,
+        baseline_id=baseline.id, created=created, value=baseline.value, normalized=baseline.normalized,
+        scale=(baseline.scale_min, baseline.scale_max), n=baseline.n, ci=(baseline.ci_low, baseline.ci_high),
+        category=baseline.category, in_taxonomy=baseline.in_taxonomy, canaries=canaries, replayable=replayable,
+        source_path=baseline.source_path, notes=list(notes or []),
+    )
+
+
+def _read_runs(
+    runs: tuple[Path, ...], *, suite: str, model: str | None, strict: bool, progress: Progress | None, report: ImportReport
+) -> list[RunEvidence]:
+    evidence: list[RunEvidence] = []
+    models_seen: set[str] = set()
+    for done, run_dir in enumerate(runs, start=1):
+        spec = read_run_spec(run_dir)
+        adapter = spec["adapter_spec"]
+        models_seen.add(adapter["model"])
+        if model is None or model in (adapter["model"], adapter.get("model_deployment")):
+            try:
+                evidence.append(read_run(run_dir, suite=suite, run_spec=spec))
+            except NoMainMetric as exc:
+                if strict or len(runs) == 1:
+                    raise
+                report.skipped.append(SkippedRun(run_dir=str(run_dir), reason=str(exc)))
+        if progress is not None:
+            progress(done, len(runs), run_dir.name)
+    if model is not None and not evidence and not report.skipped:
+        raise NotHelmOutput(runs[0].parent, "model", f"no run of model {model!r}; models: {', '.join(sorted(models_seen))}")
+    if not evidence and report.skipped:
+        raise NoMainMetric(report.skipped[0].run_dir, "metrics", "no run has a usable main metric: " + report.skipped[0].reason)
+    return evidence
+
+
+def _group(evidence: list[RunEvidence], suite_dir: Path) -> list[RunEvidence]:
+    groups: dict[tuple[str, str, str], list[RunEvidence]] = {}
+    for run in evidence:
+        groups.setdefault((run.benchmark, run.model, run.metric.name), []).append(run)
+    return [combine_runs(runs, suite_dir=suite_dir) for runs in groups.values()]
+
+
+def import_helm_path(
+    session: Session,
+    path: Path | str,
+    *,
+    suite: str | None = None,
+    model: str | None = None,
+    progress: Progress | None = None,
+    strict: bool = False,
+) -> ImportReport:
+    """Import HELM or MedHELM output: a ``benchmark_output`` dir, a ``runs/<suite>`` dir or one run.
+
+    Parameters
+    ----------
+    session
+        Where to write; not committed here (see the module docstring).
+    path
+        The directory HELM wrote.
+    suite
+        Which suite under ``benchmark_output/runs`` (required when there are several); for
+        other paths, the suite name to record instead of ``summary.json``'s.
+    model
+        Import only runs whose ``adapter_spec.model`` (or ``model_deployment``) is this.
+    progress
+        ``progress(done, total, run_dir_name)`` after each run is read.
+    strict
+        In a suite, fail on a run without a usable main metric instead of skipping it (a single
+        run directory always fails).
+
+    Returns
+    -------
+    ImportReport
+        One outcome per (benchmark, model, metric), the runs skipped, and leaderboard cells added.
+
+    Raises
+    ------
+    baselines.import_errors.SourceError
+        Bad input; the message names the file and the key. Nothing has been written.
+
+    Examples
+    --------
+    >>> from monitor.storage import make_engine, session_scope  # doctest: +SKIP
+    >>> with session_scope(make_engine()) as session:  # doctest: +SKIP
+    ...     report = import_helm_path(session, "benchmark_output", suite="v2")
+    """
+    location = locate(Path(path), suite=suite)
+    report = ImportReport(source=str(path), kind="helm", suite=location.suite)
+    evidence = _read_runs(location.runs, suite=location.suite, model=model, strict=strict, progress=progress, report=report)
+    evidence = _group(evidence, location.path)
+    entries, _files = read_group_tables(location.path, suite=location.suite) if location.is_suite_dir else ([], {})
+    try:
+        for run in evidence:
+            baseline, created = record_baseline(session, run.figures)
+            if created and baseline.id is not None:
+                record_canaries(session, baseline.id, run.canaries, jury=run.jury)
+            replayable = sum(c.replayable for c in run.canaries)
+            report.baselines.append(_outcome(baseline, created, canaries=len(run.canaries), replayable=replayable, notes=run.notes))
+        report.leaderboard_entries = record_leaderboard(session, entries)
+        session.flush()
+    except BaseException:
+        session.rollback()
+        raise
+    return report
+
+
+def import_manual(session: Session, path: Path | str) -> ImportReport:
+    """Import a CSV or YAML file of published scores (format in ``baselines.manual``).
+
+    Every row is validated before any is written; errors name the file, line and field.
+    """
+    rows = read_manual(Path(path))
+    report = ImportReport(source=str(path), kind="manual")
+    try:
+        for row in rows:
+            baseline, created = record_baseline(session, row.figures)
+            notes = [] if baseline.in_taxonomy else [f"benchmark {baseline.benchmark!r} is outside the MedHELM taxonomy"]
+            report.baselines.append(_outcome(baseline, created, notes=notes))
+        session.flush()
+    except BaseException:
+        session.rollback()
+        raise
+    return report
+

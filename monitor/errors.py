@@ -1,0 +1,46 @@
+"""Errors raised by medmon.
+
+Tree::
+
+    MedmonError
+    ├── PlanError            a plan file that cannot be loaded or is invalid
+    ├── StorageError         the database cannot be reached or written
+    ├── baselines.errors.BaselineError
+    ├── probes.errors.ProbeError
+    └── alerts.errors.AlertError
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class MedmonError(Exception):
+    """Base of every error medmon raises on purpose."""
+
+
+@dataclass(frozen=True)
+class PlanIssue:
+    """One problem in a plan file, located by field path and line."""
+
+    path: str
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"line {self.line}: " if self.line else ""
+        return f"{where}{self.path}: {self.message}" if self.path else f"{where}{self.message}"
+
+
+class PlanError(MedmonError):
+    """A plan file that cannot be used; carries every issue found, not just the first."""
+
+    def __init__(self, source: str, issues: list[PlanIssue]) -> None:
+        self.source = source
+        self.issues = issues
+        lines = "\n".join(f"  {i}" for i in issues)
+        super().__init__(f"{source}: {len(issues)} problem(s)\n{lines}")
+
+
+class StorageError(MedmonError):
+    """The database could not be reached or written."""

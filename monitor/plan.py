@@ -1,0 +1,325 @@
+"""The monitoring plan: one YAML file, validated once by pydantic and passed down.
+
+It is the governance record as much as configuration: the use case, its owners, the deployed
+model, the clinical tasks mapped to MedHELM, their thresholds, and where alerts go. Secrets never
+live here: the plan names the *environment variables* that hold them.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from enum import Enum
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from apscheduler.triggers.cron import CronTrigger
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from monitor.errors import PlanError, PlanIssue
+
+_INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_interval(text: str) -> timedelta:
+    """Parse '90s', '15m', '1h', '2d' into a timedelta; raise ValueError otherwise."""
+    match = _INTERVAL.match(text)
+    if not match:
+        raise ValueError(f"expected an interval like '1h', got {text!r}")
+    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RiskTier(str, Enum):
+    high = "high"
+    medium = "medium"
+    low = "low"
+
+
+class UseCase(_Strict):
+    name: str
+    intended_use: str
+    intended_users: list[str] = Field(default_factory=list)
+    workflow: str = ""
+    consequence_of_error: str = ""
+    risk_tier: RiskTier = RiskTier.medium
+
+
+class Person(_Strict):
+    name: str
+    email: str
+
+    @field_validator("email")
+    @classmethod
+    def _email(cls, value: str) -> str:
+        if "@" not in value:
+            raise ValueError(f"expected an e-mail address, got {value!r}")
+        return value
+
+
+class Owners(_Strict):
+    clinical: Person
+    technical: Person
+    on_call_route: str = "default"
+
+
+class Price(_Strict):
+    input_per_mtok: float = Field(0.0, ge=0)
+    output_per_mtok: float = Field(0.0, ge=0)
+
+
+class Endpoint(_Strict):
+    """An OpenAI-compatible chat completions endpoint."""
+
+    name: str = "production"
+    base_url: str
+    model: str
+    api_key_env: str = "OPENAI_API_KEY"
+    price: Price = Price()
+    timeout_s: float = Field(30.0, gt=0)
+    max_concurrency: int = Field(8, ge=1)
+    max_retries: int = Field(2, ge=0)
+    requests_per_minute: int | None = Field(None, ge=1)
+    tokens_per_minute: int | None = Field(None, ge=1)
+    temperature: float = Field(0.0, ge=0, le=2)
+    max_tokens: int = Field(512, ge=1)
+    system_prompt: str | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError(f"expected an http(s) URL, got {value!r}")
+        return value.rstrip("/")
+
+
+class Jury(_Strict):
+    judges: list[Endpoint] = Field(min_length=1)
+    criteria: list[str] = Field(default_factory=lambda: ["accuracy", "completeness", "clarity"])
+    scale_min: int = 1
+    scale_max: int = 5
+
+
+class CanarySource(_Strict):
+    """Either a bundled pack by name or a JSONL file of the user's own."""
+
+    pack: str | None = None
+    path: Path | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> CanarySource:
+        if (self.pack is None) == (self.path is None):
+            raise ValueError("expected exactly one of 'pack' or 'path'")
+        return self
+
+
+class BaselineRef(_Strict):
+    """Inline published figures, or a reference to an imported baseline."""
+
+    value: float | None = None
+    n: int | None = Field(None, ge=1)
+    model: str | None = None
+    metric: str | None = None
+    scale_min: float = 0.0
+    scale_max: float = 1.0
+
+    @model_validator(mode="after")
+    def _pair(self) -> BaselineRef:
+        if (self.value is None) != (self.n is None):
+            raise ValueError("expected both 'value' and 'n' for inline baseline figures")
+        return self
+
+
+class Thresholds(_Strict):
+    min_score: float = Field(ge=0, le=1)
+    tolerated_drop: float = Field(0.05, ge=0, le=1)
+    cost_budget_per_call: float | None = Field(None, gt=0)
+    latency_slo_s: float | None = Field(None, gt=0)
+    min_jury_agreement: float | None = Field(None, ge=0, le=1)
+
+
+class Task(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    benchmark: str
+    canaries: CanarySource
+    schedule: str = "1h"
+    sample_size: int = Field(20, ge=1)
+    scorer: str | None = None
+    baseline: BaselineRef = BaselineRef()
+    thresholds: Thresholds
+    owner: Person | None = None
+    human_review_required: bool = False
+    subgroups: list[str] = Field(default_factory=list)
+    severity: Literal["critical", "warning", "info"] | None = None
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, value: str) -> str:
+        if _INTERVAL.match(value):
+            return value
+        try:
+            CronTrigger.from_crontab(value)
+        except ValueError:
+            raise ValueError(f"expected a cron expression or an interval like '1h', got {value!r}") from None
+        return value
+
+    @property
+    def interval(self) -> timedelta | None:
+        return parse_interval(self.schedule) if _INTERVAL.match(self.schedule) else None
+
+
+class Route(_Strict):
+    name: str = "default"
+    type: Literal["webhook", "slack", "teams", "pagerduty", "alertmanager"] = "webhook"
+    url: str | None = None
+    url_env: str | None = None
+    secret_env: str | None = None
+    timeout_s: float = Field(10.0, gt=0)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError(f"expected an http(s) URL, got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _target(self) -> Route:
+        if (self.url is None) == (self.url_env is None):
+            raise ValueError("expected exactly one of 'url' or 'url_env'")
+        return self
+
+
+class AlertsConfig(_Strict):
+    routes: list[Route] = Field(default_factory=list)
+    repeat_interval: str = "4h"
+    dashboard_url: str = "http://127.0.0.1:8501"
+
+    @field_validator("repeat_interval")
+    @classmethod
+    def _repeat(cls, value: str) -> str:
+        parse_interval(value)
+        return value
+
+
+class Detection(_Strict):
+    """The false-alarm budget: expected probes between false alarms across the deployment."""
+
+    probes_between_false_alarms: float = Field(200_000, gt=1)
+    min_margin: float = Field(0.01, ge=0, lt=0.5)
+
+
+class Storage(_Strict):
+    url: str = "sqlite:///medmon.db"
+
+
+class Plan(_Strict):
+    version: Literal[1] = 1
+    use_case: UseCase
+    owners: Owners
+    deployment: Endpoint
+    jury: Jury | None = None
+    tasks: list[Task] = Field(min_length=1)
+    alerts: AlertsConfig = AlertsConfig()
+    detection: Detection = Detection()
+    storage: Storage = Storage()
+
+    @model_validator(mode="after")
+    def _unique_tasks(self) -> Plan:
+        ids = [t.id for t in self.tasks]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"task ids must be unique; repeated: {', '.join(dupes)}")
+        return self
+
+    def task(self, task_id: str) -> Task:
+        for t in self.tasks:
+            if t.id == task_id:
+                return t
+        raise KeyError(task_id)
+
+
+def _loc_path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+    """Walk the YAML node tree along a pydantic location to the line of the closest key.
+
+    A missing field points at its parent's key, an unknown one at itself.
+    """
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == part), None)
+            if pair is None:
+                return line
+            line, node = pair[0].start_mark.line + 1, pair[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def _message(err: dict[str, Any]) -> str:
+    kind = err["type"]
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "extra_forbidden":
+        return "unknown field (check its spelling)"
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    if kind in {"string_type", "int_type", "float_type", "bool_type", "list_type", "dict_type", "model_type",
+                "int_parsing", "float_parsing", "bool_parsing", "literal_error", "enum"}:
+        return f"{msg}, got {err.get('input')!r}"
+    return msg
+
+
+def parse_plan(text: str, source: str = "<plan>") -> Plan:
+    """Validate plan text; raise PlanError listing every problem with its field path and line."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise PlanError(source, [PlanIssue("", f"invalid YAML: {problem}", mark.line + 1 if mark else None)]) from exc
+    if not isinstance(data, dict):
+        raise PlanError(source, [PlanIssue("", f"expected a mapping at the top level, got {type(data).__name__}", 1)])
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as exc:
+        issues = []
+        for err in exc.errors():
+            loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+            # Unknown keys: point at the key itself, which pydantic puts last in loc.
+            issues.append(PlanIssue(_loc_path(loc), _message(err), _line_of(node, loc)))
+        raise PlanError(source, issues) from None
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read and validate a plan file. Relative canary paths resolve against the plan's folder."""
+    path = Path(path)
+    try:
+        text = path.read_text("utf-8")
+    except OSError as exc:
+        raise PlanError(str(path), [PlanIssue("", f"cannot read plan file: {exc.strerror}")]) from exc
+    plan = parse_plan(text, str(path))
+    tasks = []
+    for t in plan.tasks:
+        if t.canaries.path is not None and not t.canaries.path.is_absolute():
+            t = t.model_copy(update={"canaries": CanarySource(path=(path.parent / t.canaries.path).resolve())})
+        tasks.append(t)
+    return plan.model_copy(update={"tasks": tasks})

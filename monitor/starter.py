@@ -1,0 +1,62 @@
+"""The starter plan ``medmon init`` writes: every section, commented, ready to edit."""
+
+STARTER_PLAN = """\
+# medmon monitoring plan. Validate with: medmon check plan.yaml
+# Secrets are never written here: name the environment variables that hold them.
+version: 1
+
+# Step 1: the use case as approved.
+use_case:
+  name: Discharge medication questions
+  intended_use: Answer clinicians' questions about discharge medications and doses.
+  intended_users: [hospitalists, clinical pharmacists]
+  workflow: Draft answers are reviewed by a pharmacist before reaching a patient.
+  consequence_of_error: A wrong dose could reach a patient if review is skipped.
+  risk_tier: high            # high | medium | low: sets alert severity
+
+# Accountable people; every alert names one.
+owners:
+  clinical: {name: Dr. Jane Doe, email: jane.doe@hospital.example}
+  technical: {name: Clinical AI Data Science, email: ai-ds@hospital.example}
+  on_call_route: oncall
+
+# The production model, over its OpenAI-compatible API.
+deployment:
+  name: production
+  base_url: https://llm-gateway.hospital.example/v1
+  model: gpt-4o-2024-08-06
+  api_key_env: MEDMON_MODEL_API_KEY
+  price: {input_per_mtok: 2.50, output_per_mtok: 10.00}
+  timeout_s: 30
+  max_concurrency: 8
+  temperature: 0
+  max_tokens: 512
+
+# Steps 2-4: each clinical task, its MedHELM benchmark, canaries, baseline and thresholds.
+tasks:
+  - id: knowledge-qa
+    benchmark: med_qa                 # MedHELM benchmark name; category is looked up
+    canaries: {pack: clinical_knowledge_mcq}   # or {path: my_canaries.jsonl}
+    schedule: 1h                      # an interval (15m, 1h, 1d) or a cron expression
+    sample_size: 20
+    baseline: {value: 0.85, n: 1273}  # or import HELM output: medmon baseline import
+    thresholds:
+      min_score: 0.75                 # approval minimum
+      tolerated_drop: 0.05
+      cost_budget_per_call: 0.01      # dollars
+      latency_slo_s: 10
+    subgroups: [age_band, sex]
+
+# Step 5: where alerts go.
+alerts:
+  routes:
+    - {name: oncall, type: webhook, url_env: MEDMON_WEBHOOK_URL, secret_env: MEDMON_WEBHOOK_SECRET}
+  repeat_interval: 4h
+  dashboard_url: http://127.0.0.1:8501
+
+detection:
+  probes_between_false_alarms: 200000   # the false-alarm budget for the whole deployment
+
+storage:
+  url: sqlite:///medmon.db              # MEDMON_DATABASE_URL overrides; PostgreSQL in production
+"""

@@ -1,0 +1,43 @@
+"""The overview page renders a seeded database: tasks, status and open alerts."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+import yaml
+from sqlmodel import Session
+from streamlit.testing.v1 import AppTest
+
+from alerts import Severity, Signal, apply_signal
+from monitor.models import DetectorState, StreamStatus
+from monitor.storage import make_engine
+from tests.conftest import plan_dict
+
+APP = str(Path(__file__).resolve().parents[2] / "dashboards" / "app.py")
+
+
+def test_overview_shows_degraded_task_and_alert(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = f"sqlite:///{tmp_path / 'dash.db'}"
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(yaml.safe_dump(plan_dict(storage={"url": db})))
+    engine = make_engine(db)
+    now = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    with Session(engine) as s:
+        s.add(DetectorState(key="knowledge-qa:score:drop", task_id="knowledge-qa", metric="score", direction="drop",
+                            status=StreamStatus.degraded, null_mean=0.8, baseline_mean=0.85, threshold=1e6))
+        apply_signal(s, Signal(labels={"deployment": "production", "task": "knowledge-qa", "metric": "score",
+                                       "rule": "drift_drop"}, firing=True, severity=Severity.critical,
+                               summary="knowledge-qa: score dropped below its baseline"), [], now)
+        s.commit()
+    monkeypatch.setenv("MEDMON_PLAN", str(plan_path))
+    monkeypatch.delenv("MEDMON_DATABASE_URL", raising=False)
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    assert not at.exception
+    assert "1 task(s) degraded: knowledge-qa" in at.error[0].value
+    table = at.dataframe[0].value
+    assert list(table["task"]) == ["knowledge-qa"]
+    assert table["category"][0] == "Clinical Decision Support"
+    assert table["open alerts"][0] == 1
+    assert any("score dropped below its baseline" in w.value for w in at.warning)

@@ -1,0 +1,125 @@
+"""The whole flow over real HTTP on 127.0.0.1: simulator -> probes -> detectors -> signed webhook."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlmodel import Session, func, select
+
+from alerts import Alert, AlertStatus, deliver_due
+from alerts.receiver import create_receiver
+from alerts.signing import HEADER, sign
+from monitor.context import load_context
+from monitor.demo import DemoScenario, run_demo
+from monitor.pipeline import run_task_probe
+from monitor.routing import build_channels
+from monitor.storage import make_engine
+from probes.models import ProbeResult, ProbeRun
+from probes.packs import load_pack
+from probes.simulator import Phase, create_simulator
+
+SECRET = "test-webhook-secret"
+
+
+class StepClock:
+    """Simulated time: one hour per probe."""
+
+    def __init__(self) -> None:
+        self.t = datetime(2026, 11, 1, tzinfo=timezone.utc)
+
+    def __call__(self) -> datetime:
+        return self.t
+
+    def tick(self) -> None:
+        self.t += timedelta(hours=1)
+
+
+def test_pipeline_alerts_only_after_degradation(serve: Callable, make_plan: Callable, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEDMON_TEST_SECRET", SECRET)
+    canaries = load_pack("clinical_knowledge_mcq").canaries
+    sim_app = create_simulator(canaries, [Phase(0, accuracy=0.85), Phase(600, accuracy=0.55, label="drop")], seed=3)
+    sim = serve(sim_app)
+    receiver_app = create_receiver(SECRET)
+    receiver = serve(receiver_app)
+    plan = make_plan(
+        deployment={"base_url": f"{sim.url}/v1", "model": "medmon-simulator/clinical-v1", "api_key_env": "X",
+                    "timeout_s": 5, "max_retries": 0},
+        alerts={"routes": [{"name": "hook", "url": f"{receiver.url}/alerts", "secret_env": "MEDMON_TEST_SECRET"}]},
+    )
+    engine = make_engine(f"sqlite:///{tmp_path / 'e2e.db'}")
+    ctx = load_context(plan, plan.tasks[0])
+    channels = build_channels(plan)
+    clock, rng = StepClock(), random.Random(1)
+
+    for _ in range(30):  # 600 requests at baseline accuracy
+        run_task_probe(engine, plan, ctx, rng=rng, now=clock)
+        deliver_due(engine, channels, clock)
+        clock.tick()
+    with Session(engine) as s:
+        assert s.exec(select(func.count()).select_from(Alert)).one() == 0
+    assert receiver_app.state.receiver.received == []
+
+    fired_at = None
+    for i in range(25):
+        outcome = run_task_probe(engine, plan, ctx, rng=rng, now=clock)
+        deliver_due(engine, channels, clock)
+        clock.tick()
+        if any(s.firing and s.labels["metric"] == "score" for s in outcome.signals):
+            fired_at = i + 1
+            break
+    assert fired_at is not None and fired_at <= 10, "a 30-point drop must alert within 10 probes"
+
+    state = receiver_app.state.receiver
+    bodies = [r.body for r in state.received]
+    assert any(b["event"] == "firing" and b["labels"]["metric"] == "score" for b in bodies)
+    assert state.rejected == 0 and all(r.signature_valid for r in state.received)
+    score_alert = next(b for b in bodies if b["labels"]["metric"] == "score")
+    assert score_alert["severity"] == "critical"  # risk tier high
+    assert score_alert["owner"].startswith("Dr. Owner")
+    assert score_alert["category"] == "Clinical Decision Support"
+    assert score_alert["evidence"]["estimate"] < score_alert["evidence"]["null_mean"]
+
+    with Session(engine) as s:
+        runs = s.exec(select(func.count()).select_from(ProbeRun)).one()
+        results = s.exec(select(func.count()).select_from(ProbeResult)).one()
+        alert = s.exec(select(Alert).where(Alert.rule == "drift_drop")).one()
+    assert runs == 30 + fired_at
+    assert results == runs * 20  # every probe result is stored
+    assert alert.status == AlertStatus.firing
+
+
+def test_receiver_rejects_bad_signature(serve: Callable) -> None:
+    receiver_app = create_receiver(SECRET)
+    receiver = serve(receiver_app)
+    body = json.dumps({"event": "firing"}).encode()
+    good = sign(body, SECRET, int(time.time()))
+    forged = sign(body, "wrong-secret", int(time.time()))
+    stale = sign(body, SECRET, int(time.time()) - 3600)
+    with httpx.Client() as client:
+        assert client.post(f"{receiver.url}/alerts", content=body, headers={HEADER: good}).status_code == 202
+        assert client.post(f"{receiver.url}/alerts", content=body, headers={HEADER: forged}).status_code == 401
+        assert client.post(f"{receiver.url}/alerts", content=body, headers={HEADER: stale}).status_code == 401
+    assert receiver_app.state.receiver.rejected == 2
+
+
+def test_demo_runs_headless_and_alerts(tmp_path: Path) -> None:
+    """The `medmon demo` scenario itself, on a faster clock: all three degradations are caught."""
+    scenario = DemoScenario(seconds_per_probe=0.15, timeout_s=60)
+    result = run_demo(tmp_path / "demo", scenario=scenario, say=lambda _m: None)
+    metrics = {b["labels"]["metric"] for b in result.delivered if b["event"] == "firing"}
+    assert {"score", "cost", "served_model"} <= metrics
+    assert result.rejected_signatures == 0
+    assert result.probe_results >= scenario.swap_after
+    engine = make_engine(f"sqlite:///{result.database}")
+    with Session(engine) as s:
+        first_alert = s.exec(select(func.min(Alert.starts_at))).one()
+        first_degraded_run = s.exec(select(func.min(ProbeRun.started_at)).where(ProbeRun.id > scenario.drop_after // 20)).one()
+    assert first_alert >= first_degraded_run  # nothing fired while the model held its baseline
