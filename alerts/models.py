@@ -1,4 +1,10 @@
-"""Tables owned by the alerts package: alerts, their transitions, and the notification outbox."""
+"""Tables owned by the alerts package.
+
+``Alert`` (identity and lifecycle timestamps), ``AlertEvent`` (every transition, with its actor),
+``Silence`` (label matchers with an expiry), ``NotifyLog`` (what each route was last told about
+each group, the memory deduplication compares against), ``Notification`` (the outbox) and
+``Heartbeat`` (when the monitor last showed it was alive).
+"""
 
 from __future__ import annotations
 
@@ -26,10 +32,16 @@ class Severity(str, Enum):
 
 
 class Alert(SQLModel, table=True):
-    """One alert, identified by the fingerprint of its labels; a repeat finding updates it."""
+    """One alert, identified by the fingerprint of its labels; a repeat finding updates it.
+
+    ``status`` is stored for queries but written in one place only (``alerts.status``): it is
+    derived from ``ends_at`` and ``acknowledged_at``. Whether a silence mutes the alert depends
+    on the time and is never stored; ``alerts.status_of`` computes it.
+    """
 
     id: int | None = Field(default=None, primary_key=True)
     fingerprint: str = Field(index=True, unique=True)
+    group_key: str = Field(default="", index=True)
     labels: dict[str, str] = Field(default_factory=dict, sa_column=Column(JSON))
     task_id: str = Field(index=True)
     rule: str
@@ -49,6 +61,8 @@ class Alert(SQLModel, table=True):
     ack_note: str | None = None
     resolved_by: str | None = None
     resolve_reason: str | None = None
+    escalated_at: datetime | None = None
+    escalated_to: str | None = None
 
 
 class AlertEvent(SQLModel, table=True):
@@ -63,6 +77,37 @@ class AlertEvent(SQLModel, table=True):
     note: str = ""
 
 
+class Silence(SQLModel, table=True):
+    """Mute every alert whose labels match all ``matchers`` between ``starts_at`` and ``ends_at``.
+
+    Matchers are stored as ``{"name", "op", "value"}`` with ``op`` one of ``=``, ``!=``, ``=~``
+    and ``!~`` (regular expressions match the whole value, as in Alertmanager). Expiring a
+    silence early sets ``ends_at`` and records who did it.
+    """
+
+    id: int | None = Field(default=None, primary_key=True)
+    matchers: list[dict[str, str]] = Field(default_factory=list, sa_column=Column(JSON))
+    starts_at: datetime
+    ends_at: datetime = Field(index=True)
+    reason: str
+    created_by: str
+    created_at: datetime = Field(default_factory=utcnow)
+    expired_by: str | None = None
+
+
+class NotifyLog(SQLModel, table=True):
+    """What one route was last sent about one group: the fingerprint sets dedup compares with."""
+
+    group_key: str = Field(primary_key=True)
+    route: str = Field(primary_key=True)
+    firing: list[str] = Field(default_factory=list, sa_column=Column(JSON))
+    acknowledged: list[str] = Field(default_factory=list, sa_column=Column(JSON))
+    resolved: list[str] = Field(default_factory=list, sa_column=Column(JSON))
+    sent_at: datetime
+    sequence: int = 0
+    open_count: int = Field(default=0, index=True)
+
+
 class NotificationStatus(str, Enum):
     pending = "pending"
     delivered = "delivered"
@@ -70,13 +115,20 @@ class NotificationStatus(str, Enum):
 
 
 class Notification(SQLModel, table=True):
-    """The outbox: written in the same transaction as the alert change, delivered by a worker."""
+    """The outbox: one group's news for one route, written in the transaction that decided it.
+
+    ``alert_id`` is the group's lead alert (the most severe, then the oldest); ``payload``
+    lists every alert the notification is about. ``event`` is firing, resolved, repeat,
+    acknowledged or escalated.
+    """
 
     id: int | None = Field(default=None, primary_key=True)
     alert_id: int = Field(foreign_key="alert.id", index=True)
+    group_key: str = Field(default="", index=True)
     route: str
     idempotency_key: str = Field(unique=True)
-    event: str  # firing | resolved | repeat | acknowledged
+    event: str
+    alert_count: int = 1
     payload: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
     status: NotificationStatus = Field(default=NotificationStatus.pending, index=True)
     attempts: int = 0
@@ -84,3 +136,14 @@ class Notification(SQLModel, table=True):
     last_error: str | None = None
     created_at: datetime = Field(default_factory=utcnow)
     delivered_at: datetime | None = None
+    requeued_by: str | None = None
+    requeued_at: datetime | None = None
+    requeue_note: str | None = None
+
+
+class Heartbeat(SQLModel, table=True):
+    """The monitor's own pulse: ``since`` is when the current unbroken run of beats began."""
+
+    name: str = Field(primary_key=True)
+    since: datetime
+    beat_at: datetime

@@ -10,12 +10,27 @@ from typing import Any
 from alerts.models import Severity
 
 IDENTIFYING_LABELS = ("deployment", "task", "metric", "rule")
+GROUP_LABELS = ("deployment", "task")
+MONITOR_GROUP = "_monitor"
 
 
 def fingerprint(labels: dict[str, str]) -> str:
     """A stable hash of the sorted identifying labels: the alert's identity, as in Alertmanager."""
     ident = {k: labels.get(k, "") for k in IDENTIFYING_LABELS}
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def group_key(labels: dict[str, str]) -> str:
+    """The group an alert is notified with: one per task of a deployment.
+
+    Alerts about the monitor itself (no task) share one group per deployment.
+
+    Examples
+    --------
+    >>> group_key({"deployment": "production", "task": "dosing", "metric": "score"})
+    'production/dosing'
+    """
+    return f"{labels.get('deployment', '')}/{labels.get('task') or MONITOR_GROUP}"
 
 
 @dataclass(frozen=True)
@@ -34,6 +49,10 @@ class Signal:
     @property
     def fingerprint(self) -> str:
         return fingerprint(self.labels)
+
+    @property
+    def group_key(self) -> str:
+        return group_key(self.labels)
 
 
 def severity_for(risk_tier: str, override: str | None = None) -> Severity:

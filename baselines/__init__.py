@@ -1,27 +1,76 @@
-"""Pre-deployment MedHELM evidence: the taxonomy, baseline records and canaries."""
+"""Pre-deployment MedHELM evidence: the taxonomy, baseline records, canaries and their importers."""
 
 from baselines.canary import Canary, canary_from_dict, read_canaries, write_canaries
-from baselines.models import Baseline, BaselineInstance
 from baselines.errors import BaselineError, CanaryFormatError
-from baselines.store import BaselineFigures, instance_scores, latest_baseline, list_baselines, record_baseline
+from baselines.import_errors import (
+    HelmFormatError,
+    MalformedJSON,
+    ManualFormatError,
+    NoMainMetric,
+    NotHelmOutput,
+    SourceError,
+    SourceFileMissing,
+    UnknownMetric,
+)
+from baselines.importer import BaselineOutcome, ImportReport, SkippedRun, import_helm_path, import_manual
+from baselines.manual import read_manual
+from baselines.models import Baseline, BaselineInstance, CanaryRecord, LeaderboardEntry
+from baselines.store import (
+    BaselineFigures,
+    baseline_versions,
+    canaries_for_baseline,
+    instance_scores,
+    jury_detail,
+    latest_baseline,
+    leaderboard_entries,
+    list_baselines,
+    record_baseline,
+    record_canaries,
+    record_leaderboard,
+)
 from baselines.taxonomy import TaxonomyEntry, benchmarks, categories, resolve
+from baselines.win_rate import column_win_rates, mean_win_rates
 
 __all__ = [
     "Baseline",
-    "BaselineInstance",
     "BaselineError",
     "BaselineFigures",
+    "BaselineInstance",
+    "BaselineOutcome",
     "Canary",
     "CanaryFormatError",
+    "CanaryRecord",
+    "HelmFormatError",
+    "ImportReport",
+    "LeaderboardEntry",
+    "MalformedJSON",
+    "ManualFormatError",
+    "NoMainMetric",
+    "NotHelmOutput",
+    "SkippedRun",
+    "SourceError",
+    "SourceFileMissing",
     "TaxonomyEntry",
+    "UnknownMetric",
+    "baseline_versions",
     "benchmarks",
+    "canaries_for_baseline",
     "canary_from_dict",
     "categories",
+    "column_win_rates",
+    "import_helm_path",
+    "import_manual",
     "instance_scores",
+    "jury_detail",
     "latest_baseline",
+    "leaderboard_entries",
     "list_baselines",
+    "mean_win_rates",
     "read_canaries",
+    "read_manual",
     "record_baseline",
+    "record_canaries",
+    "record_leaderboard",
     "resolve",
     "write_canaries",
 ]

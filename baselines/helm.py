@@ -16,7 +16,14 @@ from typing import Any
 from baselines.canary import Canary
 from baselines.helm_canaries import JuryDetail, PackContext, build_pack
 from baselines.helm_files import digest_sources, get_key, load_json, run_source_files
-from baselines.helm_stats import MainMetric, choose_main_metric, interval, merged_instance_scores, plain_stats, run_value_and_n
+from baselines.helm_stats import (
+    MainMetric,
+    choose_main_metric,
+    interval,
+    merged_instance_scores,
+    plain_stats,
+    run_value_and_n,
+)
 from baselines.import_errors import HelmFormatError
 from baselines.store import BaselineFigures
 from baselines.taxonomy import TaxonomyEntry, resolve
@@ -107,30 +114,48 @@ def read_run(run_dir: Path, *, suite: str = "", run_spec: dict[str, Any] | None 
         notes.append(f"benchmark {benchmark!r} is outside the MedHELM taxonomy")
     if n is None:
         if not scores:
-            raise HelmFormatError(stats_file, f"num_instances (split {metric.split})", "missing, and no per-instance scores")
+            raise HelmFormatError(
+                stats_file, f"num_instances (split {metric.split})", "missing, and no per-instance scores"
+            )
         n = len(scores)
         notes.append(f"no num_instances stat; n = {n} instances with per-instance scores")
     metric = _jury_floor(metric, value, scores, notes)
     if not metric.scale_min <= value <= metric.scale_max:
         raise HelmFormatError(
-            stats_file, metric.name, f"value {value:g} outside the metric's {metric.scale_min:g}-{metric.scale_max:g} scale"
+            stats_file,
+            metric.name,
+            f"value {value:g} outside the metric's {metric.scale_min:g}-{metric.scale_max:g} scale",
         )
     if not scores:
         notes.append(f"per_instance_stats.json has no {metric.name} values: interval from the run value alone")
     run_name = str(spec.get("name") or run_dir.name)
     figures = BaselineFigures(
-        benchmark=benchmark, model=str(spec["adapter_spec"]["model"]), metric=metric.name, value=value, n=n,
-        scale_min=metric.scale_min, scale_max=metric.scale_max,
+        benchmark=benchmark,
+        model=str(spec["adapter_spec"]["model"]),
+        metric=metric.name,
+        value=value,
+        n=n,
+        scale_min=metric.scale_min,
+        scale_max=metric.scale_max,
         ci=interval(value, n, (sum(t) / len(t) for t in scores.values()), (metric.scale_min, metric.scale_max)),
-        split=metric.split, replicates=max((len(t) for t in scores.values()), default=1), source_kind="helm",
-        source_path=str(run_dir), source_sha256=digest_sources(source_files), source_files=source_files, suite=suite,
+        split=metric.split,
+        replicates=max((len(t) for t in scores.values()), default=1),
+        source_kind="helm",
+        source_path=str(run_dir),
+        source_sha256=digest_sources(source_files),
+        source_files=source_files,
+        suite=suite,
         instances={i: (sum(t) / len(t), len(t)) for i, t in scores.items()},
     )
     evidence = RunEvidence(run_dir=run_dir, run_name=run_name, entry=entry, metric=metric, figures=figures, notes=notes)
     state_file = run_dir / "scenario_state.json"
     if state_file.is_file():
         ctx = PackContext(
-            pack=run_name, benchmark=benchmark, metric=metric, suite=suite, provenance=str(run_dir),
+            pack=run_name,
+            benchmark=benchmark,
+            metric=metric,
+            suite=suite,
+            provenance=str(run_dir),
             adapter_method=str((spec.get("adapter_spec") or {}).get("method") or ""),
         )
         evidence.canaries, evidence.jury = build_pack(load_json(state_file), ctx, scores, state_file)

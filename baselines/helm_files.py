@@ -127,23 +127,31 @@ def locate(path: Path, *, suite: str | None = None) -> SuiteLocation:
     if not path.exists():
         raise SourceFileMissing(path, "path", "does not exist")
     if not path.is_dir():
-        raise NotHelmOutput(path, "path", "not a directory (expected benchmark_output, runs/<suite> or a run directory)")
+        raise NotHelmOutput(
+            path, "path", "not a directory (expected benchmark_output, runs/<suite> or a run directory)"
+        )
     if (path / RUN_SPEC).is_file():
-        return SuiteLocation(suite=suite or _suite_name(path.parent), path=path.parent, runs=(path,), is_suite_dir=False)
+        return SuiteLocation(
+            suite=suite or _suite_name(path.parent), path=path.parent, runs=(path,), is_suite_dir=False
+        )
     runs_root = path / "runs"
     if runs_root.is_dir():
         suites = sorted(p for p in runs_root.iterdir() if p.is_dir() and _run_dirs(p))
         if suite is not None:
             chosen = [p for p in suites if p.name == suite]
             if not chosen:
-                raise NotHelmOutput(runs_root, "suite", f"no suite {suite!r}; found: {', '.join(p.name for p in suites) or 'none'}")
+                raise NotHelmOutput(
+                    runs_root, "suite", f"no suite {suite!r}; found: {', '.join(p.name for p in suites) or 'none'}"
+                )
             path = chosen[0]
         elif len(suites) == 1:
             path = suites[0]
         elif not suites:
             raise NotHelmOutput(runs_root, "runs", "no suite directories with runs")
         else:
-            raise NotHelmOutput(runs_root, "suite", f"several suites; choose one with --suite: {', '.join(p.name for p in suites)}")
+            raise NotHelmOutput(
+                runs_root, "suite", f"several suites; choose one with --suite: {', '.join(p.name for p in suites)}"
+            )
     runs = _run_dirs(path)
     if not runs:
         raise NotHelmOutput(path, "path", f"no {RUN_SPEC} here or in any subdirectory, and no runs/ directory")

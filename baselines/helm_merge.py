@@ -40,14 +40,31 @@ def combine_runs(runs: list[RunEvidence], *, suite_dir: Path) -> RunEvidence:
         jury.update({prefix + i: d for i, d in run.jury.items()})
         notes += [f"{run.run_name}: {note}" for note in run.notes]
     figures = BaselineFigures(
-        benchmark=first.benchmark, model=first.model, metric=first.figures.metric, value=value, n=n,
-        scale_min=low, scale_max=high, ci=interval(value, n, (s for s, _ in instances.values()), (low, high)),
-        split=first.figures.split, replicates=max(r.figures.replicates for r in runs), source_kind="helm",
-        source_path=str(suite_dir), source_sha256=digest_sources(source_files), source_files=source_files,
-        suite=first.figures.suite, instances=instances,
+        benchmark=first.benchmark,
+        model=first.model,
+        metric=first.figures.metric,
+        value=value,
+        n=n,
+        scale_min=low,
+        scale_max=high,
+        ci=interval(value, n, (s for s, _ in instances.values()), (low, high)),
+        split=first.figures.split,
+        replicates=max(r.figures.replicates for r in runs),
+        source_kind="helm",
+        source_path=str(suite_dir),
+        source_sha256=digest_sources(source_files),
+        source_files=source_files,
+        suite=first.figures.suite,
+        instances=instances,
     )
     metric = MainMetric(first.metric.name, first.metric.split, low, high, first.metric.jury, first.metric.rule)
     return RunEvidence(
-        run_dir=suite_dir, run_name=", ".join(r.run_name for r in runs), entry=first.entry, metric=metric,
-        figures=figures, canaries=canaries, jury=jury, notes=notes,
+        run_dir=suite_dir,
+        run_name=", ".join(r.run_name for r in runs),
+        entry=first.entry,
+        metric=metric,
+        figures=figures,
+        canaries=canaries,
+        jury=jury,
+        notes=notes,
     )

@@ -106,24 +106,27 @@ def choose_main_metric(
         if not _has_value(stats.get((name, split))):
             written = sorted({n for (n, s) in stats if s == split}) or sorted({n for n, _ in stats})
             raise UnknownMetric(
-                file, f"{name} (split {split})",
-                f"HELM did not write the main metric of {entry.benchmark}; metrics written: {', '.join(written) or 'none'}",
+                file,
+                f"{name} (split {split})",
+                f"HELM did not write the main metric of {entry.benchmark}; "
+                f"metrics written: {', '.join(written) or 'none'}",
             )
         rule = f"taxonomy main metric of {entry.benchmark}"
     else:
-        written = {n for (n, _), stat in stats.items() if _has_value(stat)}
+        present = {n for (n, _), stat in stats.items() if _has_value(stat)}
         candidates = [*_jury_metric_names(run_spec), "exact_match", "jury_score"]
         for suffix in _SUFFIXES:
-            candidates += sorted(n for n in written if n.endswith(suffix))
-        found = next((c for c in candidates if c in written), None)
+            candidates += sorted(n for n in present if n.endswith(suffix))
+        found = next((c for c in candidates if c in present), None)
         if found is None:
             raise NoMainMetric(
-                file, "metrics",
+                file,
+                "metrics",
                 "no usable main metric (looked for a metric_specs metric_name, exact_match, jury_score, "
-                f"*_accuracy, *_f1, *_score); written: {', '.join(sorted(written)) or 'none'}",
+                f"*_accuracy, *_f1, *_score); present: {', '.join(sorted(present)) or 'none'}",
             )
         name, split = found, _split_for(stats, found) or "test"
-        rule = "outside the taxonomy: first of metric_specs metric_name, exact_match, jury_score, *_accuracy, *_f1, *_score"
+        rule = "outside the taxonomy: first of metric_name, exact_match, jury_score, *_accuracy, *_f1, *_score"
     jury = _is_jury(run_spec, name, entry)
     low, high = JURY_SCALE if jury else UNIT_SCALE
     return MainMetric(name=name, split=split, scale_min=low, scale_max=high, jury=jury, rule=rule)
@@ -133,7 +136,7 @@ def run_value_and_n(stats: dict[tuple[str, str], dict[str, Any]], metric: MainMe
     """The run mean of the main metric and ``num_instances`` on its split (None if absent)."""
     value = float(stats[(metric.name, metric.split)]["mean"])
     count = stats.get(("num_instances", metric.split))
-    n = int(round(float(count["mean"]))) if _has_value(count) and count is not None else None
+    n = round(float(count["mean"])) if _has_value(count) and count is not None else None
     return value, n
 
 
@@ -166,7 +169,9 @@ def merged_instance_scores(entries: Any, metric: MainMetric, file: Path) -> dict
     return scores
 
 
-def interval(value: float, n: int, instance_means: Iterable[float], scale: tuple[float, float]) -> tuple[float, float] | None:
+def interval(
+    value: float, n: int, instance_means: Iterable[float], scale: tuple[float, float]
+) -> tuple[float, float] | None:
     """95% interval: Wilson for 0/1 outcomes on a 0-1 scale, else mean ± 1.96 sd/sqrt(n).
 
     The normal interval uses the sample sd of the per-instance scores (means over trials), and

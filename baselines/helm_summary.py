@@ -55,9 +55,15 @@ def _number(cell: Any) -> float | None:
     return float(value)
 
 
-def table_entries(table: Any, *, suite: str, group: str, names: SchemaNames, file: Path, sha: str) -> list[LeaderboardEntry]:
+def table_entries(
+    table: Any, *, suite: str, group: str, names: SchemaNames, file: Path, sha: str
+) -> list[LeaderboardEntry]:
     """Leaderboard entries for one table of a group file."""
-    if not isinstance(table, dict) or not isinstance(table.get("header"), list) or not isinstance(table.get("rows"), list):
+    if (
+        not isinstance(table, dict)
+        or not isinstance(table.get("header"), list)
+        or not isinstance(table.get("rows"), list)
+    ):
         raise HelmFormatError(file, "header/rows", "a table needs a header list and a rows list")
     header: list[dict[str, Any]] = [h if isinstance(h, dict) else {} for h in table["header"]]
     rows: list[list[Any]] = [r if isinstance(r, list) else [] for r in table["rows"]]
@@ -66,10 +72,12 @@ def table_entries(table: Any, *, suite: str, group: str, names: SchemaNames, fil
     has_win_rate = any(h.get("value") == WIN_RATE_COLUMN for h in header)
     computed: list[float | None] = [None] * len(rows)
     if has_win_rate:
-        computed = mean_win_rates([
-            ([_number(r[i]) if i < len(r) else None for r in rows], header[i].get("lower_is_better"))
-            for i in metric_columns
-        ])
+        computed = mean_win_rates(
+            [
+                ([_number(r[i]) if i < len(r) else None for r in rows], header[i].get("lower_is_better"))
+                for i in metric_columns
+            ]
+        )
     win_index = next((i for i, h in enumerate(header) if h.get("value") == WIN_RATE_COLUMN), None)
     entries: list[LeaderboardEntry] = []
     for r, row in enumerate(rows):
@@ -81,14 +89,26 @@ def table_entries(table: Any, *, suite: str, group: str, names: SchemaNames, fil
                 continue
             meta = header[i].get("metadata") or {}
             run_group = meta.get("run_group")
-            entries.append(LeaderboardEntry(
-                suite=suite, group=group, table_title=title, model=model, model_name=names.models.get(model),
-                column=str(header[i].get("value") or ""), run_group=run_group, metric=meta.get("metric"),
-                benchmark=names.groups.get(run_group) if isinstance(run_group, str) else None, value=value,
-                lower_is_better=header[i].get("lower_is_better"), mean_win_rate=computed[r],
-                published_mean_win_rate=published, run_specs=list(row[i].get("run_spec_names") or []),
-                source_path=str(file), source_sha256=sha,
-            ))
+            entries.append(
+                LeaderboardEntry(
+                    suite=suite,
+                    group=group,
+                    table_title=title,
+                    model=model,
+                    model_name=names.models.get(model),
+                    column=str(header[i].get("value") or ""),
+                    run_group=run_group,
+                    metric=meta.get("metric"),
+                    benchmark=names.groups.get(run_group) if isinstance(run_group, str) else None,
+                    value=value,
+                    lower_is_better=header[i].get("lower_is_better"),
+                    mean_win_rate=computed[r],
+                    published_mean_win_rate=published,
+                    run_specs=list(row[i].get("run_spec_names") or []),
+                    source_path=str(file),
+                    source_sha256=sha,
+                )
+            )
     return entries
 
 

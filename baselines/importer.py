@@ -88,19 +88,39 @@ class ImportReport:
         return asdict(self) | {"created": self.created, "unchanged": self.unchanged}
 
 
-def _outcome(baseline: Baseline, created: bool, *, canaries: int = 0, replayable: int = 0, notes: list[str] | None = None) -> BaselineOutcome:
+def _outcome(
+    baseline: Baseline, created: bool, *, canaries: int = 0, replayable: int = 0, notes: list[str] | None = None
+) -> BaselineOutcome:
     assert baseline.id is not None
     return BaselineOutcome(
-        benchmark=baseline.benchmark, model=baseline.model, metric=baseline.metric, version=baseline.version,
-        baseline_id=baseline.id, created=created, value=baseline.value, normalized=baseline.normalized,
-        scale=(baseline.scale_min, baseline.scale_max), n=baseline.n, ci=(baseline.ci_low, baseline.ci_high),
-        category=baseline.category, in_taxonomy=baseline.in_taxonomy, canaries=canaries, replayable=replayable,
-        source_path=baseline.source_path, notes=list(notes or []),
+        benchmark=baseline.benchmark,
+        model=baseline.model,
+        metric=baseline.metric,
+        version=baseline.version,
+        baseline_id=baseline.id,
+        created=created,
+        value=baseline.value,
+        normalized=baseline.normalized,
+        scale=(baseline.scale_min, baseline.scale_max),
+        n=baseline.n,
+        ci=(baseline.ci_low, baseline.ci_high),
+        category=baseline.category,
+        in_taxonomy=baseline.in_taxonomy,
+        canaries=canaries,
+        replayable=replayable,
+        source_path=baseline.source_path,
+        notes=list(notes or []),
     )
 
 
 def _read_runs(
-    runs: tuple[Path, ...], *, suite: str, model: str | None, strict: bool, progress: Progress | None, report: ImportReport
+    runs: tuple[Path, ...],
+    *,
+    suite: str,
+    model: str | None,
+    strict: bool,
+    progress: Progress | None,
+    report: ImportReport,
 ) -> list[RunEvidence]:
     evidence: list[RunEvidence] = []
     models_seen: set[str] = set()
@@ -118,9 +138,13 @@ def _read_runs(
         if progress is not None:
             progress(done, len(runs), run_dir.name)
     if model is not None and not evidence and not report.skipped:
-        raise NotHelmOutput(runs[0].parent, "model", f"no run of model {model!r}; models: {', '.join(sorted(models_seen))}")
+        raise NotHelmOutput(
+            runs[0].parent, "model", f"no run of model {model!r}; models: {', '.join(sorted(models_seen))}"
+        )
     if not evidence and report.skipped:
-        raise NoMainMetric(report.skipped[0].run_dir, "metrics", "no run has a usable main metric: " + report.skipped[0].reason)
+        raise NoMainMetric(
+            report.skipped[0].run_dir, "metrics", "no run has a usable main metric: " + report.skipped[0].reason
+        )
     return evidence
 
 
@@ -177,7 +201,9 @@ def import_helm_path(
     """
     location = locate(Path(path), suite=suite)
     report = ImportReport(source=str(path), kind="helm", suite=location.suite)
-    evidence = _read_runs(location.runs, suite=location.suite, model=model, strict=strict, progress=progress, report=report)
+    evidence = _read_runs(
+        location.runs, suite=location.suite, model=model, strict=strict, progress=progress, report=report
+    )
     evidence = _group(evidence, location.path)
     entries, _files = read_group_tables(location.path, suite=location.suite) if location.is_suite_dir else ([], {})
     try:
@@ -186,7 +212,9 @@ def import_helm_path(
             if created and baseline.id is not None:
                 record_canaries(session, baseline.id, run.canaries, jury=run.jury)
             replayable = sum(c.replayable for c in run.canaries)
-            report.baselines.append(_outcome(baseline, created, canaries=len(run.canaries), replayable=replayable, notes=run.notes))
+            report.baselines.append(
+                _outcome(baseline, created, canaries=len(run.canaries), replayable=replayable, notes=run.notes)
+            )
         report.leaderboard_entries = record_leaderboard(session, entries)
         session.flush()
     except BaseException:
@@ -205,11 +233,12 @@ def import_manual(session: Session, path: Path | str) -> ImportReport:
     try:
         for row in rows:
             baseline, created = record_baseline(session, row.figures)
-            notes = [] if baseline.in_taxonomy else [f"benchmark {baseline.benchmark!r} is outside the MedHELM taxonomy"]
+            notes = (
+                [] if baseline.in_taxonomy else [f"benchmark {baseline.benchmark!r} is outside the MedHELM taxonomy"]
+            )
             report.baselines.append(_outcome(baseline, created, notes=notes))
         session.flush()
     except BaseException:
         session.rollback()
         raise
     return report
-

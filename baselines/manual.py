@@ -70,7 +70,7 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _map
 
 def _read_yaml(path: Path, text: str) -> list[dict[str, Any]]:
     try:
-        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=_LineLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1} col {mark.column + 1}" if mark else "yaml"
@@ -127,7 +127,8 @@ def _row(path: Path, data: dict[str, Any], file_sha: str) -> ManualRow:
     entry = resolve(benchmark)
     if entry.in_taxonomy and entry.main_metric and metric != entry.main_metric:
         raise UnknownMetric(
-            path, f"{where} field metric",
+            path,
+            f"{where} field metric",
             f"{metric!r} is not the metric HELM writes for {benchmark} (its main metric is {entry.main_metric!r})",
         )
     value = _number(path, where, "value", _text(path, where, "value", data.get("value")))
@@ -143,18 +144,41 @@ def _row(path: Path, data: dict[str, Any], file_sha: str) -> ManualRow:
         raise ManualFormatError(path, f"{where} field value", f"{value:g} is outside the {low:g}-{high:g} scale")
     ci = None
     if ("ci_low" in data) != ("ci_high" in data):
-        raise ManualFormatError(path, f"{where} field {'ci_high' if 'ci_low' in data else 'ci_low'}", "give both ci_low and ci_high, or neither")
+        raise ManualFormatError(
+            path,
+            f"{where} field {'ci_high' if 'ci_low' in data else 'ci_low'}",
+            "give both ci_low and ci_high, or neither",
+        )
     if "ci_low" in data:
         ci = (_number(path, where, "ci_low", data["ci_low"]), _number(path, where, "ci_high", data["ci_high"]))
         if not low <= ci[0] <= value <= ci[1] <= high:
-            raise ManualFormatError(path, f"{where} field ci_low", f"need {low:g} <= ci_low <= value <= ci_high <= {high:g}")
+            raise ManualFormatError(
+                path, f"{where} field ci_low", f"need {low:g} <= ci_low <= value <= ci_high <= {high:g}"
+            )
     split = str(data.get("split") or entry.main_split)
     source = str(data.get("source") or "")
-    content = {"model": model, "benchmark": benchmark, "metric": metric, "value": value, "n": int(n_raw),
-               "scale": [low, high], "ci": list(ci) if ci else None, "split": split, "source": source}
+    content = {
+        "model": model,
+        "benchmark": benchmark,
+        "metric": metric,
+        "value": value,
+        "n": int(n_raw),
+        "scale": [low, high],
+        "ci": list(ci) if ci else None,
+        "split": split,
+        "source": source,
+    }
     figures = BaselineFigures(
-        benchmark=benchmark, model=model, metric=metric, value=value, n=int(n_raw), scale_min=low, scale_max=high,
-        ci=ci, split=split, source_kind="manual",
+        benchmark=benchmark,
+        model=model,
+        metric=metric,
+        value=value,
+        n=int(n_raw),
+        scale_min=low,
+        scale_max=high,
+        ci=ci,
+        split=split,
+        source_kind="manual",
         source_path=f"{source} [{path}:{line}]" if source else f"{path}:{line}",
         source_sha256=hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest(),
         source_files={path.name: file_sha},

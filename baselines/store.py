@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from sqlalchemy import insert
@@ -75,9 +74,12 @@ def record_baseline(session: Session, figures: BaselineFigures) -> tuple[Baselin
     session.add(baseline)
     session.flush()
     assert baseline.id is not None
-    for instance_id, (score, runs) in figures.instances.items():
-        session.add(BaselineInstance(baseline_id=baseline.id, instance_id=instance_id, score=score, runs=runs))
-    session.flush()
+    rows = [
+        {"baseline_id": baseline.id, "instance_id": instance_id, "score": score, "runs": runs}
+        for instance_id, (score, runs) in figures.instances.items()
+    ]
+    if rows:  # one bulk insert: tens of thousands of instances in well under a second
+        session.execute(insert(BaselineInstance), rows)
     return baseline, True
 
 
@@ -108,6 +110,20 @@ def baseline_versions(session: Session, benchmark: str) -> list[Baseline]:
     return list(session.exec(query.order_by(Baseline.model, Baseline.metric, col(Baseline.version))).all())
 
 
+def _canary_object(canary: Canary) -> dict[str, Any]:
+    """The canary's JSONL object (what ``Canary.to_json`` writes), built without a JSON round trip."""
+    data: dict[str, Any] = {}
+    for f in fields(canary):
+        value = getattr(canary, f.name)
+        if isinstance(value, tuple):
+            value = [dict(v) if isinstance(v, dict) else v for v in value]
+        elif isinstance(value, dict):
+            value = dict(value)
+        if value not in (None, "", {}, []):
+            data[f.name] = value
+    return data | {"id": canary.id}
+
+
 def record_canaries(
     session: Session, baseline_id: int, canaries: list[Canary], *, jury: dict[str, dict[str, Any]] | None = None
 ) -> int:
@@ -118,7 +134,7 @@ def record_canaries(
     rows = [
         {
             "baseline_id": baseline_id, "canary_id": c.id, "pack": c.pack, "benchmark": c.benchmark,
-            "canary": json.loads(c.to_json()), "replayable": c.replayable, "jury": (jury or {}).get(c.id),
+            "canary": _canary_object(c), "replayable": c.replayable, "jury": (jury or {}).get(c.id),
         }
         for c in canaries
     ]
@@ -164,4 +180,5 @@ def leaderboard_entries(
         query = query.where(LeaderboardEntry.benchmark == benchmark)
     if group:
         query = query.where(LeaderboardEntry.group == group)
-    return list(session.exec(query.order_by(LeaderboardEntry.group, LeaderboardEntry.table_title, col(LeaderboardEntry.id))).all())
+    query = query.order_by(LeaderboardEntry.group, LeaderboardEntry.table_title, col(LeaderboardEntry.id))
+    return list(session.exec(query).all())

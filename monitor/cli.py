@@ -113,14 +113,22 @@ def probe_run(plan_path: PlanArg,
 
 
 @app.command()
-def serve(plan_path: PlanArg) -> None:
+def serve(plan_path: PlanArg,
+          health_port: Annotated[int | None, typer.Option(help="Port for /healthz and /metrics (0 picks a free "
+                                                                "one; default: the plan's service.health_port).")] = None,
+          stop_timeout: Annotated[float, typer.Option(help="Seconds to let probes in flight finish on SIGTERM.")] = 30.0) -> None:
     """Run the monitoring service: scheduled probes, detection and alert delivery, until stopped."""
-    from monitor.service import run_service
+    from monitor.service import ServiceOptions, run_service
 
     try:
-        run_service(plan_path)
+        result = run_service(plan_path, options=ServiceOptions(health_port=health_port, stop_timeout_s=stop_timeout))
     except MedmonError as exc:
         raise _fail(exc) from None
+    if result.abandoned_runs:
+        # Probe threads still waiting on the model would hold the process open; their runs are
+        # already marked interrupted, so leave now.
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def _dashboard_command(port: int, host: str = "127.0.0.1") -> list[str]:
@@ -205,7 +213,16 @@ def _mount_optional() -> None:
     app.add_typer(baseline_app, name="baseline")
 
 
+def _mount_service() -> None:
+    """``medmon worker`` and ``medmon db``: the production service's other commands."""
+    from monitor.commands.service import db_app, worker
+
+    app.command()(worker)
+    app.add_typer(db_app, name="db")
+
+
 _mount_optional()
+_mount_service()
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ from sqlmodel import Session
 
 from baselines import Baseline, BaselineFigures, Canary, latest_baseline, read_canaries, record_baseline, resolve
 from baselines.taxonomy import TaxonomyEntry
+from monitor.changes import adopted_baseline
 from monitor.errors import PlanError, PlanIssue
 from monitor.plan import Plan, Task
 from probes.packs import load_pack
@@ -40,9 +41,13 @@ def task_baseline(session: Session, plan: Plan, ctx: TaskContext) -> Baseline:
     """The baseline a task is compared with: inline plan figures, an imported one, or the pack's card.
 
     Inline figures are recorded as a manual baseline (idempotently), so every comparison points
-    at a stored, versioned row.
+    at a stored, versioned row. A baseline an owner adopted from a re-evaluation
+    (``medmon baseline approve``) comes before all of them: it is the newest approved evidence.
     """
     task = ctx.task
+    adopted = adopted_baseline(session, task.id)
+    if adopted is not None:
+        return adopted
     ref = task.baseline
     if ref.value is not None and ref.n is not None:
         figures = BaselineFigures(benchmark=task.benchmark, model=ref.model or plan.deployment.model,

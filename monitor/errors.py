@@ -5,6 +5,7 @@ Tree::
     MedmonError
     ├── PlanError            a plan file that cannot be loaded or is invalid
     ├── StorageError         the database cannot be reached or written
+    ├── GovernanceError      a governance action refused (e.g. approval by a non-owner)
     ├── baselines.errors.BaselineError
     ├── probes.errors.ProbeError
     └── alerts.errors.AlertError
@@ -44,3 +45,7 @@ class PlanError(MedmonError):
 
 class StorageError(MedmonError):
     """The database could not be reached or written."""
+
+
+class GovernanceError(MedmonError):
+    """A governance action that is refused: it names what is missing or who may act instead."""

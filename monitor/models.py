@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import JSON, Column
+from sqlalchemy import JSON, Column, DateTime, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from monitor.storage import utcnow
@@ -68,3 +68,115 @@ class ModelIdentity(SQLModel, table=True):
     system_fingerprint: str | None = None
     first_seen: datetime = Field(default_factory=utcnow)
     run_id: int | None = None
+
+
+class ProbeSlot(SQLModel, table=True):
+    """One scheduled time of a task's probe, claimed once by whichever process runs it.
+
+    The unique (task, time) pair is what keeps a restart, a standby taking over, a clock set
+    back or a redelivered Celery message from probing the same scheduled time twice.
+    """
+
+    __table_args__ = (UniqueConstraint("task_id", "scheduled_for", name="uq_probeslot_task_time"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(index=True)
+    scheduled_for: datetime
+    claimed_by: str = ""
+    claimed_at: datetime = Field(default_factory=utcnow)
+    attempts: int = 1
+    run_id: int | None = None
+
+
+class AuditEvent(SQLModel, table=True):
+    """One entry of the append-only audit log, chained to the entry before it by its hash.
+
+    ``hash`` is SHA-256 over the previous entry's hash and the canonical JSON of this entry's
+    ``seq``, ``at``, ``kind``, ``actor``, ``subject`` and ``details`` (``monitor.audit``), so
+    an edited, deleted, inserted or reordered entry breaks the chain where it happened.
+    """
+
+    id: int | None = Field(default=None, primary_key=True)
+    seq: int = Field(unique=True, index=True)
+    at: datetime = Field(sa_type=DateTime(timezone=True), index=True)  # type: ignore[call-overload]
+    kind: str = Field(index=True)
+    actor: str
+    subject: str = ""
+    details: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    prev_hash: str
+    hash: str
+
+
+class AuditHead(SQLModel, table=True):
+    """The audit log's single lock row: appends serialize on it, and it remembers the tail.
+
+    Without it, deleting the newest entries would leave a shorter but valid-looking chain.
+    """
+
+    id: int = Field(default=1, primary_key=True)
+    seq: int = 0
+    hash: str = ""
+
+
+class ChangeStatus(str, Enum):
+    pending = "pending"  # recorded; its re-evaluation has not run yet
+    reevaluated = "reevaluated"
+    failed = "failed"  # the re-evaluation could not run (see the re-evaluation's error)
+
+
+class ChangeRecord(SQLModel, table=True):
+    """A change of model, fingerprint, prompt, workflow or judge for one task, detected or declared."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(index=True)
+    kind: str  # model | fingerprint | prompt | workflow | judge
+    source: str  # detected | declared
+    actor: str
+    note: str = ""
+    details: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    status: ChangeStatus = ChangeStatus.pending
+    reevaluation_id: int | None = None
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class ReevaluationStatus(str, Enum):
+    running = "running"
+    complete = "complete"
+    failed = "failed"
+    approved = "approved"  # adopted as the task's baseline by an owner
+
+
+class Reevaluation(SQLModel, table=True):
+    """The full canary set replayed after a change, compared with the baseline task by task."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(index=True)
+    change_id: int | None = None
+    run_id: int | None = None
+    status: ReevaluationStatus = ReevaluationStatus.running
+    repeats: int = 1
+    n: int = 0
+    n_errors: int = 0
+    estimate: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    baseline_id: int | None = None
+    baseline_value: float | None = None
+    baseline_ci_low: float | None = None
+    baseline_ci_high: float | None = None
+    difference: float | None = None
+    min_score: float | None = None
+    tolerated_drop: float | None = None
+    passed: bool | None = None
+    conclusive: bool | None = None
+    reasons: list[str] = Field(default_factory=list, sa_column=Column(JSON))
+    served_model: str | None = None
+    system_fingerprint: str | None = None
+    cost_usd: float | None = None
+    error: str | None = None
+    started_at: datetime = Field(default_factory=utcnow, index=True)
+    finished_at: datetime | None = None
+    approved_by: str | None = None
+    approved_at: datetime | None = None
+    approval_note: str | None = None
+    new_baseline_id: int | None = None

@@ -14,12 +14,16 @@ from sqlmodel import Session, col, select
 from alerts import Signal, apply_signal
 from monitor.context import TaskContext, task_baseline
 from monitor.detection import StreamUpdate, detector_threshold, reset_task_streams, task_streams, update_stream
+from monitor.changes import record_detected_change
+from monitor.reevaluation import auto_reevaluates, reevaluate_pending
 from monitor.models import FindingRecord, ModelIdentity
 from monitor.plan import Plan
 from monitor.signals import model_change_signal, stream_signal
 from monitor.storage import session_scope
 from probes.client import ModelClient, ModelSettings
+from probes.jury import JURY_SCORER, Jury, JurySettings
 from probes.models import ProbeResultBase, ProbeRun
+from probes.redaction import load_redactor, protect_results
 from probes.runner import finish_run, probe_canaries, sample_canaries, start_run
 
 
@@ -32,6 +36,7 @@ class ProbeOutcome:
     mean_score: float | None
     updates: list[StreamUpdate] = field(default_factory=list)
     signals: list[Signal] = field(default_factory=list)
+    reevaluation_id: int | None = None  # the re-evaluation a detected model change set off
 
 
 def route_names(plan: Plan) -> list[str]:
@@ -57,12 +62,13 @@ def _model_change(session: Session, task_id: str, results: list[ProbeResultBase]
 
 def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.Random,
                    now: Callable[[], datetime], settings: ModelSettings | None = None,
-                   purpose: str = "scheduled") -> ProbeOutcome:
+                   purpose: str = "scheduled", on_start: Callable[[int], None] | None = None) -> ProbeOutcome:
     """Probe a task once and act on what the detectors conclude.
 
     The run row is committed before the model is called, so a crash leaves a 'running' run that
     the service marks interrupted; results, detector states, findings and alert changes (with
-    their outbox rows) are then committed together.
+    their outbox rows) are then committed together. ``on_start`` receives the run id once that
+    first row is committed (the service links it to the scheduled slot being probed).
     """
     task = ctx.task
     settings = settings or ModelSettings.from_endpoint(plan.deployment)
@@ -72,12 +78,22 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
         run_id = run.id
         specs = task_streams(plan, task, baseline)
     assert run_id is not None
+    if on_start is not None:
+        on_start(run_id)
     chosen = sample_canaries(ctx.canaries, task.sample_size, rng)
 
     async def call() -> list[ProbeResultBase]:
+        # The judges are opened only for a jury-scored task; without a plan jury, probe_canaries
+        # raises JuryNotConfigured before any call (``medmon check`` reports it earlier).
+        jury = Jury(JurySettings.from_plan(plan.jury)) if plan.jury is not None and ctx.scorer == JURY_SCORER else None
         async with ModelClient(settings) as client:
-            return await probe_canaries(client, chosen, task.id, ctx.scorer)
+            try:
+                return list(await probe_canaries(client, chosen, task.id, ctx.scorer, jury=jury))
+            finally:
+                if jury is not None:
+                    await jury.aclose()
 
+    redactor = load_redactor(plan.privacy.redactor)
     results = asyncio.run(call())
     threshold = detector_threshold(plan)
     outcome = ProbeOutcome(task.id, run_id, len(results), sum(1 for r in results if r.error_type), None)
@@ -85,7 +101,8 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
         run = session.get(ProbeRun, run_id)
         assert run is not None
         stamp = now()
-        finish_run(session, run, results, stamp)
+        # Stored copies are redacted (or text-free); detectors below still see every score.
+        finish_run(session, run, protect_results(results, redactor, store_text=plan.privacy.store_text), stamp)
         outcome.mean_score = run.mean_score
         change = _model_change(session, task.id, results, run_id, stamp)
         if change is not None:
@@ -93,6 +110,7 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
             session.add(FindingRecord(task_id=task.id, metric="served_model", kind="model_change", run_id=run_id,
                                       summary=signal.summary, evidence=signal.evidence, created_at=stamp))
             reset_task_streams(session, task.id, stamp)
+            record_detected_change(session, task.id, *change, run_id, stamp)  # audited; owes a re-evaluation
             outcome.signals.append(signal)
         for spec in specs:
             update = update_stream(session, spec, threshold, results, stamp)
@@ -109,4 +127,7 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
                 outcome.signals.append(signal)
         for signal in outcome.signals:
             apply_signal(session, signal, route_names(plan), stamp)
+    if change is not None and auto_reevaluates(plan):
+        done = reevaluate_pending(engine, plan, ctx, now=now, settings=settings)
+        outcome.reevaluation_id = done.id if done is not None else None
     return outcome

@@ -18,6 +18,7 @@ from apscheduler.triggers.cron import CronTrigger
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from monitor.errors import PlanError, PlanIssue
+from monitor.governance import Governance, Privacy
 
 _INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -89,6 +90,8 @@ class Endpoint(_Strict):
     temperature: float = Field(0.0, ge=0, le=2)
     max_tokens: int = Field(512, ge=1)
     system_prompt: str | None = None
+    breaker_failures: int = Field(5, ge=1)  # consecutive failed attempts that open the circuit breaker
+    breaker_cooldown_s: float = Field(30.0, gt=0)  # how long an open breaker fails calls fast
 
     @field_validator("base_url")
     @classmethod
@@ -99,10 +102,31 @@ class Endpoint(_Strict):
 
 
 class Jury(_Strict):
+    """Judge endpoints, criteria and scale. A judge without a ``name`` is named ``judge-<n>``
+    (its position, from 1); names must be unique, since each judge's scores are a stream."""
+
     judges: list[Endpoint] = Field(min_length=1)
-    criteria: list[str] = Field(default_factory=lambda: ["accuracy", "completeness", "clarity"])
+    criteria: list[str] = Field(default_factory=lambda: ["accuracy", "completeness", "clarity"], min_length=1)
     scale_min: int = 1
     scale_max: int = 5
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_judges(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("judges"), list):
+            data = {**data, "judges": [{"name": f"judge-{i + 1}", **j} if isinstance(j, dict) and "name" not in j
+                                       else j for i, j in enumerate(data["judges"])]}
+        return data
+
+    @model_validator(mode="after")
+    def _distinct(self) -> Jury:
+        names = [j.name for j in self.judges]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"judge names must be unique; repeated: {', '.join(dupes)}")
+        if self.scale_max <= self.scale_min:
+            raise ValueError(f"scale_max ({self.scale_max}) must be greater than scale_min ({self.scale_min})")
+        return self
 
 
 class CanarySource(_Strict):
@@ -212,10 +236,49 @@ class Detection(_Strict):
 
     probes_between_false_alarms: float = Field(200_000, gt=1)
     min_margin: float = Field(0.01, ge=0, lt=0.5)
+    # A separate budget for error rate, cost over budget and latency over objective (None: shared).
+    operational_probes_between_false_alarms: float | None = Field(None, gt=1)
+    burn_in_runs: int = Field(5, ge=0)  # answers per canary after go-live that form the paired reference (0: off)
+    burn_in_coverage: float = Field(0.9, gt=0, le=1)  # share of canaries that must reach burn_in_runs
+    reevaluation_alpha: float = Field(0.05, gt=0, lt=1)  # error of each one-shot verdict after a change
+    reevaluation_max_probes: int = Field(1000, ge=1)  # observations before the one-shot test gives up
+    distribution_checks: bool = True  # river detectors on output length and latency (information only)
 
 
 class Storage(_Strict):
     url: str = "sqlite:///medmon.db"
+
+
+class ServiceConfig(_Strict):
+    """How ``medmon serve`` runs: where probes execute, its HTTP port, telemetry, seeding.
+
+    ``executor: celery`` sends each scheduled probe to ``medmon worker`` processes through the
+    broker named by ``broker_url_env`` (a variable, because broker URLs carry passwords).
+    """
+
+    executor: Literal["inprocess", "celery"] = "inprocess"
+    broker_url_env: str = "MEDMON_BROKER_URL"
+    queue: str = Field("medmon-probes", pattern=r"^[A-Za-z0-9_.-]+$")
+    health_host: str = "127.0.0.1"
+    health_port: int | None = Field(None, ge=0, le=65535)
+    otlp_endpoint: str | None = None
+    seed: int | None = None
+    misfire_grace: str | None = None
+    standby_poll: str = "2s"
+
+    @field_validator("misfire_grace", "standby_poll")
+    @classmethod
+    def _interval(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_interval(value)
+        return value
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError(f"expected an http(s) URL, got {value!r}")
+        return value
 
 
 class Plan(_Strict):
@@ -228,6 +291,9 @@ class Plan(_Strict):
     alerts: AlertsConfig = AlertsConfig()
     detection: Detection = Detection()
     storage: Storage = Storage()
+    service: ServiceConfig = ServiceConfig()
+    governance: Governance | None = None
+    privacy: Privacy = Privacy()
 
     @model_validator(mode="after")
     def _unique_tasks(self) -> Plan:

@@ -1,26 +1,44 @@
 """The production model client: the only module that imports ``openai``.
 
-It speaks to any OpenAI-compatible chat completions endpoint with the plan's model parameters,
-so a replay matches how the model is used in production. Failures become ``ModelCallError``
-subclasses: a failed call is recorded as an error, never scored as a wrong answer.
+It speaks to any OpenAI-compatible chat completions endpoint with the plan's model parameters
+(temperature, max tokens, system prompt), so a replay matches how the model is used in
+production. Failures become ``ModelCallError`` subclasses: a failed call is recorded as an
+error, never scored as a wrong answer.
+
+Retries are medmon's own loop, with the ``openai`` client's built-in retries off
+(``max_retries=0``). openai's loop does honour ``Retry-After`` / ``retry-after-ms``, but it is
+invisible from outside: the rate limiter and the circuit breaker must see every *attempt* (a
+retry spends quota; an outage must open the breaker on attempts, not on calls that already
+retried three times), the number of attempts is recorded with each result, and the backoff's
+jitter and sleep are injected so tests are exact. The loop retries timeouts, connection errors,
+429 and 5xx; it waits what ``Retry-After`` says (up to ``max_retry_after_s``, beyond which the
+call gives up at once, as openai does) or else exponential backoff with jitter.
 """
 
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import os
+import random
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
+import httpx2
 import openai
 
-from probes.errors import BadModelResponse, ModelCallError, ModelRateLimited, ModelTimeout, ModelUnavailable
+from probes.errors import (BadModelResponse, CircuitOpen, EmptyCompletion, ModelCallError, ModelRateLimited,
+                           ModelTimeout, ModelUnavailable)
+from probes.limits import CallGuard, Sleep
+from probes.telemetry import CallRecord, Telemetry
 
 
 @dataclass(frozen=True)
 class ModelSettings:
-    """How the deployed model is called; mirrors the plan's ``deployment`` section."""
+    """How an endpoint is called; mirrors the plan's ``deployment`` (or a judge) section."""
 
     base_url: str
     model: str
@@ -33,29 +51,45 @@ class ModelSettings:
     system_prompt: str | None = None
     input_per_mtok: float = 0.0
     output_per_mtok: float = 0.0
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+    breaker_failures: int = 5
+    breaker_cooldown_s: float = 30.0
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 8.0
+    max_retry_after_s: float = 60.0
+    name: str = "production"
 
     @classmethod
-    def from_endpoint(cls, endpoint: object, *, environ: dict[str, str] | None = None) -> ModelSettings:
+    def from_endpoint(cls, endpoint: object, *, environ: Mapping[str, str] | None = None,
+                      name: str | None = None) -> ModelSettings:
         """Build settings from a plan ``Endpoint``; the key comes from the variable it names."""
         env = os.environ if environ is None else environ
-        key_env = getattr(endpoint, "api_key_env")
         price = getattr(endpoint, "price")
+        optional = {k: getattr(endpoint, k) for k in ("requests_per_minute", "tokens_per_minute", "breaker_failures",
+                                                      "breaker_cooldown_s") if hasattr(endpoint, k)}
         return cls(
             base_url=getattr(endpoint, "base_url"), model=getattr(endpoint, "model"),
-            api_key=env.get(key_env, "") or "unset",
+            api_key=env.get(getattr(endpoint, "api_key_env"), "") or "unset",
             timeout_s=getattr(endpoint, "timeout_s"), max_retries=getattr(endpoint, "max_retries"),
             max_concurrency=getattr(endpoint, "max_concurrency"), temperature=getattr(endpoint, "temperature"),
             max_tokens=getattr(endpoint, "max_tokens"), system_prompt=getattr(endpoint, "system_prompt"),
             input_per_mtok=price.input_per_mtok, output_per_mtok=price.output_per_mtok,
+            name=name or getattr(endpoint, "name", "production"), **optional,
         )
 
+    def guard(self) -> CallGuard:
+        """A fresh limiter and breaker sized from these settings."""
+        return CallGuard.build(requests_per_minute=self.requests_per_minute, tokens_per_minute=self.tokens_per_minute,
+                               failure_threshold=self.breaker_failures, cooldown_s=self.breaker_cooldown_s)
+
     def __repr__(self) -> str:  # the key never reaches logs
-        return f"ModelSettings(base_url={self.base_url!r}, model={self.model!r}, api_key='***')"
+        return f"ModelSettings(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r}, api_key='***')"
 
 
 @dataclass(frozen=True)
 class Completion:
-    """What one chat completion call returned, with its cost and latency."""
+    """What one chat completion call returned, with its cost, latency and attempts."""
 
     text: str
     served_model: str | None
@@ -65,28 +99,105 @@ class Completion:
     completion_tokens: int | None
     latency_s: float
     cost_usd: float | None
+    response_id: str | None = None
+    attempts: int = 1
 
 
 def price_tokens(prompt_tokens: int | None, completion_tokens: int | None, settings: ModelSettings) -> float | None:
-    """Cost in dollars from the plan's price table (per million input and output tokens)."""
+    """Cost in dollars from the plan's price table (per million input and output tokens).
+
+    Examples
+    --------
+    >>> s = ModelSettings("http://x", "m", "k", input_per_mtok=5, output_per_mtok=15)
+    >>> price_tokens(1000, 100, s)
+    0.0065
+    """
     if prompt_tokens is None or completion_tokens is None:
         return None
     return (prompt_tokens * settings.input_per_mtok + completion_tokens * settings.output_per_mtok) / 1_000_000
 
 
+def estimate_tokens(messages: list[dict[str, str]], max_tokens: int) -> int:
+    """A reservation for the tokens-per-minute limiter: ~4 characters a token, plus the answer's cap."""
+    return sum(len(m.get("content") or "") for m in messages) // 4 + max_tokens
+
+
+def retry_after_s(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds a response asks to wait: ``retry-after-ms``, then ``Retry-After`` (seconds or HTTP date).
+
+    Examples
+    --------
+    >>> retry_after_s({"retry-after": "2"}), retry_after_s({"retry-after-ms": "250"}), retry_after_s({})
+    (2.0, 0.25, None)
+    """
+    if not headers:
+        return None
+    for header, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(header)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) / divisor)
+        except ValueError:
+            parsed = email.utils.parsedate_tz(value)
+            if parsed is not None:
+                return max(0.0, email.utils.mktime_tz(parsed) - time.time())
+    return None
+
+
+def _status_error(exc: openai.APIStatusError) -> ModelCallError:
+    status = exc.status_code
+    wait = retry_after_s(exc.response.headers if exc.response is not None else None)
+    if status == 429:
+        err: ModelCallError = ModelRateLimited("rate limited (HTTP 429)")
+    elif status >= 500:
+        err = ModelUnavailable(f"server error HTTP {status}")
+    elif status == 408:
+        err = ModelTimeout("the endpoint timed out the request (HTTP 408)")
+    else:
+        err = ModelCallError(f"HTTP {status}: {str(exc.message)[:200]}")
+    err.retry_after = wait
+    return err
+
+
 class ModelClient:
-    """Async chat client with bounded concurrency and explicit timeouts.
+    """Async chat client with bounded concurrency, limits, a breaker, retries and telemetry.
 
     Use as ``async with ModelClient(settings) as client: await client.complete(messages)``.
+
+    Parameters
+    ----------
+    settings
+        Endpoint, model parameters, prices and limits.
+    guard
+        The endpoint's rate limiter and circuit breaker. Pass the same guard to every client of
+        one endpoint (e.g. across scheduled runs) to make the quota and the breaker global; by
+        default each client has its own.
+    telemetry
+        Where spans and metrics go; global (no-op unless configured) providers by default.
+    rng, sleep
+        Backoff jitter and waiting, injected for tests.
+    role
+        ``"production"`` or ``"judge"``, recorded on the call span.
     """
 
-    def __init__(self, settings: ModelSettings) -> None:
+    def __init__(self, settings: ModelSettings, *, guard: CallGuard | None = None,
+                 telemetry: Telemetry | None = None, rng: random.Random | None = None,
+                 sleep: Sleep = asyncio.sleep, role: str = "production") -> None:
         self.settings = settings
-        self._client = openai.AsyncOpenAI(
-            base_url=settings.base_url, api_key=settings.api_key,
-            timeout=settings.timeout_s, max_retries=settings.max_retries,
-        )
-        self._slots = asyncio.Semaphore(settings.max_concurrency)
+        self.guard = guard or settings.guard()
+        self.telemetry = telemetry or Telemetry()
+        self.role = role
+        self._rng = rng or random.Random()
+        self._sleep = sleep
+        size = settings.max_concurrency
+        # The pool matches the concurrency: fewer connections would queue calls inside httpx,
+        # fewer keep-alive slots would reconnect under load (openai keeps only 100 by default).
+        self._http = httpx2.AsyncClient(limits=httpx2.Limits(max_connections=size, max_keepalive_connections=size),
+                                        timeout=httpx2.Timeout(settings.timeout_s, connect=min(5.0, settings.timeout_s)))
+        self._client = openai.AsyncOpenAI(base_url=settings.base_url, api_key=settings.api_key,
+                                          timeout=settings.timeout_s, max_retries=0, http_client=self._http)
+        self._slots = asyncio.Semaphore(size)
 
     async def __aenter__(self) -> ModelClient:
         return self
@@ -99,40 +210,119 @@ class ModelClient:
         await self._client.close()
 
     async def complete(self, messages: list[dict[str, str]], *, model: str | None = None) -> Completion:
-        """One chat completion; raises a ``ModelCallError`` subclass on failure."""
+        """One chat completion, retried as configured; raises a ``ModelCallError`` subclass on failure.
+
+        The error carries ``attempts`` and, when the endpoint did answer (an empty completion),
+        the ``completion`` with its tokens and cost.
+        """
         settings = self.settings
+        model = model or settings.model
         if settings.system_prompt and not any(m["role"] == "system" for m in messages):
             messages = [{"role": "system", "content": settings.system_prompt}, *messages]
-        async with self._slots:
-            started = time.perf_counter()
+        reserve = estimate_tokens(messages, settings.max_tokens)
+        started = time.perf_counter()
+        with self.telemetry.call_span(model, role=self.role) as span:
+            async with self._slots:
+                outcome = await self._attempts(messages, model, reserve)
+            completion = outcome if isinstance(outcome, Completion) else outcome.completion
+            assert completion is None or isinstance(completion, Completion)
+            self.telemetry.finish_call(span, CallRecord(
+                request_model=model, temperature=settings.temperature, max_tokens=settings.max_tokens,
+                duration_s=time.perf_counter() - started,
+                response_model=completion.served_model if completion else None,
+                response_id=completion.response_id if completion else None,
+                finish_reason=completion.finish_reason if completion else None,
+                input_tokens=completion.prompt_tokens if completion else None,
+                output_tokens=completion.completion_tokens if completion else None,
+                system_fingerprint=completion.system_fingerprint if completion else None,
+                error_type=None if isinstance(outcome, Completion) else outcome.kind,
+                attempts=completion.attempts if completion else outcome.attempts))  # type: ignore[union-attr]
+        if isinstance(outcome, Completion):
+            return outcome
+        raise outcome
+
+    async def _attempts(self, messages: list[dict[str, str]], model: str, reserve: int) -> Completion | ModelCallError:
+        """The retry loop: every attempt asks the breaker and the limiter first."""
+        settings, breaker, limiter = self.settings, self.guard.breaker, self.guard.limiter
+        attempts = 0
+        while True:
+            admission = breaker.admit()
+            if not admission.allowed:
+                err: ModelCallError = CircuitOpen(
+                    f"circuit open after {breaker.failure_threshold} consecutive failures; "
+                    f"not calling {settings.base_url} for {admission.retry_in:.1f}s more")
+                err.attempts = attempts
+                return err
+            await limiter.acquire(reserve)
+            attempts += 1
             try:
-                response = await self._client.chat.completions.create(
-                    model=model or settings.model, messages=messages,  # type: ignore[arg-type]
-                    temperature=settings.temperature, max_tokens=settings.max_tokens,
-                )
-            except openai.APITimeoutError as exc:
-                raise ModelTimeout(f"no answer within {settings.timeout_s:g}s") from exc
-            except openai.RateLimitError as exc:
-                raise ModelRateLimited(f"rate limited (HTTP 429) after {settings.max_retries} retries") from exc
-            except openai.APIConnectionError as exc:
-                raise ModelUnavailable(f"cannot connect to {settings.base_url}") from exc
-            except openai.InternalServerError as exc:
-                raise ModelUnavailable(f"server error HTTP {exc.status_code}") from exc
-            except openai.APIStatusError as exc:
-                raise ModelCallError(f"HTTP {exc.status_code}: {exc.message[:200]}") from exc
-            except (openai.APIResponseValidationError, ValueError) as exc:
-                raise BadModelResponse(f"response is not a chat completion: {str(exc)[:200]}") from exc
-            latency = time.perf_counter() - started
-        if not getattr(response, "choices", None):
-            raise BadModelResponse("response has no choices")
-        choice = response.choices[0]
-        usage = response.usage
-        prompt_tokens = usage.prompt_tokens if usage else None
-        completion_tokens = usage.completion_tokens if usage else None
-        return Completion(
-            text=(choice.message.content or "") if choice.message else "",
-            served_model=response.model, system_fingerprint=response.system_fingerprint,
-            finish_reason=choice.finish_reason, prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens, latency_s=latency,
-            cost_usd=price_tokens(prompt_tokens, completion_tokens, settings),
-        )
+                completion = await self._once(messages, model, attempts)
+            except ModelCallError as exc:
+                err = exc
+            else:
+                breaker.record_success()
+                limiter.settle(reserve, _total(completion))
+                return completion
+            err.attempts = attempts
+            if err.trips_breaker:
+                breaker.record_failure()
+            elif isinstance(err, ModelRateLimited):
+                breaker.release()
+            else:
+                breaker.record_success()  # it answered: the endpoint is up
+            if isinstance(err.completion, Completion):
+                limiter.settle(reserve, _total(err.completion))
+            if not err.retryable or attempts > settings.max_retries:
+                return err
+            wait = err.retry_after
+            if wait is not None and wait > settings.max_retry_after_s:
+                err.args = (f"{err} ; Retry-After {wait:g}s exceeds {settings.max_retry_after_s:g}s, not retried",)
+                return err
+            if wait is None:
+                wait = min(settings.backoff_base_s * 2 ** (attempts - 1), settings.backoff_max_s)
+                wait *= 1 - 0.25 * self._rng.random()
+            await self._sleep(wait)
+
+    async def _once(self, messages: list[dict[str, str]], model: str, attempts: int) -> Completion:
+        settings = self.settings
+        started = time.perf_counter()
+        try:
+            response: Any = await self._client.chat.completions.create(
+                model=model, messages=messages,  # type: ignore[arg-type]
+                temperature=settings.temperature, max_tokens=settings.max_tokens,
+            )
+        except openai.APITimeoutError as exc:
+            raise ModelTimeout(f"no answer within {settings.timeout_s:g}s") from exc
+        except openai.APIConnectionError as exc:
+            raise ModelUnavailable(f"cannot connect to {settings.base_url}: {type(exc.__cause__).__name__}") from exc
+        except openai.APIStatusError as exc:
+            raise _status_error(exc) from exc
+        except (openai.APIResponseValidationError, ValueError) as exc:
+            raise BadModelResponse(f"response is not a chat completion: {str(exc)[:200]}") from exc
+        latency = time.perf_counter() - started
+        try:
+            choices = response.choices
+            choice = choices[0]
+            usage = response.usage
+            prompt_tokens = usage.prompt_tokens if usage else None
+            completion_tokens = usage.completion_tokens if usage else None
+            text = (choice.message.content or "") if choice.message else ""
+            completion = Completion(
+                text=text, served_model=response.model, system_fingerprint=response.system_fingerprint,
+                finish_reason=choice.finish_reason, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                latency_s=latency, cost_usd=price_tokens(prompt_tokens, completion_tokens, settings),
+                response_id=response.id, attempts=attempts,
+            )
+        except (AttributeError, IndexError, TypeError) as exc:
+            raise BadModelResponse(f"response is not a chat completion: {type(exc).__name__}") from exc
+        if not text.strip():
+            empty = EmptyCompletion(f"empty completion (finish_reason={completion.finish_reason!r})")
+            empty.completion = completion
+            raise empty
+        return completion
+
+
+def _total(completion: Completion) -> int | None:
+    if completion.prompt_tokens is None or completion.completion_tokens is None:
+        return None
+    return completion.prompt_tokens + completion.completion_tokens

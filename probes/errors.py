@@ -6,8 +6,11 @@ Tree::
     ├── ModelCallError          a call to the model endpoint failed (recorded, never scored)
     │   ├── ModelTimeout
     │   ├── ModelRateLimited
-    │   ├── ModelUnavailable    connection refused, 5xx, or the circuit breaker is open
+    │   ├── ModelUnavailable    connection refused or 5xx
+    │   │   └── CircuitOpen     failed fast: the endpoint's circuit breaker is open
     │   └── BadModelResponse    a body that is not a usable chat completion
+    │       └── EmptyCompletion a well-formed completion with no text
+    ├── JuryNotConfigured       a task scored by the jury in a plan without a ``jury`` section
     └── UnknownScorer
 """
 
@@ -21,25 +24,63 @@ class ProbeError(MedmonError):
 
 
 class ModelCallError(ProbeError):
-    """A model call that failed; ``kind`` is stored as the result's error type."""
+    """A model call that failed; ``kind`` is stored as the result's error type.
+
+    ``attempts`` counts the HTTP attempts made (retries included); ``completion`` holds what a
+    call that reached the model returned (tokens and cost are still owed for an empty answer);
+    ``retry_after`` is the wait a 429 or 5xx asked for.
+    ``retryable`` says whether another attempt may help; ``trips_breaker`` whether the failure
+    counts against the endpoint's circuit breaker (a 429 or an empty answer does not: the
+    endpoint is up).
+    """
 
     kind = "error"
+    retryable = False
+    trips_breaker = False
+    attempts: int = 1
+    completion: object | None = None
+    retry_after: float | None = None
 
 
 class ModelTimeout(ModelCallError):
     kind = "timeout"
+    retryable = True
+    trips_breaker = True
 
 
 class ModelRateLimited(ModelCallError):
     kind = "rate_limited"
+    retryable = True
 
 
 class ModelUnavailable(ModelCallError):
     kind = "unavailable"
+    retryable = True
+    trips_breaker = True
+
+
+class CircuitOpen(ModelUnavailable):
+    """Not attempted: the breaker is open after consecutive failures, so the call failed fast."""
+
+    kind = "circuit_open"
+    retryable = False
+    trips_breaker = False
 
 
 class BadModelResponse(ModelCallError):
     kind = "bad_response"
+    trips_breaker = True
+
+
+class EmptyCompletion(BadModelResponse):
+    """The endpoint answered with an empty text: recorded as an error, never scored as wrong."""
+
+    kind = "empty_completion"
+    trips_breaker = False
+
+
+class JuryNotConfigured(ProbeError):
+    """A task uses the ``jury`` scorer but the plan has no ``jury`` section."""
 
 
 class UnknownScorer(ProbeError):

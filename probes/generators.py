@@ -36,6 +36,8 @@ _PROMPT = (
 
 @dataclass(frozen=True)
 class Patient:
+    """The drawn patient, with the words a note needs to describe them."""
+
     age: int
     female: bool
 
@@ -44,17 +46,13 @@ class Patient:
         return "woman" if self.female else "man"
 
     @property
-    def a(self) -> str:
+    def article(self) -> str:
         """The article before "<age>-year-old": "An 18-year-old", "An 80-year-old", "A 71-year-old"."""
         return "An" if self.age in (11, 18) or str(self.age).startswith("8") else "A"
 
     @property
     def he(self) -> str:
         return "She" if self.female else "He"
-
-    @property
-    def his(self) -> str:
-        return "her" if self.female else "his"
 
 
 @dataclass(frozen=True)
@@ -75,7 +73,7 @@ def _crcl(rng: random.Random, p: Patient) -> Case:
     weight = _r(rng, 48, 95) if p.female else _r(rng, 58, 115)
     cr = _r(rng, 0.6, 2.8)
     reason = rng.choice(["before starting enoxaparin", "for a medication review", "before a course of gentamicin"])
-    note = (f"{p.a} {p.age}-year-old {p.noun} is seen {reason}. {p.he} weighs {weight} kg. Serum creatinine is "
+    note = (f"{p.article} {p.age}-year-old {p.noun} is seen {reason}. {p.he} weighs {weight} kg. Serum creatinine is "
             f"{cr} mg/dL, potassium {_r(rng, 3.6, 5.2)} mmol/L and haemoglobin {_r(rng, 10.5, 15.5)} g/dL.")
     question = ("What is the patient's creatinine clearance in mL/min using the Cockcroft-Gault equation "
                 "with actual body weight?")
@@ -85,7 +83,7 @@ def _crcl(rng: random.Random, p: Patient) -> Case:
 def _bmi(rng: random.Random, p: Patient) -> Case:
     height = rng.randint(150, 178) if p.female else rng.randint(160, 195)
     weight = _r(rng, 45, 120)
-    note = (f"{p.a} {p.age}-year-old {p.noun} attends a weight-management clinic. {p.he} is {height} cm tall and "
+    note = (f"{p.article} {p.age}-year-old {p.noun} attends a weight-management clinic. {p.he} is {height} cm tall and "
             f"weighs {weight} kg. Blood pressure is {rng.randint(112, 150)}/{rng.randint(68, 92)} mmHg.")
     return Case(note, "What is the patient's body mass index (BMI) in kg/m²?", calc.bmi(weight, height))
 
@@ -95,8 +93,8 @@ def _anion_gap(rng: random.Random, p: Patient) -> Case:
         na, cl, hco3 = rng.randint(128, 148), rng.randint(92, 112), rng.randint(8, 29)
         if 5 <= calc.anion_gap(na, cl, hco3) <= 30:
             break
-    note = (f"{p.a} {p.age}-year-old {p.noun} presents with vomiting and malaise. Laboratory results: sodium {na} "
-            f"mEq/L, potassium {_r(rng, 3.2, 5.6)} mEq/L, chloride {cl} mEq/L, bicarbonate {hco3} mEq/L, "
+    note = (f"{p.article} {p.age}-year-old {p.noun} presents with vomiting and malaise. Laboratory results: "
+            f"sodium {na} mEq/L, potassium {_r(rng, 3.2, 5.6)} mEq/L, chloride {cl} mEq/L, bicarbonate {hco3} mEq/L, "
             f"glucose {rng.randint(80, 320)} mg/dL.")
     return Case(note, "What is the patient's serum anion gap in mEq/L (without potassium)?",
                 calc.anion_gap(na, cl, hco3))
@@ -105,14 +103,14 @@ def _anion_gap(rng: random.Random, p: Patient) -> Case:
 def _map(rng: random.Random, p: Patient) -> Case:
     sbp = rng.randint(86, 188)
     dbp = rng.randint(45, min(115, sbp - 25))
-    note = (f"{p.a} {p.age}-year-old {p.noun} is assessed in the emergency department. Blood pressure is "
+    note = (f"{p.article} {p.age}-year-old {p.noun} is assessed in the emergency department. Blood pressure is "
             f"{sbp}/{dbp} mmHg, heart rate {rng.randint(58, 118)}/min, temperature {_r(rng, 36.4, 38.6)} °C.")
     return Case(note, "What is the patient's mean arterial pressure in mmHg?", calc.mean_arterial_pressure(sbp, dbp))
 
 
 def _calcium(rng: random.Random, p: Patient) -> Case:
     ca, alb = _r(rng, 7.0, 10.4), _r(rng, 1.8, 4.4)
-    note = (f"{p.a} {p.age}-year-old {p.noun} with poor oral intake has routine bloods. Total serum calcium is "
+    note = (f"{p.article} {p.age}-year-old {p.noun} with poor oral intake has routine bloods. Total serum calcium is "
             f"{ca} mg/dL and albumin {alb} g/dL; phosphate {_r(rng, 2.5, 4.5)} mg/dL.")
     question = "Using a normal albumin of 4 g/dL, what is the patient's albumin-corrected calcium in mg/dL?"
     return Case(note, question, calc.corrected_calcium(ca, alb))
@@ -120,7 +118,7 @@ def _calcium(rng: random.Random, p: Patient) -> Case:
 
 def _calcium_si(rng: random.Random, p: Patient) -> Case:
     ca, alb = _r(rng, 1.85, 2.60, 2), rng.randint(18, 44)
-    note = (f"{p.a} {p.age}-year-old {p.noun} is reviewed on the ward. Total calcium is {ca} mmol/L and "
+    note = (f"{p.article} {p.age}-year-old {p.noun} is reviewed on the ward. Total calcium is {ca} mmol/L and "
             f"albumin {alb} g/L; the laboratory has not reported an adjusted calcium.")
     question = "Using a normal albumin of 40 g/L, what is the patient's albumin-corrected calcium in mmol/L?"
     return Case(note, question, calc.corrected_calcium_mmol(ca, alb))
@@ -129,7 +127,7 @@ def _calcium_si(rng: random.Random, p: Patient) -> Case:
 def _qtc(rng: random.Random, p: Patient, fridericia: bool) -> Case:
     qt, hr = rng.randint(330, 500), rng.randint(52, 118)
     drug = rng.choice(["citalopram", "haloperidol", "clarithromycin", "ondansetron"])
-    note = (f"{p.a} {p.age}-year-old {p.noun} taking {drug} has a 12-lead ECG: sinus rhythm at {hr} beats/min, "
+    note = (f"{p.article} {p.age}-year-old {p.noun} taking {drug} has a 12-lead ECG: sinus rhythm at {hr} beats/min, "
             f"PR {rng.randint(140, 200)} ms, QRS {rng.randint(80, 110)} ms, QT {qt} ms.")
     if fridericia:
         return Case(note, "What is the corrected QT interval in ms using the Fridericia formula?",
@@ -156,7 +154,7 @@ def _chads(rng: random.Random, p: Patient) -> Case:
     history = _findings([("heart failure", f["hf"]), ("hypertension", f["htn"]),
                          ("transient ischaemic attack", f["stroke"]), ("myocardial infarction", f["vasc"]),
                          ("diabetes", f["dm"])])
-    note = (f"{p.a} {p.age}-year-old {p.noun} has newly diagnosed non-valvular atrial fibrillation. "
+    note = (f"{p.article} {p.age}-year-old {p.noun} has newly diagnosed non-valvular atrial fibrillation. "
             f"{p.he} has {history}.")
     value = calc.cha2ds2_vasc(p.age, female=p.female, heart_failure=f["hf"], hypertension=f["htn"],
                               stroke_or_tia=f["stroke"], vascular_disease=f["vasc"], diabetes=f["dm"])
@@ -171,7 +169,7 @@ def _hasbled(rng: random.Random, p: Patient) -> Case:
                          ("labile INRs on warfarin", f["inr"])])
     drugs = "takes aspirin 75 mg daily" if f["drugs"] else "takes no antiplatelet drugs or NSAIDs"
     alcohol = "has about 10 alcoholic drinks a week" if f["alcohol"] else "has 2 alcoholic drinks a week"
-    note = (f"{p.a} {p.age}-year-old {p.noun} with atrial fibrillation is reviewed in clinic. "
+    note = (f"{p.article} {p.age}-year-old {p.noun} with atrial fibrillation is reviewed in clinic. "
             f"{p.he} has {history}. {p.he} {drugs} "
             f"and {alcohol}. Systolic blood pressure has been {sbp} mmHg on repeated readings.")
     value = calc.has_bled(uncontrolled_hypertension=sbp > 160, abnormal_renal_function=f["renal"],
@@ -194,7 +192,7 @@ def _wells(rng: random.Random, p: Patient) -> Case:
     ]
     judgement = ("pulmonary embolism is judged the most likely diagnosis" if f["likely"]
                  else "pneumonia is judged more likely than pulmonary embolism")
-    note = (f"{p.a} {p.age}-year-old {p.noun} presents with pleuritic chest pain and breathlessness. "
+    note = (f"{p.article} {p.age}-year-old {p.noun} presents with pleuritic chest pain and breathlessness. "
             f"{' '.join(sentences)} Heart rate is {hr}/min and oxygen saturation {rng.randint(88, 97)}% on air; "
             f"{judgement}.")
     value = calc.wells_pe(dvt_signs=f["dvt"], pe_most_likely=f["likely"], heart_rate_bpm=hr,
@@ -209,7 +207,7 @@ def _curb(rng: random.Random, p: Patient) -> Case:
     sbp = rng.randint(82, 140)
     dbp = rng.randint(48, min(88, sbp - 25))
     mental = "is newly confused (AMT 6/10)" if confused else "is alert and orientated"
-    note = (f"{p.a} {p.age}-year-old {p.noun} has community-acquired pneumonia on chest X-ray. {p.he} {mental}. "
+    note = (f"{p.article} {p.age}-year-old {p.noun} has community-acquired pneumonia on chest X-ray. {p.he} {mental}. "
             f"Respiratory rate is {rr}/min, blood pressure {sbp}/{dbp} mmHg, and serum urea {urea} mmol/L.")
     value = calc.curb65(confusion=confused, urea_mmol_l=urea, respiratory_rate=rr, systolic=sbp, diastolic=dbp,
                         age=p.age)
@@ -220,7 +218,7 @@ def _meld(rng: random.Random, p: Patient) -> Case:
     bili, inr, cr = _r(rng, 0.6, 12.0), _r(rng, 0.9, 2.8), _r(rng, 0.5, 3.5)
     dialysis = rng.random() < 0.15
     renal = "has had haemodialysis twice in the past week" if dialysis else "is not on dialysis"
-    note = (f"{p.a} {p.age}-year-old {p.noun} with cirrhosis is assessed for transplant listing and {renal}. "
+    note = (f"{p.article} {p.age}-year-old {p.noun} with cirrhosis is assessed for transplant listing and {renal}. "
             f"Total bilirubin is {bili} mg/dL, INR {inr}, serum creatinine {cr} mg/dL, "
             f"sodium {rng.randint(126, 140)} mmol/L.")
     question = ("What is the patient's original MELD score (not MELD-Na), unrounded? Values below 1.0 count as "

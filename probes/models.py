@@ -1,4 +1,10 @@
-"""Tables owned by the probes package: probe runs and each canary's result."""
+"""Tables owned by the probes package: probe runs, each canary's result, and the jury's ledger.
+
+``JudgeCall`` is one judge's call on one result (its parse status and its own tokens and cost:
+the judges' ledger, never mixed into the production model's cost); ``JuryVerdict`` is one
+judge x criterion score of that call. Keeping the ledger on the call, not on each criterion
+row, means summing judge cost counts every call once.
+"""
 
 from __future__ import annotations
 
@@ -35,6 +41,15 @@ class ProbeRun(SQLModel, table=True):
     error: str | None = None
 
 
+class ParseStatus(str, Enum):
+    """What became of a judge's answer: parsed first time, parsed when asked again, never, or no answer."""
+
+    ok = "ok"
+    retried_ok = "retried_ok"
+    unparsed = "unparsed"
+    failed = "failed"
+
+
 class ProbeResultBase(SQLModel):
     task_id: str = Field(index=True)
     canary_id: str
@@ -55,6 +70,11 @@ class ProbeResultBase(SQLModel):
     error_type: str | None = None
     error: str | None = None
     refused: bool = False
+    attempts: int | None = None
+    jury_mean: float | None = None  # on the judges' scale (e.g. 1-5); ``score`` holds it normalised
+    jury_judges: int | None = None  # judges whose verdict was valid
+    jury_agreement: float | None = None  # 1 - mean pairwise |difference| / scale width
+    jury_unanimous: bool | None = None
     baseline_score: float | None = None
     tags: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
     created_at: datetime = Field(default_factory=utcnow, index=True)
@@ -65,3 +85,46 @@ class ProbeResult(ProbeResultBase, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="proberun.id", index=True)
+
+
+class ProbeRecord(ProbeResultBase):
+    """A result as the runner returns it, before storage; ``jury`` holds the jury's outcome, if judged."""
+
+    jury: Any = Field(default=None, exclude=True)
+
+
+class JudgeCall(SQLModel, table=True):
+    """One judge's call(s) on one result: parse status and the judge's own token and cost ledger."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    result_id: int = Field(foreign_key="proberesult.id", index=True)
+    task_id: str = Field(index=True)
+    judge: str = Field(index=True)
+    model: str = ""
+    parse_status: ParseStatus
+    asks: int = 1  # 2 when the first answer was malformed and the judge was asked again
+    attempts: int = 0  # HTTP attempts over both asks, retries included
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    latency_s: float | None = None
+    served_model: str | None = None
+    system_fingerprint: str | None = None
+    error_type: str | None = None
+    error: str | None = None
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class JuryVerdict(SQLModel, table=True):
+    """One judge x criterion score of a result (``score`` is None when the verdict is unparsed or failed)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    result_id: int = Field(foreign_key="proberesult.id", index=True)
+    call_id: int = Field(foreign_key="judgecall.id", index=True)
+    task_id: str = Field(index=True)
+    judge: str = Field(index=True)
+    criterion: str
+    score: int | None = None
+    explanation: str | None = None  # truncated to 500 characters
+    parse_status: ParseStatus
+    created_at: datetime = Field(default_factory=utcnow, index=True)

@@ -1,4 +1,10 @@
-"""Replay canaries against the model, score each answer, and record the results."""
+"""Replay canaries against the model, score each answer, and record the results.
+
+A failed call is recorded as an error (``error_type`` set, no score): it feeds the availability
+stream and never counts as a wrong answer. A task scored by the ``jury`` is judged by the
+plan's judges (asynchronously, alongside the other canaries); every other scorer is a plain
+function from :mod:`probes.scoring`.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +16,12 @@ from datetime import datetime
 from sqlmodel import Session
 
 from baselines.canary import Canary
-from probes.client import ModelClient
-from probes.errors import ModelCallError
-from probes.models import ProbeResultBase, ProbeRun, ProbeResult, RunStatus
-from probes.scoring import get_scorer
+from probes.client import Completion, ModelClient
+from probes.errors import JuryNotConfigured, ModelCallError
+from probes.jury import JURY_SCORER, Jury, JuryOutcome
+from probes.models import JudgeCall, JuryVerdict, ProbeRecord, ProbeResult, ProbeResultBase, ProbeRun, RunStatus
+from probes.scoring import Scorer, get_scorer, looks_like_refusal
+from probes.telemetry import RUN_ERRORS, Telemetry
 
 
 def sample_canaries(canaries: Sequence[Canary], k: int, rng: random.Random) -> list[Canary]:
@@ -28,9 +36,36 @@ def sample_canaries(canaries: Sequence[Canary], k: int, rng: random.Random) -> l
     return [rng.choice(pool) for _ in range(k)]
 
 
-async def probe_canary(client: ModelClient, canary: Canary, task_id: str, scorer_name: str) -> ProbeResultBase:
-    """Ask the model one canary and score its answer; a failed call is an error, not a score."""
-    result = ProbeResultBase(
+def _record_call(result: ProbeResultBase, completion: Completion) -> None:
+    result.prompt_tokens = completion.prompt_tokens
+    result.completion_tokens = completion.completion_tokens
+    result.cost_usd = completion.cost_usd
+    result.latency_s = completion.latency_s
+    result.finish_reason = completion.finish_reason
+    result.served_model = completion.served_model
+    result.system_fingerprint = completion.system_fingerprint
+    result.attempts = completion.attempts
+
+
+def _record_jury(result: ProbeRecord, outcome: JuryOutcome) -> None:
+    result.jury = outcome
+    result.score = outcome.score
+    result.jury_mean = outcome.mean
+    result.jury_judges = outcome.judges_answered
+    result.jury_agreement = outcome.agreement
+    result.jury_unanimous = outcome.unanimous
+    if outcome.error:
+        result.error = outcome.error  # no error_type: the production call itself succeeded
+
+
+async def probe_canary(client: ModelClient, canary: Canary, task_id: str, scorer_name: str, *,
+                       jury: Jury | None = None, scorer: Scorer | None = None) -> ProbeRecord:
+    """Ask the model one canary and score its answer; a failed call is an error, not a score.
+
+    A call that reached the model but failed (an empty completion) still records its tokens,
+    cost, latency and served model: they were spent.
+    """
+    result = ProbeRecord(
         task_id=task_id, canary_id=canary.id, pack=canary.pack, benchmark=canary.benchmark,
         scorer=scorer_name, requested_model=client.settings.model, baseline_score=canary.baseline_score,
         tags=dict(canary.tags),
@@ -40,25 +75,43 @@ async def probe_canary(client: ModelClient, canary: Canary, task_id: str, scorer
     except ModelCallError as exc:
         result.error_type = exc.kind
         result.error = str(exc)
+        result.attempts = exc.attempts
+        if isinstance(exc.completion, Completion):
+            _record_call(result, exc.completion)
+            result.answer = exc.completion.text
         return result
-    score = get_scorer(scorer_name)(canary, completion.text)
+    _record_call(result, completion)
     result.answer = completion.text
+    result.refused = looks_like_refusal(completion.text)
+    if scorer_name == JURY_SCORER:
+        if jury is None:
+            raise JuryNotConfigured(f"task {task_id!r} is scored by the jury but no jury is configured")
+        _record_jury(result, await jury.judge(canary, completion.text))
+        return result
+    score = (scorer or get_scorer(scorer_name))(canary, completion.text)
     result.score = score.value
     result.correct = score.correct
-    result.prompt_tokens = completion.prompt_tokens
-    result.completion_tokens = completion.completion_tokens
-    result.cost_usd = completion.cost_usd
-    result.latency_s = completion.latency_s
-    result.finish_reason = completion.finish_reason
-    result.served_model = completion.served_model
-    result.system_fingerprint = completion.system_fingerprint
     return result
 
 
-async def probe_canaries(client: ModelClient, canaries: Sequence[Canary], task_id: str,
-                         scorer_name: str) -> list[ProbeResultBase]:
-    """Probe every canary concurrently (bounded by the client's concurrency)."""
-    return list(await asyncio.gather(*(probe_canary(client, c, task_id, scorer_name) for c in canaries)))
+async def probe_canaries(client: ModelClient, canaries: Sequence[Canary], task_id: str, scorer_name: str, *,
+                         jury: Jury | None = None, telemetry: Telemetry | None = None) -> list[ProbeRecord]:
+    """Probe every canary concurrently (bounded by the client's concurrency) under one run span.
+
+    Raises ``JuryNotConfigured`` or ``UnknownScorer`` before any call when the scorer cannot run.
+    """
+    scorer = None
+    if scorer_name == JURY_SCORER:
+        if jury is None:
+            raise JuryNotConfigured(f"task {task_id!r} is scored by the jury, but the plan has no 'jury' section")
+    else:
+        scorer = get_scorer(scorer_name)
+    telemetry = telemetry or client.telemetry
+    with telemetry.run_span(task_id, len(canaries)) as span:
+        results = await asyncio.gather(*(probe_canary(client, c, task_id, scorer_name, jury=jury, scorer=scorer)
+                                         for c in canaries))
+        span.set_attribute(RUN_ERRORS, sum(1 for r in results if r.error_type))
+    return list(results)
 
 
 def start_run(session: Session, task_id: str, *, started_at: datetime, purpose: str = "scheduled",
@@ -70,9 +123,30 @@ def start_run(session: Session, task_id: str, *, started_at: datetime, purpose: 
     return run
 
 
+def store_jury(session: Session, row: ProbeResult, outcome: JuryOutcome, created_at: datetime) -> None:
+    """Store each judge's call (its ledger) and its criterion scores for a stored result."""
+    assert row.id is not None
+    calls = []
+    for v in outcome.verdicts:
+        call = JudgeCall(result_id=row.id, task_id=row.task_id, judge=v.judge, model=v.model,
+                         parse_status=v.parse_status, asks=v.asks, attempts=v.attempts,
+                         prompt_tokens=v.prompt_tokens, completion_tokens=v.completion_tokens, cost_usd=v.cost_usd,
+                         latency_s=v.latency_s, served_model=v.served_model,
+                         system_fingerprint=v.system_fingerprint, error_type=v.error_type, error=v.error,
+                         created_at=created_at)
+        calls.append((call, v))
+    session.add_all([c for c, _ in calls])
+    session.flush()
+    for call, v in calls:
+        assert call.id is not None
+        session.add_all([JuryVerdict(result_id=row.id, call_id=call.id, task_id=row.task_id, judge=v.judge,
+                                     criterion=s.criterion, score=s.score, explanation=s.explanation,
+                                     parse_status=v.parse_status, created_at=created_at) for s in v.scores])
+
+
 def finish_run(session: Session, run: ProbeRun, results: Sequence[ProbeResultBase],
                finished_at: datetime) -> list[ProbeResult]:
-    """Store every result of a run and close it, in the caller's transaction."""
+    """Store every result of a run (and its jury verdicts) and close it, in the caller's transaction."""
     assert run.id is not None
     rows = [ProbeResult(run_id=run.id, **(r.model_dump() | {"created_at": finished_at})) for r in results]
     session.add_all(rows)
@@ -83,5 +157,10 @@ def finish_run(session: Session, run: ProbeRun, results: Sequence[ProbeResultBas
     run.status = RunStatus.complete
     run.finished_at = finished_at
     session.add(run)
+    session.flush()
+    for row, result in zip(rows, results):
+        outcome = getattr(result, "jury", None)
+        if isinstance(outcome, JuryOutcome):
+            store_jury(session, row, outcome, finished_at)
     session.flush()
     return rows

@@ -137,8 +137,10 @@ def multiple_choice(canary: Canary, answer: str) -> Score:
 # follow a digit, so "140-70" is two positive numbers.
 _NUMBER = r"(?<![\w.,])[-−]?(?:\d{1,3}(?:,\d{3})+(?!\d)(?:\.\d+)?|\d+(?:[.,]\d+)?|\.\d+)"
 _NUMBER_RE = re.compile(_NUMBER)
-_ANSWER_CUE = re.compile(r"\b(?:final\s+answer|answer|result)\b(?:\s+(?:is|was|would\s+be|of))?\s*[:=]?", re.I)
-_NEAR = r"(?:approximately|approx\.?|about|around|roughly|~|≈)?\s*"
+_NEAR = r"(?:approximately|approx\.?|about|around|roughly|~|≈)?\s*[*(\[]*\s*"
+_ANSWER_CUE = re.compile(
+    rf"\b(?:final\s+answer|answer|result)\b(?:\s+(?:is|was|would\s+be|of))?\s*[:=]?\s*{_NEAR}({_NUMBER})", re.I
+)
 _VALUE_CUE = re.compile(rf"(?:\bis|\bwas|\bequals|(?<!out )\bof|=|≈|~|:)\s*{_NEAR}({_NUMBER})", re.I)
 _BSA_UNIT = re.compile(r"(?:/|\bper\s+)\s*1\.73\s*m(?:2|²|\^2)", re.I)
 
@@ -154,10 +156,11 @@ def _parse_number(token: str) -> float:
 def extract_number(answer: str) -> float | None:
     """The number an answer gives, or ``None``.
 
-    Rules, in order: the first number after the last "answer is" / "answer:" / "result is";
-    else the last number that directly follows "is", "was", "of", "=", "≈", "~" or ":"
-    (optionally with "approximately"/"about"); else the last number in the text. Percent signs
-    and units are ignored, and "/1.73 m²" is dropped so the eGFR unit is not read as a value.
+    Rules, in order: the last number that directly follows "answer is", "answer:" or "result
+    is"; else the last number that directly follows "is", "was", "of", "=", "≈", "~" or ":";
+    else the last number in the text. "Directly" allows "approximately"/"about" and markdown
+    or brackets in between. Percent signs and units are ignored, and "/1.73 m²" is dropped so
+    the eGFR unit is not read as a value.
 
     Examples
     --------
@@ -171,22 +174,18 @@ def extract_number(answer: str) -> float | None:
     True
     """
     text = _BSA_UNIT.sub(" ", answer)
-    for cue in reversed(list(_ANSWER_CUE.finditer(text))):
-        after = _NUMBER_RE.search(text, cue.end())
-        if after:
-            return _parse_number(after.group(0))
-    cued = list(_VALUE_CUE.finditer(text))
-    if cued:
-        return _parse_number(cued[-1].group(1))
+    for cue in (_ANSWER_CUE, _VALUE_CUE):
+        cued = cue.findall(text)
+        if cued:
+            return _parse_number(cued[-1])
     numbers = _NUMBER_RE.findall(text)
     return _parse_number(numbers[-1]) if numbers else None
 
 
 def _reference_number(reference: str) -> float | None:
-    try:
-        return _parse_number(reference.strip())
-    except ValueError:
-        return None
+    """A reference that is exactly one number ("62.41", "-4", "1,234"), else ``None``."""
+    reference = reference.strip()
+    return _parse_number(reference) if _NUMBER_RE.fullmatch(reference) else None
 
 
 @register("numeric_tolerance")
@@ -244,7 +243,7 @@ def extract_icd10_codes(text: str) -> set[str]:
     >>> sorted(extract_icd10_codes("Codes: e11.9, I10 and N183."))
     ['E11.9', 'I10', 'N18.3']
     """
-    codes = set()
+    codes: set[str] = set()
     for category, suffix in _ICD10.findall(text.replace("**", "")):
         code = category.upper()
         codes.add(f"{code}.{suffix.upper()}" if suffix else code)
@@ -257,7 +256,7 @@ def set_f1(canary: Canary, answer: str) -> Score:
 
     A reference may hold several codes ("E11.9, I10") or one each; duplicates count once.
     """
-    gold = set().union(*(extract_icd10_codes(r) for r in canary.references)) if canary.references else set()
+    gold = {code for reference in canary.references for code in extract_icd10_codes(reference)}
     pred = extract_icd10_codes(answer)
     precision, recall, f1 = _f1(gold, pred)
     detail: dict[str, object] = {"predicted": sorted(pred), "reference": sorted(gold),

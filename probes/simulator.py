@@ -1,10 +1,22 @@
 """A SIMULATED clinical model behind an OpenAI-compatible chat completions endpoint.
 
 It exists for the demo and the tests: it is not a language model and says so everywhere (its
-model name starts with ``medmon-simulator``, every response carries ``X-Medmon-Simulator: true``
-and ``"simulated": true``). It answers known canaries correctly at the rate of the current
-phase, and its phases change with the number of requests served, so drift really happens:
-an accuracy drop, a cost rise (more completion tokens), a silent model-version swap.
+model names start with ``medmon-simulator``, every response carries ``X-Medmon-Simulator: true``
+and ``"simulated": true``, and its judge verdicts say "simulated judge"). It answers known
+canaries correctly at the rate of the current phase, and its phases change with the number of
+requests served, so drift really happens: an accuracy drop, a cost rise (more completion
+tokens), a silent model-version swap, added latency.
+
+It also plays **judges**: a request whose system prompt carries the jury marker is answered
+with a JSON verdict, scored by comparing the judged response with the gold reference. Each
+judge (told apart by the requested model name) has its own behaviour: a bias, a drift after
+some requests, noise, prose instead of JSON (always, or only on the first ask), or failure.
+
+**Faults** are injected for the next ``count`` matching requests (optionally only for one
+model): HTTP status codes (500s, 429 storms with ``Retry-After``), hangs (until the client
+gives up), truncated or non-JSON bodies, empty completions, prose instead of a judge's JSON.
+Tests and the demo set them in-process (``app.state.sim``) or over HTTP on a running
+simulator: ``POST /_simulator/faults``, ``POST /_simulator/judges``, ``POST /_simulator/latency``.
 """
 
 from __future__ import annotations
@@ -12,11 +24,14 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections import Counter, deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -24,10 +39,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from baselines.canary import Canary
-from probes.scoring import extract_choice
+from probes.jury import DEFAULT_CRITERIA, GOLD_TAG, JUDGE_MARKER, RESPONSE_TAG
+from probes.scoring import extract_choice, normalize_text
 
 SIMULATOR_MODEL = "medmon-simulator/clinical-v1"
 SIMULATOR_HEADERS = {"X-Medmon-Simulator": "true"}
+FAULT_KINDS = ("status", "hang", "truncated", "non_json", "empty", "prose")
+JUDGE_MODES = ("json", "prose", "prose_once", "fail")
+HANG_DEFAULT_S = 30.0
+RECENT_BODIES = 64  # request bodies kept for tests to inspect what was sent
 
 
 @dataclass(frozen=True)
@@ -45,13 +65,45 @@ class Phase:
 
 @dataclass(frozen=True)
 class Fault:
-    """An injected failure for the next ``count`` requests (``status`` 0 means 'not HTTP')."""
+    """An injected failure for the next ``count`` requests (for ``model`` only, when set).
 
-    kind: str  # status | hang | truncated | non_json | empty | prose
+    Kinds: ``status`` (HTTP ``status``, with ``Retry-After: retry_after`` when given), ``hang``
+    (no answer for ``delay_s``, default 30 s, or until the client disconnects), ``truncated``
+    (a JSON body cut short), ``non_json`` (an HTML error page labelled as JSON), ``empty`` (a
+    well-formed completion with no text), ``prose`` (a judge answering in prose, not JSON).
+    ``delay_s`` also delays any other kind.
+    """
+
+    kind: str
     count: int = 1
     status: int = 500
     retry_after: float | None = None
     delay_s: float = 0.0
+    model: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in FAULT_KINDS:
+            raise ValueError(f"kind: expected one of {', '.join(FAULT_KINDS)}, got {self.kind!r}")
+        if self.count < 1:
+            raise ValueError(f"count: expected at least 1, got {self.count}")
+
+
+@dataclass(frozen=True)
+class JudgeBehaviour:
+    """How one simulated judge scores: ``offset`` added to every score (a biased judge), plus
+    ``drift_offset`` once it has served ``drift_after`` requests (a judge that drifts), with a
+    ``noise`` chance of moving each score by one point; ``mode`` is ``json``, ``prose`` (never
+    JSON), ``prose_once`` (prose, then JSON when asked again) or ``fail`` (HTTP 500)."""
+
+    offset: float = 0.0
+    noise: float = 0.0
+    drift_after: int | None = None
+    drift_offset: float = 0.0
+    mode: str = "json"
+
+    def __post_init__(self) -> None:
+        if self.mode not in JUDGE_MODES:
+            raise ValueError(f"mode: expected one of {', '.join(JUDGE_MODES)}, got {self.mode!r}")
 
 
 @dataclass(frozen=True)
@@ -83,6 +135,12 @@ class SimulatorState:
     seed: int = 0
     requests: int = 0
     faults: list[Fault] = field(default_factory=list)
+    judges: dict[str, JudgeBehaviour] = field(default_factory=dict)
+    extra_latency_s: float = 0.0
+    by_model: Counter[str] = field(default_factory=Counter)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RECENT_BODIES))
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -95,89 +153,241 @@ class SimulatorState:
                 current = p
         return current
 
-    def next_request(self) -> tuple[Phase, Fault | None, float]:
+    def inject(self, *faults: Fault) -> None:
+        """Queue faults; each applies to the next ``count`` requests it matches."""
+        with self.lock:
+            self.faults.extend(faults)
+
+    def next_request(self, model: str | None = None, body: dict[str, Any] | None = None) -> tuple[Phase, Fault | None, float]:
+        """Count a request (keeping its body among the recent ones) and take the first matching fault."""
         with self.lock:
             self.requests += 1
+            self.by_model[model or ""] += 1
+            if body is not None:
+                self.recent.append(body)
             fault = None
-            if self.faults:
-                fault = self.faults[0]
-                remaining = fault.count - 1
-                self.faults[0:1] = [Fault(**{**fault.__dict__, "count": remaining})] if remaining > 0 else []
+            for i, queued in enumerate(self.faults):
+                if queued.model is None or queued.model == model:
+                    fault = queued
+                    self.faults[i:i + 1] = [replace(queued, count=queued.count - 1)] if queued.count > 1 else []
+                    break
             return self.phase(), fault, self.rng.random()
+
+    def judge_draws(self, n: int) -> list[float]:
+        with self.lock:
+            return [self.rng.random() for _ in range(n)]
 
 
 def _tokens(text: str) -> int:
     return max(1, round(len(text.split()) * 1.3))
 
 
-def create_simulator(canaries: Iterable[Canary], phases: Sequence[Phase] | None = None, *, seed: int = 0) -> Starlette:
+def _tagged(text: str, tag: str) -> str | None:
+    match = re.search(rf"<{tag}>\n?(.*?)\n?</{tag}>", text, re.S)
+    return match.group(1).strip() if match else None
+
+
+def _criteria(prompt: str) -> list[str]:
+    """The criteria a judge prompt asks for, read from its JSON structure line."""
+    found = re.findall(r'"([^"]+)": \{"score"', prompt[prompt.rfind("structure"):])
+    return found or list(DEFAULT_CRITERIA)
+
+
+def _verdict(prompt: str, behaviour: JudgeBehaviour, served: int, draws: list[float]) -> str:
+    """A simulated judge's JSON verdict: 5 when the response matches the gold reference, else 2."""
+    response = normalize_text(_tagged(prompt, RESPONSE_TAG) or "")
+    gold = _tagged(prompt, GOLD_TAG)
+    if gold is None:
+        base = 4.0
+    else:
+        g = normalize_text(gold)
+        base = 5.0 if response and (response == g or g in response) else 2.0
+    shift = behaviour.offset + (behaviour.drift_offset if behaviour.drift_after is not None
+                                and served > behaviour.drift_after else 0.0)
+    verdict = {}
+    for criterion, draw in zip(_criteria(prompt), draws):
+        noise = 0.0
+        if draw < behaviour.noise:
+            noise = -1.0 if draw < behaviour.noise / 2 else 1.0
+        score = int(min(5, max(1, round(base + shift + noise))))
+        verdict[criterion] = {"score": score, "explanation": f"simulated judge: {criterion} scored {score}"}
+    return json.dumps(verdict)
+
+
+PROSE_VERDICT = "Simulated judge here: overall the response reads well and seems broadly accurate to me."
+
+
+def create_simulator(canaries: Iterable[Canary], phases: Sequence[Phase] | None = None, *, seed: int = 0,
+                     judges: Mapping[str, JudgeBehaviour] | None = None) -> Starlette:
     """The simulator as an ASGI app; ``app.state.sim`` exposes its state to tests and the demo."""
-    state = SimulatorState(phases=list(phases or [Phase()]), key=answer_key(canaries), seed=seed)
+    state = SimulatorState(phases=list(phases or [Phase()]), key=answer_key(canaries), seed=seed,
+                           judges=dict(judges or {}))
+
+    def reply(payload: dict[str, Any], status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
+        return JSONResponse(payload, status_code=status, headers={**SIMULATOR_HEADERS, **(headers or {})})
+
+    async def hang(request: Request, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not await request.is_disconnected():
+            await asyncio.sleep(0.02)
 
     async def chat(request: Request) -> Response:
-        phase, fault, draw = state.next_request()
+        with state.lock:
+            state.in_flight += 1
+            state.max_in_flight = max(state.max_in_flight, state.in_flight)
+        try:
+            return await answer(request)
+        finally:
+            with state.lock:
+                state.in_flight -= 1
+
+    async def answer(request: Request) -> Response:
+        try:
+            body = await request.json()
+        except json.JSONDecodeError:
+            return reply({"error": {"message": "body is not JSON", "type": "simulated"}}, 400)
+        if not isinstance(body, dict):
+            return reply({"error": {"message": "body is not a JSON object", "type": "simulated"}}, 400)
+        requested = str(body.get("model") or "")
+        messages = body.get("messages") or []
+        phase, fault, draw = state.next_request(requested, body)
         if fault is not None:
+            if fault.kind == "hang":
+                await hang(request, fault.delay_s or HANG_DEFAULT_S)
+                return reply({"error": {"message": "simulated hang ended", "type": "simulated"}}, 504)
             if fault.delay_s:
                 await asyncio.sleep(fault.delay_s)
             if fault.kind == "status":
-                headers = dict(SIMULATOR_HEADERS)
-                if fault.retry_after is not None:
-                    headers["Retry-After"] = f"{fault.retry_after:g}"
-                return JSONResponse({"error": {"message": "simulated failure", "type": "simulated"}},
-                                    status_code=fault.status, headers=headers)
+                headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
+                return reply({"error": {"message": f"simulated failure (HTTP {fault.status})", "type": "simulated"}},
+                             fault.status, headers)
             if fault.kind == "non_json":
                 return Response("<html>simulated gateway error</html>", media_type="application/json",
                                 headers=SIMULATOR_HEADERS)
             if fault.kind == "truncated":
-                return Response('{"id": "chatcmpl-sim", "choices": [{"ind', media_type="application/json",
-                                headers=SIMULATOR_HEADERS)
-        try:
-            body = await request.json()
-        except json.JSONDecodeError:
-            return JSONResponse({"error": {"message": "body is not JSON"}}, status_code=400, headers=SIMULATOR_HEADERS)
-        messages = body.get("messages") or []
-        prompt = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
-        known = state.key.get(prompt)
+                return Response('{"id": "chatcmpl-sim", "simulated": true, "choices": [{"ind',
+                                media_type="application/json", headers=SIMULATOR_HEADERS)
+        latency = phase.latency_s + state.extra_latency_s
+        if latency:
+            await asyncio.sleep(latency)
+        system = " ".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
+        prompt = next((str(m.get("content", "")) for m in reversed(messages) if m.get("role") == "user"), "")
+        model, fingerprint = phase.model, phase.fingerprint
+        if JUDGE_MARKER in system:
+            behaviour = state.judges.get(requested, JudgeBehaviour())
+            if behaviour.mode == "fail":
+                return reply({"error": {"message": "simulated judge failure", "type": "simulated"}}, 500)
+            asked_again = any(m.get("role") == "assistant" for m in messages)
+            first_prompt = next((str(m.get("content", "")) for m in messages if m.get("role") == "user"), "")
+            if (fault is not None and fault.kind == "prose") or behaviour.mode == "prose" or (
+                    behaviour.mode == "prose_once" and not asked_again):
+                text = PROSE_VERDICT
+            else:
+                text = _verdict(first_prompt, behaviour, state.by_model[requested],
+                                state.judge_draws(len(_criteria(first_prompt))))
+            model = requested if requested.startswith("medmon-simulator") else f"medmon-simulator/{requested}"
+            fingerprint = "fp_sim_judge"
+        else:
+            known = state.key.get(prompt)
+            if known is None:
+                text = "This is a simulated model; it has no answer for this prompt."
+            else:
+                text = known.correct if draw < phase.accuracy else known.wrong
         if fault is not None and fault.kind == "empty":
             text = ""
-        elif known is None:
-            text = "This is a simulated model; it has no answer for this prompt."
-        else:
-            text = known.correct if draw < phase.accuracy else known.wrong
-        if phase.latency_s:
-            await asyncio.sleep(phase.latency_s)
         prompt_tokens = sum(_tokens(str(m.get("content", ""))) for m in messages)
         reasoning = phase.extra_completion_tokens
         completion_tokens = _tokens(text) + reasoning if text else reasoning
-        payload = {
+        return reply({
             "id": f"chatcmpl-sim-{uuid.uuid4().hex[:12]}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": phase.model,
-            "system_fingerprint": phase.fingerprint,
+            "model": model,
+            "system_fingerprint": fingerprint,
             "simulated": True,
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": text}}],
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens,
                       "completion_tokens_details": {"reasoning_tokens": reasoning}},
-        }
-        return JSONResponse(payload, headers=SIMULATOR_HEADERS)
+        })
 
     async def models(_: Request) -> Response:
-        return JSONResponse({"object": "list", "data": [{"id": SIMULATOR_MODEL, "object": "model",
-                                                         "owned_by": "medmon-simulator"}]},
-                            headers=SIMULATOR_HEADERS)
+        return reply({"object": "list", "data": [{"id": SIMULATOR_MODEL, "object": "model",
+                                                  "owned_by": "medmon-simulator"}]})
+
+    def snapshot() -> dict[str, Any]:
+        phase = state.phase()
+        with state.lock:
+            return {"simulated": True, "requests": state.requests, "requests_by_model": dict(state.by_model),
+                    "max_in_flight": state.max_in_flight,
+                    "phase": phase.label, "model": phase.model, "accuracy": phase.accuracy,
+                    "latency_s": phase.latency_s + state.extra_latency_s,
+                    "faults": [asdict(f) for f in state.faults],
+                    "judges": {k: asdict(v) for k, v in state.judges.items()}}
 
     async def status(_: Request) -> Response:
-        phase = state.phase()
-        return JSONResponse({"simulated": True, "requests": state.requests, "phase": phase.label,
-                             "model": phase.model, "accuracy": phase.accuracy}, headers=SIMULATOR_HEADERS)
+        return reply(snapshot())
+
+    async def admin_body(request: Request) -> Any:
+        try:
+            return await request.json()
+        except json.JSONDecodeError:
+            return None
+
+    def build(cls: type, data: Any, where: str) -> Any:
+        if not isinstance(data, dict):
+            raise ValueError(f"{where}: expected a JSON object")
+        allowed = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - allowed)
+        if unknown:
+            raise ValueError(f"{where}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
+        try:
+            return cls(**data)
+        except TypeError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+
+    async def faults(request: Request) -> Response:
+        if request.method == "DELETE":
+            with state.lock:
+                state.faults.clear()
+            return reply(snapshot())
+        if request.method == "POST":
+            data = await admin_body(request)
+            items = data.get("faults") if isinstance(data, dict) and "faults" in data else data
+            items = items if isinstance(items, list) else [items]
+            try:
+                state.inject(*(build(Fault, item, f"faults[{i}]") for i, item in enumerate(items)))
+            except ValueError as exc:
+                return reply({"error": {"message": str(exc), "type": "invalid_fault"}}, 422)
+        return reply(snapshot())
+
+    async def set_judges(request: Request) -> Response:
+        data = await admin_body(request)
+        if not isinstance(data, dict):
+            return reply({"error": {"message": "expected {\"<judge model>\": {behaviour}}", "type": "invalid"}}, 422)
+        try:
+            parsed = {str(k): build(JudgeBehaviour, v, f"judges.{k}") for k, v in data.items()}
+        except ValueError as exc:
+            return reply({"error": {"message": str(exc), "type": "invalid_judge"}}, 422)
+        with state.lock:
+            state.judges.update(parsed)
+        return reply(snapshot())
+
+    async def set_latency(request: Request) -> Response:
+        data = await admin_body(request)
+        value = data.get("latency_s") if isinstance(data, dict) else None
+        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+            return reply({"error": {"message": "latency_s: expected a number >= 0", "type": "invalid"}}, 422)
+        state.extra_latency_s = float(value)
+        return reply(snapshot())
 
     app = Starlette(routes=[
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/_simulator", status, methods=["GET"]),
+        Route("/_simulator/faults", faults, methods=["GET", "POST", "DELETE"]),
+        Route("/_simulator/judges", set_judges, methods=["POST"]),
+        Route("/_simulator/latency", set_latency, methods=["POST"]),
     ])
     app.state.sim = state
     return app

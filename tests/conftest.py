@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +19,44 @@ from monitor.webserver import RunningServer, serve_in_thread
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
 
+# MEDMON_TEST_DATABASE=postgresql runs every db_url/engine test on a fresh PostgreSQL database
+# (created per test, dropped after) on the server at MEDMON_TEST_PG_URL; the default is SQLite.
+TEST_DATABASE = os.environ.get("MEDMON_TEST_DATABASE", "sqlite").lower()
+PG_SERVER = os.environ.get("MEDMON_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432")
+
+
+@contextmanager
+def fresh_postgres_database(prefix: str = "medmon_test") -> Iterator[str]:
+    """A new, empty PostgreSQL database for one test; dropped (connections and all) afterwards."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    server = make_url(PG_SERVER)
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    admin = server.set(drivername="postgresql", database="postgres").render_as_string(hide_password=False)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
+    try:
+        yield server.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
 
 @pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'medmon.db'}"
+def postgres_url() -> Iterator[str]:
+    """A fresh PostgreSQL database whatever MEDMON_TEST_DATABASE says (for PostgreSQL-only tests)."""
+    with fresh_postgres_database() as url:
+        yield url
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> Iterator[str]:
+    if TEST_DATABASE in ("postgresql", "postgres"):
+        with fresh_postgres_database() as url:
+            yield url
+    else:
+        yield f"sqlite:///{tmp_path / 'medmon.db'}"
 
 
 @pytest.fixture
@@ -70,3 +106,24 @@ def serve() -> Iterator[Callable[[object], RunningServer]]:
     yield start
     for s in servers:
         s.stop()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"medmon test database: {TEST_DATABASE}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On the PostgreSQL pass, run only the tests that use the database fixtures.
+
+    The others do not touch a database and already ran on the SQLite pass; set
+    MEDMON_TEST_PG_ALL=1 to run them again anyway.
+    """
+    if TEST_DATABASE not in ("postgresql", "postgres") or os.environ.get("MEDMON_TEST_PG_ALL"):
+        return
+    keep, drop = [], []
+    for item in items:
+        uses_db = {"db_url", "postgres_url"} & set(getattr(item, "fixturenames", ()))
+        (keep if uses_db else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

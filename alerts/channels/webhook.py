@@ -1,4 +1,14 @@
-"""Generic webhook: the notification as JSON, signed with HMAC-SHA256 (see ``alerts.signing``)."""
+"""Generic webhook: the notification as JSON, signed with HMAC-SHA256.
+
+Each POST carries ``Content-Type: application/json``, ``Idempotency-Key`` (the same on every
+retry of one notification; drop a repeat) and, when a secret is configured,
+``X-Medmon-Signature: t=<unix seconds>,v1=<hex>`` where ``v1`` is HMAC-SHA256 with the shared
+secret over ``f"{t}."`` followed by the raw body bytes. Receivers recompute it over the bytes
+they received (before parsing), compare in constant time and reject a ``t`` more than a few
+minutes old (``alerts.signing.verify`` does all three). The body is
+``alerts.dispatch.group_body``: ``group_key``, ``event``, ``status``, ``summary``, ``counts``
+and ``alerts``, each with its labels, severity, owner, evidence and dashboard link.
+"""
 
 from __future__ import annotations
 
@@ -10,33 +20,36 @@ from typing import Any
 import httpx
 from pydantic import SecretStr
 
-from alerts.channels.base import post_json
+from alerts.channels.base import ChannelConfig, HttpSender
 from alerts.signing import HEADER, sign
 
 
-class WebhookChannel:
-    """POST JSON with ``X-Medmon-Signature`` and ``Idempotency-Key`` headers."""
+class WebhookConfig(ChannelConfig):
+    secret: SecretStr | None = None
 
-    def __init__(self, name: str, url: SecretStr, secret: SecretStr | None, *, timeout_s: float = 10.0,
+
+class WebhookChannel:
+    """POST the notification as JSON with ``X-Medmon-Signature`` and ``Idempotency-Key``."""
+
+    def __init__(self, config: WebhookConfig, *, transport: httpx.BaseTransport | None = None,
                  clock: Callable[[], float] = time.time) -> None:
-        self.name = name
-        self._url = url
-        self._secret = secret
+        self.name = config.name
+        self.config = config
         self._clock = clock
-        self._client = httpx.Client(timeout=timeout_s)
+        self._http = HttpSender(config.name, config.timeout_s, secrets=[config.secret], transport=transport)
 
     def __repr__(self) -> str:
-        return f"WebhookChannel(name={self.name!r}, url='***')"
+        return f"WebhookChannel(name={self.name!r})"
 
     def render(self, notification: dict[str, Any]) -> dict[str, Any]:
         return notification
 
     def send(self, body: dict[str, Any], *, idempotency_key: str) -> None:
         content = json.dumps(body, sort_keys=True, default=str).encode()
-        headers = {"Idempotency-Key": idempotency_key, "User-Agent": "medmon"}
-        if self._secret is not None:
-            headers[HEADER] = sign(content, self._secret.get_secret_value(), int(self._clock()))
-        post_json(self._client, self._url.get_secret_value(), content, headers, self.name)
+        headers = {"Idempotency-Key": idempotency_key}
+        if self.config.secret is not None:
+            headers[HEADER] = sign(content, self.config.secret.get_secret_value(), int(self._clock()))
+        self._http.deliver(self.config.url, content, headers)
 
     def close(self) -> None:
-        self._client.close()
+        self._http.close()

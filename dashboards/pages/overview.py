@@ -1,4 +1,4 @@
-"""Overview: is anything wrong? Every task against its baseline, worst first."""
+"""Overview: is anything wrong? Every task against its baseline and threshold, worst first."""
 
 from __future__ import annotations
 
@@ -6,33 +6,50 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
-from dashboards.data import current_plan, engine_for
+from dashboards.auth import require_viewer
+from dashboards.data import current_plan, engine_for, refresh_every
+from dashboards.layout import header, interval
 from monitor.read import alerts_list, task_overview
 
 plan = current_plan()
+viewer = require_viewer(plan)
 engine = engine_for(plan)
-st.title(f"medmon · {plan.use_case.name}")
-st.caption("Unauthenticated: bound to 127.0.0.1. " + ("The deployment is a SIMULATED model."
-           if "simulator" in plan.deployment.model else f"Deployment: {plan.deployment.model}"))
+header(plan, viewer, f"medmon · {plan.use_case.name}")
 
 
-@st.fragment(run_every="5s")
+@st.fragment(run_every=refresh_every())
 def overview() -> None:
     with Session(engine) as session:
         rows = task_overview(session, plan)
         alerts = alerts_list(session, open_only=True)
     degraded = [r for r in rows if r.status == "degraded"]
+    watching = [r for r in rows if r.status == "watching"]
     if degraded:
         st.error(f"{len(degraded)} task(s) degraded: {', '.join(r.task for r in degraded)}")
+    elif watching:
+        st.warning(f"{len(watching)} task(s) under watch: {', '.join(r.task for r in watching)}")
     else:
         st.success("Every task holds its baseline.")
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Tasks", len(rows))
+    c2.metric("Degraded", len(degraded))
+    c3.metric("Watching", len(watching))
+    c4.metric("Open alerts", len(alerts))
     table = pd.DataFrame([{
-        "task": r.task, "status": r.status, "category": r.category, "subcategory": r.subcategory,
-        "baseline": r.baseline, "current": r.estimate,
-        "95% CI": f"{r.ci_low:.2f}-{r.ci_high:.2f}" if r.estimate is not None else "",
-        "n": r.n, "owner": r.owner, "risk tier": r.risk_tier, "last probe": r.last_probe,
+        "task": r.task, "status": r.status, "why": r.reason, "category": r.category, "subcategory": r.subcategory,
+        "baseline": r.baseline, "current": r.estimate, "95% CI": interval(r.ci_low, r.ci_high), "n": r.n,
+        "approval threshold": r.min_score, "owner": r.owner, "risk tier": r.risk_tier, "last probe": r.last_probe,
         "open alerts": r.open_alerts} for r in rows])
-    st.dataframe(table, hide_index=True, use_container_width=True)
+    st.dataframe(table, hide_index=True, width="stretch", column_config={
+        "baseline": st.column_config.NumberColumn(format="%.2f"),
+        "current": st.column_config.NumberColumn(format="%.2f", help="mean score of the latest 200 answers"),
+        "approval threshold": st.column_config.NumberColumn(format="%.2f"),
+        "last probe": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm z"),
+    })
+    st.caption("Status: degraded when a drift detector has alarmed or the recent interval lies under the approval "
+               "threshold; watching while evidence builds up or an alert is open.")
+    for r in rows[:12]:
+        st.page_link("pages/task.py", label=f"{r.task}: {r.status} — open the task", query_params={"task": r.task})
     st.subheader("Open alerts")
     if not alerts:
         st.write("None.")

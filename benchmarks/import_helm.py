@@ -1,0 +1,315 @@
+"""Benchmark: import a HELM-shaped MedHELM suite (37 benchmarks x 1,000 instances) into SQLite.
+
+Writes a realistic ``benchmark_output/runs/<suite>`` tree into a temporary directory (run_spec,
+scenario, stats with perturbation copies, per_instance_stats with one entry per metric class,
+scenario_state with clinical-note-sized prompts and, for jury benchmarks, 3 judges x 3 criteria
+annotations, and a ``groups/medhelm_scenarios.json`` leaderboard), imports it with
+``baselines.import_helm_path`` and prints wall time and peak memory.
+
+Usage::
+
+    .venv/bin/python benchmarks/import_helm.py [--benchmarks 37] [--instances 1000] [--seed 0]
+                                                [--tracemalloc] [--keep DIR]
+
+Peak memory is the process's maximum resident set size (``resource.getrusage``), measured after
+generation so the import dominates it; ``--tracemalloc`` also reports the Python heap peak of
+the import (slower: tracemalloc hooks every allocation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from baselines import import_helm_path
+from baselines.taxonomy import benchmarks
+from monitor.storage import make_engine, session_scope
+
+MODEL = "openai/gpt-4o-2024-05-13"
+DEPLOYMENT = "stanfordhealthcare/gpt-4o-2024-05-13"
+JUDGES = ("gpt", "llama", "claude")
+WORDS = (
+    "patient",
+    "presents",
+    "with",
+    "history",
+    "of",
+    "hypertension",
+    "diabetes",
+    "denies",
+    "chest",
+    "pain",
+    "reports",
+    "shortness",
+    "breath",
+    "medication",
+    "metformin",
+    "lisinopril",
+    "follow-up",
+    "in",
+    "two",
+    "weeks",
+    "labs",
+    "notable",
+    "for",
+    "elevated",
+    "creatinine",
+    "assessment",
+    "and",
+    "plan",
+    "continue",
+    "monitor",
+)
+BASIC = (
+    "num_references",
+    "num_train_trials",
+    "num_prompt_tokens",
+    "num_completion_tokens",
+    "num_output_tokens",
+    "inference_runtime",
+    "batch_size",
+    "finish_reason_length",
+    "finish_reason_stop",
+    "finish_reason_endoftext",
+    "finish_reason_unknown",
+    "num_train_instances",
+    "prompt_truncated",
+    "max_prob",
+    "logprob",
+    "num_perplexity_tokens",
+    "num_bytes",
+)
+
+
+def _stat(name: str, value: float, split: str, perturbation: str | None = None) -> dict[str, Any]:
+    key: dict[str, Any] = {"name": name, "split": split}
+    if perturbation:
+        key["perturbation"] = {
+            "name": perturbation,
+            "robustness": perturbation == "robustness",
+            "fairness": perturbation == "fairness",
+            "computed_on": "worst",
+        }
+    return {
+        "name": key,
+        "count": 1,
+        "sum": value,
+        "sum_squared": value * value,
+        "min": value,
+        "max": value,
+        "mean": value,
+        "variance": 0.0,
+        "stddev": 0.0,
+    }
+
+
+def _note(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words)).capitalize() + "."
+
+
+def _instance_score(rng: random.Random, b: dict[str, Any], judges: dict[str, dict[str, int]] | None) -> float:
+    if judges:
+        return sum(s for crit in judges.values() for s in crit.values()) / sum(len(c) for c in judges.values())
+    if b["main_metric"] == "mimiciv_billing_code_f1":
+        return round(rng.random(), 3)
+    return float(rng.random() < 0.7)
+
+
+def write_run(root: Path, b: dict[str, Any], instances: int, rng: random.Random) -> None:
+    """One run directory for taxonomy benchmark ``b``, as crfm-helm 0.5.16 writes it."""
+    name, metric, split = b["name"], b["main_metric"], b.get("main_split") or "test"
+    jury, mcq = bool(b.get("llm_jury")), b.get("adapter_method") == "multiple_choice_joint"
+    run = root / f"{name}:model={MODEL.replace('/', '_')},model_deployment={DEPLOYMENT.replace('/', '_')}"
+    run.mkdir(parents=True)
+    adapter: dict[str, Any] = {
+        "method": b.get("adapter_method") or "generation",
+        "instructions": "Answer the question.\n",
+        "max_train_instances": 0,
+        "max_eval_instances": instances,
+        "num_outputs": 1,
+        "num_train_trials": 1,
+        "model": MODEL,
+        "model_deployment": DEPLOYMENT,
+        "temperature": 0.0,
+        "max_tokens": b.get("max_tokens_default") or 1,
+        "stop_sequences": [],
+    }
+    metric_specs = [{"class_name": f"helm.benchmark.metrics.{c}", "args": {}} for c in b.get("metric_classes") or []]
+    spec = {
+        "name": run.name,
+        "scenario_spec": {"class_name": f"helm.benchmark.scenarios.{name}.Scenario", "args": {}},
+        "adapter_spec": adapter,
+        "metric_specs": metric_specs,
+        "groups": [name],
+        "annotators": [],
+    }
+    (run / "run_spec.json").write_text(json.dumps(spec, indent=2))
+    (run / "scenario.json").write_text(
+        json.dumps({"name": name, "description": b.get("display_name"), "tags": ["biomedical"]})
+    )
+    per_instance, states, scores = [], [], []
+    for i in range(instances):
+        iid = f"id{i}"
+        note = _note(rng, rng.randint(250, 450))
+        judges = {j: {c: rng.randint(2, 5) for c in (b.get("jury_criteria") or ())} for j in JUDGES} if jury else None
+        score = _instance_score(rng, b, judges)
+        scores.append(score)
+        options = ["yes", "no", "unclear", "not documented"] if mcq else [_note(rng, 40)]
+        correct = rng.randrange(len(options)) if mcq else 0
+        refs = [{"output": {"text": o}, "tags": ["correct"] if k == correct else []} for k, o in enumerate(options)]
+        instance: dict[str, Any] = {"input": {"text": note}, "references": refs, "split": split, "id": iid}
+        if metric == "medcalc_bench_accuracy":
+            value = round(rng.uniform(1, 100), 2)
+            instance["extra_data"] = {
+                "category": "lab",
+                "lower_limit": str(value * 0.95),
+                "upper_limit": str(value * 1.05),
+            }
+        prompt = adapter["instructions"] + "\n" + note
+        if mcq:
+            prompt += "\n" + "\n".join(f"{chr(65 + k)}. {o}" for k, o in enumerate(options)) + "\nAnswer:"
+        state: dict[str, Any] = {
+            "instance": instance,
+            "train_trial_index": 0,
+            "request": {
+                "model_deployment": DEPLOYMENT,
+                "model": MODEL,
+                "prompt": prompt,
+                "temperature": 0.0,
+                "max_tokens": adapter["max_tokens"],
+                "stop_sequences": [],
+            },
+            "result": {
+                "success": True,
+                "cached": True,
+                "request_time": rng.uniform(0.3, 4.0),
+                "completions": [{"text": "A" if mcq else _note(rng, 60), "logprob": 0.0, "tokens": []}],
+            },
+            "num_train_instances": 0,
+            "prompt_truncated": False,
+        }
+        if mcq:
+            state["output_mapping"] = {chr(65 + k): o for k, o in enumerate(options)}
+        if judges:
+            state["annotations"] = {
+                name: {
+                    "prompt_text": "You are a medical judge. " + _note(rng, 120),
+                    **{
+                        j: {c: {"score": s, "explanation": _note(rng, 25)} for c, s in crit.items()}
+                        for j, crit in judges.items()
+                    },
+                }
+            }
+        states.append(state)
+        main = [_stat(metric, score, split)]
+        basic = [_stat(n, rng.uniform(0, 500), split) for n in BASIC]
+        if not jury:
+            basic += main
+            main = []
+        # HELM writes one entry per metric class for the same (instance, trial)
+        if main:
+            per_instance.append({"instance_id": iid, "train_trial_index": 0, "stats": main})
+        per_instance.append({"instance_id": iid, "train_trial_index": 0, "stats": basic})
+    mean = sum(scores) / len(scores)
+    stats = [_stat(metric, mean, split)] + [_stat(n, rng.uniform(0, 500), split) for n in BASIC]
+    stats += [_stat(s["name"]["name"], s["mean"], split, p) for s in list(stats) for p in ("robustness", "fairness")]
+    stats.append(_stat("num_instances", float(instances), split))
+    (run / "stats.json").write_text(json.dumps(stats, indent=2))
+    (run / "per_instance_stats.json").write_text(json.dumps(per_instance, indent=2))
+    (run / "scenario_state.json").write_text(json.dumps({"adapter_spec": adapter, "request_states": states}, indent=2))
+
+
+def write_suite(out: Path, n_benchmarks: int, instances: int, seed: int) -> Path:
+    """The suite directory with ``n_benchmarks`` taxonomy benchmarks and a leaderboard table."""
+    rng = random.Random(seed)
+    raw = {
+        b["name"]: b
+        for b in json.loads((Path(__file__).resolve().parents[1] / "baselines/data/medhelm_taxonomy.json").read_text())[
+            "benchmarks"
+        ]
+    }
+    chosen = [raw[e.benchmark] for e in benchmarks() if e.source == "crfm-helm"][:n_benchmarks]
+    suite = out / "benchmark_output" / "runs" / "bench-suite"
+    for b in chosen:
+        write_run(suite, b, instances, rng)
+    header = [{"value": "Model", "metadata": {}}, {"value": "Mean win rate", "lower_is_better": False, "metadata": {}}]
+    header += [
+        {
+            "value": f"{b['display_name']} - main",
+            "lower_is_better": False,
+            "metadata": {"metric": "main", "run_group": b["display_name"]},
+        }
+        for b in chosen
+    ]
+    rows = [[{"value": f"Model {m}"}, {}] + [{"value": rng.random()} for _ in chosen] for m in range(9)]
+    (suite / "groups").mkdir()
+    (suite / "groups" / "medhelm_scenarios.json").write_text(
+        json.dumps([{"title": "Accuracy", "header": header, "rows": rows}])
+    )
+    (suite / "summary.json").write_text(
+        json.dumps({"suite": "bench-suite", "suites": ["bench-suite"], "date": "2026-01-01"})
+    )
+    return out / "benchmark_output"
+
+
+def _maxrss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--benchmarks", type=int, default=37)
+    parser.add_argument("--instances", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tracemalloc", action="store_true", help="also report the import's Python heap peak")
+    parser.add_argument("--keep", type=Path, help="write the suite and database here instead of a temp dir")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="medmon-bench-") as tmp:
+        out = args.keep or Path(tmp)
+        started = time.perf_counter()
+        output = write_suite(out, args.benchmarks, args.instances, args.seed)
+        size = sum(p.stat().st_size for p in output.rglob("*") if p.is_file())
+        print(
+            f"generated {args.benchmarks} runs x {args.instances} instances ({size / 1e6:.0f} MB of JSON) "
+            f"in {time.perf_counter() - started:.1f} s; RSS so far {_maxrss_mb():.0f} MB"
+        )
+        engine = make_engine(f"sqlite:///{out / 'bench.db'}")
+        if args.tracemalloc:
+            tracemalloc.start()
+        started = time.perf_counter()
+        with session_scope(engine) as session:
+            report = import_helm_path(session, output)
+        elapsed = time.perf_counter() - started
+        heap = (
+            f"; Python heap peak {tracemalloc.get_traced_memory()[1] / 1e6:.0f} MB (tracemalloc)"
+            if args.tracemalloc
+            else ""
+        )
+        tracemalloc.stop()
+        print(
+            f"import: {report.created} baselines, {sum(b.canaries for b in report.baselines)} canaries, "
+            f"{report.leaderboard_entries} leaderboard cells in {elapsed:.1f} s wall; "
+            f"peak RSS {_maxrss_mb():.0f} MB{heap}"
+        )
+        started = time.perf_counter()
+        with session_scope(engine) as session:
+            again = import_helm_path(session, output)
+        print(
+            f"re-import (dedup, nothing written: {again.created} new): {time.perf_counter() - started:.1f} s wall; "
+            f"peak RSS {_maxrss_mb():.0f} MB; database {(out / 'bench.db').stat().st_size / 1e6:.0f} MB"
+        )
+        engine.dispose()
+
+
+if __name__ == "__main__":
+    main()

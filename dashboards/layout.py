@@ -1,0 +1,45 @@
+"""What every page shows first: the deployment, who is looking, and whether that is authenticated."""
+
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+from dashboards.auth import Viewer, auth_configured
+from monitor.plan import Plan
+
+# A route's webhook URL can carry its token (Slack, Teams): it is masked wherever the plan is shown.
+_ROUTE_URL = re.compile(r"(?<![\w])(url:\s*)([^\s,}#]+)")
+
+
+def header(plan: Plan, viewer: Viewer, title: str) -> None:
+    """Page title plus one caption line saying what is monitored and under whose identity."""
+    st.title(title)
+    model = plan.deployment.model
+    deployment = (f"The deployment is a SIMULATED model ({model})." if "simulator" in model
+                  else f"Deployment: {plan.deployment.name} · {model}")
+    if viewer.authenticated:
+        who = f"Signed in as {viewer.actor}" + ("" if viewer.can_act else " (view only: not a plan owner)")
+    else:
+        who = f"Unauthenticated: bound to 127.0.0.1; actions are recorded as {viewer.actor}."
+    st.caption(f"{plan.use_case.name} · {deployment} · {who}")
+
+
+def auth_note() -> str:
+    """A short sentence for the sidebar about the access mode."""
+    return "Sign-in: OIDC" if auth_configured() else "Sign-in: none (local only)"
+
+
+def fmt(value: float | None, spec: str = ".2f") -> str:
+    """A number for a table cell, or an empty string when unknown."""
+    return "" if value is None else format(value, spec)
+
+
+def interval(low: float | None, high: float | None) -> str:
+    return "" if low is None or high is None else f"{low:.2f}–{high:.2f}"
+
+
+def masked_plan(text: str) -> str:
+    """The plan text with every route ``url:`` value masked (``base_url``/``dashboard_url`` kept)."""
+    return _ROUTE_URL.sub(lambda m: m.group(1) + "•••• (masked)", text)

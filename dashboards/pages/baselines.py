@@ -1,0 +1,41 @@
+"""Baselines: the imported MedHELM evidence by category, subcategory and benchmark, with its source."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+from sqlmodel import Session
+
+from dashboards.auth import require_viewer
+from dashboards.data import current_plan, engine_for
+from dashboards.layout import header
+from monitor.read import baselines_by_taxonomy
+
+plan = current_plan()
+viewer = require_viewer(plan)
+engine = engine_for(plan)
+header(plan, viewer, "Baselines")
+
+with Session(engine) as session:
+    rows = baselines_by_taxonomy(session)
+used = {t.benchmark: t.id for t in plan.tasks}
+if not rows:
+    st.info("No baseline stored yet: import one with `medmon baseline import`, or start the service once.")
+else:
+    st.dataframe(pd.DataFrame([{
+        "category": b.category, "subcategory": b.subcategory or "", "benchmark": b.benchmark,
+        "task": used.get(b.benchmark, ""), "model": b.model, "metric": b.metric, "version": b.version,
+        "value": b.value, "scale": f"{b.scale_min:g}-{b.scale_max:g}", "normalised": b.normalized, "n": b.n,
+        "95% CI": f"{b.ci_low:.3f}-{b.ci_high:.3f}", "source": b.source_kind, "suite": b.suite,
+        "source path": b.source_path, "SHA-256": b.source_sha256, "approved by": b.approved_by or "",
+        "imported": b.imported_at} for b in rows]), hide_index=True, width="stretch", key="baselines",
+        column_config={"value": st.column_config.NumberColumn(format="%.3f"),
+                       "normalised": st.column_config.NumberColumn(format="%.3f")})
+    st.caption("Each version is kept: importing the same files again changes nothing; new content adds a version.")
+    st.subheader("Source files")
+    for b in rows:
+        if not b.source_files:
+            continue
+        with st.expander(f"{b.benchmark} · {b.model} · v{b.version} · {len(b.source_files)} file(s)"):
+            st.dataframe(pd.DataFrame([{"file": name, "SHA-256": sha} for name, sha in sorted(b.source_files.items())]),
+                         hide_index=True, width="stretch", key=f"files_{b.id}")

@@ -1,0 +1,69 @@
+"""Governance: the use case, its owners and thresholds, the monitoring plan as approved, the audit log."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import streamlit as st
+import yaml
+from sqlmodel import Session
+
+from dashboards.auth import owner_emails, require_viewer
+from dashboards.data import current_plan, engine_for, plan_path, plan_text
+from dashboards.layout import header, masked_plan
+from monitor.read import audit_available, audit_log
+
+plan = current_plan()
+viewer = require_viewer(plan)
+engine = engine_for(plan)
+header(plan, viewer, "Governance")
+
+
+uc = plan.use_case
+st.subheader("Use case")
+st.markdown(f"**{uc.name}** · risk tier **{uc.risk_tier.value}**")
+st.markdown(f"- **Intended use:** {uc.intended_use}\n"
+            f"- **Intended users:** {', '.join(uc.intended_users) or 'not stated'}\n"
+            f"- **Workflow:** {uc.workflow or 'not stated'}\n"
+            f"- **Consequence of error:** {uc.consequence_of_error or 'not stated'}")
+st.subheader("Owners")
+st.markdown(f"- **Clinical owner:** {plan.owners.clinical.name} ({plan.owners.clinical.email})\n"
+            f"- **Technical owner:** {plan.owners.technical.name} ({plan.owners.technical.email})\n"
+            f"- **On-call route:** {plan.owners.on_call_route}")
+st.caption("May acknowledge, resolve and silence alerts: " + ", ".join(sorted(owner_emails(plan))))
+
+st.subheader("Tasks and thresholds")
+st.dataframe(pd.DataFrame([{
+    "task": t.id, "benchmark": t.benchmark, "owner": (t.owner or plan.owners.clinical).name,
+    "approval threshold": t.thresholds.min_score, "tolerated drop": t.thresholds.tolerated_drop,
+    "cost budget per call": t.thresholds.cost_budget_per_call, "latency objective (s)": t.thresholds.latency_slo_s,
+    "minimum jury agreement": t.thresholds.min_jury_agreement, "human review": t.human_review_required,
+    "schedule": t.schedule, "canaries per probe": t.sample_size, "subgroups": ", ".join(t.subgroups)}
+    for t in plan.tasks]), hide_index=True, width="stretch", key="thresholds")
+st.markdown(f"False-alarm budget: one false alarm in **{plan.detection.probes_between_false_alarms:,.0f}** probes "
+            f"across the deployment · alert routes: "
+            + (", ".join(f"{r.name} ({r.type})" for r in plan.alerts.routes) or "none")
+            + f" · repeat interval {plan.alerts.repeat_interval}")
+extra = getattr(plan, "governance", None)
+if extra is not None:
+    st.subheader("Governance record")
+    st.code(yaml.safe_dump(extra.model_dump(mode="json"), sort_keys=False), language="yaml")
+
+st.subheader("Monitoring plan as approved")
+st.caption(f"{plan_path()} · route URLs are masked")
+st.code(masked_plan(plan_text()), language="yaml")
+
+st.subheader("Audit log")
+if not audit_available():
+    st.info("The audit log is not installed; each alert's history still records who did what and when.")
+else:
+    with Session(engine) as session:
+        entries = audit_log(session)
+    if not entries:
+        st.write("No audit entry yet.")
+    else:
+        st.dataframe(pd.DataFrame([{
+            "seq": e.seq, "at": e.at, "kind": e.kind, "actor": e.actor, "subject": e.subject,
+            "details": json.dumps(e.details, sort_keys=True, default=str), "hash": e.entry_hash[:16]} for e in entries]),
+            hide_index=True, width="stretch", key="audit")

@@ -1,0 +1,5 @@
+"""``python -m monitor`` runs the ``medmon`` command line."""
+
+from monitor.cli import main
+
+main()

@@ -1,0 +1,195 @@
+"""One task in detail: its score per run, detector evidence, subgroup slices and recent answers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import case
+from sqlmodel import Session, col, func, select
+
+from monitor.models import DetectorState, FindingRecord
+from monitor.read._sql import as_time, latest_runs, safe_float, score_interval
+from probes.models import ProbeResult, ProbeRun
+
+
+@dataclass(frozen=True)
+class RunPoint:
+    """One probe run of a task, aggregated in the database."""
+
+    run_id: int
+    at: datetime | None
+    purpose: str
+    calls: int
+    n: int
+    mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+    errors: int
+    cost_usd: float | None
+    cost_per_call: float | None
+    latency_mean: float | None
+    latency_max: float | None
+    over_slo: int
+
+
+def run_series(session: Session, task_id: str, *, runs: int = 300,
+               latency_slo_s: float | None = None) -> list[RunPoint]:
+    """The task's latest ``runs`` runs, oldest first: score with interval, errors, cost, latency.
+
+    One ``GROUP BY run_id`` over the results of those runs (found through the run index), so
+    the page gets a few hundred rows whatever the table's size.
+    """
+    over = (func.sum(case((col(ProbeResult.latency_s) > latency_slo_s, 1), else_=0)) if latency_slo_s is not None
+            else func.sum(0))
+    query = (select(ProbeResult.run_id, ProbeRun.purpose, func.max(ProbeResult.created_at), func.count(),
+                    func.count(ProbeResult.score), func.sum(ProbeResult.score), func.count(ProbeResult.error_type),
+                    func.sum(ProbeResult.cost_usd), func.avg(ProbeResult.cost_usd), func.avg(ProbeResult.latency_s),
+                    func.max(ProbeResult.latency_s), over)
+             .join(ProbeRun, col(ProbeRun.id) == col(ProbeResult.run_id))
+             .where(col(ProbeResult.run_id).in_(latest_runs(task_id, runs)))
+             .group_by(ProbeResult.run_id, ProbeRun.purpose).order_by(ProbeResult.run_id))
+    points = []
+    for run_id, purpose, at, calls, n, total, errors, cost, cost_avg, lat, lat_max, over_n in session.exec(query).all():
+        mean = float(total) / n if n else None
+        lo, hi = score_interval(mean, int(n))
+        points.append(RunPoint(int(run_id), as_time(at), str(purpose), int(calls), int(n), mean, lo, hi, int(errors),
+                               safe_float(cost), safe_float(cost_avg), safe_float(lat), safe_float(lat_max),
+                               int(over_n or 0)))
+    return points
+
+
+def score_history(session: Session, task_id: str, limit: int = 500) -> list[tuple[datetime, float, int]]:
+    """Per-run mean score over time: ``(finished_at, mean, n)`` for the task's latest runs."""
+    rows = session.exec(select(ProbeRun.finished_at, ProbeRun.mean_score, ProbeRun.n_canaries)
+                        .where(ProbeRun.task_id == task_id, col(ProbeRun.mean_score).is_not(None))
+                        .order_by(col(ProbeRun.id).desc()).limit(limit)).all()
+    return [(as_time(r[0]), float(r[1]), int(r[2])) for r in reversed(rows)]  # type: ignore[misc]
+
+
+def detector_states(session: Session, task_id: str) -> list[DetectorState]:
+    """Every stream's detector for the task: status, evidence against the threshold, n, segment."""
+    return list(session.exec(select(DetectorState).where(DetectorState.task_id == task_id)
+                             .order_by(DetectorState.metric, DetectorState.direction)).all())
+
+
+def findings(session: Session, task_id: str | None = None, *, kind: str | None = None,
+             limit: int = 100) -> list[FindingRecord]:
+    """What the detectors concluded, newest first, optionally for one task or one kind."""
+    query = select(FindingRecord)
+    if task_id is not None:
+        query = query.where(FindingRecord.task_id == task_id)
+    if kind is not None:
+        query = query.where(FindingRecord.kind == kind)
+    return list(session.exec(query.order_by(col(FindingRecord.id).desc()).limit(limit)).all())
+
+
+@dataclass(frozen=True)
+class Slice:
+    """One subgroup's recent score, with the baseline of the canaries it drew where known."""
+
+    tag: str
+    value: str
+    n: int
+    mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+    baseline_mean: float | None
+    baseline_n: int
+
+
+@dataclass(frozen=True)
+class SliceGap:
+    """The spread between a tag's best and worst subgroup, now and in the baseline."""
+
+    tag: str
+    gap: float | None
+    baseline_gap: float | None
+    worst: str | None
+    best: str | None
+
+    @property
+    def widening(self) -> float | None:
+        """How much wider the gap is than the baseline's (positive: more unequal than approved)."""
+        if self.gap is None or self.baseline_gap is None:
+            return None
+        return self.gap - self.baseline_gap
+
+
+def subgroup_slices(session: Session, task_id: str, tags: Sequence[str], *, runs: int = 200) -> list[Slice]:
+    """Score per subgroup (e.g. ``age_band``, ``sex``) over the task's latest ``runs`` runs.
+
+    One ``GROUP BY`` on the JSON tag per tag name; results without the tag are left out.
+    """
+    slices: list[Slice] = []
+    for tag in tags:
+        value = col(ProbeResult.tags)[tag].as_string()
+        query = (select(value, func.count(ProbeResult.score), func.sum(ProbeResult.score),
+                        func.count(ProbeResult.baseline_score), func.avg(ProbeResult.baseline_score))
+                 .where(ProbeResult.task_id == task_id, col(ProbeResult.run_id).in_(latest_runs(task_id, runs)),
+                        value.is_not(None))
+                 .group_by(value).order_by(value))
+        for v, n, total, bn, bmean in session.exec(query).all():
+            mean = float(total) / n if n else None
+            lo, hi = score_interval(mean, int(n))
+            slices.append(Slice(tag, str(v), int(n), mean, lo, hi, safe_float(bmean), int(bn)))
+    return slices
+
+
+def slice_gaps(slices: Sequence[Slice]) -> list[SliceGap]:
+    """Gap between the best and worst subgroup of each tag, and the same gap in the baseline."""
+    gaps = []
+    for tag in dict.fromkeys(s.tag for s in slices):
+        scored = [s for s in slices if s.tag == tag and s.mean is not None]
+        if len(scored) < 2:
+            gaps.append(SliceGap(tag, None, None, None, None))
+            continue
+        worst = min(scored, key=lambda s: s.mean or 0.0)
+        best = max(scored, key=lambda s: s.mean or 0.0)
+        base = [s.baseline_mean for s in scored if s.baseline_mean is not None]
+        gaps.append(SliceGap(tag, (best.mean or 0.0) - (worst.mean or 0.0),
+                             max(base) - min(base) if len(base) == len(scored) else None, worst.value, best.value))
+    return gaps
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One judge's score of one criterion for one answer."""
+
+    judge: str
+    criterion: str
+    score: float | None
+    parse_status: str
+    explanation: str = ""
+
+
+@dataclass(frozen=True)
+class AnswerRow:
+    """A recent canary answer with its score and, when a jury judged it, each judge's verdict."""
+
+    result_id: int
+    at: datetime | None
+    canary_id: str
+    answer: str | None
+    score: float | None
+    correct: bool | None
+    error_type: str | None
+    served_model: str | None
+    latency_s: float | None
+    cost_usd: float | None
+    tags: dict[str, Any] = field(default_factory=dict)
+    verdicts: tuple[Verdict, ...] = ()
+
+
+def recent_answers(session: Session, task_id: str, *, limit: int = 20) -> list[AnswerRow]:
+    """The task's latest ``limit`` answers, newest first, with the jury's verdicts attached."""
+    from monitor.read.jury import verdicts_for
+
+    rows = session.exec(select(ProbeResult).where(ProbeResult.task_id == task_id)
+                        .order_by(col(ProbeResult.id).desc()).limit(limit)).all()
+    verdicts = verdicts_for(session, [r.id for r in rows if r.id is not None])
+    return [AnswerRow(r.id or 0, as_time(r.created_at), r.canary_id, r.answer, r.score, r.correct, r.error_type,
+                      r.served_model, r.latency_s, r.cost_usd, dict(r.tags or {}), tuple(verdicts.get(r.id or 0, ())))
+            for r in rows]

@@ -1,0 +1,321 @@
+"""The LLM jury: several judge models score an answer on criteria, as MedHELM's jury does.
+
+Each judge sees the request, the response and, when the task has one, the gold reference, and
+answers a JSON object ``{"accuracy": {"score": 1-5, "explanation": "..."}, ...}``. The instance
+score is the mean over the valid judges x criteria (MedHELM's ``LLMJuryMetric``), kept on the
+judges' scale as ``mean`` and normalised to [0, 1] as ``(mean - min) / (max - min)`` for the
+result's ``score``, so it sits on the same scale as every other scorer.
+
+An unusable verdict is data, not an exception: malformed output is asked for again once
+(``retried_ok`` when the second answer parses) and otherwise recorded as ``unparsed``; a judge
+whose call fails is ``failed`` and does not hold up the others. With no valid judge the result
+has *no* score and the error "no valid judge". MedHELM instead scores such an instance
+``default_score = 1.0`` (the bottom of the scale); medmon does not, because a judge outage
+would then read as a collapse in answer quality and fire a quality alert for what is an
+availability problem (which the error stream already reports).
+
+Judge calls have their own token and cost ledger (:class:`JudgeVerdict`), never added to the
+production model's cost.
+
+References
+----------
+MedHELM, Stanford CRFM: ``helm.benchmark.metrics.llm_jury_metrics.LLMJuryMetric``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from types import TracebackType
+
+from baselines.canary import Canary
+from probes.client import Completion, ModelClient, ModelSettings
+from probes.errors import EmptyCompletion, ModelCallError
+from probes.limits import CallGuard
+from probes.models import ParseStatus
+from probes.telemetry import Telemetry
+
+JURY_SCORER = "jury"
+JUDGE_MARKER = "[medmon-jury rubric v1]"
+REQUEST_TAG, RESPONSE_TAG, GOLD_TAG = "user_request", "response", "gold_response"
+DEFAULT_CRITERIA = ("accuracy", "completeness", "clarity")
+EXPLANATION_CHARS = 500
+
+CRITERION_TEXT = {
+    "accuracy": "Is the response medically correct, and consistent with the gold response where one is given?",
+    "completeness": "Does the response cover everything the request needs, with no clinically important omission?",
+    "clarity": "Is the response clear, well organised and easy for its intended reader to act on?",
+}
+
+JUDGE_SYSTEM = (f"You are a medical expert judging a response written by a language model deployed in a clinical "
+                f"setting. Judge strictly and only by the criteria given. {JUDGE_MARKER}")
+
+RETRY_NUDGE = "That was not the JSON object requested. Reply with only the JSON object, in the structure given."
+
+
+@dataclass(frozen=True)
+class JurySettings:
+    """Judges (one ``ModelSettings`` each, named), criteria and scale; mirrors the plan's ``jury``."""
+
+    judges: tuple[ModelSettings, ...]
+    criteria: tuple[str, ...] = DEFAULT_CRITERIA
+    scale_min: int = 1
+    scale_max: int = 5
+
+    def __post_init__(self) -> None:
+        if not self.judges:
+            raise ValueError("judges: expected at least one judge")
+        if not self.criteria:
+            raise ValueError("criteria: expected at least one criterion")
+        if self.scale_max <= self.scale_min:
+            raise ValueError(f"scale_max ({self.scale_max}) must exceed scale_min ({self.scale_min})")
+        names = [j.name for j in self.judges]
+        if len(set(names)) != len(names):
+            raise ValueError(f"judges: names must be unique, got {names}")
+
+    @classmethod
+    def from_plan(cls, jury: object, *, environ: Mapping[str, str] | None = None) -> JurySettings:
+        """From a plan ``Jury`` section; each judge's key comes from the variable it names."""
+        env = os.environ if environ is None else environ
+        judges = tuple(ModelSettings.from_endpoint(e, environ=env) for e in getattr(jury, "judges"))
+        return cls(judges=judges, criteria=tuple(getattr(jury, "criteria")), scale_min=getattr(jury, "scale_min"),
+                   scale_max=getattr(jury, "scale_max"))
+
+
+@dataclass(frozen=True)
+class CriterionScore:
+    criterion: str
+    score: int | None
+    explanation: str | None = None
+
+
+@dataclass(frozen=True)
+class JudgeVerdict:
+    """One judge's verdict on one answer, with the judge call's own ledger."""
+
+    judge: str
+    model: str
+    parse_status: ParseStatus
+    scores: tuple[CriterionScore, ...] = ()
+    asks: int = 1
+    attempts: int = 0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    latency_s: float | None = None
+    served_model: str | None = None
+    system_fingerprint: str | None = None
+    error_type: str | None = None
+    error: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.parse_status in (ParseStatus.ok, ParseStatus.retried_ok)
+
+    @property
+    def mean(self) -> float | None:
+        values = [s.score for s in self.scores if s.score is not None]
+        return sum(values) / len(values) if self.valid and values else None
+
+
+@dataclass(frozen=True)
+class JuryOutcome:
+    """The jury's decision on one answer: the instance score and how much the judges agreed."""
+
+    verdicts: tuple[JudgeVerdict, ...]
+    mean: float | None
+    score: float | None
+    judges_answered: int
+    agreement: float | None
+    unanimous: bool | None
+    error: str | None = None
+
+
+def judge_messages(canary: Canary, answer: str, criteria: Sequence[str], scale_min: int = 1,
+                   scale_max: int = 5) -> list[dict[str, str]]:
+    """The judge prompt: request, response, gold reference when there is one, criteria, JSON format."""
+    turns = [m for m in canary.messages if m["role"] != "system"]
+    request = canary.prompt if len(turns) <= 1 else "\n\n".join(f"{m['role']}: {m['content']}" for m in turns)
+    parts = ["Evaluate the response to the request below.",
+             f"<{REQUEST_TAG}>\n{request.strip()}\n</{REQUEST_TAG}>",
+             f"<{RESPONSE_TAG}>\n{answer.strip()}\n</{RESPONSE_TAG}>"]
+    if canary.references:
+        parts.append(f"<{GOLD_TAG}>\n{canary.references[0].strip()}\n</{GOLD_TAG}>")
+        parts.append("The gold response is a reference written for this request: use it to judge accuracy and "
+                     "completeness, but a response may be correct without matching its wording.")
+    rubric = "\n".join(f"- {c}: {CRITERION_TEXT.get(c, f'How well does the response meet {c}?')}" for c in criteria)
+    parts.append(f"Score each criterion with a whole number from {scale_min} (poor) to {scale_max} (excellent):\n"
+                 f"{rubric}")
+    shape = ", ".join(f'"{c}": {{"score": <{scale_min}-{scale_max}>, "explanation": "<one sentence>"}}'
+                      for c in criteria)
+    parts.append(f"Output only one JSON object with this structure, and nothing else:\n{{{shape}}}")
+    return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def _first_object(text: str) -> object | None:
+    start = text.find("{")
+    if start < 0:
+        return None
+    try:
+        return json.JSONDecoder().raw_decode(text, start)[0]
+    except json.JSONDecodeError:
+        end = text.rfind("}")
+        try:
+            return json.loads(text[start:end + 1]) if end > start else None
+        except json.JSONDecodeError:
+            return None
+
+
+def _whole(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return int(number) if number.is_integer() else None
+
+
+def parse_verdict(text: str, criteria: Sequence[str], scale_min: int = 1,
+                  scale_max: int = 5) -> tuple[CriterionScore, ...] | None:
+    """The scores in a judge's answer, or ``None`` when it is not a usable verdict.
+
+    The first ``{...}`` in the text is read as JSON (prose around it is tolerated). Every
+    criterion must be present (case-insensitive) with a whole-number score on the scale, given
+    as ``{"score": 4, "explanation": "..."}`` or a bare ``4``.
+
+    Examples
+    --------
+    >>> parse_verdict('Verdict: {"accuracy": {"score": 4, "explanation": "right dose"}} done', ["accuracy"])
+    (CriterionScore(criterion='accuracy', score=4, explanation='right dose'),)
+    >>> parse_verdict("The answer looks fine to me.", ["accuracy"]) is None
+    True
+    >>> parse_verdict('{"accuracy": {"score": 7}}', ["accuracy"]) is None
+    True
+    """
+    found = _first_object(text)
+    if not isinstance(found, dict):
+        return None
+    by_key = {str(k).strip().lower(): v for k, v in found.items()}
+    scores = []
+    for criterion in criteria:
+        entry = by_key.get(criterion.lower())
+        explanation = None
+        if isinstance(entry, dict):
+            explanation = entry.get("explanation")
+            entry = entry.get("score")
+        score = _whole(entry)
+        if score is None or not scale_min <= score <= scale_max:
+            return None
+        text_expl = str(explanation)[:EXPLANATION_CHARS] if explanation is not None else None
+        scores.append(CriterionScore(criterion, score, text_expl))
+    return tuple(scores)
+
+
+def aggregate(verdicts: Sequence[JudgeVerdict], scale_min: int = 1, scale_max: int = 5) -> JuryOutcome:
+    """Instance score and per-item agreement from the judges' verdicts.
+
+    ``mean`` is over every valid judge x criterion; ``agreement`` is ``1 - mean |m_a - m_b| /
+    (max - min)`` over pairs of valid judges' means (1 = identical); ``unanimous`` is true when
+    the valid judges gave identical scores on every criterion. Both need two valid judges.
+
+    Examples
+    --------
+    >>> v = [JudgeVerdict("a", "m", ParseStatus.ok, (CriterionScore("accuracy", 5),)),
+    ...      JudgeVerdict("b", "m", ParseStatus.ok, (CriterionScore("accuracy", 3),)),
+    ...      JudgeVerdict("c", "m", ParseStatus.failed)]
+    >>> o = aggregate(v)
+    >>> o.mean, o.score, o.judges_answered, o.agreement, o.unanimous
+    (4.0, 0.75, 2, 0.5, False)
+    """
+    valid = [v for v in verdicts if v.valid]
+    values = [s.score for v in valid for s in v.scores if s.score is not None]
+    span = scale_max - scale_min
+    if not values:
+        return JuryOutcome(tuple(verdicts), None, None, 0, None, None, "no valid judge")
+    mean = sum(values) / len(values)
+    means = [m for m in (v.mean for v in valid) if m is not None]
+    agreement = unanimous = None
+    if len(means) >= 2:
+        pairs = list(combinations(means, 2))
+        agreement = 1 - sum(abs(a - b) for a, b in pairs) / len(pairs) / span
+        unanimous = all(len({s.score for s in col}) == 1 for col in zip(*(v.scores for v in valid)))
+    return JuryOutcome(tuple(verdicts), mean, (mean - scale_min) / span, len(valid), agreement, unanimous)
+
+
+def _add(a: int | float | None, b: int | float | None) -> int | float | None:
+    return b if a is None else a if b is None else a + b
+
+
+class Jury:
+    """The judges' clients, open for a run: ``async with Jury(settings) as jury: await jury.judge(c, a)``."""
+
+    def __init__(self, settings: JurySettings, *, guards: Mapping[str, CallGuard] | None = None,
+                 telemetry: Telemetry | None = None, rng: random.Random | None = None) -> None:
+        self.settings = settings
+        self.telemetry = telemetry or Telemetry()
+        rng = rng or random.Random()
+        self.clients = {j.name: ModelClient(j, guard=(guards or {}).get(j.name), telemetry=self.telemetry,
+                                            rng=random.Random(rng.random()), role="judge")
+                        for j in settings.judges}
+
+    async def __aenter__(self) -> Jury:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await asyncio.gather(*(c.aclose() for c in self.clients.values()))
+
+    async def judge(self, canary: Canary, answer: str) -> JuryOutcome:
+        """Every judge scores ``answer`` concurrently; failures are verdicts, never exceptions."""
+        s = self.settings
+        messages = judge_messages(canary, answer, s.criteria, s.scale_min, s.scale_max)
+        verdicts = await asyncio.gather(*(self._ask(name, client, messages) for name, client in self.clients.items()))
+        self.telemetry.evaluation_events([(f"medmon.jury.{v.judge}", v.mean, v.parse_status.value) for v in verdicts])
+        return aggregate(verdicts, s.scale_min, s.scale_max)
+
+    async def _ask(self, name: str, client: ModelClient, messages: list[dict[str, str]]) -> JudgeVerdict:
+        s = self.settings
+        ledger: dict[str, int | float | None] = {"prompt_tokens": None, "completion_tokens": None, "cost_usd": None}
+        attempts, last, text = 0, None, ""
+        for ask in (1, 2):
+            try:
+                completion: Completion | None = await client.complete(messages)
+            except EmptyCompletion as exc:
+                completion = exc.completion if isinstance(exc.completion, Completion) else None
+                attempts += exc.attempts
+            except ModelCallError as exc:
+                attempts += exc.attempts
+                return JudgeVerdict(name, client.settings.model, ParseStatus.failed, asks=ask, attempts=attempts,
+                                    error_type=exc.kind, error=str(exc)[:500], **_ledger(ledger, last))
+            else:
+                assert completion is not None
+                attempts += completion.attempts
+            if completion is not None:
+                for key in ledger:
+                    ledger[key] = _add(ledger[key], getattr(completion, key))
+                last, text = completion, completion.text
+            scores = parse_verdict(text, s.criteria, s.scale_min, s.scale_max)
+            if scores is not None:
+                status = ParseStatus.ok if ask == 1 else ParseStatus.retried_ok
+                return JudgeVerdict(name, client.settings.model, status, scores, asks=ask, attempts=attempts,
+                                    **_ledger(ledger, last))
+            messages = [*messages, {"role": "assistant", "content": text}, {"role": "user", "content": RETRY_NUDGE}]
+        return JudgeVerdict(name, client.settings.model, ParseStatus.unparsed,
+                            tuple(CriterionScore(c, None) for c in s.criteria), asks=2, attempts=attempts,
+                            error="judge output is not the requested JSON verdict", **_ledger(ledger, last))
+
+
+def _ledger(ledger: dict[str, int | float | None], last: Completion | None) -> dict[str, object]:
+    return {"prompt_tokens": ledger["prompt_tokens"], "completion_tokens": ledger["completion_tokens"],
+            "cost_usd": ledger["cost_usd"], "latency_s": last.latency_s if last else None,
+            "served_model": last.served_model if last else None,
+            "system_fingerprint": last.system_fingerprint if last else None}

@@ -1,0 +1,59 @@
+"""Fixtures for the baselines tests: the real HELM fixture, a SQLite file, and a HELM run writer."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from monitor.storage import make_engine
+from tests.baselines.helm_runs import SUITE, RunWriter
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+HELM_OUTPUT = SHARED / "fixtures" / "helm_benchmark_output"
+
+
+@pytest.fixture
+def helm_output() -> Path:
+    """The real crfm-helm output tree (suite ``medhelm-offline-demo``), laid beside the repo."""
+    if not (HELM_OUTPUT / "runs" / SUITE).is_dir():
+        pytest.skip(f"HELM fixture missing: expected {HELM_OUTPUT}/runs/{SUITE} (CI lays shared/ beside the repo)")
+    return HELM_OUTPUT
+
+
+@pytest.fixture
+def suite_dir(helm_output: Path) -> Path:
+    return helm_output / "runs" / SUITE
+
+
+@pytest.fixture
+def writable_suite(suite_dir: Path, tmp_path: Path) -> Path:
+    """A writable copy of the fixture suite (the shared fixture files are read-only)."""
+    target = tmp_path / "benchmark_output" / "runs" / SUITE
+    shutil.copytree(suite_dir, target, copy_function=shutil.copyfile)
+    for root, dirs, _files in os.walk(target):
+        for name in dirs:
+            p = Path(root) / name
+            p.chmod(p.stat().st_mode | stat.S_IWUSR)
+    target.chmod(target.stat().st_mode | stat.S_IWUSR)
+    return target
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    eng = make_engine(f"sqlite:///{tmp_path}/t.db")
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
+def write_run(tmp_path: Path) -> RunWriter:
+    """Write synthetic HELM runs under ``tmp_path/benchmark_output/runs/synthetic``."""
+    root = tmp_path / "benchmark_output" / "runs" / "synthetic"
+    root.mkdir(parents=True)
+    return RunWriter(root)

@@ -1,0 +1,89 @@
+"""``medmon baseline`` sub-app, driven in-process with typer's CliRunner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from monitor.commands.baseline import app
+
+runner = CliRunner(env={"COLUMNS": "220"})
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path}/t.db"
+
+
+def test_import_then_reimport_json(helm_output: Path, db: str) -> None:
+    first = runner.invoke(app, ["import", str(helm_output), "--db", db, "--json"])
+    assert first.exit_code == 0, first.output
+    report = json.loads(first.stdout)
+    assert (report["created"], report["suite"], len(report["skipped"])) == (3, "medhelm-offline-demo", 1)
+    again = json.loads(runner.invoke(app, ["import", str(helm_output), "--db", db, "--json"]).stdout)
+    assert (again["created"], again["unchanged"]) == (0, 3)
+
+
+def test_import_table_output(helm_output: Path, db: str) -> None:
+    result = runner.invoke(
+        app, ["import", str(helm_output), "--suite", "medhelm-offline-demo", "--model", "simple/model1", "--db", db]
+    )
+    assert result.exit_code == 0, result.output
+    assert "shc_ptbm_med" in result.stdout and "LLM-JURY-DEMO (outside taxonomy)" in result.stdout
+    assert "3 new, 0 unchanged" in result.stdout and "skipped:" in result.stdout
+
+
+def test_list_and_show(helm_output: Path, db: str) -> None:
+    runner.invoke(app, ["import", str(helm_output), "--db", db])
+    rows = json.loads(runner.invoke(app, ["list", "--db", db, "--json"]).stdout)
+    assert sorted((r["benchmark"], r["version"], r["n"]) for r in rows) == [
+        ("EXACT-MATCH-DEMO", 1, 6),
+        ("LLM-JURY-DEMO", 1, 4),
+        ("shc_ptbm_med", 1, 8),
+    ]
+    listed = runner.invoke(app, ["list", "--db", db])
+    assert listed.exit_code == 0 and "LLM-JURY-DEMO" in listed.stdout
+    shown = json.loads(runner.invoke(app, ["show", "shc_ptbm_med", "--db", db, "--json"]).stdout)
+    assert shown["category"] == "Clinical Decision Support" and shown["main_metric"] == "exact_match"
+    (version,) = shown["versions"]
+    assert (version["canaries"], version["replayable_canaries"], version["value"]) == (8, 8, 0.0)
+    assert len(version["source_files"]) == 5 and shown["leaderboard"]
+    text = runner.invoke(app, ["show", "shc_ptbm_med", "--db", db])
+    assert text.exit_code == 0 and "ADHD-Behavior" in text.stdout and "canaries 8/8 replayable" in text.stdout
+
+
+def test_show_unknown_benchmark_exits_2(db: str) -> None:
+    result = runner.invoke(app, ["show", "no_such_bench", "--db", db])
+    assert result.exit_code == 2 and "no_such_bench: no baseline stored" in result.stderr
+    known = runner.invoke(app, ["show", "med_qa", "--db", db])
+    assert known.exit_code == 0 and "no baselines stored" in known.stdout
+
+
+def test_bad_input_exits_2_naming_file_and_key(tmp_path: Path, db: str) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run_spec.json").write_text('{"adapter_spec": {"model": "m"}, "groups": ["med_qa"]}')
+    (run / "stats.json").write_text("[")
+    (run / "per_instance_stats.json").write_text("[]")
+    result = runner.invoke(app, ["import", str(run), "--db", db])
+    assert result.exit_code == 2
+    assert f"error: {run / 'stats.json'}: line 1 col 2: invalid JSON" in result.stderr
+    missing = runner.invoke(app, ["import", str(tmp_path / "absent.csv"), "--db", db])
+    assert missing.exit_code == 2 and "absent.csv: absent.csv: file missing" in missing.stderr
+
+
+def test_manual_import_and_default_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEDMON_DATABASE_URL", f"sqlite:///{tmp_path}/env.db")
+    path = tmp_path / "published.csv"
+    path.write_text("model,benchmark,metric,value,n,source\nvendor/m,med_qa,exact_match,0.8,500,[/x] leaderboard [b]\n")
+    result = runner.invoke(app, ["import", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["created"] == 1 and (tmp_path / "env.db").exists()
+    shown = runner.invoke(app, ["show", "med_qa"])  # brackets in the data are text, not rich markup
+    assert shown.exit_code == 0, shown.output
+    assert f"from manual [/x] leaderboard [b] [{path}:2]" in shown.stdout.replace("\n", "")
+    again = runner.invoke(app, ["import", str(path)])
+    assert again.exit_code == 0 and "0 new, 1 unchanged" in again.stdout

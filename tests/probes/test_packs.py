@@ -1,0 +1,166 @@
+"""Every bundled pack loads, is well formed, and together they cover the five MedHELM categories."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import Counter
+
+import pytest
+import yaml
+
+from baselines.taxonomy import categories, resolve
+from probes.generators import BUILDERS, TOLERANCE, format_value, generate_calculation_canaries
+from probes.packs import Pack, available_packs, bundled_dir, load_pack
+from probes.scoring import SCORERS, get_scorer
+
+PACKS = available_packs()
+AGE_BANDS = {"0-17", "18-39", "40-64", "65+"}
+SEXES = {"female", "male"}
+JURY = "jury"  # registered by the jury module, not by probes.scoring
+BASELINE_SOURCE = "Illustrative pre-deployment figure for the simulated model (not a published result)"
+
+
+@pytest.fixture(scope="module", params=PACKS)
+def pack(request: pytest.FixtureRequest) -> Pack:
+    return load_pack(request.param)
+
+
+def test_the_new_packs_are_bundled() -> None:
+    assert {"medical_calculations", "visit_note_generation", "discharge_instructions", "patient_messages",
+            "research_yes_no_maybe", "diagnosis_coding"} <= set(PACKS)
+
+
+def test_pack_size_and_unique_ids(pack: Pack) -> None:
+    ids = [c.id for c in pack.canaries]
+    assert len(ids) >= 30
+    assert len(set(ids)) == len(ids)
+
+
+def test_benchmark_is_in_the_taxonomy(pack: Pack) -> None:
+    assert resolve(pack.benchmark).in_taxonomy, pack.benchmark
+    assert all(c.benchmark == pack.benchmark and c.pack == pack.name for c in pack.canaries)
+
+
+def test_scorer_is_registered_or_jury(pack: Pack) -> None:
+    names = {pack.scorer} | {c.scorer for c in pack.canaries if c.scorer}
+    for name in names:
+        assert name == JURY or name in SCORERS, name
+
+
+def test_every_canary_has_subgroup_tags(pack: Pack) -> None:
+    for c in pack.canaries:
+        assert c.tags.get("age_band") in AGE_BANDS, c.id
+        assert c.tags.get("sex") in SEXES, c.id
+    # spread across subgroups, not one patient type
+    assert len({c.tags["sex"] for c in pack.canaries}) == 2
+    assert len({c.tags["age_band"] for c in pack.canaries}) >= 3
+
+
+def test_every_canary_is_replayable_with_a_reference(pack: Pack) -> None:
+    for c in pack.canaries:
+        assert c.replayable and c.prompt.strip() and c.references and all(r.strip() for r in c.references), c.id
+
+
+def test_card_baseline(pack: Pack) -> None:
+    baseline = pack.baseline
+    assert {"value", "n", "metric", "model", "source"} <= set(baseline)
+    assert 0.0 <= float(baseline["value"]) <= 1.0
+    assert int(baseline["n"]) > 0
+    assert baseline["model"] == "medmon-simulator/clinical-v1"
+    assert baseline["source"] == BASELINE_SOURCE
+    assert pack.title and pack.description
+
+
+def test_references_score_full_marks(pack: Pack) -> None:
+    if pack.scorer == JURY:
+        pytest.skip("the jury needs judges")
+    scorer = get_scorer(pack.scorer)
+    for c in pack.canaries:
+        assert scorer(c, c.references[0]).value == 1.0, c.id
+
+
+def test_all_five_categories_are_covered() -> None:
+    covered = {load_pack(name).taxonomy.category for name in PACKS}
+    assert covered == {c["name"] for c in categories()}
+
+
+def test_research_answers_are_yes_no_maybe() -> None:
+    answers = Counter(c.references[0] for c in load_pack("research_yes_no_maybe").canaries)
+    assert set(answers) == {"yes", "no", "maybe"}
+
+
+def test_coding_references_hold_well_formed_codes() -> None:
+    scorer = get_scorer("set_f1")
+    for c in load_pack("diagnosis_coding").canaries:
+        codes = [code.strip() for code in c.references[0].split(",")]
+        detail = scorer(c, c.references[0]).detail
+        assert sorted(codes) == detail["reference"], c.id  # every written code is extracted as written
+
+
+def test_discharge_card_sets_readability_target() -> None:
+    card = yaml.safe_load((bundled_dir() / "discharge_instructions.yaml").read_text("utf-8"))
+    assert card["readability_target_grade"] == 8
+    grades = [get_scorer("readability")(c, c.references[0]).detail["grade"]
+              for c in load_pack("discharge_instructions").canaries]
+    assert max(g for g in grades if g is not None) <= 8
+
+
+# --- calculation canaries -------------------------------------------------------------------
+
+
+def test_generation_is_seeded() -> None:
+    assert generate_calculation_canaries(20, seed=11) == generate_calculation_canaries(20, seed=11)
+    assert generate_calculation_canaries(20, seed=11) != generate_calculation_canaries(20, seed=12)
+    assert generate_calculation_canaries(0, seed=1) == []
+    with pytest.raises(ValueError, match="n"):
+        generate_calculation_canaries(-1, seed=1)
+
+
+def test_bundled_calculations_are_the_generator_output() -> None:
+    card = yaml.safe_load((bundled_dir() / "medical_calculations.yaml").read_text("utf-8"))
+    spec = card["generator"]
+    regenerated = generate_calculation_canaries(spec["n"], seed=spec["seed"])
+    bundled = [dataclasses.replace(c, pack="") for c in load_pack("medical_calculations").canaries]
+    assert bundled == regenerated
+
+
+def test_generated_canaries_shape() -> None:
+    canaries = generate_calculation_canaries(2 * len(BUILDERS), seed=5)
+    kinds = Counter(c.id.split("-", 3)[3] for c in canaries)
+    assert set(kinds) == set(BUILDERS)  # every calculator used, in turn
+    groups = Counter((c.tags["age_band"], c.tags["sex"]) for c in canaries)
+    assert len(groups) == 6 and max(groups.values()) - min(groups.values()) <= 2
+    for c in canaries:
+        assert c.scorer == "numeric_tolerance" and c.benchmark == "medcalc_bench"
+        assert c.prompt.startswith("Read the patient note") and "number only" in c.prompt
+        assert set(c.tags) == {"age_band", "sex"}
+        assert c.tolerance is not None
+        value = float(c.references[0])
+        assert c.tolerance["lower"] <= value <= c.tolerance["upper"], c.id
+
+
+def test_continuous_results_get_five_percent_and_scores_none() -> None:
+    for c in generate_calculation_canaries(len(BUILDERS), seed=3):
+        assert c.tolerance is not None
+        low, high = c.tolerance["lower"], c.tolerance["upper"]
+        if low == high:  # a point score: exact
+            assert float(c.references[0]) == low
+        else:
+            middle = (low + high) / 2
+            assert math.isclose(high / middle - 1, TOLERANCE, rel_tol=1e-3), c.id
+
+
+def test_age_matches_band() -> None:
+    bands = {"18-39": range(18, 40), "40-64": range(40, 65), "65+": range(65, 91)}
+    for c in generate_calculation_canaries(30, seed=8):
+        age = int(c.prompt.split("-year-old")[0].split()[-1])
+        assert age in bands[c.tags["age_band"]], c.id
+        assert ("woman" in c.prompt) == (c.tags["sex"] == "female"), c.id
+
+
+@pytest.mark.parametrize(
+    ("value", "text"), [(63.6363, "63.64"), (4, "4"), (2.5, "2.5"), (24.0, "24"), (-0.001, "0"), (-3.456, "-3.46")]
+)
+def test_format_value(value: float, text: str) -> None:
+    assert format_value(value) == text
