@@ -1,36 +1,100 @@
-"""Governance alerts: signals become alerts with a lifecycle, delivered through a durable outbox."""
+"""Governance alerts: rules turn findings into signals, signals into alerts with a lifecycle, and
+alert changes into grouped notifications delivered through a durable outbox.
 
-from alerts.channels import Channel, WebhookChannel
+Actions a person takes (for the dashboard): ``acknowledge``, ``resolve``, ``silence_alert``,
+``create_silence``, ``expire_silence``, ``requeue``; what they look at: ``open_alerts``,
+``status_of``, ``alert_history``, ``active_silences``, ``dead_letters``.
+"""
+
+from alerts.channels import CHANNEL_TYPES, Channel, WebhookChannel
+from alerts.dedup import NotifyReason, decide
+from alerts.dispatch import flush
 from alerts.errors import AlertError, DeliveryError, PermanentDeliveryError, RetryableDeliveryError
-from alerts.lifecycle import acknowledge, apply_signal, open_alerts, renotify_due, resolve
-from alerts.models import Alert, AlertStatus, Notification, NotificationStatus, Severity
-from alerts.outbox import DeliveryPolicy, DeliveryReport, deliver_due
-from alerts.signal import Signal, fingerprint, severity_for
+from alerts.heartbeat import beat, last_beat
+from alerts.history import alert_history
+from alerts.lifecycle import (
+    acknowledge,
+    apply_signal,
+    apply_signals,
+    open_alerts,
+    open_fingerprints,
+    pending_count,
+    resolve,
+)
+from alerts.matchers import Matcher
+from alerts.models import (
+    Alert,
+    AlertEvent,
+    AlertStatus,
+    Heartbeat,
+    Notification,
+    NotificationStatus,
+    NotifyLog,
+    Severity,
+    Silence,
+)
+from alerts.outbox import DeliveryPolicy, DeliveryReport, dead_letters, deliver_due, prune_delivered, requeue
+from alerts.policy import Escalation, NotifyPolicy, RouteSpec
+from alerts.rules import Estimate, Rule, Subject
+from alerts.signal import Signal, fingerprint, group_key, severity_for
 from alerts.signing import sign, verify
+from alerts.silences import active_silences, create_silence, expire_silence, list_silences, silence_alert
+from alerts.status import lifecycle_status, status_of
 
 __all__ = [
+    "CHANNEL_TYPES",
     "Alert",
     "AlertError",
+    "AlertEvent",
     "AlertStatus",
     "Channel",
     "DeliveryError",
     "DeliveryPolicy",
     "DeliveryReport",
+    "Escalation",
+    "Estimate",
+    "Heartbeat",
+    "Matcher",
     "Notification",
     "NotificationStatus",
+    "NotifyLog",
+    "NotifyPolicy",
+    "NotifyReason",
     "PermanentDeliveryError",
     "RetryableDeliveryError",
+    "RouteSpec",
+    "Rule",
     "Severity",
     "Signal",
+    "Silence",
+    "Subject",
     "WebhookChannel",
     "acknowledge",
+    "active_silences",
+    "alert_history",
     "apply_signal",
+    "apply_signals",
+    "beat",
+    "create_silence",
+    "dead_letters",
+    "decide",
     "deliver_due",
+    "expire_silence",
     "fingerprint",
+    "flush",
+    "group_key",
+    "last_beat",
+    "lifecycle_status",
+    "list_silences",
     "open_alerts",
-    "renotify_due",
+    "open_fingerprints",
+    "pending_count",
+    "prune_delivered",
+    "requeue",
     "resolve",
     "severity_for",
     "sign",
+    "silence_alert",
+    "status_of",
     "verify",
 ]

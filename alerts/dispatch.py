@@ -143,8 +143,9 @@ def _enqueue(session: Session, policy: NotifyPolicy, route: RouteSpec, key: str,
              state: GroupState, decision: Decision, log: NotifyLog | None, now: datetime) -> Notification:
     shown = [a for a in members if a.fingerprint in state.firing | state.acknowledged | decision.newly_resolved]
     shown.sort(key=lambda a: (a.fingerprint not in decision.news, _RANK[a.severity], as_utc(a.starts_at), a.id or 0))
-    body = group_body(key, route.name, decision.reason, shown, decision.news, now, max_alerts=policy.max_alerts)
-    listed = shown[: policy.max_alerts]
+    cap = policy.max_alerts_for(route)
+    body = group_body(key, route.name, decision.reason, shown, decision.news, now, max_alerts=cap)
+    listed = shown[:cap]
     if log is None:
         log = NotifyLog(group_key=key, route=route.name, sent_at=now)
     log.sequence += 1

@@ -168,6 +168,14 @@ def open_alerts(session: Session) -> list[Alert]:
     return list(session.exec(select(Alert).where(col(Alert.status).in_(OPEN)).order_by(col(Alert.starts_at).desc())).all())
 
 
+def open_fingerprints(session: Session, fingerprints: Sequence[str]) -> set[str]:
+    """Which of ``fingerprints`` belong to an alert that is not resolved."""
+    if not fingerprints:
+        return set()
+    return set(session.exec(select(Alert.fingerprint).where(col(Alert.fingerprint).in_(list(fingerprints)),
+                                                             col(Alert.ends_at).is_(None))).all())
+
+
 def pending_count(session: Session) -> int:
     """Notifications still waiting in the outbox."""
     return int(session.exec(select(func.count()).select_from(Notification)

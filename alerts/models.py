@@ -117,8 +117,8 @@ class NotificationStatus(str, Enum):
 class Notification(SQLModel, table=True):
     """The outbox: one group's news for one route, written in the transaction that decided it.
 
-    ``alert_id`` is the group's lead alert (the most severe, then the oldest); ``payload``
-    lists every alert the notification is about. ``event`` is firing, resolved, repeat,
+    ``alert_id`` is the first alert listed (news first, then by severity and age); ``payload``
+    lists the alerts the notification is about. ``event`` is firing, resolved, repeat,
     acknowledged or escalated.
     """
 

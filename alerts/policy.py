@@ -25,6 +25,7 @@ class RouteSpec:
 
     ``repeat_acknowledged`` keeps re-sending acknowledged alerts while they fire: machines
     such as Alertmanager need that, or they resolve the alert themselves after a timeout.
+    ``max_alerts`` caps the alerts listed in one notification (the rest are counted).
     """
 
     name: str
@@ -33,6 +34,7 @@ class RouteSpec:
     group_interval: timedelta | None = None
     repeat_interval: timedelta | None = None
     repeat_acknowledged: bool = False
+    max_alerts: int | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,9 @@ class NotifyPolicy:
 
     def repeat_interval_for(self, route: RouteSpec) -> timedelta:
         return route.repeat_interval if route.repeat_interval is not None else self.repeat_interval
+
+    def max_alerts_for(self, route: RouteSpec) -> int:
+        return route.max_alerts if route.max_alerts is not None else self.max_alerts
 
     def is_escalation(self, route: RouteSpec) -> bool:
         return self.escalation is not None and self.escalation.route == route.name

@@ -6,6 +6,7 @@ copies by ``Idempotency-Key`` and rejects bodies whose signature does not verify
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -32,26 +33,33 @@ class Received:
 class ReceiverState:
     secret: str
     received: list[Received] = field(default_factory=list)
+    keys: set[str] = field(default_factory=set)
     duplicates: int = 0
     rejected: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def create_receiver(secret: str) -> Starlette:
-    """The receiver as an ASGI app; ``app.state.receiver`` holds what it accepted."""
+def create_receiver(secret: str, *, delay_s: float = 0.0) -> Starlette:
+    """The receiver as an ASGI app; ``app.state.receiver`` holds what it accepted.
+
+    ``delay_s`` makes each answer take that long, like a real chat or paging service does.
+    """
     state = ReceiverState(secret=secret)
 
     async def accept(request: Request) -> JSONResponse:
         raw = await request.body()
+        if delay_s:
+            await asyncio.sleep(delay_s)
         ok = verify(raw, request.headers.get(HEADER, ""), state.secret, now=int(time.time()))
         key = request.headers.get("Idempotency-Key", "")
         with state.lock:
             if not ok:
                 state.rejected += 1
                 return JSONResponse({"error": "invalid signature"}, status_code=401)
-            if key and any(r.idempotency_key == key for r in state.received):
+            if key and key in state.keys:
                 state.duplicates += 1
                 return JSONResponse({"status": "duplicate"}, status_code=200)
+            state.keys.add(key)
             state.received.append(Received(json.loads(raw), key, ok, time.time()))
         return JSONResponse({"status": "accepted"}, status_code=202)
 

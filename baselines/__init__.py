@@ -2,7 +2,7 @@
 
 from baselines.canary import Canary, canary_from_dict, read_canaries, write_canaries
 from baselines.errors import BaselineError, CanaryFormatError
-from baselines.import_errors import (
+from baselines.errors import (
     HelmFormatError,
     MalformedJSON,
     ManualFormatError,

@@ -1,6 +1,22 @@
-"""Errors of the baselines package: ``BaselineError`` and below (see ``monitor.errors``)."""
+"""Errors of the baselines package; import errors name the file and the key.
+
+Tree::
+
+    BaselineError
+    ├── CanaryFormatError        a canary file line that breaks the canary JSONL format
+    └── SourceError              bad evidence at ``file`` / ``key``
+        ├── SourceFileMissing    a file the source needs is absent (key: the file's role)
+        ├── MalformedJSON        a file is not valid JSON (key: ``line L col C``)
+        ├── HelmFormatError      a HELM file lacks a key or has the wrong shape
+        ├── NoMainMetric         a run has no metric medmon can use as its main metric
+        ├── UnknownMetric        a metric name HELM did not write (or does not write for that benchmark)
+        ├── ManualFormatError    a manual CSV/YAML row that cannot be used (key: ``row N field F``)
+        └── NotHelmOutput        a path that is no HELM output tree, suite or run directory
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from monitor.errors import MedmonError
 
@@ -11,3 +27,41 @@ class BaselineError(MedmonError):
 
 class CanaryFormatError(BaselineError):
     """A canary file line that does not follow the canary JSONL format."""
+
+
+class SourceError(BaselineError):
+    """Evidence that cannot be imported, located by ``file`` and ``key``."""
+
+    def __init__(self, file: Path | str, key: str, message: str) -> None:
+        self.file = str(file)
+        self.key = key
+        self.detail = message
+        super().__init__(f"{self.file}: {key}: {message}" if key else f"{self.file}: {message}")
+
+
+class SourceFileMissing(SourceError):
+    """A file the source needs does not exist."""
+
+
+class MalformedJSON(SourceError):
+    """A JSON file that does not parse; ``key`` is ``line L col C``."""
+
+
+class HelmFormatError(SourceError):
+    """A HELM file without an expected key, or with a value of the wrong shape."""
+
+
+class NoMainMetric(SourceError):
+    """A run that wrote no metric medmon can use as its main metric."""
+
+
+class UnknownMetric(SourceError):
+    """A metric name HELM did not write for the run (or does not write for the benchmark)."""
+
+
+class ManualFormatError(SourceError):
+    """A row of a manual baseline file that cannot be used."""
+
+
+class NotHelmOutput(SourceError):
+    """A path that is not a ``benchmark_output`` tree, a ``runs/<suite>`` dir or a run dir."""

@@ -24,7 +24,7 @@ from baselines.helm_stats import (
     plain_stats,
     run_value_and_n,
 )
-from baselines.import_errors import HelmFormatError
+from baselines.errors import HelmFormatError
 from baselines.store import BaselineFigures
 from baselines.taxonomy import TaxonomyEntry, resolve
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from baselines.canary import Canary
 from baselines.helm_stats import MainMetric
-from baselines.import_errors import HelmFormatError
+from baselines.errors import HelmFormatError
 
 REDACTED = "[redacted]"
 _ROLES = {"system", "user", "assistant", "developer"}

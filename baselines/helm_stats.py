@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from baselines.import_errors import HelmFormatError, NoMainMetric, UnknownMetric
+from baselines.errors import HelmFormatError, NoMainMetric, UnknownMetric
 from baselines.interval import mean_interval, wilson_interval
 from baselines.taxonomy import TaxonomyEntry
 

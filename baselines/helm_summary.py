@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from baselines.helm_files import load_json, sha256_file
-from baselines.import_errors import HelmFormatError
+from baselines.errors import HelmFormatError
 from baselines.models import LeaderboardEntry
 from baselines.win_rate import mean_win_rates
 

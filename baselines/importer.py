@@ -22,7 +22,7 @@ from baselines.helm import RunEvidence, read_run, read_run_spec
 from baselines.helm_files import locate
 from baselines.helm_merge import combine_runs
 from baselines.helm_summary import read_group_tables
-from baselines.import_errors import NoMainMetric, NotHelmOutput
+from baselines.errors import NoMainMetric, NotHelmOutput
 from baselines.manual import read_manual
 from baselines.models import Baseline
 from baselines.store import record_baseline, record_canaries, record_leaderboard
@@ -190,7 +190,7 @@ def import_helm_path(
 
     Raises
     ------
-    baselines.import_errors.SourceError
+    baselines.errors.SourceError
         Bad input; the message names the file and the key. Nothing has been written.
 
     Examples

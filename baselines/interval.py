@@ -14,7 +14,7 @@ def wilson_interval(p: float, n: int, z: float = Z95) -> tuple[float, float]:
     --------
     >>> lo, hi = wilson_interval(0.8, 500)
     >>> round(lo, 3), round(hi, 3)
-    (0.763, 0.832)
+    (0.763, 0.833)
     """
     if n <= 0:
         return (0.0, 1.0)

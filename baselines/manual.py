@@ -37,7 +37,7 @@ from typing import Any
 import yaml
 
 from baselines.helm_files import sha256_file
-from baselines.import_errors import ManualFormatError, SourceFileMissing, UnknownMetric
+from baselines.errors import ManualFormatError, SourceFileMissing, UnknownMetric
 from baselines.store import BaselineFigures
 from baselines.taxonomy import resolve
 

@@ -1,7 +1,8 @@
 """medmon governance dashboard (Streamlit multipage entry point).
 
 Every page runs through here, so the sign-in gate below covers them all: with OIDC configured
-nothing is read until the user has signed in.
+nothing is read until the user has signed in. The pages live in ``views/`` (see its docstring
+for why not ``pages/``) and each also asks for the viewer itself, as a second line of defence.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ with st.sidebar:
     if viewer.authenticated:
         st.button("Sign out", on_click=st.logout, key="logout")
 st.navigation([
-    st.Page("pages/overview.py", title="Overview", url_path="overview", default=True),
-    st.Page("pages/task.py", title="Task detail", url_path="task"),
-    st.Page("pages/alerts.py", title="Alerts", url_path="alerts"),
-    st.Page("pages/costs.py", title="Cost and latency", url_path="costs"),
-    st.Page("pages/jury.py", title="Jury", url_path="jury"),
-    st.Page("pages/baselines.py", title="Baselines", url_path="baselines"),
-    st.Page("pages/changes.py", title="Model changes", url_path="changes"),
-    st.Page("pages/governance.py", title="Governance", url_path="governance"),
+    st.Page("views/overview.py", title="Overview", url_path="overview", default=True),
+    st.Page("views/task.py", title="Task detail", url_path="task"),
+    st.Page("views/alerts.py", title="Alerts", url_path="alerts"),
+    st.Page("views/costs.py", title="Cost and latency", url_path="costs"),
+    st.Page("views/jury.py", title="Jury", url_path="jury"),
+    st.Page("views/baselines.py", title="Baselines", url_path="baselines"),
+    st.Page("views/changes.py", title="Model changes", url_path="changes"),
+    st.Page("views/governance.py", title="Governance", url_path="governance"),
 ]).run()

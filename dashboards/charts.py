@@ -17,7 +17,9 @@ ESTIMATE = "#1565c0"
 BAND = "rgba(21, 101, 192, 0.18)"
 
 
-def _layout(fig: go.Figure, title: str, y_title: str, *, percent: bool = False) -> go.Figure:
+def _layout(fig: go.Figure, title: str, y_title: str, *, percent: bool = False, daily: bool = False) -> go.Figure:
+    if daily:
+        fig.update_xaxes(type="date", tickformat="%Y-%m-%d")
     fig.update_layout(title=title, height=360, margin={"l": 10, "r": 10, "t": 40, "b": 10},
                       legend={"orientation": "h", "y": -0.2}, hovermode="x unified")
     fig.update_yaxes(title=y_title, tickformat=".0%" if percent else None)
@@ -35,12 +37,12 @@ def score_chart(points: Sequence[RunPoint], *, baseline: float | None, baseline_
                       annotation_text="baseline 95% CI", annotation_position="top left")
     if baseline is not None:
         fig.add_hline(y=baseline, line_color=BASELINE_LINE, annotation_text=f"baseline {baseline:.2f}",
-                      annotation_position="bottom right")
+                      annotation_position="top right")
     if alarm_line is not None:
         fig.add_hline(y=alarm_line, line_color="#6d4c41", line_dash="dot",
                       annotation_text=f"detector reference {alarm_line:.2f}", annotation_position="bottom left")
     fig.add_hline(y=threshold, line_color=THRESHOLD, line_dash="dash",
-                  annotation_text=f"approval threshold {threshold:.2f}", annotation_position="top right")
+                  annotation_text=f"approval threshold {threshold:.2f}", annotation_position="bottom right")
     if scored:
         fig.add_trace(go.Scatter(x=xs + xs[::-1], y=[p.ci_high for p in scored] + [p.ci_low for p in scored][::-1],
                                  fill="toself", fillcolor=BAND, line={"width": 0}, hoverinfo="skip",
@@ -102,7 +104,7 @@ def spend_chart(days: Sequence[CostDay], judge_by_day: Mapping[date, float]) -> 
     fig.add_trace(go.Bar(x=xs, y=[totals.get(x, 0.0) for x in xs], name="production model", marker_color=ESTIMATE))
     fig.add_trace(go.Bar(x=xs, y=[judge_by_day.get(x, 0.0) for x in xs], name="judges", marker_color="#8d6e63"))
     fig.update_layout(barmode="group")
-    return _layout(fig, "Spend per day", "USD")
+    return _layout(fig, "Spend per day", "USD", daily=True)
 
 
 def per_task_chart(days: Sequence[CostDay], metric: str, limits: Mapping[str, float], *, title: str,
@@ -118,7 +120,7 @@ def per_task_chart(days: Sequence[CostDay], metric: str, limits: Mapping[str, fl
                                      name=f"{task} limit", line={"dash": "dash", "color": THRESHOLD},
                                      showlegend=False, hovertemplate=f"{task} limit %{{y}}<extra></extra>"))
     fig.update_yaxes(rangemode="tozero")
-    return _layout(fig, title, y_title)
+    return _layout(fig, title, y_title, daily=True)
 
 
 def agreement_chart(days: Sequence[AgreementDay], minimum: float | None) -> go.Figure:
@@ -131,7 +133,7 @@ def agreement_chart(days: Sequence[AgreementDay], minimum: float | None) -> go.F
     if minimum is not None:
         fig.add_hline(y=minimum, line_color=THRESHOLD, line_dash="dash", annotation_text=f"minimum {minimum:.2f}")
     fig.update_yaxes(range=[0, 1.02])
-    return _layout(fig, "Jury agreement per day", "agreement")
+    return _layout(fig, "Jury agreement per day", "agreement", daily=True)
 
 
 def judges_chart(days: Sequence[JudgeDay], scale: tuple[float, float]) -> go.Figure:
@@ -141,4 +143,4 @@ def judges_chart(days: Sequence[JudgeDay], scale: tuple[float, float]) -> go.Fig
         mine = [d for d in days if d.judge == judge]
         fig.add_trace(go.Scatter(x=[d.day for d in mine], y=[d.mean for d in mine], mode="lines+markers", name=judge))
     fig.update_yaxes(range=[scale[0], scale[1] + 0.05])
-    return _layout(fig, "Each judge's mean score per day", "score")
+    return _layout(fig, "Each judge's mean score per day", "score", daily=True)

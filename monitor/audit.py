@@ -326,3 +326,16 @@ def record_plan_file(engine: Engine, path: str | Path, actor: str, now: datetime
     text = Path(path).read_text("utf-8")
     with session_scope(engine) as session:
         return record_plan(session, text, str(path), actor, now)
+
+
+def record_baseline_import(session: Session, report: Mapping[str, Any], actor: str, now: datetime) -> AuditEvent | None:
+    """Audit an import that stored new evidence (``ImportReport.to_dict()``); a no-op re-import is not."""
+    created = [b for b in report.get("baselines", []) if b.get("created")]
+    if not created and not report.get("leaderboard_entries"):
+        return None
+    keep = ("benchmark", "model", "metric", "version", "baseline_id", "value", "normalized", "n", "ci", "source_path")
+    return record(session, AuditKind.baseline_import, actor, f"baseline:{report.get('source', '')}",
+                  {"source": report.get("source"), "kind": report.get("kind"), "suite": report.get("suite"),
+                   "created": len(created), "unchanged": report.get("unchanged"),
+                   "leaderboard_entries": report.get("leaderboard_entries"),
+                   "baselines": [{k: b.get(k) for k in keep} for b in created]}, now)

@@ -31,6 +31,7 @@ from monitor.context import TaskContext, load_context
 from monitor.errors import MedmonError, PlanError, PlanIssue
 from monitor.governance import interval_of
 from monitor.plan import Plan, Task, _line_of, load_plan
+from monitor.routing import check_routes
 from monitor.storage import make_engine, resolve_url, session_scope, utcnow
 from probes.errors import UnknownScorer
 from probes.jury import JURY_SCORER
@@ -105,20 +106,37 @@ def max_gap(schedule: str, interval: timedelta | None) -> timedelta:
     return gap if previous is not None else _CRON_HORIZON
 
 
-def _open_existing(plan: Plan) -> Engine | None:
-    """The plan's database if it already exists (a check never creates one)."""
-    url = resolve_url(plan.storage.url)
-    if url.startswith("sqlite"):
-        path = url.removeprefix("sqlite:///")
-        if url == "sqlite:///:memory:" or not Path(path).expanduser().exists():
-            return None
-    try:
-        return make_engine(url)
-    except MedmonError:
-        return None
+class _Database:
+    """The plan's database, opened only when a check needs it and only if it already exists.
+
+    A check never creates a database; tables missing from an older one are created only when
+    the check is about to record the plan in the audit log.
+    """
+
+    def __init__(self, plan: Plan, engine: Engine | None, *, create_tables: bool) -> None:
+        self.plan, self.engine, self.create_tables = plan, engine, create_tables
+        self._owned, self._tried = False, engine is not None
+
+    def get(self) -> Engine | None:
+        if not self._tried:
+            self._tried = True
+            url = resolve_url(self.plan.storage.url)
+            path = url.removeprefix("sqlite:///")
+            if url.startswith("sqlite") and (url == "sqlite:///:memory:" or not Path(path).expanduser().exists()):
+                return None
+            try:
+                self.engine, self._owned = make_engine(url, create=self.create_tables), True
+            except MedmonError:
+                return None
+        return self.engine
+
+    def close(self) -> None:
+        if self._owned and self.engine is not None:
+            self.engine.dispose()
 
 
-def _stored_baseline(engine: Engine | None, task: Task) -> bool:
+def _stored_baseline(db: _Database, task: Task) -> bool:
+    engine = db.get()
     if engine is None:
         return False
     try:
@@ -129,10 +147,10 @@ def _stored_baseline(engine: Engine | None, task: Task) -> bool:
         return False
 
 
-def _has_baseline(ctx: TaskContext, engine: Engine | None) -> bool:
+def _has_baseline(ctx: TaskContext, db: _Database) -> bool:
     ref, card = ctx.task.baseline, ctx.pack_baseline
     return ((ref.value is not None and ref.n is not None) or ("value" in card and "n" in card)
-            or _stored_baseline(engine, ctx.task))
+            or _stored_baseline(db, ctx.task))
 
 
 def _governance_issues(plan: Plan, line: Callable[..., int | None]) -> list[PlanIssue]:
@@ -148,9 +166,10 @@ def _governance_issues(plan: Plan, line: Callable[..., int | None]) -> list[Plan
             issues.append(_owner_issue(i, task.id, line("tasks", i)))
         gap = max_gap(task.schedule, task.interval)
         if gap > limit:
-            issues.append(PlanIssue(f"tasks[{i}].schedule", f"task {task.id!r} is probed only every {_human(gap)} "
-                                    f"({task.schedule!r}) but risk tier {tier!r} requires at least every {limit_text} "
-                                    "(governance.controls.max_probe_interval)", line("tasks", i, "schedule")))
+            issues.append(PlanIssue(f"tasks[{i}].schedule", f"task {task.id!r} is probed only every "
+                                    f"{human_interval(gap)} ({task.schedule!r}) but risk tier {tier!r} requires at "
+                                    f"least every {limit_text} (governance.controls.max_probe_interval)",
+                                    line("tasks", i, "schedule")))
     if any(t.human_review_required for t in plan.tasks) and not gov.controls.human_review.strip():
         names = ", ".join(t.id for t in plan.tasks if t.human_review_required)
         issues.append(PlanIssue("governance.controls.human_review", f"task(s) {names} require human review but the "
@@ -192,7 +211,8 @@ def _mapping_issues(plan: Plan, line: Callable[..., int | None]) -> list[PlanIss
     return issues
 
 
-def _human(gap: timedelta) -> str:
+def human_interval(gap: timedelta) -> str:
+    """A gap as the plan would write it: '1h', '3d', '90s'."""
     seconds = gap.total_seconds()
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size and seconds % size == 0:
@@ -229,10 +249,9 @@ def check_plan(path: Path, engine: Engine | None = None, *, record_by: str | Non
     def line(*loc: object) -> int | None:
         return _line_of(node, tuple(loc))
 
-    own_engine = engine is None
-    engine = engine if engine is not None else _open_existing(plan)
+    db = _Database(plan, engine, create_tables=record_by is not None)
     try:
-        issues = _task_issues(plan, engine, line) + _governance_issues(plan, line)
+        issues = _task_issues(plan, db, line) + _governance_issues(plan, line) + check_routes(plan, line=line)
         try:
             load_redactor(plan.privacy.redactor)
         except RedactorError as exc:
@@ -240,16 +259,16 @@ def check_plan(path: Path, engine: Engine | None = None, *, record_by: str | Non
                                     line("privacy", "redactor")))
         if issues:
             raise PlanError(str(path), issues)
-        if record_by is not None and engine is not None:
-            with session_scope(engine) as session:
+        recorder = db.get() if record_by is not None else None
+        if recorder is not None and record_by is not None:
+            with session_scope(recorder) as session:
                 record_plan(session, path.read_text("utf-8"), str(path), record_by, now())
     finally:
-        if own_engine and engine is not None:
-            engine.dispose()
+        db.close()
     return plan
 
 
-def _task_issues(plan: Plan, engine: Engine | None, line: Callable[..., int | None]) -> list[PlanIssue]:
+def _task_issues(plan: Plan, db: _Database, line: Callable[..., int | None]) -> list[PlanIssue]:
     issues: list[PlanIssue] = []
     for i, task in enumerate(plan.tasks):
         try:
@@ -266,8 +285,8 @@ def _task_issues(plan: Plan, engine: Engine | None, line: Callable[..., int | No
                 get_scorer(ctx.scorer)
             except UnknownScorer as exc:
                 issues.append(PlanIssue(f"tasks[{i}].scorer", str(exc)))
-        if not _has_baseline(ctx, engine):
-            where = resolve_url(plan.storage.url) if engine is not None else "the plan's database (not created yet)"
+        if not _has_baseline(ctx, db):
+            where = resolve_url(plan.storage.url) if db.get() is not None else "the plan's database (not created yet)"
             issues.append(PlanIssue(f"tasks[{i}].baseline", f"task {task.id!r} has no baseline for benchmark "
                                     f"{task.benchmark!r}: give baseline {{value, n}}, use a canary pack with a "
                                     f"baseline card, or import one with 'medmon baseline import' into {where}",

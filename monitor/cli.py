@@ -50,10 +50,11 @@ def init(path: Annotated[Path, typer.Argument(help="Where to write the plan.")] 
 @app.command()
 def check(plan_path: PlanArg, as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
     """Validate a plan: every problem with its field path and line; exit 2 if any."""
-    from monitor.checks import check_plan
+    from monitor.audit import local_actor
+    from monitor.checks import check_plan, plan_notes
 
     try:
-        plan = check_plan(plan_path)
+        plan = check_plan(plan_path, record_by=local_actor("medmon check"))  # audits a changed plan if its db exists
     except PlanError as exc:
         if as_json:
             out.print_json(json.dumps({"ok": False, "source": exc.source,
@@ -61,9 +62,11 @@ def check(plan_path: PlanArg, as_json: Annotated[bool, typer.Option("--json", he
             raise typer.Exit(EXIT_INPUT) from None
         raise _fail(exc) from None
     if as_json:
-        out.print_json(json.dumps({"ok": True, "tasks": [t.id for t in plan.tasks]}))
+        out.print_json(json.dumps({"ok": True, "tasks": [t.id for t in plan.tasks], "notes": plan_notes(plan)}))
     else:
         out.print(f"[green]ok[/green]: {plan_path} — {len(plan.tasks)} task(s): {', '.join(t.id for t in plan.tasks)}")
+        for note in plan_notes(plan):
+            out.print(f"note: {note}", highlight=False, markup=False)
 
 
 probe_app = typer.Typer(help="Run probes by hand.", no_args_is_help=True)
@@ -221,8 +224,26 @@ def _mount_service() -> None:
     app.add_typer(db_app, name="db")
 
 
+def _mount_governance() -> None:
+    """``medmon audit``, ``medmon report``, ``medmon change`` and ``medmon baseline approve``."""
+    from monitor.commands.audit import app as audit_app
+    from monitor.commands.change import app as change_app
+    from monitor.commands.change import approve_command
+    from monitor.commands.report import report_command
+
+    app.add_typer(audit_app, name="audit")
+    app.add_typer(change_app, name="change")
+    app.command("report")(report_command)
+    try:
+        from monitor.commands.baseline import app as baseline_app
+    except ImportError:
+        return
+    baseline_app.command("approve")(approve_command)
+
+
 _mount_optional()
 _mount_service()
+_mount_governance()
 
 
 def main() -> None:

@@ -91,14 +91,31 @@ tasks:
       tolerated_drop: 0.05
       cost_budget_per_call: 0.002
       latency_slo_s: 5
+    owner: {{name: Dr. Demo Owner, email: cmio@hospital.example}}
     subgroups: [age_band, sex]
 alerts:
   routes:
     - {{name: demo-receiver, type: webhook, url: {receiver_url}, secret_env: {secret_env}}}
   repeat_interval: 12h
+  # The accelerated clock runs ~40 simulated minutes between alert passes: no heartbeat gap to report.
+  heartbeat_tolerance: 1d
   dashboard_url: {dashboard_url}
 storage:
   url: sqlite:///{db}
+governance:
+  medhelm:
+    categories: [Clinical Decision Support]
+    subcategories: [Providing Clinical Knowledge Support]
+    benchmarks: [med_qa]
+  evidence:
+    summary: Illustrative figures for the simulated model (not a published result).
+    limitations: [The simulator answers from a fixed key; it demonstrates monitoring, not a model.]
+  controls:
+    decision_criteria: Every task at or above its approval minimum, within its tolerated drop.
+    reevaluation: {{on_detected_change: true, repeats: 1}}
+privacy:
+  redactor: builtin
+  store_text: true
 """
 
 
@@ -184,7 +201,8 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
         while time.monotonic() - started < scenario.timeout_s:
             time.sleep(0.2)
             with receiver_state.lock:
-                got = {r.body["labels"]["metric"] for r in receiver_state.received if r.body["event"] == "firing"}
+                got = {a["labels"]["metric"] for r in receiver_state.received for a in r.body["alerts"]
+                       if a["status"] == "firing"}
                 if got and first_alert is None:
                     first_alert = time.monotonic() - started
             if expected <= got:

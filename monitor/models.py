@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, UniqueConstraint
+from sqlalchemy import JSON, Column, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from monitor.storage import utcnow
@@ -36,6 +36,9 @@ class DetectorState(SQLModel, table=True):
     segment: int = 1
     state: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
     updated_at: datetime = Field(default_factory=utcnow)
+    detector: str = "mixture_sr"  # the class in monitor.drift that ``state`` belongs to
+    family: str = "quality"  # quality | operational (budgeted) or info (river, one-shot)
+    params: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # mu0, sigma2, margin, K...
 
 
 class FindingRecord(SQLModel, table=True):
@@ -98,7 +101,7 @@ class AuditEvent(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     seq: int = Field(unique=True, index=True)
-    at: datetime = Field(sa_type=DateTime(timezone=True), index=True)  # type: ignore[call-overload]
+    at: datetime = Field(index=True)
     kind: str = Field(index=True)
     actor: str
     subject: str = ""
@@ -180,3 +183,37 @@ class Reevaluation(SQLModel, table=True):
     approved_at: datetime | None = None
     approval_note: str | None = None
     new_baseline_id: int | None = None
+
+
+class BurnIn(SQLModel, table=True):
+    """The per-canary reference built from the first answers after go-live (or after a passed
+    re-evaluation): ``instances`` maps canary id to ``[n, sum, sum of squares, shortest output,
+    longest output]`` (``monitor.drift.reference``). ``version`` grows with each restart."""
+
+    task_id: str = Field(primary_key=True)
+    version: int = 1
+    runs: int = 5
+    complete: bool = False
+    instances: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    started_at: datetime = Field(default_factory=utcnow)
+    completed_at: datetime | None = None
+
+
+class DriftReport(SQLModel, table=True):
+    """An evidently data-drift report of output descriptors: reference window against recent window."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(index=True)
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+    reference_from: datetime | None = None
+    reference_to: datetime | None = None
+    current_from: datetime | None = None
+    current_to: datetime | None = None
+    n_reference: int = 0
+    n_current: int = 0
+    columns: list[str] = Field(default_factory=list, sa_column=Column(JSON))
+    drifted: list[str] = Field(default_factory=list, sa_column=Column(JSON))  # columns evidently flagged
+    summary: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # per column: method, score, drift
+    html: str = ""  # the report itself, unless it was written to a file (``html_path``)
+    html_path: str = ""
+    json_text: str = ""

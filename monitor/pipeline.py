@@ -11,14 +11,15 @@ from datetime import datetime
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from alerts import Signal, apply_signal
+from alerts import Signal, apply_signals
 from monitor.context import TaskContext, task_baseline
-from monitor.detection import StreamUpdate, detector_threshold, reset_task_streams, task_streams, update_stream
+from monitor.detection import StreamUpdate, reset_task_streams, start_reevaluation, update_task_streams
 from monitor.changes import record_detected_change
 from monitor.reevaluation import auto_reevaluates, reevaluate_pending
 from monitor.models import FindingRecord, ModelIdentity
 from monitor.plan import Plan
-from monitor.signals import model_change_signal, stream_signal
+from monitor.routing import notify_policy
+from monitor.signals import model_change_signal, stream_signal, threshold_signals
 from monitor.storage import session_scope
 from probes.client import ModelClient, ModelSettings
 from probes.jury import JURY_SCORER, Jury, JurySettings
@@ -76,7 +77,6 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
         baseline = task_baseline(session, plan, ctx)
         run = start_run(session, task.id, started_at=now(), purpose=purpose, deployment=plan.deployment.name)
         run_id = run.id
-        specs = task_streams(plan, task, baseline)
     assert run_id is not None
     if on_start is not None:
         on_start(run_id)
@@ -95,7 +95,6 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
 
     redactor = load_redactor(plan.privacy.redactor)
     results = asyncio.run(call())
-    threshold = detector_threshold(plan)
     outcome = ProbeOutcome(task.id, run_id, len(results), sum(1 for r in results if r.error_type), None)
     with session_scope(engine) as session:
         run = session.get(ProbeRun, run_id)
@@ -110,23 +109,25 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
             session.add(FindingRecord(task_id=task.id, metric="served_model", kind="model_change", run_id=run_id,
                                       summary=signal.summary, evidence=signal.evidence, created_at=stamp))
             reset_task_streams(session, task.id, stamp)
+            start_reevaluation(session, plan, ctx, baseline, stamp, reason=signal.summary)  # one-shot paired test
             record_detected_change(session, task.id, *change, run_id, stamp)  # audited; owes a re-evaluation
             outcome.signals.append(signal)
-        for spec in specs:
-            update = update_stream(session, spec, threshold, results, stamp)
+        for update in update_task_streams(session, plan, ctx, baseline, results, stamp):
+            spec = update.spec
             outcome.updates.append(update)
-            signal = stream_signal(plan, ctx, update)
+            signal = stream_signal(plan, ctx, update) if update.alert else None
             if update.finding is not None:
                 f = update.finding
-                session.add(FindingRecord(task_id=task.id, metric=spec.metric, kind="drift", direction=spec.direction,
-                                          statistic=f.statistic, threshold=f.threshold, estimate=f.estimate,
-                                          ci_low=f.ci_low, ci_high=f.ci_high, n=f.n, null_mean=f.null_mean,
-                                          run_id=run_id, summary=signal.summary if signal else "",
-                                          evidence={"change_point": f.change_point}, created_at=stamp))
+                session.add(FindingRecord(task_id=spec.task_id, metric=spec.metric, kind=update.kind,
+                                          direction=f.direction, statistic=f.statistic, threshold=f.threshold,
+                                          estimate=f.estimate, ci_low=f.ci_low, ci_high=f.ci_high, n=f.n,
+                                          null_mean=f.null_mean, run_id=run_id,
+                                          summary=signal.summary if signal else update.summary,
+                                          evidence=f.evidence(), created_at=stamp))
             if signal is not None:
                 outcome.signals.append(signal)
-        for signal in outcome.signals:
-            apply_signal(session, signal, route_names(plan), stamp)
+        outcome.signals.extend(threshold_signals(session, plan, ctx))
+        apply_signals(session, outcome.signals, notify_policy(plan), stamp)
     if change is not None and auto_reevaluates(plan):
         done = reevaluate_pending(engine, plan, ctx, now=now, settings=settings)
         outcome.reevaluation_id = done.id if done is not None else None

@@ -17,6 +17,7 @@ import yaml
 from apscheduler.triggers.cron import CronTrigger
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from alerts.matchers import Matcher
 from monitor.errors import PlanError, PlanIssue
 from monitor.governance import Governance, Privacy
 
@@ -204,6 +205,14 @@ class Route(_Strict):
     url_env: str | None = None
     secret_env: str | None = None
     timeout_s: float = Field(10.0, gt=0)
+    # PagerDuty: the environment variable holding the integration's routing key.
+    routing_key_env: str | None = None
+    # Which alerts this route receives, as label matchers ("severity=critical", "task=~dose-.*");
+    # none: every alert. Alerts no route matches go to owners.on_call_route.
+    matchers: list[str] = Field(default_factory=list)
+    send_resolved: bool = True
+    group_interval: str | None = None
+    repeat_interval: str | None = None
 
     @field_validator("url")
     @classmethod
@@ -212,23 +221,75 @@ class Route(_Strict):
             raise ValueError(f"expected an http(s) URL, got {value!r}")
         return value
 
+    @field_validator("matchers")
+    @classmethod
+    def _matchers(cls, value: list[str]) -> list[str]:
+        for text in value:
+            Matcher.parse(text)
+        return value
+
+    @field_validator("group_interval", "repeat_interval")
+    @classmethod
+    def _route_interval(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_interval(value)
+        return value
+
     @model_validator(mode="after")
     def _target(self) -> Route:
+        if self.type == "pagerduty":
+            if self.routing_key_env is None:
+                raise ValueError("a pagerduty route needs 'routing_key_env' (the variable holding its routing key)")
+            if self.url is not None and self.url_env is not None:
+                raise ValueError("expected at most one of 'url' or 'url_env'")
+            return self
         if (self.url is None) == (self.url_env is None):
             raise ValueError("expected exactly one of 'url' or 'url_env'")
         return self
+
+
+class AlertEscalation(_Strict):
+    """An unacknowledged critical alert is also sent to ``route`` after ``after``."""
+
+    after: str = "30m"
+    route: str
+
+    @field_validator("after")
+    @classmethod
+    def _after(cls, value: str) -> str:
+        parse_interval(value)
+        return value
 
 
 class AlertsConfig(_Strict):
     routes: list[Route] = Field(default_factory=list)
     repeat_interval: str = "4h"
     dashboard_url: str = "http://127.0.0.1:8501"
+    # Grouping per task, as in Alertmanager: wait before a new group's first notification, then
+    # at least group_interval between two notifications of one group on one route.
+    group_wait: str = "0s"
+    group_interval: str = "5m"
+    escalation: AlertEscalation | None = None
+    max_alerts_per_notification: int = Field(50, ge=1)
+    # A task with no usable probe data for this many schedule intervals raises a 'stale' alert.
+    stale_after_intervals: float = Field(2.0, ge=1)
+    heartbeat_tolerance: str = "5m"
 
-    @field_validator("repeat_interval")
+    @field_validator("repeat_interval", "group_wait", "group_interval", "heartbeat_tolerance")
     @classmethod
     def _repeat(cls, value: str) -> str:
         parse_interval(value)
         return value
+
+    @model_validator(mode="after")
+    def _route_names(self) -> AlertsConfig:
+        names = [r.name for r in self.routes]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"route names must be unique; repeated: {', '.join(dupes)}")
+        if self.escalation is not None and self.escalation.route not in names:
+            raise ValueError(f"escalation.route {self.escalation.route!r} is not one of the routes: {', '.join(names)}")
+        return self
 
 
 class Detection(_Strict):
@@ -236,6 +297,8 @@ class Detection(_Strict):
 
     probes_between_false_alarms: float = Field(200_000, gt=1)
     min_margin: float = Field(0.01, ge=0, lt=0.5)
+    # Chance that any task's baseline error alone (an optimistic baseline) sets off a stream.
+    baseline_alpha: float = Field(0.05, gt=0, lt=1)
     # A separate budget for error rate, cost over budget and latency over objective (None: shared).
     operational_probes_between_false_alarms: float | None = Field(None, gt=1)
     burn_in_runs: int = Field(5, ge=0)  # answers per canary after go-live that form the paired reference (0: off)

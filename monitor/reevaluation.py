@@ -90,7 +90,7 @@ def compare(scores: Sequence[float], baseline: float, min_score: float, tolerate
     --------
     >>> c = compare([1.0] * 18 + [0.0] * 14, baseline=0.85, min_score=0.7, tolerated_drop=0.05)
     >>> c.passed, c.conclusive, round(c.difference, 3)
-    (False, True, -0.288)
+    (False, True, -0.287)
     """
     if not scores:
         return judge(0, None, None, None, baseline, min_score, tolerated_drop)

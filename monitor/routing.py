@@ -1,41 +1,125 @@
-"""Build the notification channels the plan's alert routes name; secrets come from the environment."""
+"""From the plan's ``alerts`` section to what the alerts package needs: channels and a notify policy.
+
+Secrets (webhook URLs, HMAC keys, PagerDuty routing keys) come from the environment variables
+the plan names; a missing or empty variable, or a URL that is not http(s), is a ``PlanError``
+naming the route and the field, raised before anything is sent.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
+from datetime import timedelta
 
-from pydantic import SecretStr
+from pydantic import SecretStr, ValidationError
 
-from alerts import Channel, WebhookChannel
+from alerts import CHANNEL_TYPES, Channel, Escalation, Matcher, NotifyPolicy, RouteSpec
 from monitor.errors import PlanError, PlanIssue
-from monitor.plan import Plan
+from monitor.plan import Plan, Route, parse_interval
+
+_URL = re.compile(r"^https?://[^\s/]+")
+# Alertmanager resolves an alert it has not heard about for resolve_timeout (5m by default).
+ALERTMANAGER_REPEAT = timedelta(minutes=1)
+ALERTMANAGER_GROUP_INTERVAL = timedelta(seconds=10)
+ALERTMANAGER_MAX_ALERTS = 1000
+
+
+def _secret(route: Route, where: str, field: str, env_name: str | None, env: Mapping[str, str],
+            issues: list[PlanIssue]) -> SecretStr | None:
+    if env_name is None:
+        return None
+    value = env.get(env_name)
+    if not value:
+        issues.append(PlanIssue(f"{where}.{field}", f"route {route.name!r}: environment variable {env_name} is not set"))
+        return None
+    return SecretStr(value)
+
+
+def _config(route: Route, where: str, env: Mapping[str, str], issues: list[PlanIssue]) -> object | None:
+    before = len(issues)
+    url = SecretStr(route.url) if route.url is not None else _secret(route, where, "url_env", route.url_env, env, issues)
+    if url is not None and not _URL.match(url.get_secret_value()):
+        field = "url" if route.url is not None else "url_env"
+        issues.append(PlanIssue(f"{where}.{field}", f"route {route.name!r}: expected an http(s) URL"
+                                + ("" if route.url is not None else f" in {route.url_env}")))
+    values: dict[str, object] = {"name": route.name, "timeout_s": route.timeout_s}
+    if url is not None:
+        values["url"] = url
+    if route.type == "webhook":
+        values["secret"] = _secret(route, where, "secret_env", route.secret_env, env, issues)
+    elif route.secret_env is not None:
+        issues.append(PlanIssue(f"{where}.secret_env", f"route {route.name!r}: only webhook routes are signed"))
+    if route.type == "pagerduty":
+        values["routing_key"] = _secret(route, where, "routing_key_env", route.routing_key_env, env, issues)
+    if len(issues) > before:
+        return None
+    config_cls, _ = CHANNEL_TYPES[route.type]
+    try:
+        return config_cls(**values)
+    except ValidationError as exc:
+        issues.extend(PlanIssue(f"{where}", f"route {route.name!r}: {e['msg']}") for e in exc.errors())
+        return None
+
+
+def check_routes(plan: Plan, environ: Mapping[str, str] | None = None, *,
+                 line: Callable[..., int | None] | None = None) -> list[PlanIssue]:
+    """Every problem with the routes' secrets and URLs in this environment (empty when none).
+
+    ``line(*location)`` gives the plan line of a field (as ``medmon check`` does), so each issue
+    points at the route's entry in the file.
+    """
+    env = os.environ if environ is None else environ
+    issues: list[PlanIssue] = []
+    for i, route in enumerate(plan.alerts.routes):
+        found: list[PlanIssue] = []
+        _config(route, f"alerts.routes[{i}]", env, found)
+        for issue in found:
+            field = issue.path.rsplit(".", 1)[-1] if issue.path.count(".") > 1 else None
+            at = line("alerts", "routes", i, *([field] if field else [])) if line is not None else None
+            issues.append(PlanIssue(issue.path, issue.message, at))
+    return issues
 
 
 def build_channels(plan: Plan, environ: Mapping[str, str] | None = None) -> dict[str, Channel]:
-    """One channel per route; a missing environment variable is a plan error naming the route."""
+    """One channel per route; any missing variable or bad URL is a PlanError naming the route."""
     env = os.environ if environ is None else environ
     channels: dict[str, Channel] = {}
-    issues = []
+    issues: list[PlanIssue] = []
     for i, route in enumerate(plan.alerts.routes):
-        where = f"alerts.routes[{i}]"
-        url = route.url
-        if route.url_env is not None:
-            url = env.get(route.url_env)
-            if not url:
-                issues.append(PlanIssue(f"{where}.url_env", f"environment variable {route.url_env} is not set"))
-                continue
-        secret = None
-        if route.secret_env is not None:
-            value = env.get(route.secret_env)
-            if not value:
-                issues.append(PlanIssue(f"{where}.secret_env", f"environment variable {route.secret_env} is not set"))
-                continue
-            secret = SecretStr(value)
-        if route.type != "webhook":
-            issues.append(PlanIssue(f"{where}.type", f"channel type {route.type!r} is not available in this build"))
-            continue
-        channels[route.name] = WebhookChannel(route.name, SecretStr(url or ""), secret, timeout_s=route.timeout_s)
+        config = _config(route, f"alerts.routes[{i}]", env, issues)
+        if config is not None:
+            _, channel_cls = CHANNEL_TYPES[route.type]
+            channels[route.name] = channel_cls(config)
     if issues:
         raise PlanError("plan", issues)
     return channels
+
+
+def _route_spec(route: Route) -> RouteSpec:
+    machine = route.type == "alertmanager"
+    group = parse_interval(route.group_interval) if route.group_interval else None
+    repeat = parse_interval(route.repeat_interval) if route.repeat_interval else None
+    return RouteSpec(
+        name=route.name,
+        matchers=tuple(Matcher.parse(m) for m in route.matchers),
+        send_resolved=route.send_resolved,
+        group_interval=group if group is not None or not machine else ALERTMANAGER_GROUP_INTERVAL,
+        repeat_interval=repeat if repeat is not None or not machine else ALERTMANAGER_REPEAT,
+        repeat_acknowledged=machine,
+        max_alerts=ALERTMANAGER_MAX_ALERTS if machine else None,
+    )
+
+
+def notify_policy(plan: Plan) -> NotifyPolicy:
+    """The plan's routes, grouping timers, repeat interval and escalation as a ``NotifyPolicy``."""
+    cfg = plan.alerts
+    names = [r.name for r in cfg.routes]
+    escalation = None
+    if cfg.escalation is not None:
+        escalation = Escalation(after=parse_interval(cfg.escalation.after), route=cfg.escalation.route)
+    fallback = plan.owners.on_call_route if plan.owners.on_call_route in names else None
+    return NotifyPolicy(routes=tuple(_route_spec(r) for r in cfg.routes), group_wait=parse_interval(cfg.group_wait),
+                        group_interval=parse_interval(cfg.group_interval),
+                        repeat_interval=parse_interval(cfg.repeat_interval), escalation=escalation,
+                        fallback_route=fallback, max_alerts=cfg.max_alerts_per_notification)

@@ -35,11 +35,12 @@ from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
-from alerts import Channel, DeliveryPolicy, deliver_due, renotify_due
+from alerts import Channel, DeliveryPolicy, deliver_due
 from monitor.context import TaskContext
-from monitor.pipeline import ProbeOutcome, route_names, run_task_probe
+from monitor.pipeline import ProbeOutcome, run_task_probe
 from monitor.plan import Plan, Task, parse_interval
-from monitor.slots import last_fire_time, retry_candidates, run_slot, worker_identity
+from monitor.signals import alert_pass
+from monitor.slots import explain_failure, last_fire_time, retry_candidates, run_slot, worker_identity
 from monitor.storage import session_scope, utcnow
 from probes.client import ModelSettings
 from probes.models import ProbeRun, RunStatus
@@ -84,9 +85,11 @@ def probe_job(engine: Engine, plan: Plan, ctx: TaskContext, rng: random.Random, 
 
 def delivery_job(engine: Engine, plan: Plan, channels: Mapping[str, Channel], now: Callable[[], datetime],
                  policy: DeliveryPolicy) -> None:
+    """The alert pass: heartbeat and staleness rules, the notifications now due (repeats,
+    escalations, grouped changes), then deliver the outbox."""
     try:
         with session_scope(engine) as session:
-            renotify_due(session, route_names(plan), parse_interval(plan.alerts.repeat_interval), now())
+            alert_pass(session, plan, now())
         deliver_due(engine, channels, now, policy)
     except Exception:
         log.exception("alert delivery pass failed")
@@ -243,7 +246,8 @@ class InProcessDispatch:
     def __call__(self, task_id: str, scheduled_for: datetime, retry: bool) -> None:
         lock = self._locks[task_id]
         if not lock.acquire(blocking=False):
-            log.info("a probe of %s is in flight; %s waits for the retry pass", task_id, scheduled_for.isoformat())
+            log.warning("a probe of %s is still in flight; the one scheduled for %s is skipped", task_id,
+                        scheduled_for.isoformat())
             return
         ctx = self.contexts[task_id]
 
@@ -254,8 +258,9 @@ class InProcessDispatch:
         try:
             outcome = run_slot(self.engine, self.plan, ctx, scheduled_for, now=self.now, by=self.identity,
                                seed=self.plan.service.seed, settings=self.settings, retry=retry, on_start=started)
-        except Exception:
-            log.exception("probe of task %s for %s failed", task_id, scheduled_for.isoformat())
+        except Exception as exc:
+            log.error("probe of task %s for %s failed: %s", task_id, scheduled_for.isoformat(),
+                      explain_failure(exc, self.engine), exc_info=True)
             self._mark_failed(task_id)
             return
         finally:
@@ -320,7 +325,7 @@ def build_service_scheduler(engine: Engine, plan: Plan, runtime_key: str, channe
     scheduler.add_job(heartbeat_job, IntervalTrigger(seconds=heartbeat_every_s), args=[runtime_key], id="heartbeat",
                       misfire_grace_time=5, next_run_time=utcnow(), **local)
     scheduler.add_job(delivery_job, IntervalTrigger(seconds=delivery_every_s), id="deliver", name="deliver alerts",
-                      args=[engine, plan, channels, now, DeliveryPolicy(base_delay_s=max(0.2, delivery_every_s))],
+                      args=[engine, plan, channels, now, DeliveryPolicy(base_delay_s=min(max(0.2, delivery_every_s), 5.0))],
                       misfire_grace_time=5, **local)
     scheduler.add_job(recovery_job, IntervalTrigger(seconds=recovery_every_s), args=[runtime_key], id="recover",
                       misfire_grace_time=5, next_run_time=utcnow(), **local)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
+from monitor.audit import local_actor, record_plan_file
 from monitor.checks import check_plan
 from monitor.context import load_context
 from monitor.errors import StorageError
@@ -141,6 +142,8 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
                 options: ServiceOptions | None = None) -> ServiceResult:
     """Run until SIGTERM/SIGINT (or ``stop`` is set); see the module docstring for the lifecycle."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for chatty in ("apscheduler", "alembic", "httpx2", "httpx"):  # per-job and per-request lines drown the service's own
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     opts = options or ServiceOptions()
     plan = check_plan(plan_path)
     stop = stop or threading.Event()
@@ -153,6 +156,7 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
     if engine is None:
         return result
     ensure_current(engine)
+    record_plan_file(engine, plan_path, local_actor("medmon serve"), opts.now())  # audits a changed plan
     identity = worker_identity()
     dispatch, runtime = _make_dispatch(engine, plan, opts.now)
     status = ServiceStatus(identity=identity, executor=plan.service.executor, heartbeat=lambda: runtime.heartbeat,

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta, timezone
 
 from apscheduler.triggers.base import BaseTrigger
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import col, select
 
 from monitor.context import TaskContext
@@ -144,6 +144,19 @@ def run_slot(engine: Engine, plan: Plan, ctx: TaskContext, scheduled_for: dateti
                           settings=settings, purpose="retry" if retry else "scheduled", on_start=started)
 
 
+def explain_failure(exc: BaseException, engine: Engine) -> str:
+    """One line an operator can act on, for the usual ways a probe's storage fails."""
+    where = engine.url.render_as_string(hide_password=True)
+    text = str(getattr(exc, "orig", None) or exc)
+    if "database or disk is full" in text or "No space left" in text or "could not extend file" in text:
+        return (f"the database is full ({where}): free disk space (or raise its size limit); nothing was "
+                "half-written and the slot is retried once the database accepts writes")
+    if isinstance(exc, OperationalError):
+        return (f"the database is unreachable or refused the write ({where}): {text.splitlines()[0][:200]}; "
+                "the slot is retried when it is back")
+    return f"{type(exc).__name__}: {text.splitlines()[0][:300] if text else ''}"
+
+
 @dataclass(frozen=True)
 class RetryCandidate:
     task_id: str
@@ -153,21 +166,24 @@ class RetryCandidate:
 
 def retry_candidates(engine: Engine, windows: Mapping[str, timedelta], now: datetime,
                      busy: Collection[str] = ()) -> list[RetryCandidate]:
-    """Each task's newest slot if its probe never completed, is recent, and has attempts left.
+    """Per task, the newest recent slot whose probe never completed and has attempts left.
 
-    Only the newest slot per task is considered, so a long outage is caught up with one probe
-    per task rather than a burst.
+    One slot per task per pass (and none for a task with a probe in flight), so a long outage
+    is caught up one probe at a time rather than in a burst; slots older than the task's
+    window are left as they are (their runs stay marked interrupted).
     """
     found = []
     with session_scope(engine) as session:
         for task_id, window in windows.items():
             if task_id in busy:
                 continue
-            slot = session.exec(select(ProbeSlot).where(ProbeSlot.task_id == task_id)
-                                .order_by(col(ProbeSlot.scheduled_for).desc()).limit(1)).first()
-            if slot is None or slot.attempts >= MAX_ATTEMPTS or utc(slot.scheduled_for) < now - window:
-                continue
-            run = session.get(ProbeRun, slot.run_id) if slot.run_id is not None else None
-            if run is None or run.status in RETRYABLE:
-                found.append(RetryCandidate(task_id, utc(slot.scheduled_for), slot.attempts))
+            recent = session.exec(select(ProbeSlot).where(ProbeSlot.task_id == task_id,
+                                                          ProbeSlot.scheduled_for >= now - window,
+                                                          ProbeSlot.attempts < MAX_ATTEMPTS)
+                                  .order_by(col(ProbeSlot.scheduled_for).desc())).all()
+            for slot in recent:
+                run = session.get(ProbeRun, slot.run_id) if slot.run_id is not None else None
+                if run is None or run.status in RETRYABLE:
+                    found.append(RetryCandidate(task_id, utc(slot.scheduled_for), slot.attempts))
+                    break
     return found

@@ -45,6 +45,8 @@ tasks:
       tolerated_drop: 0.05
       cost_budget_per_call: 0.01      # dollars
       latency_slo_s: 10
+    owner: {name: Dr. Jane Doe, email: jane.doe@hospital.example}   # accountable for this task
+    human_review_required: true       # a pharmacist reviews every draft (see governance.controls)
     subgroups: [age_band, sex]
 
 # Step 5: where alerts go.
@@ -59,4 +61,42 @@ detection:
 
 storage:
   url: sqlite:///medmon.db              # MEDMON_DATABASE_URL overrides; PostgreSQL in production
+
+# The governance record (steps 2-5). 'medmon check' refuses a task without an owner, an
+# approval threshold (thresholds.min_score) or a baseline, and probes rarer than the risk
+# tier allows. 'medmon report plan.yaml --plan-document' prints this plan for the committee.
+governance:
+  medhelm:                              # step 2, as approved; checked against the tasks
+    categories: [Clinical Decision Support]
+    subcategories: [Providing Clinical Knowledge Support]
+    benchmarks: [med_qa]
+  evidence:                             # step 3
+    summary: MedQA accuracy of the deployed model from the MedHELM leaderboard.
+    sources:
+      - {benchmark: med_qa, source: "MedHELM leaderboard (replace with your run)", metric: exact_match,
+         value: 0.85, n: 1273, data_access: public}
+    limitations:
+      - Licensing-exam questions do not cover discharge-specific dosing; local validation covers the gap.
+  local_validation:                     # step 4 (thresholds are on each task)
+    description: 200 pharmacist-written discharge medication questions with reference answers.
+    n: 200
+    result: "0.81 accuracy (95% CI 0.75-0.86)"
+    completed_on: 2026-09-30
+    thresholds_rationale: The approval minimum sits below the local result's lower bound.
+  controls:                             # step 5
+    decision_criteria: Go-live and continued use need every task at or above its approval minimum.
+    human_review: A clinical pharmacist verifies every draft before it reaches a patient.
+    max_probe_interval: {high: 1h, medium: 1d, low: 7d}   # longest gap between probes by risk tier
+    reevaluation: {on_detected_change: true, repeats: 1}  # replay every canary after a change
+    escalation: Unacknowledged critical alerts go to the CMIO after 4 hours.
+  approval:
+    approved_by: {name: Dr. Jane Doe, email: jane.doe@hospital.example}
+    approved_on: 2026-10-15
+    committee: Clinical AI Governance Committee
+
+# What reaches the database: answers pass a redactor (builtin | none | module:function);
+# store_text: false keeps scores but no answer text.
+privacy:
+  redactor: builtin
+  store_text: true
 """

@@ -78,10 +78,10 @@ def test_pipeline_alerts_only_after_degradation(serve: Callable, make_plan: Call
     assert fired_at is not None and fired_at <= 10, "a 30-point drop must alert within 10 probes"
 
     state = receiver_app.state.receiver
-    bodies = [r.body for r in state.received]
-    assert any(b["event"] == "firing" and b["labels"]["metric"] == "score" for b in bodies)
+    bodies = [a for r in state.received for a in r.body["alerts"]]  # each webhook lists its group's alerts
+    assert any(b["status"] == "firing" and b["labels"]["metric"] == "score" for b in bodies)
     assert state.rejected == 0 and all(r.signature_valid for r in state.received)
-    score_alert = next(b for b in bodies if b["labels"]["metric"] == "score")
+    score_alert = next(b for b in bodies if b["labels"]["metric"] == "score" and b["rule"] == "drift_drop")
     assert score_alert["severity"] == "critical"  # risk tier high
     assert score_alert["owner"].startswith("Dr. Owner")
     assert score_alert["category"] == "Clinical Decision Support"
@@ -114,7 +114,7 @@ def test_demo_runs_headless_and_alerts(tmp_path: Path) -> None:
     """The `medmon demo` scenario itself, on a faster clock: all three degradations are caught."""
     scenario = DemoScenario(seconds_per_probe=0.15, timeout_s=60)
     result = run_demo(tmp_path / "demo", scenario=scenario, say=lambda _m: None)
-    metrics = {b["labels"]["metric"] for b in result.delivered if b["event"] == "firing"}
+    metrics = {a["labels"]["metric"] for b in result.delivered for a in b["alerts"] if a["status"] == "firing"}
     assert {"score", "cost", "served_model"} <= metrics
     assert result.rejected_signatures == 0
     assert result.probe_results >= scenario.swap_after

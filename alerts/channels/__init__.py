@@ -1,6 +1,39 @@
-"""Notification channels: each renders a payload (pure) and sends it (one HTTP call)."""
+"""Notification channels: each renders a payload (pure) and sends it (HTTP), its config beside it.
 
-from alerts.channels.base import Channel, classify_status
-from alerts.channels.webhook import WebhookChannel
+``CHANNEL_TYPES`` maps the plan's route ``type`` to the config and channel classes, built-in
+channels registered the way another one would be.
+"""
 
-__all__ = ["Channel", "WebhookChannel", "classify_status"]
+from alerts.channels.alertmanager import AlertmanagerChannel, AlertmanagerConfig
+from alerts.channels.base import Channel, ChannelConfig, HttpSender, classify_status, redact
+from alerts.channels.pagerduty import PagerDutyChannel, PagerDutyConfig
+from alerts.channels.slack import SlackChannel, SlackConfig
+from alerts.channels.teams import TeamsChannel, TeamsConfig
+from alerts.channels.webhook import WebhookChannel, WebhookConfig
+
+CHANNEL_TYPES: dict[str, tuple[type[ChannelConfig], type]] = {
+    "webhook": (WebhookConfig, WebhookChannel),
+    "slack": (SlackConfig, SlackChannel),
+    "teams": (TeamsConfig, TeamsChannel),
+    "pagerduty": (PagerDutyConfig, PagerDutyChannel),
+    "alertmanager": (AlertmanagerConfig, AlertmanagerChannel),
+}
+
+__all__ = [
+    "CHANNEL_TYPES",
+    "AlertmanagerChannel",
+    "AlertmanagerConfig",
+    "Channel",
+    "ChannelConfig",
+    "HttpSender",
+    "PagerDutyChannel",
+    "PagerDutyConfig",
+    "SlackChannel",
+    "SlackConfig",
+    "TeamsChannel",
+    "TeamsConfig",
+    "WebhookChannel",
+    "WebhookConfig",
+    "classify_status",
+    "redact",
+]

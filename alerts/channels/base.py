@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import email.utils
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import timezone
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -56,10 +56,11 @@ def _retry_after(response: httpx.Response) -> float | None:
         pass
     try:
         when = email.utils.parsedate_to_datetime(value)
-        sent = email.utils.parsedate_to_datetime(response.headers["Date"])
-    except (KeyError, TypeError, ValueError):
+        sent = email.utils.parsedate_to_datetime(response.headers.get_list("Date")[0])
+    except (IndexError, TypeError, ValueError):
         return None
-    return max(0.0, (when - sent).total_seconds()) if isinstance(when, datetime) else None
+    when, sent = (d if d.tzinfo else d.replace(tzinfo=timezone.utc) for d in (when, sent))
+    return max(0.0, (when - sent).total_seconds())
 
 
 def classify_status(response: httpx.Response, channel: str, detail: str = "") -> None:

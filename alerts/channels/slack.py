@@ -29,7 +29,8 @@ def _esc(text: str) -> str:
 
 
 def _alert_block(a: dict[str, Any]) -> dict[str, Any]:
-    lines = [f"{_ICON.get(a['severity'], '')} *{_STATE[a['status']]}* · {a['severity']} · {_esc(a['summary'])}"]
+    icon = ":large_green_circle:" if a["status"] == "resolved" else _ICON.get(a["severity"], "")
+    lines = [f"{icon} *{_STATE[a['status']]}* · {a['severity']} · {_esc(a['summary'])}"]
     lines.append(f"Task `{_esc(a['task'] or '-')}` · {_esc(a['category'] or 'no MedHELM category')} · "
                  f"owner {_esc(a['owner'] or 'unassigned')}")
     if a["status"] == "acknowledged":
@@ -37,7 +38,7 @@ def _alert_block(a: dict[str, Any]) -> dict[str, Any]:
     if a["status"] == "resolved" and a.get("resolve_reason"):
         lines.append(f"Resolved by {_esc(a['resolved_by'] or '?')}: {_esc(a['resolve_reason'])}")
     if a["dashboard_url"]:
-        lines.append(f"<{a['dashboard_url']}|Open in the medmon dashboard>")
+        lines.append(f"<{_esc(a['dashboard_url'])}|Open in the medmon dashboard>")
     return {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)[:3000]}}
 
 

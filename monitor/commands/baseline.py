@@ -30,8 +30,9 @@ from baselines import (
     list_baselines,
     resolve,
 )
+from monitor.audit import local_actor, record_baseline_import
 from monitor.errors import MedmonError
-from monitor.storage import make_engine, resolve_url, session_scope
+from monitor.storage import make_engine, resolve_url, session_scope, utcnow
 
 app = typer.Typer(
     help="Import and inspect pre-deployment baselines: HELM/MedHELM output or published scores.",
@@ -144,6 +145,7 @@ def import_command(
                     bar.update(task, completed=done, total=total, description=label[:60])
 
                 report = import_helm_path(session, path, suite=suite, model=model, progress=advance, strict=strict)
+        record_baseline_import(session, report.to_dict(), local_actor("medmon baseline import"), utcnow())
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:

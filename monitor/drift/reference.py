@@ -10,7 +10,8 @@ A paired stream compares each answer with its own canary's baseline outcome ``c_
 
 Pairing alone inherits the reference's bias ``b = mean_i (c_i - p_i)`` (a canary set measured once
 carries its sampling error forever; lower variance only finds that error sooner), so every
-paired null includes a margin ``delta = max(min_margin, 2 * SD(b))`` with
+paired null includes a margin ``delta = max(min_margin, z * SD(b))`` (``z`` at least 2, more
+when many tasks each carry their own reference: see ``monitor.drift.layout.margin_z``) with
 ``SD(b) = sqrt(sum_i v_i / K_i) / N`` and ``v_i`` the per-run variance of instance ``i``:
 known from the burn-in's sums of squares, ``c(1 - c) K / (K - 1)`` (unbiased for 0/1 scores, an
 upper bound for bounded ones) when ``K >= 2``, and the pooled bound ``p(1 - p)`` with a doubled
@@ -76,10 +77,10 @@ class References:
             return 0.5
         return math.sqrt(sum(self.run_variance(r) / max(r.runs, 1) for r in self.items.values())) / n
 
-    def margin(self, min_margin: float) -> float:
-        """The paired null's tolerance: ``max(min_margin, 2 SD(b))``, doubled minimum when ``K = 1``."""
+    def margin(self, min_margin: float, z: float = 2.0) -> float:
+        """The paired null's tolerance: ``max(min_margin, z SD(b))``, doubled minimum when ``K = 1``."""
         floor = min_margin * (2 if self.min_runs <= 1 else 1)
-        return min(max(floor, 2 * self.bias_sd()), 0.5)
+        return min(max(floor, z * self.bias_sd()), 0.5)
 
     def sigma2_x(self) -> float:
         """Null variance of a paired ``x = (1 + y - c) / 2``: ``mean_i v_i (1 + 1/K_i) / 4``."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from baselines import Baseline, list_baselines
+from monitor import audit
 from monitor.models import FindingRecord, ModelIdentity
 from monitor.read._sql import as_time, score_interval
 from probes.models import ProbeRun
@@ -104,27 +104,49 @@ class AuditEntry:
     entry_hash: str
 
 
-def audit_available() -> bool:
-    """Whether this installation keeps the hash-chained audit log (``monitor.audit``)."""
-    try:
-        importlib.import_module("monitor.audit")
-    except ImportError:
-        return False
-    return True
+def audit_log(session: Session, *, limit: int = 200, kind: str | None = None) -> list[AuditEntry]:
+    """The latest ``limit`` audit entries, newest first (the plan's full text is left out)."""
+    rows = audit.list_events(session, kind=kind, limit=limit)
+    return [AuditEntry(e.seq, as_time(e.at), e.kind, e.actor, e.subject,
+                       {k: v for k, v in (e.details or {}).items() if k not in ("text", "diff")}, e.hash)
+            for e in reversed(rows)]
 
 
-def audit_log(session: Session, *, limit: int = 200) -> list[AuditEntry]:
-    """The audit log, newest first; empty where the audit log is not installed."""
-    if not audit_available():
-        return []
-    from monitor import models
+@dataclass(frozen=True)
+class ChainStatus:
+    """Whether the audit log's hash chain holds, and where it breaks if not."""
 
-    table = getattr(models, "AuditEvent", None)
-    if table is None:
-        return []
-    order = getattr(table, "seq", None) or table.id
-    rows = session.exec(select(table).order_by(col(order).desc()).limit(limit)).all()
-    return [AuditEntry(int(getattr(r, "seq", None) or r.id), as_time(getattr(r, "at", None)),
-                       str(getattr(r, "kind", "")), str(getattr(r, "actor", "")), str(getattr(r, "subject", "")),
-                       dict(getattr(r, "details", None) or {}), str(getattr(r, "entry_hash", "") or ""))
-            for r in rows]
+    ok: bool
+    entries: int
+    head_seq: int
+    head_hash: str
+    problems: tuple[str, ...]
+
+
+def audit_chain(session: Session) -> ChainStatus:
+    """Verify the whole chain (as `medmon audit verify` does)."""
+    report = audit.verify(session)
+    return ChainStatus(report.ok, report.entries, report.head_seq, report.head_hash,
+                       tuple(str(p) for p in report.problems))
+
+
+@dataclass(frozen=True)
+class ApprovedPlan:
+    """The plan text last recorded in the audit log: the monitoring plan as approved."""
+
+    text: str
+    seq: int
+    at: datetime | None
+    actor: str
+    sha256: str
+    diff: str
+
+
+def approved_plan(session: Session) -> ApprovedPlan | None:
+    """The newest recorded plan, with the diff against the one before (None before any)."""
+    event = audit.last_plan_text(session)
+    if event is None:
+        return None
+    details = event.details or {}
+    return ApprovedPlan(str(details.get("text", "")), event.seq, as_time(event.at), event.actor,
+                        str(details.get("sha256", "")), str(details.get("diff", "")))

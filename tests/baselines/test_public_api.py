@@ -10,7 +10,7 @@ import pytest
 
 import baselines
 
-DOCTESTED = ["baselines.helm_files", "baselines.helm_stats", "baselines.interval", "baselines.win_rate"]
+DOCTESTED = ["baselines.helm_files", "baselines.helm_stats", "baselines.win_rate"]
 
 
 def test_all_is_sorted_and_importable() -> None:

@@ -3,7 +3,7 @@
 Two tasks are probed hour by hour (on a stepped clock) while the SIMULATED model holds its
 baseline, then loses accuracy and costs more, then is silently swapped for another version.
 The result has runs, scores, detector states, findings, model changes and alerts exactly as
-the service writes them; a HELM-style baseline, jury verdicts (where the jury table exists) and
+the service writes them; a HELM-style baseline, three judges' verdicts and
 an undeliverable notification are added so every page has something to show.
 """
 
@@ -21,14 +21,14 @@ from sqlmodel import Session, col, select
 
 from alerts import DeliveryPolicy, deliver_due
 from baselines import BaselineFigures, record_baseline
+from monitor.audit import record_plan_file
 from monitor.context import load_context
 from monitor.pipeline import run_task_probe
 from monitor.plan import load_plan
 from monitor.routing import build_channels
 from monitor.storage import make_engine
 from monitor.webserver import serve_in_thread
-from probes import models as probe_models
-from probes.models import ProbeResult
+from probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult
 from probes.packs import load_pack
 from probes.simulator import Phase, create_simulator
 from tests.conftest import plan_dict
@@ -39,6 +39,8 @@ CALC_OWNER = "pharmacy-lead@hospital.example"
 OUTSIDER = "visitor@hospital.example"
 ROUNDS = 24
 PER_ROUND = 40  # two tasks x 20 canaries
+JUDGES = ("judge-a", "judge-b", "judge-c")
+JUDGED = 60
 DEAD_ROUTE_URL = "http://127.0.0.1:9/medmon"  # the discard port: nothing listens, delivery fails
 
 
@@ -92,11 +94,12 @@ class _Clock:
         return self.t
 
 
-def seed(folder: Path, *, rounds: int = ROUNDS) -> Seeded:
-    """Write a seeded database and its plan under ``folder``."""
+def seed(folder: Path, *, db_url: str | None = None, rounds: int = ROUNDS) -> Seeded:
+    """Write a seeded database (a SQLite file under ``folder`` unless ``db_url`` names another)
+    and its plan under ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     db_path = folder / "seed.db"
-    db_url = f"sqlite:///{db_path}"
+    db_url = db_url or f"sqlite:///{db_path}"
     canaries = load_pack("clinical_knowledge_mcq").canaries + load_pack("medical_calculations").canaries
     sim = serve_in_thread(create_simulator(canaries, _phases(), seed=7))
     try:
@@ -115,6 +118,7 @@ def seed(folder: Path, *, rounds: int = ROUNDS) -> Seeded:
                 run_task_probe(engine, plan, ctx, rng=rng, now=clock)
             deliver_due(engine, channels, clock, policy)
             clock.t += timedelta(hours=1)
+        record_plan_file(engine, plan_path, "medmon", start)
         with Session(engine) as session:
             _add_helm_baseline(session)
             _add_verdicts(session)
@@ -135,29 +139,45 @@ def _add_helm_baseline(session: Session) -> None:
 
 
 def _add_verdicts(session: Session) -> None:
-    """Three judges' verdicts on the latest knowledge answers, one of them unparsed."""
-    table = getattr(probe_models, "JuryVerdict", None)
-    if table is None:
-        return
+    """Three judges on the latest knowledge answers, as the jury stores them: a call per judge with
+    its own cost, a verdict per criterion, and the answer's agreement; a few calls unparsed."""
     results = session.exec(select(ProbeResult).where(ProbeResult.task_id == "knowledge-qa")
-                           .order_by(col(ProbeResult.id).desc()).limit(60)).all()
+                           .order_by(col(ProbeResult.id).desc()).limit(JUDGED)).all()
     for i, r in enumerate(results):
+        assert r.id is not None
         base = 5 if r.correct else 2
-        for j, judge in enumerate(("judge-a", "judge-b", "judge-c")):
-            unparsed = judge == "judge-c" and i % 20 == 0
-            session.add(table(result_id=r.id, judge=judge, criterion="accuracy",
-                              score=None if unparsed else max(1, base - (j == 2 and i % 3 == 0)),
-                              parse_status="unparsed" if unparsed else "ok",
-                              explanation="The answer is mostly right." if unparsed else "",
-                              cost_usd=0.0004))
+        scores: list[int] = []
+        for j, judge in enumerate(JUDGES):
+            unread = judge == "judge-c" and i % 20 == 0
+            status = ParseStatus.unparsed if unread else ParseStatus.ok
+            call = JudgeCall(result_id=r.id, task_id=r.task_id, judge=judge, model=f"medmon-simulator/{judge}",
+                             parse_status=status, asks=2 if unread else 1, attempts=2 if unread else 1,
+                             prompt_tokens=420, completion_tokens=60, cost_usd=0.0004,
+                             error="no JSON object in the judge's answer" if unread else None,
+                             created_at=r.created_at)
+            session.add(call)
+            session.flush()
+            assert call.id is not None
+            score = None if unread else max(1, base - int(j == 2 and i % 3 == 0))
+            if score is not None:
+                scores.append(score)
+            session.add(JuryVerdict(result_id=r.id, call_id=call.id, task_id=r.task_id, judge=judge,
+                                    criterion="accuracy", score=score, parse_status=status,
+                                    explanation=None if unread else "Matches the reference.", created_at=r.created_at))
+        pairs = [(a, b) for k, a in enumerate(scores) for b in scores[k + 1:]]
+        r.jury_mean = sum(scores) / len(scores)
+        r.jury_judges = len(scores)
+        r.jury_agreement = 1 - sum(abs(a - b) for a, b in pairs) / len(pairs) / 4 if pairs else None
+        r.jury_unanimous = len(set(scores)) == 1
+        session.add(r)
 
 
 def copy_seeded(seeded: Seeded, folder: Path) -> Seeded:
-    """A private copy of the seeded database (tests change it) with a plan pointing at it."""
+    """A private copy of the seeded database (tests change it); the plan file is copied unchanged,
+    so point ``MEDMON_DATABASE_URL`` at the copy (as `medmon dashboard` does)."""
     folder.mkdir(parents=True, exist_ok=True)
     db_path = folder / "dash.db"
     shutil.copyfile(seeded.db_path, db_path)
-    db_url = f"sqlite:///{db_path}"
     plan_path = folder / "plan.yaml"
-    plan_path.write_text(yaml.safe_dump(seed_plan(db_url), sort_keys=False))
-    return Seeded(plan_path, db_path, db_url, seeded.start)
+    shutil.copyfile(seeded.plan_path, plan_path)
+    return Seeded(plan_path, db_path, f"sqlite:///{db_path}", seeded.start)

@@ -12,7 +12,7 @@ from sqlmodel import Session
 from dashboards.auth import owner_emails, require_viewer
 from dashboards.data import current_plan, engine_for, plan_path, plan_text
 from dashboards.layout import header, masked_plan
-from monitor.read import audit_available, audit_log
+from monitor.read import approved_plan, audit_chain, audit_log
 
 plan = current_plan()
 viewer = require_viewer(plan)
@@ -50,20 +50,35 @@ if extra is not None:
     st.subheader("Governance record")
     st.code(yaml.safe_dump(extra.model_dump(mode="json"), sort_keys=False), language="yaml")
 
+with Session(engine) as session:
+    approved = approved_plan(session)
+    chain = audit_chain(session)
+    entries = audit_log(session)
+current_text = plan_text()
 st.subheader("Monitoring plan as approved")
-st.caption(f"{plan_path()} · route URLs are masked")
-st.code(masked_plan(plan_text()), language="yaml")
+if approved is None:
+    st.warning("No plan has been recorded in the audit log yet (the service records it when it starts).")
+    with st.expander(f"{plan_path()} as it is now (route URLs masked)"):
+        st.code(masked_plan(current_text), language="yaml")
+else:
+    st.caption(f"Recorded as audit entry {approved.seq} on {approved.at:%Y-%m-%d %H:%M %Z} by {approved.actor} · "
+               f"SHA-256 {approved.sha256[:16]}… · route URLs are masked")
+    if approved.text != current_text:
+        st.warning(f"The plan file {plan_path()} differs from the plan as recorded: the change is recorded "
+                   "when the service next starts.")
+    with st.expander("The plan text (route URLs masked)"):
+        st.code(masked_plan(approved.text), language="yaml")
 
 st.subheader("Audit log")
-if not audit_available():
-    st.info("The audit log is not installed; each alert's history still records who did what and when.")
+if chain.ok:
+    st.success(f"Hash chain verified: {chain.entries} entries, head seq {chain.head_seq} "
+               f"({chain.head_hash[:16]}…).")
 else:
-    with Session(engine) as session:
-        entries = audit_log(session)
-    if not entries:
-        st.write("No audit entry yet.")
-    else:
-        st.dataframe(pd.DataFrame([{
-            "seq": e.seq, "at": e.at, "kind": e.kind, "actor": e.actor, "subject": e.subject,
-            "details": json.dumps(e.details, sort_keys=True, default=str), "hash": e.entry_hash[:16]} for e in entries]),
-            hide_index=True, width="stretch", key="audit")
+    st.error("The audit log's hash chain does not hold: " + "; ".join(chain.problems))
+if not entries:
+    st.write("No audit entry yet.")
+else:
+    st.dataframe(pd.DataFrame([{
+        "seq": e.seq, "at": e.at, "kind": e.kind, "actor": e.actor, "subject": e.subject,
+        "details": json.dumps(e.details, sort_keys=True, default=str), "hash": e.entry_hash[:16]}
+        for e in entries]), hide_index=True, width="stretch", key="audit")

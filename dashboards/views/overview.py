@@ -49,7 +49,7 @@ def overview() -> None:
     st.caption("Status: degraded when a drift detector has alarmed or the recent interval lies under the approval "
                "threshold; watching while evidence builds up or an alert is open.")
     for r in rows[:12]:
-        st.page_link("pages/task.py", label=f"{r.task}: {r.status} — open the task", query_params={"task": r.task})
+        st.page_link("views/task.py", label=f"{r.task}: {r.status} — open the task", query_params={"task": r.task})
     st.subheader("Open alerts")
     if not alerts:
         st.write("None.")

@@ -1,0 +1,221 @@
+"""Alert rules: plain data in, a ``Signal`` out (firing, clearing, or None for "no verdict").
+
+The monitor gathers the numbers (``monitor.signals``); these functions decide, word the
+summary, attach the evidence and set the severity, without touching a database or a clock.
+Rules that measure a noisy estimate fire on its interval, not on one run: a score is "below
+the approval minimum" only when the whole 95% interval is, and clears once the estimate itself
+is back at the minimum (hysteresis, so an estimate hovering at the line does not flap).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import Enum
+from typing import Any
+
+from alerts.models import Severity
+from alerts.signal import Signal
+
+
+class Rule(str, Enum):
+    """The built-in rules; detector streams added later may name their own (see ``impact_of``)."""
+
+    drift_drop = "drift_drop"  # the score fell against its baseline (sequential detector)
+    below_minimum = "below_minimum"  # the recent score's whole interval is under the approval minimum
+    cost_over_budget = "cost_over_budget"  # too many calls cost more than the budget
+    latency_over_objective = "latency_over_objective"  # too many calls are slower than the objective
+    probes_failing = "probes_failing"  # too many model calls fail
+    jury_disagreement = "jury_disagreement"  # the judges agree less than the plan's minimum
+    model_change = "model_change"  # the served model or its system fingerprint changed
+    stale = "stale"  # no usable probe data for longer than the schedule allows
+    heartbeat = "heartbeat"  # the monitor itself stopped beating
+
+
+class Impact(str, Enum):
+    """What an alert puts at risk, which sets how loudly it pages."""
+
+    quality = "quality"  # the clinical use case itself: severity follows its risk tier
+    operational = "operational"  # failures, cost, latency, freshness: at most a warning
+    info = "info"  # worth knowing, never worth a page
+
+
+METRIC_RULES = {"score": Rule.drift_drop, "error_rate": Rule.probes_failing, "cost": Rule.cost_over_budget,
+                "latency": Rule.latency_over_objective, "jury_agreement": Rule.jury_disagreement}
+_WHAT = {Rule.drift_drop: "score dropped below its baseline", Rule.probes_failing: "model calls are failing",
+         Rule.cost_over_budget: "cost per call exceeds its budget",
+         Rule.latency_over_objective: "latency exceeds its objective",
+         Rule.jury_disagreement: "the judges agree less than the plan's minimum"}
+RULE_IMPACT = {Rule.cost_over_budget: Impact.operational, Rule.latency_over_objective: Impact.operational,
+               Rule.probes_failing: Impact.operational, Rule.stale: Impact.operational,
+               Rule.model_change: Impact.operational, Rule.heartbeat: Impact.operational}
+_ORDER = [Severity.info, Severity.warning, Severity.critical]
+
+
+def severity_of(impact: Impact, task_severity: Severity) -> Severity:
+    """The task's severity (risk tier or override) for quality, at most warning for operational.
+
+    Examples
+    --------
+    >>> severity_of(Impact.quality, Severity.critical).value
+    'critical'
+    >>> severity_of(Impact.operational, Severity.critical).value
+    'warning'
+    """
+    if impact is Impact.info:
+        return Severity.info
+    if impact is Impact.operational:
+        return min(task_severity, Severity.warning, key=_ORDER.index)
+    return task_severity
+
+
+def impact_of(rule: Rule | str) -> Impact:
+    """A known rule's impact; rules named elsewhere (new detector streams) count as quality."""
+    try:
+        return RULE_IMPACT.get(Rule(rule), Impact.quality)
+    except ValueError:
+        return Impact.quality
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What every alert about one task carries: where, what, who owns it, and where to look."""
+
+    deployment: str
+    task: str = ""
+    benchmark: str = ""
+    category: str = ""
+    owner: str = ""
+    dashboard_url: str = ""
+    severity: Severity = Severity.warning
+
+    def signal(self, rule: Rule | str, metric: str, *, firing: bool, summary: str,
+               evidence: Mapping[str, Any] | None = None, impact: Impact | None = None) -> Signal:
+        """A signal labelled for this subject; severity from ``impact`` (default: the rule's)."""
+        name = rule.value if isinstance(rule, Rule) else rule
+        labels = {"deployment": self.deployment, "task": self.task, "metric": metric, "rule": name,
+                  "benchmark": self.benchmark, "category": self.category}
+        severity = severity_of(impact if impact is not None else impact_of(rule), self.severity)
+        return Signal(labels=labels, firing=firing, severity=severity, summary=summary,
+                      owner=self.owner, category=self.category, dashboard_url=self.dashboard_url,
+                      evidence=dict(evidence or {}))
+
+    @property
+    def name(self) -> str:
+        return self.task or f"monitor {self.deployment}"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean with its 95% interval and sample size."""
+
+    value: float
+    low: float
+    high: float
+    n: int
+
+    def as_evidence(self) -> dict[str, float]:
+        return {"estimate": self.value, "ci_low": self.low, "ci_high": self.high, "n": self.n}
+
+
+def detector_alarm(subject: Subject, metric: str, evidence: Mapping[str, Any], *, rule: Rule | str | None = None,
+                   what: str = "", impact: Impact | None = None) -> Signal:
+    """A stream's sequential detector alarmed.
+
+    ``evidence`` holds at least estimate, ci_low, ci_high, null_mean and n (and ``quantity``
+    when the estimate is not a plain mean, e.g. a paired difference). ``rule`` defaults to the
+    metric's built-in rule; ``what`` says what the alarm means.
+    """
+    name = rule if rule is not None else METRIC_RULES[metric]
+    meaning = what or (_WHAT.get(name, "") if isinstance(name, Rule) else "") or f"{metric} moved from its reference"
+    e = evidence
+    quantity = str(e.get("quantity", "mean"))
+    summary = (f"{subject.name}: {meaning} ({'estimate' if quantity == 'mean' else quantity} {e['estimate']:.3f}, "
+               f"95% CI {e['ci_low']:.3f} to {e['ci_high']:.3f}, null {e['null_mean']:.3f}, n={e['n']})")
+    return subject.signal(name, metric, firing=True, summary=summary, evidence=evidence, impact=impact)
+
+
+def detector_recovered(subject: Subject, metric: str, *, rule: Rule | str | None = None,
+                       impact: Impact | None = None) -> Signal:
+    """The stream held its null for long enough after an alarm: the alert clears."""
+    name = rule if rule is not None else METRIC_RULES[metric]
+    return subject.signal(name, metric, firing=False, summary=f"{subject.name}: {metric} recovered", impact=impact)
+
+
+def below_minimum(subject: Subject, estimate: Estimate | None, minimum: float, *, min_n: int = 30) -> Signal | None:
+    """Fire when the recent score's whole 95% interval lies under ``thresholds.min_score``.
+
+    Clears once the point estimate is back at the minimum; in between, and with fewer than
+    ``min_n`` scored results, there is no verdict (None).
+    """
+    if estimate is None or estimate.n < min_n:
+        return None
+    evidence = {**estimate.as_evidence(), "minimum": minimum}
+    if estimate.high < minimum:
+        summary = (f"{subject.name}: recent score {estimate.value:.3f} (95% CI {estimate.low:.3f}-{estimate.high:.3f}, "
+                   f"n={estimate.n}) is below the approved minimum {minimum:.3f}")
+        return subject.signal(Rule.below_minimum, "score", firing=True, summary=summary, evidence=evidence)
+    if estimate.value >= minimum:
+        return subject.signal(Rule.below_minimum, "score", firing=False, evidence=evidence,
+                              summary=f"{subject.name}: recent score {estimate.value:.3f} is back at the minimum "
+                                      f"{minimum:.3f}")
+    return None
+
+
+def model_changed(subject: Subject, old: tuple[str, str | None], new: tuple[str, str | None]) -> Signal:
+    """The served model or its system fingerprint differs from the last one seen."""
+    summary = (f"{subject.name}: served model changed from {old[0]} ({old[1] or 'no fingerprint'}) "
+               f"to {new[0]} ({new[1] or 'no fingerprint'})")
+    return subject.signal(Rule.model_change, "served_model", firing=True, summary=summary,
+                          evidence={"previous_model": old[0], "previous_fingerprint": old[1],
+                                    "served_model": new[0], "system_fingerprint": new[1]})
+
+
+def stale(subject: Subject, last_data_at: datetime | None, allowed: timedelta, now: datetime, *,
+          since: datetime) -> Signal:
+    """Fire when no usable probe data arrived for longer than ``allowed``; clear once it does.
+
+    Age is counted from the later of the last usable data and ``since`` (when the monitor's
+    current run of heartbeats began): a gap while the monitor itself was down is the heartbeat
+    rule's to report.
+    """
+    start = max(last_data_at, since) if last_data_at is not None else since
+    age = now - start
+    evidence = {"last_data_at": last_data_at.isoformat() if last_data_at else None,
+                "age_s": round(age.total_seconds(), 3), "allowed_s": allowed.total_seconds()}
+    if age > allowed:
+        last = last_data_at.isoformat() if last_data_at else "never"
+        summary = (f"{subject.name}: no usable probe data for {_span(age)} (allowed {_span(allowed)}; "
+                   f"last data {last})")
+        return subject.signal(Rule.stale, "freshness", firing=True, summary=summary, evidence=evidence)
+    return subject.signal(Rule.stale, "freshness", firing=False, evidence=evidence,
+                          summary=f"{subject.name}: probe data is fresh again")
+
+
+def heartbeat_missed(subject: Subject, last_beat: datetime | None, tolerance: timedelta, now: datetime
+                     ) -> Signal | None:
+    """Fire when the monitor's last heartbeat is older than ``tolerance``; clear when it beats again.
+
+    ``None`` before the first beat ever: a new installation has no gap to report.
+    """
+    if last_beat is None:
+        return None
+    gap = now - last_beat
+    evidence = {"last_beat": last_beat.isoformat(), "gap_s": round(gap.total_seconds(), 3),
+                "tolerance_s": tolerance.total_seconds()}
+    if gap > tolerance:
+        summary = (f"{subject.name}: no heartbeat for {_span(gap)} (since {last_beat.isoformat()}); scheduled "
+                   "probes in that time did not run")
+        return subject.signal(Rule.heartbeat, "heartbeat", firing=True, summary=summary, evidence=evidence)
+    return subject.signal(Rule.heartbeat, "heartbeat", firing=False, evidence=evidence,
+                          summary=f"{subject.name}: heartbeat restored")
+
+
+def _span(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"

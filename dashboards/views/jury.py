@@ -1,0 +1,67 @@
+"""Jury: agreement between judges over time, each judge's score stream, and unread verdicts."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pandas as pd
+import streamlit as st
+from sqlmodel import Session
+
+from dashboards.auth import require_viewer
+from dashboards.charts import agreement_chart, judges_chart
+from dashboards.data import current_plan, engine_for, refresh_every
+from dashboards.layout import fmt, header
+from monitor.read import agreement_series, judge_series, unread_verdicts, verdict_count, window_alphas
+from monitor.storage import utcnow
+
+plan = current_plan()
+viewer = require_viewer(plan)
+engine = engine_for(plan)
+header(plan, viewer, "Jury")
+days = st.selectbox("Period (days)", [7, 30, 90], index=1, key="jury_days")
+scale = (plan.jury.scale_min, plan.jury.scale_max) if plan.jury else (1, 5)
+
+
+@st.fragment(run_every=refresh_every())
+def jury() -> None:
+    since = utcnow() - timedelta(days=days)
+    with Session(engine) as session:
+        calls = verdict_count(session)
+        if calls:
+            agreement = agreement_series(session, since)
+            judges = judge_series(session, since)
+            unread = unread_verdicts(session)
+            alphas = window_alphas(session, [t.id for t in plan.tasks], scale_min=scale[0], scale_max=scale[1])
+    if plan.jury is None and not calls:
+        st.info("No jury configured: this plan scores every task without LLM judges.")
+        return
+    if plan.jury is not None:
+        st.markdown("Judges: " + ", ".join(f"**{j.name}** ({j.model})" for j in plan.jury.judges)
+                    + f" · criteria: {', '.join(plan.jury.criteria)} · scale {scale[0]}-{scale[1]}")
+    if not calls:
+        st.write("The jury has not judged any answer yet.")
+        return
+    judged = [a for a in alphas if a.results]
+    if judged:
+        st.dataframe(pd.DataFrame([{
+            "task": a.task_id, "Krippendorff's alpha (ordinal)": fmt(a.alpha, ".3f") or (a.reason or ""),
+            "answers": a.results, "judges": a.judges, "items scored by 2+ judges": a.units} for a in judged]),
+            hide_index=True, width="stretch", key="alphas")
+        st.caption("Alpha over each task's latest 200 judged answers discounts agreement expected by chance; "
+                   "MedHELM reports LLM-jury agreement with clinicians as moderate (ICC 0.47).")
+    minimum = min((t.thresholds.min_jury_agreement for t in plan.tasks
+                   if t.thresholds.min_jury_agreement is not None), default=None)
+    st.plotly_chart(agreement_chart(agreement, minimum), key="agreement")
+    st.plotly_chart(judges_chart(judges, (float(scale[0]), float(scale[1]))), key="judges")
+    st.subheader(f"Unparsed or failed verdicts ({len(unread)})")
+    if unread:
+        st.dataframe(pd.DataFrame([{
+            "at": u.at, "task": u.task, "answer": u.result_id, "judge": u.judge, "model": u.model,
+            "status": u.parse_status, "asked": u.asks, "error": u.error} for u in unread]),
+            hide_index=True, width="stretch", key="unread")
+    else:
+        st.write("None: every verdict could be read.")
+
+
+jury()

@@ -1,0 +1,40 @@
+"""Helpers for the alerts tests: a settable clock and signals about one subject."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from alerts import Severity, Signal, Subject
+from alerts.rules import Rule
+
+T0 = datetime(2026, 11, 2, 8, 0, tzinfo=timezone.utc)
+
+
+class FakeClock:
+    """Time that moves only when a test moves it."""
+
+    def __init__(self, start: datetime = T0) -> None:
+        self.t = start
+
+    def __call__(self) -> datetime:
+        return self.t
+
+    def advance(self, **kwargs: float) -> datetime:
+        self.t += timedelta(**kwargs)
+        return self.t
+
+
+def subject(task: str = "dosing", severity: Severity = Severity.critical) -> Subject:
+    return Subject(deployment="production", task=task, benchmark="medcalc_bench", category="Clinical Decision Support",
+                   owner="Dr. Owner <owner@hospital.example>",
+                   dashboard_url=f"http://127.0.0.1:8501/task?task={task}", severity=severity)
+
+
+def fire(task: str = "dosing", metric: str = "score", rule: Rule | str = Rule.drift_drop,
+         severity: Severity = Severity.critical, summary: str = "", **evidence: float) -> Signal:
+    return subject(task, severity).signal(rule, metric, firing=True, summary=summary or f"{task}: {metric} {rule}",
+                                          evidence=evidence)
+
+
+def clear(task: str = "dosing", metric: str = "score", rule: Rule | str = Rule.drift_drop) -> Signal:
+    return subject(task).signal(rule, metric, firing=False, summary=f"{task}: {metric} recovered")

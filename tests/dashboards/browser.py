@@ -1,0 +1,91 @@
+"""The dashboard served for real on 127.0.0.1, and Debian's Chromium driven by Playwright.
+
+Playwright comes from PyPI and drives ``/usr/bin/chromium``; its own browser download is never
+used. A page counts as settled when the script has stopped running, no skeleton is left and the
+main area holds at least one element (the script state alone once caught skeletons).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+APP = Path(__file__).resolve().parents[2] / "dashboards" / "app.py"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SETTLED = """() => { const app = document.querySelector('[data-testid="stApp"]');
+  return !!app && app.getAttribute('data-test-script-state') === 'notRunning'
+    && !document.querySelector('[data-testid="stSkeleton"]')
+    && !!document.querySelector('[data-testid="stMain"] [data-testid="stElementContainer"]'); }"""
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    url: str
+    process: subprocess.Popen[bytes]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def served_dashboard(plan_path: Path, db_url: str, log: Path, *, timeout: float = 60.0) -> Iterator[Dashboard]:
+    """Run ``streamlit run dashboards/app.py`` on a free 127.0.0.1 port until the block ends."""
+    port = free_port()
+    env = os.environ | {"MEDMON_PLAN": str(plan_path), "MEDMON_DATABASE_URL": db_url, "DO_NOT_TRACK": "1",
+                        "MEDMON_DASHBOARD_REFRESH": "60s"}
+    cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.address", "127.0.0.1",
+           "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=str(log.parent))
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"the dashboard exited with {proc.returncode}: {log.read_text()[-2000:]}")
+                try:
+                    if httpx.get(f"{url}/_stcore/health", timeout=2).text == "ok":
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the dashboard did not answer within {timeout:.0f} s")
+                time.sleep(0.2)
+            yield Dashboard(url, proc)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
+
+def settle(page: object, timeout_ms: int = 30_000) -> None:
+    """Wait until the page is settled, twice with a short pause: a rerun can start in between."""
+    page.wait_for_function(SETTLED, timeout=timeout_ms)  # type: ignore[attr-defined]
+    page.wait_for_timeout(300)  # type: ignore[attr-defined]
+    page.wait_for_function(SETTLED, timeout=timeout_ms)  # type: ignore[attr-defined]
+
+
+def dark_pixels(png: Path, below: int = 128) -> int:
+    """How many pixels of a screenshot are darker than ``below`` (a blank page has none)."""
+    from PIL import Image
+
+    with Image.open(png) as image:
+        gray = image.convert("L")
+        return sum(count for value, count in enumerate(gray.histogram()) if value < below)

@@ -1,0 +1,61 @@
+"""Fixtures for the dashboard tests: one seeded database per session, a private copy per test."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import Engine
+from streamlit.testing.v1 import AppTest
+
+from monitor.storage import make_engine
+from tests.dashboards.seed import Seeded, copy_seeded, seed
+
+APP = str(Path(__file__).resolve().parents[2] / "dashboards" / "app.py")
+AUTH_SECRETS = {"auth": {"redirect_uri": "http://127.0.0.1:8501/oauth2callback", "cookie_secret": "test-cookie",
+                         "client_id": "medmon", "client_secret": "test-secret",
+                         "server_metadata_url": "https://idp.hospital.example/.well-known/openid-configuration"}}
+
+
+@pytest.fixture(scope="session")
+def seeded_master(tmp_path_factory: pytest.TempPathFactory) -> Seeded:
+    """The pipeline run once against the simulator; tests copy the result."""
+    return seed(tmp_path_factory.mktemp("seed"))
+
+
+@pytest.fixture
+def seeded(seeded_master: Seeded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Seeded:
+    """A private copy of the seeded database, with the dashboard's environment pointing at it."""
+    copy = copy_seeded(seeded_master, tmp_path / "dash")
+    monkeypatch.setenv("MEDMON_PLAN", str(copy.plan_path))
+    monkeypatch.setenv("MEDMON_DATABASE_URL", copy.db_url)
+    return copy
+
+
+@pytest.fixture
+def seeded_engine(seeded: Seeded) -> Iterator[Engine]:
+    eng = make_engine(seeded.db_url)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
+def open_page() -> Callable[..., AppTest]:
+    """Run the app, then switch to a page: ``open_page("alerts", user={...}, secrets={...})``."""
+
+    def run(page: str, *, user: dict[str, Any] | None = None, secrets: dict[str, Any] | None = None) -> AppTest:
+        at = AppTest.from_file(APP, default_timeout=60)
+        if user is not None:
+            at.user = user
+        if secrets is not None:
+            at.secrets = secrets
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        if page != "overview":
+            at.switch_page(f"views/{page}.py").run()
+            assert not at.exception, [e.value for e in at.exception]
+        return at
+
+    return run

@@ -1,0 +1,167 @@
+"""Acknowledge, resolve, silence and requeue through the page: the database, the alert's history
+and the audit log all record who did it and why; sign-in decides who may."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timezone
+
+import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+from streamlit.testing.v1 import AppTest
+
+from alerts import Alert, AlertStatus, Notification, NotificationStatus, Silence
+from alerts.models import AlertEvent
+from dashboards.actions import NotAllowed, acknowledge_alert
+from dashboards.auth import Viewer
+from monitor.audit import list_events, verify
+from monitor.plan import load_plan
+from tests.dashboards.conftest import AUTH_SECRETS
+from tests.dashboards.seed import CALC_OWNER, OUTSIDER, Seeded
+
+NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)
+
+
+def _critical(engine: Engine, task: str = "knowledge-qa") -> int:
+    with Session(engine) as s:
+        alert = s.exec(select(Alert).where(Alert.task_id == task, Alert.rule == "drift_drop")).one()
+    assert alert.id is not None and alert.status == AlertStatus.firing
+    return alert.id
+
+
+def _act(at: AppTest, alert_id: int, reason: str, button: str) -> AppTest:
+    at.selectbox(key="alert").set_value(alert_id)
+    at.text_input(key="reason").input(reason)
+    at.button(key=button).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _events(engine: Engine, alert_id: int) -> list[AlertEvent]:
+    with Session(engine) as s:
+        return list(s.exec(select(AlertEvent).where(AlertEvent.alert_id == alert_id).order_by(col(AlertEvent.id))).all())
+
+
+def test_acknowledge_records_the_local_user_in_alert_history_and_audit(
+        seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("USER", "nurse.lead")
+    alert_id = _critical(seeded_engine)
+    at = _act(open_page("alerts"), alert_id, "Reviewing with pharmacy today", "ack")
+    assert at.success[0].value == f"Alert #{alert_id} acknowledged by nurse.lead (unauthenticated)."
+    with Session(seeded_engine) as s:
+        alert = s.get(Alert, alert_id)
+        assert alert is not None
+        assert alert.status == AlertStatus.acknowledged
+        assert (alert.acknowledged_by, alert.ack_note) == ("nurse.lead (unauthenticated)", "Reviewing with pharmacy today")
+        entries = list_events(s, kind="alert_acknowledged")
+        assert verify(s).ok
+    last = _events(seeded_engine, alert_id)[-1]
+    assert (last.actor, last.to_status, last.note) == ("nurse.lead (unauthenticated)", "acknowledged",
+                                                       "Reviewing with pharmacy today")
+    assert [(e.actor, e.subject) for e in entries] == [("nurse.lead (unauthenticated)", f"alert:{alert_id}")]
+    assert entries[0].details["authenticated"] is False and entries[0].details["note"] == "Reviewing with pharmacy today"
+    history = at.dataframe[0].value  # the alert's history, shown right under the action
+    assert history["to"].iloc[-1] == "acknowledged"
+
+
+def test_resolve_records_the_reason(seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
+    alert_id = _critical(seeded_engine, "dose-calc")
+    at = _act(open_page("alerts"), alert_id, "Vendor rolled back to v1; re-evaluation passed", "resolve")
+    assert at.success[0].value.startswith(f"Alert #{alert_id} resolved by")
+    with Session(seeded_engine) as s:
+        alert = s.get(Alert, alert_id)
+        assert alert is not None and alert.status == AlertStatus.resolved and alert.ends_at is not None
+        assert alert.resolve_reason == "Vendor rolled back to v1; re-evaluation passed"
+        entries = list_events(s, kind="alert_resolved")
+        assert verify(s).ok
+    assert [e.subject for e in entries] == [f"alert:{alert_id}"]
+    assert _events(seeded_engine, alert_id)[-1].to_status == "resolved"
+    past = [df.value for df in at.dataframe if "resolved by" in df.value.columns][0]
+    assert alert_id in set(past["id"])
+
+
+def test_silence_mutes_the_alert_and_is_audited(seeded: Seeded, seeded_engine: Engine,
+                                                open_page: Callable[..., AppTest]) -> None:
+    alert_id = _critical(seeded_engine)
+    at = open_page("alerts")
+    at.selectbox(key="silence_for").set_value("1 day")
+    at = _act(at, alert_id, "Known vendor incident INC-4411", "silence")
+    assert at.success[0].value.startswith(f"Alert #{alert_id} silenced for 1 day by")
+    with Session(seeded_engine) as s:
+        silence = s.exec(select(Silence)).one()
+        entries = list_events(s, kind="alert_silenced")
+        assert verify(s).ok
+    assert silence.reason == "Known vendor incident INC-4411" and silence.created_by.endswith("(unauthenticated)")
+    span = silence.ends_at - silence.starts_at
+    assert span.total_seconds() == pytest.approx(86400)
+    assert entries[0].details["silence_id"] == silence.id
+    open_table = [df.value for df in at.dataframe if "silenced until" in df.value.columns][0]
+    assert open_table.set_index("id").loc[alert_id, "status"] == "silenced"
+
+
+def test_an_action_without_a_reason_changes_nothing(seeded: Seeded, seeded_engine: Engine,
+                                                    open_page: Callable[..., AppTest]) -> None:
+    alert_id = _critical(seeded_engine)
+    before = len(_events(seeded_engine, alert_id))
+    at = _act(open_page("alerts"), alert_id, "   ", "ack")
+    assert at.error[0].value == "a reason is required to acknowledge an alert"
+    with Session(seeded_engine) as s:
+        assert s.get(Alert, alert_id).status == AlertStatus.firing  # type: ignore[union-attr]
+        assert list_events(s, kind="alert_acknowledged") == []
+    assert len(_events(seeded_engine, alert_id)) == before
+
+
+def test_requeue_sends_a_dead_letter_again(seeded: Seeded, seeded_engine: Engine,
+                                           open_page: Callable[..., AppTest]) -> None:
+    at = open_page("alerts")
+    with Session(seeded_engine) as s:
+        dead = s.exec(select(Notification).where(Notification.status == NotificationStatus.dead)).first()
+    assert dead is not None
+    at.selectbox(key="requeue_id").set_value(dead.id)
+    at.text_input(key="requeue_note").input("Receiver fixed")
+    next(b for b in at.button if b.label == "Send again").click().run()
+    assert not at.exception
+    with Session(seeded_engine) as s:
+        row = s.get(Notification, dead.id)
+    assert row is not None and row.status == NotificationStatus.pending and row.attempts == 0
+    assert row.requeued_by is not None and row.requeued_by.endswith("(unauthenticated)")
+    assert row.requeue_note == "Receiver fixed"
+
+
+def test_with_sign_in_configured_nothing_shows_until_signed_in(seeded: Seeded,
+                                                               open_page: Callable[..., AppTest]) -> None:
+    for page in ("overview", "alerts", "governance"):
+        at = open_page(page, secrets=AUTH_SECRETS, user={"is_logged_in": False})
+        assert len(at.dataframe) == 0 and len(at.get("plotly_chart")) == 0 and len(at.get("code")) == 0
+        assert at.info[0].value.startswith("Sign in")
+        assert at.button(key="login").label == "Sign in"
+
+
+def test_a_signed_in_owner_acts_under_their_email(seeded: Seeded, seeded_engine: Engine,
+                                                  open_page: Callable[..., AppTest]) -> None:
+    alert_id = _critical(seeded_engine, "dose-calc")
+    at = open_page("alerts", secrets=AUTH_SECRETS, user={"is_logged_in": True, "email": CALC_OWNER.upper()})
+    at = _act(at, alert_id, "Pharmacy reviewing calculations", "ack")
+    with Session(seeded_engine) as s:
+        alert = s.get(Alert, alert_id)
+        entries = list_events(s, kind="alert_acknowledged")
+    assert alert is not None and alert.acknowledged_by == CALC_OWNER
+    assert entries[0].actor == CALC_OWNER and entries[0].details["authenticated"] is True
+
+
+def test_a_signed_in_non_owner_may_look_but_not_act(seeded: Seeded, seeded_engine: Engine,
+                                                    open_page: Callable[..., AppTest]) -> None:
+    at = open_page("alerts", secrets=AUTH_SECRETS, user={"is_logged_in": True, "email": OUTSIDER})
+    assert len(at.dataframe) >= 2  # they see the alerts
+    assert all(at.button(key=k).disabled for k in ("ack", "resolve", "silence"))
+    assert "not an owner" in at.info[0].value
+    assert not [b for b in at.button if b.label == "Send again"]
+    viewer = Viewer(OUTSIDER, OUTSIDER, True, False, "not an owner")
+    with pytest.raises(NotAllowed):
+        acknowledge_alert(seeded_engine, load_plan(seeded.plan_path), viewer, _critical(seeded_engine), "I looked", NOW)
+    with Session(seeded_engine) as s:
+        assert list_events(s, kind="alert_acknowledged") == []
+
+

@@ -1,0 +1,173 @@
+"""Every page renders the seeded database with what a governance owner looks for."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, func, select
+from streamlit.testing.v1 import AppTest
+
+from alerts import Alert, Notification, NotificationStatus
+from alerts.lifecycle import OPEN
+from probes.models import JudgeCall, ProbeResult
+from tests.conftest import plan_dict
+from tests.dashboards.seed import DEAD_ROUTE_URL, Seeded
+
+PAGES = ["overview", "task", "alerts", "costs", "jury", "baselines", "changes", "governance"]
+
+
+def frame(at: AppTest, column: str) -> pd.DataFrame:
+    """The page's table that has ``column`` (tables are found by what they show)."""
+    found = [df.value for df in at.dataframe if column in df.value.columns]
+    assert len(found) == 1, f"{len(found)} tables have a {column!r} column"
+    return found[0]
+
+
+def _texts(at: AppTest) -> str:
+    parts = [e.value for kind in ("markdown", "caption", "info", "warning", "error", "success", "title", "subheader")
+             for e in at.get(kind)]
+    return "\n".join(str(p) for p in parts)
+
+
+def test_overview_puts_degraded_tasks_first_with_their_evidence(seeded: Seeded, seeded_engine: Engine,
+                                                                open_page: Callable[..., AppTest]) -> None:
+    at = open_page("overview")
+    assert at.error[0].value.startswith("2 task(s) degraded")
+    table = at.dataframe[0].value
+    assert set(table["task"]) == {"knowledge-qa", "dose-calc"}
+    assert list(table["status"]) == ["degraded", "degraded"]
+    assert all(r.startswith("detector alarm") for r in table["why"])
+    with Session(seeded_engine) as s:
+        open_count = dict(s.exec(select(Alert.task_id, func.count())
+                                 .where(col(Alert.status).in_(OPEN), col(Alert.task_id).in_(list(table["task"])))
+                                 .group_by(Alert.task_id)).all())
+    assert dict(zip(table["task"], table["open alerts"], strict=True)) == open_count
+    assert (table["current"] < table["baseline"]).all()
+    assert dict(zip(table["task"], table["approval threshold"], strict=True)) == {"knowledge-qa": 0.7, "dose-calc": 0.6}
+    assert "SIMULATED" in _texts(at) and "Unauthenticated" in _texts(at)
+
+
+def test_task_detail_shows_score_band_evidence_slices_and_answers(seeded: Seeded, open_page: Callable[..., AppTest]
+                                                                 ) -> None:
+    at = open_page("task")
+    assert at.selectbox(key="task").value == "knowledge-qa"
+    charts = at.get("plotly_chart")
+    assert len(charts) == 4  # score, cost and latency, one per subgroup tag
+    detectors = frame(at, "progress to alarm")
+    score = detectors[(detectors["stream"] == "score") & (detectors["direction"] == "drop")].iloc[0]
+    assert score["status"] == "degraded" and score["reference"] < score["baseline"] == pytest.approx(0.85)
+    gaps = frame(at, "gap now")
+    assert set(gaps["tag"]) == {"age_band", "sex"}
+    answers = frame(at, "judges")
+    assert len(answers) == 20
+    assert set(answers["served model"]) == {"medmon-simulator/clinical-v2"}
+    assert answers["judges"].str.contains("judge-a/accuracy").sum() == 20  # the seeded jury judged these
+
+
+def test_task_detail_follows_the_task_chosen(seeded: Seeded, open_page: Callable[..., AppTest]) -> None:
+    at = open_page("task")
+    at.selectbox(key="task").set_value("dose-calc").run()
+    assert not at.exception
+    answers = frame(at, "judges")
+    assert (answers["canary"].str.startswith("calc-")).all()
+    assert set(answers["judges"]) == {"no jury verdict"}
+    assert "Pharmacy Lead" in _texts(at)
+
+
+def test_alerts_page_lists_open_alerts_and_dead_letters(seeded: Seeded, seeded_engine: Engine,
+                                                        open_page: Callable[..., AppTest]) -> None:
+    at = open_page("alerts")
+    with Session(seeded_engine) as s:
+        n_open = s.exec(select(func.count()).select_from(Alert).where(col(Alert.status).in_(OPEN))).one()
+        n_dead = s.exec(select(func.count()).select_from(Notification)
+                        .where(Notification.status == NotificationStatus.dead)).one()
+    table = frame(at, "silenced until")
+    assert len(table) == n_open > 0
+    assert table["severity"].iloc[0] == "critical"  # worst first
+    dead = frame(at, "last error")
+    assert len(dead) == n_dead > 0
+    assert set(dead["route"]) == {"pager"} and dead["last error"].str.len().min() > 0
+    assert DEAD_ROUTE_URL not in dead.to_string()  # a route's URL never shows
+
+
+def test_cost_page_keeps_judges_apart_from_the_production_model(seeded: Seeded, seeded_engine: Engine,
+                                                                 open_page: Callable[..., AppTest]) -> None:
+    at = open_page("costs")
+    with Session(seeded_engine) as s:
+        production = s.exec(select(func.sum(ProbeResult.cost_usd))).one()
+        judges = s.exec(select(func.sum(JudgeCall.cost_usd))).one()
+        over = s.exec(select(func.count()).select_from(ProbeResult).where(col(ProbeResult.cost_usd) > 0.002)).one()
+    metrics = {m.label: m.value for m in at.metric}
+    assert float(metrics["Production model (USD)"]) == pytest.approx(production, abs=1e-4)
+    assert float(metrics["Judges (USD)"]) == pytest.approx(judges, abs=1e-4)
+    table = frame(at, "judges (USD)")
+    assert table["calls over budget"].sum() == over
+    assert set(table["within budget"]) == {"NO"}  # the simulated cost rise
+    assert len(at.get("plotly_chart")) == 3
+
+
+def test_jury_page_shows_agreement_judges_and_unparsed_verdicts(seeded: Seeded,
+                                                                open_page: Callable[..., AppTest]) -> None:
+    at = open_page("jury")
+    alphas = frame(at, "answers")
+    assert list(alphas["task"]) == ["knowledge-qa"] and 0 < float(alphas.iloc[0, 1]) <= 1
+    unread = frame(at, "asked")
+    assert len(unread) == 3 and set(unread["judge"]) == {"judge-c"} and set(unread["status"]) == {"unparsed"}
+    assert len(at.get("plotly_chart")) == 2
+
+
+def test_baselines_page_lists_evidence_with_source_and_sha256(seeded: Seeded,
+                                                              open_page: Callable[..., AppTest]) -> None:
+    at = open_page("baselines")
+    table = frame(at, "approved by")
+    helm = table[table["benchmark"] == "head_qa"].iloc[0]
+    assert helm["source"] == "helm" and helm["SHA-256"].startswith("3f1c") and helm["n"] == 1000
+    assert helm["category"] == "Clinical Decision Support"
+    assert set(table[table["task"] != ""]["task"]) == {"knowledge-qa", "dose-calc"}
+    files = [df.value for df in at.dataframe if "file" in df.value.columns]
+    assert files and set(files[0]["file"]) == {"run_spec.json", "stats.json", "scenario_state.json"}
+
+
+def test_model_changes_page_shows_the_silent_swap(seeded: Seeded, open_page: Callable[..., AppTest]) -> None:
+    at = open_page("changes")
+    table = frame(at, "re-evaluations")
+    swaps = table[table["previous"] != "go-live"]
+    assert set(swaps["task"]) == {"knowledge-qa", "dose-calc"}
+    assert set(swaps["served model"]) == {"medmon-simulator/clinical-v2"}
+    assert at.warning[0].value.startswith("2 change(s)")
+
+
+def test_governance_page_shows_the_plan_as_recorded_and_a_sound_audit_chain(
+        seeded: Seeded, open_page: Callable[..., AppTest]) -> None:
+    at = open_page("governance")
+    text = _texts(at)
+    assert "A wrong answer could lead to a medication error." in text
+    assert "pharmacy-lead@hospital.example" in text  # a task owner may act on alerts
+    assert at.success[0].value.startswith("Hash chain verified")
+    plan_code = at.get("code")[0].value
+    assert "min_score: 0.7" in plan_code
+    assert DEAD_ROUTE_URL not in plan_code and "•••• (masked)" in plan_code  # webhook URLs can carry tokens
+    assert "differs from the plan as recorded" not in text
+    thresholds = frame(at, "approval threshold")
+    assert list(thresholds["approval threshold"]) == [0.7, 0.6]
+    assert list(thresholds["owner"]) == ["Dr. Owner", "Pharmacy Lead"]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_renders_an_empty_database(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              open_page: Callable[..., AppTest]) -> None:
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(yaml.safe_dump(plan_dict(storage={"url": f"sqlite:///{tmp_path / 'empty.db'}"})))
+    monkeypatch.setenv("MEDMON_PLAN", str(plan_path))
+    monkeypatch.delenv("MEDMON_DATABASE_URL", raising=False)
+    at = open_page(page)
+    assert at.title[0].value  # the page drew its header and stopped nowhere
+    if page == "jury":
+        assert at.info[0].value.startswith("No jury configured")
+    if page == "overview":
+        assert at.success[0].value == "Every task holds its baseline."

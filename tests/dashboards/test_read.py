@@ -1,0 +1,148 @@
+"""The read functions aggregate in the database and agree with the rows they summarise.
+
+These run on SQLite and, on the PostgreSQL pass (``MEDMON_TEST_DATABASE=postgresql``), on a
+PostgreSQL session whose time zone is not UTC, so day buckets must still be UTC days.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from monitor.plan import Plan, load_plan
+from monitor.read import (
+    agreement_series,
+    cost_by_day,
+    cost_by_task,
+    judge_cost_by_day,
+    model_changes,
+    recent_estimate,
+    run_series,
+    subgroup_slices,
+    task_overview,
+)
+from monitor.storage import as_utc, make_engine
+from probes.models import JudgeCall, ProbeResult, ProbeRun
+from tests.conftest import TEST_DATABASE, fresh_postgres_database
+from tests.dashboards.seed import JUDGED, Seeded, seed
+
+
+@pytest.fixture(scope="module")
+def db_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One seeded database for the module (the name keeps these tests on the PostgreSQL pass)."""
+    if TEST_DATABASE in ("postgresql", "postgres"):
+        with fresh_postgres_database("medmon_dash") as url:
+            yield url + "?options=-c%20timezone%3DAmerica/New_York"
+    else:
+        yield f"sqlite:///{tmp_path_factory.mktemp('read') / 'read.db'}"
+
+
+@pytest.fixture(scope="module")
+def seeded_db(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Seeded, Engine, Plan]]:
+    seeded = seed(tmp_path_factory.mktemp("read_seed"), db_url=db_url)
+    engine = make_engine(db_url)
+    yield seeded, engine, load_plan(seeded.plan_path)
+    engine.dispose()
+
+
+def _results(engine: Engine, task_id: str) -> list[ProbeResult]:
+    with Session(engine) as s:
+        return list(s.exec(select(ProbeResult).where(ProbeResult.task_id == task_id).order_by(col(ProbeResult.id))).all())
+
+
+def test_recent_estimate_is_the_mean_of_the_latest_scored_answers(seeded_db: tuple[Seeded, Engine, Plan]) -> None:
+    _, engine, _ = seeded_db
+    scored = [r.score for r in _results(engine, "knowledge-qa") if r.score is not None][-200:]
+    with Session(engine) as s:
+        mean, lo, hi, n = recent_estimate(s, "knowledge-qa")
+    assert n == len(scored) == 200
+    assert mean == pytest.approx(sum(scored) / n)
+    assert lo < mean < hi
+
+
+def test_run_series_matches_each_stored_run(seeded_db: tuple[Seeded, Engine, Plan]) -> None:
+    _, engine, plan = seeded_db
+    with Session(engine) as s:
+        points = run_series(s, "dose-calc", runs=10, latency_slo_s=0.0)
+        runs = {r.id: r for r in s.exec(select(ProbeRun).where(ProbeRun.task_id == "dose-calc")).all()}
+    assert len(points) == 10 and [p.run_id for p in points] == sorted(runs)[-10:]
+    for p in points:
+        run = runs[p.run_id]
+        assert (p.calls, p.n, p.errors) == (run.n_canaries, run.n_canaries - run.n_errors, run.n_errors)
+        assert p.mean == pytest.approx(run.mean_score)
+        assert p.ci_low is not None and p.ci_high is not None and p.ci_low <= p.mean <= p.ci_high  # type: ignore[operator]
+        assert p.over_slo == p.calls  # every call takes longer than zero seconds
+
+
+def test_cost_per_day_adds_up_in_utc_days_and_counts_calls_over_budget(seeded_db: tuple[Seeded, Engine, Plan]
+                                                                      ) -> None:
+    seeded, engine, plan = seeded_db
+    since = seeded.start - timedelta(days=1)
+    rows = _results(engine, "knowledge-qa") + _results(engine, "dose-calc")
+    expected: dict[tuple[object, str], list[ProbeResult]] = defaultdict(list)
+    for r in rows:
+        expected[(as_utc(r.created_at).date(), r.task_id)].append(r)
+    with Session(engine) as s:
+        days = cost_by_day(s, plan, since)
+        tasks = cost_by_task(s, plan, since)
+    assert {(d.day, d.task) for d in days} == set(expected)
+    for d in days:
+        mine = expected[(d.day, d.task)]
+        assert d.calls == len(mine)
+        assert d.cost_usd == pytest.approx(sum(r.cost_usd or 0 for r in mine))
+        assert d.over_budget == sum(1 for r in mine if (r.cost_usd or 0) > 0.002)
+    by_task = {t.task: t for t in tasks}
+    assert by_task["dose-calc"].calls == len(_results(engine, "dose-calc"))
+    assert by_task["knowledge-qa"].cost_usd == pytest.approx(sum(r.cost_usd or 0 for r in _results(engine, "knowledge-qa")))
+    assert by_task["knowledge-qa"].judge_cost_usd == pytest.approx(JUDGED * 3 * 0.0004)
+    assert by_task["dose-calc"].judge_cost_usd == 0.0
+
+
+def test_subgroup_slices_partition_the_recent_answers(seeded_db: tuple[Seeded, Engine, Plan]) -> None:
+    _, engine, _ = seeded_db
+    rows = [r for r in _results(engine, "knowledge-qa") if r.score is not None]
+    with Session(engine) as s:
+        slices = subgroup_slices(s, "knowledge-qa", ["age_band", "sex"], runs=1000)
+    for tag in ("age_band", "sex"):
+        mine = {sl.value: sl for sl in slices if sl.tag == tag}
+        values = {str(r.tags[tag]) for r in rows}
+        assert set(mine) == values
+        for value, sl in mine.items():
+            group = [r.score for r in rows if str(r.tags[tag]) == value]
+            assert sl.n == len(group) and sl.mean == pytest.approx(sum(group) / len(group))  # type: ignore[arg-type]
+
+
+def test_jury_agreement_and_judge_cost_per_day(seeded_db: tuple[Seeded, Engine, Plan]) -> None:
+    seeded, engine, _ = seeded_db
+    since = seeded.start - timedelta(days=1)
+    judged = [r for r in _results(engine, "knowledge-qa") if r.jury_agreement is not None]
+    with Session(engine) as s:
+        days = agreement_series(s, since)
+        cost = judge_cost_by_day(s, since)
+        calls = s.exec(select(JudgeCall)).all()
+    by_day: dict[object, list[float]] = defaultdict(list)
+    for r in judged:
+        by_day[as_utc(r.created_at).date()].append(r.jury_agreement)  # type: ignore[arg-type]
+    assert {d.day: d.items for d in days} == {k: len(v) for k, v in by_day.items()}
+    for d in days:
+        assert d.agreement == pytest.approx(sum(by_day[d.day]) / len(by_day[d.day]))
+    assert sum(cost.values()) == pytest.approx(sum(c.cost_usd or 0 for c in calls))
+
+
+def test_overview_and_model_changes(seeded_db: tuple[Seeded, Engine, Plan]) -> None:
+    _, engine, plan = seeded_db
+    with Session(engine) as s:
+        rows = task_overview(s, plan)
+        changes = model_changes(s)
+    assert [r.status for r in rows] == ["degraded", "degraded"]
+    assert all(r.estimate is not None and r.baseline == pytest.approx(0.85) for r in rows)
+    swaps = [c for c in changes if c.is_change]
+    assert {(c.task, c.previous_model, c.served_model) for c in swaps} == {
+        (t, "medmon-simulator/clinical-v1", "medmon-simulator/clinical-v2") for t in ("knowledge-qa", "dose-calc")}
+    assert all("served model changed" in c.summary for c in swaps)

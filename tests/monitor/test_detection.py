@@ -1,0 +1,347 @@
+"""Streams end to end through DetectorState: each stream type raises on a clear degradation,
+stays quiet while its null holds, and decides the same after a restart."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from baselines import Baseline, Canary, resolve
+from monitor.context import TaskContext
+from monitor.detection import (
+    StreamUpdate, plan_budget, start_reevaluation, stream_thresholds, task_streams, update_judge_canaries,
+    update_task_streams,
+)
+from monitor.drift.budget import INFO
+from monitor.models import BurnIn, DetectorState, StreamStatus
+from monitor.plan import Plan
+from monitor.storage import make_engine, session_scope
+from probes.models import ProbeResultBase
+
+T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
+QUIET = {"distribution_checks": False, "burn_in_runs": 0}
+
+
+def canaries(n: int = 40, *, helm: bool = True, runs: int = 5, seed: int = 0) -> list[Canary]:
+    """Near-deterministic canaries: 80% answered right almost always, 20% almost never."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        right = rng.random() < 0.8
+        out.append(Canary(id=f"c{i:03d}", messages=({"role": "user", "content": f"question {i}"},),
+                          tags={"sex": "female" if i % 2 else "male", "age_band": "65+" if i % 3 == 0 else "18-64"},
+                          baseline_score=(0.97 if right else 0.03) if helm else None, baseline_runs=runs if helm else 0))
+        object.__setattr__(out[-1], "provenance", "right" if right else "wrong")
+    return out
+
+
+def right(c: Canary) -> bool:
+    return c.provenance == "right"
+
+
+def baseline(value: float, n: int = 500, benchmark: str = "med_qa") -> Baseline:
+    return Baseline(benchmark=benchmark, model="m", metric="exact_match", value=value, normalized=value, n=n,
+                    ci_low=value - 0.03, ci_high=value + 0.03)
+
+
+def context(plan: Plan, pool: Sequence[Canary], task: int = 0, scorer: str = "multiple_choice") -> TaskContext:
+    t = plan.tasks[task]
+    return TaskContext(task=t, canaries=tuple(pool), scorer=scorer, taxonomy=resolve(t.benchmark), pack_baseline={})
+
+
+def answers(rng: random.Random, pool: Sequence[Canary], k: int, p: Callable[[Canary], float], task_id: str = "knowledge-qa",
+            **fields: Any) -> list[ProbeResultBase]:
+    out = []
+    for _ in range(k):
+        c = rng.choice(pool)
+        values = {"completion_tokens": 50, "cost_usd": 0.001, "latency_s": 1.0} | fields
+        out.append(ProbeResultBase(task_id=task_id, canary_id=c.id, score=float(rng.random() < p(c)), tags=dict(c.tags),
+                                   baseline_score=c.baseline_score, **values))
+    return out
+
+
+def as_before(c: Canary) -> float:
+    return 0.97 if right(c) else 0.03
+
+
+def feed(engine: Engine, plan: Plan, ctx: TaskContext, base: Baseline, runs: Sequence[list[ProbeResultBase]],
+         start: int = 0) -> list[list[StreamUpdate]]:
+    out = []
+    for i, results in enumerate(runs):
+        with session_scope(engine) as s:
+            out.append(update_task_streams(s, plan, ctx, base, results, T0 + timedelta(hours=start + i)))
+    return out
+
+
+def first_alarm(updates: list[list[StreamUpdate]], key: str) -> int | None:
+    return next((i for i, run in enumerate(updates) for u in run if u.spec.key == key and u.finding is not None), None)
+
+
+def test_unpaired_score_stays_quiet_at_baseline_then_raises_on_a_drop(engine: Engine, make_plan: Callable) -> None:
+    plan = make_plan(detection=QUIET)
+    pool = canaries(helm=False)
+    ctx, base, rng = context(plan, pool), baseline(0.78), random.Random(1)
+    quiet = feed(engine, plan, ctx, base, [answers(rng, pool, 20, as_before) for _ in range(40)])
+    assert first_alarm(quiet, "knowledge-qa:score:drop") is None
+    drop = feed(engine, plan, ctx, base, [answers(rng, pool, 20, lambda c: 0.5) for _ in range(20)], start=40)
+    at = first_alarm(drop, "knowledge-qa:score:drop")
+    assert at is not None and at <= 8
+    f = next(u.finding for u in drop[at] if u.spec.key == "knowledge-qa:score:drop")
+    assert f.statistic >= f.threshold and f.ci_low <= f.estimate <= f.ci_high and f.estimate < 0.65
+    assert f.null_mean == pytest.approx(0.78 - 0.0370, abs=1e-3)  # baseline minus 2 SE of a 500-item baseline
+    with Session(engine) as s:
+        assert s.get(DetectorState, "knowledge-qa:score:drop").status == StreamStatus.degraded
+
+
+def test_paired_score_raises_sooner_than_unpaired_on_the_same_answers(engine: Engine, make_plan: Callable) -> None:
+    plan = make_plan(detection=QUIET)
+    pool = canaries(helm=True)
+    ctx, rng = context(plan, pool), random.Random(2)
+    base = baseline(sum(c.baseline_score for c in pool) / len(pool))
+    broken = {c.id for c in pool if right(c) and rng.random() < 0.12}  # about a 10-point drop
+    runs = [answers(rng, pool, 20, lambda c: 0.0 if c.id in broken else as_before(c)) for _ in range(60)]
+    updates = feed(engine, plan, ctx, base, runs)
+    paired, unpaired = first_alarm(updates, "knowledge-qa:score_paired:drop"), first_alarm(updates, "knowledge-qa:score:drop")
+    assert paired is not None
+    assert unpaired is None or paired < unpaired
+    f = next(u.finding for u in updates[paired] if u.spec.key == "knowledge-qa:score_paired:drop")
+    assert f.quantity == "paired difference" and f.estimate < -0.05 and f.null_mean < 0
+
+
+@pytest.mark.parametrize("metric,fields,p_error", [
+    ("error_rate", {}, 0.3),
+    ("cost", {"cost_usd": 0.01}, 0.0),
+    ("latency", {"latency_s": 9.0}, 0.0),
+], ids=["error_rate", "cost_over_budget", "latency_over_objective"])
+def test_operational_streams_raise_when_their_exceedance_rate_rises(engine: Engine, make_plan: Callable, metric: str,
+                                                                      fields: dict[str, Any], p_error: float) -> None:
+    plan = make_plan(detection=QUIET)
+    pool = canaries(helm=False)
+    ctx, base, rng = context(plan, pool), baseline(0.78), random.Random(3)
+    quiet = feed(engine, plan, ctx, base, [answers(rng, pool, 20, as_before) for _ in range(10)])
+    assert first_alarm(quiet, f"knowledge-qa:{metric}:rise") is None
+    runs = []
+    for _ in range(10):
+        run = answers(rng, pool, 20, as_before, **fields)
+        for r in run:
+            if rng.random() < p_error:
+                r.error_type, r.score = "timeout", None
+        runs.append(run)
+    assert first_alarm(feed(engine, plan, ctx, base, runs, start=10), f"knowledge-qa:{metric}:rise") is not None
+
+
+def test_gap_detector_raises_when_one_subgroup_falls_behind_while_the_average_holds(engine: Engine,
+                                                                                    make_plan: Callable) -> None:
+    plan = make_plan(detection=QUIET, tasks=[{**_task(), "subgroups": ["sex"]}])
+    pool = canaries(60, helm=True, seed=5)
+    ctx, rng = context(plan, pool), random.Random(5)
+    base = baseline(sum(c.baseline_score for c in pool) / len(pool))
+    women_right = [c.id for c in pool if c.tags["sex"] == "female" and right(c)]
+    men_wrong = [c.id for c in pool if c.tags["sex"] == "male" and not right(c)]
+    k = min(len(men_wrong), len(women_right) // 3)  # as many women's answers break as men's get fixed
+    women_broken, men_fixed = set(women_right[:k]), set(men_wrong[:k])
+
+    def p(c: Canary) -> float:
+        return 0.03 if c.id in women_broken else 0.97 if c.id in men_fixed else as_before(c)
+
+    shift = sum(p(c) - as_before(c) for c in pool) / len(pool)
+    assert abs(shift) < 1e-9 and k >= 4  # the overall average holds
+    updates = feed(engine, plan, ctx, base, [answers(rng, pool, 20, p) for _ in range(60)])
+    assert first_alarm(updates, "knowledge-qa:gap[sex=female]:rise") is not None
+    assert first_alarm(updates, "knowledge-qa:gap[sex=male]:rise") is None
+    assert first_alarm(updates, "knowledge-qa:score:drop") is None
+
+
+def _task(task_id: str = "knowledge-qa", benchmark: str = "med_qa", **extra: Any) -> dict[str, Any]:
+    return {"id": task_id, "benchmark": benchmark, "canaries": {"pack": "clinical_knowledge_mcq"}, "sample_size": 20,
+            "thresholds": {"min_score": 0.6, "cost_budget_per_call": 0.002, "latency_slo_s": 5}} | extra
+
+
+def test_pooled_category_stream_catches_a_small_shared_drop_before_any_task_does(engine: Engine,
+                                                                               make_plan: Callable) -> None:
+    tasks = [_task("qa", "med_qa"), _task("head", "head_qa"), _task("calc", "medcalc_bench")]
+    plan = make_plan(detection=QUIET, tasks=tasks)
+    assert len({resolve(t["benchmark"]).category for t in tasks}) == 1
+    pool = canaries(helm=False)
+    base, rng = baseline(0.78), random.Random(6)
+    ctxs = [context(plan, pool, i) for i in range(3)]
+    firsts: dict[str, int] = {}
+    for round_ in range(80):
+        for ctx in ctxs:
+            run = answers(rng, pool, 40, lambda c: as_before(c) - 0.08, task_id=ctx.task.id)
+            with session_scope(engine) as s:
+                for u in update_task_streams(s, plan, ctx, base, run, T0 + timedelta(hours=round_)):
+                    if u.finding is not None:
+                        firsts.setdefault(u.spec.key, round_)
+    pooled = "category:clinical-decision-support:pooled_score:drop"
+    assert pooled in firsts
+    singles = [firsts[f"{t}:score:drop"] for t in ("qa", "head", "calc") if f"{t}:score:drop" in firsts]
+    assert all(firsts[pooled] < r for r in singles)
+
+
+def test_judge_canaries_raise_on_judge_drift_only(engine: Engine, make_plan: Callable) -> None:
+    jury = {"judges": [{"name": "j1", "base_url": "http://127.0.0.1:9/v1", "model": "judge"}]}
+    plan = make_plan(detection=QUIET, jury=jury)
+    rng = random.Random(7)
+
+    def verdicts(far: float) -> list[tuple[float, float]]:
+        out = []
+        for _ in range(50):
+            gold = float(rng.randint(2, 4))
+            off = 2.0 if rng.random() < far else (1.0 if rng.random() < 0.3 else 0.0)
+            out.append((gold + off * rng.choice((-1, 1)), gold))
+        return out
+
+    with session_scope(engine) as s:
+        steady = [update_judge_canaries(s, plan, "j1", verdicts(0.0), T0) for _ in range(20)]
+    assert not any(u.finding for u in steady)
+    with session_scope(engine) as s:
+        drift = [update_judge_canaries(s, plan, "j1", verdicts(0.5), T0) for _ in range(10)]
+    hit = next(u for u in drift if u.finding is not None)
+    assert hit.finding.quantity == "agreement" and hit.finding.estimate < 0.8
+
+
+def test_one_shot_after_a_change_concludes_degraded_or_passed(engine: Engine, make_plan: Callable) -> None:
+    plan = make_plan(detection=QUIET)
+    pool = canaries(helm=True)
+    ctx, rng = context(plan, pool), random.Random(8)
+    base = baseline(sum(c.baseline_score for c in pool) / len(pool))
+    with session_scope(engine) as s:
+        start_reevaluation(s, plan, ctx, base, T0, reason="served model changed")
+    worse = feed(engine, plan, ctx, base, [answers(rng, pool, 20, lambda c: as_before(c) * 0.7) for _ in range(15)])
+    verdict = [u for run in worse for u in run if u.kind == "reevaluation" and u.finding is not None]
+    assert len(verdict) == 1 and verdict[0].finding.decision == "degraded" and verdict[0].alert
+    assert "re-evaluation: degraded vs baseline" in verdict[0].summary
+    with session_scope(engine) as s:
+        start_reevaluation(s, plan, ctx, base, T0, reason="served model changed again")
+    same = feed(engine, plan, ctx, base, [answers(rng, pool, 20, as_before) for _ in range(40)], start=20)
+    verdict = [u for run in same for u in run if u.kind == "reevaluation" and u.finding is not None]
+    assert len(verdict) == 1 and verdict[0].finding.decision == "passed" and not verdict[0].alert
+    assert verdict[0].status == StreamStatus.ok
+
+
+def test_burn_in_builds_the_paired_reference_then_catches_verbosity(engine: Engine, make_plan: Callable) -> None:
+    plan = make_plan(detection={"distribution_checks": False, "burn_in_runs": 3, "burn_in_coverage": 0.9})
+    pool = canaries(20, helm=False)
+    ctx, base, rng = context(plan, pool), baseline(0.78), random.Random(9)
+    keys_by_run = []
+    for i in range(12):
+        with session_scope(engine) as s:
+            updates = update_task_streams(s, plan, ctx, base, answers(rng, pool, 20, as_before), T0 + timedelta(hours=i))
+            keys_by_run.append({u.spec.key for u in updates})
+            complete = s.get(BurnIn, "knowledge-qa").complete
+        if complete:
+            break
+    assert complete, "burn-in did not complete"
+    assert "knowledge-qa:score_paired:drop" not in keys_by_run[-1]  # not tested on the data that built it
+    longer = feed(engine, plan, ctx, base, [answers(rng, pool, 20, as_before, completion_tokens=200) for _ in range(5)],
+                  start=20)
+    assert "knowledge-qa:score_paired:drop" in {u.spec.key for u in longer[0]}
+    assert first_alarm(longer, "knowledge-qa:verbosity:rise") is not None
+    assert first_alarm(longer, "knowledge-qa:truncation:rise") is None
+
+
+def test_river_reports_an_output_length_change_as_information(engine: Engine, make_plan: Callable) -> None:
+    plan = make_plan(detection={"burn_in_runs": 0})
+    pool = canaries(helm=False)
+    ctx, base, rng = context(plan, pool), baseline(0.78), random.Random(10)
+    runs = [answers(rng, pool, 20, as_before) for _ in range(20)]
+    for i, run in enumerate(runs):
+        for r in run:
+            r.completion_tokens = (50 if i < 10 else 300) + rng.randint(-5, 5)  # answers 6x longer from run 10
+    updates = feed(engine, plan, ctx, base, runs)
+    hits = [u for run in updates for u in run if u.spec.key == "knowledge-qa:output_length:change" and u.finding]
+    assert hits and all(i >= 10 for i, run in enumerate(updates) for u in run if u in hits)
+    assert hits[0].kind == "distribution" and not hits[0].alert and hits[0].status == StreamStatus.ok
+    assert hits[0].finding.estimate > hits[0].finding.null_mean
+
+
+def test_same_data_after_a_restart_gives_the_same_decisions(tmp_path: Any, make_plan: Callable) -> None:
+    plan = make_plan(tasks=[{**_task(), "subgroups": ["sex"]}], detection={"burn_in_runs": 3})
+    pool = canaries(helm=False)
+    ctx, base, rng = context(plan, pool), baseline(0.78), random.Random(11)
+    runs = [answers(rng, pool, 20, as_before) for _ in range(25)]
+    runs += [answers(rng, pool, 20, lambda c: 0.4, completion_tokens=90) for _ in range(15)]
+
+    def decisions(updates: list[list[StreamUpdate]]) -> list[tuple[int, str, str | None]]:
+        return [(i, u.spec.key, u.finding.decision if u.finding else None) for i, run in enumerate(updates) for u in run]
+
+    steady = make_engine(f"sqlite:///{tmp_path / 'steady.db'}")
+    one_go = decisions(feed(steady, plan, ctx, base, runs))
+    restarted = []
+    for i, run in enumerate(runs):  # a new engine (a restarted process) for every run
+        eng = make_engine(f"sqlite:///{tmp_path / 'restarted.db'}")
+        restarted += [(i, k, d) for _, k, d in decisions(feed(eng, plan, ctx, base, [run], start=i))]
+        eng.dispose()
+    assert one_go == restarted
+    assert any(d == "alarm" for _, _, d in one_go)
+    eng = make_engine(f"sqlite:///{tmp_path / 'restarted.db'}")
+    with Session(steady) as a, Session(eng) as b:
+        rows_a = {r.key: r.state for r in a.exec(select(DetectorState)).all()}
+        rows_b = {r.key: r.state for r in b.exec(select(DetectorState)).all()}
+    assert rows_a == rows_b
+
+
+def test_budget_weights_over_every_stream_sum_to_one(make_plan: Callable) -> None:
+    jury = {"judges": [{"name": "j1", "base_url": "http://127.0.0.1:9/v1", "model": "judge"}]}
+    tasks = [{**_task("qa", "med_qa"), "subgroups": ["sex", "age_band"]}, _task("head", "head_qa"),
+             _task("notes", "aci_bench")]
+    plan = make_plan(tasks=tasks, jury=jury)
+    pool, base = canaries(helm=True), baseline(0.78)
+    gamma = plan.detection.probes_between_false_alarms
+    budget = plan_budget(plan)
+    assert budget.quality_units == 3 + 1 + 1  # tasks, one pooled category, one judge
+    weight = 0.0
+    for task in plan.tasks:
+        specs = task_streams(plan, task, base, pool, refs=None)
+        weight += sum(gamma / a for a in stream_thresholds(plan, specs).values())
+        assert all(s.key not in stream_thresholds(plan, specs) for s in specs if s.family == INFO)
+    weight += 2 * gamma / budget.threshold("quality", 1)  # the pooled category and the judge
+    assert weight == pytest.approx(1.0)
+
+
+def test_a_separate_operational_family_keeps_its_own_budget(make_plan: Callable) -> None:
+    plan = make_plan(detection={"operational_probes_between_false_alarms": 1000.0})
+    specs = task_streams(plan, plan.tasks[0], baseline(0.78), canaries(helm=False))
+    thresholds = stream_thresholds(plan, specs)
+    operational = [s.key for s in specs if s.family == "operational"]
+    assert {thresholds[k] for k in operational} == {1000.0 * len(operational)}
+    quality = [s.key for s in specs if s.family == "quality"]
+    assert {thresholds[k] for k in quality} == {plan.detection.probes_between_false_alarms * len(quality)}
+
+
+def test_pipeline_runs_the_one_shot_test_after_a_served_model_change(serve: Callable, make_plan: Callable,
+                                                                     tmp_path: Any) -> None:
+    from monitor.context import load_context
+    from monitor.models import FindingRecord
+    from monitor.pipeline import run_task_probe
+    from probes.packs import load_pack
+    from probes.simulator import Phase, create_simulator
+
+    pack = load_pack("clinical_knowledge_mcq").canaries
+    sim = serve(create_simulator(pack, [Phase(0, accuracy=0.85), Phase(200, accuracy=0.45, model="sim-v2",
+                                                                           fingerprint="fp_2", label="swap")], seed=4))
+    plan = make_plan(deployment={"base_url": f"{sim.url}/v1", "model": "medmon-simulator/clinical-v1",
+                                 "api_key_env": "X", "timeout_s": 5, "max_retries": 0},
+                     detection={"distribution_checks": False})
+    engine = make_engine(f"sqlite:///{tmp_path / 'oneshot.db'}")
+    ctx, rng = load_context(plan, plan.tasks[0]), random.Random(2)
+    clock = iter(T0 + timedelta(hours=i) for i in range(1000))
+    for _ in range(16):
+        run_task_probe(engine, plan, ctx, rng=rng, now=lambda: next(clock))
+    with Session(engine) as s:
+        records = s.exec(select(FindingRecord).order_by(FindingRecord.id)).all()
+        row = s.get(DetectorState, "knowledge-qa:reevaluation:oneshot")
+    kinds = [r.kind for r in records]
+    assert "model_change" in kinds and "reevaluation" in kinds
+    assert kinds.index("model_change") < kinds.index("reevaluation")
+    verdict = next(r for r in records if r.kind == "reevaluation")
+    assert "re-evaluation: degraded vs baseline" in verdict.summary
+    assert verdict.estimate is not None and verdict.ci_high is not None and verdict.ci_high < 0
+    assert row is not None and row.status == StreamStatus.degraded and row.params["reason"].startswith("knowledge-qa")

@@ -1,0 +1,277 @@
+"""The committee report and the plan document, from a demo-like run against the simulator.
+
+Its figures are checked against SQL aggregates written independently of the report's queries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+from typer.testing import CliRunner
+
+from alerts import Alert, acknowledge, resolve
+from alerts.silences import silence_alert
+from monitor.audit import AuditKind, record
+from monitor.cli import app
+from monitor.context import load_context
+from monitor.pipeline import run_task_probe
+from monitor.plan import Plan, load_plan
+from monitor.report import build_committee_report
+from monitor.report_period import parse_period
+from monitor.report_render import find_chromium, render_committee
+from monitor.storage import make_engine, session_scope
+from monitor.webserver import serve_in_thread
+from probes.packs import load_pack
+from probes.simulator import Phase, create_simulator
+from tests.conftest import plan_dict
+
+runner = CliRunner()
+OWNER = {"name": "Dr. Owner", "email": "owner@hospital.example"}
+V2 = "medmon-simulator/clinical-v2"
+START = datetime(2026, 10, 31, 22, 0, tzinfo=timezone.utc)  # two probes fall in October
+NOVEMBER = ("2026-11-01", "2026-12-01")
+
+
+@dataclass
+class DemoRun:
+    plan: Plan
+    plan_path: Path
+    db_url: str
+    engine: Engine
+    acted_on: int
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoRun]:
+    """52 hourly probes: baseline accuracy, a drop after 500 requests, a model swap after 800."""
+    folder = tmp_path_factory.mktemp("report")
+    sim = serve_in_thread(create_simulator(load_pack("clinical_knowledge_mcq").canaries, [
+        Phase(0, accuracy=0.85), Phase(500, accuracy=0.55, label="drop"),
+        Phase(800, accuracy=0.55, model=V2, fingerprint="fp_sim_0002", label="swap")], seed=21))
+    db_url = f"sqlite:///{folder / 'medmon.db'}"
+    data = plan_dict(storage={"url": db_url},
+                     deployment={"base_url": f"{sim.url}/v1", "model": "medmon-simulator/clinical-v1",
+                                 "api_key_env": "X", "timeout_s": 5, "max_retries": 0,
+                                 "price": {"input_per_mtok": 5, "output_per_mtok": 15}})
+    data["tasks"][0]["owner"] = OWNER
+    data["governance"] = {"evidence": {"limitations": ["Local questions differ from MedQA items."]},
+                          "approval": {"approved_by": OWNER, "approved_on": "2026-10-15", "committee": "AI committee"}}
+    plan_path = folder / "plan.yaml"
+    plan_path.write_text(yaml.safe_dump(data, sort_keys=False))
+    plan = load_plan(plan_path)
+    engine = make_engine(db_url)
+    ctx = load_context(plan, plan.tasks[0])
+    rng, now = random.Random(5), [START]
+    with session_scope(engine) as session:
+        from monitor.audit import record_plan
+
+        record_plan(session, plan_path.read_text(), str(plan_path), "medmon serve", START)
+    for _ in range(52):
+        run_task_probe(engine, plan, ctx, rng=rng, now=lambda: now[0])
+        now[0] += timedelta(hours=1)
+    with session_scope(engine) as session:  # what the dashboard does: the action and its audit entry together
+        alert = session.exec(select(Alert).order_by(Alert.id)).first()
+        assert alert is not None and alert.id is not None
+        at = now[0]
+        acknowledge(session, alert.id, "owner@hospital.example", "checking the pharmacology answers", at)
+        record(session, AuditKind.alert_acknowledged, "owner@hospital.example", f"alert:{alert.id}",
+               {"note": "checking the pharmacology answers"}, at)
+        resolve(session, alert.id, "owner@hospital.example", "vendor rolled back the update", None,
+                at + timedelta(minutes=90))
+        record(session, AuditKind.alert_resolved, "owner@hospital.example", f"alert:{alert.id}",
+               {"reason": "vendor rolled back the update"}, at + timedelta(minutes=90))
+        others = session.exec(select(Alert).where(Alert.id != alert.id)).all()
+        for other in others[:1]:
+            assert other.id is not None
+            silence_alert(session, other.id, "tech@hospital.example", "known vendor issue", at + timedelta(days=2),
+                          at + timedelta(minutes=5))
+            record(session, AuditKind.alert_silenced, "tech@hospital.example", f"alert:{other.id}",
+                   {"reason": "known vendor issue"}, at + timedelta(minutes=5))
+        acted_on = alert.id
+    yield DemoRun(plan, plan_path, db_url, engine, acted_on)
+    engine.dispose()
+    sim.stop()
+
+
+def sql(engine: Engine, query: str, **params: Any) -> Any:
+    with engine.connect() as conn:
+        return conn.execute(text(query), params).one()
+
+
+def expected_evidence(engine: Engine, start: str, end: str) -> dict[str, Any]:
+    n, mean = sql(engine, "SELECT count(r.score), avg(r.score) FROM proberesult r JOIN proberun u ON u.id = r.run_id "
+                          "WHERE u.purpose <> 'reevaluation' AND r.score IS NOT NULL AND r.created_at >= :s "
+                          "AND r.created_at < :e", s=start, e=end)
+    runs = sql(engine, "SELECT count(*) FROM proberun WHERE purpose <> 'reevaluation' AND started_at >= :s "
+                       "AND started_at < :e", s=start, e=end)[0]
+    cost = sql(engine, "SELECT coalesce(sum(cost_usd), 0) FROM proberesult WHERE created_at >= :s AND created_at < :e",
+               s=start, e=end)[0]
+    reeval_cost = sql(engine, "SELECT coalesce(sum(r.cost_usd), 0) FROM proberesult r JOIN proberun u "
+                              "ON u.id = r.run_id WHERE u.purpose = 'reevaluation' AND r.created_at >= :s "
+                              "AND r.created_at < :e", s=start, e=end)[0]
+    alerts = sql(engine, "SELECT count(*) FROM alert WHERE starts_at < :e AND (ends_at IS NULL OR ends_at >= :s)",
+                 s=start, e=end)[0]
+    reevaluations = sql(engine, "SELECT count(*) FROM reevaluation WHERE started_at >= :s AND started_at < :e",
+                        s=start, e=end)[0]
+    return {"n": n, "mean": mean, "runs": runs, "cost": cost, "reeval_cost": reeval_cost, "alerts": alerts,
+            "reevaluations": reevaluations}
+
+
+def test_report_figures_match_the_database(demo: DemoRun) -> None:
+    want = expected_evidence(demo.engine, *NOVEMBER)
+    with Session(demo.engine) as session:
+        report = build_committee_report(session, demo.plan, parse_period("2026-11"),
+                                        now=datetime(2026, 12, 1, 9, tzinfo=timezone.utc))
+    summary = report.summary()
+    task = summary["tasks"][0]
+    assert want["runs"] == 50 and want["n"] > 900  # two of the 52 probes were in October
+    assert (task["runs"], task["n"]) == (want["runs"], want["n"])
+    assert task["estimate"] == pytest.approx(want["mean"])
+    assert task["ci_low"] < task["estimate"] < task["ci_high"]
+    assert task["baseline"] == pytest.approx(0.85) and task["difference"] == pytest.approx(want["mean"] - 0.85)
+    assert task["passed"] is (want["mean"] >= 0.7 and 0.85 - want["mean"] <= 0.05)
+    assert summary["cost"]["production_usd"] == pytest.approx(want["cost"])
+    assert summary["cost"]["reevaluation_usd"] == pytest.approx(want["reeval_cost"]) and want["reeval_cost"] > 0
+    assert summary["cost"]["judge_usd"] is None and summary["cost"]["judge_calls"] == 0  # no jury in this plan
+    assert summary["alerts"]["count"] == want["alerts"] > 0
+    assert len(summary["reevaluations"]) == want["reevaluations"] == 1
+    assert summary["reevaluations"][0]["served_model"] == V2
+    assert summary["audit"]["ok"] is True
+
+    html = render_committee(report)
+    row = re.search(r'<tr data-task="knowledge-qa">(.*?)</tr>', html, re.S)
+    assert row is not None
+    cells = dict(re.findall(r'data-field="(\w+)">([^<]*)<', row.group(1)))
+    assert int(cells["n"]) == want["n"] and int(cells["runs"]) == want["runs"]
+    assert cells["estimate"].startswith(f"{want['mean']:.3f} (")
+    assert f"{want['cost']:,.4f}" in re.search(r'id="summary-cost">([^<]*)<', html).group(1)  # type: ignore[union-attr]
+
+
+def test_report_shows_handling_changes_limitations_and_the_approved_plan(demo: DemoRun) -> None:
+    with Session(demo.engine) as session:
+        report = build_committee_report(session, demo.plan, parse_period("2026-11"),
+                                        now=datetime(2026, 12, 1, tzinfo=timezone.utc))
+    html = render_committee(report)
+    acted = next(a for a in report.alerts if a.id == demo.acted_on)
+    assert acted.handling[0].startswith("acknowledged by owner@hospital.example at 2026-11-")
+    assert acted.handling[1].startswith("resolved by owner@hospital.example")
+    assert acted.minutes_to_ack is not None and acted.minutes_to_resolve == acted.minutes_to_ack + 90
+    assert "acknowledged by owner@hospital.example" in html and "vendor rolled back the update" in html
+    kinds = {d["kind"] for d in report.decisions}
+    assert {"alert_acknowledged", "alert_resolved"} <= kinds
+    if len(report.alerts) > 1:
+        assert report.silences and report.silences[0]["created_by"] == "tech@hospital.example"
+    # the model swap: the new identity, the detected change and its re-evaluation
+    assert any(m["served_model"] == V2 for m in report.identities)
+    assert [(c["kind"], c["source"]) for c in report.changes] == [("model", "detected")]
+    assert 'data-reevaluation="1"' in html and V2 in html
+    assert "SIMULATED model" in html
+    assert "Local questions differ from MedQA items." in report.limitations
+    assert any("public benchmark" in item for item in report.limitations)
+    assert report.plan_record is not None and report.plan_record["actor"] == "medmon serve"
+    assert "min_score: 0.7" in report.plan_record["text"] and "Approved by Dr. Owner" in html
+
+
+def test_october_holds_only_the_october_runs(demo: DemoRun) -> None:
+    want = expected_evidence(demo.engine, "2026-10-01", "2026-11-01")
+    with Session(demo.engine) as session:
+        summary = build_committee_report(session, demo.plan, parse_period("2026-10"),
+                                         now=datetime(2026, 11, 1, tzinfo=timezone.utc)).summary()
+    assert summary["tasks"][0]["runs"] == want["runs"] == 2
+    assert summary["tasks"][0]["n"] == want["n"]
+    assert summary["reevaluations"] == [] and summary["model_changes"] == 0
+
+
+def test_cli_writes_the_report_and_its_json_summary(demo: DemoRun, tmp_path: Path) -> None:
+    out = tmp_path / "nov.html"
+    result = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-11", "--out", str(out), "--no-pdf",
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    want = expected_evidence(demo.engine, *NOVEMBER)
+    assert summary["tasks"][0]["n"] == want["n"] and summary["outputs"] == {"html": str(out), "pdf": None}
+    page = out.read_text()
+    for heading in ("1. Use case and owners", "2. Each task", "3. Alerts and how they were handled",
+                    "4. Model changes and re-evaluations", "5. Cost", "6. Limitations of the evidence",
+                    "7. The monitoring plan as approved", "8. Audit log integrity"):
+        assert heading in page
+    bad = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-13", "--no-pdf"])
+    assert bad.exit_code == 2 and "month must be 01-12" in bad.output
+
+
+def test_plan_document_from_the_plan_file(demo: DemoRun, tmp_path: Path) -> None:
+    data = yaml.safe_load(demo.plan_path.read_text())
+    data["alerts"]["routes"] = [{"name": "pharmacy-oncall", "url": "https://hooks.example/services/s3cr3t-token"}]
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(yaml.safe_dump(data))
+    out = tmp_path / "plan.html"
+    result = runner.invoke(app, ["report", str(plan_path), "--plan", "--out", str(out), "--no-pdf", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["sha256"] == hashlib.sha256(plan_path.read_bytes()).hexdigest()
+    page = out.read_text()
+    for step in ("Step 1. Intended use", "Step 2. MedHELM mapping", "Step 3. Benchmark evidence",
+                 "Step 4. Local validation and thresholds", "Step 5. Controls"):
+        assert step in page
+    assert "Providing Clinical Knowledge Support" in page and "owner@hospital.example" in page
+    assert "No local validation is recorded" in page  # the plan states none
+    assert "pharmacy-oncall (webhook)" in page and "s3cr3t-token" not in page  # routes by name, never their URL
+
+
+def test_a_tampered_audit_log_shows_in_the_report(engine: Engine, make_plan: Callable[..., Plan]) -> None:
+    at = datetime(2026, 11, 5, tzinfo=timezone.utc)
+    with session_scope(engine) as session:
+        for i in range(3):
+            record(session, AuditKind.alert_acknowledged, "owner@hospital.example", f"alert:{i}", {"note": "ok"}, at)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE auditevent SET actor = 'someone-else@hospital.example' WHERE seq = 2"))
+    with Session(engine) as session:
+        report = build_committee_report(session, make_plan(), parse_period("2026-11"), now=at, plan_text="x")
+    html = render_committee(report)
+    assert report.audit["ok"] is False and "TAMPERED" in html and "entry seq 2" in html
+    assert "No plan is recorded in the audit log" in html
+
+
+@pytest.mark.skipif(find_chromium() is None, reason="no Chromium to print a PDF with")
+def test_pdf_is_printed_where_chromium_exists(demo: DemoRun, tmp_path: Path) -> None:
+    out = tmp_path / "nov.html"
+    result = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-11", "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    pdf = Path(json.loads(result.stdout)["outputs"]["pdf"])
+    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 10_000
+
+
+PERIODS = {
+    "month": ("2026-11", "2026-11-01", "2026-12-01"),
+    "december": ("2026-12", "2026-12-01", "2027-01-01"),
+    "quarter": ("2026-Q4", "2026-10-01", "2027-01-01"),
+    "year": ("2026", "2026-01-01", "2027-01-01"),
+    "range": ("2026-11-01..2026-11-15", "2026-11-01", "2026-11-16"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PERIODS))
+def test_periods(case: str) -> None:
+    label, start, end = PERIODS[case]
+    period = parse_period(label)
+    assert (period.start.date().isoformat(), period.end.date().isoformat()) == (start, end)
+    assert period.start.tzinfo is not None
+
+
+@pytest.mark.parametrize("bad", ["2026-13", "Nov 2026", "2026-11-15..2026-11-01", "2026-02-30..2026-03-01"])
+def test_bad_periods_say_what_is_expected(bad: str) -> None:
+    with pytest.raises(ValueError):
+        parse_period(bad)

@@ -1,0 +1,120 @@
+"""Redaction before storage: identifiers are masked, clinical content is not, and the plan can
+keep no text at all while every score is still stored."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from monitor.context import load_context
+from monitor.pipeline import run_task_probe
+from monitor.plan import Plan
+from probes.models import ProbeResult, ProbeResultBase
+from probes.packs import load_pack
+from probes.redaction import PATTERNS, RedactorError, keep, load_redactor, protect_results, redact
+from probes.simulator import Phase, create_simulator
+
+IDENTIFIERS = {
+    # pattern: (text, redacted)
+    "email": ("Send results to jane.doe@hospital.org today.", "Send results to [EMAIL] today."),
+    "ssn": ("SSN 123-45-6789 on file", "SSN [SSN] on file"),
+    "dob": ("DOB: 03/14/1950, allergic to penicillin", "DOB: [DOB], allergic to penicillin"),
+    "date": ("Admitted on 2025-03-04 and again March 3, 2024.", "Admitted on [DATE] and again [DATE]."),
+    "mrn": ("MRN: A1234567 and medical record number 00987654", "MRN: [MRN] and medical record number [MRN]"),
+    "phone": ("Call (555) 123-4567 or +44 20 7946 0958", "Call [PHONE] or [PHONE]"),
+    "long_id": ("Account 12345678 closed", "Account [ID] closed"),
+    "address": ("Lives at 1234 Oak Tree Lane, Springfield", "Lives at [ADDRESS], Springfield"),
+    "zip": ("Springfield, IL 62704", "Springfield, IL [ZIP]"),
+    "labelled_name": ("Patient: John Q. Public, 45, presents with chest pain",
+                      "Patient: [NAME], 45, presents with chest pain"),
+    "titled_name": ("Mrs. Ana María Lopez-Smith was seen", "[NAME] was seen"),
+}
+
+
+def test_every_builtin_pattern_has_a_case() -> None:
+    assert {name for name, _, _ in PATTERNS} == set(IDENTIFIERS)
+
+
+@pytest.mark.parametrize("name", sorted(IDENTIFIERS))
+def test_builtin_redactor_masks_identifiers(name: str) -> None:
+    raw, expected = IDENTIFIERS[name]
+    assert redact(raw) == expected
+
+
+CLINICAL = [
+    "B",
+    "The answer is C. Warfarin's effect rises with fluconazole.",
+    "Creatinine clearance is 78.5 mL/min; BP 120/80 mmHg; Na 135-145 mmol/L.",
+    "Give 0.5 mg/kg IV over 10 minutes, then 1,000,000 units daily.",
+    "QTc (Bazett) = 452 ms. CHA2DS2-VASc = 4, HAS-BLED = 2, MELD 23.",
+    "Patient: 67-year-old man with INR 2.5-3.5 target.",
+    "Dr. House recommends a ratio of 1:2 and a dose of 3.1415926 mg.",
+]
+
+
+@pytest.mark.parametrize("answer", CLINICAL)
+def test_clinical_content_is_left_alone(answer: str) -> None:
+    assert redact(answer) == answer
+
+
+def shout(text: str) -> str:
+    return "[checked] " + text.upper()
+
+
+def explode(text: str) -> str:
+    raise RuntimeError(f"cannot handle {text}")
+
+
+NOT_CALLABLE = 42
+
+
+def test_redactors_are_resolved_by_name() -> None:
+    assert load_redactor("builtin") is redact and load_redactor("none") is keep
+    assert load_redactor("tests.probes.test_redaction:shout")("ok") == "[checked] OK"
+    with pytest.raises(RedactorError, match="cannot import module 'no.such.module'"):
+        load_redactor("no.such.module:f")
+    with pytest.raises(RedactorError, match="has no callable 'NOT_CALLABLE'"):
+        load_redactor("tests.probes.test_redaction:NOT_CALLABLE")
+
+
+def _result(**fields: Any) -> ProbeResultBase:
+    return ProbeResultBase(task_id="t", canary_id="c", score=1.0, correct=True, **fields)
+
+
+def test_protect_results_redacts_drops_or_fails_closed() -> None:
+    results = [_result(answer="Call 555-123-4567"), _result(error_type="timeout", error="no answer within 5s")]
+    redacted = protect_results(results, redact)
+    assert redacted[0].answer == "Call [PHONE]" and redacted[1].error == "no answer within 5s"
+    dropped = protect_results(results, redact, store_text=False)
+    assert [r.answer for r in dropped] == [None, None] and [r.score for r in dropped] == [1.0, 1.0]
+    closed = protect_results(results, explode)
+    assert closed[0].answer is None  # a failing plug-in never lets the raw text through
+    assert closed[1].error == "timeout"
+    assert results[0].answer == "Call 555-123-4567"  # the caller's results are not modified
+
+
+@pytest.mark.parametrize("privacy, expect", [
+    ({"redactor": "tests.probes.test_redaction:shout", "store_text": True}, "shouted"),
+    ({"redactor": "builtin", "store_text": False}, "none"),
+])
+def test_pipeline_stores_only_what_the_plan_allows(serve: Callable[..., Any], make_plan: Callable[..., Plan],
+                                                   engine: Engine, privacy: dict[str, Any], expect: str) -> None:
+    sim = serve(create_simulator(load_pack("clinical_knowledge_mcq").canaries, [Phase(0, accuracy=0.9)], seed=1))
+    plan = make_plan(privacy=privacy, deployment={"base_url": f"{sim.url}/v1", "model": "medmon-simulator/clinical-v1",
+                                                  "api_key_env": "X", "timeout_s": 5, "max_retries": 0})
+    outcome = run_task_probe(engine, plan, load_context(plan, plan.tasks[0]), rng=random.Random(3),
+                             now=lambda: datetime(2026, 11, 1, tzinfo=timezone.utc))
+    with Session(engine) as session:
+        rows = session.exec(select(ProbeResult).where(ProbeResult.run_id == outcome.run_id)).all()
+    assert len(rows) == 20 and all(r.score is not None for r in rows)
+    assert outcome.mean_score == pytest.approx(sum(r.score or 0 for r in rows) / 20)
+    if expect == "shouted":
+        assert all(r.answer is not None and r.answer.startswith("[checked] ") for r in rows)
+    else:
+        assert all(r.answer is None for r in rows)
