@@ -4,14 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-sqlite test-postgres services migrations-check install system-deps clean
+.PHONY: demo test test-sqlite test-postgres services migrations-check migration-initial install system-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip uv
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev]'
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -47,6 +47,13 @@ test-postgres: $(STAMP) system-deps services
 # Fails while the migrations and the SQLModel tables disagree (add a revision: migrations/README).
 migrations-check: $(STAMP)
 	DO_NOT_TRACK=1 $(BIN)/python -m pytest tests/monitor/test_migrations.py -q
+
+# Before the first release only: rebuild the initial migration from the current tables.
+migration-initial: $(STAMP)
+	rm -f migrations/versions/0001_initial_schema.py medmon-migration.db
+	MEDMON_DATABASE_URL=sqlite:///medmon-migration.db $(BIN)/alembic revision --autogenerate -m "initial schema" --rev-id 0001 >/dev/null
+	sed -i 's/^Create Date: .*/Create Date: first release/' migrations/versions/0001_initial_schema.py
+	rm -f medmon-migration.db
 
 clean:
 	rm -rf $(VENV) medmon-demo .pytest_cache

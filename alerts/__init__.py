@@ -19,6 +19,7 @@ from alerts.lifecycle import (
     open_alerts,
     open_fingerprints,
     pending_count,
+    record_signals,
     resolve,
 )
 from alerts.matchers import Matcher
@@ -42,11 +43,11 @@ from alerts.silences import active_silences, create_silence, expire_silence, lis
 from alerts.status import lifecycle_status, status_of
 
 __all__ = [
-    "CHANNEL_TYPES",
     "Alert",
     "AlertError",
     "AlertEvent",
     "AlertStatus",
+    "CHANNEL_TYPES",
     "Channel",
     "DeliveryError",
     "DeliveryPolicy",
@@ -90,6 +91,7 @@ __all__ = [
     "open_fingerprints",
     "pending_count",
     "prune_delivered",
+    "record_signals",
     "requeue",
     "resolve",
     "severity_for",

@@ -31,18 +31,36 @@ def as_policy(routes: Routing) -> NotifyPolicy:
     return routes if isinstance(routes, NotifyPolicy) else NotifyPolicy.for_routes(list(routes))
 
 
+def record_signals(session: Session, signals: Sequence[Signal], now: datetime) -> list[Alert | None]:
+    """Apply each signal to its alert (create, refresh, resolve), writing no notification.
+
+    Returns, per signal, the alert it created, refreshed or resolved (None when a clearing
+    signal names no open alert). ``alerts.dispatch.flush`` then writes what is due.
+    """
+    fingerprints = sorted({s.fingerprint for s in signals})
+    known = {a.fingerprint: a for a in session.exec(select(Alert).where(col(Alert.fingerprint).in_(fingerprints)))}
+    created: list[tuple[Alert, Signal]] = []
+    alerts = [_apply(session, known, created, s, now) for s in signals]
+    if created:
+        session.flush()  # ids for the new alerts' first history entry
+        for alert, signal in created:
+            assert alert.id is not None
+            session.add(AlertEvent(alert_id=alert.id, at=now, actor="medmon", from_status=None,
+                                   to_status=AlertStatus.firing.value, note=signal.summary))
+    session.flush()
+    return alerts
+
+
 def apply_signals(session: Session, signals: Sequence[Signal], routes: Routing, now: datetime
                   ) -> list[Alert | None]:
     """Apply each signal, then write the notifications now due for the groups they touched.
 
-    Returns, per signal, the alert it created, refreshed or resolved (None when a clearing
-    signal names no open alert). Findings from one probe thus reach each route as one
-    notification per task, not one per finding.
+    Findings from one probe thus reach each route as one notification per task, not one per
+    finding. Returns what ``record_signals`` returns.
     """
-    alerts = [_apply(session, s, now) for s in signals]
+    alerts = record_signals(session, signals, now)
     touched = {a.group_key for a in alerts if a is not None}
     if touched:
-        session.flush()
         flush(session, as_policy(routes), now, groups=touched)
     return alerts
 
@@ -52,8 +70,9 @@ def apply_signal(session: Session, signal: Signal, routes: Routing, now: datetim
     return apply_signals(session, [signal], routes, now)[0]
 
 
-def _apply(session: Session, signal: Signal, now: datetime) -> Alert | None:
-    alert = session.exec(select(Alert).where(Alert.fingerprint == signal.fingerprint)).first()
+def _apply(session: Session, known: dict[str, Alert], created: list[tuple[Alert, Signal]], signal: Signal,
+           now: datetime) -> Alert | None:
+    alert = known.get(signal.fingerprint)
     if signal.firing:
         if alert is None:
             alert = Alert(fingerprint=signal.fingerprint, group_key=signal.group_key, labels=signal.labels,
@@ -62,17 +81,15 @@ def _apply(session: Session, signal: Signal, now: datetime) -> Alert | None:
             _update(alert, signal, now)
             sync_status(alert)
             session.add(alert)
-            session.flush()
-            assert alert.id is not None
-            session.add(AlertEvent(alert_id=alert.id, at=now, actor="medmon", from_status=None,
-                                   to_status=AlertStatus.firing.value, note=signal.summary))
+            known[signal.fingerprint] = alert
+            created.append((alert, signal))
             return alert
         if alert.ends_at is not None:  # fires again after it resolved: a new episode
             alert.starts_at, alert.ends_at = now, None
             alert.acknowledged_by = alert.acknowledged_at = alert.ack_note = None
             alert.resolved_by = alert.resolve_reason = None
             alert.escalated_at = alert.escalated_to = None
-            record_event(session, alert, AlertStatus.firing, now, "medmon", signal.summary)
+            _history(session, alert, AlertStatus.firing, now, signal.summary)
             sync_status(alert)
         _update(alert, signal, now)
         session.add(alert)
@@ -81,10 +98,16 @@ def _apply(session: Session, signal: Signal, now: datetime) -> Alert | None:
         return None
     alert.ends_at, alert.resolved_by = now, "medmon"
     alert.resolve_reason = signal.summary or "stream recovered"
-    record_event(session, alert, AlertStatus.resolved, now, "medmon", alert.resolve_reason)
+    _history(session, alert, AlertStatus.resolved, now, alert.resolve_reason)
     sync_status(alert)
     session.add(alert)
     return alert
+
+
+def _history(session: Session, alert: Alert, to: AlertStatus, now: datetime, note: str) -> None:
+    if alert.id is None:  # created earlier in this same batch
+        session.flush()
+    record_event(session, alert, to, now, "medmon", note)
 
 
 def _update(alert: Alert, signal: Signal, now: datetime) -> None:

@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from pydantic import SecretStr  # noqa: E402
 from sqlalchemy.engine import Engine  # noqa: E402
-from sqlmodel import Session, col, func, select  # noqa: E402
+from sqlmodel import Session, func, select  # noqa: E402
 
 from alerts import (  # noqa: E402
     DeliveryPolicy,
@@ -169,15 +169,18 @@ def latency(workdir: Path, samples: int, every_s: float, rng: random.Random) -> 
     proc = start_worker(db_url, f"{server.url}/alerts", every_s=every_s, drain=False)
     out = []
     try:
-        time.sleep(2.0)  # let the worker import and start polling
+        with Session(engine) as s:  # warm-up: the worker has started once this arrives
+            apply_signal(s, signal_for("warm-up", "score", True), POLICY, utcnow())
+            s.commit()
+        wait_for(lambda: len(state.received) == 1, 60, "the warm-up notification")
         for i in range(samples):
             time.sleep(rng.uniform(0, every_s))  # a random phase against the worker's tick
             with Session(engine) as s:
                 found = time.time()
                 apply_signal(s, signal_for(f"lat-{i:04d}", "score", True), POLICY, utcnow())
                 s.commit()
-            wait_for(lambda: len(state.received) > i, 30, f"sample {i}")
-            out.append(state.received[i].received_at - found)
+            wait_for(lambda: len(state.received) > i + 1, 30, f"sample {i}")
+            out.append(state.received[i + 1].received_at - found)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(10)
@@ -206,9 +209,14 @@ def burst(workdir: Path, alerts: int, down_s: float, rng: random.Random) -> dict
     port = free_port()  # the receiver is down: nothing listens here yet
     url = f"http://127.0.0.1:{port}/alerts"
     first = start_worker(db_url, url)
-    time.sleep(down_s)
-    with Session(engine) as s:
-        tried = int(s.exec(select(func.count()).select_from(Notification).where(col(Notification.attempts) > 0)).one())
+
+    def attempts() -> int:
+        with Session(engine) as s:
+            return int(s.exec(select(func.sum(Notification.attempts))).one() or 0)
+
+    wait_for(lambda: attempts() > 0, 60, "the worker's first attempt")
+    time.sleep(down_s)  # the receiver stays down this long after the worker first finds it down
+    tried = attempts()
     app = create_receiver(SECRET, delay_s=0.01)
     state: ReceiverState = app.state.receiver
     server: RunningServer = serve_in_thread(app, port=port)
@@ -226,7 +234,7 @@ def burst(workdir: Path, alerts: int, down_s: float, rng: random.Random) -> dict
     with Session(engine) as s:
         dead = int(s.exec(select(func.count()).select_from(Notification)
                           .where(Notification.status == NotificationStatus.dead)).one())
-    return {"alerts": alerts, "notifications": total, "build_s": build_s, "tried_while_down": tried,
+    return {"alerts": alerts, "notifications": total, "build_s": build_s, "attempts_while_down": tried,
             "delivered_at_kill": at_kill, "delivered": delivered, "accepted_keys": accepted,
             "keys_accepted_twice": repeats, "copies_dropped_by_receiver": state.duplicates, "dead": dead,
             "ok": float(delivered == expected == accepted and repeats == 0)}

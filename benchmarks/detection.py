@@ -198,7 +198,7 @@ def family_z(args: argparse.Namespace) -> float:
     return max(2.0, NormalDist().inv_cdf(1 - args.alpha / args.streams))
 
 
-def section_promise(args: argparse.Namespace, rng: np.random.Generator) -> float:
+def section_promise(args: argparse.Namespace, rng: np.random.Generator) -> None:
     m, n, alpha = args.streams, args.horizon, args.alpha
     a = m * n / alpha
     total = args.reps * m
@@ -220,7 +220,6 @@ def section_promise(args: argparse.Namespace, rng: np.random.Generator) -> float
         run = f"{total * n / count:,.0f}" if count else f"> {total * n / 3:,.0f} (none seen)"
         print(f"| {label} | {hit.any(axis=1).mean():.3f} ({args.reps} families) | {count} of {total:,} streams "
               f"| {run} |")
-    return a
 
 
 def section_delays(args: argparse.Namespace, rng: np.random.Generator) -> None:
@@ -421,6 +420,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--skip-river", action="store_true")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--quick", action="store_true", help="smoke run: few repetitions, short horizon")
+    parser.add_argument("--only", default="promise,delays,paired,oneshot,speed",
+                        help="comma-separated sections to run (promise, delays, paired, oneshot, speed)")
     args = parser.parse_args(argv)
     if args.quick:
         args.reps, args.horizon, args.cal_reps, args.cal_streams, args.paired_families = 20, 3000, 20, 400, 5
@@ -428,11 +429,18 @@ def main(argv: list[str] | None = None) -> None:
     self_check(rng)
     started = time.perf_counter()
     print(f"# medmon detection benchmark (seed {args.seed}, {args.reps} repetitions, N = {args.horizon:,})")
-    a = section_promise(args, rng)
-    section_delays(args, rng)
-    section_paired(args, rng, a)
-    section_one_shot(args, rng)
-    section_speed()
+    only = set(args.only.split(","))
+    a = args.streams * args.horizon / args.alpha
+    if "promise" in only:
+        section_promise(args, rng)
+    if "delays" in only:
+        section_delays(args, rng)
+    if "paired" in only:
+        section_paired(args, rng, a)
+    if "oneshot" in only:
+        section_one_shot(args, rng)
+    if "speed" in only:
+        section_speed()
     print(f"\nTotal time: {time.perf_counter() - started:,.0f} s")
 
 

@@ -116,7 +116,7 @@ def throughput(rounds: int) -> list[dict[str, float]]:
     rows = []
     with Simulator(LATENCY_S) as sim:
         for level in LEVELS:
-            async def go() -> tuple[float, int]:
+            async def go(level: int = level) -> tuple[float, int]:
                 async with ModelClient(settings(sim.url, level)) as client:
                     await _calls(client, pool, level)  # warm the connection pool
                     started = time.perf_counter()

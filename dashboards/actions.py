@@ -14,12 +14,10 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from alerts import Alert, Notification, acknowledge, resolve
-from alerts.outbox import requeue
-from alerts.silences import silence_alert as silence_one
+from alerts import Alert, Notification, acknowledge, requeue, resolve
+from alerts import silence_alert as silence_one
 from dashboards.auth import Viewer
-from monitor import audit
-from monitor.audit import AuditKind
+from monitor.audit import AuditKind, record
 from monitor.plan import Plan
 from monitor.storage import session_scope
 
@@ -30,7 +28,7 @@ class NotAllowed(PermissionError):
 
 def _record(session: Session, kind: AuditKind, viewer: Viewer, alert: Alert, details: dict[str, Any],
             now: datetime) -> None:
-    audit.record(session, kind, viewer.actor, f"alert:{alert.id}",
+    record(session, kind, viewer.actor, f"alert:{alert.id}",
                  details | {"task": alert.task_id, "rule": alert.rule, "fingerprint": alert.fingerprint,
                             "authenticated": viewer.authenticated, "via": "dashboard"}, now)
 

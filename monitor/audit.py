@@ -96,6 +96,18 @@ def entry_hash(seq: int, at: datetime, kind: str, actor: str, subject: str, deta
     return hashlib.sha256((prev_hash + body).encode("utf-8")).hexdigest()
 
 
+def _jsonable(value: object) -> object:
+    if isinstance(value, datetime):
+        return _instant(value)
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, (set, frozenset, tuple)):
+        return sorted(value, key=str) if isinstance(value, (set, frozenset)) else list(value)
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"audit details must be JSON data; got {type(value).__name__}")
+
+
 def _kind(kind: AuditKind | str) -> AuditKind:
     try:
         return AuditKind(kind)
@@ -139,7 +151,8 @@ def record(session: Session, kind: AuditKind | str, actor: str, subject: str, de
     kind = _kind(kind)
     if not actor.strip():
         raise ValueError("an audit entry needs an actor")
-    payload: dict[str, Any] = json.loads(canonical(dict(details or {})))  # what is stored is what is hashed
+    # What is stored is what is hashed: times, enums and paths become text once, here.
+    payload: dict[str, Any] = json.loads(json.dumps(dict(details or {}), default=_jsonable, allow_nan=False))
     at = as_utc(now).astimezone(timezone.utc)
     head = _lock_head(session)
     seq = head.seq + 1
@@ -189,45 +202,48 @@ def verify(session: Session, expect: tuple[int, str] | None = None) -> VerifyRep
     the entry at that ``seq`` must still carry that hash, which catches a rewrite of the whole
     chain and its head.
     """
-    rows = session.exec(select(AuditEvent).order_by(col(AuditEvent.seq), col(AuditEvent.id))).all()
+    columns = (AuditEvent.id, AuditEvent.seq, AuditEvent.at, AuditEvent.kind, AuditEvent.actor, AuditEvent.subject,
+               AuditEvent.details, AuditEvent.prev_hash, AuditEvent.hash)
+    # Streamed in chunks: a years-long log need not fit in memory to be checked.
+    rows = session.exec(select(*columns).order_by(col(AuditEvent.seq), col(AuditEvent.id))
+                        .execution_options(yield_per=2000))
     problems: list[AuditProblem] = []
-    prev_hash, expected_seq = GENESIS, 1
-    by_seq: dict[int, AuditEvent] = {}
-    for row in rows:
-        by_seq[row.seq] = row
-        if row.seq > expected_seq:
-            missing = (f"entry seq {expected_seq} is" if row.seq == expected_seq + 1
-                       else f"entries seq {expected_seq}-{row.seq - 1} are")
-            problems.append(AuditProblem(row.seq, row.id, f"{missing} missing (deleted); the chain resumes here"))
-        elif row.seq < expected_seq:
-            problems.append(AuditProblem(row.seq, row.id, f"out of order: expected seq {expected_seq}"))
-        if row.prev_hash != prev_hash:
-            problems.append(AuditProblem(row.seq, row.id, f"link broken: prev_hash {row.prev_hash[:12]}... does not "
-                                                          f"match the hash of the entry before ({prev_hash[:12]}...): "
-                                                          "an entry before it was deleted, inserted or rewritten"))
-        recomputed = entry_hash(row.seq, row.at, row.kind, row.actor, row.subject, row.details or {}, row.prev_hash)
-        if recomputed != row.hash:
-            problems.append(AuditProblem(row.seq, row.id, f"content does not match its hash (kind {row.kind!r}, "
-                                                          f"actor {row.actor!r}, subject {row.subject!r}): "
-                                                          "the entry was edited after it was written"))
-        prev_hash, expected_seq = row.hash, max(expected_seq, row.seq) + 1
+    prev_hash, expected_seq, count = GENESIS, 1, 0
+    last_seq, last_hash, anchor_id, anchor_hash = 0, GENESIS, None, None
+    for row_id, seq, at, kind, actor, subject, details, row_prev, row_hash in rows:
+        count += 1
+        if expect is not None and seq == expect[0]:
+            anchor_id, anchor_hash = row_id, row_hash
+        if seq > expected_seq:
+            missing = (f"entry seq {expected_seq} is" if seq == expected_seq + 1
+                       else f"entries seq {expected_seq}-{seq - 1} are")
+            problems.append(AuditProblem(seq, row_id, f"{missing} missing (deleted); the chain resumes here"))
+        elif seq < expected_seq:
+            problems.append(AuditProblem(seq, row_id, f"out of order: expected seq {expected_seq}"))
+        if row_prev != prev_hash:
+            problems.append(AuditProblem(seq, row_id, f"link broken: prev_hash {row_prev[:12]}... does not "
+                                                      f"match the hash of the entry before ({prev_hash[:12]}...): "
+                                                      "an entry before it was deleted, inserted or rewritten"))
+        if entry_hash(seq, at, kind, actor, subject, details or {}, row_prev) != row_hash:
+            problems.append(AuditProblem(seq, row_id, f"content does not match its hash (kind {kind!r}, "
+                                                      f"actor {actor!r}, subject {subject!r}): "
+                                                      "the entry was edited after it was written"))
+        prev_hash, expected_seq = row_hash, max(expected_seq, seq) + 1
+        last_seq, last_hash = seq, row_hash
     head = session.get(AuditHead, 1)
-    last_seq, last_hash = (rows[-1].seq, rows[-1].hash) if rows else (0, GENESIS)
     if head is not None and (head.seq, head.hash) != (last_seq, last_hash):
         problems.append(AuditProblem(None, None, f"the log ends at seq {last_seq} but its head records seq {head.seq} "
                                                  f"({head.hash[:12]}...): newest entries were deleted or the head "
                                                  "was altered"))
-    if head is None and rows:
+    if head is None and count:
         problems.append(AuditProblem(None, None, "the head row is missing"))
     if expect is not None:
-        seq, digest = expect
-        row = by_seq.get(seq)
-        if row is None:
-            problems.append(AuditProblem(seq, None, "the expected anchor entry is missing"))
-        elif row.hash != digest:
-            problems.append(AuditProblem(seq, row.id, f"hash {row.hash[:12]}... differs from the expected anchor "
-                                                      f"{digest[:12]}...: the chain was rewritten"))
-    return VerifyReport(entries=len(rows), head_seq=last_seq, head_hash=last_hash, problems=problems)
+        if anchor_hash is None:
+            problems.append(AuditProblem(expect[0], None, "the expected anchor entry is missing"))
+        elif anchor_hash != expect[1]:
+            problems.append(AuditProblem(expect[0], anchor_id, f"hash {anchor_hash[:12]}... differs from the expected "
+                                                               f"anchor {expect[1][:12]}...: the chain was rewritten"))
+    return VerifyReport(entries=count, head_seq=last_seq, head_hash=last_hash, problems=problems)
 
 
 def list_events(session: Session, *, kind: AuditKind | str | None = None, subject: str | None = None,

@@ -247,7 +247,9 @@ def _update_pooled(session: Session, plan: Plan, ctx: TaskContext, member: Strea
     row = _row(session, spec, params, threshold)
     detector = build_detector("pooled_sr", spec.params, threshold, row.state or None)
     previous = row.status
-    finding = detector.push(ctx.task.id, member.xs, member.spec.null_mean, member.spec.params["sigma2"])
+    params_m = member.spec.params  # the member's null on the scale of its observations
+    mu0 = (1 - params_m["margin"]) / 2 if member.spec.detector == "paired_sr" else params_m["mu0"]
+    finding = detector.push(ctx.task.id, member.xs, mu0, params_m["sigma2"])
     status, finding = _settle(row, detector, finding, detector.last_x, "drop")
     row.status, row.evidence, row.n = status, float(detector.evidence), _seen(detector)
     row.state, row.updated_at = detector.state.to_dict(), now

@@ -17,6 +17,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import OperationalError
 from sqlmodel import SQLModel
 
 from monitor.errors import StorageError
@@ -74,6 +75,13 @@ def _run(engine: Engine, fn: str, revision: str) -> None:
 
 def upgrade(engine: Engine, revision: str = "head") -> UpgradeReport:
     """Bring the database to ``revision`` (the newest by default), adopting an unversioned one."""
+    try:
+        return _upgrade(engine, revision)
+    except OperationalError as exc:
+        raise StorageError(f"cannot migrate {engine.url.render_as_string()}: {str(exc.orig).strip()}") from exc
+
+
+def _upgrade(engine: Engine, revision: str) -> UpgradeReport:
     with engine.connect() as connection:
         before = current_revision(connection)
         tables = set(inspect(connection).get_table_names()) - IGNORED_TABLES
@@ -88,10 +96,12 @@ def upgrade(engine: Engine, revision: str = "head") -> UpgradeReport:
     return UpgradeReport(before, after, adopted)
 
 
-def ensure_current(engine: Engine) -> str:
+def ensure_current(engine: Engine, *, stamp: bool = True) -> str:
     """Refuse to run on a schema older than this code; stamp a fresh ``create_all`` database.
 
-    Returns the revision the database is at. Raises ``StorageError`` naming the command to run.
+    Returns the revision the database is (or, with ``stamp=False``, would be) at. Raises
+    ``StorageError`` naming the command to run. Only one process should stamp (the service's
+    leader): two stamping a fresh database at once would record the revision twice.
     """
     head = head_revision()
     with engine.connect() as connection:
@@ -103,8 +113,12 @@ def ensure_current(engine: Engine) -> str:
             if diff:
                 raise StorageError(f"the database schema at {engine.url.render_as_string()} is older than this "
                                    f"medmon ({len(diff)} difference(s), e.g. {diff[0]}): run 'medmon db upgrade'")
+        elif ScriptDirectory.from_config(alembic_config()).get_revision(current) is None:
+            raise StorageError(f"the database schema at {engine.url.render_as_string()} is at revision {current}, "
+                               "which this medmon does not know: a newer medmon upgraded it; upgrade medmon")
         else:
             raise StorageError(f"the database schema at {engine.url.render_as_string()} is at revision {current}, "
                                f"this medmon needs {head}: run 'medmon db upgrade'")
-    _run(engine, "stamp", "head")
+    if stamp:
+        _run(engine, "stamp", "head")
     return head

@@ -25,55 +25,71 @@ ALERTMANAGER_GROUP_INTERVAL = timedelta(seconds=10)
 ALERTMANAGER_MAX_ALERTS = 1000
 
 
-def _secret(route: Route, where: str, field: str, env_name: str | None, env: Mapping[str, str],
-            issues: list[PlanIssue]) -> SecretStr | None:
-    if env_name is None:
-        return None
-    value = env.get(env_name)
-    if not value:
-        issues.append(PlanIssue(f"{where}.{field}", f"route {route.name!r}: environment variable {env_name} is not set"))
-        return None
-    return SecretStr(value)
+class _Reader:
+    """Reads one route's secrets from the environment, collecting what is wrong."""
+
+    def __init__(self, route: Route, where: str, env: Mapping[str, str], require_env: bool) -> None:
+        self.route, self.where, self.env, self.require_env = route, where, env, require_env
+        self.issues: list[PlanIssue] = []
+        self.missing = False
+
+    def issue(self, field: str, message: str) -> None:
+        self.issues.append(PlanIssue(f"{self.where}{field}", f"route {self.route.name!r}: {message}"))
+
+    def secret(self, field: str, env_name: str | None) -> SecretStr | None:
+        if env_name is None:
+            return None
+        value = self.env.get(env_name)
+        if not value:
+            self.missing = True
+            if self.require_env:
+                self.issue(f".{field}", f"environment variable {env_name} is not set")
+            return None
+        return SecretStr(value)
 
 
-def _config(route: Route, where: str, env: Mapping[str, str], issues: list[PlanIssue]) -> object | None:
-    before = len(issues)
-    url = SecretStr(route.url) if route.url is not None else _secret(route, where, "url_env", route.url_env, env, issues)
+def _config(route: Route, where: str, env: Mapping[str, str], issues: list[PlanIssue], *,
+            require_env: bool = True) -> object | None:
+    """The route's channel config, or None after adding to ``issues`` what prevents it."""
+    read = _Reader(route, where, env, require_env)
+    url = SecretStr(route.url) if route.url is not None else read.secret("url_env", route.url_env)
     if url is not None and not _URL.match(url.get_secret_value()):
-        field = "url" if route.url is not None else "url_env"
-        issues.append(PlanIssue(f"{where}.{field}", f"route {route.name!r}: expected an http(s) URL"
-                                + ("" if route.url is not None else f" in {route.url_env}")))
+        read.issue(".url" if route.url is not None else ".url_env",
+                   "expected an http(s) URL" + ("" if route.url is not None else f" in {route.url_env}"))
     values: dict[str, object] = {"name": route.name, "timeout_s": route.timeout_s}
     if url is not None:
         values["url"] = url
     if route.type == "webhook":
-        values["secret"] = _secret(route, where, "secret_env", route.secret_env, env, issues)
+        values["secret"] = read.secret("secret_env", route.secret_env)
     elif route.secret_env is not None:
-        issues.append(PlanIssue(f"{where}.secret_env", f"route {route.name!r}: only webhook routes are signed"))
+        read.issue(".secret_env", "only webhook routes are signed")
     if route.type == "pagerduty":
-        values["routing_key"] = _secret(route, where, "routing_key_env", route.routing_key_env, env, issues)
-    if len(issues) > before:
+        values["routing_key"] = read.secret("routing_key_env", route.routing_key_env)
+    issues.extend(read.issues)
+    if read.issues or read.missing:
         return None
     config_cls, _ = CHANNEL_TYPES[route.type]
     try:
         return config_cls(**values)
     except ValidationError as exc:
-        issues.extend(PlanIssue(f"{where}", f"route {route.name!r}: {e['msg']}") for e in exc.errors())
+        issues.extend(PlanIssue(where, f"route {route.name!r}: {e['msg']}") for e in exc.errors())
         return None
 
 
 def check_routes(plan: Plan, environ: Mapping[str, str] | None = None, *,
-                 line: Callable[..., int | None] | None = None) -> list[PlanIssue]:
-    """Every problem with the routes' secrets and URLs in this environment (empty when none).
+                 line: Callable[..., int | None] | None = None, require_env: bool = False) -> list[PlanIssue]:
+    """Problems with the routes' URLs and secrets in this environment (empty when none).
 
-    ``line(*location)`` gives the plan line of a field (as ``medmon check`` does), so each issue
-    points at the route's entry in the file.
+    ``medmon check`` runs where the secrets may not be set (a laptop, CI), so by default an
+    unset variable is not a problem here (``build_channels`` refuses it when the service
+    starts), but a variable that is set must hold a usable value. ``line(*location)`` gives the
+    plan line of a field, so each issue points at the route's entry in the file.
     """
     env = os.environ if environ is None else environ
     issues: list[PlanIssue] = []
     for i, route in enumerate(plan.alerts.routes):
         found: list[PlanIssue] = []
-        _config(route, f"alerts.routes[{i}]", env, found)
+        _config(route, f"alerts.routes[{i}]", env, found, require_env=require_env)
         for issue in found:
             field = issue.path.rsplit(".", 1)[-1] if issue.path.count(".") > 1 else None
             at = line("alerts", "routes", i, *([field] if field else [])) if line is not None else None

@@ -155,7 +155,7 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
     engine = wait_for_database(url, stop, opts.database_retry_s)
     if engine is None:
         return result
-    ensure_current(engine)
+    ensure_current(engine, stamp=False)  # refuse an old schema before writing anything; the leader stamps
     record_plan_file(engine, plan_path, local_actor("medmon serve"), opts.now())  # audits a changed plan
     identity = worker_identity()
     dispatch, runtime = _make_dispatch(engine, plan, opts.now)
@@ -185,6 +185,7 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
             status.role = "leader"
             result.led = True
             if scheduler is None:
+                ensure_current(engine)
                 if plan.service.executor == "inprocess":
                     left = mark_interrupted(engine, opts.now())
                     if left:

@@ -19,11 +19,11 @@ from alerts import (
     Notification,
     Signal,
     Subject,
-    apply_signals,
     beat,
     flush,
     last_beat,
     open_fingerprints,
+    record_signals,
     severity_for,
 )
 from alerts.rules import (
@@ -163,5 +163,5 @@ def alert_pass(session: Session, plan: Plan, now: datetime) -> list[Notification
     signals += _transitions(session, [missed] if missed is not None else [])
     pulse = beat(session, HEARTBEAT, now, tolerance=tolerance)
     signals += stale_signals(session, plan, now, since=as_utc(pulse.since))
-    apply_signals(session, signals, policy, now)
+    record_signals(session, signals, now)
     return flush(session, policy, now)

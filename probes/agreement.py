@@ -104,7 +104,7 @@ def judge_score_series(session: Session, task_id: str, limit: int = 500) -> dict
                                func.min(JuryVerdict.created_at))
                         .where(col(JuryVerdict.result_id).in_(ids), col(JuryVerdict.parse_status).in_(VALID),
                                col(JuryVerdict.score).is_not(None))
-                        .group_by(JuryVerdict.result_id, JuryVerdict.judge)).all()
+                        .group_by(col(JuryVerdict.result_id), col(JuryVerdict.judge))).all()
     by_result: dict[int, dict[str, float]] = defaultdict(dict)
     stamps: dict[int, datetime] = {}
     for result_id, judge, mean, created in rows:
@@ -141,7 +141,7 @@ class JuryLedger:
 
 def jury_ledger(session: Session, task_id: str | None = None, since: datetime | None = None) -> JuryLedger:
     """Judge calls, tokens, cost and parse statuses, for one task or all, optionally since a time."""
-    query = select(JudgeCall.parse_status, func.count(), func.sum(JudgeCall.prompt_tokens),
+    query = select(JudgeCall.parse_status, func.count(), func.sum(JudgeCall.prompt_tokens),  # type: ignore[call-overload]
                    func.sum(JudgeCall.completion_tokens), func.sum(JudgeCall.cost_usd))
     if task_id is not None:
         query = query.where(JudgeCall.task_id == task_id)

@@ -75,7 +75,7 @@ class ModelSettings:
             max_concurrency=getattr(endpoint, "max_concurrency"), temperature=getattr(endpoint, "temperature"),
             max_tokens=getattr(endpoint, "max_tokens"), system_prompt=getattr(endpoint, "system_prompt"),
             input_per_mtok=price.input_per_mtok, output_per_mtok=price.output_per_mtok,
-            name=name or getattr(endpoint, "name", "production"), **optional,
+            name=str(name or getattr(endpoint, "name", "production")), **optional,
         )
 
     def guard(self) -> CallGuard:
@@ -236,7 +236,7 @@ class ModelClient:
                 output_tokens=completion.completion_tokens if completion else None,
                 system_fingerprint=completion.system_fingerprint if completion else None,
                 error_type=None if isinstance(outcome, Completion) else outcome.kind,
-                attempts=completion.attempts if completion else outcome.attempts))  # type: ignore[union-attr]
+                attempts=completion.attempts if completion else outcome.attempts))
         if isinstance(outcome, Completion):
             return outcome
         raise outcome

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from types import TracebackType
+from typing import TypeVar
 
 from baselines.canary import Canary
 from probes.client import Completion, ModelClient, ModelSettings
@@ -54,6 +55,8 @@ CRITERION_TEXT = {
 
 JUDGE_SYSTEM = (f"You are a medical expert judging a response written by a language model deployed in a clinical "
                 f"setting. Judge strictly and only by the criteria given. {JUDGE_MARKER}")
+
+T = TypeVar("T", int, float)
 
 RETRY_NUDGE = "That was not the JSON object requested. Reply with only the JSON object, in the structure given."
 
@@ -162,11 +165,13 @@ def _first_object(text: str) -> object | None:
     if start < 0:
         return None
     try:
-        return json.JSONDecoder().raw_decode(text, start)[0]
+        found: object = json.JSONDecoder().raw_decode(text, start)[0]
+        return found
     except json.JSONDecodeError:
         end = text.rfind("}")
         try:
-            return json.loads(text[start:end + 1]) if end > start else None
+            fallback: object = json.loads(text[start:end + 1]) if end > start else None
+            return fallback
         except json.JSONDecodeError:
             return None
 
@@ -244,12 +249,8 @@ def aggregate(verdicts: Sequence[JudgeVerdict], scale_min: int = 1, scale_max: i
     if len(means) >= 2:
         pairs = list(combinations(means, 2))
         agreement = 1 - sum(abs(a - b) for a, b in pairs) / len(pairs) / span
-        unanimous = all(len({s.score for s in col}) == 1 for col in zip(*(v.scores for v in valid)))
+        unanimous = all(len({s.score for s in col}) == 1 for col in zip(*(v.scores for v in valid), strict=True))
     return JuryOutcome(tuple(verdicts), mean, (mean - scale_min) / span, len(valid), agreement, unanimous)
-
-
-def _add(a: int | float | None, b: int | float | None) -> int | float | None:
-    return b if a is None else a if b is None else a + b
 
 
 class Jury:
@@ -284,38 +285,44 @@ class Jury:
 
     async def _ask(self, name: str, client: ModelClient, messages: list[dict[str, str]]) -> JudgeVerdict:
         s = self.settings
-        ledger: dict[str, int | float | None] = {"prompt_tokens": None, "completion_tokens": None, "cost_usd": None}
-        attempts, last, text = 0, None, ""
+        spent: list[Completion] = []  # every answer the judge gave, paid for whether it parsed or not
+        attempts, text = 0, ""
+
+        def verdict(status: ParseStatus, scores: tuple[CriterionScore, ...], ask: int, error_type: str | None = None,
+                    error: str | None = None) -> JudgeVerdict:
+            last = spent[-1] if spent else None
+            return JudgeVerdict(
+                name, client.settings.model, status, scores, asks=ask, attempts=attempts,
+                prompt_tokens=_total([c.prompt_tokens for c in spent]),
+                completion_tokens=_total([c.completion_tokens for c in spent]),
+                cost_usd=_total([c.cost_usd for c in spent]), latency_s=last.latency_s if last else None,
+                served_model=last.served_model if last else None,
+                system_fingerprint=last.system_fingerprint if last else None, error_type=error_type, error=error)
+
         for ask in (1, 2):
             try:
-                completion: Completion | None = await client.complete(messages)
-            except EmptyCompletion as exc:
-                completion = exc.completion if isinstance(exc.completion, Completion) else None
+                completion = await client.complete(messages)
+            except EmptyCompletion as exc:  # an empty verdict is malformed output: asked again once
                 attempts += exc.attempts
+                if isinstance(exc.completion, Completion):
+                    spent.append(exc.completion)
+                text = ""
             except ModelCallError as exc:
                 attempts += exc.attempts
-                return JudgeVerdict(name, client.settings.model, ParseStatus.failed, asks=ask, attempts=attempts,
-                                    error_type=exc.kind, error=str(exc)[:500], **_ledger(ledger, last))
+                return verdict(ParseStatus.failed, (), ask, exc.kind, str(exc)[:500])
             else:
-                assert completion is not None
                 attempts += completion.attempts
-            if completion is not None:
-                for key in ledger:
-                    ledger[key] = _add(ledger[key], getattr(completion, key))
-                last, text = completion, completion.text
+                spent.append(completion)
+                text = completion.text
             scores = parse_verdict(text, s.criteria, s.scale_min, s.scale_max)
             if scores is not None:
-                status = ParseStatus.ok if ask == 1 else ParseStatus.retried_ok
-                return JudgeVerdict(name, client.settings.model, status, scores, asks=ask, attempts=attempts,
-                                    **_ledger(ledger, last))
+                return verdict(ParseStatus.ok if ask == 1 else ParseStatus.retried_ok, scores, ask)
             messages = [*messages, {"role": "assistant", "content": text}, {"role": "user", "content": RETRY_NUDGE}]
-        return JudgeVerdict(name, client.settings.model, ParseStatus.unparsed,
-                            tuple(CriterionScore(c, None) for c in s.criteria), asks=2, attempts=attempts,
-                            error="judge output is not the requested JSON verdict", **_ledger(ledger, last))
+        return verdict(ParseStatus.unparsed, tuple(CriterionScore(c, None) for c in s.criteria), 2,
+                       error="judge output is not the requested JSON verdict")
 
 
-def _ledger(ledger: dict[str, int | float | None], last: Completion | None) -> dict[str, object]:
-    return {"prompt_tokens": ledger["prompt_tokens"], "completion_tokens": ledger["completion_tokens"],
-            "cost_usd": ledger["cost_usd"], "latency_s": last.latency_s if last else None,
-            "served_model": last.served_model if last else None,
-            "system_fingerprint": last.system_fingerprint if last else None}
+def _total(values: Sequence[T | None]) -> T | None:
+    """Sum of the known values; None when none is known."""
+    known = [v for v in values if v is not None]
+    return sum(known[1:], known[0]) if known else None

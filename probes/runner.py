@@ -158,7 +158,7 @@ def finish_run(session: Session, run: ProbeRun, results: Sequence[ProbeResultBas
     run.finished_at = finished_at
     session.add(run)
     session.flush()
-    for row, result in zip(rows, results):
+    for row, result in zip(rows, results, strict=True):
         outcome = getattr(result, "jury", None)
         if isinstance(outcome, JuryOutcome):
             store_jury(session, row, outcome, finished_at)

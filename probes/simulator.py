@@ -205,7 +205,7 @@ def _verdict(prompt: str, behaviour: JudgeBehaviour, served: int, draws: list[fl
     shift = behaviour.offset + (behaviour.drift_offset if behaviour.drift_after is not None
                                 and served > behaviour.drift_after else 0.0)
     verdict = {}
-    for criterion, draw in zip(_criteria(prompt), draws):
+    for criterion, draw in zip(_criteria(prompt), draws, strict=True):
         noise = 0.0
         if draw < behaviour.noise:
             noise = -1.0 if draw < behaviour.noise / 2 else 1.0

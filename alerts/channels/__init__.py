@@ -20,9 +20,9 @@ CHANNEL_TYPES: dict[str, tuple[type[ChannelConfig], type]] = {
 }
 
 __all__ = [
-    "CHANNEL_TYPES",
     "AlertmanagerChannel",
     "AlertmanagerConfig",
+    "CHANNEL_TYPES",
     "Channel",
     "ChannelConfig",
     "HttpSender",

@@ -9,7 +9,8 @@ from sqlmodel import Session
 from dashboards.auth import require_viewer
 from dashboards.data import current_plan, engine_for, refresh_every
 from dashboards.layout import header, interval
-from monitor.read import alerts_list, task_overview
+from monitor.read import category_streams, open_alerts_view, task_overview
+from monitor.storage import utcnow
 
 plan = current_plan()
 viewer = require_viewer(plan)
@@ -21,7 +22,8 @@ header(plan, viewer, f"medmon · {plan.use_case.name}")
 def overview() -> None:
     with Session(engine) as session:
         rows = task_overview(session, plan)
-        alerts = alerts_list(session, open_only=True)
+        alerts = open_alerts_view(session, utcnow())
+        pooled = category_streams(session)
     degraded = [r for r in rows if r.status == "degraded"]
     watching = [r for r in rows if r.status == "watching"]
     if degraded:
@@ -50,11 +52,20 @@ def overview() -> None:
                "threshold; watching while evidence builds up or an alert is open.")
     for r in rows[:12]:
         st.page_link("views/task.py", label=f"{r.task}: {r.status} — open the task", query_params={"task": r.task})
-    st.subheader("Open alerts")
+    if pooled:
+        st.subheader("Category detectors")
+        st.caption("Each pools the tasks of one MedHELM category, so a small drop shared by several tasks shows.")
+        st.dataframe(pd.DataFrame([{"category": p.category, "stream": p.key.rsplit(":", 2)[-2], "status": p.status,
+                                    "evidence": p.evidence, "alarm threshold": p.threshold, "n": p.n}
+                                   for p in pooled]), hide_index=True, width="stretch")
+    st.subheader(f"Open alerts ({len(alerts)})")
     if not alerts:
         st.write("None.")
-    for a in alerts:
-        st.warning(f"**{a.severity.value}** · {a.status.value} · {a.summary} · owner: {a.owner}")
+    else:
+        st.dataframe(pd.DataFrame([{"severity": a.severity, "status": a.status, "task": a.task, "summary": a.summary,
+                                    "owner": a.owner, "since": a.since} for a in alerts]),
+                     hide_index=True, width="stretch")
+        st.page_link("views/alerts.py", label="Acknowledge, resolve or silence on the Alerts page")
 
 
 overview()

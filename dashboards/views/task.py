@@ -20,6 +20,7 @@ from monitor.read import (
     recent_answers,
     run_series,
     slice_gaps,
+    stream_name,
     subgroup_slices,
     task_overview,
 )
@@ -75,7 +76,7 @@ def detail() -> None:
         st.write("No detector has run for this task yet.")
     else:
         st.dataframe(pd.DataFrame([{
-            "stream": s.metric, "direction": s.direction, "status": s.status.value,
+            "stream": stream_name(s.key, task_id), "status": s.status.value,
             "evidence": s.evidence, "alarm threshold": s.threshold,
             "progress to alarm": _progress(s.evidence, s.threshold), "reference": s.null_mean,
             "baseline": s.baseline_mean, "n": s.n, "segment": s.segment, "updated": s.updated_at} for s in states]),

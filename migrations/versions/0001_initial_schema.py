@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-29 16:16:21.624996
+Create Date: first release
 """
 
 from collections.abc import Sequence
@@ -56,7 +56,7 @@ def upgrade() -> None:
     op.create_table('auditevent',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('seq', sa.Integer(), nullable=False),
-    sa.Column('at', sa.DateTime(timezone=True), nullable=False),
+    sa.Column('at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
     sa.Column('kind', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('actor', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('subject', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
@@ -108,6 +108,16 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_baseline_benchmark'), ['benchmark'], unique=False)
         batch_op.create_index(batch_op.f('ix_baseline_model'), ['model'], unique=False)
 
+    op.create_table('burnin',
+    sa.Column('task_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('version', sa.Integer(), nullable=False),
+    sa.Column('runs', sa.Integer(), nullable=False),
+    sa.Column('complete', sa.Boolean(), nullable=False),
+    sa.Column('instances', sa.JSON(), nullable=True),
+    sa.Column('started_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
+    sa.Column('completed_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
+    sa.PrimaryKeyConstraint('task_id')
+    )
     op.create_table('changerecord',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('task_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
@@ -140,10 +150,35 @@ def upgrade() -> None:
     sa.Column('segment', sa.Integer(), nullable=False),
     sa.Column('state', sa.JSON(), nullable=True),
     sa.Column('updated_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
+    sa.Column('detector', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('family', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('params', sa.JSON(), nullable=True),
     sa.PrimaryKeyConstraint('key')
     )
     with op.batch_alter_table('detectorstate', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_detectorstate_task_id'), ['task_id'], unique=False)
+
+    op.create_table('driftreport',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('task_id', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('created_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
+    sa.Column('reference_from', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
+    sa.Column('reference_to', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
+    sa.Column('current_from', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
+    sa.Column('current_to', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
+    sa.Column('n_reference', sa.Integer(), nullable=False),
+    sa.Column('n_current', sa.Integer(), nullable=False),
+    sa.Column('columns', sa.JSON(), nullable=True),
+    sa.Column('drifted', sa.JSON(), nullable=True),
+    sa.Column('summary', sa.JSON(), nullable=True),
+    sa.Column('html', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('html_path', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('json_text', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.PrimaryKeyConstraint('id')
+    )
+    with op.batch_alter_table('driftreport', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_driftreport_created_at'), ['created_at'], unique=False)
+        batch_op.create_index(batch_op.f('ix_driftreport_task_id'), ['task_id'], unique=False)
 
     op.create_table('findingrecord',
     sa.Column('id', sa.Integer(), nullable=False),
@@ -556,6 +591,11 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_findingrecord_created_at'))
 
     op.drop_table('findingrecord')
+    with op.batch_alter_table('driftreport', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_driftreport_task_id'))
+        batch_op.drop_index(batch_op.f('ix_driftreport_created_at'))
+
+    op.drop_table('driftreport')
     with op.batch_alter_table('detectorstate', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_detectorstate_task_id'))
 
@@ -565,6 +605,7 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_changerecord_created_at'))
 
     op.drop_table('changerecord')
+    op.drop_table('burnin')
     with op.batch_alter_table('baseline', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_baseline_model'))
         batch_op.drop_index(batch_op.f('ix_baseline_benchmark'))

@@ -31,7 +31,16 @@ from monitor.read.jury import (
     verdicts_for,
     window_alphas,
 )
-from monitor.read.overview import BaselineBand, TaskRow, baseline_band, recent_estimate, task_overview
+from monitor.read.overview import (
+    BaselineBand,
+    PooledStream,
+    TaskRow,
+    baseline_band,
+    category_streams,
+    recent_estimate,
+    stream_name,
+    task_overview,
+)
 from monitor.read.records import (
     ApprovedPlan,
     AuditEntry,
@@ -72,6 +81,7 @@ __all__ = [
     "JudgeDay",
     "ModelChange",
     "OpenAlert",
+    "PooledStream",
     "Reevaluation",
     "RunPoint",
     "SilenceRow",
@@ -88,6 +98,7 @@ __all__ = [
     "audit_log",
     "baseline_band",
     "baselines_by_taxonomy",
+    "category_streams",
     "cost_by_day",
     "cost_by_task",
     "dead_letter_list",
@@ -105,6 +116,7 @@ __all__ = [
     "score_history",
     "silences",
     "slice_gaps",
+    "stream_name",
     "subgroup_slices",
     "task_overview",
     "unread_verdicts",

@@ -7,13 +7,9 @@ from datetime import datetime
 
 from sqlmodel import Session, col, select
 
-from alerts import Alert
-from alerts.history import alert_history
+from alerts import Alert, AlertEvent, active_silences, alert_history, dead_letters, list_silences, status_of
 from alerts.lifecycle import OPEN
-from alerts.models import AlertEvent
-from alerts.outbox import dead_letters
-from alerts.silences import active_silences, list_silences
-from alerts.status import silenced_by, status_of
+from alerts.status import silenced_by
 from monitor.read._sql import as_time
 
 _SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}

@@ -60,7 +60,14 @@ def recent_estimate(session: Session, task_id: str,
     return mean, lo, hi, int(n)
 
 
-def _status(streams: list[tuple[str, str, StreamStatus]], ci_high: float | None, min_score: float,
+def stream_name(key: str, task_id: str) -> str:
+    """A detector's stream as people read it: ``score_paired (drop)`` from ``task:score_paired:drop``."""
+    rest = key.removeprefix(f"{task_id}:")
+    name, _, direction = rest.rpartition(":")
+    return f"{name} ({direction})" if name else rest
+
+
+def _status(streams: list[tuple[str, StreamStatus]], ci_high: float | None, min_score: float,
             open_alerts: int) -> tuple[str, str]:
     """The task's status and the reason for it, in words a committee member can act on.
 
@@ -68,17 +75,17 @@ def _status(streams: list[tuple[str, str, StreamStatus]], ci_high: float | None,
     approval threshold; watching: evidence is building up, or an alert is still open; ok
     otherwise (a recovered stream counts as ok).
     """
-    degraded = [f"{m} ({d})" for m, d, s in streams if s == StreamStatus.degraded]
+    degraded = sorted({name for name, s in streams if s == StreamStatus.degraded})
     if degraded:
-        return "degraded", "detector alarm: " + ", ".join(sorted(degraded))
+        return "degraded", "detector alarm: " + ", ".join(degraded)
     if ci_high is not None and ci_high < min_score:
         return "degraded", f"recent score interval is under the approval threshold {min_score:.2f}"
-    watching = [f"{m} ({d})" for m, d, s in streams if s == StreamStatus.watching]
+    watching = sorted({name for name, s in streams if s == StreamStatus.watching})
     if watching:
-        return "watching", "evidence building: " + ", ".join(sorted(watching))
+        return "watching", "evidence building: " + ", ".join(watching)
     if open_alerts:
         return "watching", f"{open_alerts} open alert(s)"
-    if any(s == StreamStatus.recovered for _, _, s in streams):
+    if any(s == StreamStatus.recovered for _, s in streams):
         return "ok", "recovered"
     return "ok", ""
 
@@ -90,11 +97,11 @@ def task_overview(session: Session, plan: Plan) -> list[TaskRow]:
     the recent estimate is one indexed query per task.
     """
     ids = [t.id for t in plan.tasks]
-    streams: dict[str, list[tuple[str, str, StreamStatus]]] = {i: [] for i in ids}
-    for task_id, metric, direction, status in session.exec(
-            select(DetectorState.task_id, DetectorState.metric, DetectorState.direction, DetectorState.status)
+    streams: dict[str, list[tuple[str, StreamStatus]]] = {i: [] for i in ids}
+    for task_id, key, status in session.exec(
+            select(DetectorState.task_id, DetectorState.key, DetectorState.status)
             .where(col(DetectorState.task_id).in_(ids))).all():
-        streams[task_id].append((metric, direction, StreamStatus(status)))
+        streams[task_id].append((stream_name(key, task_id), StreamStatus(status)))
     last_probe = {t: as_time(v) for t, v in session.exec(
         select(ProbeRun.task_id, func.max(ProbeRun.finished_at)).where(col(ProbeRun.task_id).in_(ids))
         .group_by(ProbeRun.task_id)).all()}
@@ -148,3 +155,24 @@ def baseline_band(session: Session, plan: Plan, task_id: str) -> BaselineBand | 
     span = (b.scale_max - b.scale_min) or 1.0
     return BaselineBand(b.normalized, (b.ci_low - b.scale_min) / span, (b.ci_high - b.scale_min) / span, b.n,
                         b.source_kind, b.version, b.model)
+
+
+@dataclass(frozen=True)
+class PooledStream:
+    """A detector over a whole MedHELM category (tasks pooled), which no single task row shows."""
+
+    key: str
+    category: str
+    status: str
+    evidence: float
+    threshold: float
+    n: int
+
+
+def category_streams(session: Session) -> list[PooledStream]:
+    """Detectors that pool a category's tasks (their ``task_id`` is ``category:<slug>``), worst first."""
+    rows = session.exec(select(DetectorState).where(col(DetectorState.task_id).startswith("category:"))).all()
+    out = [PooledStream(r.key, r.task_id.removeprefix("category:"), StreamStatus(r.status).value, r.evidence,
+                        r.threshold, r.n) for r in rows]
+    rank = {"degraded": 0, "watching": 1}
+    return sorted(out, key=lambda p: (rank.get(p.status, 2), p.key))

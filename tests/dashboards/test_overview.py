@@ -37,7 +37,10 @@ def test_overview_shows_degraded_task_and_alert(tmp_path: Path, monkeypatch: pyt
     assert not at.exception
     assert "1 task(s) degraded: knowledge-qa" in at.error[0].value
     table = at.dataframe[0].value
+    assert table["why"][0] == "detector alarm: score (drop)"
     assert list(table["task"]) == ["knowledge-qa"]
     assert table["category"][0] == "Clinical Decision Support"
     assert table["open alerts"][0] == 1
-    assert any("score dropped below its baseline" in w.value for w in at.warning)
+    alerts = at.dataframe[1].value
+    assert list(alerts["summary"]) == ["knowledge-qa: score dropped below its baseline"]
+    assert list(alerts["severity"]) == ["critical"]

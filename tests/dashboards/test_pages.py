@@ -59,7 +59,7 @@ def test_task_detail_shows_score_band_evidence_slices_and_answers(seeded: Seeded
     charts = at.get("plotly_chart")
     assert len(charts) == 4  # score, cost and latency, one per subgroup tag
     detectors = frame(at, "progress to alarm")
-    score = detectors[(detectors["stream"] == "score") & (detectors["direction"] == "drop")].iloc[0]
+    score = detectors[detectors["stream"] == "score (drop)"].iloc[0]
     assert score["status"] == "degraded" and score["reference"] < score["baseline"] == pytest.approx(0.85)
     gaps = frame(at, "gap now")
     assert set(gaps["tag"]) == {"age_band", "sex"}

@@ -255,3 +255,15 @@ def test_a_noop_import_report_is_not_audited(engine: Engine) -> None:
 def test_cli_verify_on_a_missing_database_is_an_input_error(tmp_path: Path) -> None:
     result = runner.invoke(app, ["audit", "verify", "--db", f"sqlite:///{tmp_path / 'none.db'}"])
     assert result.exit_code == 2 and "no database" in result.output
+
+
+def test_details_with_times_and_enums_are_stored_as_hashed(engine: Engine) -> None:
+    until = T0 + timedelta(days=2)
+    with session_scope(engine) as session:
+        event = record(session, AuditKind.alert_silenced, "owner@hospital.example", "alert:1",
+                       {"until": until, "kind": AuditKind.alert_silenced, "tasks": ("a", "b")}, T0)
+    assert event.details == {"until": "2026-11-03T08:00:00.000000+00:00", "kind": "alert_silenced", "tasks": ["a", "b"]}
+    assert _verify(engine).ok
+    with session_scope(engine) as session:
+        with pytest.raises(TypeError, match="audit details must be JSON data; got object"):
+            record(session, AuditKind.alert_silenced, "owner@hospital.example", "alert:1", {"x": object()}, T0)

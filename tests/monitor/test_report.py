@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from alerts import Alert, acknowledge, resolve
 from alerts.silences import silence_alert
-from monitor.audit import AuditKind, record
+from monitor.audit import AuditKind, record, record_plan
 from monitor.cli import app
 from monitor.context import load_context
 from monitor.pipeline import run_task_probe
@@ -76,8 +76,6 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoRun]:
     ctx = load_context(plan, plan.tasks[0])
     rng, now = random.Random(5), [START]
     with session_scope(engine) as session:
-        from monitor.audit import record_plan
-
         record_plan(session, plan_path.read_text(), str(plan_path), "medmon serve", START)
     for _ in range(52):
         run_task_probe(engine, plan, ctx, rng=rng, now=lambda: now[0])
@@ -245,6 +243,7 @@ def test_a_tampered_audit_log_shows_in_the_report(engine: Engine, make_plan: Cal
     assert "No plan is recorded in the audit log" in html
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(find_chromium() is None, reason="no Chromium to print a PDF with")
 def test_pdf_is_printed_where_chromium_exists(demo: DemoRun, tmp_path: Path) -> None:
     out = tmp_path / "nov.html"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import signal
 import socket
 import threading
-import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path

@@ -1,0 +1,132 @@
+"""Alert rules on plain data: severity by risk tier and impact, the approval-minimum rule on the
+interval, staleness, the monitor's heartbeat, detector alarms and model changes."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from alerts import Estimate, Rule, Severity, fingerprint, severity_for
+from alerts.rules import (
+    Impact,
+    below_minimum,
+    detector_alarm,
+    detector_recovered,
+    heartbeat_missed,
+    impact_of,
+    model_changed,
+    severity_of,
+    stale,
+)
+from tests.alerts.helpers import T0, subject
+
+
+@pytest.mark.parametrize(("tier", "override", "expected"), [
+    ("high", None, Severity.critical), ("medium", None, Severity.warning), ("low", None, Severity.info),
+    ("high", "warning", Severity.warning), ("low", "critical", Severity.critical),
+])
+def test_severity_follows_risk_tier_unless_the_task_overrides(tier: str, override: str | None,
+                                                             expected: Severity) -> None:
+    assert severity_for(tier, override) == expected
+
+
+@pytest.mark.parametrize(("impact", "task", "expected"), [
+    (Impact.quality, Severity.critical, Severity.critical),  # a dosing task's score: pages
+    (Impact.quality, Severity.warning, Severity.warning),  # an admin task's score: a warning
+    (Impact.operational, Severity.critical, Severity.warning),  # cost, latency, failures: at most warning
+    (Impact.operational, Severity.info, Severity.info),
+    (Impact.info, Severity.critical, Severity.info),
+])
+def test_severity_of_impact(impact: Impact, task: Severity, expected: Severity) -> None:
+    assert severity_of(impact, task) == expected
+
+
+@pytest.mark.parametrize(("rule", "impact"), [
+    (Rule.drift_drop, Impact.quality), (Rule.below_minimum, Impact.quality), (Rule.jury_disagreement, Impact.quality),
+    (Rule.cost_over_budget, Impact.operational), (Rule.latency_over_objective, Impact.operational),
+    (Rule.probes_failing, Impact.operational), (Rule.stale, Impact.operational),
+    (Rule.model_change, Impact.operational), (Rule.heartbeat, Impact.operational),
+    ("subgroup_gap", Impact.quality),
+])
+def test_rule_impact(rule: Rule | str, impact: Impact) -> None:
+    assert impact_of(rule) == impact
+
+
+# id: (estimate or None, expected firing: True / False / None for no verdict)
+MINIMUM = {
+    "too-few-results": (Estimate(0.40, 0.20, 0.60, 12), None),
+    "whole-interval-below": (Estimate(0.62, 0.58, 0.66, 200), True),
+    "one-bad-run-is-not-enough": (Estimate(0.66, 0.55, 0.77, 40), None),  # the interval still reaches 0.70
+    "estimate-back-at-minimum": (Estimate(0.71, 0.64, 0.78, 200), False),
+    "no-data": (None, None),
+}
+
+
+@pytest.mark.parametrize("case", list(MINIMUM))
+def test_below_minimum(case: str) -> None:
+    estimate, expected = MINIMUM[case]
+    signal = below_minimum(subject(), estimate, 0.70, min_n=30)
+    assert (signal.firing if signal is not None else None) is expected
+    if signal is not None and signal.firing:
+        assert signal.labels["rule"] == "below_minimum" and signal.labels["metric"] == "score"
+        assert signal.severity == Severity.critical
+        assert signal.evidence == {"estimate": 0.62, "ci_low": 0.58, "ci_high": 0.66, "n": 200, "minimum": 0.70}
+        assert "below the approved minimum 0.700" in signal.summary
+
+
+@pytest.mark.parametrize(("last_h", "since_h", "firing", "age_s"), [
+    (-3, -10, True, 3 * 3600),  # 3 h without usable data, 2 h allowed
+    (-1, -10, False, 3600),
+    (-5, -1, False, 3600),  # the monitor restarted an hour ago: its downtime is the heartbeat's to report
+    (None, -2.5, True, 2.5 * 3600),  # never any data since the monitor started
+])
+def test_stale(last_h: float | None, since_h: float, firing: bool, age_s: float) -> None:
+    last = T0 + timedelta(hours=last_h) if last_h is not None else None
+    signal = stale(subject(), last, timedelta(hours=2), T0, since=T0 + timedelta(hours=since_h))
+    assert signal.firing is firing
+    assert signal.evidence["age_s"] == age_s
+    assert signal.labels["rule"] == "stale" and signal.severity == Severity.warning
+    if firing:
+        assert "no usable probe data for" in signal.summary and "(allowed 2h00m" in signal.summary
+
+
+def test_heartbeat() -> None:
+    assert heartbeat_missed(subject(task=""), None, timedelta(minutes=5), T0) is None
+    gap = heartbeat_missed(subject(task=""), T0 - timedelta(hours=3), timedelta(minutes=5), T0)
+    assert gap is not None and gap.firing and gap.evidence["gap_s"] == 3 * 3600
+    assert gap.summary.startswith("monitor production: no heartbeat for 3h00m")
+    ok = heartbeat_missed(subject(task=""), T0 - timedelta(seconds=2), timedelta(minutes=5), T0)
+    assert ok is not None and not ok.firing and ok.fingerprint == gap.fingerprint
+
+
+def test_detector_alarm_wording_and_identity() -> None:
+    evidence = {"estimate": -0.12, "ci_low": -0.18, "ci_high": -0.06, "null_mean": -0.03, "n": 140,
+                "quantity": "paired difference"}
+    alarm = detector_alarm(subject(), "score", evidence)
+    assert alarm.summary == ("dosing: score dropped below its baseline (paired difference -0.120, 95% CI -0.180 to "
+                             "-0.060, null -0.030, n=140)")
+    assert alarm.labels["rule"] == "drift_drop" and alarm.severity == Severity.critical
+    cost = detector_alarm(subject(), "cost", {**evidence, "quantity": "mean"})
+    assert cost.labels["rule"] == "cost_over_budget" and cost.severity == Severity.warning
+    assert cost.summary.startswith("dosing: cost per call exceeds its budget (estimate -0.120")
+    recovered = detector_recovered(subject(), "score")
+    assert not recovered.firing and recovered.fingerprint == alarm.fingerprint
+    named = detector_alarm(subject(), "gap[sex=F]", evidence, rule="subgroup_gap", what="the F subgroup fell behind")
+    assert named.labels["rule"] == "subgroup_gap" and named.summary.startswith("dosing: the F subgroup fell behind")
+
+
+def test_fingerprint_ignores_evidence_and_wording() -> None:
+    a = detector_alarm(subject(), "score", {"estimate": 0.5, "ci_low": 0.4, "ci_high": 0.6, "null_mean": 0.8, "n": 50})
+    b = detector_alarm(subject(), "score", {"estimate": 0.4, "ci_low": 0.3, "ci_high": 0.5, "null_mean": 0.8, "n": 90})
+    other_task = detector_alarm(subject("triage"), "score", dict(a.evidence))
+    assert a.fingerprint == b.fingerprint == fingerprint(a.labels) != other_task.fingerprint
+    assert a.group_key == "production/dosing"
+
+
+def test_model_change() -> None:
+    signal = model_changed(subject(), ("sim/clinical-v1", "fp_1"), ("sim/clinical-v2", None))
+    assert signal.summary == ("dosing: served model changed from sim/clinical-v1 (fp_1) to sim/clinical-v2 "
+                              "(no fingerprint)")
+    assert signal.severity == Severity.warning and signal.labels["metric"] == "served_model"
+    assert signal.evidence["previous_fingerprint"] == "fp_1"
