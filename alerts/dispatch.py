@@ -74,7 +74,7 @@ def _flush_group(session: Session, policy: NotifyPolicy, key: str, silences: Seq
 
 def _members(session: Session, key: str, logs: dict[str, NotifyLog]) -> list[Alert]:
     """The group's open alerts, plus resolved ones some route may still have to hear about."""
-    told = set()
+    told: set[str] = set()
     for log in logs.values():
         told.update(log.firing, log.acknowledged)
     query = select(Alert).where(Alert.group_key == key)

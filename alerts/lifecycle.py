@@ -23,12 +23,16 @@ from alerts.status import lifecycle_status, sync_status
 
 OPEN = (AlertStatus.firing, AlertStatus.acknowledged, AlertStatus.silenced)
 
+# A NotifyPolicy notifies at once, in the caller's transaction. A plain list of route names (the
+# older form) cannot carry the plan's matchers or escalation, so with it the change is recorded
+# and the next periodic pass (``monitor.signals.alert_pass``), which has the policy, notifies.
 Routing = NotifyPolicy | Sequence[str]
 
 
-def as_policy(routes: Routing) -> NotifyPolicy:
-    """A policy as given, or the default policy over a list of route names."""
-    return routes if isinstance(routes, NotifyPolicy) else NotifyPolicy.for_routes(list(routes))
+def _notify_now(session: Session, routes: Routing | None, now: datetime, groups: set[str]) -> None:
+    if isinstance(routes, NotifyPolicy) and groups:
+        session.flush()
+        flush(session, routes, now, groups=groups)
 
 
 def record_signals(session: Session, signals: Sequence[Signal], now: datetime) -> list[Alert | None]:
@@ -56,12 +60,11 @@ def apply_signals(session: Session, signals: Sequence[Signal], routes: Routing, 
     """Apply each signal, then write the notifications now due for the groups they touched.
 
     Findings from one probe thus reach each route as one notification per task, not one per
-    finding. Returns what ``record_signals`` returns.
+    finding. ``routes`` is the ``NotifyPolicy`` (a list of route names defers notifying to the
+    periodic pass, see ``Routing``). Returns what ``record_signals`` returns.
     """
     alerts = record_signals(session, signals, now)
-    touched = {a.group_key for a in alerts if a is not None}
-    if touched:
-        flush(session, as_policy(routes), now, groups=touched)
+    _notify_now(session, routes, now, {a.group_key for a in alerts if a is not None})
     return alerts
 
 
@@ -133,7 +136,7 @@ def acknowledge(session: Session, alert_id: int, actor: str, note: str, now: dat
     """A person takes ownership of a firing alert: repeats and escalation stop until it fires anew.
 
     Routes that were told it fired hear that it was acknowledged (PagerDuty acknowledges the
-    incident): at once when ``routes`` is given, else at the next periodic flush.
+    incident): at once when ``routes`` is the ``NotifyPolicy``, else at the next periodic pass.
 
     Raises
     ------
@@ -152,17 +155,15 @@ def acknowledge(session: Session, alert_id: int, actor: str, note: str, now: dat
     record_event(session, alert, AlertStatus.acknowledged, now, actor, note)
     sync_status(alert)
     session.add(alert)
-    if routes is not None:
-        session.flush()
-        flush(session, as_policy(routes), now, groups=[alert.group_key])
+    _notify_now(session, routes, now, {alert.group_key})
     return alert
 
 
 def resolve(session: Session, alert_id: int, actor: str, reason: str, routes: Routing | None, now: datetime) -> Alert:
     """A person resolves an open alert with a reason; routes that were told it fired hear it ended.
 
-    The resolved notification is written at once when ``routes`` is given, else at the next
-    periodic flush. A later finding for the same labels opens a new episode.
+    The resolved notification is written at once when ``routes`` is the ``NotifyPolicy``, else
+    at the next periodic pass. A later finding for the same labels opens a new episode.
 
     Raises
     ------
@@ -180,15 +181,14 @@ def resolve(session: Session, alert_id: int, actor: str, reason: str, routes: Ro
     record_event(session, alert, AlertStatus.resolved, now, actor, reason)
     sync_status(alert)
     session.add(alert)
-    if routes is not None:
-        session.flush()
-        flush(session, as_policy(routes), now, groups=[alert.group_key])
+    _notify_now(session, routes, now, {alert.group_key})
     return alert
 
 
 def open_alerts(session: Session) -> list[Alert]:
     """Alerts not yet resolved (firing or acknowledged; silenced ones included), newest first."""
-    return list(session.exec(select(Alert).where(col(Alert.status).in_(OPEN)).order_by(col(Alert.starts_at).desc())).all())
+    query = select(Alert).where(col(Alert.status).in_(OPEN)).order_by(col(Alert.starts_at).desc())
+    return list(session.exec(query).all())
 
 
 def open_fingerprints(session: Session, fingerprints: Sequence[str]) -> set[str]:

@@ -42,7 +42,8 @@ class DeliveryPolicy:
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {self.max_attempts}")
         if not 0 < self.base_delay_s <= self.max_delay_s:
-            raise ValueError(f"expected 0 < base_delay_s <= max_delay_s, got {self.base_delay_s} and {self.max_delay_s}")
+            raise ValueError(f"expected 0 < base_delay_s <= max_delay_s, got {self.base_delay_s} and "
+                             f"{self.max_delay_s}")
 
     def delay(self, attempts: int, retry_after: float | None) -> timedelta:
         """Exponential backoff with jitter, never sooner than the receiver's Retry-After."""
@@ -72,7 +73,8 @@ def _lanes(session: Session, limit: int) -> dict[tuple[str, str], list[int]]:
                            .order_by(col(Notification.id)).limit(limit)).all()
     lanes: dict[tuple[str, str], list[int]] = {}
     for nid, group, route in pending:
-        lanes.setdefault((group, route), []).append(nid)
+        if nid is not None:
+            lanes.setdefault((group, route), []).append(nid)
     return lanes
 
 

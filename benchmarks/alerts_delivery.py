@@ -69,7 +69,8 @@ POLICY = NotifyPolicy.for_routes(["hook"])
 def signal_for(task: str, metric: str, firing: bool) -> Signal:
     subject = Subject("production", task, "medcalc_bench", "Clinical Decision Support", "Dr. Owner <o@h.example>",
                       f"http://127.0.0.1:8501/task?task={task}", Severity.critical)
-    return subject.signal("drift_drop", metric, firing=firing, summary=f"{task}: {metric} {'fired' if firing else 'ok'}",
+    summary = f"{task}: {metric} {'fired' if firing else 'ok'}"
+    return subject.signal("drift_drop", metric, firing=firing, summary=summary,
                           evidence={"estimate": 0.6, "ci_low": 0.55, "ci_high": 0.65, "n": 100})
 
 
@@ -179,7 +180,7 @@ def latency(workdir: Path, samples: int, every_s: float, rng: random.Random) -> 
                 found = time.time()
                 apply_signal(s, signal_for(f"lat-{i:04d}", "score", True), POLICY, utcnow())
                 s.commit()
-            wait_for(lambda: len(state.received) > i + 1, 30, f"sample {i}")
+            wait_for(lambda n=i + 1: len(state.received) > n, 30, f"sample {i}")
             out.append(state.received[i + 1].received_at - found)
     finally:
         proc.send_signal(signal.SIGTERM)

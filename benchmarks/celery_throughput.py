@@ -95,7 +95,10 @@ def run_once(workers: int, args: argparse.Namespace, sim_url: str) -> dict[str, 
         # Warm-up: one probe per worker pays the first-probe imports outside the timing.
         for i in range(workers):
             dispatch("task-00", start - timedelta(hours=i + 1), False)
+        warm = time.monotonic() + 120
         while complete_runs(engine) < workers:
+            if time.monotonic() > warm:
+                raise RuntimeError(f"warm-up probes did not complete; see {workdir}")
             time.sleep(0.05)
         t0 = time.perf_counter()
         for i in range(args.probes):

@@ -345,7 +345,7 @@ def render(plan_path: Path, db_url: str, repeat: int) -> dict[str, list[float]]:
 
 
 @contextmanager
-def scratch_postgres(server: str) -> Iterator[str]:
+def scratch_postgres(server: str, keep: bool = False) -> Iterator[str]:
     import psycopg
     from sqlalchemy.engine import make_url
 
@@ -357,8 +357,11 @@ def scratch_postgres(server: str) -> Iterator[str]:
     try:
         yield base.set(database=name).render_as_string(hide_password=False)
     finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if keep:
+            print(f"kept PostgreSQL database {name}")
+        else:
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def run_backend(backend: str, args: argparse.Namespace, folder: Path) -> None:
@@ -366,7 +369,7 @@ def run_backend(backend: str, args: argparse.Namespace, folder: Path) -> None:
     if backend == "sqlite":
         ctx: Any = nullcontext(f"sqlite:///{folder / 'bench.db'}")
     else:
-        ctx = scratch_postgres(args.pg_server)
+        ctx = scratch_postgres(args.pg_server, keep=args.keep is not None)
     with ctx as url:
         engine = make_engine(url)
         t0 = time.perf_counter()
@@ -394,7 +397,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--pg-server", default="postgresql://postgres@127.0.0.1:5432")
-    parser.add_argument("--keep", type=Path, help="write the SQLite database here and keep it")
+    parser.add_argument("--keep", type=Path, help="write the SQLite database here and keep it (and keep the "
+                        "PostgreSQL database)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.keep or Path(tmp)

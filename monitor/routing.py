@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
+from typing import Any
 from datetime import timedelta
 
 from pydantic import SecretStr, ValidationError
@@ -56,7 +57,7 @@ def _config(route: Route, where: str, env: Mapping[str, str], issues: list[PlanI
     if url is not None and not _URL.match(url.get_secret_value()):
         read.issue(".url" if route.url is not None else ".url_env",
                    "expected an http(s) URL" + ("" if route.url is not None else f" in {route.url_env}"))
-    values: dict[str, object] = {"name": route.name, "timeout_s": route.timeout_s}
+    values: dict[str, Any] = {"name": route.name, "timeout_s": route.timeout_s}
     if url is not None:
         values["url"] = url
     if route.type == "webhook":

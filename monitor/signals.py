@@ -101,7 +101,9 @@ def stream_signal(plan: Plan, ctx: TaskContext, update: StreamUpdate) -> Signal 
     return None
 
 
-def model_change_signal(plan: Plan, ctx: TaskContext, old: tuple[str, str | None], new: tuple[str, str | None]) -> Signal:
+def model_change_signal(plan: Plan, ctx: TaskContext, old: tuple[str, str | None],
+                        new: tuple[str, str | None]) -> Signal:
+    """The served model or its system fingerprint changed since the task's last probe."""
     return model_changed(task_subject(plan, ctx.task), old, new)
 
 

@@ -35,6 +35,7 @@ from probes.models import ProbeRun, RunStatus
 log = logging.getLogger("medmon.slots")
 
 MAX_ATTEMPTS = 3
+RACE_RETRIES = 2
 RETRYABLE = (RunStatus.running, RunStatus.interrupted, RunStatus.failed)
 
 
@@ -130,18 +131,29 @@ def run_slot(engine: Engine, plan: Plan, ctx: TaskContext, scheduled_for: dateti
 
     Errors propagate: the caller's job wrapper is the one place that stores them.
     """
-    slot_id = claim_slot(engine, ctx.task.id, scheduled_for, by=by, now=now(), retry=retry)
-    if slot_id is None:
-        log.info("slot %s@%s already probed or being probed; skipped", ctx.task.id, utc(scheduled_for).isoformat())
-        return None
+    for attempt in range(RACE_RETRIES + 1):
+        slot_id = claim_slot(engine, ctx.task.id, scheduled_for, by=by, now=now(), retry=retry or attempt > 0)
+        if slot_id is None:
+            log.info("slot %s@%s already probed or being probed; skipped", ctx.task.id, utc(scheduled_for).isoformat())
+            return None
 
-    def started(run_id: int) -> None:
-        link_run(engine, slot_id, run_id)
-        if on_start is not None:
-            on_start(run_id)
+        def started(run_id: int, slot_id: int = slot_id) -> None:
+            link_run(engine, slot_id, run_id)
+            if on_start is not None:
+                on_start(run_id)
 
-    return run_task_probe(engine, plan, ctx, rng=slot_rng(seed, ctx.task.id, scheduled_for), now=now,
-                          settings=settings, purpose="retry" if retry else "scheduled", on_start=started)
+        try:
+            return run_task_probe(engine, plan, ctx, rng=slot_rng(seed, ctx.task.id, scheduled_for), now=now,
+                                  settings=settings, purpose="retry" if retry or attempt else "scheduled",
+                                  on_start=started)
+        except IntegrityError as exc:
+            # Two processes raced to write a shared row (e.g. the first record of a baseline that
+            # several tasks use); the loser's transaction rolled back whole, so run the slot again.
+            if attempt == RACE_RETRIES:
+                raise
+            log.warning("probe of %s@%s lost a write race (%s); running it again", ctx.task.id,
+                        utc(scheduled_for).isoformat(), str(exc.orig).splitlines()[0] if exc.orig else exc)
+    return None  # unreachable: the loop returns or raises
 
 
 def explain_failure(exc: BaseException, engine: Engine) -> str:

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 Clock = Callable[[], float]
+_EPSILON = 1e-9
+_MIN_WAIT_S = 1e-6
 Sleep = Callable[[float], Awaitable[None]]
 
 
@@ -76,10 +78,10 @@ class TokenBucket:
         with self._lock:
             self._refill()
             need = min(amount, self.capacity)
-            if self._tokens >= need:
+            if self._tokens >= need - _EPSILON:  # float refills land a hair short of whole tokens
                 self._tokens -= amount
                 return 0.0
-            return (need - self._tokens) / self._rate
+            return max((need - self._tokens) / self._rate, _MIN_WAIT_S)
 
     def adjust(self, amount: float) -> None:
         """Give back (positive) or charge (negative) tokens once the true cost of a call is known."""

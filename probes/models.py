@@ -12,7 +12,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import JSON, Column
+from sqlalchemy import JSON, Column, Index
 from sqlmodel import Field, SQLModel
 
 from monitor.storage import utcnow
@@ -82,6 +82,10 @@ class ProbeResultBase(SQLModel):
 
 class ProbeResult(ProbeResultBase, table=True):
     """One canary's answer with its score, tokens, cost, latency and the served model's identity."""
+
+    # A task's newest results (the dashboard's recent estimate and answers) without walking
+    # every other task's rows: PostgreSQL cannot order the single-column task index by id.
+    __table_args__ = (Index("ix_proberesult_task_id_id", "task_id", "id"),)
 
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="proberun.id", index=True)

@@ -58,7 +58,8 @@ class TeamsChannel:
             {"type": "TextBlock", "size": "Large", "weight": "Bolder", "wrap": True,
              "text": f"medmon {notification['event']}: {task}"},
             {"type": "TextBlock", "isSubtle": True, "wrap": True,
-             "text": f"{counts['firing']} firing, {counts['acknowledged']} acknowledged, {counts['resolved']} resolved"},
+             "text": f"{counts['firing']} firing, {counts['acknowledged']} acknowledged, "
+                     f"{counts['resolved']} resolved"},
         ]
         listed = alerts[: self.config.max_listed]
         for a in listed:

@@ -1,4 +1,5 @@
-"""Model changes: served-model and fingerprint history, with the re-evaluations each triggered."""
+"""Model changes: served-model and fingerprint history, declared changes, and the re-evaluations
+each triggered, against the baseline and the approval threshold."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from sqlmodel import Session
 from dashboards.auth import require_viewer
 from dashboards.data import current_plan, engine_for, refresh_every
 from dashboards.layout import fmt, header, interval
-from monitor.read import model_changes
+from monitor.read import change_history, reevaluations, served_model_history
 
 plan = current_plan()
 viewer = require_viewer(plan)
@@ -17,34 +18,56 @@ engine = engine_for(plan)
 header(plan, viewer, "Model changes")
 
 
+def _verdict(passed: bool | None, conclusive: bool | None) -> str:
+    if passed is None:
+        return "pending"
+    return ("passed" if passed else "FAILED") + ("" if conclusive in (True, None) else " (inconclusive)")
+
+
 @st.fragment(run_every=refresh_every())
 def changes() -> None:
     with Session(engine) as session:
-        history = model_changes(session)
-    if not history:
+        served = served_model_history(session)
+        recorded = change_history(session)
+        evals = reevaluations(session)
+    if not served and not recorded:
         st.info("No served model recorded yet: the first probe records the model the deployment serves.")
         return
-    real = [c for c in history if c.is_change]
-    if real:
-        st.warning(f"{len(real)} change(s) of served model or fingerprint since go-live.")
+    swaps = [m for m in served if m.is_change]
+    if swaps:
+        st.warning(f"{len(swaps)} change(s) of served model or fingerprint since go-live.")
     else:
         st.success("The deployment has served the same model and fingerprint since go-live.")
+
+    st.subheader("Served model and fingerprint")
     st.dataframe(pd.DataFrame([{
-        "first seen": c.first_seen, "task": c.task, "served model": c.served_model,
-        "fingerprint": c.system_fingerprint or "", "previous": (f"{c.previous_model} ({c.previous_fingerprint or '-'})"
-                                                                if c.is_change else "go-live"),
-        "re-evaluations": len(c.reevaluations), "finding": c.summary} for c in history]),
-        hide_index=True, width="stretch", key="changes")
-    reevals = [(c, r) for c in history for r in c.reevaluations]
-    st.subheader(f"Re-evaluations ({len(reevals)})")
-    if not reevals:
-        st.write("No re-evaluation run yet. A change of model, fingerprint, prompt or judge calls for one.")
+        "first seen": m.first_seen, "task": m.task, "served model": m.served_model,
+        "fingerprint": m.system_fingerprint or "",
+        "before": f"{m.previous_model} ({m.previous_fingerprint or '-'})" if m.is_change else "go-live"}
+        for m in served]), hide_index=True, width="stretch")
+
+    st.subheader(f"Changes and their re-evaluations ({len(recorded)})")
+    if not recorded:
+        st.write("No change recorded. Declare one with `medmon change record`; detected ones appear here too.")
     else:
         st.dataframe(pd.DataFrame([{
-            "run": r.run_id, "task": c.task, "after change to": c.served_model, "started": r.started_at,
-            "status": r.status, "n": r.n, "score": fmt(r.mean), "95% CI": interval(r.ci_low, r.ci_high),
-            "approval threshold": plan.task(c.task).thresholds.min_score if c.task in {t.id for t in plan.tasks}
-            else None} for c, r in reevals]), hide_index=True, width="stretch", key="reevaluations")
+            "at": c.at, "task": c.task, "kind": c.kind, "source": c.source, "by": c.actor, "what": c.note,
+            "status": c.status, "re-evaluation": c.reevaluation.id if c.reevaluation else None,
+            "verdict": _verdict(c.reevaluation.passed, c.reevaluation.conclusive) if c.reevaluation else ""}
+            for c in recorded]), hide_index=True, width="stretch")
+
+    st.subheader(f"Re-evaluations ({len(evals)})")
+    if not evals:
+        st.write("No re-evaluation has run yet.")
+    else:
+        st.dataframe(pd.DataFrame([{
+            "id": r.id, "task": r.task, "started": r.started_at, "served model": r.served_model or "",
+            "n": r.n, "score": fmt(r.estimate), "95% CI": interval(r.ci_low, r.ci_high), "baseline": fmt(r.baseline),
+            "difference": fmt(r.difference, "+.2f"), "approval threshold": fmt(r.min_score),
+            "verdict": _verdict(r.passed, r.conclusive), "why": "; ".join(r.reasons), "status": r.status,
+            "adopted by": r.approved_by or ""} for r in evals]), hide_index=True, width="stretch")
+        st.caption("Adopting a re-evaluation as the new baseline takes an owner's recorded approval "
+                   "(`medmon baseline approve`); until then the task keeps its approved baseline.")
 
 
 changes()

@@ -6,7 +6,6 @@ import json
 
 import pandas as pd
 import streamlit as st
-import yaml
 from sqlmodel import Session
 
 from dashboards.auth import owner_emails, require_viewer
@@ -45,10 +44,46 @@ st.markdown(f"False-alarm budget: one false alarm in **{plan.detection.probes_be
             f"across the deployment · alert routes: "
             + (", ".join(f"{r.name} ({r.type})" for r in plan.alerts.routes) or "none")
             + f" · repeat interval {plan.alerts.repeat_interval}")
-extra = getattr(plan, "governance", None)
-if extra is not None:
-    st.subheader("Governance record")
-    st.code(yaml.safe_dump(extra.model_dump(mode="json"), sort_keys=False), language="yaml")
+gov = plan.governance
+st.subheader("Approval and evidence")
+if gov is None:
+    st.info("The plan has no governance section: no approval, evidence or controls are recorded in it.")
+else:
+    if gov.approval is not None:
+        a = gov.approval
+        st.markdown(f"Approved for go-live by **{a.approved_by.name}** ({a.approved_by.email}) on "
+                    f"**{a.approved_on:%Y-%m-%d}**" + (f" · {a.committee}" if a.committee else "")
+                    + (f" · reference {a.reference}" if a.reference else ""))
+    else:
+        st.warning("The plan records no go-live approval.")
+    mapped = gov.medhelm
+    lines = [f"- **MedHELM mapping:** {', '.join(mapped.categories + mapped.subcategories + mapped.benchmarks)}"
+             if (mapped.categories or mapped.subcategories or mapped.benchmarks)
+             else "- **MedHELM mapping:** from the tasks' benchmarks (see Baselines)"]
+    if gov.evidence.summary:
+        lines.append(f"- **Evidence:** {gov.evidence.summary}")
+    lines += [f"- **Known limitation:** {text}" for text in gov.evidence.limitations]
+    if gov.local_validation is not None:
+        lv = gov.local_validation
+        lines.append(f"- **Local validation:** {lv.description}" + (f" (n={lv.n})" if lv.n else "")
+                     + (f": {lv.result}" if lv.result else ""))
+    c = gov.controls
+    if c.decision_criteria:
+        lines.append(f"- **Decision criteria:** {c.decision_criteria}")
+    if c.human_review:
+        lines.append(f"- **Human review:** {c.human_review}")
+    if c.escalation:
+        lines.append(f"- **Escalation:** {c.escalation}")
+    lines.append("- **Longest gap between probes by risk tier:** "
+                 + ", ".join(f"{tier} {every}" for tier, every in c.max_probe_interval.items()))
+    lines.append(f"- **After a change of model, prompt or judge:** "
+                 f"{'re-evaluate at once' if c.reevaluation.on_detected_change else 're-evaluate when declared'}, "
+                 f"replaying every canary {c.reevaluation.repeats} time(s)")
+    st.markdown("\n".join(lines))
+    if gov.evidence.sources:
+        st.dataframe(pd.DataFrame([{"benchmark": e.benchmark, "source": e.source, "metric": e.metric or "",
+                                    "value": e.value, "n": e.n, "data access": e.data_access or "", "notes": e.notes}
+                                   for e in gov.evidence.sources]), hide_index=True, width="stretch")
 
 with Session(engine) as session:
     approved = approved_plan(session)

@@ -38,10 +38,10 @@ def overview() -> None:
     c3.metric("Watching", len(watching))
     c4.metric("Open alerts", len(alerts))
     table = pd.DataFrame([{
-        "task": r.task, "status": r.status, "why": r.reason, "category": r.category, "subcategory": r.subcategory,
-        "baseline": r.baseline, "current": r.estimate, "95% CI": interval(r.ci_low, r.ci_high), "n": r.n,
-        "approval threshold": r.min_score, "owner": r.owner, "risk tier": r.risk_tier, "last probe": r.last_probe,
-        "open alerts": r.open_alerts} for r in rows])
+        "task": r.task, "status": r.status, "current": r.estimate, "95% CI": interval(r.ci_low, r.ci_high),
+        "baseline": r.baseline, "approval threshold": r.min_score, "open alerts": r.open_alerts,
+        "last probe": r.last_probe, "owner": r.owner, "risk tier": r.risk_tier, "category": r.category,
+        "subcategory": r.subcategory, "n": r.n, "why": r.reason} for r in rows])
     st.dataframe(table, hide_index=True, width="stretch", column_config={
         "baseline": st.column_config.NumberColumn(format="%.2f"),
         "current": st.column_config.NumberColumn(format="%.2f", help="mean score of the latest 200 answers"),

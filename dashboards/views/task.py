@@ -35,6 +35,7 @@ left, right = st.columns([3, 1])
 task_id = left.selectbox("Task", ids, index=ids.index(wanted) if wanted in ids else 0, key="task")
 runs = right.selectbox("Runs shown", [50, 200, 1000], index=1, key="runs")
 task = plan.task(task_id)
+st.query_params["task"] = task_id  # the address names the task, so it can be shared
 
 
 def _progress(evidence: float, threshold: float) -> float:
@@ -47,7 +48,7 @@ def _progress(evidence: float, threshold: float) -> float:
 @st.fragment(run_every=refresh_every())
 def detail() -> None:
     with Session(engine) as session:
-        row = next(r for r in task_overview(session, plan) if r.task == task_id)
+        row = task_overview(session, plan, [task_id])[0]
         band = baseline_band(session, plan, task_id)
         points = run_series(session, task_id, runs=runs, latency_slo_s=task.thresholds.latency_slo_s)
         states = detector_states(session, task_id)

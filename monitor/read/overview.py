@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -9,9 +10,10 @@ from sqlmodel import Session, col, func, select
 
 from alerts import Alert
 from alerts.lifecycle import OPEN
-from baselines import latest_baseline, resolve
+from baselines import Baseline, latest_baseline, resolve
+from monitor.changes import adopted_baseline
 from monitor.models import DetectorState, StreamStatus
-from monitor.plan import Plan
+from monitor.plan import Plan, Task
 from monitor.read._sql import as_time, score_interval
 from probes.models import ProbeResult, ProbeRun
 
@@ -90,13 +92,14 @@ def _status(streams: list[tuple[str, StreamStatus]], ci_high: float | None, min_
     return "ok", ""
 
 
-def task_overview(session: Session, plan: Plan) -> list[TaskRow]:
-    """Every monitored task against its baseline, worst first.
+def task_overview(session: Session, plan: Plan, task_ids: Sequence[str] | None = None) -> list[TaskRow]:
+    """Every monitored task (or those in ``task_ids``) against its baseline, worst first.
 
     Detector states, last probe times and open-alert counts come from one grouped query each;
     the recent estimate is one indexed query per task.
     """
-    ids = [t.id for t in plan.tasks]
+    tasks = [t for t in plan.tasks if task_ids is None or t.id in task_ids]
+    ids = [t.id for t in tasks]
     streams: dict[str, list[tuple[str, StreamStatus]]] = {i: [] for i in ids}
     for task_id, key, status in session.exec(
             select(DetectorState.task_id, DetectorState.key, DetectorState.status)
@@ -109,9 +112,9 @@ def task_overview(session: Session, plan: Plan) -> list[TaskRow]:
         select(Alert.task_id, func.count()).where(col(Alert.task_id).in_(ids), col(Alert.status).in_(OPEN))
         .group_by(Alert.task_id)).all()}
     rows = []
-    for task in plan.tasks:
+    for task in tasks:
         entry = resolve(task.benchmark)
-        baseline = latest_baseline(session, task.benchmark, task.baseline.model, task.baseline.metric)
+        baseline = task_baseline(session, plan, task)
         estimate, lo, hi, n = recent_estimate(session, task.id)
         open_alerts = alerts.get(task.id, 0)
         status, reason = _status(streams[task.id], hi if estimate is not None else None,
@@ -146,10 +149,25 @@ class BaselineBand:
     model: str
 
 
+def task_baseline(session: Session, plan: Plan, task: Task) -> Baseline | None:
+    """The stored baseline the task's detectors compare with, found as the service finds it but
+    without writing anything: an owner-approved re-evaluation first, then the plan's inline
+    figures (as recorded), then the newest imported or pack baseline for the benchmark."""
+    adopted = adopted_baseline(session, task.id)
+    if adopted is not None:
+        return adopted
+    ref = task.baseline
+    if ref.value is not None and ref.n is not None:
+        metric = ref.metric or resolve(task.benchmark).main_metric or "score"
+        inline = latest_baseline(session, task.benchmark, ref.model or plan.deployment.model, metric)
+        if inline is not None:
+            return inline
+    return latest_baseline(session, task.benchmark, ref.model, ref.metric)
+
+
 def baseline_band(session: Session, plan: Plan, task_id: str) -> BaselineBand | None:
     """The baseline a task is compared with, normalised like its scores (None before any exists)."""
-    task = plan.task(task_id)
-    b = latest_baseline(session, task.benchmark, task.baseline.model, task.baseline.metric)
+    b = task_baseline(session, plan, plan.task(task_id))
     if b is None:
         return None
     span = (b.scale_max - b.scale_min) or 1.0

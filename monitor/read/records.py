@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -10,9 +10,10 @@ from sqlmodel import Session, col, select
 
 from baselines import Baseline, list_baselines
 from monitor import audit
-from monitor.models import FindingRecord, ModelIdentity
-from monitor.read._sql import as_time, score_interval
-from probes.models import ProbeRun
+from monitor.changes import list_changes
+from monitor.models import ChangeStatus, ModelIdentity, ReevaluationStatus
+from monitor.read._sql import as_time
+from monitor.reevaluation import list_reevaluations
 
 
 def baselines_by_taxonomy(session: Session) -> list[Baseline]:
@@ -22,21 +23,8 @@ def baselines_by_taxonomy(session: Session) -> list[Baseline]:
 
 
 @dataclass(frozen=True)
-class Reevaluation:
-    """A re-evaluation run: the full canary set replayed after a change."""
-
-    run_id: int
-    started_at: datetime | None
-    status: str
-    n: int
-    mean: float | None
-    ci_low: float | None
-    ci_high: float | None
-
-
-@dataclass(frozen=True)
-class ModelChange:
-    """A served model or system fingerprint first seen for a task, and what it triggered."""
+class ServedModel:
+    """A served model and system fingerprint first seen for a task (the go-live one included)."""
 
     task: str
     served_model: str
@@ -45,50 +33,83 @@ class ModelChange:
     previous_model: str | None
     previous_fingerprint: str | None
     run_id: int | None
-    summary: str = ""
-    reevaluations: tuple[Reevaluation, ...] = field(default_factory=tuple)
 
     @property
     def is_change(self) -> bool:
         """False for the first identity a task ever saw (go-live), True for every later one."""
-        return self.previous_model is not None or self.previous_fingerprint is not None
+        return self.previous_model is not None
 
 
-def model_changes(session: Session, task_id: str | None = None) -> list[ModelChange]:
-    """Served-model and fingerprint history per task, newest first, with its re-evaluations.
-
-    A re-evaluation belongs to the identity that was current when it started: it ran after
-    that change and before the next one.
-    """
+def served_model_history(session: Session, task_id: str | None = None) -> list[ServedModel]:
+    """Each task's served-model and fingerprint history, newest first."""
     query = select(ModelIdentity)
     if task_id is not None:
         query = query.where(ModelIdentity.task_id == task_id)
-    identities = list(session.exec(query.order_by(ModelIdentity.task_id, col(ModelIdentity.id))).all())
-    summaries = {(f.task_id, f.run_id): f.summary for f in session.exec(
-        select(FindingRecord).where(FindingRecord.kind == "model_change")).all()}
-    rq = select(ProbeRun).where(ProbeRun.purpose == "reevaluation")
-    if task_id is not None:
-        rq = rq.where(ProbeRun.task_id == task_id)
-    reevals = list(session.exec(rq.order_by(col(ProbeRun.id))).all())
-    out: list[ModelChange] = []
-    for i, ident in enumerate(identities):
-        prev = identities[i - 1] if i and identities[i - 1].task_id == ident.task_id else None
-        nxt = identities[i + 1] if i + 1 < len(identities) and identities[i + 1].task_id == ident.task_id else None
-        start, end = as_time(ident.first_seen), as_time(nxt.first_seen) if nxt else None
-        mine = [r for r in reevals if r.task_id == ident.task_id and start is not None
-                and (t := as_time(r.started_at)) is not None and t >= start and (end is None or t < end)]
-        out.append(ModelChange(ident.task_id, ident.served_model, ident.system_fingerprint, start,
+    rows = list(session.exec(query.order_by(ModelIdentity.task_id, col(ModelIdentity.id))).all())
+    out = []
+    for i, row in enumerate(rows):
+        prev = rows[i - 1] if i and rows[i - 1].task_id == row.task_id else None
+        out.append(ServedModel(row.task_id, row.served_model, row.system_fingerprint, as_time(row.first_seen),
                                prev.served_model if prev else None, prev.system_fingerprint if prev else None,
-                               ident.run_id, summaries.get((ident.task_id, ident.run_id), ""),
-                               tuple(_reevaluation(r) for r in mine)))
-    out.sort(key=lambda c: (c.first_seen is None, c.first_seen), reverse=True)
+                               row.run_id))
+    out.sort(key=lambda m: (m.first_seen is not None, m.first_seen), reverse=True)
     return out
 
 
-def _reevaluation(run: ProbeRun) -> Reevaluation:
-    n = run.n_canaries - run.n_errors
-    lo, hi = score_interval(run.mean_score, n)
-    return Reevaluation(run.id or 0, as_time(run.started_at), run.status.value, n, run.mean_score, lo, hi)
+@dataclass(frozen=True)
+class ReevaluationRow:
+    """The full canary set replayed after a change, against the baseline and the approval threshold."""
+
+    id: int
+    task: str
+    status: str
+    started_at: datetime | None
+    served_model: str | None
+    n: int
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    baseline: float | None
+    difference: float | None
+    min_score: float | None
+    passed: bool | None
+    conclusive: bool | None
+    reasons: tuple[str, ...]
+    approved_by: str | None
+    approved_at: datetime | None
+
+
+def reevaluations(session: Session, task_id: str | None = None) -> list[ReevaluationRow]:
+    """Re-evaluations, newest first, with their verdict and who (if anyone) adopted the result."""
+    rows = list_reevaluations(session, task_id=task_id)
+    return [ReevaluationRow(r.id or 0, r.task_id, ReevaluationStatus(r.status).value, as_time(r.started_at),
+                            r.served_model, r.n, r.estimate, r.ci_low, r.ci_high, r.baseline_value, r.difference,
+                            r.min_score, r.passed, r.conclusive, tuple(r.reasons or ()), r.approved_by,
+                            as_time(r.approved_at)) for r in reversed(rows)]
+
+
+@dataclass(frozen=True)
+class ChangeRow:
+    """A change of model, fingerprint, prompt, workflow or judge (detected or declared), and the
+    re-evaluation it triggered."""
+
+    id: int
+    task: str
+    kind: str
+    source: str
+    actor: str
+    note: str
+    at: datetime | None
+    status: str
+    reevaluation: ReevaluationRow | None = None
+
+
+def change_history(session: Session, task_id: str | None = None) -> list[ChangeRow]:
+    """Every recorded change, newest first, each with its re-evaluation where one ran."""
+    evals = {r.id: r for r in reevaluations(session, task_id)}
+    return [ChangeRow(c.id or 0, c.task_id, c.kind, c.source, c.actor, c.note, as_time(c.created_at),
+                      ChangeStatus(c.status).value, evals.get(c.reevaluation_id) if c.reevaluation_id else None)
+            for c in reversed(list_changes(session, task_id=task_id))]
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,15 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from werkzeug import Request, Response
 
-from alerts import DeliveryPolicy, Notification, NotificationStatus, NotifyPolicy, WebhookChannel, apply_signal, deliver_due
+from alerts import (
+    DeliveryPolicy,
+    Notification,
+    NotificationStatus,
+    NotifyPolicy,
+    WebhookChannel,
+    apply_signal,
+    deliver_due,
+)
 from alerts.channels import WebhookConfig
 from monitor.storage import as_utc
 from tests.alerts.helpers import FakeClock, fire

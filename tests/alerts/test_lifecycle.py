@@ -63,7 +63,8 @@ def test_fire_resolve_refire_history(engine: Engine, policy: NotifyPolicy, clock
         s.commit()
         assert alert.status == AlertStatus.firing and alert.ends_at is None and alert.starts_at == clock()
         history = [(e.from_status, e.to_status, e.actor) for e in alert_history(s, alert.id)]
-        assert history == [(None, "firing", "medmon"), ("firing", "resolved", "medmon"), ("resolved", "firing", "medmon")]
+        assert history == [(None, "firing", "medmon"), ("firing", "resolved", "medmon"),
+                           ("resolved", "firing", "medmon")]
 
 
 def test_acknowledge_records_who_when_note(engine: Engine, policy: NotifyPolicy, clock: FakeClock) -> None:

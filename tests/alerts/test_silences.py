@@ -52,8 +52,8 @@ def test_silence_expiry_renotifies_a_still_firing_alert(engine: Engine, policy: 
     with Session(engine) as s:
         alert = apply_signal(s, fire(), policy, clock())
         assert alert is not None and alert.id is not None
-        silence_alert(s, alert.id, "oncall@hospital.example", "known issue, vendor ticket 42", clock() + timedelta(hours=1),
-                      clock())
+        until = clock() + timedelta(hours=1)
+        silence_alert(s, alert.id, "oncall@hospital.example", "known issue, vendor ticket 42", until, clock())
         start = clock()
         for minutes in (9, 30, 59):  # inside the silence: nothing, not even the repeat
             clock.t = start + timedelta(minutes=minutes)

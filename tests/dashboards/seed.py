@@ -25,6 +25,7 @@ from monitor.audit import record_plan_file
 from monitor.context import load_context
 from monitor.pipeline import run_task_probe
 from monitor.plan import load_plan
+from monitor.reevaluation import reevaluate_pending
 from monitor.routing import build_channels
 from monitor.storage import make_engine
 from monitor.webserver import serve_in_thread
@@ -75,6 +76,15 @@ def seed_plan(db_url: str, base_url: str = "http://127.0.0.1:9/v1") -> dict[str,
         ],
         alerts={"routes": [{"name": "pager", "url": DEAD_ROUTE_URL}], "repeat_interval": "4h"},
         detection={"probes_between_false_alarms": 500},
+        governance={
+            "evidence": {"summary": "MedQA and MedCalc-Bench results of the approved model (MedHELM v2.0.0).",
+                         "limitations": ["LLM-jury agreement with clinicians is moderate (ICC 0.47)."]},
+            "controls": {"decision_criteria": "Suspend when the score interval falls under the threshold.",
+                         "human_review": "Pharmacist review of every dosing answer.",
+                         "reevaluation": {"on_detected_change": False}},
+            "approval": {"approved_by": {"name": "Dr. Chair", "email": "chair@hospital.example"},
+                         "approved_on": "2026-10-01", "committee": "Clinical AI Committee",
+                         "reference": "CAIC-2026-14"}},
         storage={"url": db_url},
     )
 
@@ -118,6 +128,7 @@ def seed(folder: Path, *, db_url: str | None = None, rounds: int = ROUNDS) -> Se
                 run_task_probe(engine, plan, ctx, rng=rng, now=clock)
             deliver_due(engine, channels, clock, policy)
             clock.t += timedelta(hours=1)
+        reevaluate_pending(engine, plan, contexts[0], now=clock)  # the swap, replayed in full for one task
         record_plan_file(engine, plan_path, "medmon", start)
         with Session(engine) as session:
             _add_helm_baseline(session)

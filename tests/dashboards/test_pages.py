@@ -133,13 +133,20 @@ def test_baselines_page_lists_evidence_with_source_and_sha256(seeded: Seeded,
     assert files and set(files[0]["file"]) == {"run_spec.json", "stats.json", "scenario_state.json"}
 
 
-def test_model_changes_page_shows_the_silent_swap(seeded: Seeded, open_page: Callable[..., AppTest]) -> None:
+def test_model_changes_page_shows_the_silent_swap_and_its_reevaluation(seeded: Seeded,
+                                                                      open_page: Callable[..., AppTest]) -> None:
     at = open_page("changes")
-    table = frame(at, "re-evaluations")
-    swaps = table[table["previous"] != "go-live"]
+    served = frame(at, "before")
+    swaps = served[served["before"] != "go-live"]
     assert set(swaps["task"]) == {"knowledge-qa", "dose-calc"}
     assert set(swaps["served model"]) == {"medmon-simulator/clinical-v2"}
     assert at.warning[0].value.startswith("2 change(s)")
+    changes = frame(at, "kind").set_index("task")
+    assert changes.loc["knowledge-qa", "status"] == "reevaluated" and changes.loc["dose-calc", "status"] == "pending"
+    assert changes.loc["knowledge-qa", "verdict"] == "FAILED"  # the swapped model is worse than approved
+    reevals = frame(at, "adopted by")
+    assert list(reevals["task"]) == ["knowledge-qa"] and reevals["why"][0].startswith("estimate")
+    assert float(reevals["score"][0]) < float(reevals["approval threshold"][0])
 
 
 def test_governance_page_shows_the_plan_as_recorded_and_a_sound_audit_chain(
@@ -153,6 +160,8 @@ def test_governance_page_shows_the_plan_as_recorded_and_a_sound_audit_chain(
     assert "min_score: 0.7" in plan_code
     assert DEAD_ROUTE_URL not in plan_code and "•••• (masked)" in plan_code  # webhook URLs can carry tokens
     assert "differs from the plan as recorded" not in text
+    assert "Approved for go-live by **Dr. Chair**" in text and "CAIC-2026-14" in text
+    assert "LLM-jury agreement with clinicians is moderate" in text
     thresholds = frame(at, "approval threshold")
     assert list(thresholds["approval threshold"]) == [0.7, 0.6]
     assert list(thresholds["owner"]) == ["Dr. Owner", "Pharmacy Lead"]

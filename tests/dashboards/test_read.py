@@ -21,7 +21,9 @@ from monitor.read import (
     cost_by_day,
     cost_by_task,
     judge_cost_by_day,
-    model_changes,
+    judge_cost_by_task,
+    change_history,
+    served_model_history,
     recent_estimate,
     run_series,
     subgroup_slices,
@@ -34,19 +36,23 @@ from tests.dashboards.seed import JUDGED, Seeded, seed
 
 
 @pytest.fixture(scope="module")
-def db_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """One seeded database for the module (the name keeps these tests on the PostgreSQL pass)."""
+def db_url() -> Iterator[str | None]:
+    """A fresh PostgreSQL database on the PostgreSQL pass; None on SQLite, where the session's
+    seeded file serves (the fixture's name keeps these tests on the PostgreSQL pass)."""
     if TEST_DATABASE in ("postgresql", "postgres"):
         with fresh_postgres_database("medmon_dash") as url:
             yield url + "?options=-c%20timezone%3DAmerica/New_York"
     else:
-        yield f"sqlite:///{tmp_path_factory.mktemp('read') / 'read.db'}"
+        yield None
 
 
 @pytest.fixture(scope="module")
-def seeded_db(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Seeded, Engine, Plan]]:
-    seeded = seed(tmp_path_factory.mktemp("read_seed"), db_url=db_url)
-    engine = make_engine(db_url)
+def seeded_db(db_url: str | None, request: pytest.FixtureRequest,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Seeded, Engine, Plan]]:
+    """Read-only tests share one seeded database."""
+    seeded = (seed(tmp_path_factory.mktemp("read_seed"), db_url=db_url) if db_url is not None
+              else request.getfixturevalue("seeded_master"))
+    engine = make_engine(seeded.db_url)
     yield seeded, engine, load_plan(seeded.plan_path)
     engine.dispose()
 
@@ -90,14 +96,19 @@ def test_cost_per_day_adds_up_in_utc_days_and_counts_calls_over_budget(seeded_db
         expected[(as_utc(r.created_at).date(), r.task_id)].append(r)
     with Session(engine) as s:
         days = cost_by_day(s, plan, since)
-        tasks = cost_by_task(s, plan, since)
+        tasks = cost_by_task(plan, days, judge_cost_by_task(s, since))
     assert {(d.day, d.task) for d in days} == set(expected)
     for d in days:
         mine = expected[(d.day, d.task)]
         assert d.calls == len(mine)
         assert d.cost_usd == pytest.approx(sum(r.cost_usd or 0 for r in mine))
         assert d.over_budget == sum(1 for r in mine if (r.cost_usd or 0) > 0.002)
+        timed = [r.latency_s for r in mine if r.latency_s is not None]
+        assert d.latency_mean == pytest.approx(sum(timed) / len(timed))
     by_task = {t.task: t for t in tasks}
+    latencies = [r.latency_s for r in rows if r.task_id == "dose-calc" and r.latency_s is not None]
+    assert by_task["dose-calc"].latency_mean == pytest.approx(sum(latencies) / len(latencies))  # exact, not a mean of means
+    assert by_task["dose-calc"].latency_max == pytest.approx(max(latencies))
     assert by_task["dose-calc"].calls == len(_results(engine, "dose-calc"))
     assert by_task["knowledge-qa"].cost_usd == pytest.approx(sum(r.cost_usd or 0 for r in _results(engine, "knowledge-qa")))
     assert by_task["knowledge-qa"].judge_cost_usd == pytest.approx(JUDGED * 3 * 0.0004)
@@ -135,14 +146,19 @@ def test_jury_agreement_and_judge_cost_per_day(seeded_db: tuple[Seeded, Engine, 
     assert sum(cost.values()) == pytest.approx(sum(c.cost_usd or 0 for c in calls))
 
 
-def test_overview_and_model_changes(seeded_db: tuple[Seeded, Engine, Plan]) -> None:
+def test_overview_model_changes_and_reevaluations(seeded_db: tuple[Seeded, Engine, Plan]) -> None:
     _, engine, plan = seeded_db
     with Session(engine) as s:
         rows = task_overview(s, plan)
-        changes = model_changes(s)
+        served = served_model_history(s)
+        changes = change_history(s)
     assert [r.status for r in rows] == ["degraded", "degraded"]
     assert all(r.estimate is not None and r.baseline == pytest.approx(0.85) for r in rows)
-    swaps = [c for c in changes if c.is_change]
-    assert {(c.task, c.previous_model, c.served_model) for c in swaps} == {
+    swaps = [m for m in served if m.is_change]
+    assert {(m.task, m.previous_model, m.served_model) for m in swaps} == {
         (t, "medmon-simulator/clinical-v1", "medmon-simulator/clinical-v2") for t in ("knowledge-qa", "dose-calc")}
-    assert all("served model changed" in c.summary for c in swaps)
+    reevaluated = [c for c in changes if c.reevaluation is not None]
+    assert [(c.task, c.kind, c.source) for c in reevaluated] == [("knowledge-qa", "model", "detected")]
+    r = reevaluated[0].reevaluation
+    assert r is not None and r.passed is False and r.ci_low is not None and r.ci_high is not None
+    assert r.ci_low <= (r.estimate or 0) <= r.ci_high < r.min_score  # type: ignore[operator]

@@ -113,3 +113,18 @@ def test_a_released_trial_lets_the_next_caller_try() -> None:
 def test_breaker_rejects_bad_parameters(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         CircuitBreaker(**kwargs)  # type: ignore[arg-type]
+
+
+def test_limiter_terminates_when_refills_fall_a_hair_short() -> None:
+    """Waits computed from float refills must not shrink to nothing (a fake clock stops moving)."""
+    clock = FakeClock()
+    sleep = RecordingSleep(clock)
+    limiter = RateLimiter(tokens_per_minute=7000, clock=clock, sleep=sleep)  # 116.67 a second
+
+    async def many() -> None:
+        for _ in range(300):
+            await limiter.acquire(37)
+            limiter.settle(reserved=37, used=13)
+
+    run(many())
+    assert 0 < sum(sleep.waits) < 300 * 13 / (7000 / 60) and all(w >= 1e-6 for w in sleep.waits)
