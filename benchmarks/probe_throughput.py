@@ -94,6 +94,11 @@ class Simulator:
                 raise RuntimeError("simulator did not start")
             time.sleep(0.1)
 
+    def cpu_seconds(self) -> float:
+        """The simulator process's CPU time so far (user + system), from /proc."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def __exit__(self, *exc: object) -> None:
         self.proc.terminate()
         self.proc.wait(10)
@@ -116,21 +121,25 @@ def throughput(rounds: int) -> list[dict[str, float]]:
     rows = []
     with Simulator(LATENCY_S) as sim:
         for level in LEVELS:
-            async def go(level: int = level) -> tuple[float, int]:
+            async def go(level: int = level) -> tuple[float, float, float, int]:
                 async with ModelClient(settings(sim.url, level)) as client:
                     await _calls(client, pool, level)  # warm the connection pool
-                    started = time.perf_counter()
+                    started, cpu, sim_cpu = time.perf_counter(), time.process_time(), sim.cpu_seconds()
                     failed = await _calls(client, pool, level * rounds)
-                    return time.perf_counter() - started, failed
+                    return (time.perf_counter() - started, time.process_time() - cpu, sim.cpu_seconds() - sim_cpu,
+                            failed)
 
-            elapsed, failed = asyncio.run(go())
-            achieved = level * rounds / elapsed
+            elapsed, cpu, sim_cpu, failed = asyncio.run(go())
+            calls = level * rounds
+            achieved = calls / elapsed
             ideal = level / LATENCY_S
-            rows.append({"concurrency": level, "calls": level * rounds, "failed": failed,
-                         "seconds": round(elapsed, 2), "calls_per_s": round(achieved, 1), "ideal_per_s": ideal,
-                         "ratio": round(achieved / ideal, 3)})
+            rows.append({"concurrency": level, "calls": calls, "failed": failed, "seconds": round(elapsed, 2),
+                         "calls_per_s": round(achieved, 1), "ideal_per_s": ideal, "ratio": round(achieved / ideal, 3),
+                         "client_cpu_ms_per_call": 1000 * cpu / calls, "simulator_cpu_ms_per_call": 1000 * sim_cpu / calls})
             print(f"  concurrency {level:>3}: {achieved:7.1f} calls/s of ideal {ideal:6.0f} "
-                  f"-> ratio {achieved / ideal:.3f} ({level * rounds} calls, {failed} failed)", flush=True)
+                  f"-> ratio {achieved / ideal:.3f} ({calls} calls, {failed} failed; CPU per call: "
+                  f"client {1000 * cpu / calls:.2f} ms, simulator {1000 * sim_cpu / calls:.2f} ms; "
+                  f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)", flush=True)
     return rows
 
 

@@ -19,6 +19,7 @@ from alerts import silence_alert as silence_one
 from dashboards.auth import Viewer
 from monitor.audit import AuditKind, record
 from monitor.plan import Plan
+from monitor.routing import notify_policy
 from monitor.storage import session_scope
 
 
@@ -41,15 +42,12 @@ def _check(viewer: Viewer, text: str, what: str) -> str:
     return text.strip()
 
 
-def _routes(plan: Plan) -> list[str]:
-    return [r.name for r in plan.alerts.routes]
-
-
 def acknowledge_alert(engine: Engine, plan: Plan, viewer: Viewer, alert_id: int, note: str, now: datetime) -> Alert:
-    """Take ownership of a firing alert: repeats and escalation stop until it fires anew."""
+    """Take ownership of a firing alert: repeats and escalation stop until it fires anew; the
+    routes that were told it fired hear it was acknowledged (the plan's notification policy)."""
     note = _check(viewer, note, "acknowledge")
     with session_scope(engine) as session:
-        alert = acknowledge(session, alert_id, viewer.actor, note, now, routes=_routes(plan))
+        alert = acknowledge(session, alert_id, viewer.actor, note, now, routes=notify_policy(plan))
         _record(session, AuditKind.alert_acknowledged, viewer, alert, {"note": note}, now)
     return alert
 
@@ -58,7 +56,7 @@ def resolve_alert(engine: Engine, plan: Plan, viewer: Viewer, alert_id: int, rea
     """Resolve an open alert with a reason; the routes that were told it fired hear it ended."""
     reason = _check(viewer, reason, "resolve")
     with session_scope(engine) as session:
-        alert = resolve(session, alert_id, viewer.actor, reason, _routes(plan), now)
+        alert = resolve(session, alert_id, viewer.actor, reason, notify_policy(plan), now)
         _record(session, AuditKind.alert_resolved, viewer, alert, {"reason": reason}, now)
     return alert
 

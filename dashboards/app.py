@@ -17,7 +17,7 @@ st.set_page_config(page_title="medmon", layout="wide")
 plan = current_plan()
 viewer = require_viewer(plan)
 with st.sidebar:
-    st.caption(f"{auth_note()} · {viewer.actor}")
+    st.caption(f"{auth_note(viewer)} · {viewer.actor}")
     if viewer.authenticated:
         st.button("Sign out", on_click=st.logout, key="logout")
 st.navigation([

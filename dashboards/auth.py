@@ -11,6 +11,7 @@ from __future__ import annotations
 import getpass
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import streamlit as st
 from streamlit.errors import StreamlitSecretNotFoundError
@@ -37,11 +38,28 @@ def owner_emails(plan: Plan) -> frozenset[str]:
     return frozenset(p.email.strip().lower() for p in people)
 
 
+class SecretsUnreadable(RuntimeError):
+    """A secrets file exists but cannot be read: sign-in may be meant, so nothing is shown."""
+
+
+def secret_files() -> list[Path]:
+    """Where Streamlit looks for ``secrets.toml``."""
+    return [Path(p) for p in st.get_option("secrets.files")]
+
+
 def auth_configured() -> bool:
-    """Whether Streamlit's secrets hold an ``[auth]`` section (no secrets file means no)."""
+    """Whether Streamlit's secrets hold an ``[auth]`` section.
+
+    No secrets file means no. A secrets file that exists but cannot be parsed raises
+    :class:`SecretsUnreadable`: it may hold the sign-in settings, so the dashboard fails closed
+    rather than serving data unauthenticated.
+    """
     try:
         return "auth" in st.secrets
-    except (StreamlitSecretNotFoundError, FileNotFoundError):
+    except (StreamlitSecretNotFoundError, FileNotFoundError) as exc:
+        present = [str(p) for p in secret_files() if p.exists()]
+        if present:
+            raise SecretsUnreadable(f"cannot read {', '.join(present)}: {exc}") from exc
         return False
 
 
@@ -71,7 +89,12 @@ def viewer_for(plan: Plan, *, authenticated: bool, email: str | None,
 
 def require_viewer(plan: Plan) -> Viewer:
     """Gate the app: with auth configured, stop here until the user signs in."""
-    if not auth_configured():
+    try:
+        configured = auth_configured()
+    except SecretsUnreadable as exc:
+        st.error(f"Sign-in settings could not be read, so no data is shown: {exc}")
+        st.stop()
+    if not configured:
         return viewer_for(plan, authenticated=False, email=None)
     if not st.user.is_logged_in:
         st.title("medmon")

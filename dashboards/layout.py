@@ -6,7 +6,7 @@ import re
 
 import streamlit as st
 
-from dashboards.auth import Viewer, auth_configured
+from dashboards.auth import Viewer
 from monitor.plan import Plan
 
 # A route's webhook URL can carry its token (Slack, Teams): it is masked wherever the plan is shown.
@@ -26,9 +26,9 @@ def header(plan: Plan, viewer: Viewer, title: str) -> None:
     st.caption(f"{plan.use_case.name} · {deployment} · {who}")
 
 
-def auth_note() -> str:
+def auth_note(viewer: Viewer) -> str:
     """A short sentence for the sidebar about the access mode."""
-    return "Sign-in: OIDC" if auth_configured() else "Sign-in: none (local only)"
+    return "Sign-in: OIDC" if viewer.authenticated else "Sign-in: none (local only)"
 
 
 def fmt(value: float | None, spec: str = ".2f") -> str:

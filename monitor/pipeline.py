@@ -85,7 +85,8 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
     async def call() -> list[ProbeResultBase]:
         # The judges are opened only for a jury-scored task; without a plan jury, probe_canaries
         # raises JuryNotConfigured before any call (``medmon check`` reports it earlier).
-        jury = Jury(JurySettings.from_plan(plan.jury)) if plan.jury is not None and ctx.scorer == JURY_SCORER else None
+        jury = (Jury(JurySettings.from_plan(plan.jury))
+                if plan.jury is not None and ctx.scorer == JURY_SCORER else None)
         async with ModelClient(settings) as client:
             try:
                 return list(await probe_canaries(client, chosen, task.id, ctx.scorer, jury=jury))

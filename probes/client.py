@@ -5,6 +5,11 @@ It speaks to any OpenAI-compatible chat completions endpoint with the plan's mod
 production. Failures become ``ModelCallError`` subclasses: a failed call is recorded as an
 error, never scored as a wrong answer.
 
+Requests go through openai's ``post`` (its auth, base URL, timeouts and error classes) and the
+body is read as plain JSON by :func:`read_completion`: openai's typed ``create`` spends about a
+third of the client's CPU per call on parameter transforms and model construction, which limits
+throughput at high concurrency.
+
 Retries are medmon's own loop, with the ``openai`` client's built-in retries off
 (``max_retries=0``). openai's loop does honour ``Retry-After`` / ``retry-after-ms``, but it is
 invisible from outside: the rate limiter and the circuit breaker must see every *attempt* (a
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import os
 import random
 import time
@@ -196,8 +202,8 @@ class ModelClient:
         size = settings.max_concurrency
         # Connections match the concurrency (fewer would queue calls inside httpx; openai keeps
         # only 100 alive by default), split into pools of at most POOL_CONNECTIONS: httpx's pool
-        # scans all of its connections for every request, which at 256 connections in one pool
-        # cost 4.1 ms of CPU per call against 1.8 ms in pools of 32 (benchmarks/probe_throughput.py).
+        # scans all of its connections for every request: one pool of 256 connections cost 4.1 ms
+        # of CPU per call, eight pools of 32 cost 1.8 ms (measured as in benchmarks/probe_throughput.py).
         shards = -(-size // POOL_CONNECTIONS)
         per_pool = -(-size // shards)
         timeout = httpx2.Timeout(settings.timeout_s, connect=min(5.0, settings.timeout_s))
@@ -230,23 +236,25 @@ class ModelClient:
         if settings.system_prompt and not any(m["role"] == "system" for m in messages):
             messages = [{"role": "system", "content": settings.system_prompt}, *messages]
         reserve = estimate_tokens(messages, settings.max_tokens)
-        started = time.perf_counter()
-        with self.telemetry.call_span(model, role=self.role) as span:
-            async with self._slots:
+        # The span and the duration start once a concurrency slot is held: time queued behind
+        # medmon's own limit is not the endpoint's. They include retries and their backoff.
+        async with self._slots:
+            with self.telemetry.call_span(model, role=self.role) as span:
+                started = time.perf_counter()
                 outcome = await self._attempts(messages, model, reserve)
-            completion = outcome if isinstance(outcome, Completion) else outcome.completion
-            assert completion is None or isinstance(completion, Completion)
-            self.telemetry.finish_call(span, CallRecord(
-                request_model=model, temperature=settings.temperature, max_tokens=settings.max_tokens,
-                duration_s=time.perf_counter() - started,
-                response_model=completion.served_model if completion else None,
-                response_id=completion.response_id if completion else None,
-                finish_reason=completion.finish_reason if completion else None,
-                input_tokens=completion.prompt_tokens if completion else None,
-                output_tokens=completion.completion_tokens if completion else None,
-                system_fingerprint=completion.system_fingerprint if completion else None,
-                error_type=None if isinstance(outcome, Completion) else outcome.kind,
-                attempts=completion.attempts if completion else outcome.attempts))
+                completion = outcome if isinstance(outcome, Completion) else outcome.completion
+                assert completion is None or isinstance(completion, Completion)
+                self.telemetry.finish_call(span, CallRecord(
+                    request_model=model, temperature=settings.temperature, max_tokens=settings.max_tokens,
+                    duration_s=time.perf_counter() - started,
+                    response_model=completion.served_model if completion else None,
+                    response_id=completion.response_id if completion else None,
+                    finish_reason=completion.finish_reason if completion else None,
+                    input_tokens=completion.prompt_tokens if completion else None,
+                    output_tokens=completion.completion_tokens if completion else None,
+                    system_fingerprint=completion.system_fingerprint if completion else None,
+                    error_type=None if isinstance(outcome, Completion) else outcome.kind,
+                    attempts=completion.attempts if completion else outcome.attempts))
         if isinstance(outcome, Completion):
             return outcome
         raise outcome
@@ -294,46 +302,62 @@ class ModelClient:
             await self._sleep(wait)
 
     async def _once(self, messages: list[dict[str, str]], model: str, attempts: int) -> Completion:
+        """One HTTP attempt through the openai client; the body is read as plain JSON (``read_completion``)."""
         settings = self.settings
         pool = self._in_flight.index(min(self._in_flight))  # the least busy pool has a free connection
         self._in_flight[pool] += 1
+        body = {"model": model, "messages": messages, "temperature": settings.temperature,
+                "max_tokens": settings.max_tokens}
         started = time.perf_counter()
         try:
-            response: Any = await self._pools[pool].chat.completions.create(
-                model=model, messages=messages,  # type: ignore[arg-type]
-                temperature=settings.temperature, max_tokens=settings.max_tokens,
-            )
+            response = await self._pools[pool].post("/chat/completions", body=body, cast_to=httpx2.Response,
+                                                    options={"security": {"bearer_auth": True}})
+            data = json.loads(response.content)
         except openai.APITimeoutError as exc:
             raise ModelTimeout(f"no answer within {settings.timeout_s:g}s") from exc
         except openai.APIConnectionError as exc:
             raise ModelUnavailable(f"cannot connect to {settings.base_url}: {type(exc.__cause__).__name__}") from exc
         except openai.APIStatusError as exc:
             raise _status_error(exc) from exc
-        except (openai.APIResponseValidationError, ValueError) as exc:
+        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError: a body that is not JSON
             raise BadModelResponse(f"response is not a chat completion: {str(exc)[:200]}") from exc
         finally:
             self._in_flight[pool] -= 1
-        latency = time.perf_counter() - started
-        try:
-            choices = response.choices
-            choice = choices[0]
-            usage = response.usage
-            prompt_tokens = usage.prompt_tokens if usage else None
-            completion_tokens = usage.completion_tokens if usage else None
-            text = (choice.message.content or "") if choice.message else ""
-            completion = Completion(
-                text=text, served_model=response.model, system_fingerprint=response.system_fingerprint,
-                finish_reason=choice.finish_reason, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                latency_s=latency, cost_usd=price_tokens(prompt_tokens, completion_tokens, settings),
-                response_id=response.id, attempts=attempts,
-            )
-        except (AttributeError, IndexError, TypeError) as exc:
-            raise BadModelResponse(f"response is not a chat completion: {type(exc).__name__}") from exc
-        if not text.strip():
+        completion = read_completion(data, latency_s=time.perf_counter() - started, attempts=attempts, settings=settings)
+        if not completion.text.strip():
             empty = EmptyCompletion(f"empty completion (finish_reason={completion.finish_reason!r})")
             empty.completion = completion
             raise empty
         return completion
+
+
+def _optional(value: object, kind: type) -> Any:
+    return value if isinstance(value, kind) and not isinstance(value, bool) else None
+
+
+def read_completion(data: object, *, latency_s: float, attempts: int, settings: ModelSettings) -> Completion:
+    """The fields medmon records from a chat completion body; ``BadModelResponse`` if it is not one.
+
+    The body is read as JSON rather than through openai's typed models: the request goes
+    through openai's ``post`` (auth, base URL, timeouts, its error classes) but skips its
+    parameter transform and model construction, which cost about a third of the client's CPU
+    per call (1.41 vs 0.97 ms in benchmarks/probe_throughput.py).
+    """
+    choices = data.get("choices") if isinstance(data, dict) else None
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    if not isinstance(data, dict) or not isinstance(choice, dict):
+        raise BadModelResponse("response is not a chat completion: it has no choices")
+    message, usage = choice.get("message"), data.get("usage")
+    content = message.get("content") if isinstance(message, dict) else None
+    prompt_tokens = _optional(usage.get("prompt_tokens"), int) if isinstance(usage, dict) else None
+    completion_tokens = _optional(usage.get("completion_tokens"), int) if isinstance(usage, dict) else None
+    return Completion(
+        text=content if isinstance(content, str) else "", served_model=_optional(data.get("model"), str),
+        system_fingerprint=_optional(data.get("system_fingerprint"), str),
+        finish_reason=_optional(choice.get("finish_reason"), str),
+        prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, latency_s=latency_s,
+        cost_usd=price_tokens(prompt_tokens, completion_tokens, settings),
+        response_id=_optional(data.get("id"), str), attempts=attempts)
 
 
 def _total(completion: Completion) -> int | None:

@@ -254,7 +254,11 @@ def aggregate(verdicts: Sequence[JudgeVerdict], scale_min: int = 1, scale_max: i
 
 
 class Jury:
-    """The judges' clients, open for a run: ``async with Jury(settings) as jury: await jury.judge(c, a)``."""
+    """The judges' clients, open for a run.
+
+    Use as ``async with Jury(settings) as panel: outcome = await panel.judge(canary, answer)``.
+    ``guards`` maps judge names to shared limiters and breakers (each judge has its own otherwise).
+    """
 
     def __init__(self, settings: JurySettings, *, guards: Mapping[str, CallGuard] | None = None,
                  telemetry: Telemetry | None = None, rng: random.Random | None = None) -> None:

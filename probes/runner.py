@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from sqlmodel import Session
@@ -18,7 +18,7 @@ from sqlmodel import Session
 from baselines.canary import Canary
 from probes.client import Completion, ModelClient
 from probes.errors import JuryNotConfigured, ModelCallError
-from probes.jury import JURY_SCORER, Jury, JuryOutcome
+from probes.jury import JURY_SCORER, JuryOutcome, Jury
 from probes.models import JudgeCall, JuryVerdict, ProbeRecord, ProbeResult, ProbeResultBase, ProbeRun, RunStatus
 from probes.scoring import Scorer, get_scorer, looks_like_refusal
 from probes.telemetry import RUN_ERRORS, Telemetry
@@ -123,8 +123,13 @@ def start_run(session: Session, task_id: str, *, started_at: datetime, purpose: 
     return run
 
 
-def store_jury(session: Session, row: ProbeResult, outcome: JuryOutcome, created_at: datetime) -> None:
-    """Store each judge's call (its ledger) and its criterion scores for a stored result."""
+def store_jury(session: Session, row: ProbeResult, outcome: JuryOutcome, created_at: datetime, *,
+               redact: Callable[[str], str | None] | None = None) -> None:
+    """Store each judge's call (its ledger) and its criterion scores for a stored result.
+
+    Judges' explanations may quote the answer they judge, so ``redact`` (the plan's redactor,
+    or a function returning None to store no text) is applied to them before storage.
+    """
     assert row.id is not None
     calls = []
     for v in outcome.verdicts:
@@ -140,13 +145,21 @@ def store_jury(session: Session, row: ProbeResult, outcome: JuryOutcome, created
     for call, v in calls:
         assert call.id is not None
         session.add_all([JuryVerdict(result_id=row.id, call_id=call.id, task_id=row.task_id, judge=v.judge,
-                                     criterion=s.criterion, score=s.score, explanation=s.explanation,
+                                     criterion=s.criterion, score=s.score,
+                                     explanation=_redacted(s.explanation, redact),
                                      parse_status=v.parse_status, created_at=created_at) for s in v.scores])
 
 
-def finish_run(session: Session, run: ProbeRun, results: Sequence[ProbeResultBase],
-               finished_at: datetime) -> list[ProbeResult]:
-    """Store every result of a run (and its jury verdicts) and close it, in the caller's transaction."""
+def _redacted(text: str | None, redact: Callable[[str], str | None] | None) -> str | None:
+    return text if text is None or redact is None else redact(text)
+
+
+def finish_run(session: Session, run: ProbeRun, results: Sequence[ProbeResultBase], finished_at: datetime, *,
+               redact: Callable[[str], str | None] | None = None) -> list[ProbeResult]:
+    """Store every result of a run (and its jury verdicts) and close it, in the caller's transaction.
+
+    ``redact`` applies to the judges' explanations (answers are the caller's to redact).
+    """
     assert run.id is not None
     rows = [ProbeResult(run_id=run.id, **(r.model_dump() | {"created_at": finished_at})) for r in results]
     session.add_all(rows)
@@ -161,6 +174,6 @@ def finish_run(session: Session, run: ProbeRun, results: Sequence[ProbeResultBas
     for row, result in zip(rows, results, strict=True):
         outcome = getattr(result, "jury", None)
         if isinstance(outcome, JuryOutcome):
-            store_jury(session, row, outcome, finished_at)
+            store_jury(session, row, outcome, finished_at, redact=redact)
     session.flush()
     return rows

@@ -9,7 +9,7 @@ import streamlit as st
 from sqlmodel import Session
 
 from dashboards.auth import owner_emails, require_viewer
-from dashboards.data import current_plan, engine_for, plan_path, plan_text
+from dashboards.data import current_plan, engine_for, plan_path, plan_text, refresh_every
 from dashboards.layout import header, masked_plan
 from monitor.read import approved_plan, audit_chain, audit_log
 
@@ -87,8 +87,6 @@ else:
 
 with Session(engine) as session:
     approved = approved_plan(session)
-    chain = audit_chain(session)
-    entries = audit_log(session)
 current_text = plan_text()
 st.subheader("Monitoring plan as approved")
 if approved is None:
@@ -104,16 +102,33 @@ else:
     with st.expander("The plan text (route URLs masked)"):
         st.code(masked_plan(approved.text), language="yaml")
 
-st.subheader("Audit log")
-if chain.ok:
-    st.success(f"Hash chain verified: {chain.entries} entries, head seq {chain.head_seq} "
-               f"({chain.head_hash[:16]}…).")
-else:
-    st.error("The audit log's hash chain does not hold: " + "; ".join(chain.problems))
-if not entries:
-    st.write("No audit entry yet.")
-else:
-    st.dataframe(pd.DataFrame([{
-        "seq": e.seq, "at": e.at, "kind": e.kind, "actor": e.actor, "subject": e.subject,
-        "details": json.dumps(e.details, sort_keys=True, default=str), "hash": e.entry_hash[:16]}
-        for e in entries]), hide_index=True, width="stretch", key="audit")
+
+# Verifying walks the whole chain; past this many entries it runs when asked, not on every refresh.
+VERIFY_ALWAYS_UP_TO = 10_000
+
+
+@st.fragment(run_every=refresh_every())
+def audit_section() -> None:
+    st.subheader("Audit log")
+    with Session(engine) as session:
+        entries = audit_log(session)
+        size = entries[0].seq if entries else 0
+        verify = size <= VERIFY_ALWAYS_UP_TO or st.button("Verify the hash chain", key="verify")
+        chain = audit_chain(session) if verify else None
+    if chain is None:
+        st.info(f"{size:,} entries: press the button to verify the whole hash chain (as `medmon audit verify`).")
+    elif chain.ok:
+        st.success(f"Hash chain verified: {chain.entries} entries, head seq {chain.head_seq} "
+                   f"({chain.head_hash[:16]}…).")
+    else:
+        st.error("The audit log's hash chain does not hold: " + "; ".join(chain.problems))
+    if not entries:
+        st.write("No audit entry yet.")
+    else:
+        st.dataframe(pd.DataFrame([{
+            "seq": e.seq, "at": e.at, "kind": e.kind, "actor": e.actor, "subject": e.subject,
+            "details": json.dumps(e.details, sort_keys=True, default=str), "hash": e.entry_hash[:16]}
+            for e in entries]), hide_index=True, width="stretch", key="audit")
+
+
+audit_section()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pandas as pd
 import streamlit as st
 from sqlmodel import Session
@@ -9,7 +11,7 @@ from sqlmodel import Session
 from dashboards.auth import require_viewer
 from dashboards.data import current_plan, engine_for, refresh_every
 from dashboards.layout import header, interval
-from monitor.read import category_streams, open_alerts_view, task_overview
+from monitor.read import category_streams, open_alerts_view, service_pulse, task_overview
 from monitor.storage import utcnow
 
 plan = current_plan()
@@ -18,12 +20,25 @@ engine = engine_for(plan)
 header(plan, viewer, f"medmon · {plan.use_case.name}")
 
 
+def _ago(delta: timedelta) -> str:
+    minutes = int(delta.total_seconds() // 60)
+    return f"{minutes // 1440} d" if minutes >= 1440 else f"{minutes // 60} h" if minutes >= 60 else f"{minutes} min"
+
+
 @st.fragment(run_every=refresh_every())
 def overview() -> None:
     with Session(engine) as session:
         rows = task_overview(session, plan)
         alerts = open_alerts_view(session, utcnow())
         pooled = category_streams(session)
+        pulse = service_pulse(session, plan)
+    now = utcnow()
+    if pulse.beat_at is None:
+        st.info("The monitor service has not run against this database yet (`medmon serve plan.yaml`).")
+    elif not pulse.alive(now):
+        st.error(f"The monitor service last beat {_ago(now - pulse.beat_at)} ago: nothing below is current.")
+    else:
+        st.caption(f"Monitor service alive: last heartbeat {_ago(now - pulse.beat_at)} ago.")
     degraded = [r for r in rows if r.status == "degraded"]
     watching = [r for r in rows if r.status == "watching"]
     if degraded:

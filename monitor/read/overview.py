@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlmodel import Session, col, func, select
 
-from alerts import Alert
+from alerts import Alert, last_beat
 from alerts.lifecycle import OPEN
 from baselines import Baseline, latest_baseline, resolve
 from monitor.changes import adopted_baseline
 from monitor.models import DetectorState, StreamStatus
-from monitor.plan import Plan, Task
+from monitor.plan import Plan, Task, parse_interval
 from monitor.read._sql import as_time, score_interval
 from probes.models import ProbeResult, ProbeRun
 
@@ -194,3 +194,25 @@ def category_streams(session: Session) -> list[PooledStream]:
                         r.threshold, r.n) for r in rows]
     rank = {"degraded": 0, "watching": 1}
     return sorted(out, key=lambda p: (rank.get(p.status, 2), p.key))
+
+
+@dataclass(frozen=True)
+class ServicePulse:
+    """When the monitor service last beat, and whether that is within the plan's tolerance."""
+
+    beat_at: datetime | None
+    since: datetime | None
+    tolerance: timedelta
+
+    def alive(self, now: datetime) -> bool:
+        return self.beat_at is not None and now - self.beat_at <= self.tolerance
+
+
+SCHEDULER_HEARTBEAT = "scheduler"  # monitor.signals.HEARTBEAT (which imports this package)
+
+
+def service_pulse(session: Session, plan: Plan, name: str = SCHEDULER_HEARTBEAT) -> ServicePulse:
+    """The scheduler's heartbeat: a dashboard over a stopped service would otherwise look calm."""
+    row = last_beat(session, name)
+    return ServicePulse(as_time(row.beat_at) if row else None, as_time(row.since) if row else None,
+                        parse_interval(plan.alerts.heartbeat_tolerance))

@@ -42,11 +42,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def served_dashboard(plan_path: Path, db_url: str, log: Path, *, timeout: float = 60.0) -> Iterator[Dashboard]:
+def served_dashboard(plan_path: Path, db_url: str, log: Path, *, refresh: str = "5s",
+                     timeout: float = 60.0) -> Iterator[Dashboard]:
     """Run ``streamlit run dashboards/app.py`` on a free 127.0.0.1 port until the block ends."""
     port = free_port()
     env = os.environ | {"MEDMON_PLAN": str(plan_path), "MEDMON_DATABASE_URL": db_url, "DO_NOT_TRACK": "1",
-                        "MEDMON_DASHBOARD_REFRESH": "60s"}
+                        "MEDMON_DASHBOARD_REFRESH": refresh}
     cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.address", "127.0.0.1",
            "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"]
     with log.open("wb") as out:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+import streamlit as st
+from streamlit.errors import StreamlitSecretNotFoundError
 
+from dashboards import auth
 from dashboards.auth import local_actor, owner_emails, viewer_for
 from dashboards.layout import masked_plan
 from monitor.plan import Plan
@@ -56,3 +60,18 @@ def test_route_urls_are_masked_but_model_and_dashboard_urls_stay() -> None:
     assert "SECRET" not in masked
     assert masked.count("•••• (masked)") == 2
     assert "base_url: http://llm.internal/v1" in masked and "dashboard_url: http://127.0.0.1:8501" in masked
+
+
+class _Unparsable:
+    def __contains__(self, key: object) -> bool:
+        raise StreamlitSecretNotFoundError("secrets.toml: invalid TOML")
+
+
+def test_an_unreadable_secrets_file_fails_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secrets = tmp_path / "secrets.toml"
+    monkeypatch.setattr(st, "secrets", _Unparsable())
+    monkeypatch.setattr(auth, "secret_files", lambda: [secrets])
+    assert auth.auth_configured() is False  # no file at all: plainly unauthenticated
+    secrets.write_text("[auth\nclient_id = 'x'\n")
+    with pytest.raises(auth.SecretsUnreadable, match="secrets.toml"):
+        auth.auth_configured()

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 from streamlit.testing.v1 import AppTest
 
-from alerts import Alert, Notification, NotificationStatus
+from alerts import Alert, Notification, NotificationStatus, beat
 from alerts.lifecycle import OPEN
+from monitor.read.overview import SCHEDULER_HEARTBEAT
+from monitor.signals import HEARTBEAT
+from monitor.storage import session_scope
 from probes.models import JudgeCall, ProbeResult
 from tests.conftest import plan_dict
+from tests.dashboards.conftest import APP
 from tests.dashboards.seed import DEAD_ROUTE_URL, Seeded
 
 PAGES = ["overview", "task", "alerts", "costs", "jury", "baselines", "changes", "governance"]
@@ -77,6 +83,32 @@ def test_task_detail_follows_the_task_chosen(seeded: Seeded, open_page: Callable
     assert (answers["canary"].str.startswith("calc-")).all()
     assert set(answers["judges"]) == {"no jury verdict"}
     assert "Pharmacy Lead" in _texts(at)
+
+
+def test_overview_says_when_the_monitor_service_stopped(seeded: Seeded, seeded_engine: Engine,
+                                                        open_page: Callable[..., AppTest]) -> None:
+    assert SCHEDULER_HEARTBEAT == HEARTBEAT  # the name the service beats under
+    at = open_page("overview")
+    assert at.info[0].value.startswith("The monitor service has not run")
+    with session_scope(seeded_engine) as s:
+        beat(s, HEARTBEAT, datetime.now(timezone.utc) - timedelta(hours=2), tolerance=timedelta(minutes=5))
+    at.run()
+    assert at.error[0].value.startswith("The monitor service last beat 2 h ago")
+    with session_scope(seeded_engine) as s:
+        beat(s, HEARTBEAT, datetime.now(timezone.utc), tolerance=timedelta(minutes=5))
+    at.run()
+    assert not [e for e in at.error if "monitor service" in e.value]
+    assert any(c.value.startswith("Monitor service alive") for c in at.caption)
+
+
+def test_an_alerts_link_opens_its_task(seeded: Seeded) -> None:
+    """Notifications link to ``<dashboard_url>/task?task=<id>``: the page opens on that task."""
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.query_params["task"] = "dose-calc"
+    at.switch_page("views/task.py").run()
+    assert not at.exception
+    assert at.selectbox(key="task").value == "dose-calc"
+    assert (frame(at, "judges")["canary"].str.startswith("calc-")).all()
 
 
 def test_alerts_page_lists_open_alerts_and_dead_letters(seeded: Seeded, seeded_engine: Engine,
@@ -165,6 +197,16 @@ def test_governance_page_shows_the_plan_as_recorded_and_a_sound_audit_chain(
     thresholds = frame(at, "approval threshold")
     assert list(thresholds["approval threshold"]) == [0.7, 0.6]
     assert list(thresholds["owner"]) == ["Dr. Owner", "Pharmacy Lead"]
+
+
+def test_governance_page_says_where_the_audit_chain_was_tampered_with(
+        seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
+    with seeded_engine.begin() as conn:
+        conn.execute(text("UPDATE auditevent SET actor = 'someone else' WHERE seq = 1"))
+    at = open_page("governance")
+    assert not at.success or not at.success[0].value.startswith("Hash chain verified")
+    problem = at.error[0].value
+    assert problem.startswith("The audit log's hash chain does not hold") and "entry seq 1" in problem
 
 
 @pytest.mark.parametrize("page", PAGES)

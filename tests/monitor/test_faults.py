@@ -188,7 +188,7 @@ def test_sqlite_disk_full_is_a_clear_error_and_leaves_the_database_intact(tmp_pa
                                                                           caplog: pytest.LogCaptureFixture) -> None:
     url, _ = simulator()
     path = tmp_path / "full.db"
-    plan = _sim_plan(make_plan, url, sample_size=5)
+    plan = _sim_plan(make_plan, url, sample_size=20)
     ctx = load_context(plan, plan.tasks[0])
     engine = make_engine(f"sqlite:///{path}")
     for i in range(2):
@@ -196,7 +196,14 @@ def test_sqlite_disk_full_is_a_clear_error_and_leaves_the_database_intact(tmp_pa
     engine.dispose()
     with sqlite3.connect(path) as conn:
         stored = conn.execute("SELECT count(*) FROM proberesult").fetchone()[0]
-        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        pages = conn.execute("PRAGMA page_count").fetchone()[0] + 2
+        # Fill the disk: cap the file and use up every free page.
+        conn.execute(f"PRAGMA max_page_count = {pages}")
+        conn.execute("CREATE TABLE filler (x BLOB)")
+        with pytest.raises(sqlite3.OperationalError, match="full"):
+            for _ in range(10_000):
+                conn.execute("INSERT INTO filler VALUES (randomblob(2000))")
+        conn.commit()
 
     full = make_engine(f"sqlite:///{path}", create=False)
 

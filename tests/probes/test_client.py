@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from probes.client import ModelClient, ModelSettings, estimate_tokens, price_tokens, retry_after_s
+from probes.client import ModelClient, ModelSettings, estimate_tokens, price_tokens, read_completion, retry_after_s
 from probes.errors import ModelCallError
 from probes.limits import BreakerState, CallGuard
 from probes.simulator import Fault, Phase, create_simulator
@@ -295,3 +295,30 @@ def test_retry_after_http_date() -> None:
 
     value = retry_after_s({"retry-after": formatdate(time.time() + 30, usegmt=True)})
     assert value is not None and 25 < value <= 30
+
+
+@pytest.mark.parametrize("body", [
+    {"error": {"message": "upstream overloaded"}},
+    {"choices": []},
+    {"choices": ["B"]},
+    ["not", "an", "object"],
+    None,
+], ids=["error-object-with-200", "no-choices", "choice-not-an-object", "json-list", "json-null"])
+def test_bodies_without_a_choice_are_bad_responses(body: Any) -> None:
+    with pytest.raises(ModelCallError, match="no choices") as info:
+        read_completion(body, latency_s=0.1, attempts=1, settings=settings("http://127.0.0.1:9"))
+    assert info.value.kind == "bad_response"
+
+
+def test_missing_usage_means_unknown_tokens_and_cost_not_zero() -> None:
+    got = read_completion({"model": "m", "choices": [{"message": {"content": "B"}, "finish_reason": "length"}]},
+                          latency_s=0.1, attempts=2, settings=settings("http://127.0.0.1:9"))
+    assert got.text == "B" and got.finish_reason == "length" and got.attempts == 2
+    assert got.prompt_tokens is None and got.cost_usd is None and got.system_fingerprint is None
+
+
+def test_null_content_reads_as_empty_text() -> None:
+    got = read_completion({"choices": [{"message": {"content": None, "tool_calls": []}}],
+                           "usage": {"prompt_tokens": 3, "completion_tokens": True}},
+                          latency_s=0.1, attempts=1, settings=settings("http://127.0.0.1:9"))
+    assert got.text == "" and got.prompt_tokens == 3 and got.completion_tokens is None

@@ -19,8 +19,8 @@ from monitor.errors import PlanError
 from monitor.plan import parse_plan
 from probes.agreement import item_agreement_series, judge_score_series, jury_ledger, window_agreement
 from probes.client import ModelClient
-from probes.jury import (JUDGE_MARKER, CriterionScore, Jury, JudgeVerdict, JurySettings, aggregate, judge_messages,
-                         parse_verdict)
+from probes.jury import (JUDGE_MARKER, CriterionScore, JudgeVerdict, Jury, JurySettings, aggregate,
+                         judge_messages, parse_verdict)
 from probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult
 from probes.runner import finish_run, probe_canaries, start_run
 from probes.simulator import Fault, JudgeBehaviour, Phase, create_simulator
@@ -316,3 +316,20 @@ def test_check_reports_a_jury_task_without_a_jury(tmp_path: Path) -> None:
     judge = {"base_url": "http://127.0.0.1:9/v1", "model": "j"}
     path.write_text(yaml.safe_dump(plan_dict(tasks=[task], jury={"judges": [judge]})))
     assert check_plan(path).jury is not None
+
+
+def test_judges_explanations_pass_through_the_redactor(engine: Engine, jury_sim: tuple[Any, str]) -> None:
+    _, url = jury_sim
+
+    async def go() -> Any:
+        async with ModelClient(settings(url)) as client, Jury(JurySettings(judge_settings(url))) as jury:
+            return await probe_canaries(client, NOTES[:1], "notes", "jury", jury=jury)
+
+    results = run(go())
+    with Session(engine) as s:
+        probe_run = start_run(s, "notes", started_at=datetime(2026, 11, 1, tzinfo=timezone.utc))
+        finish_run(s, probe_run, results, datetime(2026, 11, 1, tzinfo=timezone.utc),
+                   redact=lambda text: text.replace("scored", "[REDACTED]"))
+        s.commit()
+        explanations = s.exec(select(JuryVerdict.explanation)).all()
+    assert len(explanations) == 9 and all("[REDACTED]" in (e or "") and "scored" not in (e or "") for e in explanations)

@@ -65,6 +65,25 @@ def test_a_failed_call_is_an_error_never_a_wrong_answer(sim: tuple[Any, str]) ->
     assert sim_state(app).requests == 2
 
 
+@pytest.mark.parametrize("fault, kind, requests", [
+    (Fault("hang", count=2, delay_s=5), "timeout", 2),
+    (Fault("status", status=429, count=2, retry_after=0.01), "rate_limited", 2),
+    (Fault("status", status=500, count=2), "unavailable", 2),
+    (Fault("truncated"), "bad_response", 1),
+    (Fault("non_json"), "bad_response", 1),
+    (Fault("empty"), "empty_completion", 1),
+], ids=["timeout", "429-storm", "500s", "truncated-body", "non-json-body", "empty-completion"])
+def test_every_fault_is_recorded_as_its_error_kind_with_no_score(sim: tuple[Any, str], fault: Fault, kind: str,
+                                                                 requests: int) -> None:
+    app, url = sim
+    sim_state(app).inject(fault)
+    [failed, fine] = probe(url, MCQ[:2], max_retries=1, timeout_s=0.3, max_concurrency=1)
+    assert failed.error_type == kind and failed.attempts == requests and failed.error
+    assert failed.score is None and failed.correct is None
+    assert fine.error_type is None and fine.score == 1.0
+    assert sim_state(app).requests == requests + 1  # the retries, then the next canary
+
+
 def test_an_empty_completion_records_what_it_cost_but_no_score(sim: tuple[Any, str]) -> None:
     app, url = sim
     sim_state(app).inject(Fault("empty"))
