@@ -15,7 +15,7 @@ Three figures:
 
 Usage::
 
-    .venv/bin/python benchmarks/probe_throughput.py [--quick] [--rounds 10] [--cpu-canaries 3000]
+    .venv/bin/python benchmarks/probe_throughput.py [--quick] [--rounds 25] [--cpu-canaries 3000]
                                                      [--memory-canaries 10000] [--tracemalloc]
 
 ``--quick`` is a smoke run (fewer rounds and canaries). Only 127.0.0.1 is contacted.
@@ -211,7 +211,7 @@ def memory(n: int, trace: bool) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=25)
     parser.add_argument("--cpu-canaries", type=int, default=3000)
     parser.add_argument("--memory-canaries", type=int, default=10_000)
     parser.add_argument("--tracemalloc", action="store_true")

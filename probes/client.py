@@ -166,7 +166,7 @@ def _status_error(exc: openai.APIStatusError) -> ModelCallError:
     return err
 
 
-POOL_CONNECTIONS = 32
+POOL_CONNECTIONS = 16
 
 
 class ModelClient:
@@ -202,8 +202,9 @@ class ModelClient:
         size = settings.max_concurrency
         # Connections match the concurrency (fewer would queue calls inside httpx; openai keeps
         # only 100 alive by default), split into pools of at most POOL_CONNECTIONS: httpx's pool
-        # scans all of its connections for every request: one pool of 256 connections cost 4.1 ms
-        # of CPU per call, eight pools of 32 cost 1.8 ms (measured as in benchmarks/probe_throughput.py).
+        # scans all of its connections for every request: at concurrency 256 one pool cost 4.1 ms of
+        # CPU per call and pools of 32 cost 1.8 ms; at 64, pools of 16 cost ~1.1 ms against ~1.4 ms
+        # for one pool (measured as in benchmarks/probe_throughput.py).
         shards = -(-size // POOL_CONNECTIONS)
         per_pool = -(-size // shards)
         timeout = httpx2.Timeout(settings.timeout_s, connect=min(5.0, settings.timeout_s))
