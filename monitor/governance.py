@@ -24,6 +24,8 @@ from datetime import date, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from monitor.people import Person
+
 RISK_TIERS = ("high", "medium", "low")
 DEFAULT_MAX_PROBE_INTERVAL = {"high": "1h", "medium": "1d", "low": "7d"}
 _INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
@@ -112,22 +114,10 @@ class Controls(_Strict):
         return {**DEFAULT_MAX_PROBE_INTERVAL, **value}
 
 
-class Approver(_Strict):
-    name: str
-    email: str
-
-    @field_validator("email")
-    @classmethod
-    def _email(cls, value: str) -> str:
-        if "@" not in value:
-            raise ValueError(f"expected an e-mail address, got {value!r}")
-        return value
-
-
 class Approval(_Strict):
     """Who approved this plan for go-live, and when."""
 
-    approved_by: Approver
+    approved_by: Person
     approved_on: date
     committee: str = ""
     reference: str = ""

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from alerts.matchers import Matcher
 from monitor.errors import PlanError, PlanIssue
 from monitor.governance import Governance, Privacy
+from monitor.people import Person
 
 _INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -50,18 +51,6 @@ class UseCase(_Strict):
     workflow: str = ""
     consequence_of_error: str = ""
     risk_tier: RiskTier = RiskTier.medium
-
-
-class Person(_Strict):
-    name: str
-    email: str
-
-    @field_validator("email")
-    @classmethod
-    def _email(cls, value: str) -> str:
-        if "@" not in value:
-            raise ValueError(f"expected an e-mail address, got {value!r}")
-        return value
 
 
 class Owners(_Strict):
@@ -306,6 +295,16 @@ class Detection(_Strict):
     reevaluation_alpha: float = Field(0.05, gt=0, lt=1)  # error of each one-shot verdict after a change
     reevaluation_max_probes: int = Field(1000, ge=1)  # observations before the one-shot test gives up
     distribution_checks: bool = True  # river detectors on output length and latency (information only)
+    # How often the service stores an evidently drift report per task (None: never); answers per window.
+    drift_report_every: str | None = "1d"
+    drift_report_window: int = Field(200, ge=30)
+
+    @field_validator("drift_report_every")
+    @classmethod
+    def _report_every(cls, value: str | None) -> str | None:
+        if value is not None and parse_interval(value).total_seconds() < 60:
+            raise ValueError(f"drift_report_every must be at least one minute, got {value!r}")
+        return value
 
 
 class Storage(_Strict):

@@ -327,7 +327,10 @@ def build_service_scheduler(engine: Engine, plan: Plan, runtime_key: str, channe
     scheduler.add_job(delivery_job, IntervalTrigger(seconds=delivery_every_s), id="deliver", name="deliver alerts",
                       args=[engine, plan, channels, now, DeliveryPolicy(base_delay_s=min(max(0.2, delivery_every_s), 5.0))],
                       misfire_grace_time=5, **local)
-    scheduler.add_job(recovery_job, IntervalTrigger(seconds=recovery_every_s), args=[runtime_key], id="recover",
+    # Jitter keeps the retry pass from falling into step with a task's own grid: a pass that
+    # always lands while the task's scheduled probe runs would skip its retries forever.
+    scheduler.add_job(recovery_job, IntervalTrigger(seconds=recovery_every_s, jitter=recovery_every_s / 2),
+                      args=[runtime_key], id="recover",
                       misfire_grace_time=5, next_run_time=utcnow(), **local)
     return scheduler
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from monitor.drift.esr import DEFAULT_SHIFTS, MixtureSR, MixtureSRState
 from monitor.drift.finding import Finding
+from monitor.drift.wrapped import WrappedSR
 
 
 def judge_agreement(judge_score: float, gold_score: float, scale_min: float = 1.0, scale_max: float = 5.0) -> float:
@@ -32,7 +33,7 @@ def judge_agreement(judge_score: float, gold_score: float, scale_min: float = 1.
     return max(0.0, 1.0 - abs(judge_score - gold_score) / span)
 
 
-class JudgeAgreementSR:
+class JudgeAgreementSR(WrappedSR):
     """Detect a drop of a judge's agreement with the gold scores of judge canaries.
 
     Parameters
@@ -67,29 +68,6 @@ class JudgeAgreementSR:
         self.min_agreement, self.scale_min, self.scale_max = min_agreement, scale_min, scale_max
         self.threshold, self.sigma2, self.direction = threshold, sigma2, "drop"
         self._core = MixtureSR(min_agreement, sigma2, threshold, "drop", shifts, state)
-
-    @property
-    def state(self) -> MixtureSRState:
-        return self._core.state
-
-    @property
-    def null_mean(self) -> float:
-        return self.min_agreement
-
-    @property
-    def last_x(self) -> float | None:
-        return self._core.last_x
-
-    @property
-    def statistic(self) -> float:
-        return self._core.statistic
-
-    @property
-    def evidence(self) -> float:
-        return self._core.evidence
-
-    def reset(self) -> None:
-        self._core.reset()
 
     def update(self, x: tuple[float, float]) -> Finding | None:
         """Add one ``(judge_score, gold_score)`` verdict."""

@@ -24,6 +24,7 @@ from typing import Any
 
 from monitor.drift.esr import DEFAULT_SHIFTS, MixtureSR, MixtureSRState
 from monitor.drift.finding import Finding
+from monitor.drift.wrapped import WrappedSR
 
 
 def paired_x(score: float, baseline: float) -> float:
@@ -37,7 +38,7 @@ def paired_x(score: float, baseline: float) -> float:
     return (1.0 + min(1.0, max(0.0, score)) - min(1.0, max(0.0, baseline))) / 2.0
 
 
-class PairedSR:
+class PairedSR(WrappedSR):
     """Detect a drop (or rise) of scores relative to each canary's own baseline outcome.
 
     Parameters
@@ -72,29 +73,6 @@ class PairedSR:
         mu0 = (1.0 - margin) / 2.0 if direction == "drop" else (1.0 + margin) / 2.0
         self._core = MixtureSR(mu0, sigma2, threshold, direction, shifts, state)
         self.sigma2, self.threshold, self.direction, self.shifts = sigma2, threshold, direction, tuple(shifts)
-
-    @property
-    def state(self) -> MixtureSRState:
-        return self._core.state
-
-    @property
-    def null_mean(self) -> float:
-        return self._core.mu0
-
-    @property
-    def last_x(self) -> float | None:
-        return self._core.last_x
-
-    @property
-    def statistic(self) -> float:
-        return self._core.statistic
-
-    @property
-    def evidence(self) -> float:
-        return self._core.evidence
-
-    def reset(self) -> None:
-        self._core.reset()
 
     def update(self, x: tuple[float, float]) -> Finding | None:
         """Add one ``(score, baseline)`` pair; a Finding reports the mean paired difference."""
