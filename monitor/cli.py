@@ -241,9 +241,17 @@ def _mount_governance() -> None:
     baseline_app.command("approve")(approve_command)
 
 
+def _mount_drift() -> None:
+    """``medmon drift report`` and ``medmon drift list``: evidently drift reports."""
+    from monitor.commands.drift import app as drift_app
+
+    app.add_typer(drift_app, name="drift")
+
+
 _mount_optional()
 _mount_service()
 _mount_governance()
+_mount_drift()
 
 
 def main() -> None:

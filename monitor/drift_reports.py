@@ -14,6 +14,7 @@ Jensen-Shannon distances above 1,000 reference rows, which never flag a 5- or 10
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -22,10 +23,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlmodel import Session, col, select
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, func, select
 
 from monitor.models import DriftReport
+from monitor.storage import session_scope
 from probes.models import ProbeResult
+
+log = logging.getLogger("medmon.drift_reports")
 
 DESCRIPTORS = ("output_tokens", "latency_s", "score", "cost_usd")
 MIN_ROWS = 30  # fewer rows per window make a KS test meaningless
@@ -111,6 +116,45 @@ def store_drift_report(session: Session, task_id: str, now: datetime, *, window:
     session.add(row)
     session.flush()
     return row
+
+
+def report_shortfall(session: Session, task_id: str, window: int) -> str | None:
+    """Why no report of ``task_id`` can be made with this ``window`` yet, or None when one can.
+
+    A report compares two windows that do not overlap, each of at least ``MIN_ROWS`` answers, so
+    a task needs ``2 * window`` successful answers; the message says how many it has.
+    """
+    if window < MIN_ROWS:
+        return f"window {window} is too small: a KS test needs at least {MIN_ROWS} answers per window"
+    have = session.exec(select(func.count()).select_from(ProbeResult)
+                        .where(ProbeResult.task_id == task_id, col(ProbeResult.error_type).is_(None))).one()
+    if have < 2 * window:
+        return (f"task {task_id!r} has {have} successful answers; a report with window {window} needs "
+                f"{2 * window} (a reference and a recent window that do not overlap)")
+    return None
+
+
+def store_due_reports(engine: Engine, task_ids: Sequence[str], now: datetime, *, window: int = 200,
+                      reports_dir: Path | None = None) -> dict[str, int | None]:
+    """Store one report per task, each in its own transaction; a task with too few answers is skipped.
+
+    Returns the stored report's id per task (None: skipped). One task whose descriptors cannot be
+    compared (e.g. every value constant) is logged and skipped, never stops the others.
+    """
+    done: dict[str, int | None] = {}
+    for task_id in task_ids:
+        with session_scope(engine) as session:
+            if report_shortfall(session, task_id, window) is not None:
+                done[task_id] = None
+                continue
+            try:
+                row = store_drift_report(session, task_id, now, window=window, reports_dir=reports_dir)
+            except ValueError as exc:
+                log.warning("no drift report for task %s: %s", task_id, exc)
+                done[task_id] = None
+                continue
+            done[task_id] = None if row is None else row.id
+    return done
 
 
 def latest_drift_report(session: Session, task_id: str) -> DriftReport | None:

@@ -99,6 +99,21 @@ class Jury(_Strict):
     criteria: list[str] = Field(default_factory=lambda: ["accuracy", "completeness", "clarity"], min_length=1)
     scale_min: int = 1
     scale_max: int = 5
+    # Judge canaries: fixed (answer, gold score) pairs re-judged on this schedule (an interval
+    # like '1d' or a cron line); None runs none. ``canary_path`` replaces the bundled set.
+    canary_schedule: str | None = None
+    canary_path: Path | None = None
+
+    @field_validator("canary_schedule")
+    @classmethod
+    def _canary_schedule(cls, value: str | None) -> str | None:
+        if value is None or _INTERVAL.match(value):
+            return value
+        try:
+            CronTrigger.from_crontab(value)
+        except ValueError:
+            raise ValueError(f"expected a cron expression or an interval like '1d', got {value!r}") from None
+        return value
 
     @model_validator(mode="before")
     @classmethod

@@ -95,6 +95,19 @@ def delivery_job(engine: Engine, plan: Plan, channels: Mapping[str, Channel], no
         log.exception("alert delivery pass failed")
 
 
+def drift_report_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> None:
+    """Store an evidently drift report per task (``detection.drift_report_every``); tasks with
+    too few answers are skipped. Reports inform the dashboard and never raise alerts."""
+    from monitor.drift_reports import store_due_reports
+
+    try:
+        done = store_due_reports(engine, [t.id for t in plan.tasks], now(), window=plan.detection.drift_report_window)
+    except Exception:
+        log.exception("drift report pass failed")
+        return
+    log.info("drift reports stored for %s", ", ".join(t for t, r in done.items() if r is not None) or "no task")
+
+
 def build_scheduler(engine: Engine, plan: Plan, contexts: Sequence[TaskContext], channels: Mapping[str, Channel], *,
                     now: Callable[[], datetime], time_scale: float = 1.0, seed: int | None = None,
                     settings: ModelSettings | None = None, delivery_every_s: float = 1.0,
@@ -115,6 +128,9 @@ def build_scheduler(engine: Engine, plan: Plan, contexts: Sequence[TaskContext],
         scheduler.add_job(probe_job, trigger, id=f"probe:{task.id}", name=f"probe {task.id}",
                           args=[engine, plan, ctx, random.Random(rng.random()), now, settings, on_outcome],
                           misfire_grace_time=grace, next_run_time=datetime.now().astimezone() + timedelta(seconds=0.1))
+    from monitor.judging import add_judging_job
+
+    add_judging_job(scheduler, engine, plan, now, time_scale=time_scale)  # only with jury.canary_schedule
     scheduler.add_job(delivery_job, IntervalTrigger(seconds=delivery_every_s), id="deliver", name="deliver alerts",
                       args=[engine, plan, channels, now, DeliveryPolicy(base_delay_s=max(0.2, delivery_every_s))],
                       misfire_grace_time=5)
@@ -327,11 +343,20 @@ def build_service_scheduler(engine: Engine, plan: Plan, runtime_key: str, channe
     scheduler.add_job(delivery_job, IntervalTrigger(seconds=delivery_every_s), id="deliver", name="deliver alerts",
                       args=[engine, plan, channels, now, DeliveryPolicy(base_delay_s=min(max(0.2, delivery_every_s), 5.0))],
                       misfire_grace_time=5, **local)
+    from monitor.judging import add_judging_job
+
+    add_judging_job(scheduler, engine, plan, now, anchor=GRID_EPOCH, **local)  # only with jury.canary_schedule
     # Jitter keeps the retry pass from falling into step with a task's own grid: a pass that
     # always lands while the task's scheduled probe runs would skip its retries forever.
     scheduler.add_job(recovery_job, IntervalTrigger(seconds=recovery_every_s, jitter=recovery_every_s / 2),
                       args=[runtime_key], id="recover",
                       misfire_grace_time=5, next_run_time=utcnow(), **local)
+    if plan.detection.drift_report_every is not None:
+        every = parse_interval(plan.detection.drift_report_every)
+        scheduler.add_job(drift_report_job, IntervalTrigger(seconds=every.total_seconds(), start_date=GRID_EPOCH,
+                                                            timezone=timezone.utc),
+                          args=[engine, plan, now], id="drift-reports", name="drift reports",
+                          misfire_grace_time=max(60, round(every.total_seconds() / 4)), **local)
     return scheduler
 
 

@@ -4,6 +4,7 @@ cost and latency, subgroup slices, and the latest canary answers with the jury's
 from __future__ import annotations
 
 import math
+from datetime import datetime
 
 import pandas as pd
 import streamlit as st
@@ -16,7 +17,9 @@ from dashboards.layout import fmt, header, interval
 from monitor.read import (
     baseline_band,
     detector_states,
+    drift_report_html,
     findings,
+    latest_drift_report_view,
     recent_answers,
     run_series,
     slice_gaps,
@@ -137,4 +140,45 @@ def detail() -> None:
             hide_index=True, width="stretch", key="answers")
 
 
+def _at(value: datetime | None) -> str:
+    return "?" if value is None else f"{value:%Y-%m-%d %H:%M}"
+
+
+def drift_report() -> None:
+    """The newest evidently report: which output descriptors moved between the reference window
+    (the first answers) and the recent one. Outside the refreshing fragment, and its HTML (several
+    MB) is read only when downloaded; it is never embedded in the page, so none of it runs here."""
+    st.subheader("Output drift report")
+    with Session(engine) as session:
+        report = latest_drift_report_view(session, task_id)
+    if report is None:
+        st.write("No drift report yet. The service stores one per `detection.drift_report_every`; "
+                 f"make one now with `medmon drift report PLAN --task {task_id}`.")
+        return
+    st.caption(f"Report {report.id} of {report.created_at:%Y-%m-%d %H:%M} UTC: the first {report.n_reference} "
+               f"answers ({_at(report.reference_from)} to {_at(report.reference_to)}) against the latest "
+               f"{report.n_current} ({_at(report.current_from)} to {_at(report.current_to)}). "
+               "KS tests without a false-alarm budget: a description of how outputs changed, never an alert.")
+    if report.drifted:
+        st.warning(f"Drifted: {', '.join(report.drifted)}")
+    else:
+        st.info("No output descriptor drifted.")
+    st.dataframe(pd.DataFrame([{"column": c.column, "method": c.method, "p-value": c.p_value,
+                                "threshold": c.threshold, "drifted": c.drifted} for c in report.columns]),
+                 hide_index=True, width="stretch", key="drift_columns",
+                 column_config={"p-value": st.column_config.NumberColumn(format="%.3g")})
+    if not report.html_available:
+        st.write(f"The report's HTML is missing ({report.html_path or 'not stored'}).")
+        return
+    report_id = report.id
+
+    def html() -> str:
+        with Session(engine) as session:
+            return drift_report_html(session, report_id)
+
+    st.download_button("Download the full report (HTML)", html, file_name=f"drift-{task_id}-{report_id}.html",
+                       mime="text/html", key="drift_download")
+
+
 detail()
+drift_report()

@@ -18,6 +18,13 @@ from monitor.read.alerts import (
     silences,
 )
 from monitor.read.costs import CostDay, CostTask, cost_by_day, cost_by_task
+from monitor.read.drift import (
+    DriftColumn,
+    DriftReportView,
+    drift_report_html,
+    drift_reports,
+    latest_drift_report_view,
+)
 from monitor.read.jury import (
     AgreementDay,
     JudgeDay,
@@ -85,6 +92,8 @@ __all__ = [
     "CostDay",
     "CostTask",
     "DeadLetter",
+    "DriftColumn",
+    "DriftReportView",
     "JudgeDay",
     "OpenAlert",
     "PooledStream",
@@ -112,10 +121,13 @@ __all__ = [
     "cost_by_task",
     "dead_letter_list",
     "detector_states",
+    "drift_report_html",
+    "drift_reports",
     "findings",
     "judge_cost_by_day",
     "judge_cost_by_task",
     "judge_series",
+    "latest_drift_report_view",
     "open_alerts_view",
     "past_alerts",
     "recent_answers",

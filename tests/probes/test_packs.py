@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import math
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 import yaml
 
 from baselines.taxonomy import categories, resolve
 from probes.generators import BUILDERS, TOLERANCE, format_value, generate_calculation_canaries
+from probes.jury import Jury, JuryOutcome, JurySettings
 from probes.packs import Pack, available_packs, bundled_dir, load_pack
 from probes.scoring import SCORERS, get_scorer
+from probes.simulator import create_simulator
+from monitor.webserver import RunningServer
+from tests.probes.simkit import judge_settings, run
 
 PACKS = available_packs()
 AGE_BANDS = {"0-17", "18-39", "40-64", "65+"}
@@ -72,9 +78,17 @@ def test_card_baseline(pack: Pack) -> None:
     assert pack.title and pack.description
 
 
-def test_references_score_full_marks(pack: Pack) -> None:
-    if pack.scorer == JURY:
-        pytest.skip("the jury needs judges")
+def test_references_score_full_marks(pack: Pack, serve: Callable[[object], RunningServer]) -> None:
+    if pack.scorer == JURY:  # honest simulated judges, over HTTP, give a reference answer top marks
+        server = serve(create_simulator([]))
+
+        async def judge_all() -> list[JuryOutcome]:
+            async with Jury(JurySettings(judge_settings(server.url))) as jury:
+                return list(await asyncio.gather(*(jury.judge(c, c.references[0]) for c in pack.canaries)))
+
+        for c, outcome in zip(pack.canaries, run(judge_all()), strict=True):
+            assert outcome.judges_answered == 3 and outcome.score == 1.0, c.id
+        return
     scorer = get_scorer(pack.scorer)
     for c in pack.canaries:
         assert scorer(c, c.references[0]).value == 1.0, c.id
