@@ -14,15 +14,15 @@ from sqlalchemy.engine import Engine
 from monitor.storage import make_engine
 from tests.baselines.helm_runs import SUITE, RunWriter
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-HELM_OUTPUT = SHARED / "fixtures" / "helm_benchmark_output"
+# Real output written by crfm-helm 0.5.16 (suite ``medhelm-offline-demo``), kept with the tests so
+# the importer is always tested against what HELM itself writes.
+HELM_OUTPUT = Path(__file__).resolve().parents[1] / "fixtures" / "helm_benchmark_output"
 
 
 @pytest.fixture
 def helm_output() -> Path:
-    """The real crfm-helm output tree (suite ``medhelm-offline-demo``), laid beside the repo."""
-    if not (HELM_OUTPUT / "runs" / SUITE).is_dir():
-        pytest.skip(f"HELM fixture missing: expected {HELM_OUTPUT}/runs/{SUITE} (CI lays shared/ beside the repo)")
+    """The real crfm-helm output tree shipped in ``tests/fixtures``."""
+    assert (HELM_OUTPUT / "runs" / SUITE).is_dir(), f"HELM fixture missing: {HELM_OUTPUT}/runs/{SUITE}"
     return HELM_OUTPUT
 
 
