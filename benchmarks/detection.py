@@ -239,7 +239,7 @@ def section_delays(args: argparse.Namespace, rng: np.random.Generator) -> None:
                             reps, change, n)
             results[(m, "esr", p1)] = d
             row.append(summary(d))
-        print(f"| mixture e-SR (medmon) | proven A = m N / alpha | " + " | ".join(row) + " |")
+        print("| mixture e-SR (medmon) | proven A = m N / alpha | " + " | ".join(row) + " |")
         row, hs = [], []
         cal_streams = max(args.cal_streams, int(20 / per_stream)) if m > 1 else args.cal_streams
         cal_steps = n

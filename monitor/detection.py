@@ -36,7 +36,7 @@ from monitor.drift.layout import StreamSpec, baseline_margin, margin_z, task_str
 from monitor.drift.reference import (
     References, burn_in_add, burn_in_complete, burn_in_references, from_json, helm_references, to_json,
 )
-from monitor.models import BurnIn, DetectorState, StreamStatus
+from monitor.models import BurnIn, DetectorState, FindingRecord, StreamStatus
 from monitor.plan import Plan
 from probes.models import ProbeResultBase
 
@@ -366,3 +366,12 @@ def update_judge_canaries(session: Session, plan: Plan, judge: str, verdicts: Se
                       what=f"judge {judge} agrees less with the judge canaries' gold scores (judge drift)")
     threshold = plan_budget(plan).threshold(QUALITY, 1)
     return update_stream(session, spec, threshold, verdicts, now)  # type: ignore[arg-type]
+
+def finding_record(update: StreamUpdate, run_id: int | None, summary: str, at: datetime) -> FindingRecord:
+    """The stored form of a stream update's finding, with its evidence."""
+    f, spec = update.finding, update.spec
+    assert f is not None
+    return FindingRecord(task_id=spec.task_id, metric=spec.metric, kind=update.kind, direction=f.direction,
+                         statistic=f.statistic, threshold=f.threshold, estimate=f.estimate, ci_low=f.ci_low,
+                         ci_high=f.ci_high, n=f.n, null_mean=f.null_mean, run_id=run_id, summary=summary,
+                         evidence=f.evidence(), created_at=at)

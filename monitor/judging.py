@@ -25,9 +25,9 @@ from sqlmodel import select
 
 from alerts import Signal, apply_signals
 from alerts.rules import detector_alarm, detector_recovered
-from monitor.detection import StreamUpdate, update_judge_canaries
+from monitor.detection import StreamUpdate, finding_record, update_judge_canaries
 from monitor.drift.judge import judge_agreement
-from monitor.models import FindingRecord, StreamStatus
+from monitor.models import StreamStatus
 from monitor.plan import Plan, parse_interval
 from monitor.routing import notify_policy
 from monitor.signals import STREAM_RULES, monitor_subject
@@ -135,13 +135,7 @@ def run_judge_canaries(engine: Engine, plan: Plan, *, now: Callable[[], datetime
             outcome.updates[judge.name] = update
             signal = judge_signal(plan, update)
             if update.finding is not None:
-                f, spec = update.finding, update.spec
-                session.add(FindingRecord(task_id=spec.task_id, metric=spec.metric, kind=update.kind,
-                                          direction=f.direction, statistic=f.statistic, threshold=f.threshold,
-                                          estimate=f.estimate, ci_low=f.ci_low, ci_high=f.ci_high, n=f.n,
-                                          null_mean=f.null_mean, run_id=run_id,
-                                          summary=signal.summary if signal else update.summary,
-                                          evidence=f.evidence(), created_at=stamp))
+                session.add(finding_record(update, run_id, signal.summary if signal else update.summary, stamp))
             if signal is not None:
                 outcome.signals.append(signal)
         apply_signals(session, outcome.signals, notify_policy(plan), stamp)

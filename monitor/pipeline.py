@@ -13,7 +13,7 @@ from sqlmodel import Session, col, select
 
 from alerts import Signal, apply_signals
 from monitor.context import TaskContext, task_baseline
-from monitor.detection import StreamUpdate, reset_task_streams, start_reevaluation, update_task_streams
+from monitor.detection import StreamUpdate, finding_record, reset_task_streams, start_reevaluation, update_task_streams
 from monitor.changes import record_detected_change
 from monitor.reevaluation import auto_reevaluates, reevaluate_pending
 from monitor.models import FindingRecord, ModelIdentity
@@ -114,17 +114,10 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
             record_detected_change(session, task.id, *change, run_id, stamp)  # audited; owes a re-evaluation
             outcome.signals.append(signal)
         for update in update_task_streams(session, plan, ctx, baseline, results, stamp):
-            spec = update.spec
             outcome.updates.append(update)
             signal = stream_signal(plan, ctx, update) if update.alert else None
             if update.finding is not None:
-                f = update.finding
-                session.add(FindingRecord(task_id=spec.task_id, metric=spec.metric, kind=update.kind,
-                                          direction=f.direction, statistic=f.statistic, threshold=f.threshold,
-                                          estimate=f.estimate, ci_low=f.ci_low, ci_high=f.ci_high, n=f.n,
-                                          null_mean=f.null_mean, run_id=run_id,
-                                          summary=signal.summary if signal else update.summary,
-                                          evidence=f.evidence(), created_at=stamp))
+                session.add(finding_record(update, run_id, signal.summary if signal else update.summary, stamp))
             if signal is not None:
                 outcome.signals.append(signal)
         outcome.signals.extend(threshold_signals(session, plan, ctx))

@@ -88,7 +88,7 @@ def test_render_snapshot(kind: str) -> None:
     if UPDATE:
         path.parent.mkdir(exist_ok=True)
         path.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
-        pytest.skip(f"snapshot {path.name} written")
+        pytest.skip(reason=f"snapshot {path.name} written")
     assert body == json.loads(path.read_text()), f"render of {kind} changed; review, then MEDMON_UPDATE_SNAPSHOTS=1"
 
 
