@@ -207,51 +207,27 @@ def demo(no_dashboard: Annotated[bool, typer.Option("--no-dashboard", help="Run 
         raise typer.Exit(EXIT_FOUND)
 
 
-def _mount_optional() -> None:
-    """Sub-commands that live in their own modules."""
-    try:
-        from monitor.commands.baseline import app as baseline_app
-    except ImportError:
-        return
-    app.add_typer(baseline_app, name="baseline")
-
-
-def _mount_service() -> None:
-    """``medmon worker`` and ``medmon db``: the production service's other commands."""
-    from monitor.commands.service import db_app, worker
-
-    app.command()(worker)
-    app.add_typer(db_app, name="db")
-
-
-def _mount_governance() -> None:
-    """``medmon audit``, ``medmon report``, ``medmon change`` and ``medmon baseline approve``."""
+def _mount_subcommands() -> None:
+    """Sub-commands that live in their own modules under ``monitor/commands``."""
     from monitor.commands.audit import app as audit_app
+    from monitor.commands.baseline import app as baseline_app
     from monitor.commands.change import app as change_app
     from monitor.commands.change import approve_command
+    from monitor.commands.drift import app as drift_app
     from monitor.commands.report import report_command
+    from monitor.commands.service import db_app, worker
 
+    baseline_app.command("approve")(approve_command)
+    app.add_typer(baseline_app, name="baseline")
+    app.command()(worker)
+    app.add_typer(db_app, name="db")
     app.add_typer(audit_app, name="audit")
     app.add_typer(change_app, name="change")
     app.command("report")(report_command)
-    try:
-        from monitor.commands.baseline import app as baseline_app
-    except ImportError:
-        return
-    baseline_app.command("approve")(approve_command)
-
-
-def _mount_drift() -> None:
-    """``medmon drift report`` and ``medmon drift list``: evidently drift reports."""
-    from monitor.commands.drift import app as drift_app
-
     app.add_typer(drift_app, name="drift")
 
 
-_mount_optional()
-_mount_service()
-_mount_governance()
-_mount_drift()
+_mount_subcommands()
 
 
 def main() -> None:
