@@ -39,7 +39,7 @@ import openai
 from probes.errors import (BadModelResponse, CircuitOpen, EmptyCompletion, ModelCallError, ModelRateLimited,
                            ModelTimeout, ModelUnavailable)
 from probes.limits import CallGuard, Sleep
-from probes.telemetry import CallRecord, Telemetry
+from probes.telemetry import CallRecord, Telemetry, global_telemetry
 
 
 @dataclass(frozen=True)
@@ -195,7 +195,7 @@ class ModelClient:
                  sleep: Sleep = asyncio.sleep, role: str = "production") -> None:
         self.settings = settings
         self.guard = guard or settings.guard()
-        self.telemetry = telemetry or Telemetry()
+        self.telemetry = telemetry or global_telemetry()
         self.role = role
         self._rng = rng or random.Random()
         self._sleep = sleep

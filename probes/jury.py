@@ -39,7 +39,7 @@ from probes.client import Completion, ModelClient, ModelSettings
 from probes.errors import EmptyCompletion, ModelCallError
 from probes.limits import CallGuard
 from probes.models import ParseStatus
-from probes.telemetry import Telemetry
+from probes.telemetry import Telemetry, global_telemetry
 
 JURY_SCORER = "jury"
 JUDGE_MARKER = "[medmon-jury rubric v1]"
@@ -263,7 +263,7 @@ class Jury:
     def __init__(self, settings: JurySettings, *, guards: Mapping[str, CallGuard] | None = None,
                  telemetry: Telemetry | None = None, rng: random.Random | None = None) -> None:
         self.settings = settings
-        self.telemetry = telemetry or Telemetry()
+        self.telemetry = telemetry or global_telemetry()
         rng = rng or random.Random()
         self.clients = {j.name: ModelClient(j, guard=(guards or {}).get(j.name), telemetry=self.telemetry,
                                             rng=random.Random(rng.random()), role="judge")

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from opentelemetry import metrics, trace
@@ -166,3 +167,14 @@ class Telemetry:
             if value is not None:
                 attrs[EVALUATION_SCORE_VALUE] = value
             span.add_event(EVALUATION_RESULT_EVENT, attrs)
+
+
+@lru_cache(maxsize=1)
+def global_telemetry() -> Telemetry:
+    """The one ``Telemetry`` on the process's global providers, shared by every client.
+
+    The OpenTelemetry API's proxy providers keep every meter they hand out (to re-point them once
+    an SDK is configured), so a fresh ``Telemetry`` per model client would grow memory with every
+    probe run of a long-running service.
+    """
+    return Telemetry()

@@ -157,3 +157,30 @@ def test_judge_calls_are_spans_with_the_judge_role_and_evaluation_events(
     assert {(e.attributes or {})["gen_ai.evaluation.score.label"] for e in events} == {"ok"}
     assert {(e.attributes or {})["gen_ai.evaluation.score.value"] for e in events} == {5.0}
 
+
+
+def test_clients_share_one_telemetry_on_global_providers() -> None:
+    """A long-running service makes a client per probe run: that must not grow memory.
+
+    The OpenTelemetry API's proxy meter provider keeps every meter it hands out, so a fresh
+    Telemetry per client would leak one meter (and two histograms) per probe run.
+    """
+    import asyncio
+
+    from opentelemetry import metrics
+
+    from probes.client import ModelClient, ModelSettings
+
+    async def make_clients(count: int) -> list[object]:
+        telemetries = []
+        for _ in range(count):
+            client = ModelClient(ModelSettings(base_url="http://127.0.0.1:9/v1", model="m", api_key="k"))
+            telemetries.append(client.telemetry)
+            await client.aclose()
+        return telemetries
+
+    provider = metrics.get_meter_provider()
+    before = len(getattr(provider, "_meters", []))
+    telemetries = asyncio.run(make_clients(50))
+    assert all(t is telemetries[0] for t in telemetries)
+    assert len(getattr(provider, "_meters", [])) - before <= 1
