@@ -46,13 +46,19 @@ def route_names(plan: Plan) -> list[str]:
 
 def _model_change(session: Session, task_id: str, results: list[ProbeResultBase], run_id: int,
                   now: datetime) -> tuple[tuple[str, str | None], tuple[str, str | None]] | None:
+    """Record a new (served model, fingerprint) and return (previous, new) when it changed.
+
+    Calls run concurrently, so the order of results says nothing about which answer came last:
+    any answer served by an identity other than the last recorded one is the change.
+    """
     served = [(r.served_model, r.system_fingerprint) for r in results if r.served_model]
     if not served:
         return None
-    current = served[-1]
     last = session.exec(select(ModelIdentity).where(ModelIdentity.task_id == task_id)
                         .order_by(col(ModelIdentity.id).desc())).first()
-    if last is not None and (last.served_model, last.system_fingerprint) == current:
+    known = (last.served_model, last.system_fingerprint) if last is not None else None
+    current = next((identity for identity in served if identity != known), None)
+    if current is None:
         return None
     session.add(ModelIdentity(task_id=task_id, served_model=current[0], system_fingerprint=current[1],
                               first_seen=now, run_id=run_id))
