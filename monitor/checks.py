@@ -29,7 +29,7 @@ from monitor.audit import record_plan
 from monitor.changes import adopted_baseline
 from monitor.context import TaskContext, load_context
 from monitor.errors import MedmonError, PlanError, PlanIssue
-from monitor.governance import interval_of
+from monitor.intervals import parse_interval
 from monitor.plan import Plan, Task, _line_of, load_plan
 from monitor.routing import check_routes
 from monitor.storage import make_engine, resolve_url, session_scope, utcnow
@@ -160,7 +160,7 @@ def _governance_issues(plan: Plan, line: Callable[..., int | None]) -> list[Plan
     issues = []
     tier = plan.use_case.risk_tier.value
     limit_text = gov.controls.max_probe_interval[tier]
-    limit = interval_of(limit_text)
+    limit = parse_interval(limit_text)
     for i, task in enumerate(plan.tasks):
         if task.owner is None:
             issues.append(_owner_issue(i, task.id, line("tasks", i)))

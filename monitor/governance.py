@@ -20,25 +20,16 @@ Step 1 (intended use, users, workflow, consequence of error, risk tier) is the p
 from __future__ import annotations
 
 import re
-from datetime import date, timedelta
+from datetime import date
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from monitor.intervals import parse_interval
 from monitor.people import Person
 
 RISK_TIERS = ("high", "medium", "low")
 DEFAULT_MAX_PROBE_INTERVAL = {"high": "1h", "medium": "1d", "low": "7d"}
-_INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-
-
-def interval_of(text: str) -> timedelta:
-    """An interval such as '1h' or '7d' as a timedelta (the plan's schedule syntax)."""
-    match = _INTERVAL.match(text)
-    if not match:
-        raise ValueError(f"expected an interval like '1h', got {text!r}")
-    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
 
 
 class _Strict(BaseModel):
@@ -110,7 +101,7 @@ class Controls(_Strict):
         if unknown:
             raise ValueError(f"unknown risk tier(s) {', '.join(unknown)}; expected {', '.join(RISK_TIERS)}")
         for text in value.values():
-            interval_of(text)
+            parse_interval(text)
         return {**DEFAULT_MAX_PROBE_INTERVAL, **value}
 
 

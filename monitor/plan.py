@@ -20,19 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from alerts.matchers import Matcher
 from monitor.errors import PlanError, PlanIssue
 from monitor.governance import Governance, Privacy
+from monitor.intervals import INTERVAL, parse_interval
 from monitor.people import Person
-
-_INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_interval(text: str) -> timedelta:
-    """Parse '90s', '15m', '1h', '2d' into a timedelta; raise ValueError otherwise."""
-    match = _INTERVAL.match(text)
-    if not match:
-        raise ValueError(f"expected an interval like '1h', got {text!r}")
-    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
-
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -107,7 +96,7 @@ class Jury(_Strict):
     @field_validator("canary_schedule")
     @classmethod
     def _canary_schedule(cls, value: str | None) -> str | None:
-        if value is None or _INTERVAL.match(value):
+        if value is None or INTERVAL.match(value):
             return value
         try:
             CronTrigger.from_crontab(value)
@@ -189,7 +178,7 @@ class Task(_Strict):
     @field_validator("schedule")
     @classmethod
     def _schedule(cls, value: str) -> str:
-        if _INTERVAL.match(value):
+        if INTERVAL.match(value):
             return value
         try:
             CronTrigger.from_crontab(value)
@@ -199,7 +188,7 @@ class Task(_Strict):
 
     @property
     def interval(self) -> timedelta | None:
-        return parse_interval(self.schedule) if _INTERVAL.match(self.schedule) else None
+        return parse_interval(self.schedule) if INTERVAL.match(self.schedule) else None
 
 
 class Route(_Strict):

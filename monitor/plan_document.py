@@ -14,7 +14,8 @@ from typing import Any
 
 from baselines import resolve
 from monitor.checks import human_interval, max_gap
-from monitor.governance import DEFAULT_MAX_PROBE_INTERVAL, interval_of
+from monitor.governance import DEFAULT_MAX_PROBE_INTERVAL
+from monitor.intervals import parse_interval
 from monitor.plan import Plan
 from monitor.reevaluation import owners_of
 from monitor.report_limitations import known_limitations
@@ -63,7 +64,7 @@ def build_plan_document(plan: Plan, text: str, source: str, *, now: datetime) ->
             "owner": f"{owner.name} <{owner.email}>" + ("" if task.owner else " (clinical owner, by default)"),
             "approvers": ", ".join(owners_of(plan, task)), "human_review": task.human_review_required,
             "schedule": task.schedule, "sample_size": task.sample_size, "max_gap": human_interval(gap),
-            "meets_frequency": gap <= interval_of(limit), "subgroups": ", ".join(task.subgroups),
+            "meets_frequency": gap <= parse_interval(limit), "subgroups": ", ".join(task.subgroups),
         })
     derived = {"categories": sorted({r["category"] for r in rows if r["in_taxonomy"]}),
                "subcategories": sorted({r["subcategory"] for r in rows if r["subcategory"]}),

@@ -1,12 +1,9 @@
-"""The alerts package's public API: sorted, importable, typed and documented; doctests pass; and
-alerts imports nothing of medmon's but ``monitor.storage`` and ``monitor.errors``."""
+"""The alerts package keeps its boundary: it imports nothing of medmon's but ``monitor.storage`` and
+``monitor.errors``, and its modules stay small. (Its public API is checked in tests/test_public_api.py.)"""
 
 from __future__ import annotations
 
 import ast
-import doctest
-import importlib
-import inspect
 from pathlib import Path
 
 import pytest
@@ -14,27 +11,8 @@ import pytest
 import alerts
 
 PACKAGE = Path(alerts.__file__).parent
-DOCTESTED = ["alerts.dedup", "alerts.matchers", "alerts.rules", "alerts.signal", "alerts.signing"]
 ALLOWED = {"alerts", "monitor.storage", "monitor.errors"}
 OURS = ("alerts", "baselines", "dashboards", "monitor", "probes")
-
-
-def test_all_is_sorted_and_importable() -> None:
-    assert alerts.__all__ == sorted(alerts.__all__)
-    assert all(hasattr(alerts, name) for name in alerts.__all__)
-
-
-@pytest.mark.parametrize("name", [n for n in alerts.__all__ if inspect.isfunction(getattr(alerts, n))])
-def test_public_functions_are_typed_and_documented(name: str) -> None:
-    fn = getattr(alerts, name)
-    assert inspect.getdoc(fn), f"{name} has no docstring"
-    assert "return" in fn.__annotations__, f"{name} has no return annotation"
-
-
-@pytest.mark.parametrize("module", DOCTESTED)
-def test_module_doctests(module: str) -> None:
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted > 0
 
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
