@@ -20,8 +20,8 @@ from monitor.errors import MedmonError, PlanError
 
 app = typer.Typer(help="medmon: watch a deployed clinical LLM against its MedHELM evidence.",
                   no_args_is_help=True, add_completion=False)
-out = Console()
-err = Console(stderr=True)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 EXIT_FOUND, EXIT_INPUT, EXIT_UNREACHABLE = 1, 2, 3
 

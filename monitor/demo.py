@@ -99,6 +99,9 @@ alerts:
   repeat_interval: 12h
   # The accelerated clock runs ~40 simulated minutes between alert passes: no heartbeat gap to report.
   heartbeat_tolerance: 1d
+  # On a busy machine a probe can outlast its accelerated hour and the next one is skipped:
+  # simulated hours pass without data that a real deployment would not lose.
+  stale_after_intervals: 24
   dashboard_url: {dashboard_url}
 storage:
   url: sqlite:///{db}

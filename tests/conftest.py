@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +19,18 @@ from monitor.webserver import RunningServer, serve_in_thread
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
 
-# MEDMON_TEST_DATABASE=postgresql runs every db_url/engine test on a fresh PostgreSQL database
+# MEDMON_TEST_DATABASE=postgresql runs every test that takes a database fixture (db_url, engine,
+# new_db_url, module_db_url) on fresh PostgreSQL databases
 # (created per test, dropped after) on the server at MEDMON_TEST_PG_URL; the default is SQLite.
 TEST_DATABASE = os.environ.get("MEDMON_TEST_DATABASE", "sqlite").lower()
+ON_POSTGRES = TEST_DATABASE in ("postgresql", "postgres")
 PG_SERVER = os.environ.get("MEDMON_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432")
 
 
 @contextmanager
-def fresh_postgres_database(prefix: str = "medmon_test") -> Iterator[str]:
-    """A new, empty PostgreSQL database for one test; dropped (connections and all) afterwards."""
+def fresh_postgres_database(prefix: str = "medmon_test", template: str | None = None) -> Iterator[str]:
+    """A new PostgreSQL database for one test, empty or a copy of ``template`` (a database URL
+    nobody is connected to); dropped (connections and all) afterwards."""
     import psycopg
     from sqlalchemy.engine import make_url
 
@@ -35,7 +38,8 @@ def fresh_postgres_database(prefix: str = "medmon_test") -> Iterator[str]:
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     admin = server.set(drivername="postgresql", database="postgres").render_as_string(hide_password=False)
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
+        source = make_url(template).database if template else "template0"
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{source}"')
     try:
         yield server.set(database=name).render_as_string(hide_password=False)
     finally:
@@ -50,13 +54,35 @@ def postgres_url() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture
-def db_url(tmp_path: Path) -> Iterator[str]:
-    if TEST_DATABASE in ("postgresql", "postgres"):
+@contextmanager
+def database_under_test(folder: Path, name: str = "medmon") -> Iterator[str]:
+    """A new, empty database on the backend this pass tests: PostgreSQL or a SQLite file in ``folder``."""
+    if ON_POSTGRES:
         with fresh_postgres_database() as url:
             yield url
     else:
-        yield f"sqlite:///{tmp_path / 'medmon.db'}"
+        yield f"sqlite:///{folder / f'{name}.db'}"
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> Iterator[str]:
+    with database_under_test(tmp_path) as url:
+        yield url
+
+
+@pytest.fixture
+def new_db_url(tmp_path: Path) -> Iterator[Callable[[], str]]:
+    """A factory of new, empty databases, for tests that need more than one (each call: another)."""
+    with ExitStack() as stack:
+        count = iter(range(1_000_000))
+        yield lambda: stack.enter_context(database_under_test(tmp_path, f"db{next(count)}"))
+
+
+@pytest.fixture(scope="module")
+def module_db_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One database shared by a module's tests (for an expensive fixture that fills it once)."""
+    with database_under_test(tmp_path_factory.mktemp("db")) as url:
+        yield url
 
 
 @pytest.fixture
@@ -112,17 +138,22 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"medmon test database: {TEST_DATABASE}"
 
 
+# Fixtures that give a test a database of the backend under test; "seeded_master" is the
+# dashboards' seeded database.
+DATABASE_FIXTURES = {"db_url", "new_db_url", "module_db_url", "postgres_url", "seeded_master"}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """On the PostgreSQL pass, run only the tests that use the database fixtures.
 
     The others do not touch a database and already ran on the SQLite pass; set
     MEDMON_TEST_PG_ALL=1 to run them again anyway.
     """
-    if TEST_DATABASE not in ("postgresql", "postgres") or os.environ.get("MEDMON_TEST_PG_ALL"):
+    if not ON_POSTGRES or os.environ.get("MEDMON_TEST_PG_ALL"):
         return
     keep, drop = [], []
     for item in items:
-        uses_db = {"db_url", "postgres_url"} & set(getattr(item, "fixturenames", ()))
+        uses_db = DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
         (keep if uses_db else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)

@@ -65,7 +65,7 @@ def _ci(low: float, high: float) -> str:
 
 
 def _print_report(report: ImportReport) -> None:
-    console = Console()
+    console = Console(soft_wrap=True)
     title = f"Imported {report.kind} evidence from {report.source}" + (
         f" (suite {report.suite})" if report.suite else ""
     )
@@ -186,7 +186,7 @@ def list_command(db: DbOption = None, as_json: JsonOption = False) -> None:
                 ),
             )
         )
-    Console().print(table if rows else "no baselines stored", markup=False)
+    Console(soft_wrap=True).print(table if rows else "no baselines stored", markup=False)
 
 
 @app.command("show")
@@ -221,7 +221,7 @@ def show_command(
     if as_json:
         typer.echo(json.dumps(info, indent=2))
         return
-    console = Console()
+    console = Console(soft_wrap=True)  # one line per fact, however long the source path
     console.print(
         f"[bold]{escape(entry.display_name)}[/bold] ({escape(benchmark)}): {escape(entry.category)} / "
         f"{escape(entry.subcategory or '-')}; main metric {escape(entry.main_metric or '-')}"

@@ -10,8 +10,8 @@ from rich.console import Console
 
 from monitor.errors import MedmonError
 
-out = Console()
-err = Console(stderr=True)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 EXIT_INPUT = 2
 
 db_app = typer.Typer(help="Database schema: migrations with Alembic.", no_args_is_help=True)

@@ -61,9 +61,8 @@ def worker(db_url: str, url: str) -> subprocess.Popen[bytes]:
 
 
 @pytest.mark.slow
-def test_sigkill_mid_delivery_loses_nothing_and_duplicates_nothing(tmp_path: Path,
+def test_sigkill_mid_delivery_loses_nothing_and_duplicates_nothing(tmp_path: Path, db_url: str,
                                                                    serve: Callable[[object], RunningServer]) -> None:
-    db_url = f"sqlite:///{tmp_path / 'crash.db'}"
     engine = make_engine(db_url)
     expected = fill_outbox(engine)
     assert len(expected) == GROUPS * ROUNDS

@@ -45,13 +45,6 @@ def writable_suite(suite_dir: Path, tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> Iterator[Engine]:
-    eng = make_engine(f"sqlite:///{tmp_path}/t.db")
-    yield eng
-    eng.dispose()
-
-
-@pytest.fixture
 def write_run(tmp_path: Path) -> RunWriter:
     """Write synthetic HELM runs under ``tmp_path/benchmark_output/runs/synthetic``."""
     root = tmp_path / "benchmark_output" / "runs" / "synthetic"

@@ -14,8 +14,8 @@ runner = CliRunner(env={"COLUMNS": "220"})
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path}/t.db"
+def db(db_url: str) -> str:
+    return db_url
 
 
 def test_import_then_reimport_json(helm_output: Path, db: str) -> None:

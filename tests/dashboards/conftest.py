@@ -11,6 +11,7 @@ from sqlalchemy.engine import Engine
 from streamlit.testing.v1 import AppTest
 
 from monitor.storage import make_engine
+from tests.conftest import database_under_test
 from tests.dashboards.seed import Seeded, copy_seeded, seed
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboards" / "app.py")
@@ -20,18 +21,20 @@ AUTH_SECRETS = {"auth": {"redirect_uri": "http://127.0.0.1:8501/oauth2callback",
 
 
 @pytest.fixture(scope="session")
-def seeded_master(tmp_path_factory: pytest.TempPathFactory) -> Seeded:
-    """The pipeline run once against the simulator; tests copy the result."""
-    return seed(tmp_path_factory.mktemp("seed"))
+def seeded_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
+    """The pipeline run once against the simulator, on the backend under test; tests copy the result."""
+    folder = tmp_path_factory.mktemp("seed")
+    with database_under_test(folder, "seed") as url:
+        yield seed(folder, db_url=url)
 
 
 @pytest.fixture
-def seeded(seeded_master: Seeded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Seeded:
+def seeded(seeded_master: Seeded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Seeded]:
     """A private copy of the seeded database, with the dashboard's environment pointing at it."""
-    copy = copy_seeded(seeded_master, tmp_path / "dash")
-    monkeypatch.setenv("MEDMON_PLAN", str(copy.plan_path))
-    monkeypatch.setenv("MEDMON_DATABASE_URL", copy.db_url)
-    return copy
+    with copy_seeded(seeded_master, tmp_path / "dash") as copy:
+        monkeypatch.setenv("MEDMON_PLAN", str(copy.plan_path))
+        monkeypatch.setenv("MEDMON_DATABASE_URL", copy.db_url)
+        yield copy
 
 
 @pytest.fixture

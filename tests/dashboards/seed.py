@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import random
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -32,7 +34,7 @@ from monitor.webserver import serve_in_thread
 from probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult
 from probes.packs import load_pack
 from probes.simulator import Phase, create_simulator
-from tests.conftest import plan_dict
+from tests.conftest import fresh_postgres_database, plan_dict
 
 OWNER = "owner@hospital.example"
 TECH = "tech@hospital.example"
@@ -183,12 +185,18 @@ def _add_verdicts(session: Session) -> None:
         session.add(r)
 
 
-def copy_seeded(seeded: Seeded, folder: Path) -> Seeded:
-    """A private copy of the seeded database (tests change it); the plan file is copied unchanged,
+@contextmanager
+def copy_seeded(seeded: Seeded, folder: Path) -> Iterator[Seeded]:
+    """A private copy of the seeded database (tests change it): a file copy on SQLite, a database
+    made from it as template on PostgreSQL (dropped afterwards). The plan file is copied unchanged,
     so point ``MEDMON_DATABASE_URL`` at the copy (as `medmon dashboard` does)."""
     folder.mkdir(parents=True, exist_ok=True)
-    db_path = folder / "dash.db"
-    shutil.copyfile(seeded.db_path, db_path)
     plan_path = folder / "plan.yaml"
     shutil.copyfile(seeded.plan_path, plan_path)
-    return Seeded(plan_path, db_path, f"sqlite:///{db_path}", seeded.start)
+    db_path = folder / "dash.db"
+    if seeded.db_url.startswith("postgresql"):
+        with fresh_postgres_database("medmon_dash", template=seeded.db_url) as url:
+            yield Seeded(plan_path, db_path, url, seeded.start)
+        return
+    shutil.copyfile(seeded.db_path, db_path)
+    yield Seeded(plan_path, db_path, f"sqlite:///{db_path}", seeded.start)

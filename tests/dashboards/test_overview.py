@@ -18,11 +18,11 @@ from tests.conftest import plan_dict
 APP = str(Path(__file__).resolve().parents[2] / "dashboards" / "app.py")
 
 
-def test_overview_shows_degraded_task_and_alert(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    db = f"sqlite:///{tmp_path / 'dash.db'}"
+def test_overview_shows_degraded_task_and_alert(tmp_path: Path, db_url: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     plan_path = tmp_path / "plan.yaml"
-    plan_path.write_text(yaml.safe_dump(plan_dict(storage={"url": db})))
-    engine = make_engine(db)
+    plan_path.write_text(yaml.safe_dump(plan_dict(storage={"url": db_url})))
+    engine = make_engine(db_url)
     now = datetime(2026, 11, 1, tzinfo=timezone.utc)
     with Session(engine) as s:
         s.add(DetectorState(key="knowledge-qa:score:drop", task_id="knowledge-qa", metric="score", direction="drop",

@@ -30,7 +30,7 @@ from monitor.read import (
 )
 from monitor.storage import as_utc, make_engine
 from probes.models import JudgeCall, ProbeResult, ProbeRun
-from tests.conftest import TEST_DATABASE, fresh_postgres_database
+from tests.conftest import ON_POSTGRES, fresh_postgres_database
 from tests.dashboards.seed import JUDGED, Seeded, seed
 
 
@@ -38,7 +38,7 @@ from tests.dashboards.seed import JUDGED, Seeded, seed
 def db_url() -> Iterator[str | None]:
     """A fresh PostgreSQL database on the PostgreSQL pass; None on SQLite, where the session's
     seeded file serves (the fixture's name keeps these tests on the PostgreSQL pass)."""
-    if TEST_DATABASE in ("postgresql", "postgres"):
+    if ON_POSTGRES:
         with fresh_postgres_database("medmon_dash") as url:
             yield url + "?options=-c%20timezone%3DAmerica/New_York"
     else:

@@ -56,19 +56,19 @@ def _results(engine: Engine) -> list[tuple[object, ...]]:
 
 
 def test_a_real_worker_gives_the_same_results_as_in_process_and_probes_each_slot_once(
-        broker: str, make_plan, serve: Callable, tmp_path: Path) -> None:
+        broker: str, make_plan, serve: Callable, new_db_url: Callable[[], str]) -> None:
     canaries = load_pack("clinical_knowledge_mcq").canaries
     phases = [Phase(accuracy=0.7)]  # wrong answers too, drawn by the simulator's seeded RNG
     slots_ = [H0 + timedelta(hours=i) for i in range(3)]
 
     local_plan = _plan(make_plan, serve(create_simulator(canaries, phases, seed=9)).url)
-    local = make_engine(f"sqlite:///{tmp_path / 'local.db'}")
+    local = make_engine(new_db_url())
     ctx = load_context(local_plan, local_plan.tasks[0])
     for when in slots_:
         run_slot(local, local_plan, ctx, when, now=lambda: H0, by="local:1", seed=local_plan.service.seed)
 
     plan = _plan(make_plan, serve(create_simulator(canaries, phases, seed=9)).url)
-    shared = make_engine(f"sqlite:///{tmp_path / 'shared.db'}")
+    shared = make_engine(new_db_url())
     app = make_celery(broker, queue=plan.service.queue, name=f"medmon-test-{uuid.uuid4().hex[:6]}")
     register_worker_runtime(app, worker_runtime(shared, plan, [load_context(plan, plan.tasks[0])]))
     dispatch = CeleryDispatch(app, plan)

@@ -264,7 +264,8 @@ def test_river_reports_an_output_length_change_as_information(engine: Engine, ma
     assert hits[0].finding.estimate > hits[0].finding.null_mean
 
 
-def test_same_data_after_a_restart_gives_the_same_decisions(tmp_path: Any, make_plan: Callable) -> None:
+def test_same_data_after_a_restart_gives_the_same_decisions(new_db_url: Callable[[], str],
+                                                              make_plan: Callable) -> None:
     plan = make_plan(tasks=[{**_task(), "subgroups": ["sex"]}], detection={"burn_in_runs": 3})
     pool = canaries(helm=False)
     ctx, base, rng = context(plan, pool), baseline(0.78), random.Random(11)
@@ -274,16 +275,16 @@ def test_same_data_after_a_restart_gives_the_same_decisions(tmp_path: Any, make_
     def decisions(updates: list[list[StreamUpdate]]) -> list[tuple[int, str, str | None]]:
         return [(i, u.spec.key, u.finding.decision if u.finding else None) for i, run in enumerate(updates) for u in run]
 
-    steady = make_engine(f"sqlite:///{tmp_path / 'steady.db'}")
+    steady, restarted_url = make_engine(new_db_url()), new_db_url()
     one_go = decisions(feed(steady, plan, ctx, base, runs))
     restarted = []
     for i, run in enumerate(runs):  # a new engine (a restarted process) for every run
-        eng = make_engine(f"sqlite:///{tmp_path / 'restarted.db'}")
+        eng = make_engine(restarted_url)
         restarted += [(i, k, d) for _, k, d in decisions(feed(eng, plan, ctx, base, [run], start=i))]
         eng.dispose()
     assert one_go == restarted
     assert any(d == "alarm" for _, _, d in one_go)
-    eng = make_engine(f"sqlite:///{tmp_path / 'restarted.db'}")
+    eng = make_engine(restarted_url)
     with Session(steady) as a, Session(eng) as b:
         rows_a = {r.key: r.state for r in a.exec(select(DetectorState)).all()}
         rows_b = {r.key: r.state for r in b.exec(select(DetectorState)).all()}
@@ -320,7 +321,7 @@ def test_a_separate_operational_family_keeps_its_own_budget(make_plan: Callable)
 
 @pytest.mark.slow
 def test_pipeline_runs_the_one_shot_test_after_a_served_model_change(serve: Callable, make_plan: Callable,
-                                                                     tmp_path: Any) -> None:
+                                                                     db_url: str) -> None:
     from monitor.context import load_context
     from monitor.models import FindingRecord
     from monitor.pipeline import run_task_probe
@@ -333,7 +334,7 @@ def test_pipeline_runs_the_one_shot_test_after_a_served_model_change(serve: Call
     plan = make_plan(deployment={"base_url": f"{sim.url}/v1", "model": "medmon-simulator/clinical-v1",
                                  "api_key_env": "X", "timeout_s": 5, "max_retries": 0},
                      detection={"distribution_checks": False})
-    engine = make_engine(f"sqlite:///{tmp_path / 'oneshot.db'}")
+    engine = make_engine(db_url)
     ctx, rng = load_context(plan, plan.tasks[0]), random.Random(2)
     clock = iter(T0 + timedelta(hours=i) for i in range(1000))
     for _ in range(16):

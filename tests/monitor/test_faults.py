@@ -56,9 +56,9 @@ def _sim_plan(make_plan: Callable[..., Plan], url: str, **task: object) -> Plan:
 
 
 @pytest.mark.slow
-def test_abandoned_and_killed_probes_are_marked_interrupted_and_retried(tmp_path: Path, simulator) -> None:
+def test_abandoned_and_killed_probes_are_marked_interrupted_and_retried(tmp_path: Path, db_url: str,
+                                                                      simulator) -> None:
     url, _ = simulator(Phase(latency_s=0.3))
-    db_url = f"sqlite:///{tmp_path / 'svc.db'}"
     plan = write_plan(tmp_path / "plan.yaml", url, db_url, schedule="2s", sample_size=4, max_concurrency=1,
                       service={"misfire_grace": "1m"})
     db = reader(db_url)

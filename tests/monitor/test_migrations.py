@@ -39,8 +39,8 @@ def test_a_database_made_before_migrations_is_adopted(db_url: str) -> None:
     engine.dispose()
 
 
-def test_an_older_schema_is_refused_with_the_command_to_run(tmp_path: Path) -> None:
-    engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
+def test_an_older_schema_is_refused_with_the_command_to_run(db_url: str) -> None:
+    engine = make_engine(db_url)
     with engine.begin() as connection:  # an older medmon: a column this one needs is missing
         connection.execute(text("ALTER TABLE probeslot DROP COLUMN attempts"))
     with pytest.raises(StorageError, match="medmon db upgrade"):
@@ -48,13 +48,12 @@ def test_an_older_schema_is_refused_with_the_command_to_run(tmp_path: Path) -> N
     engine.dispose()
 
 
-def test_db_upgrade_and_current_commands(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
+def test_db_upgrade_and_current_commands(db_url: str) -> None:
     runner = CliRunner()
-    before = runner.invoke(app, ["db", "current", "--url", url])
+    before = runner.invoke(app, ["db", "current", "--url", db_url])
     assert before.exit_code == 1 and "current: none" in before.output
-    result = runner.invoke(app, ["db", "upgrade", "--url", url])
+    result = runner.invoke(app, ["db", "upgrade", "--url", db_url])
     assert result.exit_code == 0, result.output
     assert f"none -> {head_revision()}" in result.output
-    after = runner.invoke(app, ["db", "current", "--url", url])
+    after = runner.invoke(app, ["db", "current", "--url", db_url])
     assert after.exit_code == 0 and f"current: {head_revision()}" in after.output

@@ -55,13 +55,13 @@ class DemoRun:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoRun]:
+def demo(tmp_path_factory: pytest.TempPathFactory, module_db_url: str) -> Iterator[DemoRun]:
     """52 hourly probes: baseline accuracy, a drop after 500 requests, a model swap after 800."""
     folder = tmp_path_factory.mktemp("report")
     sim = serve_in_thread(create_simulator(load_pack("clinical_knowledge_mcq").canaries, [
         Phase(0, accuracy=0.85), Phase(500, accuracy=0.55, label="drop"),
         Phase(800, accuracy=0.55, model=V2, fingerprint="fp_sim_0002", label="swap")], seed=21))
-    db_url = f"sqlite:///{folder / 'medmon.db'}"
+    db_url = module_db_url
     data = plan_dict(storage={"url": db_url},
                      deployment={"base_url": f"{sim.url}/v1", "model": "medmon-simulator/clinical-v1",
                                  "api_key_env": "X", "timeout_s": 5, "max_retries": 0,
