@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+import aiohttp
 import httpx2
 import openai
 
@@ -166,9 +167,6 @@ def _status_error(exc: openai.APIStatusError) -> ModelCallError:
     return err
 
 
-POOL_CONNECTIONS = 16
-
-
 class ModelClient:
     """Async chat client with bounded concurrency, limits, a breaker, retries and telemetry.
 
@@ -200,20 +198,15 @@ class ModelClient:
         self._rng = rng or random.Random()
         self._sleep = sleep
         size = settings.max_concurrency
-        # Connections match the concurrency (fewer would queue calls inside httpx; openai keeps
-        # only 100 alive by default), split into pools of at most POOL_CONNECTIONS: httpx's pool
-        # scans all of its connections for every request: at concurrency 256 one pool cost 4.1 ms of
-        # CPU per call and pools of 32 cost 1.8 ms; at 64, pools of 16 cost ~1.1 ms against ~1.4 ms
-        # for one pool (measured as in benchmarks/probe_throughput.py).
-        shards = -(-size // POOL_CONNECTIONS)
-        per_pool = -(-size // shards)
+        # openai's aiohttp transport (the `aiohttp` extra): its C HTTP parser and connection pool
+        # cost about half the CPU per call of the default httpx transport, whose pool also scans
+        # every connection for every request (measured as in benchmarks/probe_throughput.py).
+        # Connections match the concurrency: fewer would queue calls inside the transport.
         timeout = httpx2.Timeout(settings.timeout_s, connect=min(5.0, settings.timeout_s))
-        self._pools = [openai.AsyncOpenAI(
+        self._openai = openai.AsyncOpenAI(
             base_url=settings.base_url, api_key=settings.api_key, timeout=settings.timeout_s, max_retries=0,
-            http_client=httpx2.AsyncClient(limits=httpx2.Limits(max_connections=per_pool,
-                                                                max_keepalive_connections=per_pool), timeout=timeout))
-            for _ in range(shards)]
-        self._in_flight = [0] * shards
+            http_client=openai.DefaultAioHttpClient(
+                limits=httpx2.Limits(max_connections=size, max_keepalive_connections=size), timeout=timeout))
         self._slots = asyncio.Semaphore(size)
 
     async def __aenter__(self) -> ModelClient:
@@ -224,7 +217,7 @@ class ModelClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await asyncio.gather(*(pool.close() for pool in self._pools))
+        await self._openai.close()
 
     async def complete(self, messages: list[dict[str, str]], *, model: str | None = None) -> Completion:
         """One chat completion, retried as configured; raises a ``ModelCallError`` subclass on failure.
@@ -305,31 +298,43 @@ class ModelClient:
     async def _once(self, messages: list[dict[str, str]], model: str, attempts: int) -> Completion:
         """One HTTP attempt through the openai client; the body is read as plain JSON (``read_completion``)."""
         settings = self.settings
-        pool = self._in_flight.index(min(self._in_flight))  # the least busy pool has a free connection
-        self._in_flight[pool] += 1
         body = {"model": model, "messages": messages, "temperature": settings.temperature,
                 "max_tokens": settings.max_tokens}
         started = time.perf_counter()
         try:
-            response = await self._pools[pool].post("/chat/completions", body=body, cast_to=httpx2.Response,
-                                                    options={"security": {"bearer_auth": True}})
+            response = await self._openai.post("/chat/completions", body=body, cast_to=httpx2.Response,
+                                               options={"security": {"bearer_auth": True}})
             data = json.loads(response.content)
-        except openai.APITimeoutError as exc:
-            raise ModelTimeout(f"no answer within {settings.timeout_s:g}s") from exc
-        except openai.APIConnectionError as exc:
-            raise ModelUnavailable(f"cannot connect to {settings.base_url}: {type(exc.__cause__).__name__}") from exc
+        except openai.APIConnectionError as exc:  # APITimeoutError included
+            broken = _connection_failure(exc)
+            if broken is None and isinstance(exc, openai.APITimeoutError):
+                raise ModelTimeout(f"no answer within {settings.timeout_s:g}s") from exc
+            cause = type(broken or exc.__cause__).__name__
+            raise ModelUnavailable(f"cannot connect to {settings.base_url}: {cause}") from exc
         except openai.APIStatusError as exc:
             raise _status_error(exc) from exc
         except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError: a body that is not JSON
             raise BadModelResponse(f"response is not a chat completion: {str(exc)[:200]}") from exc
-        finally:
-            self._in_flight[pool] -= 1
         completion = read_completion(data, latency_s=time.perf_counter() - started, attempts=attempts, settings=settings)
         if not completion.text.strip():
             empty = EmptyCompletion(f"empty completion (finish_reason={completion.finish_reason!r})")
             empty.completion = completion
             raise empty
         return completion
+
+
+def _connection_failure(exc: BaseException) -> BaseException | None:
+    """The aiohttp error behind a failed call when it is a broken connection, not a timeout.
+
+    The aiohttp transport reports every connection error (refused, reset, closed by the server)
+    as a connect timeout; the cause chain still holds what happened.
+    """
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, aiohttp.ClientConnectionError) and not isinstance(cause, asyncio.TimeoutError):
+            return cause
+        cause = cause.__cause__
+    return None
 
 
 def _optional(value: object, kind: type) -> Any:
