@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,16 +17,18 @@ from monitor.context import TaskContext, task_baseline
 from monitor.detection import StreamUpdate, finding_record, reset_task_streams, start_reevaluation, update_task_streams
 from monitor.changes import record_detected_change
 from monitor.reevaluation import auto_reevaluates, reevaluate_pending
-from monitor.models import FindingRecord, ModelIdentity
+from monitor.models import FindingRecord, ModelIdentity, ProbeSlot
 from monitor.plan import Plan
 from monitor.routing import notify_policy
 from monitor.signals import model_change_signal, stream_signal, threshold_signals
 from monitor.storage import session_scope
 from probes.client import ModelClient, ModelSettings
 from probes.jury import JURY_SCORER, Jury, JurySettings
-from probes.models import ProbeResultBase, ProbeRun
+from probes.models import ProbeResultBase, ProbeRun, RunStatus
 from probes.redaction import load_redactor, protect_results
 from probes.runner import finish_run, probe_canaries, sample_canaries, start_run
+
+log = logging.getLogger("medmon.pipeline")
 
 
 @dataclass
@@ -38,6 +41,7 @@ class ProbeOutcome:
     updates: list[StreamUpdate] = field(default_factory=list)
     signals: list[Signal] = field(default_factory=list)
     reevaluation_id: int | None = None  # the re-evaluation a detected model change set off
+    superseded: bool = False  # the run was marked interrupted while probing: results discarded
 
 
 def route_names(plan: Plan) -> list[str]:
@@ -69,13 +73,16 @@ def _model_change(session: Session, task_id: str, results: list[ProbeResultBase]
 
 def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.Random,
                    now: Callable[[], datetime], settings: ModelSettings | None = None,
-                   purpose: str = "scheduled", on_start: Callable[[int], None] | None = None) -> ProbeOutcome:
+                   purpose: str = "scheduled", on_start: Callable[[int], None] | None = None,
+                   slot_id: int | None = None) -> ProbeOutcome:
     """Probe a task once and act on what the detectors conclude.
 
     The run row is committed before the model is called, so a crash leaves a 'running' run that
     the service marks interrupted; results, detector states, findings and alert changes (with
     their outbox rows) are then committed together. ``on_start`` receives the run id once that
-    first row is committed (the service links it to the scheduled slot being probed).
+    first row is committed. ``slot_id`` names the scheduled slot being probed: it is linked to
+    the run in the transaction that opens the run, so a crash can never leave a running run that
+    its slot does not know about (and a retry of the slot could not mark interrupted).
     """
     task = ctx.task
     settings = settings or ModelSettings.from_endpoint(plan.deployment)
@@ -83,6 +90,10 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
         baseline = task_baseline(session, plan, ctx)
         run = start_run(session, task.id, started_at=now(), purpose=purpose, deployment=plan.deployment.name)
         run_id = run.id
+        slot = session.get(ProbeSlot, slot_id) if slot_id is not None else None
+        if slot is not None:
+            slot.run_id = run_id
+            session.add(slot)
     assert run_id is not None
     if on_start is not None:
         on_start(run_id)
@@ -104,8 +115,14 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
     results = asyncio.run(call())
     outcome = ProbeOutcome(task.id, run_id, len(results), sum(1 for r in results if r.error_type), None)
     with session_scope(engine) as session:
-        run = session.get(ProbeRun, run_id)
-        assert run is not None
+        run = session.exec(select(ProbeRun).where(ProbeRun.id == run_id).with_for_update()).one()
+        if run.status != RunStatus.running:
+            # Its slot was taken over (a redelivered message, a retry after this process was
+            # presumed dead) or the service gave up on it: the taker's run is the one that counts.
+            log.warning("run %d of %s was marked %s while probing; its %d results are discarded", run_id, task.id,
+                        run.status.value, len(results))
+            outcome.superseded = True
+            return outcome
         stamp = now()
         # Stored copies are redacted (or text-free); detectors below still see every score.
         finish_run(session, run, protect_results(results, redactor, store_text=plan.privacy.store_text), stamp)

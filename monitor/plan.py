@@ -331,8 +331,11 @@ class ServiceConfig(_Strict):
     seed: int | None = None
     misfire_grace: str | None = None
     standby_poll: str = "2s"
+    # Celery: a probe message its worker has not acknowledged within this time (the worker died
+    # mid-probe) goes to another worker, which retries the slot. Keep it above the longest probe.
+    visibility_timeout: str = "1h"
 
-    @field_validator("misfire_grace", "standby_poll")
+    @field_validator("misfire_grace", "standby_poll", "visibility_timeout")
     @classmethod
     def _interval(cls, value: str | None) -> str | None:
         if value is not None:

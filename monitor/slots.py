@@ -115,15 +115,6 @@ def claim_slot(engine: Engine, task_id: str, scheduled_for: datetime, *, by: str
         return slot.id
 
 
-def link_run(engine: Engine, slot_id: int, run_id: int) -> None:
-    """Record which run probes a slot, as soon as the run row exists."""
-    with session_scope(engine) as session:
-        slot = session.get(ProbeSlot, slot_id)
-        if slot is not None:
-            slot.run_id = run_id
-            session.add(slot)
-
-
 def run_slot(engine: Engine, plan: Plan, ctx: TaskContext, scheduled_for: datetime, *, now: Callable[[], datetime],
              by: str, seed: int | None = None, settings: ModelSettings | None = None, retry: bool = False,
              on_start: Callable[[int], None] | None = None) -> ProbeOutcome | None:
@@ -137,15 +128,10 @@ def run_slot(engine: Engine, plan: Plan, ctx: TaskContext, scheduled_for: dateti
             log.info("slot %s@%s already probed or being probed; skipped", ctx.task.id, utc(scheduled_for).isoformat())
             return None
 
-        def started(run_id: int, slot_id: int = slot_id) -> None:
-            link_run(engine, slot_id, run_id)
-            if on_start is not None:
-                on_start(run_id)
-
         try:
             return run_task_probe(engine, plan, ctx, rng=slot_rng(seed, ctx.task.id, scheduled_for), now=now,
                                   settings=settings, purpose="retry" if retry or attempt else "scheduled",
-                                  on_start=started)
+                                  on_start=on_start, slot_id=slot_id)
         except IntegrityError as exc:
             # Two processes raced to write a shared row (e.g. the first record of a baseline that
             # several tasks use); the loser's transaction rolled back whole, so run the slot again.

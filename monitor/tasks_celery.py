@@ -25,6 +25,7 @@ from celery import Celery, Task
 from sqlalchemy.engine import Engine
 
 from monitor.context import TaskContext
+from monitor.intervals import parse_interval
 from monitor.plan import Plan
 from monitor.slots import run_slot, worker_identity
 from monitor.storage import utcnow
@@ -39,6 +40,17 @@ def broker_url(plan: Plan, environ: Mapping[str, str] | None = None) -> str:
     """The broker URL from the variable the plan names, else a local Redis."""
     env = os.environ if environ is None else environ
     return env.get(plan.service.broker_url_env) or DEFAULT_BROKER
+
+
+def visibility_timeout_s(plan: Plan) -> float:
+    return parse_interval(plan.service.visibility_timeout).total_seconds()
+
+
+def longest_probe_s(plan: Plan) -> float:
+    """A probe's worst case without a jury: every call of the largest sample timing out on every attempt."""
+    d = plan.deployment
+    waves = max(-(-t.sample_size // d.max_concurrency) for t in plan.tasks)
+    return waves * d.timeout_s * (d.max_retries + 1)
 
 
 def plan_digest(plan: Plan) -> str:
@@ -86,16 +98,20 @@ def probe(self: Task, task_id: str, scheduled_for: str, digest: str) -> dict[str
     return {"task": outcome.task_id, "run": outcome.run_id, "results": outcome.results, "errors": outcome.errors}
 
 
-def make_celery(broker: str, *, queue: str, name: str = "medmon") -> Celery:
-    """A Celery app with medmon's probe task, configured for at-least-once, one-at-a-time delivery."""
+def make_celery(broker: str, *, queue: str, name: str = "medmon", visibility_timeout_s: float = 3600) -> Celery:
+    """A Celery app with medmon's probe task, configured for at-least-once, one-at-a-time delivery.
+
+    A message not acknowledged within ``visibility_timeout_s`` (its worker died) is handed to the
+    next worker that polls: on Redis, at its start and then every ``unacked_restore_interval``.
+    """
     app = Celery(name, broker=broker, set_as_current=False)
     app.conf.update(
         task_acks_late=True, task_reject_on_worker_lost=True, worker_prefetch_multiplier=1,
         task_ignore_result=True, task_default_queue=queue, task_serializer="json", accept_content=["json"],
         broker_connection_retry_on_startup=True, worker_hijack_root_logger=False, enable_utc=True,
-        # A message not acknowledged within this time is handed to another worker: keep it above
-        # the longest probe (sample size x timeout x retries / concurrency).
-        broker_transport_options={"visibility_timeout": 3600},
+        broker_transport_options={"visibility_timeout": visibility_timeout_s,
+                                  "unacked_restore_interval": max(1, min(10, round(visibility_timeout_s / 2))),
+                                  "unacked_restore_throttle": 1},
     )
     app.task(name=PROBE_TASK, bind=True)(probe)
     return app
@@ -144,7 +160,7 @@ def run_worker(plan_path: Path, *, concurrency: int = 1, hostname: str | None = 
 
     plan = check_plan(plan_path)
     engine = make_engine(plan.storage.url)
-    app = make_celery(broker_url(plan), queue=plan.service.queue)
+    app = make_celery(broker_url(plan), queue=plan.service.queue, visibility_timeout_s=visibility_timeout_s(plan))
     register_worker_runtime(app, worker_runtime(engine, plan, [load_context(plan, t) for t in plan.tasks]))
     try:
         app.worker_main(worker_argv(plan, concurrency=concurrency, hostname=hostname, loglevel=loglevel))

@@ -15,7 +15,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from monitor.context import load_context
-from monitor.plan import Plan
+from monitor.errors import PlanError
+from monitor.plan import Plan, load_plan
 from monitor.slots import run_slot
 from monitor.storage import make_engine
 from monitor.tasks_celery import CeleryDispatch, make_celery, plan_digest, register_worker_runtime, worker_runtime
@@ -121,3 +122,56 @@ def test_medmon_serve_enqueues_and_medmon_worker_processes_execute(broker: str, 
     times = [s.scheduled_for for s in slots(db)]
     assert len(times) == len(set(times))
     db.dispose()
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_probe_leaves_its_slot_to_the_next_worker(broker: str, db_url: str, tmp_path: Path,
+                                                                       serve: Callable) -> None:
+    """``kill -9`` of the worker holding a probe: once the visibility timeout passes, the broker hands
+    the message to the next worker, which marks the abandoned run interrupted and probes the slot once."""
+    sim = serve(create_simulator(load_pack("clinical_knowledge_mcq").canaries, [Phase(latency_s=1.0)]))
+    queue = f"medmon-test-{uuid.uuid4().hex[:8]}"
+    plan_path = write_plan(tmp_path / "plan.yaml", sim.url, db_url, schedule="1h", sample_size=4, max_concurrency=1,
+                           service={"executor": "celery", "queue": queue, "broker_url_env": "MEDMON_TEST_BROKER",
+                                    "visibility_timeout": "3s"})
+    env, db = {"MEDMON_TEST_BROKER": broker}, reader(db_url)
+    dispatch = CeleryDispatch(make_celery(broker, queue=queue), load_plan(plan_path))
+    first = start_medmon(["worker", str(plan_path), "--hostname", f"w1-{queue}@%h"], tmp_path / "w1.log", env)
+    try:
+        dispatch("task-0", H0, False)
+        wait_for(lambda: any(r.status == RunStatus.running for r in runs(db)), 60, what="the first worker's probe")
+    finally:
+        first.kill()
+    second = start_medmon(["worker", str(plan_path), "--hostname", f"w2-{queue}@%h"], tmp_path / "w2.log", env)
+    try:
+        wait_for(lambda: any(r.status == RunStatus.complete for r in runs(db)), 60,
+                 what=f"the slot probed by the second worker ({second.log})")
+    finally:
+        second.stop(timeout=30)
+        second.kill()
+    abandoned, finished = runs(db)
+    assert (abandoned.status, abandoned.error) == (RunStatus.interrupted, "abandoned mid-probe; retried")
+    assert (finished.status, finished.purpose) == (RunStatus.complete, "retry")
+    (slot,) = slots(db)
+    assert (slot.attempts, slot.run_id) == (2, finished.id)
+    assert slot.claimed_by.endswith(f":{second.proc.pid}")
+    with Session(db) as s:
+        counted = s.exec(select(ProbeResult.run_id)).all()
+    assert counted.count(finished.id) == 4  # the retried probe's sample, stored once
+    assert dispatch.queue_depth() == 0
+    db.dispose()
+
+
+def test_check_says_when_a_probe_can_outlast_the_visibility_timeout(make_plan: Callable[..., Plan]) -> None:
+    from monitor.checks import plan_notes
+
+    def notes(**service: object) -> list[str]:
+        return [n for n in plan_notes(make_plan(service={"executor": "celery", **service})) if "visibility" in n]
+
+    # 20 canaries, 8 at a time, 5 s timeout, no retries: three waves of 5 s at worst.
+    assert notes(visibility_timeout="10s") == [
+        "service.visibility_timeout (10s) is shorter than the longest probe can take (about 15s when every call "
+        "times out): a slow probe's message would be handed to a second worker while the first still runs"]
+    assert notes() == [] and notes(visibility_timeout="20s") == []
+    with pytest.raises(PlanError, match=r"service.visibility_timeout: expected an interval like '1h', got 'soon'"):
+        make_plan(service={"executor": "celery", "visibility_timeout": "soon"})

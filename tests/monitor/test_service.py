@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from sqlmodel import Session
+from sqlmodel import Session, func, select
 
 from monitor.context import load_context
 from monitor.errors import PlanError
@@ -21,7 +21,8 @@ from monitor.scheduler import build_service_scheduler, sync_probe_jobs, task_tri
 from monitor.service import ServiceOptions, run_service
 from monitor.slots import MAX_ATTEMPTS, claim_slot, last_fire_time, retry_candidates, run_slot, slot_rng
 from monitor.storage import make_engine
-from probes.models import ProbeRun, RunStatus
+from monitor.models import DetectorState
+from probes.models import ProbeResult, ProbeRun, RunStatus
 from probes.packs import load_pack
 from probes.simulator import Phase, create_simulator
 from tests.conftest import plan_dict
@@ -101,6 +102,29 @@ def test_run_slot_probes_once_and_a_cut_short_slot_is_a_retry_candidate(engine, 
         run = s.get(ProbeRun, retried.run_id)
         assert run is not None and run.status == RunStatus.complete and run.purpose == "retry"
     assert retry_candidates(engine, {"knowledge-qa": timedelta(hours=2)}, nxt) == []
+
+
+def test_a_probe_whose_slot_was_taken_over_stores_nothing(engine, make_plan, simulator) -> None:
+    """A slow worker presumed dead finishes after another took its slot: only the taker's run counts."""
+    url = simulator()
+    plan = make_plan(deployment={"base_url": f"{url}/v1", "model": "medmon-simulator/clinical-v1",
+                                 "api_key_env": "X", "timeout_s": 5, "max_retries": 0})
+    ctx = load_context(plan, plan.tasks[0])
+    taken = []
+
+    def taken_over(run_id: int) -> None:  # while the slow one probes, the slot is retried elsewhere
+        taken.append(claim_slot(engine, "knowledge-qa", T0, by="other:2", now=T0, retry=True))
+
+    slow = run_slot(engine, plan, ctx, T0, now=lambda: T0, by="slow:1", seed=1, on_start=taken_over)
+    assert slow is not None and slow.superseded and slow.updates == [] and slow.signals == []
+    assert taken[0] is not None
+    with Session(engine) as s:
+        run = s.get(ProbeRun, slow.run_id)
+        assert run is not None and run.status == RunStatus.interrupted and run.n_canaries == 0
+        assert s.exec(select(func.count()).select_from(ProbeResult)).one() == 0
+        assert s.exec(select(func.count()).select_from(DetectorState)).one() == 0
+    [candidate] = retry_candidates(engine, {"knowledge-qa": timedelta(hours=2)}, T0)  # still owed a probe
+    assert candidate.attempts == 2
 
 
 # --- the stored schedule ------------------------------------------------------------------------
