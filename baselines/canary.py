@@ -17,7 +17,7 @@ tests be paired. ``replayable`` is false for instances whose text HELM published
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -107,14 +107,12 @@ def canary_from_dict(data: Any, *, where: str = "<canary>") -> Canary:
     )
 
 
-def read_canaries(path: Path, *, pack: str = "", benchmark: str = "") -> list[Canary]:
-    """Read a canary JSONL file; every error names the file and line."""
-    canaries: list[Canary] = []
-    seen: set[str] = set()
+def read_jsonl(path: Path, *, what: str = "canary file") -> Iterator[tuple[str, Any]]:
+    """``(file:line, parsed object)`` for each non-blank line; a ``CanaryFormatError`` names the line."""
     try:
         lines = path.read_text("utf-8").splitlines()
     except OSError as exc:
-        raise CanaryFormatError(f"{path}: cannot read canary file: {exc.strerror}") from exc
+        raise CanaryFormatError(f"{path}: cannot read {what}: {exc.strerror}") from exc
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -123,6 +121,14 @@ def read_canaries(path: Path, *, pack: str = "", benchmark: str = "") -> list[Ca
             data = json.loads(line)
         except json.JSONDecodeError as exc:
             raise CanaryFormatError(f"{where}: invalid JSON: {exc.msg} at column {exc.colno}") from exc
+        yield where, data
+
+
+def read_canaries(path: Path, *, pack: str = "", benchmark: str = "") -> list[Canary]:
+    """Read a canary JSONL file; every error names the file and line."""
+    canaries: list[Canary] = []
+    seen: set[str] = set()
+    for where, data in read_jsonl(path):
         canary = canary_from_dict(data, where=where)
         if canary.id in seen:
             raise CanaryFormatError(f"{where}: duplicate canary id {canary.id!r}")

@@ -22,21 +22,18 @@ from __future__ import annotations
 import re
 from datetime import date
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from monitor.intervals import parse_interval
 from monitor.people import Person
+from monitor.plan_section import Section
 
 RISK_TIERS = ("high", "medium", "low")
 DEFAULT_MAX_PROBE_INTERVAL = {"high": "1h", "medium": "1d", "low": "7d"}
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class MedhelmMapping(_Strict):
+class MedhelmMapping(Section):
     """Step 2, as approved; empty lists mean 'derive from the tasks, do not cross-check'."""
 
     categories: list[str] = Field(default_factory=list)
@@ -44,7 +41,7 @@ class MedhelmMapping(_Strict):
     benchmarks: list[str] = Field(default_factory=list)
 
 
-class EvidenceSource(_Strict):
+class EvidenceSource(Section):
     """One piece of pre-deployment evidence: where a benchmark figure came from."""
 
     benchmark: str
@@ -56,7 +53,7 @@ class EvidenceSource(_Strict):
     notes: str = ""
 
 
-class Evidence(_Strict):
+class Evidence(Section):
     """Step 3: the benchmark evidence and what it cannot tell."""
 
     summary: str = ""
@@ -64,7 +61,7 @@ class Evidence(_Strict):
     limitations: list[str] = Field(default_factory=list)
 
 
-class LocalValidation(_Strict):
+class LocalValidation(Section):
     """Step 4: the local data the thresholds rest on."""
 
     description: str
@@ -74,7 +71,7 @@ class LocalValidation(_Strict):
     thresholds_rationale: str = ""
 
 
-class ReevaluationPolicy(_Strict):
+class ReevaluationPolicy(Section):
     """What a change of model, fingerprint, prompt, workflow or judge sets off.
 
     ``repeats`` replays every replayable canary that many times, so a small pack still gives
@@ -85,7 +82,7 @@ class ReevaluationPolicy(_Strict):
     repeats: int = Field(1, ge=1, le=50)
 
 
-class Controls(_Strict):
+class Controls(Section):
     """Step 5: how decisions are made and how often the model is looked at."""
 
     decision_criteria: str = ""
@@ -105,7 +102,7 @@ class Controls(_Strict):
         return {**DEFAULT_MAX_PROBE_INTERVAL, **value}
 
 
-class Approval(_Strict):
+class Approval(Section):
     """Who approved this plan for go-live, and when."""
 
     approved_by: Person
@@ -114,7 +111,7 @@ class Approval(_Strict):
     reference: str = ""
 
 
-class Governance(_Strict):
+class Governance(Section):
     medhelm: MedhelmMapping = MedhelmMapping()
     evidence: Evidence = Evidence()
     local_validation: LocalValidation | None = None
@@ -122,7 +119,7 @@ class Governance(_Strict):
     approval: Approval | None = None
 
 
-class Privacy(_Strict):
+class Privacy(Section):
     """What of the model's text reaches storage.
 
     ``redactor`` is ``builtin`` (best-effort pattern redaction of common identifiers),

@@ -7,7 +7,6 @@ live here: the plan names the *environment variables* that hold them.
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 from enum import Enum
 from pathlib import Path
@@ -15,16 +14,14 @@ from typing import Any, Literal
 
 import yaml
 from apscheduler.triggers.cron import CronTrigger
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
-from alerts.matchers import Matcher
 from monitor.errors import PlanError, PlanIssue
 from monitor.governance import Governance, Privacy
 from monitor.intervals import INTERVAL, parse_interval
 from monitor.people import Person
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+from monitor.plan_alerts import AlertsConfig
+from monitor.plan_section import HttpUrl, Interval, Section
 
 
 class RiskTier(str, Enum):
@@ -33,7 +30,7 @@ class RiskTier(str, Enum):
     low = "low"
 
 
-class UseCase(_Strict):
+class UseCase(Section):
     name: str
     intended_use: str
     intended_users: list[str] = Field(default_factory=list)
@@ -42,22 +39,22 @@ class UseCase(_Strict):
     risk_tier: RiskTier = RiskTier.medium
 
 
-class Owners(_Strict):
+class Owners(Section):
     clinical: Person
     technical: Person
     on_call_route: str = "default"
 
 
-class Price(_Strict):
+class Price(Section):
     input_per_mtok: float = Field(0.0, ge=0)
     output_per_mtok: float = Field(0.0, ge=0)
 
 
-class Endpoint(_Strict):
+class Endpoint(Section):
     """An OpenAI-compatible chat completions endpoint."""
 
     name: str = "production"
-    base_url: str
+    base_url: HttpUrl
     model: str
     api_key_env: str = "OPENAI_API_KEY"
     price: Price = Price()
@@ -75,12 +72,10 @@ class Endpoint(_Strict):
     @field_validator("base_url")
     @classmethod
     def _url(cls, value: str) -> str:
-        if not re.match(r"^https?://[^\s/]+", value):
-            raise ValueError(f"expected an http(s) URL, got {value!r}")
         return value.rstrip("/")
 
 
-class Jury(_Strict):
+class Jury(Section):
     """Judge endpoints, criteria and scale. A judge without a ``name`` is named ``judge-<n>``
     (its position, from 1); names must be unique, since each judge's scores are a stream."""
 
@@ -123,7 +118,7 @@ class Jury(_Strict):
         return self
 
 
-class CanarySource(_Strict):
+class CanarySource(Section):
     """Either a bundled pack by name or a JSONL file of the user's own."""
 
     pack: str | None = None
@@ -136,7 +131,7 @@ class CanarySource(_Strict):
         return self
 
 
-class BaselineRef(_Strict):
+class BaselineRef(Section):
     """Inline published figures, or a reference to an imported baseline."""
 
     value: float | None = None
@@ -153,7 +148,7 @@ class BaselineRef(_Strict):
         return self
 
 
-class Thresholds(_Strict):
+class Thresholds(Section):
     min_score: float = Field(ge=0, le=1)
     tolerated_drop: float = Field(0.05, ge=0, le=1)
     cost_budget_per_call: float | None = Field(None, gt=0)
@@ -161,7 +156,7 @@ class Thresholds(_Strict):
     min_jury_agreement: float | None = Field(None, ge=0, le=1)
 
 
-class Task(_Strict):
+class Task(Section):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
     benchmark: str
     canaries: CanarySource
@@ -191,101 +186,7 @@ class Task(_Strict):
         return parse_interval(self.schedule) if INTERVAL.match(self.schedule) else None
 
 
-class Route(_Strict):
-    name: str = "default"
-    type: Literal["webhook", "slack", "teams", "pagerduty", "alertmanager"] = "webhook"
-    url: str | None = None
-    url_env: str | None = None
-    secret_env: str | None = None
-    timeout_s: float = Field(10.0, gt=0)
-    # PagerDuty: the environment variable holding the integration's routing key.
-    routing_key_env: str | None = None
-    # Which alerts this route receives, as label matchers ("severity=critical", "task=~dose-.*");
-    # none: every alert. Alerts no route matches go to owners.on_call_route.
-    matchers: list[str] = Field(default_factory=list)
-    send_resolved: bool = True
-    group_interval: str | None = None
-    repeat_interval: str | None = None
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^https?://[^\s/]+", value):
-            raise ValueError(f"expected an http(s) URL, got {value!r}")
-        return value
-
-    @field_validator("matchers")
-    @classmethod
-    def _matchers(cls, value: list[str]) -> list[str]:
-        for text in value:
-            Matcher.parse(text)
-        return value
-
-    @field_validator("group_interval", "repeat_interval")
-    @classmethod
-    def _route_interval(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_interval(value)
-        return value
-
-    @model_validator(mode="after")
-    def _target(self) -> Route:
-        if self.type == "pagerduty":
-            if self.routing_key_env is None:
-                raise ValueError("a pagerduty route needs 'routing_key_env' (the variable holding its routing key)")
-            if self.url is not None and self.url_env is not None:
-                raise ValueError("expected at most one of 'url' or 'url_env'")
-            return self
-        if (self.url is None) == (self.url_env is None):
-            raise ValueError("expected exactly one of 'url' or 'url_env'")
-        return self
-
-
-class AlertEscalation(_Strict):
-    """An unacknowledged critical alert is also sent to ``route`` after ``after``."""
-
-    after: str = "30m"
-    route: str
-
-    @field_validator("after")
-    @classmethod
-    def _after(cls, value: str) -> str:
-        parse_interval(value)
-        return value
-
-
-class AlertsConfig(_Strict):
-    routes: list[Route] = Field(default_factory=list)
-    repeat_interval: str = "4h"
-    dashboard_url: str = "http://127.0.0.1:8501"
-    # Grouping per task, as in Alertmanager: wait before a new group's first notification, then
-    # at least group_interval between two notifications of one group on one route.
-    group_wait: str = "0s"
-    group_interval: str = "5m"
-    escalation: AlertEscalation | None = None
-    max_alerts_per_notification: int = Field(50, ge=1)
-    # A task with no usable probe data for this many schedule intervals raises a 'stale' alert.
-    stale_after_intervals: float = Field(2.0, ge=1)
-    heartbeat_tolerance: str = "5m"
-
-    @field_validator("repeat_interval", "group_wait", "group_interval", "heartbeat_tolerance")
-    @classmethod
-    def _repeat(cls, value: str) -> str:
-        parse_interval(value)
-        return value
-
-    @model_validator(mode="after")
-    def _route_names(self) -> AlertsConfig:
-        names = [r.name for r in self.routes]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"route names must be unique; repeated: {', '.join(dupes)}")
-        if self.escalation is not None and self.escalation.route not in names:
-            raise ValueError(f"escalation.route {self.escalation.route!r} is not one of the routes: {', '.join(names)}")
-        return self
-
-
-class Detection(_Strict):
+class Detection(Section):
     """The false-alarm budget: expected probes between false alarms across the deployment."""
 
     probes_between_false_alarms: float = Field(200_000, gt=1)
@@ -311,11 +212,11 @@ class Detection(_Strict):
         return value
 
 
-class Storage(_Strict):
+class Storage(Section):
     url: str = "sqlite:///medmon.db"
 
 
-class ServiceConfig(_Strict):
+class ServiceConfig(Section):
     """How ``medmon serve`` runs: where probes execute, its HTTP port, telemetry, seeding.
 
     ``executor: celery`` sends each scheduled probe to ``medmon worker`` processes through the
@@ -327,30 +228,16 @@ class ServiceConfig(_Strict):
     queue: str = Field("medmon-probes", pattern=r"^[A-Za-z0-9_.-]+$")
     health_host: str = "127.0.0.1"
     health_port: int | None = Field(None, ge=0, le=65535)
-    otlp_endpoint: str | None = None
+    otlp_endpoint: HttpUrl | None = None
     seed: int | None = None
-    misfire_grace: str | None = None
-    standby_poll: str = "2s"
+    misfire_grace: Interval | None = None
+    standby_poll: Interval = "2s"
     # Celery: a probe message its worker has not acknowledged within this time (the worker died
     # mid-probe) goes to another worker, which retries the slot. Keep it above the longest probe.
-    visibility_timeout: str = "1h"
-
-    @field_validator("misfire_grace", "standby_poll", "visibility_timeout")
-    @classmethod
-    def _interval(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_interval(value)
-        return value
-
-    @field_validator("otlp_endpoint")
-    @classmethod
-    def _endpoint(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^https?://[^\s/]+", value):
-            raise ValueError(f"expected an http(s) URL, got {value!r}")
-        return value
+    visibility_timeout: Interval = "1h"
 
 
-class Plan(_Strict):
+class Plan(Section):
     version: Literal[1] = 1
     use_case: UseCase
     owners: Owners

@@ -10,14 +10,16 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
 from datetime import timedelta
+from typing import Any
 
 from pydantic import SecretStr, ValidationError
 
 from alerts import CHANNEL_TYPES, Channel, Escalation, Matcher, NotifyPolicy, RouteSpec
 from monitor.errors import PlanError, PlanIssue
-from monitor.plan import Plan, Route, parse_interval
+from monitor.intervals import parse_interval
+from monitor.plan import Plan
+from monitor.plan_alerts import Route
 
 _URL = re.compile(r"^https?://[^\s/]+")
 # Alertmanager resolves an alert it has not heard about for resolve_timeout (5m by default).

@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import hashlib
 import json
 import os
 import random
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -41,6 +43,9 @@ from probes.errors import (BadModelResponse, CircuitOpen, EmptyCompletion, Model
                            ModelTimeout, ModelUnavailable)
 from probes.limits import CallGuard, Sleep
 from probes.telemetry import CallRecord, Telemetry, global_telemetry
+
+_GUARDS: dict[tuple[object, ...], CallGuard] = {}
+_GUARDS_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -86,9 +91,21 @@ class ModelSettings:
         )
 
     def guard(self) -> CallGuard:
-        """A fresh limiter and breaker sized from these settings."""
-        return CallGuard.build(requests_per_minute=self.requests_per_minute, tokens_per_minute=self.tokens_per_minute,
-                               failure_threshold=self.breaker_failures, cooldown_s=self.breaker_cooldown_s)
+        """This endpoint's limiter and breaker, shared by every client in this process.
+
+        A quota belongs to the endpoint, model and key, not to one probe run: tasks probing at
+        the same time draw on one requests/tokens budget, and an outage that one run meets opens
+        the breaker for all of them, so the others fail fast instead of each finding out again.
+        """
+        key = (self.base_url, self.model, hashlib.sha256(self.api_key.encode()).hexdigest(),
+               self.requests_per_minute, self.tokens_per_minute, self.breaker_failures, self.breaker_cooldown_s)
+        with _GUARDS_LOCK:
+            guard = _GUARDS.get(key)
+            if guard is None:
+                guard = _GUARDS[key] = CallGuard.build(
+                    requests_per_minute=self.requests_per_minute, tokens_per_minute=self.tokens_per_minute,
+                    failure_threshold=self.breaker_failures, cooldown_s=self.breaker_cooldown_s)
+            return guard
 
     def __repr__(self) -> str:  # the key never reaches logs
         return f"ModelSettings(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r}, api_key='***')"

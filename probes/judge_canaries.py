@@ -23,13 +23,12 @@ response). Gold scores are agreed by clinicians, or by the judges at go-live.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baselines.canary import Canary
+from baselines.canary import Canary, read_jsonl
 from baselines.errors import CanaryFormatError
 from probes.jury import JURY_SCORER, Jury, JuryOutcome
 from probes.packs import bundled_dir
@@ -117,20 +116,8 @@ def bundled_judge_canaries_path() -> Path:
 def load_judge_canaries(path: Path | None = None, *, scale: tuple[int, int] = (1, 5)) -> tuple[JudgeCanary, ...]:
     """Read judge canaries from ``path`` (the bundled set by default); errors name the file and line."""
     path = path or bundled_judge_canaries_path()
-    try:
-        lines = path.read_text("utf-8").splitlines()
-    except OSError as exc:
-        raise CanaryFormatError(f"{path}: cannot read judge canaries: {exc}") from exc
-    out: list[JudgeCanary] = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CanaryFormatError(f"{where}: not valid JSON: {exc.msg}") from None
-        out.append(judge_canary_from_dict(data, where=where, scale=scale))
+    out = [judge_canary_from_dict(data, where=where, scale=scale)
+           for where, data in read_jsonl(path, what="judge canaries")]
     ids = [c.id for c in out]
     repeated = sorted({i for i in ids if ids.count(i) > 1})
     if repeated:

@@ -112,6 +112,14 @@ def plan_dict(**overrides: Any) -> dict[str, Any]:
     return data
 
 
+@pytest.fixture(autouse=True)
+def fresh_endpoint_guards(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with no shared limiter or breaker state (a port may be reused by a later test)."""
+    import probes.client
+
+    monkeypatch.setattr(probes.client, "_GUARDS", {})
+
+
 @pytest.fixture
 def make_plan() -> Callable[..., Plan]:
     def build(**overrides: Any) -> Plan:

@@ -5,13 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy.engine import Engine
 
-from monitor.storage import make_engine
 from tests.baselines.helm_runs import SUITE, RunWriter
 
 # Real output written by crfm-helm 0.5.16 (suite ``medhelm-offline-demo``), kept with the tests so

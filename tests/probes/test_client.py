@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -322,3 +323,16 @@ def test_null_content_reads_as_empty_text() -> None:
                            "usage": {"prompt_tokens": 3, "completion_tokens": True}},
                           latency_s=0.1, attempts=1, settings=settings("http://127.0.0.1:9"))
     assert got.text == "" and got.prompt_tokens == 3 and got.completion_tokens is None
+
+
+def test_clients_of_one_endpoint_share_its_limits_and_breaker(sim: tuple[Any, str]) -> None:
+    """Tasks probing one endpoint at once share its quota, and an outage one meets, all see."""
+    app, url = sim
+    state = sim_state(app)
+    s = settings(url, max_retries=0, breaker_failures=2, breaker_cooldown_s=60)
+    assert s.guard() is replace(s, temperature=0.7).guard()  # same endpoint, model and key
+    assert s.guard() is not settings(url, max_retries=0, breaker_failures=2, breaker_cooldown_s=60,
+                                     api_key="another-key").guard()
+    state.inject(Fault("status", status=500, count=100))
+    assert [call(s).kind for _ in range(2)] == ["unavailable", "unavailable"]  # two runs meet the outage
+    assert call(s).kind == "circuit_open" and state.requests == 2  # a third run fails fast

@@ -70,7 +70,7 @@ def test_repeated_ids_and_bad_json_are_rejected(tmp_path: Path) -> None:
     with pytest.raises(CanaryFormatError, match="repeated id"):
         load_judge_canaries(path)
     path.write_text(json.dumps(GOOD) + "\n{not json\n")
-    with pytest.raises(CanaryFormatError, match="jc.jsonl:2: not valid JSON"):
+    with pytest.raises(CanaryFormatError, match="jc.jsonl:2: invalid JSON"):
         load_judge_canaries(path)
 
 
