@@ -33,14 +33,15 @@ def score_chart(points: Sequence[RunPoint], *, baseline: float | None, baseline_
     scored = [p for p in points if p.mean is not None]
     xs = [p.at for p in scored]
     if baseline_ci is not None:
-        fig.add_hrect(y0=baseline_ci[0], y1=baseline_ci[1], fillcolor=BASELINE, line_width=0,
-                      annotation_text="baseline 95% CI", annotation_position="top left")
+        fig.add_hrect(y0=baseline_ci[0], y1=baseline_ci[1], fillcolor=BASELINE, line_width=0)
     if baseline is not None:
-        fig.add_hline(y=baseline, line_color=BASELINE_LINE, annotation_text=f"baseline {baseline:.2f}",
+        # The band is often too narrow for a label of its own: the baseline's label names it.
+        band = f" (band: 95% CI {baseline_ci[0]:.2f}-{baseline_ci[1]:.2f})" if baseline_ci is not None else ""
+        fig.add_hline(y=baseline, line_color=BASELINE_LINE, annotation_text=f"baseline {baseline:.2f}{band}",
                       annotation_position="top right")
     if alarm_line is not None:
         fig.add_hline(y=alarm_line, line_color="#6d4c41", line_dash="dot",
-                      annotation_text=f"detector reference {alarm_line:.2f}", annotation_position="bottom left")
+                      annotation_text=f"detector reference {alarm_line:.2f}", annotation_position="bottom right")
     fig.add_hline(y=threshold, line_color=THRESHOLD, line_dash="dash",
                   annotation_text=f"approval threshold {threshold:.2f}", annotation_position="bottom right")
     if scored:

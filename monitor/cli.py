@@ -134,10 +134,11 @@ def serve(plan_path: PlanArg,
         os._exit(0)
 
 
-def _dashboard_command(port: int, host: str = "127.0.0.1") -> list[str]:
+def dashboard_command(port: int, host: str = "127.0.0.1") -> list[str]:
     app_path = Path(__file__).resolve().parent.parent / "dashboards" / "app.py"
     return [sys.executable, "-m", "streamlit", "run", str(app_path), "--server.address", host,
-            "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+            "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
+            "--client.toolbarMode", "minimal"]  # no developer menu ('Deploy', rerun) for committee members
 
 
 @app.command()
@@ -153,7 +154,7 @@ def dashboard(plan_path: PlanArg, port: Annotated[int, typer.Option(help="Port o
     env = os.environ | {"MEDMON_PLAN": str(plan_path.resolve()), "MEDMON_DATABASE_URL": resolve_url(plan.storage.url),
                         "DO_NOT_TRACK": "1"}
     out.print(f"dashboard: http://127.0.0.1:{port}  (unauthenticated, bound to 127.0.0.1)")
-    raise typer.Exit(subprocess.call(_dashboard_command(port), env=env))
+    raise typer.Exit(subprocess.call(dashboard_command(port), env=env))
 
 
 @app.command()
@@ -171,7 +172,7 @@ def demo(no_dashboard: Annotated[bool, typer.Option("--no-dashboard", help="Run 
             return
         env = os.environ | {"MEDMON_PLAN": str((workdir / "plan.yaml").resolve()),
                             "MEDMON_DATABASE_URL": getattr(getattr(plan, "storage"), "url"), "DO_NOT_TRACK": "1"}
-        proc.append(subprocess.Popen(_dashboard_command(port), env=env, stdout=subprocess.DEVNULL,
+        proc.append(subprocess.Popen(dashboard_command(port), env=env, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL))
         out.print(f"[bold]dashboard:[/bold] http://127.0.0.1:{port}  (unauthenticated, bound to 127.0.0.1)")
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +18,8 @@ from pathlib import Path
 
 import httpx
 
-APP = Path(__file__).resolve().parents[2] / "dashboards" / "app.py"
+from monitor.cli import dashboard_command
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -48,8 +48,7 @@ def served_dashboard(plan_path: Path, db_url: str, log: Path, *, refresh: str = 
     port = free_port()
     env = os.environ | {"MEDMON_PLAN": str(plan_path), "MEDMON_DATABASE_URL": db_url, "DO_NOT_TRACK": "1",
                         "MEDMON_DASHBOARD_REFRESH": refresh}
-    cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.address", "127.0.0.1",
-           "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    cmd = dashboard_command(port)  # as `medmon dashboard` starts it
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=str(log.parent))
         url = f"http://127.0.0.1:{port}"

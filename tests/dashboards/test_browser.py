@@ -59,6 +59,7 @@ def test_acknowledge_through_the_page_and_screenshot_the_overview(seeded: Seeded
             page.goto(dashboard.url)
             settle(page)
             expect(page.get_by_text("task(s) degraded").first).to_be_visible()
+            expect(page.get_by_role("button", name="Deploy")).to_have_count(0)  # no developer toolbar
             page.screenshot(path=str(shot), full_page=True)
             # While the page stays open, someone else resolves the alert: the page refreshes itself.
             with Session(seeded_engine) as s:

@@ -1,0 +1,37 @@
+"""The score chart shows what a committee compares each run with: the baseline and its band,
+the detector's reference, and the approval threshold, each labelled where it can be read."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from dashboards.charts import score_chart
+from monitor.read import RunPoint
+
+T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
+
+
+def _point(i: int, mean: float) -> RunPoint:
+    return RunPoint(run_id=i, at=T0 + timedelta(hours=i), purpose="scheduled", calls=20, n=20, mean=mean,
+                    ci_low=mean - 0.1, ci_high=min(1.0, mean + 0.1), errors=0, cost_usd=0.01, cost_per_call=0.0005,
+                    latency_mean=0.2, latency_max=0.4, over_slo=0)
+
+
+def test_score_chart_draws_baseline_band_reference_and_threshold_with_labels() -> None:
+    fig = score_chart([_point(0, 0.9), _point(1, 0.5)], baseline=0.85, baseline_ci=(0.82, 0.87), threshold=0.7,
+                      alarm_line=0.81)
+    (band,) = [s for s in fig.layout.shapes if s.type == "rect"]
+    assert (band.y0, band.y1) == (0.82, 0.87)
+    labels = {a.text: a.yanchor for a in fig.layout.annotations}
+    assert labels == {"baseline 0.85 (band: 95% CI 0.82-0.87)": "bottom",  # above its line
+                      "detector reference 0.81": "top",  # below its line, away from the baseline's label
+                      "approval threshold 0.70": "top"}
+    lines = sorted(s.y0 for s in fig.layout.shapes if s.type == "line")
+    assert lines == [0.7, 0.81, 0.85]
+    assert [t.name for t in fig.data] == ["run 95% CI", "run mean"]
+
+
+def test_without_a_baseline_interval_the_baseline_label_stands_alone() -> None:
+    fig = score_chart([_point(0, 0.9)], baseline=0.85, baseline_ci=None, threshold=0.7)
+    assert {a.text for a in fig.layout.annotations} == {"baseline 0.85", "approval threshold 0.70"}
+    assert not [s for s in fig.layout.shapes if s.type == "rect"]
