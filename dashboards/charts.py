@@ -15,11 +15,14 @@ BASELINE_LINE = "#2e7d32"
 THRESHOLD = "#c62828"
 ESTIMATE = "#1565c0"
 BAND = "rgba(21, 101, 192, 0.18)"
+DAY_MS = 86_400_000
 
 
 def _layout(fig: go.Figure, title: str, y_title: str, *, percent: bool = False, daily: bool = False) -> go.Figure:
     if daily:
-        fig.update_xaxes(type="date", tickformat="%Y-%m-%d")
+        # Left to itself plotly puts ticks every 12 hours on a short span, printing each date twice.
+        days = {x for trace in fig.data for x in (trace.x or ())}
+        fig.update_xaxes(type="date", tickformat="%Y-%m-%d", dtick=DAY_MS if len(days) <= 14 else None)
     fig.update_layout(title=title, height=360, margin={"l": 10, "r": 10, "t": 40, "b": 10},
                       legend={"orientation": "h", "y": -0.2}, hovermode="x unified")
     fig.update_yaxes(title=y_title, tickformat=".0%" if percent else None)

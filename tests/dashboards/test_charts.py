@@ -3,10 +3,10 @@ the detector's reference, and the approval threshold, each labelled where it can
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 
-from dashboards.charts import score_chart
-from monitor.read import RunPoint
+from dashboards.charts import agreement_chart, score_chart
+from monitor.read import AgreementDay, RunPoint
 
 T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
 
@@ -35,3 +35,12 @@ def test_without_a_baseline_interval_the_baseline_label_stands_alone() -> None:
     fig = score_chart([_point(0, 0.9)], baseline=0.85, baseline_ci=None, threshold=0.7)
     assert {a.text for a in fig.layout.annotations} == {"baseline 0.85", "approval threshold 0.70"}
     assert not [s for s in fig.layout.shapes if s.type == "rect"]
+
+
+def test_daily_charts_tick_once_a_day_on_short_spans() -> None:
+    days = [AgreementDay(day=date(2026, 11, d), items=20, agreement=0.9, unanimous=0.6) for d in (28, 29)]
+    axis = agreement_chart(days, minimum=0.8).layout.xaxis
+    assert (axis.type, axis.tickformat, axis.dtick) == ("date", "%Y-%m-%d", 86_400_000)
+    month = [AgreementDay(day=date(2026, 10, 1) + timedelta(days=i), items=20, agreement=0.9, unanimous=0.6)
+             for i in range(60)]
+    assert agreement_chart(month, minimum=0.8).layout.xaxis.dtick is None  # plotly spaces the ticks itself
