@@ -28,7 +28,7 @@ from sqlmodel import Session, select
 from baselines import Baseline, resolve
 from monitor.context import TaskContext
 from monitor.drift import (
-    JudgeAgreementSR, MixtureSR, OneShotPaired, PairedSR, PooledSR, RiverDrift, SubgroupGapSR,
+    JudgeAgreementSR, JudgeBiasSR, MixtureSR, OneShotPaired, PairedSR, PooledSR, RiverDrift, SubgroupGapSR,
 )
 from monitor.drift.budget import INFO, OPERATIONAL, QUALITY, Budget
 from monitor.drift.finding import Finding
@@ -47,7 +47,7 @@ __all__ = ["StreamSpec", "StreamUpdate", "baseline_margin", "plan_budget", "rese
 RECOVERY_RUNS = 3
 WATCHING_EVIDENCE = 0.5
 DETECTORS: dict[str, Any] = {c.name: c for c in (MixtureSR, PairedSR, SubgroupGapSR, JudgeAgreementSR,
-                                                 OneShotPaired, RiverDrift, PooledSR)}
+                                                 JudgeBiasSR, OneShotPaired, RiverDrift, PooledSR)}
 _NO_THRESHOLD = {"river", "oneshot_paired"}
 
 
@@ -128,7 +128,10 @@ def _settle(row: DetectorState, detector: Any, finding: Finding | None, run_mean
         row.recovery_runs = 0
         return StreamStatus.degraded, finding
     if status == StreamStatus.degraded and run_mean is not None:
-        holds = run_mean >= detector.null_mean if direction == "drop" else run_mean <= detector.null_mean
+        if hasattr(detector, "holds"):  # a two-sided detector knows its own null band
+            holds = detector.holds(run_mean)
+        else:
+            holds = run_mean >= detector.null_mean if direction == "drop" else run_mean <= detector.null_mean
         row.recovery_runs = row.recovery_runs + 1 if holds else 0
         if row.recovery_runs >= RECOVERY_RUNS:
             row.recovery_runs = 0
@@ -350,11 +353,14 @@ def reset_task_streams(session: Session, task_id: str, now: datetime) -> int:
 
 
 def update_judge_canaries(session: Session, plan: Plan, judge: str, verdicts: Sequence[tuple[float, float]],
-                          now: datetime, min_agreement: float | None = None) -> StreamUpdate:
-    """Feed re-judged judge canaries ``(judge score, gold score)`` to that judge's own stream.
+                          now: datetime, min_agreement: float | None = None,
+                          canaries: int | None = None) -> tuple[StreamUpdate, StreamUpdate]:
+    """Feed re-judged judge canaries ``(judge score, gold score)`` to that judge's two streams.
 
-    ``min_agreement`` defaults to the lowest task minimum of jury agreement in the plan, else 0.8.
-    The judge's stream is one unit of the quality budget.
+    Agreement with the gold scores (``min_agreement`` defaults to the lowest task minimum of jury
+    agreement in the plan, else 0.8), and the signed error against the judge's own first
+    ``jury.canary_burn_in_runs`` runs of ``canaries`` verdicts (default: this run's count), which
+    catches a judge turning lenient. The two share the judge's unit of the quality budget.
     """
     if plan.jury is None:
         raise ValueError("judge canaries need a jury in the plan")
@@ -364,8 +370,16 @@ def update_judge_canaries(session: Session, plan: Plan, judge: str, verdicts: Se
                       lambda v: v, "judge_agreement_sr",
                       {"min_agreement": a0, "scale_min": float(plan.jury.scale_min), "scale_max": float(plan.jury.scale_max)},
                       what=f"judge {judge} agrees less with the judge canaries' gold scores (judge drift)")
-    threshold = plan_budget(plan).threshold(QUALITY, 1)
-    return update_stream(session, spec, threshold, verdicts, now)  # type: ignore[arg-type]
+    burn_in = max(2, plan.jury.canary_burn_in_runs * (canaries or len(verdicts)))
+    bias = StreamSpec(f"judge:{judge}:judge_bias:both", f"judge:{judge}", "judge_bias", "both", 0.0, 0.0,
+                      lambda v: v, "judge_bias_sr",
+                      {"burn_in": burn_in, "tolerance": plan.jury.canary_bias_tolerance,
+                       "scale_min": float(plan.jury.scale_min), "scale_max": float(plan.jury.scale_max)},
+                      what=f"judge {judge} scores the judge canaries more leniently or more severely than at go-live "
+                           "(judge drift)")
+    threshold = plan_budget(plan).threshold(QUALITY, 2)
+    return (update_stream(session, spec, threshold, verdicts, now),  # type: ignore[arg-type]
+            update_stream(session, bias, threshold, verdicts, now))  # type: ignore[arg-type]
 
 def finding_record(update: StreamUpdate, run_id: int | None, summary: str, at: datetime) -> FindingRecord:
     """The stored form of a stream update's finding, with its evidence."""

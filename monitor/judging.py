@@ -62,7 +62,8 @@ class JudgingOutcome:
     run_id: int
     canaries: int
     agreement: dict[str, float | None] = field(default_factory=dict)  # per judge, this run's mean
-    updates: dict[str, StreamUpdate] = field(default_factory=dict)
+    updates: dict[str, StreamUpdate] = field(default_factory=dict)  # per judge: agreement with gold
+    bias: dict[str, StreamUpdate] = field(default_factory=dict)  # per judge: signed error vs its go-live level
     signals: list[Signal] = field(default_factory=list)
 
 
@@ -131,13 +132,14 @@ def run_judge_canaries(engine: Engine, plan: Plan, *, now: Callable[[], datetime
             outcome.agreement[judge.name] = _agreement(pairs, jury_plan.scale_min, jury_plan.scale_max)
             if not pairs:
                 continue
-            update = update_judge_canaries(session, plan, judge.name, pairs, stamp)
-            outcome.updates[judge.name] = update
-            signal = judge_signal(plan, update)
-            if update.finding is not None:
-                session.add(finding_record(update, run_id, signal.summary if signal else update.summary, stamp))
-            if signal is not None:
-                outcome.signals.append(signal)
+            agreement, bias = update_judge_canaries(session, plan, judge.name, pairs, stamp, canaries=len(pairs_of))
+            outcome.updates[judge.name], outcome.bias[judge.name] = agreement, bias
+            for update in (agreement, bias):
+                signal = judge_signal(plan, update)
+                if update.finding is not None:
+                    session.add(finding_record(update, run_id, signal.summary if signal else update.summary, stamp))
+                if signal is not None:
+                    outcome.signals.append(signal)
         apply_signals(session, outcome.signals, notify_policy(plan), stamp)
     log.info("judge canaries re-judged (%d pairs): agreement %s", len(rejudged),
              ", ".join(f"{j} {a:.3f}" if a is not None else f"{j} none" for j, a in outcome.agreement.items()))

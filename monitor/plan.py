@@ -87,6 +87,11 @@ class Jury(Section):
     # like '1d' or a cron line); None runs none. ``canary_path`` replaces the bundled set.
     canary_schedule: str | None = None
     canary_path: Path | None = None
+    # The judge-bias stream: each judge's signed error over its first runs is its reference; a
+    # shift of the mean by more than the tolerance (score points) plus that reference's own
+    # uncertainty is judge drift (lenient or severe).
+    canary_burn_in_runs: int = Field(3, ge=1)
+    canary_bias_tolerance: float = Field(0.25, ge=0)
 
     @field_validator("canary_schedule")
     @classmethod

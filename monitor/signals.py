@@ -53,6 +53,7 @@ STREAM_RULES: dict[str, Rule | str] = {
     "score": Rule.drift_drop, "error_rate": Rule.probes_failing, "cost": Rule.cost_over_budget,
     "latency": Rule.latency_over_objective, "jury_agreement": Rule.jury_disagreement,
     "pooled_score": "category_drop", "refusal": "refusals_rising", "judge_canaries": "judge_drift",
+    "judge_bias": "judge_drift",
     "verbosity": "output_length_shift", "truncation": "output_length_shift", "reevaluation": "reevaluation_degraded",
 }
 # Output length is a cost matter: it pages like the other operational rules, at most as a warning.

@@ -12,7 +12,8 @@ PACKAGES = ["alerts", "baselines"]
 DOCTESTED = [
     "alerts.dedup", "alerts.matchers", "alerts.rules", "alerts.signal", "alerts.signing",
     "baselines.helm_files", "baselines.helm_stats", "baselines.interval", "baselines.win_rate",
-    "monitor.clock", "monitor.drift.esr", "monitor.intervals", "probes.scoring",
+    "monitor.clock", "monitor.drift.esr", "monitor.drift.judge", "monitor.drift.judge_bias", "monitor.intervals",
+    "probes.scoring",
 ]
 
 

@@ -10,6 +10,7 @@ from monitor.drift.esr_batch import MixtureSRBatch
 from monitor.drift.finding import Finding
 from monitor.drift.gap import GapState, SubgroupGapSR
 from monitor.drift.judge import JudgeAgreementSR, judge_agreement
+from monitor.drift.judge_bias import JudgeBiasSR, JudgeBiasState
 from monitor.drift.oneshot import OneShotPaired, OneShotState
 from monitor.drift.paired import PairedSR, paired_x
 from monitor.drift.pooled import PooledSR, PooledState
@@ -19,6 +20,8 @@ __all__ = [
     "Finding",
     "GapState",
     "JudgeAgreementSR",
+    "JudgeBiasSR",
+    "JudgeBiasState",
     "MixtureSR",
     "MixtureSRBatch",
     "MixtureSRState",

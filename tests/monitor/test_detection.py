@@ -201,12 +201,13 @@ def test_judge_canaries_raise_on_judge_drift_only(engine: Engine, make_plan: Cal
         return out
 
     with session_scope(engine) as s:
-        steady = [update_judge_canaries(s, plan, "j1", verdicts(0.0), T0) for _ in range(20)]
+        steady = [u for _ in range(20) for u in update_judge_canaries(s, plan, "j1", verdicts(0.0), T0)]
     assert not any(u.finding for u in steady)
     with session_scope(engine) as s:
         drift = [update_judge_canaries(s, plan, "j1", verdicts(0.5), T0) for _ in range(10)]
-    hit = next(u for u in drift if u.finding is not None)
+    hit = next(agreement for agreement, _ in drift if agreement.finding is not None)
     assert hit.finding.quantity == "agreement" and hit.finding.estimate < 0.8
+    assert not any(bias.finding for _, bias in drift)  # errors both ways: no more lenient nor severe
 
 
 def test_one_shot_after_a_change_concludes_degraded_or_passed(engine: Engine, make_plan: Callable) -> None:

@@ -85,20 +85,26 @@ def test_a_drifting_judge_raises_its_own_alert_and_the_others_stay_ok(
     server = serve(create_simulator([], judges={JUDGE_MODELS[1]: drifting}))
     plan = make_plan(jury=jury_section(server.url))
     outcomes = rejudge_days(engine, plan, server.url, 10)
-    fired = [(day, s) for day, o in enumerate(outcomes) for s in o.signals if s.firing]
-    assert len(fired) == 1
-    day, signal = fired[0]
+    fired = {s.labels["metric"]: (day, s) for day, o in enumerate(outcomes) for s in o.signals if s.firing}
+    assert sorted(fired) == ["judge_bias", "judge_canaries"]  # it agrees less, and it has turned severe
+    day, signal = fired["judge_canaries"]
     assert day >= 3  # not before the judge drifted
     assert "judge judge-b" in signal.summary and "judge drift" in signal.summary
     assert all(o.updates["judge-b"].status == StreamStatus.degraded for o in outcomes[day:])
-    assert all(o.updates[j].finding is None for o in outcomes for j in ("judge-a", "judge-c"))
-    (alert,) = open_alerts(engine)
+    bias_day, bias = fired["judge_bias"]
+    assert bias_day >= 3 and bias.evidence["direction"] == "drop" and bias.evidence["estimate"] < -1.0
+    assert all(o.updates[j].finding is None and o.bias[j].finding is None
+               for o in outcomes for j in ("judge-a", "judge-c"))
+    alerts = {a.labels["metric"]: a for a in open_alerts(engine)}
+    assert sorted(alerts) == ["judge_bias", "judge_canaries"]
+    alert = alerts["judge_canaries"]
     assert alert.task_id == "judge:judge-b" and alert.rule == "judge_drift"
     assert alert.owner.startswith(plan.owners.technical.name)
     assert alert.evidence["estimate"] < 0.8
     with Session(engine) as s:
-        (finding,) = s.exec(select(FindingRecord)).all()
-        assert finding.task_id == "judge:judge-b" and finding.metric == "judge_canaries"
+        findings = s.exec(select(FindingRecord).order_by(FindingRecord.id)).all()
+        assert {(f.task_id, f.metric) for f in findings} == {("judge:judge-b", "judge_canaries"),
+                                                             ("judge:judge-b", "judge_bias")}
 
 
 def test_a_failing_judge_feeds_nothing_and_is_recorded_failed(
@@ -164,3 +170,22 @@ def test_the_job_logs_a_failure_instead_of_raising(
     judging_job(engine, plan, lambda: T0, on_outcome=seen.append)
     assert seen == [] and judge_runs(engine) == []
     assert "judge-canary run failed" in caplog.text and "missing.jsonl" in caplog.text
+
+
+def test_a_judge_turning_lenient_is_caught_by_its_bias_stream(
+        engine: Engine, make_plan: Callable[..., Plan], serve: Callable) -> None:
+    """Scoring two points higher costs judge-b little agreement (most gold scores are already at
+    the top) but moves its signed error well away from its first three runs."""
+    lenient = JudgeBehaviour(drift_after=3 * N_CANARIES, drift_offset=+2.0)
+    server = serve(create_simulator([], judges={JUDGE_MODELS[1]: lenient}))
+    plan = make_plan(jury=jury_section(server.url))
+    outcomes = rejudge_days(engine, plan, server.url, 12)
+    fired = [(day, s) for day, o in enumerate(outcomes) for s in o.signals if s.firing]
+    assert [s.labels["metric"] for _, s in fired] == ["judge_bias"]
+    day, signal = fired[0]
+    assert 3 <= day <= 10  # after the drift (run 3), within eight daily runs
+    assert signal.labels["task"] == "judge:judge-b" and "more leniently or more severely" in signal.summary
+    assert signal.evidence["direction"] == "rise" and signal.evidence["estimate"] > 0.5  # points above gold
+    assert all(o.bias[j].finding is None and o.updates[j].finding is None for o in outcomes for j in ("judge-a", "judge-c"))
+    (alert,) = open_alerts(engine)
+    assert (alert.task_id, alert.rule) == ("judge:judge-b", "judge_drift")

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from monitor.drift import (
-    Finding, JudgeAgreementSR, MixtureSR, OneShotPaired, PairedSR, PooledSR, RiverDrift, SubgroupGapSR,
+    Finding, JudgeAgreementSR, JudgeBiasSR, MixtureSR, OneShotPaired, PairedSR, PooledSR, RiverDrift, SubgroupGapSR,
 )
 
-DETECTORS = [MixtureSR, PairedSR, SubgroupGapSR, PooledSR, JudgeAgreementSR, OneShotPaired, RiverDrift]
+DETECTORS = [MixtureSR, PairedSR, SubgroupGapSR, PooledSR, JudgeAgreementSR, JudgeBiasSR, OneShotPaired, RiverDrift]
 CHANGE_AT = {OneShotPaired: 0}  # where each test drift stream changes; 300 unless listed
 ALARMS = ("alarm", "degraded")
 
