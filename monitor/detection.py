@@ -45,6 +45,9 @@ __all__ = ["StreamSpec", "StreamUpdate", "baseline_margin", "plan_budget", "rese
            "update_task_streams"]
 
 RECOVERY_RUNS = 3
+# A small stream (a subgroup with a few canaries per run) can see three runs back on the null's
+# side by chance while it is still degraded; recovery also needs this many observations.
+RECOVERY_MIN_OBS = 50
 WATCHING_EVIDENCE = 0.5
 DETECTORS: dict[str, Any] = {c.name: c for c in (MixtureSR, PairedSR, SubgroupGapSR, JudgeAgreementSR,
                                                  JudgeBiasSR, OneShotPaired, RiverDrift, PooledSR)}
@@ -119,13 +122,18 @@ def _row(session: Session, spec: StreamSpec, params: dict[str, Any], threshold: 
 
 
 def _settle(row: DetectorState, detector: Any, finding: Finding | None, run_mean: float | None,
-            direction: str) -> tuple[StreamStatus, Finding | None]:
-    """The stream's next status; a finding while already degraded is not raised again."""
+            direction: str, n_obs: int | None = None) -> tuple[StreamStatus, Finding | None]:
+    """The stream's next status; a finding while already degraded is not raised again.
+
+    A degraded stream recovers after ``RECOVERY_RUNS`` consecutive runs whose mean is back on
+    the null's side, together holding at least ``RECOVERY_MIN_OBS`` observations (``n_obs`` is
+    this run's; None for a stream whose run mean already pools many, such as a category's).
+    """
     status = row.status
     if finding is not None and status == StreamStatus.degraded:
         return status, None  # one alert per episode, until the stream recovers
     if finding is not None:
-        row.recovery_runs = 0
+        row.recovery_runs, row.recovery_obs = 0, 0
         return StreamStatus.degraded, finding
     if status == StreamStatus.degraded and run_mean is not None:
         if hasattr(detector, "holds"):  # a two-sided detector knows its own null band
@@ -133,8 +141,9 @@ def _settle(row: DetectorState, detector: Any, finding: Finding | None, run_mean
         else:
             holds = run_mean >= detector.null_mean if direction == "drop" else run_mean <= detector.null_mean
         row.recovery_runs = row.recovery_runs + 1 if holds else 0
-        if row.recovery_runs >= RECOVERY_RUNS:
-            row.recovery_runs = 0
+        row.recovery_obs = (row.recovery_obs or 0) + (RECOVERY_MIN_OBS if n_obs is None else n_obs) if holds else 0
+        if row.recovery_runs >= RECOVERY_RUNS and row.recovery_obs >= RECOVERY_MIN_OBS:
+            row.recovery_runs, row.recovery_obs = 0, 0
             detector.reset()
             return StreamStatus.recovered, None
         return status, None
@@ -166,7 +175,7 @@ def update_stream(session: Session, spec: StreamSpec, threshold: float, results:
     if spec.family == INFO:  # river: information only, the stream's status never moves
         status, kind, alert = StreamStatus.ok, "distribution", False
     else:
-        status, finding = _settle(row, detector, finding, run_mean, spec.direction)
+        status, finding = _settle(row, detector, finding, run_mean, spec.direction, len(xs))
         kind, alert = "drift", True
     row.status, row.evidence, row.n = status, float(detector.evidence), _seen(detector)
     row.state, row.updated_at = detector.state.to_dict(), now
@@ -293,7 +302,7 @@ def start_reevaluation(session: Session, plan: Plan, ctx: TaskContext, baseline:
                                                            null_mean=0.0, baseline_mean=p0, threshold=0.0, segment=0)
     row.segment, row.state, row.params, row.detector, row.family = row.segment + 1, {}, params, "oneshot_paired", INFO
     row.null_mean, row.threshold, row.status = -margin, 1 / det.reevaluation_alpha, StreamStatus.watching
-    row.evidence, row.n, row.recovery_runs, row.updated_at = 0.0, 0, 0, now
+    row.evidence, row.n, row.recovery_runs, row.recovery_obs, row.updated_at = 0.0, 0, 0, 0, now
     session.add(row)
     return row
 
@@ -347,7 +356,7 @@ def reset_task_streams(session: Session, task_id: str, now: datetime) -> int:
     rows = session.exec(select(DetectorState).where(DetectorState.task_id == task_id)).all()
     for row in rows:
         row.state, row.segment, row.evidence, row.updated_at = {}, row.segment + 1, 0.0, now
-        row.status, row.recovery_runs = StreamStatus.ok, 0
+        row.status, row.recovery_runs, row.recovery_obs = StreamStatus.ok, 0, 0
         session.add(row)
     return len(rows)
 

@@ -32,7 +32,8 @@ class DetectorState(SQLModel, table=True):
     threshold: float
     evidence: float = 0.0
     n: int = 0
-    recovery_runs: int = 0
+    recovery_runs: int = 0  # consecutive runs whose mean is back on the null's side
+    recovery_obs: int = Field(default=0, sa_column_kwargs={"server_default": "0"})  # and their observations
     segment: int = 1
     state: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
     updated_at: datetime = Field(default_factory=utcnow)

@@ -15,10 +15,11 @@ from sqlmodel import Session, select
 from baselines import Baseline, Canary, resolve
 from monitor.context import TaskContext
 from monitor.detection import (
-    StreamUpdate, plan_budget, start_reevaluation, stream_thresholds, task_streams, update_judge_canaries,
-    update_task_streams,
+    RECOVERY_MIN_OBS, RECOVERY_RUNS, StreamUpdate, plan_budget, start_reevaluation, stream_thresholds, task_streams,
+    update_judge_canaries, update_stream, update_task_streams,
 )
 from monitor.drift.budget import INFO
+from monitor.drift.layout import StreamSpec
 from monitor.models import BurnIn, DetectorState, StreamStatus
 from monitor.plan import Plan
 from monitor.storage import make_engine, session_scope
@@ -350,3 +351,25 @@ def test_pipeline_runs_the_one_shot_test_after_a_served_model_change(serve: Call
     assert "re-evaluation: degraded vs baseline" in verdict.summary
     assert verdict.estimate is not None and verdict.ci_high is not None and verdict.ci_high < 0
     assert row is not None and row.status == StreamStatus.degraded and row.params["reason"].startswith("knowledge-qa")
+
+
+def test_a_small_degraded_stream_recovers_only_on_enough_observations(engine: Engine) -> None:
+    """Three lucky runs of four answers are no recovery; runs back at the baseline adding up to
+    ``RECOVERY_MIN_OBS`` answers are."""
+    spec = StreamSpec("t:score:drop", "t", "score", "drop", 0.7, 0.8, lambda r: r.score, params={"mu0": 0.7,
+                                                                                                 "sigma2": 0.21})
+
+    def run(*scores: float) -> StreamUpdate:
+        with session_scope(engine) as s:
+            results = [ProbeResultBase(task_id="t", canary_id=f"c{i}", score=x) for i, x in enumerate(scores)]
+            return update_stream(s, spec, 100.0, results, T0)
+
+    statuses = [run(0.0, 0.0, 1.0, 0.0).status for _ in range(12)]
+    assert statuses[-1] == StreamStatus.degraded
+    lucky = [run(1.0, 1.0, 1.0, 0.0).status for _ in range(RECOVERY_RUNS)]  # 12 answers at 0.75
+    assert lucky == [StreamStatus.degraded] * RECOVERY_RUNS
+    back = [run(1.0, 1.0, 1.0, 0.0).status for _ in range(-(-RECOVERY_MIN_OBS // 4) - RECOVERY_RUNS)]
+    assert back[-1] == StreamStatus.recovered and back[:-1] == [StreamStatus.degraded] * (len(back) - 1)
+    with Session(engine) as s:
+        row = s.get(DetectorState, "t:score:drop")
+        assert row is not None and (row.recovery_runs, row.recovery_obs) == (0, 0)
