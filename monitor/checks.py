@@ -310,9 +310,9 @@ def plan_notes(plan: Plan) -> list[str]:
         if not entry.in_taxonomy:
             notes.append(f"task {task.id!r}: benchmark {task.benchmark!r} is outside the MedHELM taxonomy")
     if plan.service.executor == "celery":
-        from monitor.tasks_celery import longest_probe_s, visibility_timeout_s
+        from monitor.tasks_celery import longest_probe_s, visibility_timeout_of
 
-        if longest_probe_s(plan) >= visibility_timeout_s(plan):
+        if longest_probe_s(plan) >= visibility_timeout_of(plan):
             notes.append(f"service.visibility_timeout ({plan.service.visibility_timeout}) is shorter than the longest "
                          f"probe can take (about {longest_probe_s(plan):.0f}s when every call times out): a slow "
                          "probe's message would be handed to a second worker while the first still runs")

@@ -140,8 +140,11 @@ def _settle(row: DetectorState, detector: Any, finding: Finding | None, run_mean
             holds = detector.holds(run_mean)
         else:
             holds = run_mean >= detector.null_mean if direction == "drop" else run_mean <= detector.null_mean
-        row.recovery_runs = row.recovery_runs + 1 if holds else 0
-        row.recovery_obs = (row.recovery_obs or 0) + (RECOVERY_MIN_OBS if n_obs is None else n_obs) if holds else 0
+        if holds:
+            row.recovery_runs += 1
+            row.recovery_obs += RECOVERY_MIN_OBS if n_obs is None else n_obs
+        else:
+            row.recovery_runs, row.recovery_obs = 0, 0
         if row.recovery_runs >= RECOVERY_RUNS and row.recovery_obs >= RECOVERY_MIN_OBS:
             row.recovery_runs, row.recovery_obs = 0, 0
             detector.reset()

@@ -110,9 +110,9 @@ def _install_signals(stop: threading.Event, abandon: threading.Event) -> None:
 def _make_dispatch(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> tuple[object, ServiceRuntime]:
     """The executor the plan asks for, wrapped in the runtime its stored jobs will find."""
     if plan.service.executor == "celery":
-        from monitor.tasks_celery import CeleryDispatch, broker_url, make_celery, visibility_timeout_s
+        from monitor.tasks_celery import CeleryDispatch, broker_url, make_celery, visibility_timeout_of
 
-        app = make_celery(broker_url(plan), queue=plan.service.queue, visibility_timeout_s=visibility_timeout_s(plan))
+        app = make_celery(broker_url(plan), queue=plan.service.queue, visibility_timeout_s=visibility_timeout_of(plan))
         celery = CeleryDispatch(app, plan)
         return celery, ServiceRuntime(engine, plan, celery, now=now, retries=False)
     local = InProcessDispatch(engine, plan, [load_context(plan, t) for t in plan.tasks], now=now)

@@ -42,7 +42,8 @@ def broker_url(plan: Plan, environ: Mapping[str, str] | None = None) -> str:
     return env.get(plan.service.broker_url_env) or DEFAULT_BROKER
 
 
-def visibility_timeout_s(plan: Plan) -> float:
+def visibility_timeout_of(plan: Plan) -> float:
+    """The plan's service.visibility_timeout in seconds."""
     return parse_interval(plan.service.visibility_timeout).total_seconds()
 
 
@@ -160,7 +161,7 @@ def run_worker(plan_path: Path, *, concurrency: int = 1, hostname: str | None = 
 
     plan = check_plan(plan_path)
     engine = make_engine(plan.storage.url)
-    app = make_celery(broker_url(plan), queue=plan.service.queue, visibility_timeout_s=visibility_timeout_s(plan))
+    app = make_celery(broker_url(plan), queue=plan.service.queue, visibility_timeout_s=visibility_timeout_of(plan))
     register_worker_runtime(app, worker_runtime(engine, plan, [load_context(plan, t) for t in plan.tasks]))
     try:
         app.worker_main(worker_argv(plan, concurrency=concurrency, hostname=hostname, loglevel=loglevel))
