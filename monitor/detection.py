@@ -122,11 +122,11 @@ def _row(session: Session, spec: StreamSpec, params: dict[str, Any], threshold: 
 
 
 def _settle(row: DetectorState, detector: Any, finding: Finding | None, run_mean: float | None,
-            direction: str, n_obs: int | None = None) -> tuple[StreamStatus, Finding | None]:
+            n_obs: int | None = None) -> tuple[StreamStatus, Finding | None]:
     """The stream's next status; a finding while already degraded is not raised again.
 
     A degraded stream recovers after ``RECOVERY_RUNS`` consecutive runs whose mean is back on
-    the null's side, together holding at least ``RECOVERY_MIN_OBS`` observations (``n_obs`` is
+    the null's side (``detector.holds``), together holding at least ``RECOVERY_MIN_OBS`` observations (``n_obs`` is
     this run's; None for a stream whose run mean already pools many, such as a category's).
     """
     status = row.status
@@ -136,11 +136,7 @@ def _settle(row: DetectorState, detector: Any, finding: Finding | None, run_mean
         row.recovery_runs, row.recovery_obs = 0, 0
         return StreamStatus.degraded, finding
     if status == StreamStatus.degraded and run_mean is not None:
-        if hasattr(detector, "holds"):  # a two-sided detector knows its own null band
-            holds = detector.holds(run_mean)
-        else:
-            holds = run_mean >= detector.null_mean if direction == "drop" else run_mean <= detector.null_mean
-        if holds:
+        if detector.holds(run_mean):
             row.recovery_runs += 1
             row.recovery_obs += RECOVERY_MIN_OBS if n_obs is None else n_obs
         else:
@@ -178,7 +174,7 @@ def update_stream(session: Session, spec: StreamSpec, threshold: float, results:
     if spec.family == INFO:  # river: information only, the stream's status never moves
         status, kind, alert = StreamStatus.ok, "distribution", False
     else:
-        status, finding = _settle(row, detector, finding, run_mean, spec.direction, len(xs))
+        status, finding = _settle(row, detector, finding, run_mean, len(xs))
         kind, alert = "drift", True
     row.status, row.evidence, row.n = status, float(detector.evidence), _seen(detector)
     row.state, row.updated_at = detector.state.to_dict(), now
@@ -265,7 +261,7 @@ def _update_pooled(session: Session, plan: Plan, ctx: TaskContext, member: Strea
     params_m = member.spec.params  # the member's null on the scale of its observations
     mu0 = (1 - params_m["margin"]) / 2 if member.spec.detector == "paired_sr" else params_m["mu0"]
     finding = detector.push(ctx.task.id, member.xs, mu0, params_m["sigma2"])
-    status, finding = _settle(row, detector, finding, detector.last_x, "drop")
+    status, finding = _settle(row, detector, finding, detector.last_x)
     row.status, row.evidence, row.n = status, float(detector.evidence), _seen(detector)
     row.state, row.updated_at = detector.state.to_dict(), now
     session.add(row)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -140,6 +141,16 @@ def serve() -> Iterator[Callable[[object], RunningServer]]:
     yield start
     for s in servers:
         s.stop()
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    """SIGTERM a helper process (a server the test started), SIGKILL it if it will not go."""
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout)
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -173,6 +173,10 @@ class MixtureSR:
     def reset(self) -> None:
         self.state = MixtureSRState.fresh(len(self.shifts), self.state.total)
 
+    def holds(self, run_mean: float) -> bool:
+        """Whether a run's mean observation is back on the null's side (for recovery)."""
+        return run_mean >= self.mu0 if self.direction == "drop" else run_mean <= self.mu0
+
     def update(self, x: float) -> Finding | None:
         """Add one observation; return a Finding when the statistic crosses the threshold."""
         x = float(x)

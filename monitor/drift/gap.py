@@ -104,6 +104,9 @@ class SubgroupGapSR:
         self._core.reset()
         self.state.core = self._core.state
 
+    def holds(self, run_mean: float) -> bool:
+        return self._core.holds(run_mean)
+
     def update(self, x: tuple[bool, float]) -> Finding | None:
         """Add one ``(in_group, value)`` observation; step once both sides have some."""
         in_group, value = x

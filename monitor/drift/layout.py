@@ -132,6 +132,13 @@ def subgroup_values(task: Task, canaries: Sequence[Canary]) -> list[tuple[str, s
     return out
 
 
+def _exceedance(task_id: str, metric: str, observe: Observe) -> StreamSpec:
+    """An operational stream of 0/1 exceedances (over budget, over objective) watched for a rise."""
+    return StreamSpec(f"{task_id}:{metric}:rise", task_id, metric, "rise", EXCEEDANCE_NULL, 0.0, observe,
+                      family=OPERATIONAL,
+                      params={"mu0": EXCEEDANCE_NULL, "sigma2": _sigma2(EXCEEDANCE_NULL), "direction": "rise"})
+
+
 def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[Canary] = (), *,
                  refs: References | None = None, burn_in: References | None = None,
                  scorer: str = "") -> list[StreamSpec]:
@@ -213,16 +220,10 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
                             params={"mu0": ERROR_NULL, "sigma2": _sigma2(ERROR_NULL), "direction": "rise"}))
     budget = task.thresholds.cost_budget_per_call
     if budget is not None:
-        specs.append(StreamSpec(f"{t}:cost:rise", t, "cost", "rise", EXCEEDANCE_NULL, 0.0,
-                                lambda r: None if r.cost_usd is None else float(r.cost_usd > budget),
-                                family=OPERATIONAL, params={"mu0": EXCEEDANCE_NULL, "sigma2": _sigma2(EXCEEDANCE_NULL),
-                                                            "direction": "rise"}))
+        specs.append(_exceedance(t, "cost", lambda r: None if r.cost_usd is None else float(r.cost_usd > budget)))
     slo = task.thresholds.latency_slo_s
     if slo is not None:
-        specs.append(StreamSpec(f"{t}:latency:rise", t, "latency", "rise", EXCEEDANCE_NULL, 0.0,
-                                lambda r: None if r.latency_s is None else float(r.latency_s > slo),
-                                family=OPERATIONAL, params={"mu0": EXCEEDANCE_NULL, "sigma2": _sigma2(EXCEEDANCE_NULL),
-                                                            "direction": "rise"}))
+        specs.append(_exceedance(t, "latency", lambda r: None if r.latency_s is None else float(r.latency_s > slo)))
     if det.distribution_checks:
         specs.append(StreamSpec(f"{t}:output_length:change", t, "output_length", "change", 0.0, 0.0,
                                 lambda r: None if r.error_type or r.completion_tokens is None else float(r.completion_tokens),

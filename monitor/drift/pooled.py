@@ -104,6 +104,10 @@ class PooledSR:
     def reset(self) -> None:
         self.state.core = MixtureSRState.fresh(len(self.shifts), self.state.core.total)
 
+    def holds(self, run_mean: float) -> bool:
+        """Whether the members' mean shortfall is back on the null's side (for recovery)."""
+        return run_mean >= 0.0 if self.direction == "drop" else run_mean <= 0.0
+
     def push(self, member: str, xs: Sequence[float], mu0: float, sigma2: float) -> Finding | None:
         """Queue a member's observations and take every step that is ready; return the last alarm."""
         if member not in self.state.queues:

@@ -36,3 +36,6 @@ class WrappedSR:
 
     def reset(self) -> None:
         self._core.reset()
+
+    def holds(self, run_mean: float) -> bool:
+        return self._core.holds(run_mean)

@@ -26,6 +26,7 @@ from alerts import NotifyPolicy, RouteSpec, apply_signal, deliver_due, flush
 from alerts.channels import AlertmanagerChannel, AlertmanagerConfig
 from monitor.webserver import RunningServer
 from tests.alerts.helpers import FakeClock, clear, fire
+from tests.conftest import stop_process
 
 BINARY = shutil.which("prometheus-alertmanager")
 pytestmark = pytest.mark.skipif(BINARY is None, reason="prometheus-alertmanager is not installed "
@@ -89,12 +90,7 @@ def alertmanager(tmp_path: Path, webhooks: tuple[str, list[dict[str, Any]]]) -> 
         wait_for(ready, 20, "Alertmanager to be ready")
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        stop_process(proc)
         log.close()
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 
 from monitor.cli import dashboard_command
+from tests.conftest import stop_process
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -67,12 +68,7 @@ def served_dashboard(plan_path: Path, db_url: str, log: Path, *, refresh: str = 
                 time.sleep(0.2)
             yield Dashboard(url, proc)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+            stop_process(proc)
 
 
 def settle(page: object, timeout_ms: int = 30_000) -> None:

@@ -98,3 +98,13 @@ def test_a_missing_observation_changes_nothing(cls: type) -> None:
     before = json.dumps(det.state.to_dict(), sort_keys=True)
     assert det.update(nan_like(null[0])) is None
     assert json.dumps(det.state.to_dict(), sort_keys=True) == before
+
+
+@pytest.mark.parametrize("cls", [c for c in DETECTORS if c not in (OneShotPaired, RiverDrift)], ids=lambda c: c.__name__)
+def test_recovery_holds_on_the_null_side_only(cls: type) -> None:
+    """A degraded stream recovers on runs whose mean ``holds``: at the null, not beyond it."""
+    det = make(cls)
+    assert det.holds(det.null_mean) is True
+    if det.direction in ("drop", "rise"):
+        worse = det.null_mean - 0.1 if det.direction == "drop" else det.null_mean + 0.1
+        assert det.holds(worse) is False
