@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-sqlite test-postgres services migrations-check migration-initial install system-deps clean
+.PHONY: docs demo test test-sqlite test-postgres services migrations-check migration-initial install system-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,10 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	DO_NOT_TRACK=1 $(BIN)/medmon demo
+
+# The documentation site on http://127.0.0.1:8000, rebuilt as you edit (`make test` builds it --strict).
+docs: $(STAMP)
+	$(BIN)/mkdocs serve
 
 # Debian packages the tests use (Chromium for the browser test, Alertmanager for its channel).
 system-deps:
@@ -50,9 +54,9 @@ migrations-check: $(STAMP)
 
 # Before the first release only: rebuild the initial migration from the current tables.
 migration-initial: $(STAMP)
-	rm -f migrations/versions/0001_initial_schema.py medmon-migration.db
+	rm -f monitor/storage/migrations/versions/0001_initial_schema.py medmon-migration.db
 	MEDMON_DATABASE_URL=sqlite:///medmon-migration.db $(BIN)/alembic revision --autogenerate -m "initial schema" --rev-id 0001 >/dev/null
-	sed -i 's/^Create Date: .*/Create Date: first release/' migrations/versions/0001_initial_schema.py
+	sed -i 's/^Create Date: .*/Create Date: first release/' monitor/storage/migrations/versions/0001_initial_schema.py
 	rm -f medmon-migration.db
 
 clean:

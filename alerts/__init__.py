@@ -6,13 +6,13 @@ Actions a person takes (for the dashboard): ``acknowledge``, ``resolve``, ``sile
 ``status_of``, ``alert_history``, ``active_silences``, ``dead_letters``.
 """
 
-from alerts.channels import CHANNEL_TYPES, Channel, WebhookChannel
-from alerts.dedup import NotifyReason, decide
-from alerts.dispatch import flush
-from alerts.errors import AlertError, DeliveryError, PermanentDeliveryError, RetryableDeliveryError
-from alerts.heartbeat import beat, last_beat
-from alerts.history import alert_history
-from alerts.lifecycle import (
+from medmon.alerts.channels import CHANNEL_TYPES, Channel, WebhookChannel
+from medmon.alerts.dedup import NotifyReason, decide
+from medmon.alerts.dispatch import flush
+from medmon.alerts.errors import AlertError, DeliveryError, PermanentDeliveryError, RetryableDeliveryError
+from medmon.alerts.heartbeat import beat, last_beat
+from medmon.alerts.history import alert_history
+from medmon.alerts.lifecycle import (
     acknowledge,
     apply_signal,
     apply_signals,
@@ -22,8 +22,8 @@ from alerts.lifecycle import (
     record_signals,
     resolve,
 )
-from alerts.matchers import Matcher
-from alerts.models import (
+from medmon.alerts.matchers import Matcher
+from medmon.alerts.models import (
     Alert,
     AlertEvent,
     AlertStatus,
@@ -34,13 +34,13 @@ from alerts.models import (
     Severity,
     Silence,
 )
-from alerts.outbox import DeliveryPolicy, DeliveryReport, dead_letters, deliver_due, prune_delivered, requeue
-from alerts.policy import Escalation, NotifyPolicy, RouteSpec
-from alerts.rules import Estimate, Rule, Subject
-from alerts.signal import Signal, fingerprint, group_key, severity_for
-from alerts.signing import sign, verify
-from alerts.silences import active_silences, create_silence, expire_silence, list_silences, silence_alert
-from alerts.status import lifecycle_status, status_of
+from medmon.alerts.outbox import DeliveryPolicy, DeliveryReport, dead_letters, deliver_due, prune_delivered, requeue
+from medmon.alerts.policy import Escalation, NotifyPolicy, RouteSpec
+from medmon.alerts.rules import Estimate, Rule, Subject
+from medmon.alerts.signal import Signal, fingerprint, group_key, severity_for
+from medmon.alerts.signing import sign, verify
+from medmon.alerts.silences import active_silences, create_silence, expire_silence, list_silences, silence_alert
+from medmon.alerts.status import lifecycle_status, status_of
 
 __all__ = [
     "Alert",

@@ -16,14 +16,14 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from alerts.dedup import Decision, GroupState, NotifyReason, Timers, Told, decide
-from alerts.history import record_event
-from alerts.models import Alert, AlertStatus, Notification, NotifyLog, Severity, Silence
-from alerts.policy import NotifyPolicy, RouteSpec
-from alerts.signal import GROUP_LABELS
-from alerts.silences import active_silences
-from alerts.status import lifecycle_status, silenced_by
-from monitor.storage import as_utc
+from medmon.alerts.dedup import Decision, GroupState, NotifyReason, Timers, Told, decide
+from medmon.alerts.history import record_event
+from medmon.alerts.models import Alert, AlertStatus, Notification, NotifyLog, Severity, Silence
+from medmon.alerts.policy import NotifyPolicy, RouteSpec
+from medmon.alerts.signal import GROUP_LABELS
+from medmon.alerts.silences import active_silences
+from medmon.alerts.status import lifecycle_status, silenced_by
+from medmon.db import as_utc
 
 _RANK = {Severity.critical: 0, Severity.warning: 1, Severity.info: 2}
 

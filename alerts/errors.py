@@ -10,7 +10,7 @@ Tree::
 
 from __future__ import annotations
 
-from monitor.errors import MedmonError
+from medmon.errors import MedmonError
 
 
 class AlertError(MedmonError):

@@ -1,7 +1,7 @@
 """The monitor's own pulse, so that a monitor that stopped is itself an alert.
 
 The scheduler calls ``beat`` on every alert pass. Before beating it reads ``last_beat`` and
-hands it to ``alerts.rules.heartbeat_missed``: after a restart the gap is reported as an alert
+hands it to ``medmon.alerts.rules.heartbeat_missed``: after a restart the gap is reported as an alert
 (scheduled probes did not run meanwhile), which clears at the next pass. A process that never
 comes back cannot report itself; point an external check (the service's health endpoint or an
 Alertmanager dead man's switch) at it for that.
@@ -13,8 +13,8 @@ from datetime import datetime, timedelta
 
 from sqlmodel import Session
 
-from alerts.models import Heartbeat
-from monitor.storage import as_utc
+from medmon.alerts.models import Heartbeat
+from medmon.db import as_utc
 
 
 def last_beat(session: Session, name: str) -> Heartbeat | None:

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from sqlmodel import Session, col, select
 
-from alerts.models import Alert, AlertEvent, AlertStatus
+from medmon.alerts.models import Alert, AlertEvent, AlertStatus
 
 
 def record_event(session: Session, alert: Alert, to: AlertStatus, now: datetime, actor: str, note: str = "", *,

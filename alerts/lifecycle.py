@@ -2,7 +2,7 @@
 
 Alerts are deduplicated by fingerprint: a finding for a known, open alert refreshes its
 evidence and sends nothing new. Changes are written in the caller's transaction; when a
-notification policy is given, the notifications they owe (``alerts.dispatch.flush``) are
+notification policy is given, the notifications they owe (``medmon.alerts.dispatch.flush``) are
 written in that same transaction, so an alert change and its outbox rows are stored together or
 not at all. Without one, the next periodic flush picks the change up.
 """
@@ -14,18 +14,18 @@ from datetime import datetime
 
 from sqlmodel import Session, col, func, select
 
-from alerts.dispatch import flush
-from alerts.history import record_event
-from alerts.models import Alert, AlertEvent, AlertStatus, Notification, NotificationStatus
-from alerts.policy import NotifyPolicy
-from alerts.signal import Signal
-from alerts.status import lifecycle_status, sync_status
+from medmon.alerts.dispatch import flush
+from medmon.alerts.history import record_event
+from medmon.alerts.models import Alert, AlertEvent, AlertStatus, Notification, NotificationStatus
+from medmon.alerts.policy import NotifyPolicy
+from medmon.alerts.signal import Signal
+from medmon.alerts.status import lifecycle_status, sync_status
 
 OPEN = (AlertStatus.firing, AlertStatus.acknowledged, AlertStatus.silenced)
 
 # A NotifyPolicy notifies at once, in the caller's transaction. A plain list of route names (the
 # older form) cannot carry the plan's matchers or escalation, so with it the change is recorded
-# and the next periodic pass (``monitor.signals.alert_pass``), which has the policy, notifies.
+# and the next periodic pass (``medmon.monitor.alerting.signals.alert_pass``), which has the policy, notifies.
 Routing = NotifyPolicy | Sequence[str]
 
 
@@ -39,7 +39,7 @@ def record_signals(session: Session, signals: Sequence[Signal], now: datetime) -
     """Apply each signal to its alert (create, refresh, resolve), writing no notification.
 
     Returns, per signal, the alert it created, refreshed or resolved (None when a clearing
-    signal names no open alert). ``alerts.dispatch.flush`` then writes what is due.
+    signal names no open alert). ``medmon.alerts.dispatch.flush`` then writes what is due.
     """
     fingerprints = sorted({s.fingerprint for s in signals})
     known = {a.fingerprint: a for a in session.exec(select(Alert).where(col(Alert.fingerprint).in_(fingerprints)))}

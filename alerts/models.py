@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import JSON, Column
 from sqlmodel import Field, SQLModel
 
-from monitor.storage import utcnow
+from medmon.db import utcnow
 
 
 class AlertStatus(str, Enum):
@@ -34,7 +34,7 @@ class Severity(str, Enum):
 class Alert(SQLModel, table=True):
     """One alert, identified by the fingerprint of its labels; a repeat finding updates it.
 
-    ``status`` is stored for queries but written in one place only (``alerts.status``): it is
+    ``status`` is stored for queries but written in one place only (``medmon.alerts.status``): it is
     derived from ``ends_at`` and ``acknowledged_at``. Whether a silence mutes the alert depends
     on the time and is never stored; ``alerts.status_of`` computes it.
     """

@@ -17,10 +17,10 @@ from datetime import datetime, timedelta
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from alerts.channels.base import Channel
-from alerts.errors import PermanentDeliveryError, RetryableDeliveryError
-from alerts.models import Notification, NotificationStatus
-from monitor.storage import as_utc
+from medmon.alerts.channels.base import Channel
+from medmon.alerts.errors import PermanentDeliveryError, RetryableDeliveryError
+from medmon.alerts.models import Notification, NotificationStatus
+from medmon.db import as_utc
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Who gets told what, and how often: routes, grouping timers, repeats and escalation.
 
-Plain data, so the alerts package never reads the plan; ``monitor.routing.notify_policy``
+Plain data, so the alerts package never reads the plan; ``medmon.monitor.plan.routing.notify_policy``
 builds it from the plan's ``alerts`` section. The timers mean what they mean in Alertmanager:
 
 - ``group_wait``: how long a new group collects alerts before its first notification;
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from alerts.matchers import Matcher, matches_all
-from alerts.models import Alert
+from medmon.alerts.matchers import Matcher, matches_all
+from medmon.alerts.models import Alert
 
 
 @dataclass(frozen=True)

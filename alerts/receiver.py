@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from alerts.signing import HEADER, verify
+from medmon.alerts.signing import HEADER, verify
 
 
 @dataclass

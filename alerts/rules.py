@@ -1,6 +1,6 @@
 """Alert rules: plain data in, a ``Signal`` out (firing, clearing, or None for "no verdict").
 
-The monitor gathers the numbers (``monitor.signals``); these functions decide, word the
+The monitor gathers the numbers (``medmon.monitor.alerting.signals``); these functions decide, word the
 summary, attach the evidence and set the severity, without touching a database or a clock.
 Rules that measure a noisy estimate fire on its interval, not on one run: a score is "below
 the approval minimum" only when the whole 95% interval is, and clears once the estimate itself
@@ -15,8 +15,8 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
-from alerts.models import Severity
-from alerts.signal import Signal
+from medmon.alerts.models import Severity
+from medmon.alerts.signal import Signal
 
 
 class Rule(str, Enum):

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from alerts.models import Severity
+from medmon.alerts.models import Severity
 
 IDENTIFYING_LABELS = ("deployment", "task", "metric", "rule")
 GROUP_LABELS = ("deployment", "task")

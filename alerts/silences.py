@@ -13,12 +13,12 @@ from datetime import datetime
 
 from sqlmodel import Session, col, select
 
-from alerts.history import record_event
-from alerts.matchers import Matcher
-from alerts.models import Alert, AlertStatus, Silence
-from alerts.signal import IDENTIFYING_LABELS
-from alerts.status import lifecycle_status, silence_matches
-from monitor.storage import as_utc
+from medmon.alerts.history import record_event
+from medmon.alerts.matchers import Matcher
+from medmon.alerts.models import Alert, AlertStatus, Silence
+from medmon.alerts.signal import IDENTIFYING_LABELS
+from medmon.alerts.status import lifecycle_status, silence_matches
+from medmon.db import as_utc
 
 
 def create_silence(session: Session, matchers: Sequence[Matcher | str], *, ends_at: datetime, reason: str,

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from alerts.matchers import Matcher, matches_all
-from alerts.models import Alert, AlertStatus, Silence
-from monitor.storage import as_utc
+from medmon.alerts.matchers import Matcher, matches_all
+from medmon.alerts.models import Alert, AlertStatus, Silence
+from medmon.db import as_utc
 
 
 def lifecycle_status(alert: Alert) -> AlertStatus:

@@ -1,8 +1,8 @@
 """Pre-deployment MedHELM evidence: the taxonomy, baseline records, canaries and their importers."""
 
-from baselines.canary import Canary, canary_from_dict, read_canaries, write_canaries
-from baselines.errors import BaselineError, CanaryFormatError
-from baselines.errors import (
+from medmon.baselines.canary import Canary, canary_from_dict, read_canaries, write_canaries
+from medmon.baselines.errors import BaselineError, CanaryFormatError
+from medmon.baselines.errors import (
     HelmFormatError,
     MalformedJSON,
     ManualFormatError,
@@ -12,10 +12,10 @@ from baselines.errors import (
     SourceFileMissing,
     UnknownMetric,
 )
-from baselines.importer import BaselineOutcome, ImportReport, SkippedRun, import_helm_path, import_manual
-from baselines.manual import read_manual
-from baselines.models import Baseline, BaselineInstance, CanaryRecord, LeaderboardEntry
-from baselines.store import (
+from medmon.baselines.importer import BaselineOutcome, ImportReport, SkippedRun, import_helm_path, import_manual
+from medmon.baselines.manual import read_manual
+from medmon.baselines.models import Baseline, BaselineInstance, CanaryRecord, LeaderboardEntry
+from medmon.baselines.store import (
     BaselineFigures,
     baseline_versions,
     canaries_for_baseline,
@@ -28,8 +28,8 @@ from baselines.store import (
     record_canaries,
     record_leaderboard,
 )
-from baselines.taxonomy import TaxonomyEntry, benchmarks, categories, resolve
-from baselines.win_rate import column_win_rates, mean_win_rates
+from medmon.baselines.taxonomy import TaxonomyEntry, benchmarks, categories, resolve
+from medmon.baselines.win_rate import column_win_rates, mean_win_rates
 
 __all__ = [
     "Baseline",

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from baselines.errors import CanaryFormatError
+from medmon.baselines.errors import CanaryFormatError
 
 _ROLES = {"system", "user", "assistant", "developer"}
 _FIELDS = {

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from monitor.errors import MedmonError
+from medmon.errors import MedmonError
 
 
 class BaselineError(MedmonError):

@@ -3,8 +3,8 @@
 The benchmark is joined on ``run_spec.groups`` with the taxonomy: the first group the taxonomy
 knows, else the first group (flagged as outside the taxonomy), else ``scenario.json``'s ``name``,
 else ``scenario_spec.args.name``. The directory name is never parsed. The model is
-``adapter_spec.model``. See ``baselines.helm_stats`` for the main metric, n and interval, and
-``baselines.helm_canaries`` for the pack.
+``adapter_spec.model``. See ``medmon.baselines.helm_stats`` for the main metric, n and interval, and
+``medmon.baselines.helm_canaries`` for the pack.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baselines.canary import Canary
-from baselines.helm_canaries import JuryDetail, PackContext, build_pack
-from baselines.helm_files import digest_sources, get_key, load_json, run_source_files
-from baselines.helm_stats import (
+from medmon.baselines.canary import Canary
+from medmon.baselines.helm_canaries import JuryDetail, PackContext, build_pack
+from medmon.baselines.helm_files import digest_sources, get_key, load_json, run_source_files
+from medmon.baselines.helm_stats import (
     MainMetric,
     choose_main_metric,
     interval,
@@ -24,9 +24,9 @@ from baselines.helm_stats import (
     plain_stats,
     run_value_and_n,
 )
-from baselines.errors import HelmFormatError
-from baselines.store import BaselineFigures
-from baselines.taxonomy import TaxonomyEntry, resolve
+from medmon.baselines.errors import HelmFormatError
+from medmon.baselines.store import BaselineFigures
+from medmon.baselines.taxonomy import TaxonomyEntry, resolve
 
 
 @dataclass

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from baselines.canary import Canary
-from baselines.helm_stats import MainMetric
-from baselines.errors import HelmFormatError
+from medmon.baselines.canary import Canary
+from medmon.baselines.helm_stats import MainMetric
+from medmon.baselines.errors import HelmFormatError
 
 REDACTED = "[redacted]"
 _ROLES = {"system", "user", "assistant", "developer"}

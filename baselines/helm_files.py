@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from baselines.errors import HelmFormatError, MalformedJSON, NotHelmOutput, SourceFileMissing
+from medmon.baselines.errors import HelmFormatError, MalformedJSON, NotHelmOutput, SourceFileMissing
 
 RUN_SPEC = "run_spec.json"
 REQUIRED_RUN_FILES = ("run_spec.json", "stats.json", "per_instance_stats.json")

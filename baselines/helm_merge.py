@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from baselines.helm import RunEvidence
-from baselines.helm_files import digest_sources
-from baselines.helm_stats import MainMetric, interval
-from baselines.store import BaselineFigures
+from medmon.baselines.helm import RunEvidence
+from medmon.baselines.helm_files import digest_sources
+from medmon.baselines.helm_stats import MainMetric, interval
+from medmon.baselines.store import BaselineFigures
 
 
 def combine_runs(runs: list[RunEvidence], *, suite_dir: Path) -> RunEvidence:

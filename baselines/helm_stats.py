@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from baselines.errors import HelmFormatError, NoMainMetric, UnknownMetric
-from baselines.interval import mean_interval, wilson_interval
-from baselines.taxonomy import TaxonomyEntry
+from medmon.baselines.errors import HelmFormatError, NoMainMetric, UnknownMetric
+from medmon.baselines.interval import mean_interval, wilson_interval
+from medmon.baselines.taxonomy import TaxonomyEntry
 
 JURY_SCALE = (1.0, 5.0)
 UNIT_SCALE = (0.0, 1.0)

@@ -3,7 +3,7 @@
 Every numeric cell becomes a ``LeaderboardEntry``. Column and row names in these tables are
 display names (``"ADHD-Behavior - EM"``, ``"Simple Model 1"``); the suite's ``schema.json`` maps
 them back to schema group and model names where it can. Mean win rates are recomputed
-(``baselines.win_rate``) for tables where HELM shows a "Mean win rate" column, over the columns
+(``medmon.baselines.win_rate``) for tables where HELM shows a "Mean win rate" column, over the columns
 that name a metric; HELM's own cell is kept beside it.
 """
 
@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baselines.helm_files import load_json, sha256_file
-from baselines.errors import HelmFormatError
-from baselines.models import LeaderboardEntry
-from baselines.win_rate import mean_win_rates
+from medmon.baselines.helm_files import load_json, sha256_file
+from medmon.baselines.errors import HelmFormatError
+from medmon.baselines.models import LeaderboardEntry
+from medmon.baselines.win_rate import mean_win_rates
 
 WIN_RATE_COLUMN = "Mean win rate"
 

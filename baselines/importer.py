@@ -2,7 +2,7 @@
 
 Every source is read and validated completely before anything is written, so bad input writes
 nothing; a failure while writing rolls the session back. Nothing is committed here: the caller
-commits (``monitor.storage.session_scope`` does both).
+commits (``medmon.monitor.storage.session_scope`` does both).
 
 Re-importing the same files changes nothing (baselines are deduplicated by ``source_sha256``,
 leaderboard cells by their group file's SHA-256); a different run of the same (benchmark, model,
@@ -18,14 +18,14 @@ from typing import Any
 
 from sqlmodel import Session
 
-from baselines.helm import RunEvidence, read_run, read_run_spec
-from baselines.helm_files import locate
-from baselines.helm_merge import combine_runs
-from baselines.helm_summary import read_group_tables
-from baselines.errors import NoMainMetric, NotHelmOutput
-from baselines.manual import read_manual
-from baselines.models import Baseline
-from baselines.store import record_baseline, record_canaries, record_leaderboard
+from medmon.baselines.helm import RunEvidence, read_run, read_run_spec
+from medmon.baselines.helm_files import locate
+from medmon.baselines.helm_merge import combine_runs
+from medmon.baselines.helm_summary import read_group_tables
+from medmon.baselines.errors import NoMainMetric, NotHelmOutput
+from medmon.baselines.manual import read_manual
+from medmon.baselines.models import Baseline
+from medmon.baselines.store import record_baseline, record_canaries, record_leaderboard
 
 Progress = Callable[[int, int, str], None]
 """Called as ``progress(done, total, label)`` after each run is read."""
@@ -190,12 +190,12 @@ def import_helm_path(
 
     Raises
     ------
-    baselines.errors.SourceError
+    medmon.baselines.errors.SourceError
         Bad input; the message names the file and the key. Nothing has been written.
 
     Examples
     --------
-    >>> from monitor.storage import make_engine, session_scope  # doctest: +SKIP
+    >>> from medmon.monitor.storage import make_engine, session_scope  # doctest: +SKIP
     >>> with session_scope(make_engine()) as session:  # doctest: +SKIP
     ...     report = import_helm_path(session, "benchmark_output", suite="v2")
     """
@@ -224,7 +224,7 @@ def import_helm_path(
 
 
 def import_manual(session: Session, path: Path | str) -> ImportReport:
-    """Import a CSV or YAML file of published scores (format in ``baselines.manual``).
+    """Import a CSV or YAML file of published scores (format in ``medmon.baselines.manual``).
 
     Every row is validated before any is written; errors name the file, line and field.
     """

@@ -36,10 +36,10 @@ from typing import Any
 
 import yaml
 
-from baselines.helm_files import sha256_file
-from baselines.errors import ManualFormatError, SourceFileMissing, UnknownMetric
-from baselines.store import BaselineFigures
-from baselines.taxonomy import resolve
+from medmon.baselines.helm_files import sha256_file
+from medmon.baselines.errors import ManualFormatError, SourceFileMissing, UnknownMetric
+from medmon.baselines.store import BaselineFigures
+from medmon.baselines.taxonomy import resolve
 
 REQUIRED = ("model", "benchmark", "metric", "value", "n")
 OPTIONAL = ("scale_min", "scale_max", "split", "ci_low", "ci_high", "source")

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, Column, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from monitor.storage import utcnow
+from medmon.db import utcnow
 
 
 class Baseline(SQLModel, table=True):
@@ -61,7 +61,7 @@ class BaselineInstance(SQLModel, table=True):
 class CanaryRecord(SQLModel, table=True):
     """One canary of a pack imported with a baseline (a HELM run's instance), stored as JSON.
 
-    ``canary`` is the canary's JSONL object (``baselines.canary``); ``jury`` holds the per-judge,
+    ``canary`` is the canary's JSONL object (``medmon.baselines.canary``); ``jury`` holds the per-judge,
     per-criterion baseline scores ``{judge: {criterion: score}}`` for jury-scored benchmarks.
     """
 
@@ -83,7 +83,7 @@ class LeaderboardEntry(SQLModel, table=True):
     ``model`` is the row's display name and ``model_name`` HELM's model name when the suite's
     ``schema.json`` maps it; ``run_group``/``metric`` are the column's display names and
     ``benchmark`` the schema group they resolve to. ``mean_win_rate`` is medmon's computation
-    (``baselines.win_rate``); ``published_mean_win_rate`` is HELM's cell, when it wrote one.
+    (``medmon.baselines.win_rate``); ``published_mean_win_rate`` is HELM's cell, when it wrote one.
     """
 
     __table_args__ = (UniqueConstraint("suite", "group", "table_title", "model", "column", "source_sha256"),)

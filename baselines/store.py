@@ -8,10 +8,10 @@ from typing import Any
 from sqlalchemy import insert
 from sqlmodel import Session, col, select
 
-from baselines.canary import Canary, canary_from_dict
-from baselines.interval import wilson_interval
-from baselines.models import Baseline, BaselineInstance, CanaryRecord, LeaderboardEntry
-from baselines.taxonomy import resolve
+from medmon.baselines.canary import Canary, canary_from_dict
+from medmon.baselines.interval import wilson_interval
+from medmon.baselines.models import Baseline, BaselineInstance, CanaryRecord, LeaderboardEntry
+from medmon.baselines.taxonomy import resolve
 
 
 @dataclass

@@ -33,7 +33,7 @@ class TaxonomyEntry:
 @lru_cache(maxsize=1)
 def taxonomy_data() -> dict[str, Any]:
     """The raw taxonomy document shipped with medmon."""
-    text = resources.files("baselines").joinpath("data/medhelm_taxonomy.json").read_text("utf-8")
+    text = resources.files("medmon.baselines").joinpath("data/medhelm_taxonomy.json").read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
 

@@ -1,7 +1,7 @@
 """Benchmark: alert delivery through the outbox to a local webhook receiver on 127.0.0.1.
 
 Three figures, each with a delivery worker in its own process (``--worker``, the real outbox
-and the real clock) and the signed-webhook receiver (``alerts.receiver``) in this process:
+and the real clock) and the signed-webhook receiver (``medmon.alerts.receiver``) in this process:
 
 1. throughput: notifications delivered per second, draining a full outbox (many groups);
 2. latency: time from a finding (the alert change committed) to the webhook received, with
@@ -41,7 +41,7 @@ from pydantic import SecretStr  # noqa: E402
 from sqlalchemy.engine import Engine  # noqa: E402
 from sqlmodel import Session, func, select  # noqa: E402
 
-from alerts import (  # noqa: E402
+from medmon.alerts import (  # noqa: E402
     DeliveryPolicy,
     Notification,
     NotificationStatus,
@@ -56,10 +56,11 @@ from alerts import (  # noqa: E402
     flush,
     pending_count,
 )
-from alerts.channels import WebhookConfig  # noqa: E402
-from alerts.receiver import ReceiverState, create_receiver  # noqa: E402
-from monitor.storage import make_engine, utcnow  # noqa: E402
-from monitor.webserver import RunningServer, serve_in_thread  # noqa: E402
+from medmon.alerts.channels import WebhookConfig  # noqa: E402
+from medmon.alerts.receiver import ReceiverState, create_receiver  # noqa: E402
+from medmon.db import utcnow  # noqa: E402
+from medmon.monitor.storage import make_engine  # noqa: E402
+from medmon.monitor.service.webserver import RunningServer, serve_in_thread  # noqa: E402
 
 SECRET_ENV = "MEDMON_BENCH_WEBHOOK_SECRET"
 SECRET = "benchmark-webhook-secret"

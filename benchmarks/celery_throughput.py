@@ -2,7 +2,7 @@
 
 A fresh PostgreSQL database (the shared database workers on other machines would use) and a
 Redis broker on 127.0.0.1; the SIMULATED model runs in this process with an optional per-call
-latency. The benchmark starts the workers (``python -m monitor worker plan.yaml``), waits until
+latency. The benchmark starts the workers (``python -m medmon worker plan.yaml``), waits until
 they are ready, enqueues the probes exactly as ``medmon serve`` does (``CeleryDispatch``) and
 times them until every run is complete in the database.
 
@@ -31,13 +31,13 @@ import redis  # noqa: E402
 import yaml  # noqa: E402
 from sqlmodel import Session, func, select  # noqa: E402
 
-from monitor.plan import load_plan  # noqa: E402
-from monitor.storage import make_engine  # noqa: E402
-from monitor.tasks_celery import CeleryDispatch, make_celery  # noqa: E402
-from monitor.webserver import serve_in_thread  # noqa: E402
-from probes.models import ProbeRun, RunStatus  # noqa: E402
-from probes.packs import load_pack  # noqa: E402
-from probes.simulator import Phase, create_simulator  # noqa: E402
+from medmon.monitor.plan.model import load_plan  # noqa: E402
+from medmon.monitor.storage import make_engine  # noqa: E402
+from medmon.monitor.service.workers import CeleryDispatch, make_celery  # noqa: E402
+from medmon.monitor.service.webserver import serve_in_thread  # noqa: E402
+from medmon.probes.models import ProbeRun, RunStatus  # noqa: E402
+from medmon.probes.packs import load_pack  # noqa: E402
+from medmon.probes.simulator import Phase, create_simulator  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PG = "postgresql://postgres@127.0.0.1:5432"
@@ -81,7 +81,7 @@ def run_once(workers: int, args: argparse.Namespace, sim_url: str) -> dict[str, 
         for i in range(workers):
             log = workdir / f"worker{i}.log"
             logs.append(log)
-            procs.append(subprocess.Popen([sys.executable, "-m", "monitor", "worker", str(plan_path),
+            procs.append(subprocess.Popen([sys.executable, "-m", "medmon", "worker", str(plan_path),
                                            "--hostname", f"bench{i}-{queue}@%h"], cwd=ROOT, env=env,
                                           stdout=log.open("wb"), stderr=subprocess.STDOUT))
         deadline = time.monotonic() + 120

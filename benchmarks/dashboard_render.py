@@ -6,7 +6,7 @@ plus what the service writes beside it: detector states, findings, alerts and th
 notifications (some undeliverable), model changes and re-evaluation runs, baselines, jury calls
 and verdicts for the jury-scored tasks, and a hash-chained audit log. Then every page is
 rendered with Streamlit's AppTest (the same script a browser session runs) and timed. Target:
-under 2 s per page. The pages only call ``monitor.read``, whose aggregates run in the database.
+under 2 s per page. The pages only call ``medmon.monitor.read``, whose aggregates run in the database.
 
 Usage::
 
@@ -44,12 +44,12 @@ from sqlalchemy import insert, text  # noqa: E402
 from sqlalchemy.engine import Engine  # noqa: E402
 from sqlmodel import Session, SQLModel  # noqa: E402
 
-from alerts.models import Alert, AlertEvent, AlertStatus, Notification, NotificationStatus, Severity  # noqa: E402
-from baselines import BaselineFigures, benchmarks, record_baseline  # noqa: E402
-from monitor import audit  # noqa: E402
-from monitor.models import DetectorState, FindingRecord, ModelIdentity, StreamStatus  # noqa: E402
-from monitor.storage import make_engine  # noqa: E402
-from probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult, ProbeRun, RunStatus  # noqa: E402
+from medmon.alerts.models import Alert, AlertEvent, AlertStatus, Notification, NotificationStatus, Severity  # noqa: E402
+from medmon.baselines import BaselineFigures, benchmarks, record_baseline  # noqa: E402
+from medmon.monitor.governance import audit  # noqa: E402
+from medmon.monitor.models import DetectorState, FindingRecord, ModelIdentity, StreamStatus  # noqa: E402
+from medmon.monitor.storage import make_engine  # noqa: E402
+from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult, ProbeRun, RunStatus  # noqa: E402
 
 APP = ROOT / "dashboards" / "app.py"
 PAGES = ["overview", "task", "alerts", "costs", "jury", "baselines", "changes", "governance"]
@@ -316,7 +316,7 @@ def load(engine: Engine, n_results: int, n_tasks: int, seed: int = 7) -> tuple[l
 
 
 def _is_jury(benchmark: str) -> bool:
-    from baselines import resolve
+    from medmon.baselines import resolve
 
     return resolve(benchmark).llm_jury
 

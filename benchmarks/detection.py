@@ -32,9 +32,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from monitor.drift import MixtureSR, MixtureSRBatch  # noqa: E402
-from monitor.drift.esr import BET_CAP, DEFAULT_SHIFTS  # noqa: E402
-from monitor.drift.layout import baseline_margin  # noqa: E402
+from medmon.monitor.detection.drift import MixtureSR, MixtureSRBatch  # noqa: E402
+from medmon.monitor.detection.drift.esr import BET_CAP, DEFAULT_SHIFTS  # noqa: E402
+from medmon.monitor.detection.drift.layout import baseline_margin  # noqa: E402
 
 P0, DROPS = 0.80, (0.75, 0.70, 0.60)
 Draw = Callable[[int, np.ndarray], np.ndarray]  # (t, active mask) -> observations for every stream
@@ -43,7 +43,7 @@ Draw = Callable[[int, np.ndarray], np.ndarray]  # (t, active mask) -> observatio
 class FastESR:
     """The mixture e-SR in the form ``R_k <- (1 + R_k)(a_k - b_k x)``, bets in rows (fast numpy).
 
-    Checked against :class:`monitor.drift.MixtureSRBatch` at start-up (``self_check``).
+    Checked against :class:`medmon.monitor.detection.drift.MixtureSRBatch` at start-up (``self_check``).
     """
 
     def __init__(self, mu0: np.ndarray, sigma2: np.ndarray, threshold: float, direction: str = "drop") -> None:
@@ -194,7 +194,7 @@ def calibrate_river(name: str, target: float, streams: np.ndarray) -> float:
 
 # ---------------------------------------------------------------------------------------- main
 def family_z(args: argparse.Namespace) -> float:
-    """The margin's z when each of the m streams has its own baseline (``monitor.drift.layout.margin_z``)."""
+    """The margin's z when each of the m streams has its own baseline (``medmon.monitor.detection.drift.layout.margin_z``)."""
     return max(2.0, NormalDist().inv_cdf(1 - args.alpha / args.streams))
 
 
@@ -350,7 +350,7 @@ def section_paired(args: argparse.Namespace, rng: np.random.Generator, a: float)
 
 
 def section_one_shot(args: argparse.Namespace, rng: np.random.Generator) -> None:
-    from monitor.drift import OneShotPaired
+    from medmon.monitor.detection.drift import OneShotPaired
 
     reps = min(args.reps, 200)
     print("\n## 4. Known change: one-shot test from the change vs the change detector (fresh start)\n")

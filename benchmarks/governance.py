@@ -36,14 +36,15 @@ from sqlalchemy import insert  # noqa: E402
 from sqlalchemy.engine import Engine  # noqa: E402
 from sqlmodel import Session  # noqa: E402
 
-from monitor.audit import AuditKind, record, verify  # noqa: E402
-from monitor.plan import parse_plan  # noqa: E402
-from monitor.report import build_committee_report  # noqa: E402
-from monitor.report_period import parse_period  # noqa: E402
-from monitor.report_render import render_committee  # noqa: E402
-from monitor.storage import make_engine, session_scope  # noqa: E402
-from probes.models import ProbeResult, ProbeRun, RunStatus  # noqa: E402
-from probes.redaction import redact  # noqa: E402
+from medmon.monitor.governance.audit import AuditKind, record, verify  # noqa: E402
+from medmon.monitor.plan.model import parse_plan  # noqa: E402
+from medmon.monitor.governance.reports.committee import build_committee_report  # noqa: E402
+from medmon.monitor.governance.reports.period import parse_period  # noqa: E402
+from medmon.monitor.governance.reports.render import render_committee  # noqa: E402
+from medmon.db import session_scope  # noqa: E402
+from medmon.monitor.storage import make_engine  # noqa: E402
+from medmon.probes.models import ProbeResult, ProbeRun, RunStatus  # noqa: E402
+from medmon.probes.redaction import redact  # noqa: E402
 
 T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
 PG_ADMIN = "host=127.0.0.1 user=postgres dbname=postgres"

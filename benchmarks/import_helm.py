@@ -31,9 +31,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from baselines import import_helm_path
-from baselines.taxonomy import benchmarks
-from monitor.storage import make_engine, session_scope
+from medmon.baselines import import_helm_path
+from medmon.baselines.taxonomy import benchmarks
+from medmon.db import session_scope
+from medmon.monitor.storage import make_engine
 
 MODEL = "openai/gpt-4o-2024-05-13"
 DEPLOYMENT = "stanfordhealthcare/gpt-4o-2024-05-13"

@@ -41,8 +41,8 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from baselines.canary import Canary, canary_from_dict  # noqa: E402
-from probes.client import ModelClient, ModelSettings  # noqa: E402
+from medmon.baselines.canary import Canary, canary_from_dict  # noqa: E402
+from medmon.probes.client import ModelClient, ModelSettings  # noqa: E402
 
 LATENCY_S = 0.2
 LEVELS = (8, 64, 256)
@@ -64,7 +64,7 @@ def serve_simulator(port: int, latency: float) -> None:
     """Child process: the simulator alone on 127.0.0.1:port."""
     import uvicorn
 
-    from probes.simulator import Phase, create_simulator
+    from medmon.probes.simulator import Phase, create_simulator
 
     app = create_simulator(canaries(), [Phase(accuracy=0.9, latency_s=latency)], seed=1)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, backlog=4096,
@@ -145,8 +145,9 @@ def throughput(rounds: int) -> list[dict[str, float]]:
 
 def probe_and_store(url: str, chosen: list[Canary], concurrency: int, db: Path) -> dict[str, float]:
     """Probe, score and store ``chosen``; CPU seconds of each part."""
-    from monitor.storage import make_engine, session_scope
-    from probes.runner import finish_run, probe_canaries, start_run
+    from medmon.db import session_scope
+    from medmon.monitor.storage import make_engine
+    from medmon.probes.runner import finish_run, probe_canaries, start_run
 
     engine = make_engine(f"sqlite:///{db}")
 

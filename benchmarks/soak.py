@@ -1,6 +1,6 @@
 """Soak: many tasks probed every simulated hour for a simulated month, in accelerated time.
 
-Each task is probed through the same path as ``medmon serve`` (``monitor.slots.run_slot``: slot
+Each task is probed through the same path as ``medmon serve`` (``medmon.monitor.service.slots.run_slot``: slot
 claim, model calls over HTTP to the simulator on 127.0.0.1, scoring, storage, detectors,
 alerts), driven by a stepped clock instead of the wall clock. Partway through, the simulated
 model's accuracy drops, and the probe-to-alert latency is measured per task.
@@ -33,15 +33,15 @@ import yaml  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 from sqlmodel import Session, func, select  # noqa: E402
 
-from alerts import Alert  # noqa: E402
-from monitor.context import load_context  # noqa: E402
-from monitor.plan import parse_plan  # noqa: E402
-from monitor.slots import run_slot  # noqa: E402
-from monitor.storage import make_engine  # noqa: E402
-from monitor.webserver import serve_in_thread  # noqa: E402
-from probes.models import ProbeResult  # noqa: E402
-from probes.packs import load_pack  # noqa: E402
-from probes.simulator import Phase, create_simulator  # noqa: E402
+from medmon.alerts import Alert  # noqa: E402
+from medmon.monitor.plan.context import load_context  # noqa: E402
+from medmon.monitor.plan.model import parse_plan  # noqa: E402
+from medmon.monitor.service.slots import run_slot  # noqa: E402
+from medmon.monitor.storage import make_engine  # noqa: E402
+from medmon.monitor.service.webserver import serve_in_thread  # noqa: E402
+from medmon.probes.models import ProbeResult  # noqa: E402
+from medmon.probes.packs import load_pack  # noqa: E402
+from medmon.probes.simulator import Phase, create_simulator  # noqa: E402
 
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

@@ -1,7 +1,7 @@
 """What a governance owner can do from the dashboard, each recorded with who did it and why.
 
 Each action runs the ``alerts`` package's own function and records the decision in the
-hash-chained audit log (``monitor.audit``) in the same transaction: the alert change, its
+hash-chained audit log (``medmon.monitor.governance.audit``) in the same transaction: the alert change, its
 outbox rows and the audit entry are stored together or not at all. ``alerts`` may not import
 ``monitor``, so the dashboard is the one that calls both.
 """
@@ -14,13 +14,13 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from alerts import Alert, Notification, acknowledge, requeue, resolve
-from alerts import silence_alert as silence_one
-from dashboards.auth import Viewer
-from monitor.audit import AuditKind, record
-from monitor.plan import Plan
-from monitor.routing import notify_policy
-from monitor.storage import session_scope
+from medmon.alerts import Alert, Notification, acknowledge, requeue, resolve
+from medmon.alerts import silence_alert as silence_one
+from medmon.dashboards.auth import Viewer
+from medmon.monitor.governance.audit import AuditKind, record
+from medmon.monitor.plan.model import Plan
+from medmon.monitor.plan.routing import notify_policy
+from medmon.db import session_scope
 
 
 class NotAllowed(PermissionError):

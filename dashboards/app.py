@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboards.auth import require_viewer
-from dashboards.data import current_plan
-from dashboards.layout import auth_note
+from medmon.dashboards.auth import require_viewer
+from medmon.dashboards.data import current_plan
+from medmon.dashboards.layout import auth_note
 
 st.set_page_config(page_title="medmon", layout="wide")
 plan = current_plan()

@@ -16,7 +16,7 @@ from pathlib import Path
 import streamlit as st
 from streamlit.errors import StreamlitSecretNotFoundError
 
-from monitor.plan import Plan
+from medmon.monitor.plan.model import Plan
 
 UNAUTHENTICATED = "unauthenticated"
 

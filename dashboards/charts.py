@@ -8,7 +8,7 @@ from datetime import date
 
 import plotly.graph_objects as go
 
-from monitor.read import AgreementDay, CostDay, JudgeDay, RunPoint, Slice
+from medmon.monitor.read import AgreementDay, CostDay, JudgeDay, RunPoint, Slice
 
 BASELINE = "rgba(46, 125, 50, 0.18)"
 BASELINE_LINE = "#2e7d32"

@@ -8,8 +8,9 @@ from pathlib import Path
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from monitor.plan import Plan, load_plan
-from monitor.storage import make_engine, resolve_url
+from medmon.monitor.plan.model import Plan, load_plan
+from medmon.db import resolve_url
+from medmon.monitor.storage import make_engine
 
 PLAN_ENV = "MEDMON_PLAN"
 REFRESH_ENV = "MEDMON_DASHBOARD_REFRESH"

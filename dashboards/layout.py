@@ -6,8 +6,8 @@ import re
 
 import streamlit as st
 
-from dashboards.auth import Viewer
-from monitor.plan import Plan
+from medmon.dashboards.auth import Viewer
+from medmon.monitor.plan.model import Plan
 
 # A route's webhook URL can carry its token (Slack, Teams): it is masked wherever the plan is shown.
 _ROUTE_URL = re.compile(r"(?<![\w])(url:\s*)([^\s,}#]+)")

@@ -1,23 +1,20 @@
-"""Errors raised by medmon.
+"""Errors raised by the monitor; their root, ``MedmonError``, is in ``medmon.errors``.
 
 Tree::
 
-    MedmonError
+    MedmonError (medmon.errors)
     ├── PlanError            a plan file that cannot be loaded or is invalid
-    ├── StorageError         the database cannot be reached or written
-    ├── GovernanceError      a governance action refused (e.g. approval by a non-owner)
-    ├── baselines.errors.BaselineError
-    ├── probes.errors.ProbeError
-    └── alerts.errors.AlertError
+    ├── StorageError         the database cannot be reached or written (medmon.errors)
+    └── GovernanceError      a governance action refused (e.g. approval by a non-owner)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from medmon.errors import MedmonError, StorageError
 
-class MedmonError(Exception):
-    """Base of every error medmon raises on purpose."""
+__all__ = ["GovernanceError", "MedmonError", "PlanError", "PlanIssue", "StorageError"]
 
 
 @dataclass(frozen=True)
@@ -41,10 +38,6 @@ class PlanError(MedmonError):
         self.issues = issues
         lines = "\n".join(f"  {i}" for i in issues)
         super().__init__(f"{source}: {len(issues)} problem(s)\n{lines}")
-
-
-class StorageError(MedmonError):
-    """The database could not be reached or written."""
 
 
 class GovernanceError(MedmonError):

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import JSON, Column, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from monitor.storage import utcnow
+from medmon.db import utcnow
 
 
 class StreamStatus(str, Enum):
@@ -37,7 +37,7 @@ class DetectorState(SQLModel, table=True):
     segment: int = 1
     state: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
     updated_at: datetime = Field(default_factory=utcnow)
-    detector: str = "mixture_sr"  # the class in monitor.drift that ``state`` belongs to
+    detector: str = "mixture_sr"  # the class in medmon.monitor.detection.drift that ``state`` belongs to
     family: str = "quality"  # quality | operational (budgeted) or info (river, one-shot)
     params: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # mu0, sigma2, margin, K...
 
@@ -96,7 +96,7 @@ class AuditEvent(SQLModel, table=True):
     """One entry of the append-only audit log, chained to the entry before it by its hash.
 
     ``hash`` is SHA-256 over the previous entry's hash and the canonical JSON of this entry's
-    ``seq``, ``at``, ``kind``, ``actor``, ``subject`` and ``details`` (``monitor.audit``), so
+    ``seq``, ``at``, ``kind``, ``actor``, ``subject`` and ``details`` (``medmon.monitor.governance.audit``), so
     an edited, deleted, inserted or reordered entry breaks the chain where it happened.
     """
 
@@ -189,7 +189,7 @@ class Reevaluation(SQLModel, table=True):
 class BurnIn(SQLModel, table=True):
     """The per-canary reference built from the first answers after go-live (or after a passed
     re-evaluation): ``instances`` maps canary id to ``[n, sum, sum of squares, shortest output,
-    longest output]`` (``monitor.drift.reference``). ``version`` grows with each restart."""
+    longest output]`` (``medmon.monitor.detection.drift.reference``). ``version`` grows with each restart."""
 
     task_id: str = Field(primary_key=True)
     version: int = 1

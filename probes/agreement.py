@@ -27,8 +27,8 @@ import krippendorff
 import numpy as np
 from sqlmodel import Session, col, func, select
 
-from monitor.storage import as_utc
-from probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult
+from medmon.db import as_utc
+from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult
 
 VALID = (ParseStatus.ok, ParseStatus.retried_ok)
 

@@ -39,10 +39,10 @@ import aiohttp
 import httpx2
 import openai
 
-from probes.errors import (BadModelResponse, CircuitOpen, EmptyCompletion, ModelCallError, ModelRateLimited,
+from medmon.probes.errors import (BadModelResponse, CircuitOpen, EmptyCompletion, ModelCallError, ModelRateLimited,
                            ModelTimeout, ModelUnavailable)
-from probes.limits import CallGuard, Sleep
-from probes.telemetry import CallRecord, Telemetry, global_telemetry
+from medmon.probes.limits import CallGuard, Sleep
+from medmon.probes.telemetry import CallRecord, Telemetry, global_telemetry
 
 _GUARDS: dict[tuple[object, ...], CallGuard] = {}
 _GUARDS_LOCK = threading.Lock()

@@ -16,7 +16,7 @@ Tree::
 
 from __future__ import annotations
 
-from monitor.errors import MedmonError
+from medmon.errors import MedmonError
 
 
 class ProbeError(MedmonError):

@@ -2,7 +2,7 @@
 
 Each canary is a short patient note in prose, a question naming the calculator, and the
 instruction to answer with a number only. Parameters are drawn from ``random.Random(seed)``
-within clinically plausible ranges and the answer comes from :mod:`probes.calculators`, so a
+within clinically plausible ranges and the answer comes from :mod:`medmon.probes.calculators`, so a
 generated instance has never been published (it cannot be in a training set) and its ground
 truth is exact. Continuous results get MedCalc-Bench's ±5% tolerance; point scores must match.
 
@@ -21,8 +21,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from baselines.canary import Canary
-from probes import calculators as calc
+from medmon.baselines.canary import Canary
+from medmon.probes import calculators as calc
 
 AGE_BANDS = {"18-39": (18, 39), "40-64": (40, 64), "65+": (65, 90)}
 SEXES = ("female", "male")

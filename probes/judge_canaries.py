@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baselines.canary import Canary, read_jsonl
-from baselines.errors import CanaryFormatError
-from probes.jury import JURY_SCORER, Jury, JuryOutcome
-from probes.packs import bundled_dir
+from medmon.baselines.canary import Canary, read_jsonl
+from medmon.baselines.errors import CanaryFormatError
+from medmon.probes.jury import JURY_SCORER, Jury, JuryOutcome
+from medmon.probes.packs import bundled_dir
 
 JUDGE_CANARIES = "judge_canaries"
 _FIELDS = frozenset({"id", "messages", "answer", "reference", "gold_score", "tags"})

@@ -34,12 +34,12 @@ from itertools import combinations
 from types import TracebackType
 from typing import TypeVar
 
-from baselines.canary import Canary
-from probes.client import Completion, ModelClient, ModelSettings
-from probes.errors import EmptyCompletion, ModelCallError
-from probes.limits import CallGuard
-from probes.models import ParseStatus
-from probes.telemetry import Telemetry, global_telemetry
+from medmon.baselines.canary import Canary
+from medmon.probes.client import Completion, ModelClient, ModelSettings
+from medmon.probes.errors import EmptyCompletion, ModelCallError
+from medmon.probes.limits import CallGuard
+from medmon.probes.models import ParseStatus
+from medmon.probes.telemetry import Telemetry, global_telemetry
 
 JURY_SCORER = "jury"
 JUDGE_MARKER = "[medmon-jury rubric v1]"

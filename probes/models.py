@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import JSON, Column, Index
 from sqlmodel import Field, SQLModel
 
-from monitor.storage import utcnow
+from medmon.db import utcnow
 
 
 class RunStatus(str, Enum):

@@ -1,7 +1,7 @@
 """Canary packs: bundled JSONL files of canaries with a YAML card holding their baseline.
 
 A pack named ``NAME`` is two files in ``probes/packs/`` (or any folder):
-``NAME.jsonl`` (one canary per line, see ``baselines.canary``) and ``NAME.yaml``::
+``NAME.jsonl`` (one canary per line, see ``medmon.baselines.canary``) and ``NAME.yaml``::
 
     name: clinical_knowledge_mcq
     title: Clinical knowledge multiple choice
@@ -20,9 +20,9 @@ from typing import Any
 
 import yaml
 
-from baselines.canary import Canary, read_canaries
-from baselines.errors import CanaryFormatError
-from baselines.taxonomy import TaxonomyEntry, resolve
+from medmon.baselines.canary import Canary, read_canaries
+from medmon.baselines.errors import CanaryFormatError
+from medmon.baselines.taxonomy import TaxonomyEntry, resolve
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Pack:
 
 
 def bundled_dir() -> Path:
-    return Path(str(resources.files("probes").joinpath("packs")))
+    return Path(str(resources.files("medmon.probes").joinpath("packs")))
 
 
 def available_packs(folder: Path | None = None) -> list[str]:

@@ -24,8 +24,8 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 
-from probes.errors import ProbeError
-from probes.models import ProbeResultBase
+from medmon.probes.errors import ProbeError
+from medmon.probes.models import ProbeResultBase
 
 log = logging.getLogger("medmon.redaction")
 

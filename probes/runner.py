@@ -3,7 +3,7 @@
 A failed call is recorded as an error (``error_type`` set, no score): it feeds the availability
 stream and never counts as a wrong answer. A task scored by the ``jury`` is judged by the
 plan's judges (asynchronously, alongside the other canaries); every other scorer is a plain
-function from :mod:`probes.scoring`.
+function from :mod:`medmon.probes.scoring`.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from datetime import datetime
 
 from sqlmodel import Session
 
-from baselines.canary import Canary
-from probes.client import Completion, ModelClient
-from probes.errors import JuryNotConfigured, ModelCallError
-from probes.jury import JURY_SCORER, JuryOutcome, Jury
-from probes.models import JudgeCall, JuryVerdict, ProbeRecord, ProbeResult, ProbeResultBase, ProbeRun, RunStatus
-from probes.scoring import Scorer, get_scorer, looks_like_refusal
-from probes.telemetry import RUN_ERRORS, Telemetry
+from medmon.baselines.canary import Canary
+from medmon.probes.client import Completion, ModelClient
+from medmon.probes.errors import JuryNotConfigured, ModelCallError
+from medmon.probes.jury import JURY_SCORER, JuryOutcome, Jury
+from medmon.probes.models import JudgeCall, JuryVerdict, ProbeRecord, ProbeResult, ProbeResultBase, ProbeRun, RunStatus
+from medmon.probes.scoring import Scorer, get_scorer, looks_like_refusal
+from medmon.probes.telemetry import RUN_ERRORS, Telemetry
 
 
 def sample_canaries(canaries: Sequence[Canary], k: int, rng: random.Random) -> list[Canary]:

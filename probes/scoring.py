@@ -12,7 +12,7 @@ Semantics follow HELM's so that a probe's score is comparable with its MedHELM b
 - ``set_f1`` (``mimiciv_billing_code_f1``): ICD-10 codes extracted from the answer and from
   every reference, compared as sets; F1 is 0 when either set is empty.
 - ``readability``: Flesch-Kincaid grade of the answer mapped to [0, 1] against a target grade
-  (``tolerance.upper``, default 8); see :mod:`probes.readability`.
+  (``tolerance.upper``, default 8); see :mod:`medmon.probes.readability`.
 
 :func:`looks_like_refusal` is not a scorer: it flags answers that decline to answer.
 """
@@ -25,9 +25,9 @@ import string
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from baselines.canary import Canary
-from probes.errors import UnknownScorer
-from probes.readability import flesch_kincaid_grade, grade_score
+from medmon.baselines.canary import Canary
+from medmon.probes.errors import UnknownScorer
+from medmon.probes.readability import flesch_kincaid_grade, grade_score
 
 
 @dataclass(frozen=True)
@@ -269,7 +269,7 @@ READABILITY_TARGET_GRADE = 8.0
 
 @register("readability")
 def readability(canary: Canary, answer: str) -> Score:
-    """Flesch-Kincaid grade of the answer, scored by :func:`probes.readability.grade_score`.
+    """Flesch-Kincaid grade of the answer, scored by :func:`medmon.probes.readability.grade_score`.
 
     The target grade is ``canary.tolerance["upper"]`` when given (the grade the text should not
     exceed), else 8. An answer without words scores 0 with ``detail["grade"] = None``.

@@ -38,9 +38,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from baselines.canary import Canary
-from probes.jury import DEFAULT_CRITERIA, GOLD_TAG, JUDGE_MARKER, RESPONSE_TAG
-from probes.scoring import extract_choice, normalize_text
+from medmon.baselines.canary import Canary
+from medmon.probes.jury import DEFAULT_CRITERIA, GOLD_TAG, JUDGE_MARKER, RESPONSE_TAG
+from medmon.probes.scoring import extract_choice, normalize_text
 
 SIMULATOR_MODEL = "medmon-simulator/clinical-v1"
 SIMULATOR_HEADERS = {"X-Medmon-Simulator": "true"}

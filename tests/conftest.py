@@ -14,9 +14,9 @@ import pytest
 import yaml
 from sqlalchemy.engine import Engine
 
-from monitor.plan import Plan, parse_plan
-from monitor.storage import make_engine
-from monitor.webserver import RunningServer, serve_in_thread
+from medmon.monitor.plan.model import Plan, parse_plan
+from medmon.monitor.storage import make_engine
+from medmon.monitor.service.webserver import RunningServer, serve_in_thread
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
 
@@ -116,9 +116,9 @@ def plan_dict(**overrides: Any) -> dict[str, Any]:
 @pytest.fixture(autouse=True)
 def fresh_endpoint_guards(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts with no shared limiter or breaker state (a port may be reused by a later test)."""
-    import probes.client
+    import medmon.probes.client
 
-    monkeypatch.setattr(probes.client, "_GUARDS", {})
+    monkeypatch.setattr(medmon.probes.client, "_GUARDS", {})
 
 
 @pytest.fixture

@@ -13,17 +13,17 @@ import httpx
 import pytest
 from sqlmodel import Session, func, select
 
-from alerts import Alert, AlertStatus, deliver_due
-from alerts.receiver import create_receiver
-from alerts.signing import HEADER, sign
-from monitor.context import load_context
-from monitor.demo import DemoScenario, run_demo
-from monitor.pipeline import run_task_probe
-from monitor.routing import build_channels
-from monitor.storage import make_engine
-from probes.models import ProbeResult, ProbeRun
-from probes.packs import load_pack
-from probes.simulator import Phase, create_simulator
+from medmon.alerts import Alert, AlertStatus, deliver_due
+from medmon.alerts.receiver import create_receiver
+from medmon.alerts.signing import HEADER, sign
+from medmon.monitor.plan.context import load_context
+from medmon.monitor.service.demo import DemoScenario, run_demo
+from medmon.monitor.runs.pipeline import run_task_probe
+from medmon.monitor.plan.routing import build_channels
+from medmon.monitor.storage import make_engine
+from medmon.probes.models import ProbeResult, ProbeRun
+from medmon.probes.packs import load_pack
+from medmon.probes.simulator import Phase, create_simulator
 
 SECRET = "test-webhook-secret"
 

@@ -8,12 +8,12 @@ import inspect
 
 import pytest
 
-PACKAGES = ["alerts", "baselines"]
+PACKAGES = ["medmon.alerts", "medmon.baselines"]
 DOCTESTED = [
-    "alerts.dedup", "alerts.matchers", "alerts.rules", "alerts.signal", "alerts.signing",
-    "baselines.helm_files", "baselines.helm_stats", "baselines.interval", "baselines.win_rate",
-    "monitor.clock", "monitor.drift.esr", "monitor.drift.judge", "monitor.drift.judge_bias", "monitor.intervals",
-    "probes.scoring",
+    "medmon.alerts.dedup", "medmon.alerts.matchers", "medmon.alerts.rules", "medmon.alerts.signal", "medmon.alerts.signing",
+    "medmon.baselines.helm_files", "medmon.baselines.helm_stats", "medmon.baselines.interval", "medmon.baselines.win_rate",
+    "medmon.monitor.service.clock", "medmon.monitor.detection.drift.esr", "medmon.monitor.detection.drift.judge", "medmon.monitor.detection.drift.judge_bias", "medmon.monitor.plan.intervals",
+    "medmon.probes.scoring",
 ]
 
 

@@ -4,12 +4,12 @@
 channels registered the way another one would be.
 """
 
-from alerts.channels.alertmanager import AlertmanagerChannel, AlertmanagerConfig
-from alerts.channels.base import Channel, ChannelConfig, HttpSender, classify_status, redact
-from alerts.channels.pagerduty import PagerDutyChannel, PagerDutyConfig
-from alerts.channels.slack import SlackChannel, SlackConfig
-from alerts.channels.teams import TeamsChannel, TeamsConfig
-from alerts.channels.webhook import WebhookChannel, WebhookConfig
+from medmon.alerts.channels.alertmanager import AlertmanagerChannel, AlertmanagerConfig
+from medmon.alerts.channels.base import Channel, ChannelConfig, HttpSender, classify_status, redact
+from medmon.alerts.channels.pagerduty import PagerDutyChannel, PagerDutyConfig
+from medmon.alerts.channels.slack import SlackChannel, SlackConfig
+from medmon.alerts.channels.teams import TeamsChannel, TeamsConfig
+from medmon.alerts.channels.webhook import WebhookChannel, WebhookConfig
 
 CHANNEL_TYPES: dict[str, tuple[type[ChannelConfig], type]] = {
     "webhook": (WebhookConfig, WebhookChannel),

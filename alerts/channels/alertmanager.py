@@ -4,7 +4,7 @@ Each alert carries its labels (plus ``alertname`` = the rule and ``severity``), 
 (summary, owner, MedHELM category, dashboard link, evidence), ``startsAt``, ``generatorURL`` and,
 once resolved, ``endsAt``. A firing alert has no ``endsAt``: Alertmanager then resolves it by
 itself ``resolve_timeout`` (5 minutes by default) after the last post, so this route's repeat
-interval must be shorter than that; ``monitor.routing`` gives it one minute, and repeats include
+interval must be shorter than that; ``medmon.monitor.plan.routing`` gives it one minute, and repeats include
 acknowledged alerts. A medmon silence stops the posts, and Alertmanager then lets the alert
 expire: use Alertmanager's own silences for what should stay visible there.
 """
@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 from pydantic import SecretStr
 
-from alerts.channels.base import ChannelConfig, HttpSender
+from medmon.alerts.channels.base import ChannelConfig, HttpSender
 
 API_PATH = "/api/v2/alerts"
 

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from alerts.errors import PermanentDeliveryError, RetryableDeliveryError
+from medmon.alerts.errors import PermanentDeliveryError, RetryableDeliveryError
 
 REDACTED = "***"
 

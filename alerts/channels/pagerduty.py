@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 from pydantic import SecretStr
 
-from alerts.channels.base import ChannelConfig, HttpSender
+from medmon.alerts.channels.base import ChannelConfig, HttpSender
 
 EVENTS_URL = "https://events.pagerduty.com/v2/enqueue"
 _ACTION = {"firing": "trigger", "acknowledged": "acknowledge", "resolved": "resolve"}

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 from pydantic import Field
 
-from alerts.channels.base import ChannelConfig, HttpSender
+from medmon.alerts.channels.base import ChannelConfig, HttpSender
 
 _ICON = {"critical": ":red_circle:", "warning": ":large_orange_circle:", "info": ":large_blue_circle:"}
 _STATE = {"firing": "FIRING", "acknowledged": "ACKNOWLEDGED", "resolved": "RESOLVED"}

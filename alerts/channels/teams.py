@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 from pydantic import Field
 
-from alerts.channels.base import ChannelConfig, HttpSender
+from medmon.alerts.channels.base import ChannelConfig, HttpSender
 
 CARD_TYPE = "application/vnd.microsoft.card.adaptive"
 _COLOR = {"critical": "Attention", "warning": "Warning", "info": "Accent"}

@@ -5,8 +5,8 @@ retry of one notification; drop a repeat) and, when a secret is configured,
 ``X-Medmon-Signature: t=<unix seconds>,v1=<hex>`` where ``v1`` is HMAC-SHA256 with the shared
 secret over ``f"{t}."`` followed by the raw body bytes. Receivers recompute it over the bytes
 they received (before parsing), compare in constant time and reject a ``t`` more than a few
-minutes old (``alerts.signing.verify`` does all three). The body is
-``alerts.dispatch.group_body``: ``group_key``, ``event``, ``status``, ``summary``, ``counts``
+minutes old (``medmon.alerts.signing.verify`` does all three). The body is
+``medmon.alerts.dispatch.group_body``: ``group_key``, ``event``, ``status``, ``summary``, ``counts``
 and ``alerts``, each with its labels, severity, owner, evidence and dashboard link.
 """
 
@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 from pydantic import SecretStr
 
-from alerts.channels.base import ChannelConfig, HttpSender
-from alerts.signing import HEADER, sign
+from medmon.alerts.channels.base import ChannelConfig, HttpSender
+from medmon.alerts.signing import HEADER, sign
 
 
 class WebhookConfig(ChannelConfig):

@@ -8,12 +8,12 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
-from dashboards.actions import NotAllowed, acknowledge_alert, requeue_dead_letter, resolve_alert, silence_alert
-from dashboards.auth import require_viewer
-from dashboards.data import current_plan, engine_for, refresh_every
-from dashboards.layout import header
-from monitor.read import alert_events, dead_letter_list, open_alerts_view, past_alerts, silences
-from monitor.storage import utcnow
+from medmon.dashboards.actions import NotAllowed, acknowledge_alert, requeue_dead_letter, resolve_alert, silence_alert
+from medmon.dashboards.auth import require_viewer
+from medmon.dashboards.data import current_plan, engine_for, refresh_every
+from medmon.dashboards.layout import header
+from medmon.monitor.read import alert_events, dead_letter_list, open_alerts_view, past_alerts, silences
+from medmon.db import utcnow
 
 SILENCE_FOR = {"1 hour": timedelta(hours=1), "4 hours": timedelta(hours=4), "1 day": timedelta(days=1),
                "1 week": timedelta(weeks=1)}

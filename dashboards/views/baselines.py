@@ -6,10 +6,10 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
-from dashboards.auth import require_viewer
-from dashboards.data import current_plan, engine_for
-from dashboards.layout import header
-from monitor.read import baselines_by_taxonomy
+from medmon.dashboards.auth import require_viewer
+from medmon.dashboards.data import current_plan, engine_for
+from medmon.dashboards.layout import header
+from medmon.monitor.read import baselines_by_taxonomy
 
 plan = current_plan()
 viewer = require_viewer(plan)

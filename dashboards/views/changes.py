@@ -7,10 +7,10 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
-from dashboards.auth import require_viewer
-from dashboards.data import current_plan, engine_for, refresh_every
-from dashboards.layout import fmt, header, interval
-from monitor.read import change_history, reevaluations, served_model_history
+from medmon.dashboards.auth import require_viewer
+from medmon.dashboards.data import current_plan, engine_for, refresh_every
+from medmon.dashboards.layout import fmt, header, interval
+from medmon.monitor.read import change_history, reevaluations, served_model_history
 
 plan = current_plan()
 viewer = require_viewer(plan)

@@ -8,12 +8,12 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
-from dashboards.auth import require_viewer
-from dashboards.charts import per_task_chart, spend_chart
-from dashboards.data import current_plan, engine_for, refresh_every
-from dashboards.layout import fmt, header
-from monitor.read import cost_by_day, cost_by_task, judge_cost_by_day, judge_cost_by_task
-from monitor.storage import utcnow
+from medmon.dashboards.auth import require_viewer
+from medmon.dashboards.charts import per_task_chart, spend_chart
+from medmon.dashboards.data import current_plan, engine_for, refresh_every
+from medmon.dashboards.layout import fmt, header
+from medmon.monitor.read import cost_by_day, cost_by_task, judge_cost_by_day, judge_cost_by_task
+from medmon.db import utcnow
 
 # A week by default: the per-day groups of a 30-day window of a large deployment (720,000 calls)
 # take about 1.5 s to aggregate on SQLite (see benchmarks/dashboard_render.py).

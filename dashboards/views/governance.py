@@ -8,10 +8,10 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
-from dashboards.auth import owner_emails, require_viewer
-from dashboards.data import current_plan, engine_for, plan_path, plan_text, refresh_every
-from dashboards.layout import header, masked_plan
-from monitor.read import approved_plan, audit_chain, audit_log
+from medmon.dashboards.auth import owner_emails, require_viewer
+from medmon.dashboards.data import current_plan, engine_for, plan_path, plan_text, refresh_every
+from medmon.dashboards.layout import header, masked_plan
+from medmon.monitor.read import approved_plan, audit_chain, audit_log
 
 plan = current_plan()
 viewer = require_viewer(plan)

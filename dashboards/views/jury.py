@@ -8,12 +8,12 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
-from dashboards.auth import require_viewer
-from dashboards.charts import agreement_chart, judges_chart
-from dashboards.data import current_plan, engine_for, refresh_every
-from dashboards.layout import fmt, header
-from monitor.read import agreement_series, judge_series, unread_verdicts, verdict_count, window_alphas
-from monitor.storage import utcnow
+from medmon.dashboards.auth import require_viewer
+from medmon.dashboards.charts import agreement_chart, judges_chart
+from medmon.dashboards.data import current_plan, engine_for, refresh_every
+from medmon.dashboards.layout import fmt, header
+from medmon.monitor.read import agreement_series, judge_series, unread_verdicts, verdict_count, window_alphas
+from medmon.db import utcnow
 
 plan = current_plan()
 viewer = require_viewer(plan)

@@ -8,11 +8,11 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
-from dashboards.auth import require_viewer
-from dashboards.data import current_plan, engine_for, refresh_every
-from dashboards.layout import header, interval
-from monitor.read import category_streams, open_alerts_view, service_pulse, task_overview
-from monitor.storage import utcnow
+from medmon.dashboards.auth import require_viewer
+from medmon.dashboards.data import current_plan, engine_for, refresh_every
+from medmon.dashboards.layout import header, interval
+from medmon.monitor.read import category_streams, open_alerts_view, service_pulse, task_overview
+from medmon.db import utcnow
 
 plan = current_plan()
 viewer = require_viewer(plan)

@@ -10,11 +10,11 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
-from dashboards.auth import require_viewer
-from dashboards.charts import cost_latency_chart, score_chart, slices_chart
-from dashboards.data import current_plan, engine_for, refresh_every
-from dashboards.layout import fmt, header, interval
-from monitor.read import (
+from medmon.dashboards.auth import require_viewer
+from medmon.dashboards.charts import cost_latency_chart, score_chart, slices_chart
+from medmon.dashboards.data import current_plan, engine_for, refresh_every
+from medmon.dashboards.layout import fmt, header, interval
+from medmon.monitor.read import (
     baseline_band,
     detector_states,
     drift_report_html,

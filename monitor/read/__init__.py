@@ -6,7 +6,7 @@ function loads rows only to aggregate them in Python. One module per page family
 changes, audit log).
 """
 
-from monitor.read.alerts import (
+from medmon.monitor.read.alerts import (
     DeadLetter,
     OpenAlert,
     SilenceRow,
@@ -17,15 +17,15 @@ from monitor.read.alerts import (
     past_alerts,
     silences,
 )
-from monitor.read.costs import CostDay, CostTask, cost_by_day, cost_by_task
-from monitor.read.drift import (
+from medmon.monitor.read.costs import CostDay, CostTask, cost_by_day, cost_by_task
+from medmon.monitor.read.drift import (
     DriftColumn,
     DriftReportView,
     drift_report_html,
     drift_reports,
     latest_drift_report_view,
 )
-from monitor.read.jury import (
+from medmon.monitor.read.jury import (
     AgreementDay,
     JudgeDay,
     UnreadVerdict,
@@ -38,7 +38,7 @@ from monitor.read.jury import (
     verdicts_for,
     window_alphas,
 )
-from monitor.read.overview import (
+from medmon.monitor.read.overview import (
     BaselineBand,
     PooledStream,
     TaskRow,
@@ -51,7 +51,7 @@ from monitor.read.overview import (
     task_baseline,
     task_overview,
 )
-from monitor.read.records import (
+from medmon.monitor.read.records import (
     ApprovedPlan,
     AuditEntry,
     ChainStatus,
@@ -66,7 +66,7 @@ from monitor.read.records import (
     reevaluations,
     served_model_history,
 )
-from monitor.read.task import (
+from medmon.monitor.read.task import (
     AnswerRow,
     RunPoint,
     Slice,

@@ -12,9 +12,9 @@ from typing import Any
 from sqlalchemy import Date, cast
 from sqlmodel import Session, col, func, select
 
-from baselines.interval import wilson_interval
-from monitor.storage import as_utc
-from probes.models import ProbeRun
+from medmon.baselines.interval import wilson_interval
+from medmon.db import as_utc
+from medmon.probes.models import ProbeRun
 
 
 def dialect(session: Session) -> str:

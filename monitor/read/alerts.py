@@ -7,10 +7,10 @@ from datetime import datetime
 
 from sqlmodel import Session, col, select
 
-from alerts import Alert, AlertEvent, active_silences, alert_history, dead_letters, list_silences, status_of
-from alerts.lifecycle import OPEN
-from alerts.status import silenced_by
-from monitor.read._sql import as_time
+from medmon.alerts import Alert, AlertEvent, active_silences, alert_history, dead_letters, list_silences, status_of
+from medmon.alerts.lifecycle import OPEN
+from medmon.alerts.status import silenced_by
+from medmon.monitor.read._sql import as_time
 
 _SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
 

@@ -15,9 +15,9 @@ from typing import Any
 from sqlalchemy import case
 from sqlmodel import Session, col, func, select
 
-from monitor.plan import Plan
-from monitor.read._sql import as_day, day_of, safe_float
-from probes.models import ProbeResult
+from medmon.monitor.plan.model import Plan
+from medmon.monitor.read._sql import as_day, day_of, safe_float
+from medmon.probes.models import ProbeResult
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sqlmodel import Session, col, func, select
 
-from monitor.models import DriftReport
+from medmon.monitor.models import DriftReport
 
 
 @dataclass(frozen=True)

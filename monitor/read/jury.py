@@ -15,10 +15,9 @@ from datetime import date, datetime
 from sqlalchemy import case
 from sqlmodel import Session, col, func, select
 
-from monitor.read._sql import as_day, as_time, day_of, safe_float
-from monitor.read.task import Verdict
-from probes.agreement import WindowAgreement, window_agreement
-from probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult
+from medmon.monitor.read._sql import as_day, as_time, day_of, safe_float
+from medmon.probes.agreement import WindowAgreement, window_agreement
+from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult
 
 NOT_READ = (ParseStatus.unparsed, ParseStatus.failed)
 
@@ -38,6 +37,17 @@ def verdicts_for(session: Session, result_ids: Sequence[int]) -> dict[int, list[
         out[v.result_id].append(Verdict(v.judge, v.criterion, None if v.score is None else float(v.score),
                                         ParseStatus(v.parse_status).value, (v.explanation or "")[:300]))
     return dict(out)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One judge's score of one criterion for one answer."""
+
+    judge: str
+    criterion: str
+    score: float | None
+    parse_status: str
+    explanation: str = ""
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,14 @@ from datetime import datetime, timedelta
 
 from sqlmodel import Session, col, func, select
 
-from alerts import Alert, last_beat
-from alerts.lifecycle import OPEN
-from baselines import Baseline, latest_baseline, resolve
-from monitor.changes import adopted_baseline
-from monitor.models import DetectorState, StreamStatus
-from monitor.plan import Plan, Task, parse_interval
-from monitor.read._sql import as_time, score_interval
-from probes.models import ProbeResult, ProbeRun
+from medmon.alerts import Alert, last_beat
+from medmon.alerts.lifecycle import OPEN
+from medmon.baselines import Baseline, latest_baseline, resolve
+from medmon.monitor.plan.context import adopted_baseline
+from medmon.monitor.models import DetectorState, StreamStatus
+from medmon.monitor.plan.model import Plan, Task, parse_interval
+from medmon.monitor.read._sql import as_time, score_interval
+from medmon.probes.models import ProbeResult, ProbeRun
 
 STATUS_RANK = {"degraded": 0, "watching": 1, "ok": 2}
 RECENT_WINDOW = 200
@@ -208,7 +208,7 @@ class ServicePulse:
         return self.beat_at is not None and now - self.beat_at <= self.tolerance
 
 
-SCHEDULER_HEARTBEAT = "scheduler"  # monitor.signals.HEARTBEAT (which imports this package)
+SCHEDULER_HEARTBEAT = "scheduler"  # medmon.monitor.alerting.signals.HEARTBEAT (which imports this package)
 
 
 def service_pulse(session: Session, plan: Plan, name: str = SCHEDULER_HEARTBEAT) -> ServicePulse:

@@ -8,12 +8,12 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from baselines import Baseline, list_baselines
-from monitor import audit
-from monitor.changes import list_changes
-from monitor.models import ChangeStatus, ModelIdentity, ReevaluationStatus
-from monitor.read._sql import as_time
-from monitor.reevaluation import list_reevaluations
+from medmon.baselines import Baseline, list_baselines
+from medmon.monitor.governance import audit
+from medmon.monitor.governance.changes import list_changes
+from medmon.monitor.models import ChangeStatus, ModelIdentity, ReevaluationStatus
+from medmon.monitor.read._sql import as_time
+from medmon.monitor.governance.reevaluation import list_reevaluations
 
 
 def baselines_by_taxonomy(session: Session) -> list[Baseline]:

@@ -10,9 +10,10 @@ from typing import Any
 from sqlalchemy import case
 from sqlmodel import Session, col, func, select
 
-from monitor.models import DetectorState, FindingRecord
-from monitor.read._sql import as_time, latest_runs, safe_float, score_interval
-from probes.models import ProbeResult, ProbeRun
+from medmon.monitor.models import DetectorState, FindingRecord
+from medmon.monitor.read.jury import Verdict, verdicts_for
+from medmon.monitor.read._sql import as_time, latest_runs, safe_float, score_interval
+from medmon.probes.models import ProbeResult, ProbeRun
 
 
 @dataclass(frozen=True)
@@ -155,17 +156,6 @@ def slice_gaps(slices: Sequence[Slice]) -> list[SliceGap]:
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """One judge's score of one criterion for one answer."""
-
-    judge: str
-    criterion: str
-    score: float | None
-    parse_status: str
-    explanation: str = ""
-
-
-@dataclass(frozen=True)
 class AnswerRow:
     """A recent canary answer with its score and, when a jury judged it, each judge's verdict."""
 
@@ -185,7 +175,6 @@ class AnswerRow:
 
 def recent_answers(session: Session, task_id: str, *, limit: int = 20) -> list[AnswerRow]:
     """The task's latest ``limit`` answers, newest first, with the jury's verdicts attached."""
-    from monitor.read.jury import verdicts_for
 
     rows = session.exec(select(ProbeResult).where(ProbeResult.task_id == task_id)
                         .order_by(col(ProbeResult.id).desc()).limit(limit)).all()

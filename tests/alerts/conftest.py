@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from alerts import NotifyPolicy, RouteSpec
+from medmon.alerts import NotifyPolicy, RouteSpec
 from tests.alerts.helpers import FakeClock
 
 

@@ -15,9 +15,10 @@ import threading
 from pydantic import SecretStr
 from sqlmodel import Session
 
-from alerts import DeliveryPolicy, WebhookChannel, deliver_due, pending_count
-from alerts.channels import WebhookConfig
-from monitor.storage import make_engine, utcnow
+from medmon.alerts import DeliveryPolicy, WebhookChannel, deliver_due, pending_count
+from medmon.alerts.channels import WebhookConfig
+from medmon.db import utcnow
+from medmon.monitor.storage import make_engine
 
 
 def main(database: str, url: str) -> int:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from alerts import Severity, Signal, Subject
-from alerts.rules import Rule
+from medmon.alerts import Severity, Signal, Subject
+from medmon.alerts.rules import Rule
 
 T0 = datetime(2026, 11, 2, 8, 0, tzinfo=timezone.utc)
 

@@ -22,9 +22,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from alerts import NotifyPolicy, RouteSpec, apply_signal, deliver_due, flush
-from alerts.channels import AlertmanagerChannel, AlertmanagerConfig
-from monitor.webserver import RunningServer
+from medmon.alerts import NotifyPolicy, RouteSpec, apply_signal, deliver_due, flush
+from medmon.alerts.channels import AlertmanagerChannel, AlertmanagerConfig
+from medmon.monitor.service.webserver import RunningServer
 from tests.alerts.helpers import FakeClock, clear, fire
 from tests.conftest import stop_process
 

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from werkzeug import Request, Response
 
-from alerts import (
+from medmon.alerts import (
     CHANNEL_TYPES,
     Alert,
     DeliveryError,
@@ -35,9 +35,9 @@ from alerts import (
     deliver_due,
     resolve,
 )
-from alerts.channels import PagerDutyChannel, PagerDutyConfig, SlackChannel, SlackConfig, TeamsChannel, TeamsConfig
-from alerts.dispatch import group_body
-from alerts.signing import HEADER, verify
+from medmon.alerts.channels import PagerDutyChannel, PagerDutyConfig, SlackChannel, SlackConfig, TeamsChannel, TeamsConfig
+from medmon.alerts.dispatch import group_body
+from medmon.alerts.signing import HEADER, verify
 from tests.alerts.helpers import FakeClock, fire
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"

@@ -16,10 +16,10 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 
-from alerts import Notification, NotificationStatus, NotifyPolicy, apply_signals
-from alerts.receiver import create_receiver
-from monitor.storage import make_engine
-from monitor.webserver import RunningServer
+from medmon.alerts import Notification, NotificationStatus, NotifyPolicy, apply_signals
+from medmon.alerts.receiver import create_receiver
+from medmon.monitor.storage import make_engine
+from medmon.monitor.service.webserver import RunningServer
 from tests.alerts.helpers import FakeClock, clear, fire
 
 SECRET = "crash-test-secret"

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from alerts.dedup import Decision, GroupState, NotifyReason, Timers, Told, decide
+from medmon.alerts.dedup import Decision, GroupState, NotifyReason, Timers, Told, decide
 from tests.alerts.helpers import T0
 
 F = frozenset

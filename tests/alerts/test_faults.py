@@ -18,7 +18,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from werkzeug import Request, Response
 
-from alerts import (
+from medmon.alerts import (
     DeliveryPolicy,
     Notification,
     NotificationStatus,
@@ -27,8 +27,8 @@ from alerts import (
     apply_signal,
     deliver_due,
 )
-from alerts.channels import WebhookConfig
-from monitor.storage import as_utc
+from medmon.alerts.channels import WebhookConfig
+from medmon.db import as_utc
 from tests.alerts.helpers import FakeClock, fire
 
 

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from alerts import (
+from medmon.alerts import (
     Alert,
     Escalation,
     Matcher,

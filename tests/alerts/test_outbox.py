@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 from werkzeug import Request, Response
 
-from alerts import (
+from medmon.alerts import (
     DeliveryPolicy,
     Notification,
     NotificationStatus,
@@ -26,10 +26,10 @@ from alerts import (
     deliver_due,
     requeue,
 )
-from alerts.channels import WebhookConfig
-from alerts.receiver import create_receiver
-from monitor.storage import as_utc
-from monitor.webserver import RunningServer, serve_in_thread
+from medmon.alerts.channels import WebhookConfig
+from medmon.alerts.receiver import create_receiver
+from medmon.db import as_utc
+from medmon.monitor.service.webserver import RunningServer, serve_in_thread
 from tests.alerts.helpers import FakeClock, clear, fire
 
 SECRET = "outbox-test-secret"

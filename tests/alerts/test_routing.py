@@ -1,4 +1,4 @@
-"""From the plan to channels and a notify policy (``monitor.routing``); bad routes are refused with
+"""From the plan to channels and a notify policy (``medmon.monitor.plan.routing``); bad routes are refused with
 the route, the field and the line named, at ``medmon check`` and before anything is sent."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from alerts.channels import AlertmanagerChannel, PagerDutyChannel, SlackChannel, TeamsChannel, WebhookChannel
-from monitor.cli import app
-from monitor.errors import PlanError
-from monitor.plan import Plan, load_plan
-from monitor.routing import build_channels, check_routes, notify_policy
+from medmon.alerts.channels import AlertmanagerChannel, PagerDutyChannel, SlackChannel, TeamsChannel, WebhookChannel
+from medmon.monitor.cli.app import app
+from medmon.monitor.errors import PlanError
+from medmon.monitor.plan.model import Plan, load_plan
+from medmon.monitor.plan.routing import build_channels, check_routes, notify_policy
 from tests.conftest import plan_dict
 
 ENV = {"SLACK_URL": "https://hooks.slack.example/services/T/B/x", "HOOK_SECRET": "s3cret",

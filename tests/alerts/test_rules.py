@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from alerts import Estimate, Rule, Severity, fingerprint, severity_for
-from alerts.rules import (
+from medmon.alerts import Estimate, Rule, Severity, fingerprint, severity_for
+from medmon.alerts.rules import (
     Impact,
     below_minimum,
     detector_alarm,

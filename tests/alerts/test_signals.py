@@ -1,4 +1,4 @@
-"""``monitor.signals``: detector updates, the recent estimate, probe freshness and the heartbeat,
+"""``medmon.monitor.alerting.signals``: detector updates, the recent estimate, probe freshness and the heartbeat,
 read from the monitor's records and turned into alerts (and notifications) by the periodic pass."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from alerts import Alert, AlertStatus, Notification, Severity
-from monitor.context import load_context
-from monitor.detection import StreamSpec, StreamUpdate
-from monitor.drift.finding import Finding
-from monitor.models import StreamStatus
-from monitor.plan import Plan
-from monitor.signals import alert_pass, stale_signals, stream_signal, threshold_signals
-from probes.models import ProbeResult, ProbeRun, RunStatus
+from medmon.alerts import Alert, AlertStatus, Notification, Severity
+from medmon.monitor.plan.context import load_context
+from medmon.monitor.detection.streams import StreamSpec, StreamUpdate
+from medmon.monitor.detection.drift.finding import Finding
+from medmon.monitor.models import StreamStatus
+from medmon.monitor.plan.model import Plan
+from medmon.monitor.alerting.signals import alert_pass, stale_signals, stream_signal, threshold_signals
+from medmon.probes.models import ProbeResult, ProbeRun, RunStatus
 from tests.alerts.helpers import T0, FakeClock
 
 HOOK = {"routes": [{"name": "hook", "url": "http://127.0.0.1:9/hook"}], "repeat_interval": "4h"}

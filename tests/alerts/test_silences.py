@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 
-from alerts import (
+from medmon.alerts import (
     AlertStatus,
     Matcher,
     Notification,

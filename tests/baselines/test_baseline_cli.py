@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from monitor.commands.baseline import app
+from medmon.monitor.cli.baseline import app
 
 runner = CliRunner(env={"COLUMNS": "220"})
 

@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-import baselines.importer
-from baselines import (
+import medmon.baselines.importer
+from medmon.baselines import (
     Baseline,
     BaselineInstance,
     CanaryRecord,
@@ -24,7 +24,7 @@ from baselines import (
     UnknownMetric,
     import_helm_path,
 )
-from monitor.storage import session_scope
+from medmon.db import session_scope
 from tests.baselines.helm_runs import Inst, RunWriter, run_dir_of
 
 
@@ -140,7 +140,7 @@ def test_a_failure_while_writing_rolls_everything_back(
             raise SourceError("db", "canaries", "simulated failure after the first baseline was written")
         return 0
 
-    monkeypatch.setattr(baselines.importer, "record_canaries", failing)
+    monkeypatch.setattr(medmon.baselines.importer, "record_canaries", failing)
     with pytest.raises(SourceError, match="simulated failure"), session_scope(engine) as s:
         import_helm_path(s, helm_output)
     assert len(calls) == 2 and _nothing_written(engine)

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from baselines import (
+from medmon.baselines import (
     Baseline,
     BaselineInstance,
     CanaryRecord,
@@ -27,7 +27,7 @@ from baselines import (
     leaderboard_entries,
     list_baselines,
 )
-from monitor.storage import session_scope
+from medmon.db import session_scope
 from tests.baselines.helm_runs import SUITE, run_dir_of
 
 Z = 1.959963984540054

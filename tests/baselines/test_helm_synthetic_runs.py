@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from baselines import (
+from medmon.baselines import (
     NoMainMetric,
     canaries_for_baseline,
     import_helm_path,
@@ -17,9 +17,9 @@ from baselines import (
     jury_detail,
     latest_baseline,
 )
-from baselines.helm_stats import choose_main_metric
-from baselines.taxonomy import resolve
-from monitor.storage import session_scope
+from medmon.baselines.helm_stats import choose_main_metric
+from medmon.baselines.taxonomy import resolve
+from medmon.db import session_scope
 from tests.baselines.helm_runs import Inst, RunWriter
 
 Z = 1.959963984540054

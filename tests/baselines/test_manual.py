@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from baselines import ManualFormatError, SourceFileMissing, UnknownMetric, import_manual, list_baselines, read_manual
-from baselines.interval import wilson_interval
-from monitor.storage import session_scope
+from medmon.baselines import ManualFormatError, SourceFileMissing, UnknownMetric, import_manual, list_baselines, read_manual
+from medmon.baselines.interval import wilson_interval
+from medmon.db import session_scope
 
 CSV = """model,benchmark,metric,value,n,source
 openai/gpt-4o-2024-05-13,med_qa,exact_match,0.87,1273,MedHELM leaderboard v2.0

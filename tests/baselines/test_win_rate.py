@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import Engine
 
-from baselines import HelmFormatError, column_win_rates, import_helm_path, leaderboard_entries, mean_win_rates
-from monitor.storage import session_scope
+from medmon.baselines import HelmFormatError, column_win_rates, import_helm_path, leaderboard_entries, mean_win_rates
+from medmon.db import session_scope
 from tests.baselines.helm_runs import Inst, RunWriter
 
 

@@ -8,6 +8,7 @@ main area holds at least one element (the script state alone once caught skeleto
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import time
@@ -18,12 +19,14 @@ from pathlib import Path
 
 import httpx
 
-from monitor.cli import dashboard_command
+from medmon.monitor.cli.app import dashboard_command
 from tests.conftest import stop_process
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+# The documentation's screenshots (docs/images/) are written by the browser test, so they stay current.
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 SETTLED = """() => { const app = document.querySelector('[data-testid="stApp"]');
   return !!app && app.getAttribute('data-test-script-state') === 'notRunning'
     && !document.querySelector('[data-testid="stSkeleton"]')
@@ -85,3 +88,10 @@ def dark_pixels(png: Path, below: int = 128) -> int:
     with Image.open(png) as image:
         gray = image.convert("L")
         return sum(count for value, count in enumerate(gray.histogram()) if value < below)
+
+
+def save_for_docs(png: Path, name: str) -> None:
+    """Copy a checked screenshot to ``docs/images/NAME`` when run from a checkout holding ``docs/``."""
+    if DOCS_IMAGES.parent.is_dir():
+        DOCS_IMAGES.mkdir(exist_ok=True)
+        shutil.copyfile(png, DOCS_IMAGES / name)

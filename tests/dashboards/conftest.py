@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy.engine import Engine
 from streamlit.testing.v1 import AppTest
 
-from monitor.storage import make_engine
+from medmon.monitor.storage import make_engine
 from tests.conftest import database_under_test
 from tests.dashboards.seed import Seeded, copy_seeded, seed
 

@@ -21,19 +21,19 @@ from typing import Any
 import yaml
 from sqlmodel import Session, col, select
 
-from alerts import DeliveryPolicy, deliver_due
-from baselines import BaselineFigures, record_baseline
-from monitor.audit import record_plan_file
-from monitor.context import load_context
-from monitor.pipeline import run_task_probe
-from monitor.plan import load_plan
-from monitor.reevaluation import reevaluate_pending
-from monitor.routing import build_channels
-from monitor.storage import make_engine
-from monitor.webserver import serve_in_thread
-from probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult
-from probes.packs import load_pack
-from probes.simulator import Phase, create_simulator
+from medmon.alerts import DeliveryPolicy, deliver_due
+from medmon.baselines import BaselineFigures, record_baseline
+from medmon.monitor.governance.audit import record_plan_file
+from medmon.monitor.plan.context import load_context
+from medmon.monitor.runs.pipeline import run_task_probe
+from medmon.monitor.plan.model import load_plan
+from medmon.monitor.governance.reevaluation import reevaluate_pending
+from medmon.monitor.plan.routing import build_channels
+from medmon.monitor.storage import make_engine
+from medmon.monitor.service.webserver import serve_in_thread
+from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult
+from medmon.probes.packs import load_pack
+from medmon.probes.simulator import Phase, create_simulator
 from tests.conftest import fresh_postgres_database, plan_dict
 
 OWNER = "owner@hospital.example"

@@ -11,12 +11,12 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 from streamlit.testing.v1 import AppTest
 
-from alerts import Alert, AlertStatus, Notification, NotificationStatus, Silence
-from alerts.models import AlertEvent
-from dashboards.actions import NotAllowed, acknowledge_alert
-from dashboards.auth import Viewer
-from monitor.audit import list_events, verify
-from monitor.plan import load_plan
+from medmon.alerts import Alert, AlertStatus, Notification, NotificationStatus, Silence
+from medmon.alerts.models import AlertEvent
+from medmon.dashboards.actions import NotAllowed, acknowledge_alert
+from medmon.dashboards.auth import Viewer
+from medmon.monitor.governance.audit import list_events, verify
+from medmon.monitor.plan.model import load_plan
 from tests.dashboards.conftest import AUTH_SECRETS
 from tests.dashboards.seed import CALC_OWNER, OUTSIDER, Seeded
 

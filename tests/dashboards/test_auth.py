@@ -9,10 +9,10 @@ import pytest
 import streamlit as st
 from streamlit.errors import StreamlitSecretNotFoundError
 
-from dashboards import auth
-from dashboards.auth import local_actor, owner_emails, viewer_for
-from dashboards.layout import masked_plan
-from monitor.plan import Plan
+from medmon.dashboards import auth
+from medmon.dashboards.auth import local_actor, owner_emails, viewer_for
+from medmon.dashboards.layout import masked_plan
+from medmon.monitor.plan.model import Plan
 
 TASK_OWNER = {"name": "Pharmacy Lead", "email": "Pharmacy-Lead@hospital.example"}
 

@@ -1,5 +1,6 @@
 """The dashboard served on 127.0.0.1 and used through Chromium: acknowledge an alert on the page,
-screenshot the overview, and watch it refresh itself when the alert is resolved elsewhere; with
+screenshot the overview, and watch it refresh itself when the alert is resolved elsewhere; the
+overview and task screenshots become the documentation's pictures (docs/images/); with
 OIDC sign-in configured, nothing shows until the provider has signed the user in.
 Playwright from PyPI drives Debian's /usr/bin/chromium."""
 
@@ -20,11 +21,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
-from alerts import Alert, AlertStatus, open_alerts, resolve
-from monitor.audit import list_events
-from monitor.storage import session_scope
-from monitor.webserver import RunningServer
-from tests.dashboards.browser import CHROMIUM, CHROMIUM_ARGS, dark_pixels, served_dashboard, settle
+from medmon.alerts import Alert, AlertStatus, open_alerts, resolve
+from medmon.monitor.governance.audit import list_events
+from medmon.db import session_scope
+from medmon.monitor.service.webserver import RunningServer
+from tests.dashboards.browser import (CHROMIUM, CHROMIUM_ARGS, dark_pixels, save_for_docs, served_dashboard,
+                                      settle)
 from tests.dashboards.seed import Seeded
 
 pytestmark = [pytest.mark.browser,
@@ -40,6 +42,7 @@ def test_acknowledge_through_the_page_and_screenshot_the_overview(seeded: Seeded
         alert = s.exec(select(Alert).where(Alert.task_id == "knowledge-qa", Alert.rule == "drift_drop")).one()
     assert alert.status == AlertStatus.firing
     shot = tmp_path / "overview.png"
+    task_shot = tmp_path / "task.png"
     with served_dashboard(seeded.plan_path, seeded.db_url, tmp_path / "streamlit.log") as dashboard, \
             sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -68,9 +71,16 @@ def test_acknowledge_through_the_page_and_screenshot_the_overview(seeded: Seeded
             with session_scope(seeded_engine) as s:
                 resolve(s, alert.id, "owner@hospital.example", "Vendor fixed it", None, datetime.now(timezone.utc))
             expect(page.get_by_text(f"Open alerts ({before - 1})")).to_be_visible(timeout=30_000)
+            page.goto(f"{dashboard.url}/task?task=knowledge-qa")  # where an alert's link opens
+            settle(page)
+            expect(page.get_by_text("Detector evidence")).to_be_visible()
+            page.screenshot(path=str(task_shot), full_page=True)
         finally:
             browser.close()
     assert dark_pixels(shot) > 500, "the overview screenshot is blank"
+    assert dark_pixels(task_shot) > 500, "the task screenshot is blank"
+    save_for_docs(shot, "overview.png")
+    save_for_docs(task_shot, "task.png")
     with Session(seeded_engine) as s:
         after = s.get(Alert, alert.id)
         audited = list_events(s, kind="alert_acknowledged")

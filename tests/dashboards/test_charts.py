@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
 
-from dashboards.charts import agreement_chart, score_chart
-from monitor.read import AgreementDay, RunPoint
+from medmon.dashboards.charts import agreement_chart, score_chart
+from medmon.monitor.read import AgreementDay, RunPoint
 
 T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
 

@@ -13,9 +13,9 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 from streamlit.testing.v1 import AppTest
 
-from monitor.models import DriftReport
-from monitor.read import drift_report_html, latest_drift_report_view
-from monitor.storage import session_scope
+from medmon.monitor.models import DriftReport
+from medmon.monitor.read import drift_report_html, latest_drift_report_view
+from medmon.db import session_scope
 from tests.dashboards.seed import Seeded
 
 AT = datetime(2026, 11, 20, 6, tzinfo=timezone.utc)

@@ -10,9 +10,9 @@ import yaml
 from sqlmodel import Session
 from streamlit.testing.v1 import AppTest
 
-from alerts import Severity, Signal, apply_signal
-from monitor.models import DetectorState, StreamStatus
-from monitor.storage import make_engine
+from medmon.alerts import Severity, Signal, apply_signal
+from medmon.monitor.models import DetectorState, StreamStatus
+from medmon.monitor.storage import make_engine
 from tests.conftest import plan_dict
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboards" / "app.py")

@@ -14,12 +14,12 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 from streamlit.testing.v1 import AppTest
 
-from alerts import Alert, Notification, NotificationStatus, beat
-from alerts.lifecycle import OPEN
-from monitor.read.overview import SCHEDULER_HEARTBEAT
-from monitor.signals import HEARTBEAT
-from monitor.storage import session_scope
-from probes.models import JudgeCall, ProbeResult
+from medmon.alerts import Alert, Notification, NotificationStatus, beat
+from medmon.alerts.lifecycle import OPEN
+from medmon.monitor.read.overview import SCHEDULER_HEARTBEAT
+from medmon.monitor.alerting.signals import HEARTBEAT
+from medmon.db import session_scope
+from medmon.probes.models import JudgeCall, ProbeResult
 from tests.conftest import plan_dict
 from tests.dashboards.conftest import APP
 from tests.dashboards.seed import DEAD_ROUTE_URL, Seeded

@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from monitor.plan import Plan, load_plan
-from monitor.read import (
+from medmon.monitor.plan.model import Plan, load_plan
+from medmon.monitor.read import (
     agreement_series,
     cost_by_day,
     cost_by_task,
@@ -28,8 +28,9 @@ from monitor.read import (
     subgroup_slices,
     task_overview,
 )
-from monitor.storage import as_utc, make_engine
-from probes.models import JudgeCall, ProbeResult, ProbeRun
+from medmon.db import as_utc
+from medmon.monitor.storage import make_engine
+from medmon.probes.models import JudgeCall, ProbeResult, ProbeRun
 from tests.conftest import ON_POSTGRES, fresh_postgres_database
 from tests.dashboards.seed import JUDGED, Seeded, seed
 

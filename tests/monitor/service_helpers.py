@@ -19,12 +19,12 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session, col, select
 
-from monitor.models import ProbeSlot
-from probes.models import ProbeRun
+from medmon.monitor.models import ProbeSlot
+from medmon.probes.models import ProbeRun
 from tests.conftest import plan_dict
 
 T = TypeVar("T")
-MEDMON = [sys.executable, "-m", "monitor"]
+MEDMON = [sys.executable, "-m", "medmon"]
 KEY_ENV = "MEDMON_TEST_KEY"
 
 

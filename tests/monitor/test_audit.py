@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 from typer.testing import CliRunner
 
-from monitor.audit import (
+from medmon.monitor.governance.audit import (
     GENESIS,
     AuditKind,
     entry_hash,
@@ -25,9 +25,9 @@ from monitor.audit import (
     record_plan,
     verify,
 )
-from monitor.cli import app
-from monitor.models import AuditEvent, AuditHead
-from monitor.storage import session_scope
+from medmon.monitor.cli.app import app
+from medmon.monitor.models import AuditEvent, AuditHead
+from medmon.db import session_scope
 from tests.conftest import plan_dict
 
 runner = CliRunner()

@@ -14,15 +14,15 @@ from celery.contrib.testing.worker import start_worker
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from monitor.context import load_context
-from monitor.errors import PlanError
-from monitor.plan import Plan, load_plan
-from monitor.slots import run_slot
-from monitor.storage import make_engine
-from monitor.tasks_celery import CeleryDispatch, make_celery, plan_digest, register_worker_runtime, worker_runtime
-from probes.models import ProbeResult, ProbeRun, RunStatus
-from probes.packs import load_pack
-from probes.simulator import Phase, create_simulator
+from medmon.monitor.plan.context import load_context
+from medmon.monitor.errors import PlanError
+from medmon.monitor.plan.model import Plan, load_plan
+from medmon.monitor.service.slots import run_slot
+from medmon.monitor.storage import make_engine
+from medmon.monitor.service.workers import CeleryDispatch, make_celery, plan_digest, register_worker_runtime, worker_runtime
+from medmon.probes.models import ProbeResult, ProbeRun, RunStatus
+from medmon.probes.packs import load_pack
+from medmon.probes.simulator import Phase, create_simulator
 from tests.monitor.service_helpers import reader, runs, slots, start_medmon, wait_for, write_plan
 
 REDIS = os.environ.get("MEDMON_TEST_REDIS_URL", "redis://127.0.0.1:6379/11")  # a database of its own
@@ -163,7 +163,7 @@ def test_a_worker_killed_mid_probe_leaves_its_slot_to_the_next_worker(broker: st
 
 
 def test_check_says_when_a_probe_can_outlast_the_visibility_timeout(make_plan: Callable[..., Plan]) -> None:
-    from monitor.checks import plan_notes
+    from medmon.monitor.governance.checks import plan_notes
 
     def notes(**service: object) -> list[str]:
         return [n for n in plan_notes(make_plan(service={"executor": "celery", **service})) if "visibility" in n]

@@ -12,18 +12,19 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from baselines import Baseline, Canary, resolve
-from monitor.context import TaskContext
-from monitor.detection import (
+from medmon.baselines import Baseline, Canary, resolve
+from medmon.monitor.plan.context import TaskContext
+from medmon.monitor.detection.streams import (
     RECOVERY_MIN_OBS, RECOVERY_RUNS, StreamUpdate, plan_budget, start_reevaluation, stream_thresholds, task_streams,
     update_judge_canaries, update_stream, update_task_streams,
 )
-from monitor.drift.budget import INFO
-from monitor.drift.layout import StreamSpec
-from monitor.models import BurnIn, DetectorState, StreamStatus
-from monitor.plan import Plan
-from monitor.storage import make_engine, session_scope
-from probes.models import ProbeResultBase
+from medmon.monitor.detection.drift.budget import INFO
+from medmon.monitor.detection.drift.layout import StreamSpec
+from medmon.monitor.models import BurnIn, DetectorState, StreamStatus
+from medmon.monitor.plan.model import Plan
+from medmon.db import session_scope
+from medmon.monitor.storage import make_engine
+from medmon.probes.models import ProbeResultBase
 
 T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
 QUIET = {"distribution_checks": False, "burn_in_runs": 0}
@@ -324,11 +325,11 @@ def test_a_separate_operational_family_keeps_its_own_budget(make_plan: Callable)
 @pytest.mark.slow
 def test_pipeline_runs_the_one_shot_test_after_a_served_model_change(serve: Callable, make_plan: Callable,
                                                                      db_url: str) -> None:
-    from monitor.context import load_context
-    from monitor.models import FindingRecord
-    from monitor.pipeline import run_task_probe
-    from probes.packs import load_pack
-    from probes.simulator import Phase, create_simulator
+    from medmon.monitor.plan.context import load_context
+    from medmon.monitor.models import FindingRecord
+    from medmon.monitor.runs.pipeline import run_task_probe
+    from medmon.probes.packs import load_pack
+    from medmon.probes.simulator import Phase, create_simulator
 
     pack = load_pack("clinical_knowledge_mcq").canaries
     sim = serve(create_simulator(pack, [Phase(0, accuracy=0.85), Phase(200, accuracy=0.45, model="sim-v2",

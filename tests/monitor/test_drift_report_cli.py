@@ -15,14 +15,15 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from typer.testing import CliRunner
 
-from monitor.cli import app
-from monitor.drift_reports import RenderedReport, report_shortfall
-from monitor.errors import PlanError
-from monitor.models import DriftReport
-from monitor.plan import Plan
-from monitor.scheduler import build_service_scheduler, drift_report_job
-from monitor.storage import make_engine, session_scope
-from probes.models import ProbeResult, ProbeRun
+from medmon.monitor.cli.app import app
+from medmon.monitor.detection.reports import RenderedReport, report_shortfall
+from medmon.monitor.errors import PlanError
+from medmon.monitor.models import DriftReport
+from medmon.monitor.plan.model import Plan
+from medmon.monitor.service.scheduler import build_service_scheduler, drift_report_job
+from medmon.db import session_scope
+from medmon.monitor.storage import make_engine
+from medmon.probes.models import ProbeResult, ProbeRun
 from tests.conftest import plan_dict
 
 runner = CliRunner(env={"COLUMNS": "220"})
@@ -69,7 +70,7 @@ def plan_file(tmp_path: Path, db_url: str) -> Path:
 
 @pytest.fixture
 def fast_render(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("monitor.drift_reports.render_drift_report", fake_render)
+    monkeypatch.setattr("medmon.monitor.detection.reports.render_drift_report", fake_render)
 
 
 def drift(*args: str) -> Any:

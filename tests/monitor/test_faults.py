@@ -21,16 +21,16 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlmodel import Session, select
 
-from alerts import Alert
-from monitor.context import load_context
-from monitor.plan import Plan
-from monitor.scheduler import InProcessDispatch, ServiceRuntime, build_service_scheduler, register_runtime, unregister_runtime
-from monitor.service import ServiceOptions, run_service
-from monitor.slots import claim_slot, run_slot
-from monitor.storage import make_engine
-from probes.models import ProbeResult, ProbeRun, RunStatus
-from probes.packs import load_pack
-from probes.simulator import Fault, Phase, create_simulator
+from medmon.alerts import Alert
+from medmon.monitor.plan.context import load_context
+from medmon.monitor.plan.model import Plan
+from medmon.monitor.service.scheduler import InProcessDispatch, ServiceRuntime, build_service_scheduler, register_runtime, unregister_runtime
+from medmon.monitor.service.serve import ServiceOptions, run_service
+from medmon.monitor.service.slots import claim_slot, run_slot
+from medmon.monitor.storage import make_engine
+from medmon.probes.models import ProbeResult, ProbeRun, RunStatus
+from medmon.probes.packs import load_pack
+from medmon.probes.simulator import Fault, Phase, create_simulator
 from tests.monitor.service_helpers import reader, runs, slots, start_medmon, wait_for, write_plan
 
 H0 = datetime(2026, 11, 2, 0, 0, tzinfo=timezone.utc)

@@ -13,14 +13,14 @@ import yaml
 from sqlalchemy.engine import Engine
 from typer.testing import CliRunner
 
-from baselines import BaselineFigures, record_baseline
-from monitor.checks import check_plan, max_gap, plan_notes
-from monitor.cli import app
-from monitor.demo import PLAN_TEMPLATE
-from monitor.errors import PlanError
-from monitor.plan import load_plan, parse_plan
-from monitor.starter import STARTER_PLAN
-from monitor.storage import session_scope
+from medmon.baselines import BaselineFigures, record_baseline
+from medmon.monitor.governance.checks import check_plan, max_gap, plan_notes
+from medmon.monitor.cli.app import app
+from medmon.monitor.service.demo import PLAN_TEMPLATE
+from medmon.monitor.errors import PlanError
+from medmon.monitor.plan.model import load_plan, parse_plan
+from medmon.monitor.plan.starter import STARTER_PLAN
+from medmon.db import session_scope
 from tests.conftest import plan_dict
 
 runner = CliRunner()

@@ -15,16 +15,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from alerts import Alert, Notification, NotificationStatus
-from monitor.context import load_context
-from monitor.health import ServiceStatus, create_health_app
-from monitor.models import DetectorState
-from monitor.otlp import build_otlp
-from monitor.slots import run_slot
-from monitor.storage import make_engine
-from probes.models import ProbeRun
-from probes.packs import load_pack
-from probes.simulator import Fault, Phase, create_simulator
+from medmon.alerts import Alert, Notification, NotificationStatus
+from medmon.monitor.plan.context import load_context
+from medmon.monitor.service.health import ServiceStatus, create_health_app
+from medmon.monitor.models import DetectorState
+from medmon.monitor.service.otlp import build_otlp
+from medmon.monitor.service.slots import run_slot
+from medmon.monitor.storage import make_engine
+from medmon.probes.models import ProbeRun
+from medmon.probes.packs import load_pack
+from medmon.probes.simulator import Fault, Phase, create_simulator
 
 NOW = datetime(2026, 11, 4, 12, 0, tzinfo=timezone.utc)
 

@@ -10,16 +10,16 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 
-from alerts.models import Alert, AlertStatus
-from monitor.errors import PlanError
-from monitor.judging import JOB_ID, JudgingOutcome, judging_job, run_judge_canaries
-from monitor.models import FindingRecord, StreamStatus
-from monitor.plan import Plan
-from monitor.scheduler import build_scheduler, build_service_scheduler
-from probes.judge_canaries import load_judge_canaries
-from probes.jury import JurySettings
-from probes.models import JudgeCall, JuryVerdict, ProbeResult, ProbeRun, RunStatus
-from probes.simulator import JudgeBehaviour, create_simulator
+from medmon.alerts.models import Alert, AlertStatus
+from medmon.monitor.errors import PlanError
+from medmon.monitor.runs.judging import JOB_ID, JudgingOutcome, judging_job, run_judge_canaries
+from medmon.monitor.models import FindingRecord, StreamStatus
+from medmon.monitor.plan.model import Plan
+from medmon.monitor.service.scheduler import build_scheduler, build_service_scheduler
+from medmon.probes.judge_canaries import load_judge_canaries
+from medmon.probes.jury import JurySettings
+from medmon.probes.models import JudgeCall, JuryVerdict, ProbeResult, ProbeRun, RunStatus
+from medmon.probes.simulator import JudgeBehaviour, create_simulator
 from tests.probes.simkit import JUDGE_MODELS, judge_settings, wait_for
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)

@@ -12,10 +12,10 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from monitor.leader import FileLeadership, LocalLeadership, PostgresLeadership, leadership_for
-from probes.models import RunStatus
-from probes.packs import load_pack
-from probes.simulator import create_simulator
+from medmon.monitor.service.leader import FileLeadership, LocalLeadership, PostgresLeadership, leadership_for
+from medmon.probes.models import RunStatus
+from medmon.probes.packs import load_pack
+from medmon.probes.simulator import create_simulator
 from tests.monitor.service_helpers import reader, runs, slots, start_medmon, wait_for, write_plan
 
 

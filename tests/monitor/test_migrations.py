@@ -8,10 +8,10 @@ from sqlalchemy import inspect, text
 from sqlmodel import SQLModel
 from typer.testing import CliRunner
 
-from monitor.cli import app
-from monitor.errors import StorageError
-from monitor.migrate import current_revision, ensure_current, head_revision, schema_diff, upgrade
-from monitor.storage import import_all_models, make_engine
+from medmon.monitor.cli.app import app
+from medmon.monitor.errors import StorageError
+from medmon.monitor.storage.migrate import current_revision, ensure_current, head_revision, schema_diff, upgrade
+from medmon.monitor.storage import import_all_models, make_engine
 
 
 def test_upgrade_head_on_an_empty_database_matches_the_models(db_url: str) -> None:

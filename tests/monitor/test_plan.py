@@ -8,9 +8,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from monitor.cli import app
-from monitor.errors import PlanError
-from monitor.plan import load_plan, parse_interval
+from medmon.monitor.cli.app import app
+from medmon.monitor.errors import PlanError
+from medmon.monitor.plan.model import load_plan, parse_interval
 from tests.conftest import plan_dict
 
 runner = CliRunner()

@@ -16,19 +16,20 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 from typer.testing import CliRunner
 
-from monitor.audit import AuditKind, list_events, verify
-from monitor.changes import pending_changes
-from monitor.cli import app
-from monitor.context import load_context, task_baseline
-from monitor.errors import GovernanceError
-from monitor.models import ChangeRecord, ChangeStatus, Reevaluation, ReevaluationStatus
-from monitor.pipeline import run_task_probe
-from monitor.plan import Plan, parse_plan
-from monitor.reevaluation import approve, compare, reevaluate_pending
-from monitor.storage import make_engine, session_scope
-from probes.models import ProbeResult, ProbeRun
-from probes.packs import load_pack
-from probes.simulator import Phase, create_simulator
+from medmon.monitor.governance.audit import AuditKind, list_events, verify
+from medmon.monitor.governance.changes import pending_changes
+from medmon.monitor.cli.app import app
+from medmon.monitor.plan.context import load_context, task_baseline
+from medmon.monitor.errors import GovernanceError
+from medmon.monitor.models import ChangeRecord, ChangeStatus, Reevaluation, ReevaluationStatus
+from medmon.monitor.runs.pipeline import run_task_probe
+from medmon.monitor.plan.model import Plan, parse_plan
+from medmon.monitor.governance.reevaluation import approve, compare, reevaluate_pending
+from medmon.db import session_scope
+from medmon.monitor.storage import make_engine
+from medmon.probes.models import ProbeResult, ProbeRun
+from medmon.probes.packs import load_pack
+from medmon.probes.simulator import Phase, create_simulator
 from tests.conftest import plan_dict
 
 runner = CliRunner()

@@ -22,20 +22,21 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from typer.testing import CliRunner
 
-from alerts import Alert, acknowledge, resolve
-from alerts.silences import silence_alert
-from monitor.audit import AuditKind, record, record_plan
-from monitor.cli import app
-from monitor.context import load_context
-from monitor.pipeline import run_task_probe
-from monitor.plan import Plan, load_plan
-from monitor.report import build_committee_report
-from monitor.report_period import parse_period
-from monitor.report_render import find_chromium, render_committee
-from monitor.storage import make_engine, session_scope
-from monitor.webserver import serve_in_thread
-from probes.packs import load_pack
-from probes.simulator import Phase, create_simulator
+from medmon.alerts import Alert, acknowledge, resolve
+from medmon.alerts.silences import silence_alert
+from medmon.monitor.governance.audit import AuditKind, record, record_plan
+from medmon.monitor.cli.app import app
+from medmon.monitor.plan.context import load_context
+from medmon.monitor.runs.pipeline import run_task_probe
+from medmon.monitor.plan.model import Plan, load_plan
+from medmon.monitor.governance.reports.committee import build_committee_report
+from medmon.monitor.governance.reports.period import parse_period
+from medmon.monitor.governance.reports.render import find_chromium, render_committee
+from medmon.db import session_scope
+from medmon.monitor.storage import make_engine
+from medmon.monitor.service.webserver import serve_in_thread
+from medmon.probes.packs import load_pack
+from medmon.probes.simulator import Phase, create_simulator
 from tests.conftest import plan_dict
 
 runner = CliRunner()

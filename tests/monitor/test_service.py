@@ -14,17 +14,17 @@ import pytest
 import yaml
 from sqlmodel import Session, func, select
 
-from monitor.context import load_context
-from monitor.errors import PlanError
-from monitor.plan import Plan, parse_plan
-from monitor.scheduler import build_service_scheduler, sync_probe_jobs, task_trigger
-from monitor.service import ServiceOptions, run_service
-from monitor.slots import MAX_ATTEMPTS, claim_slot, last_fire_time, retry_candidates, run_slot, slot_rng
-from monitor.storage import make_engine
-from monitor.models import DetectorState
-from probes.models import ProbeResult, ProbeRun, RunStatus
-from probes.packs import load_pack
-from probes.simulator import Phase, create_simulator
+from medmon.monitor.plan.context import load_context
+from medmon.monitor.errors import PlanError
+from medmon.monitor.plan.model import Plan, parse_plan
+from medmon.monitor.service.scheduler import build_service_scheduler, sync_probe_jobs, task_trigger
+from medmon.monitor.service.serve import ServiceOptions, run_service
+from medmon.monitor.service.slots import MAX_ATTEMPTS, claim_slot, last_fire_time, retry_candidates, run_slot, slot_rng
+from medmon.monitor.storage import make_engine
+from medmon.monitor.models import DetectorState
+from medmon.probes.models import ProbeResult, ProbeRun, RunStatus
+from medmon.probes.packs import load_pack
+from medmon.probes.simulator import Phase, create_simulator
 from tests.conftest import plan_dict
 from tests.monitor.service_helpers import reader, runs, slots, start_medmon, wait_for, write_plan
 

@@ -10,9 +10,9 @@ from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 
-from baselines.canary import Canary, canary_from_dict
-from probes.client import ModelSettings
-from probes.simulator import SimulatorState
+from medmon.baselines.canary import Canary, canary_from_dict
+from medmon.probes.client import ModelSettings
+from medmon.probes.simulator import SimulatorState
 
 T = TypeVar("T")
 

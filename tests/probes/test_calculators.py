@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from probes import calculators as calc
+from medmon.probes import calculators as calc
 
 
 @pytest.mark.parametrize(

@@ -15,10 +15,10 @@ from typing import Any
 import httpx
 import pytest
 
-from probes.client import ModelClient, ModelSettings, estimate_tokens, price_tokens, read_completion, retry_after_s
-from probes.errors import ModelCallError
-from probes.limits import BreakerState, CallGuard
-from probes.simulator import Fault, Phase, create_simulator
+from medmon.probes.client import ModelClient, ModelSettings, estimate_tokens, price_tokens, read_completion, retry_after_s
+from medmon.probes.errors import ModelCallError
+from medmon.probes.limits import BreakerState, CallGuard
+from medmon.probes.simulator import Fault, Phase, create_simulator
 from tests.probes.simkit import MCQ, FakeClock, RecordingSleep, run, settings, sim_state
 
 MESSAGES = list(MCQ[0].messages)

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from baselines.errors import CanaryFormatError
-from probes.judge_canaries import JudgeCanary, load_judge_canaries, rejudge
-from probes.jury import Jury, JurySettings
-from probes.packs import available_packs
-from probes.simulator import JudgeBehaviour, create_simulator
+from medmon.baselines.errors import CanaryFormatError
+from medmon.probes.judge_canaries import JudgeCanary, load_judge_canaries, rejudge
+from medmon.probes.jury import Jury, JurySettings
+from medmon.probes.packs import available_packs
+from medmon.probes.simulator import JudgeBehaviour, create_simulator
 from tests.probes.simkit import JUDGE_MODELS, judge_settings, run
 
 GOOD = {"id": "jc-x", "messages": [{"role": "user", "content": "Dose of amoxicillin for a 20 kg child?"}],
@@ -110,10 +110,10 @@ def test_judges_see_the_request_the_fixed_answer_and_the_reference() -> None:
 
 
 def test_doctests_pass_and_only_baselines_and_probes_are_imported() -> None:
-    import probes.judge_canaries as module
+    import medmon.probes.judge_canaries as module
 
     assert doctest.testmod(module).failed == 0
     tree = ast.parse(Path(module.__file__ or "").read_text("utf-8"))
-    ours = {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
-            and n.module.split(".")[0] in ("alerts", "baselines", "dashboards", "monitor", "probes")}
-    assert ours == {"baselines", "probes"}
+    ours = {".".join(n.module.split(".")[:2]) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
+            and n.module.startswith("medmon.")}
+    assert ours == {"medmon.baselines", "medmon.probes"}

@@ -15,15 +15,15 @@ import yaml
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from monitor.errors import PlanError
-from monitor.plan import parse_plan
-from probes.agreement import item_agreement_series, judge_score_series, jury_ledger, window_agreement
-from probes.client import ModelClient
-from probes.jury import (JUDGE_MARKER, CriterionScore, JudgeVerdict, Jury, JurySettings, aggregate,
+from medmon.monitor.errors import PlanError
+from medmon.monitor.plan.model import parse_plan
+from medmon.probes.agreement import item_agreement_series, judge_score_series, jury_ledger, window_agreement
+from medmon.probes.client import ModelClient
+from medmon.probes.jury import (JUDGE_MARKER, CriterionScore, JudgeVerdict, Jury, JurySettings, aggregate,
                          judge_messages, parse_verdict)
-from probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult
-from probes.runner import finish_run, probe_canaries, start_run
-from probes.simulator import Fault, JudgeBehaviour, Phase, create_simulator
+from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult
+from medmon.probes.runner import finish_run, probe_canaries, start_run
+from medmon.probes.simulator import Fault, JudgeBehaviour, Phase, create_simulator
 from tests.conftest import plan_dict
 from tests.probes.simkit import JUDGE_MODELS, NOTES, judge_settings, run, settings, sim_state
 
@@ -303,7 +303,7 @@ def test_plan_jury_names_judges_and_rejects_duplicates() -> None:
 
 
 def test_check_reports_a_jury_task_without_a_jury(tmp_path: Path) -> None:
-    from monitor.checks import check_plan
+    from medmon.monitor.governance.checks import check_plan
 
     canaries = tmp_path / "notes.jsonl"
     canaries.write_text("\n".join(c.to_json() for c in NOTES))

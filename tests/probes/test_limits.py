@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from probes.limits import BreakerState, CircuitBreaker, RateLimiter, TokenBucket
+from medmon.probes.limits import BreakerState, CircuitBreaker, RateLimiter, TokenBucket
 from tests.probes.simkit import FakeClock, RecordingSleep, run
 
 

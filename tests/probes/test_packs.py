@@ -11,19 +11,19 @@ from collections.abc import Callable
 import pytest
 import yaml
 
-from baselines.taxonomy import categories, resolve
-from probes.generators import BUILDERS, TOLERANCE, format_value, generate_calculation_canaries
-from probes.jury import Jury, JuryOutcome, JurySettings
-from probes.packs import Pack, available_packs, bundled_dir, load_pack
-from probes.scoring import SCORERS, get_scorer
-from probes.simulator import create_simulator
-from monitor.webserver import RunningServer
+from medmon.baselines.taxonomy import categories, resolve
+from medmon.probes.generators import BUILDERS, TOLERANCE, format_value, generate_calculation_canaries
+from medmon.probes.jury import Jury, JuryOutcome, JurySettings
+from medmon.probes.packs import Pack, available_packs, bundled_dir, load_pack
+from medmon.probes.scoring import SCORERS, get_scorer
+from medmon.probes.simulator import create_simulator
+from medmon.monitor.service.webserver import RunningServer
 from tests.probes.simkit import judge_settings, run
 
 PACKS = available_packs()
 AGE_BANDS = {"0-17", "18-39", "40-64", "65+"}
 SEXES = {"female", "male"}
-JURY = "jury"  # registered by the jury module, not by probes.scoring
+JURY = "jury"  # registered by the jury module, not by medmon.probes.scoring
 BASELINE_SOURCE = "Illustrative pre-deployment figure for the simulated model (not a published result)"
 
 

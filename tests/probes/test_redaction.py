@@ -12,13 +12,13 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from monitor.context import load_context
-from monitor.pipeline import run_task_probe
-from monitor.plan import Plan
-from probes.models import ProbeResult, ProbeResultBase
-from probes.packs import load_pack
-from probes.redaction import PATTERNS, RedactorError, keep, load_redactor, protect_results, redact
-from probes.simulator import Phase, create_simulator
+from medmon.monitor.plan.context import load_context
+from medmon.monitor.runs.pipeline import run_task_probe
+from medmon.monitor.plan.model import Plan
+from medmon.probes.models import ProbeResult, ProbeResultBase
+from medmon.probes.packs import load_pack
+from medmon.probes.redaction import PATTERNS, RedactorError, keep, load_redactor, protect_results, redact
+from medmon.probes.simulator import Phase, create_simulator
 
 IDENTIFIERS = {
     # pattern: (text, redacted)

@@ -13,15 +13,15 @@ import yaml
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 
-from baselines.canary import canary_from_dict
-from monitor.context import load_context
-from monitor.pipeline import run_task_probe
-from monitor.plan import parse_plan
-from probes.client import ModelClient
-from probes.errors import JuryNotConfigured, UnknownScorer
-from probes.models import JudgeCall, JuryVerdict, ProbeRecord, ProbeResult, ProbeRun, RunStatus
-from probes.runner import finish_run, probe_canaries, sample_canaries, start_run
-from probes.simulator import Fault, JudgeBehaviour, Phase, create_simulator
+from medmon.baselines.canary import canary_from_dict
+from medmon.monitor.plan.context import load_context
+from medmon.monitor.runs.pipeline import run_task_probe
+from medmon.monitor.plan.model import parse_plan
+from medmon.probes.client import ModelClient
+from medmon.probes.errors import JuryNotConfigured, UnknownScorer
+from medmon.probes.models import JudgeCall, JuryVerdict, ProbeRecord, ProbeResult, ProbeRun, RunStatus
+from medmon.probes.runner import finish_run, probe_canaries, sample_canaries, start_run
+from medmon.probes.simulator import Fault, JudgeBehaviour, Phase, create_simulator
 from tests.conftest import plan_dict
 from tests.probes.simkit import JUDGE_MODELS, MCQ, NOTES, canaries_of, run, settings, sim_state
 

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from baselines.canary import Canary
-from probes.errors import UnknownScorer
-from probes.readability import count_syllables, flesch_kincaid_grade, grade_score, text_counts
-from probes.scoring import (
+from medmon.baselines.canary import Canary
+from medmon.probes.errors import UnknownScorer
+from medmon.probes.readability import count_syllables, flesch_kincaid_grade, grade_score, text_counts
+from medmon.probes.scoring import (
     SCORERS,
     extract_choice,
     extract_icd10_codes,
@@ -120,7 +120,7 @@ def test_every_registered_scorer_is_documented_and_tested() -> None:
 
 
 def test_jury_is_not_registered_here() -> None:
-    assert "jury" not in SCORERS or SCORERS["jury"].__module__ != "probes.scoring"
+    assert "jury" not in SCORERS or SCORERS["jury"].__module__ != "medmon.probes.scoring"
 
 
 def test_unknown_scorer_names_the_known_ones() -> None:

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from probes.jury import judge_messages
-from probes.simulator import SIMULATOR_MODEL, Fault, JudgeBehaviour, Phase, create_simulator
+from medmon.probes.jury import judge_messages
+from medmon.probes.simulator import SIMULATOR_MODEL, Fault, JudgeBehaviour, Phase, create_simulator
 from tests.probes.simkit import MCQ, NOTES, canaries_of, sim_state
 
 

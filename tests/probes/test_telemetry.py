@@ -13,11 +13,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from probes.client import ModelClient
-from probes.jury import Jury, JurySettings
-from probes.runner import probe_canaries
-from probes.simulator import Fault, Phase, create_simulator
-from probes.telemetry import OPERATION_DURATION, TOKEN_USAGE, Telemetry
+from medmon.probes.client import ModelClient
+from medmon.probes.jury import Jury, JurySettings
+from medmon.probes.runner import probe_canaries
+from medmon.probes.simulator import Fault, Phase, create_simulator
+from medmon.probes.telemetry import OPERATION_DURATION, TOKEN_USAGE, Telemetry
 from tests.probes.simkit import MCQ, NOTES, canaries_of, judge_settings, run, settings, sim_state
 
 
@@ -169,7 +169,7 @@ def test_clients_share_one_telemetry_on_global_providers() -> None:
 
     from opentelemetry import metrics
 
-    from probes.client import ModelClient, ModelSettings
+    from medmon.probes.client import ModelClient, ModelSettings
 
     async def make_clients(count: int) -> list[object]:
         telemetries = []

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from monitor.drift import (
+from medmon.monitor.detection.drift import (
     Finding, JudgeAgreementSR, JudgeBiasSR, MixtureSR, OneShotPaired, PairedSR, PooledSR, RiverDrift, SubgroupGapSR,
 )
 

@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from monitor.drift_reports import latest_drift_report, store_drift_report
-from monitor.storage import session_scope
-from probes.models import ProbeResult, ProbeRun
+from medmon.monitor.detection.reports import latest_drift_report, store_drift_report
+from medmon.db import session_scope
+from medmon.probes.models import ProbeResult, ProbeRun
 
 T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
 

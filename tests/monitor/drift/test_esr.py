@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from monitor.drift import MixtureSR, MixtureSRState
+from medmon.monitor.detection.drift import MixtureSR, MixtureSRState
 
 
 def bernoulli(p: float, n: int, seed: int) -> list[float]:

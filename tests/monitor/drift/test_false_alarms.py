@@ -11,9 +11,9 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from monitor.drift import MixtureSR, MixtureSRBatch
-from monitor.drift.layout import baseline_margin
-from monitor.drift.reference import InstanceRef, References
+from medmon.monitor.detection.drift import MixtureSR, MixtureSRBatch
+from medmon.monitor.detection.drift.layout import baseline_margin
+from medmon.monitor.detection.drift.reference import InstanceRef, References
 
 
 def binomial_ceiling(n: int, p: float, z: float = 3.0) -> float:

@@ -1,0 +1,170 @@
+"""Gather what the alert rules need from the monitor's records, and hand their signals to alerts.
+
+The rules themselves (``medmon.alerts.rules``) work on plain numbers; this module knows where the
+numbers live: detector updates, the recent score estimate, the served-model history, the last
+usable probe run of each task and the monitor's heartbeat. ``alert_pass`` is the periodic job
+the scheduler runs before delivering the outbox.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from apscheduler.triggers.cron import CronTrigger
+from sqlmodel import Session, col, func, select
+
+from medmon.alerts import (
+    Estimate,
+    Notification,
+    Signal,
+    Subject,
+    beat,
+    flush,
+    last_beat,
+    open_fingerprints,
+    record_signals,
+    severity_for,
+)
+from medmon.alerts.rules import (
+    Impact,
+    Rule,
+    below_minimum,
+    detector_alarm,
+    detector_recovered,
+    heartbeat_missed,
+    model_changed,
+    stale,
+)
+from medmon.baselines import resolve
+from medmon.monitor.plan.context import TaskContext
+from medmon.monitor.detection.streams import StreamUpdate
+from medmon.monitor.models import StreamStatus
+from medmon.monitor.plan.model import Plan, Task, parse_interval
+from medmon.monitor.read import recent_estimate
+from medmon.monitor.plan.routing import notify_policy
+from medmon.db import as_utc
+from medmon.probes.models import ProbeRun, RunStatus
+
+HEARTBEAT = "scheduler"
+MIN_ESTIMATE_N = 30
+# Alert rule of each stream metric (the label that, with the task, identifies the alert).
+STREAM_RULES: dict[str, Rule | str] = {
+    "score": Rule.drift_drop, "error_rate": Rule.probes_failing, "cost": Rule.cost_over_budget,
+    "latency": Rule.latency_over_objective, "jury_agreement": Rule.jury_disagreement,
+    "pooled_score": "category_drop", "refusal": "refusals_rising", "judge_canaries": "judge_drift",
+    "judge_bias": "judge_drift",
+    "verbosity": "output_length_shift", "truncation": "output_length_shift", "reevaluation": "reevaluation_degraded",
+}
+# Output length is a cost matter: it pages like the other operational rules, at most as a warning.
+OPERATIONAL_METRICS = frozenset({"verbosity", "truncation"})
+
+
+def task_subject(plan: Plan, task: Task) -> Subject:
+    """Labels and owner for alerts about ``task``; severity from the risk tier or the task's override."""
+    owner = task.owner or plan.owners.clinical
+    return Subject(deployment=plan.deployment.name, task=task.id, benchmark=task.benchmark,
+                   category=resolve(task.benchmark).category, owner=f"{owner.name} <{owner.email}>",
+                   dashboard_url=f"{plan.alerts.dashboard_url}/task?task={task.id}",
+                   severity=severity_for(plan.use_case.risk_tier.value, task.severity))
+
+
+def monitor_subject(plan: Plan) -> Subject:
+    """Alerts about the monitor itself go to the technical owner, at the use case's severity."""
+    owner = plan.owners.technical
+    return Subject(deployment=plan.deployment.name, owner=f"{owner.name} <{owner.email}>",
+                   dashboard_url=plan.alerts.dashboard_url, severity=severity_for(plan.use_case.risk_tier.value))
+
+
+def _rule(metric: str, direction: str) -> Rule | str:
+    base = metric.split("[", 1)[0]
+    if base == "score" and "[" in metric:
+        return "subgroup_drop"
+    if base == "gap":
+        return "subgroup_gap"
+    return STREAM_RULES.get(base, f"drift_{direction}")
+
+
+def stream_signal(plan: Plan, ctx: TaskContext, update: StreamUpdate) -> Signal | None:
+    """A firing signal on an alarm, a clearing one on recovery, nothing otherwise."""
+    spec = update.spec
+    subject = task_subject(plan, ctx.task)
+    if spec.task_id != ctx.task.id:  # a category's pooled stream or a judge's: not one task's alert
+        subject = replace(subject, task=spec.task_id, benchmark="", dashboard_url=plan.alerts.dashboard_url)
+    rule = _rule(spec.metric, spec.direction)
+    impact = Impact.operational if spec.metric in OPERATIONAL_METRICS else None
+    if update.finding is not None:
+        f = update.finding
+        evidence = {**f.evidence(), "baseline": spec.baseline_mean, "severity_score": f.severity}
+        return detector_alarm(subject, spec.metric, evidence, rule=rule, what=spec.what, impact=impact)
+    if update.status == StreamStatus.recovered and update.previous == StreamStatus.degraded:
+        return detector_recovered(subject, spec.metric, rule=rule, impact=impact)
+    return None
+
+
+def model_change_signal(plan: Plan, ctx: TaskContext, old: tuple[str, str | None],
+                        new: tuple[str, str | None]) -> Signal:
+    """The served model or its system fingerprint changed since the task's last probe."""
+    return model_changed(task_subject(plan, ctx.task), old, new)
+
+
+def threshold_signals(session: Session, plan: Plan, ctx: TaskContext) -> list[Signal]:
+    """The approval-minimum rule on the task's recent score (its interval, not one run's mean)."""
+    mean, low, high, n = recent_estimate(session, ctx.task.id)
+    estimate = Estimate(mean, low, high, n) if mean is not None else None
+    signal = below_minimum(task_subject(plan, ctx.task), estimate, ctx.task.thresholds.min_score, min_n=MIN_ESTIMATE_N)
+    return _transitions(session, [signal] if signal is not None else [])
+
+
+def _transitions(session: Session, signals: list[Signal]) -> list[Signal]:
+    """Only the signals that change something: firing where no alert is open, clearing where one is.
+
+    These rules are evaluated on every probe or pass; passing on the rest would re-apply the
+    same verdict each time (harmless to dedup, but noise in a probe's outcome).
+    """
+    already = open_fingerprints(session, [s.fingerprint for s in signals])
+    return [s for s in signals if s.firing != (s.fingerprint in already)]
+
+
+def allowed_gap(plan: Plan, task: Task, now: datetime) -> timedelta:
+    """How long a task may go without usable data: ``stale_after_intervals`` schedule intervals.
+
+    For a cron schedule the interval is the gap between its next two fire times.
+    """
+    interval = task.interval
+    if interval is None:
+        trigger = CronTrigger.from_crontab(task.schedule, timezone="UTC")
+        first = trigger.get_next_fire_time(None, now)
+        second = trigger.get_next_fire_time(first, first + timedelta(seconds=1)) if first else None
+        interval = (second - first) if first and second else timedelta(days=1)
+    return interval * plan.alerts.stale_after_intervals
+
+
+def stale_signals(session: Session, plan: Plan, now: datetime, *, since: datetime) -> list[Signal]:
+    """One firing or clearing 'stale' signal per task, from its last run that produced a usable result."""
+    out = []
+    for task in plan.tasks:
+        last = session.exec(select(func.max(ProbeRun.finished_at)).where(
+            ProbeRun.task_id == task.id, ProbeRun.status == RunStatus.complete,
+            col(ProbeRun.n_canaries) > col(ProbeRun.n_errors))).one()
+        out.append(stale(task_subject(plan, task), as_utc(last) if last else None, allowed_gap(plan, task, now), now,
+                         since=since))
+    return _transitions(session, out)
+
+
+def alert_pass(session: Session, plan: Plan, now: datetime) -> list[Notification]:
+    """The periodic alert job: heartbeat and staleness rules, then every notification now due.
+
+    Repeats, escalations, silences that ended and changes held back by ``group_interval`` are
+    all picked up by the final flush.
+    """
+    policy = notify_policy(plan)
+    tolerance = parse_interval(plan.alerts.heartbeat_tolerance)
+    previous = last_beat(session, HEARTBEAT)
+    signals: list[Signal] = []
+    missed = heartbeat_missed(monitor_subject(plan), as_utc(previous.beat_at) if previous else None, tolerance, now)
+    signals += _transitions(session, [missed] if missed is not None else [])
+    pulse = beat(session, HEARTBEAT, now, tolerance=tolerance)
+    signals += stale_signals(session, plan, now, since=as_utc(pulse.since))
+    record_signals(session, signals, now)
+    return flush(session, policy, now)

@@ -1,0 +1,251 @@
+"""The ``medmon`` command line. Each command parses options, calls one function, and prints.
+
+Exit codes: 0 success, 1 the job ran and found a problem (e.g. alerts firing in ``probe run``),
+2 bad input (plan, files, options), 3 a service or endpoint could not be reached.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from medmon.monitor.errors import MedmonError, PlanError
+
+app = typer.Typer(help="medmon: watch a deployed clinical LLM against its MedHELM evidence.",
+                  no_args_is_help=True, add_completion=False)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+EXIT_FOUND, EXIT_INPUT, EXIT_UNREACHABLE = 1, 2, 3
+
+
+def _fail(exc: MedmonError, code: int = EXIT_INPUT) -> typer.Exit:
+    err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+    return typer.Exit(code)
+
+
+PlanArg = Annotated[Path, typer.Argument(help="The monitoring plan (YAML).")]
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from medmon import __version__
+
+        out.print(f"medmon {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                                   help="Print medmon's version and exit.")] = False) -> None:
+    """medmon: watch a deployed clinical LLM against its MedHELM evidence."""
+
+
+@app.command()
+def init(path: Annotated[Path, typer.Argument(help="Where to write the plan.")] = Path("plan.yaml"),
+         force: Annotated[bool, typer.Option(help="Overwrite an existing file.")] = False) -> None:
+    """Write a commented starter plan to edit for your deployment."""
+    from medmon.monitor.plan.starter import STARTER_PLAN
+
+    if path.exists() and not force:
+        err.print(f"{path} exists; use --force to overwrite")
+        raise typer.Exit(EXIT_INPUT)
+    path.write_text(STARTER_PLAN)
+    out.print(f"wrote {path}; edit it, then run: medmon check {path}")
+
+
+@app.command()
+def check(plan_path: PlanArg, as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
+    """Validate a plan: every problem with its field path and line; exit 2 if any."""
+    from medmon.monitor.governance.audit import local_actor
+    from medmon.monitor.governance.checks import check_plan, plan_notes
+
+    try:
+        plan = check_plan(plan_path, record_by=local_actor("medmon check"))  # audits a changed plan if its db exists
+    except PlanError as exc:
+        if as_json:
+            out.print_json(json.dumps({"ok": False, "source": exc.source,
+                                       "issues": [{"path": i.path, "line": i.line, "message": i.message} for i in exc.issues]}))
+            raise typer.Exit(EXIT_INPUT) from None
+        raise _fail(exc) from None
+    if as_json:
+        out.print_json(json.dumps({"ok": True, "tasks": [t.id for t in plan.tasks], "notes": plan_notes(plan)}))
+    else:
+        out.print(f"[green]ok[/green]: {plan_path} — {len(plan.tasks)} task(s): {', '.join(t.id for t in plan.tasks)}")
+        for note in plan_notes(plan):
+            out.print(f"note: {note}", highlight=False, markup=False)
+
+
+probe_app = typer.Typer(help="Run probes by hand.", no_args_is_help=True)
+app.add_typer(probe_app, name="probe")
+
+
+@probe_app.command("run")
+def probe_run(plan_path: PlanArg,
+              task: Annotated[list[str] | None, typer.Option(help="Only these task ids (repeatable).")] = None,
+              as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
+    """Probe every task (or the named ones) once now, store and evaluate the results."""
+    import random
+
+    from rich.progress import Progress
+
+    from medmon.monitor.plan.context import load_context
+    from medmon.monitor.runs.pipeline import run_task_probe
+    from medmon.monitor.plan.model import load_plan
+    from medmon.db import utcnow
+    from medmon.monitor.storage import make_engine
+
+    try:
+        plan = load_plan(plan_path)
+        engine = make_engine(plan.storage.url)
+        contexts = [load_context(plan, t) for t in plan.tasks if not task or t.id in task]
+    except MedmonError as exc:
+        raise _fail(exc) from None
+    outcomes = []
+    with Progress(console=err, transient=True, disable=as_json) as progress:
+        bar = progress.add_task("probing", total=len(contexts))
+        for ctx in contexts:
+            outcomes.append(run_task_probe(engine, plan, ctx, rng=random.Random(), now=utcnow, purpose="manual"))
+            progress.advance(bar)
+    rows = [{"task": o.task_id, "run": o.run_id, "results": o.results, "errors": o.errors,
+             "mean_score": o.mean_score, "alerts": [s.summary for s in o.signals if s.firing]} for o in outcomes]
+    if as_json:
+        out.print_json(json.dumps(rows))
+    else:
+        for r in rows:
+            out.print(f"{r['task']}: run {r['run']}, {r['results']} results, {r['errors']} errors, "
+                      f"mean score {r['mean_score'] if r['mean_score'] is None else round(r['mean_score'], 3)}")
+            for a in r["alerts"]:
+                out.print(f"  [red]ALERT[/red] {a}")
+    if any(o.errors == o.results for o in outcomes):
+        raise typer.Exit(EXIT_UNREACHABLE)
+    if any(r["alerts"] for r in rows):
+        raise typer.Exit(EXIT_FOUND)
+
+
+@app.command()
+def serve(plan_path: PlanArg,
+          health_port: Annotated[int | None, typer.Option(help="Port for /healthz and /metrics (0 picks a free "
+                                                                "one; default: the plan's service.health_port).")] = None,
+          stop_timeout: Annotated[float, typer.Option(help="Seconds to let probes in flight finish on SIGTERM.")] = 30.0) -> None:
+    """Run the monitoring service: scheduled probes, detection and alert delivery, until stopped."""
+    from medmon.monitor.service.serve import ServiceOptions, run_service
+
+    try:
+        result = run_service(plan_path, options=ServiceOptions(health_port=health_port, stop_timeout_s=stop_timeout))
+    except MedmonError as exc:
+        raise _fail(exc) from None
+    if result.abandoned_runs:
+        # Probe threads still waiting on the model would hold the process open; their runs are
+        # already marked interrupted, so leave now.
+        sys.stderr.flush()
+        os._exit(0)
+
+
+def dashboard_command(port: int, host: str = "127.0.0.1") -> list[str]:
+    app_path = Path(str(resources.files("medmon.dashboards").joinpath("app.py")))
+    return [sys.executable, "-m", "streamlit", "run", str(app_path), "--server.address", host,
+            "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
+            "--client.toolbarMode", "minimal"]  # no developer menu ('Deploy', rerun) for committee members
+
+
+@app.command()
+def dashboard(plan_path: PlanArg, port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8501) -> None:
+    """Open the governance dashboard for a plan (Streamlit, bound to 127.0.0.1)."""
+    from medmon.monitor.plan.model import load_plan
+    from medmon.db import resolve_url
+
+    try:
+        plan = load_plan(plan_path)
+    except PlanError as exc:
+        raise _fail(exc) from None
+    env = os.environ | {"MEDMON_PLAN": str(plan_path.resolve()), "MEDMON_DATABASE_URL": resolve_url(plan.storage.url),
+                        "DO_NOT_TRACK": "1"}
+    out.print(f"dashboard: http://127.0.0.1:{port}  (unauthenticated, bound to 127.0.0.1)")
+    raise typer.Exit(subprocess.call(dashboard_command(port), env=env))
+
+
+@app.command()
+def demo(no_dashboard: Annotated[bool, typer.Option("--no-dashboard", help="Run headless.")] = False,
+         workdir: Annotated[Path, typer.Option(help="Folder for the demo plan and database.")] = Path("medmon-demo"),
+         port: Annotated[int, typer.Option(help="Dashboard port.")] = 8501,
+         as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False) -> None:
+    """Run the whole job on a SIMULATED model: probes, drift, a signed alert, the dashboard."""
+    from medmon.monitor.service.demo import run_demo
+
+    proc: list[subprocess.Popen[bytes]] = []
+
+    def start_dashboard(plan: object) -> None:
+        if no_dashboard:
+            return
+        env = os.environ | {"MEDMON_PLAN": str((workdir / "plan.yaml").resolve()),
+                            "MEDMON_DATABASE_URL": getattr(getattr(plan, "storage"), "url"), "DO_NOT_TRACK": "1"}
+        proc.append(subprocess.Popen(dashboard_command(port), env=env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL))
+        out.print(f"[bold]dashboard:[/bold] http://127.0.0.1:{port}  (unauthenticated, bound to 127.0.0.1)")
+
+    say = (lambda _m: None) if as_json else (lambda m: out.print(m, highlight=False))
+    try:
+        result = run_demo(workdir, dashboard_url=f"http://127.0.0.1:{port}", say=say, on_start=start_dashboard)
+    except MedmonError as exc:
+        for p in proc:
+            p.terminate()
+        raise _fail(exc) from None
+    summary = {"seconds": round(result.seconds, 1), "probe_results": result.probe_results,
+               "degraded_at_s": result.degraded_at_s, "first_alert_s": result.first_alert_s,
+               "alerts": result.alerts, "webhooks_received": len(result.delivered),
+               "bad_signatures": result.rejected_signatures, "plan": str(result.plan_path),
+               "database": str(result.database)}
+    if as_json:
+        out.print_json(json.dumps(summary))
+    else:
+        out.print(f"\n[bold]demo finished[/bold] in {summary['seconds']}s: {result.probe_results} probe results stored")
+        out.print(f"webhooks received (signed, verified): {len(result.delivered)}; bad signatures: {result.rejected_signatures}")
+        for a in result.alerts:
+            out.print(f"  {a}", highlight=False)
+    if proc:
+        if sys.stdin.isatty():
+            out.print(f"dashboard still at http://127.0.0.1:{port} — press Ctrl-C to stop")
+            try:
+                proc[0].wait()
+            except KeyboardInterrupt:
+                pass
+        for p in proc:
+            p.terminate()
+    if not result.alerts:
+        raise typer.Exit(EXIT_FOUND)
+
+
+def _mount_subcommands() -> None:
+    """Sub-commands that live in their own modules under ``medmon/monitor/cli``."""
+    from medmon.monitor.cli.audit import app as audit_app
+    from medmon.monitor.cli.baseline import app as baseline_app
+    from medmon.monitor.cli.change import app as change_app
+    from medmon.monitor.cli.change import approve_command
+    from medmon.monitor.cli.drift import app as drift_app
+    from medmon.monitor.cli.report import report_command
+    from medmon.monitor.cli.service import db_app, worker
+
+    baseline_app.command("approve")(approve_command)
+    app.add_typer(baseline_app, name="baseline")
+    app.command()(worker)
+    app.add_typer(db_app, name="db")
+    app.add_typer(audit_app, name="audit")
+    app.add_typer(change_app, name="change")
+    app.command("report")(report_command)
+    app.add_typer(drift_app, name="drift")
+
+
+_mount_subcommands()
+
+
+def main() -> None:
+    app()

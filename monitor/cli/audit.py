@@ -1,0 +1,119 @@
+"""``medmon audit``: list the audit log and verify its hash chain.
+
+Exit codes: 0 ok, 1 the chain does not verify (tampered), 2 bad input (no database, bad option).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from medmon.monitor.governance.audit import AuditKind, event_dict, list_events, verify
+from medmon.monitor.errors import MedmonError
+from medmon.monitor.plan.model import load_plan
+from medmon.db import resolve_url
+from medmon.monitor.storage import make_engine
+
+app = typer.Typer(help="The tamper-evident audit log: who changed or decided what, and when.", no_args_is_help=True)
+out = Console()
+err = Console(stderr=True)
+EXIT_TAMPERED, EXIT_INPUT = 1, 2
+
+PlanOption = Annotated[Path | None, typer.Option("--plan", help="Plan whose database to read (its storage.url).")]
+DbOption = Annotated[str | None, typer.Option("--db", help="Database URL (default: the plan's, MEDMON_DATABASE_URL, "
+                                                           "else sqlite:///medmon.db).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
+def open_database(plan_path: Path | None, db: str | None) -> Engine:
+    """The database named by ``--db``, else the plan's; an absent SQLite file is an input error."""
+    url = db or resolve_url(load_plan(plan_path).storage.url if plan_path is not None else None)
+    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+        path = Path(url.removeprefix("sqlite:///")).expanduser()
+        if not path.exists():
+            raise typer.BadParameter(f"no database at {path}", param_hint="--db/--plan")
+    return make_engine(url)
+
+
+def _engine(plan_path: Path | None, db: str | None) -> Engine:
+    try:
+        return open_database(plan_path, db)
+    except (MedmonError, typer.BadParameter) as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(EXIT_INPUT) from None
+
+
+def _since(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        err.print(f"[red]error:[/red] --since: expected an ISO date or time, got {text!r}", highlight=False)
+        raise typer.Exit(EXIT_INPUT) from None
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+@app.command("list")
+def list_command(plan: PlanOption = None, db: DbOption = None,
+                 kind: Annotated[AuditKind | None, typer.Option(help="Only entries of this kind.")] = None,
+                 subject: Annotated[str | None, typer.Option(help="Only subjects starting with this, e.g. task:qa.")]
+                 = None,
+                 since: Annotated[str | None, typer.Option(help="Only entries at or after this ISO time (UTC).")]
+                 = None,
+                 limit: Annotated[int, typer.Option(min=1, help="The newest N entries.")] = 50,
+                 as_json: JsonOption = False) -> None:
+    """List audit entries, oldest first (the newest ``--limit``)."""
+    engine = _engine(plan, db)
+    with Session(engine) as session:
+        events = list_events(session, kind=kind, subject=subject, since=_since(since), limit=limit)
+        rows = [event_dict(e) for e in events]
+    if as_json:
+        for row in rows:
+            row["details"] = {k: v for k, v in (row["details"] or {}).items() if k != "text"}
+        typer.echo(json.dumps(rows, indent=2, default=str))
+        return
+    table = Table(title="Audit log")
+    for column in ("seq", "at (UTC)", "kind", "actor", "subject", "hash"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(str(r["seq"]), r["at"][:19], r["kind"], r["actor"], r["subject"], r["hash"][:12])
+    out.print(table if rows else "no audit entries")
+
+
+@app.command("verify")
+def verify_command(plan: PlanOption = None, db: DbOption = None,
+                   expect: Annotated[str | None, typer.Option(help="SEQ:HASH noted earlier (a report's head): "
+                                                                   "that entry must still carry that hash.")] = None,
+                   as_json: JsonOption = False) -> None:
+    """Recompute the hash chain; exit 1 and say where if any entry was edited, deleted or inserted."""
+    anchor = None
+    if expect is not None:
+        seq, _, digest = expect.partition(":")
+        if not seq.isdigit() or len(digest) != 64:
+            err.print("[red]error:[/red] --expect: expected SEQ:HASH (a 64-character SHA-256)", highlight=False)
+            raise typer.Exit(EXIT_INPUT)
+        anchor = (int(seq), digest)
+    engine = _engine(plan, db)
+    with Session(engine) as session:
+        report = verify(session, anchor)
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+    elif report.ok:
+        out.print(f"[green]ok[/green]: {report.entries} entries verify; head seq {report.head_seq} {report.head_hash}",
+                  highlight=False)
+    else:
+        err.print(f"[red]TAMPERED[/red]: {len(report.problems)} problem(s) in {report.entries} entries",
+                  highlight=False)
+        for problem in report.problems:
+            err.print(f"  {problem}", highlight=False, markup=False)
+    if not report.ok:
+        raise typer.Exit(EXIT_TAMPERED)

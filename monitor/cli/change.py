@@ -1,0 +1,208 @@
+"""``medmon change``: declare a change and re-evaluate; ``medmon baseline approve``: adopt the result.
+
+A prompt, workflow or judge change cannot be seen from outside, so a person declares it; the
+full canary set of each affected task is then replayed at once and compared with its baseline.
+Exit codes: 0 every re-evaluation passed (or none ran), 1 one failed its thresholds or could
+not run, 2 bad input or a refused approval.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from sqlmodel import Session
+
+from medmon.monitor.governance.audit import local_actor
+from medmon.monitor.governance.changes import ChangeKind, ChangeSource, list_changes, record_change
+from medmon.monitor.errors import GovernanceError, MedmonError
+from medmon.monitor.models import Reevaluation
+from medmon.monitor.plan.model import Plan, load_plan
+from medmon.db import session_scope, utcnow
+from medmon.monitor.storage import make_engine
+
+app = typer.Typer(help="Declared changes (model, fingerprint, prompt, workflow, judge) and their re-evaluations.",
+                  no_args_is_help=True)
+out = Console()
+err = Console(stderr=True)
+EXIT_FOUND, EXIT_INPUT = 1, 2
+
+PlanOption = Annotated[Path, typer.Option("--plan", envvar="MEDMON_PLAN", help="The monitoring plan (YAML).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
+def _plan(path: Path) -> Plan:
+    try:
+        return load_plan(path)
+    except MedmonError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(EXIT_INPUT) from None
+
+
+def reevaluation_row(r: Reevaluation) -> dict[str, Any]:
+    return {"id": r.id, "task": r.task_id, "status": r.status.value, "n": r.n, "errors": r.n_errors,
+            "repeats": r.repeats, "estimate": r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high,
+            "baseline": r.baseline_value, "difference": r.difference, "min_score": r.min_score,
+            "tolerated_drop": r.tolerated_drop, "passed": r.passed, "conclusive": r.conclusive, "reasons": r.reasons,
+            "served_model": r.served_model, "cost_usd": r.cost_usd, "error": r.error,
+            "approved_by": r.approved_by}
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _print_reevaluations(rows: list[dict[str, Any]]) -> None:
+    table = Table(title="Re-evaluations against baseline")
+    for column in ("id", "task", "n", "estimate (95% CI)", "baseline", "difference", "min", "decision", "adopted by"):
+        table.add_column(column)
+    for r in rows:
+        decision = ("no data" if r["passed"] is None else "pass" if r["passed"] else "FAIL") + \
+            ("" if r["conclusive"] or r["passed"] is None else " (undecided)")
+        table.add_row(str(r["id"]), r["task"], str(r["n"]),
+                      "-" if r["estimate"] is None else f"{r['estimate']:.3f} ({r['ci_low']:.3f}-{r['ci_high']:.3f})",
+                      _fmt(r["baseline"]), "-" if r["difference"] is None else f"{r['difference']:+.3f}",
+                      _fmt(r["min_score"]), decision if not r["error"] else f"failed: {r['error']}",
+                      r["approved_by"] or "-")
+    out.print(table)
+
+
+@app.command("record")
+def record_command(
+    kind: Annotated[ChangeKind, typer.Option(help="What changed.")],
+    task: Annotated[list[str], typer.Option(help="Affected task id (repeatable).")],
+    note: Annotated[str, typer.Option(help="What changed and why (kept in the audit log).")],
+    plan_path: PlanOption = Path("plan.yaml"),
+    by: Annotated[str | None, typer.Option(help="Who declares it (default: this user and host).")] = None,
+    repeats: Annotated[int | None, typer.Option(min=1, max=50, help="Replays of every canary (default: the "
+                                                                   "plan's governance policy, else 1).")] = None,
+    run: Annotated[bool, typer.Option("--run/--no-run", help="Re-evaluate now (default) or leave it pending.")]
+    = True,
+    as_json: JsonOption = False,
+) -> None:
+    """Record a change for the named tasks, then replay their full canary sets against the model."""
+    from medmon.monitor.plan.context import load_context
+    from medmon.monitor.governance.reevaluation import run_reevaluation
+
+    plan = _plan(plan_path)
+    unknown = [t for t in task if t not in {x.id for x in plan.tasks}]
+    if unknown:
+        err.print(f"[red]error:[/red] --task: not in {plan_path}: {', '.join(unknown)}; tasks are "
+                  f"{', '.join(t.id for t in plan.tasks)}", highlight=False)
+        raise typer.Exit(EXIT_INPUT)
+    if not note.strip():
+        err.print("[red]error:[/red] --note: say what changed", highlight=False)
+        raise typer.Exit(EXIT_INPUT)
+    actor = by or local_actor("medmon change record")
+    try:
+        engine = make_engine(plan.storage.url)
+        with session_scope(engine) as session:
+            changes = record_change(session, task_ids=task, kind=kind, source=ChangeSource.declared, actor=actor,
+                                    note=note, now=utcnow())
+            change_ids = {c.task_id: c.id for c in changes}
+        contexts = [load_context(plan, plan.task(t)) for t in dict.fromkeys(task)]
+    except MedmonError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(EXIT_INPUT) from None
+    results: list[dict[str, Any]] = []
+    if run:
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=err, transient=True, disable=as_json) as progress:
+            for ctx in contexts:
+                bar = progress.add_task(f"re-evaluating {ctx.task.id}", total=None)
+
+                def advance(done: int, total: int, bar: Any = bar) -> None:
+                    progress.update(bar, completed=done, total=total)
+
+                cid = change_ids.get(ctx.task.id)
+                row = run_reevaluation(engine, plan, ctx, now=utcnow, change_ids=[cid] if cid else [], repeats=repeats,
+                                       progress=advance, actor=actor)
+                results.append(reevaluation_row(row))
+    summary = {"changes": [{"id": cid, "task": t} for t, cid in change_ids.items()], "reevaluations": results}
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+    else:
+        out.print(f"recorded {kind.value} change for {', '.join(change_ids)} (by {actor})", highlight=False)
+        if results:
+            _print_reevaluations(results)
+            out.print("adopt a result as the baseline with: medmon baseline approve --task TASK "
+                      "--reevaluation ID --by OWNER_EMAIL", highlight=False)
+        else:
+            out.print("re-evaluation pending (run later with: medmon change record ... or let a detected change "
+                      "trigger it)")
+    if any(r["passed"] is not True for r in results):
+        raise typer.Exit(EXIT_FOUND)
+
+
+@app.command("list")
+def list_command(plan_path: PlanOption = Path("plan.yaml"), as_json: JsonOption = False) -> None:
+    """List every recorded change (detected and declared) with its re-evaluation."""
+    plan = _plan(plan_path)
+    with Session(make_engine(plan.storage.url)) as session:
+        rows = [{"id": c.id, "task": c.task_id, "kind": c.kind, "source": c.source, "actor": c.actor,
+                 "note": c.note, "at": c.created_at.isoformat(), "status": c.status.value,
+                 "reevaluation_id": c.reevaluation_id} for c in list_changes(session)]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title="Changes")
+    for column in ("id", "task", "kind", "source", "by", "at", "status", "re-evaluation", "note"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(str(r["id"]), r["task"], r["kind"], r["source"], r["actor"], r["at"][:19], r["status"],
+                      str(r["reevaluation_id"] or "-"), r["note"])
+    out.print(table if rows else "no changes recorded")
+
+
+@app.command("reevaluations")
+def reevaluations_command(plan_path: PlanOption = Path("plan.yaml"), as_json: JsonOption = False) -> None:
+    """List every re-evaluation with its comparison against the baseline."""
+    from medmon.monitor.governance.reevaluation import list_reevaluations
+
+    plan = _plan(plan_path)
+    with Session(make_engine(plan.storage.url)) as session:
+        rows = [reevaluation_row(r) for r in list_reevaluations(session)]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+    elif rows:
+        _print_reevaluations(rows)
+    else:
+        out.print("no re-evaluations")
+
+
+def approve_command(
+    task: Annotated[str, typer.Option(help="The task whose baseline to replace.")],
+    reevaluation: Annotated[int, typer.Option(help="The re-evaluation to adopt (medmon change reevaluations).")],
+    by: Annotated[str, typer.Option(help="The approving owner's e-mail (task owner or clinical owner).")],
+    plan_path: PlanOption = Path("plan.yaml"),
+    reason: Annotated[str | None, typer.Option(help="Why; required to adopt a re-evaluation that failed.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Adopt a re-evaluation's results as a task's baseline: an owner's recorded decision."""
+    from medmon.monitor.governance.reevaluation import approve
+
+    plan = _plan(plan_path)
+    try:
+        with session_scope(make_engine(plan.storage.url)) as session:
+            baseline = approve(session, plan, reevaluation_id=reevaluation, task_id=task, by=by, now=utcnow(),
+                               reason=reason)
+            info = {"task": task, "reevaluation": reevaluation, "baseline_id": baseline.id,
+                    "benchmark": baseline.benchmark, "model": baseline.model, "metric": baseline.metric,
+                    "version": baseline.version, "value": baseline.value, "normalized": baseline.normalized,
+                    "n": baseline.n, "approved_by": baseline.approved_by}
+    except GovernanceError as exc:
+        err.print(f"[red]refused:[/red] {exc}", highlight=False)
+        raise typer.Exit(EXIT_INPUT) from None
+    except MedmonError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(EXIT_INPUT) from None
+    if as_json:
+        typer.echo(json.dumps(info, indent=2))
+    else:
+        out.print(f"task {task}: baseline is now {info['normalized']:.3f} (n={info['n']}, {info['model']}, "
+                  f"version {info['version']}), approved by {by}; recorded in the audit log", highlight=False)

@@ -1,0 +1,96 @@
+"""``medmon report``: the governance committee report, or the monitoring plan document.
+
+Exit codes: 0 written, 2 bad input (plan, period, no database).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from medmon.monitor.errors import MedmonError
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+EXIT_INPUT = 2
+
+
+def _fail(message: str) -> typer.Exit:
+    err.print(f"[red]error:[/red] {message}", highlight=False, markup=True)
+    return typer.Exit(EXIT_INPUT)
+
+
+def _write(html: str, out_path: Path, pdf: bool) -> tuple[Path, Path | None]:
+    from medmon.monitor.governance.reports.render import to_pdf
+
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(html, "utf-8")
+    return out_path, (to_pdf(out_path, out_path.with_suffix(".pdf")) if pdf else None)
+
+
+def report_command(
+    plan_path: Annotated[Path, typer.Argument(help="The monitoring plan (YAML).")],
+    period: Annotated[str | None, typer.Option(help="2026-11, 2026-Q4, 2026 or 2026-11-01..2026-11-15 "
+                                                    "(default: the current month).")] = None,
+    plan_document: Annotated[bool, typer.Option("--plan-document", "--plan",
+                                                help="Write the post-deployment monitoring plan document instead.")]
+    = False,
+    out_path: Annotated[Path | None, typer.Option("--out", help="HTML file to write.")] = None,
+    pdf: Annotated[bool, typer.Option("--pdf/--no-pdf", help="Also print a PDF where a converter is available.")]
+    = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report's figures as JSON.")] = False,
+) -> None:
+    """Write the governance committee report for a period (HTML, PDF where possible)."""
+    from medmon.monitor.plan.model import load_plan
+    from medmon.monitor.governance.reports.period import parse_period
+    from medmon.db import utcnow
+
+    try:
+        plan = load_plan(plan_path)
+    except MedmonError as exc:
+        raise _fail(str(exc)) from None
+    text = plan_path.read_text("utf-8")
+    now = utcnow()
+    if plan_document:
+        from medmon.monitor.governance.reports.plan_document import build_plan_document
+        from medmon.monitor.governance.reports.render import render_plan_document
+
+        document = build_plan_document(plan, text, str(plan_path), now=now)
+        target = out_path or Path(f"monitoring-plan-{plan.deployment.name}.html")
+        html_path, pdf_path = _write(render_plan_document(document), target, pdf)
+        summary: dict[str, object] = {"document": "monitoring-plan", "sha256": document.sha256,
+                                      "tasks": [t["id"] for t in document.tasks]}
+    else:
+        from sqlmodel import Session
+
+        from medmon.monitor.cli.audit import open_database
+        from medmon.monitor.governance.reports.committee import build_committee_report
+        from medmon.monitor.governance.reports.render import render_committee
+
+        try:
+            chosen = parse_period(period or f"{now:%Y-%m}")
+        except ValueError as exc:
+            raise _fail(f"--period: {exc}") from None
+        try:
+            engine = open_database(plan_path, None)
+        except (MedmonError, typer.BadParameter) as exc:
+            raise _fail(str(exc)) from None
+        with Session(engine) as session:
+            report = build_committee_report(session, plan, chosen, now=now, plan_text=text)
+            session.commit()  # inline or pack baselines recorded for the comparison are kept
+        target = out_path or Path(f"medmon-report-{plan.deployment.name}-{chosen.label.replace('..', '_')}.html")
+        html_path, pdf_path = _write(render_committee(report), target, pdf)
+        summary = report.summary()
+    summary["outputs"] = {"html": str(html_path), "pdf": str(pdf_path) if pdf_path else None}
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2, default=str))
+        return
+    out.print(f"wrote {html_path}", highlight=False)
+    if pdf_path is not None:
+        out.print(f"wrote {pdf_path}", highlight=False)
+    elif pdf:
+        out.print("no PDF: neither Chromium nor WeasyPrint is installed (print the HTML from a browser)")

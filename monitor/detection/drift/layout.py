@@ -1,0 +1,236 @@
+"""Which streams a task has, what each observes, and its null hypothesis.
+
+The layout depends only on the plan, the task's canaries and its baseline, never on what has
+been observed so far: a stream that needs per-instance references (paired, subgroups, gaps,
+output-length exceedances) exists from the start, inactive until the references do, so the
+false-alarm budget and every threshold stay fixed as the burn-in completes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from statistics import NormalDist
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from medmon.baselines import Baseline, Canary
+from medmon.monitor.detection.drift.budget import INFO, OPERATIONAL, QUALITY
+from medmon.monitor.detection.drift.reference import References, exceedance_null
+from medmon.monitor.plan.model import Plan, Task
+from medmon.probes.models import ProbeResultBase
+
+ERROR_NULL = 0.05  # tolerated share of failed calls before availability is in question
+EXCEEDANCE_NULL = 0.10  # tolerated share of calls over the cost budget or latency objective
+REFUSAL_NULL = 0.05  # tolerated share of refusals
+MIN_SUBGROUP_CANARIES = 3  # a subgroup value needs this many canaries to be a stream of its own
+BINARY_SCORERS = frozenset({"exact_match", "multiple_choice", "numeric_tolerance"})
+Observe = Callable[[ProbeResultBase], Any]
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """One stream-direction: what it observes, its detector and parameters, and its family."""
+
+    key: str
+    task_id: str
+    metric: str  # alert label: streams with the same metric raise the same alert
+    direction: str
+    null_mean: float
+    baseline_mean: float
+    observe: Observe
+    detector: str = "mixture_sr"
+    params: dict[str, Any] = field(default_factory=dict)
+    family: str = QUALITY
+    what: str = ""  # what an alarm means, for the alert summary
+    active: bool = True  # False until the references it needs exist
+    primary: bool = False  # the task's member of its category's pooled stream
+
+
+def baseline_margin(p: float, n: int, min_margin: float, z: float = 2.0) -> float:
+    """Tolerance for the baseline's own sampling error: ``z`` standard errors, at least ``min_margin``.
+
+    Without it a detector eventually 'detects' the error of a baseline measured on a finite
+    benchmark (a 500-item baseline used as exact gave a 32% false-alarm rate in simulation).
+
+    Examples
+    --------
+    >>> round(baseline_margin(0.8, 500, 0.01), 4)
+    0.0358
+    """
+    se = math.sqrt(max(p * (1 - p), 1e-6) / max(n, 1))
+    return max(min_margin, z * se)
+
+
+def margin_z(plan: Plan) -> float:
+    """How many standard errors of its baseline a task's null sits below it.
+
+    The margin is a one-time bet that the baseline is not optimistic by more than ``z`` SE; with
+    many tasks, each with its own baseline, one of them will be (the benchmark: 100 streams with
+    500-item baselines and 2 SE gave a 46% family false-alarm share). So the plan's
+    ``baseline_alpha`` is split over the tasks: ``z = max(2, Phi^-1(1 - baseline_alpha / tasks))``.
+    A task's streams share its baseline and count once.
+
+    Examples
+    --------
+    >>> from statistics import NormalDist
+    >>> round(max(2.0, NormalDist().inv_cdf(1 - 0.05 / 100)), 2)
+    3.29
+    """
+    return max(2.0, NormalDist().inv_cdf(1 - plan.detection.baseline_alpha / max(len(plan.tasks), 1)))
+
+
+def _ok(r: ProbeResultBase) -> bool:
+    return r.error_type is None and r.score is not None
+
+
+def _paired(refs: References | None, tag: str | None = None, value: str | None = None) -> Observe:
+    def observe(r: ProbeResultBase) -> Any:
+        if refs is None or not _ok(r) or r.canary_id not in refs.items:
+            return None
+        if tag is not None and (r.tags or {}).get(tag) != value:
+            return None
+        return (r.score, refs.items[r.canary_id].mean)
+    return observe
+
+
+def _gap(refs: References | None, tag: str, value: str) -> Observe:
+    def observe(r: ProbeResultBase) -> Any:
+        got = (r.tags or {}).get(tag)
+        if refs is None or not _ok(r) or got is None or r.canary_id not in refs.items:
+            return None
+        return (got == value, float(r.score) - refs.items[r.canary_id].mean)  # type: ignore[arg-type]
+    return observe
+
+
+def _exceeds(refs: References | None, longer: bool) -> Observe:
+    def observe(r: ProbeResultBase) -> Any:
+        ref = refs.items.get(r.canary_id) if refs is not None else None
+        if ref is None or r.error_type is not None or r.completion_tokens is None:
+            return None
+        bound = ref.out_max if longer else ref.out_min
+        if bound is None:
+            return None
+        return float(r.completion_tokens > bound) if longer else float(r.completion_tokens < bound)
+    return observe
+
+
+def _sigma2(p: float) -> float:
+    return max(p * (1 - p), 0.01)
+
+
+def subgroup_values(task: Task, canaries: Sequence[Canary]) -> list[tuple[str, str, list[str]]]:
+    """``(tag, value, canary ids)`` for each subgroup value with enough canaries to be a stream."""
+    pool = [c for c in canaries if c.replayable]
+    out = []
+    for tag in task.subgroups:
+        counts = Counter(c.tags[tag] for c in pool if tag in c.tags)
+        eligible = sorted(v for v, n in counts.items() if n >= MIN_SUBGROUP_CANARIES)
+        if len(eligible) >= 2:
+            out += [(tag, v, [c.id for c in pool if c.tags.get(tag) == v]) for v in eligible]
+    return out
+
+
+def _exceedance(task_id: str, metric: str, observe: Observe) -> StreamSpec:
+    """An operational stream of 0/1 exceedances (over budget, over objective) watched for a rise."""
+    return StreamSpec(f"{task_id}:{metric}:rise", task_id, metric, "rise", EXCEEDANCE_NULL, 0.0, observe,
+                      family=OPERATIONAL,
+                      params={"mu0": EXCEEDANCE_NULL, "sigma2": _sigma2(EXCEEDANCE_NULL), "direction": "rise"})
+
+
+def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[Canary] = (), *,
+                 refs: References | None = None, burn_in: References | None = None,
+                 scorer: str = "") -> list[StreamSpec]:
+    """The streams monitored for one task, with their null hypotheses.
+
+    ``refs`` are the per-instance references for paired streams (HELM's, or the burn-in's once
+    complete); ``burn_in`` the completed burn-in, which also gives the output-length ranges.
+    """
+    det = plan.detection
+    t = task.id
+    p0 = baseline.normalized
+    tolerance = task.thresholds.tolerated_drop / 2
+    z = margin_z(plan)
+    margin = max(baseline_margin(p0, baseline.n, det.min_margin, z), tolerance)
+    mu0 = min(max(p0 - margin, 0.01), 0.99)
+    bounded = scorer not in BINARY_SCORERS and refs is not None and refs.source == "helm"
+    sigma2 = _sigma2(p0)
+    if bounded and refs is not None:  # per-item baseline variance, where the items are known
+        means = [r.mean for r in refs.items.values()]
+        between = sum((m - refs.mean) ** 2 for m in means) / max(len(means), 1)
+        within = sum(refs.run_variance(r) for r in refs.items.values()) / max(len(means), 1)
+        sigma2 = max(between + within, 0.005)
+    paired_ready = refs is not None
+    paired_possible = paired_ready or det.burn_in_runs >= 2
+    specs = [StreamSpec(f"{t}:score:drop", t, "score", "drop", mu0, p0,
+                        lambda r: r.score if _ok(r) else None, params={"mu0": mu0, "sigma2": sigma2},
+                        primary=not (refs is not None and refs.source == "helm"))]
+
+    def paired_params(sub: References | None) -> tuple[dict[str, Any], float]:
+        if sub is None or not sub.items:
+            return {"margin": tolerance or det.min_margin, "sigma2": 0.05}, -(tolerance or det.min_margin)
+        m = max(sub.margin(det.min_margin, z), tolerance)
+        return {"margin": m, "sigma2": sub.sigma2_x(), "reference": sub.key()}, -m
+
+    if paired_possible:
+        params, null = paired_params(refs)
+        specs.append(StreamSpec(f"{t}:score_paired:drop", t, "score", "drop", null, 0.0, _paired(refs), "paired_sr",
+                                params, what="score dropped below each canary's own baseline outcome (paired)",
+                                active=paired_ready, primary=refs is not None and refs.source == "helm"))
+        for tag, value, ids in subgroup_values(task, canaries):
+            sub = refs.subset(ids) if refs is not None else None
+            rest = refs.subset(set(refs.items) - set(ids)) if refs is not None else None
+            params, null = paired_params(sub)
+            label = f"{tag}={value}"
+            specs.append(StreamSpec(f"{t}:score[{label}]:drop", t, f"score[{label}]", "drop", null, 0.0,
+                                    _paired(refs, tag, value), "paired_sr", params, active=paired_ready,
+                                    what=f"score dropped below baseline for the {label} subgroup (paired)"))
+            gap_margin = max(det.min_margin, tolerance, z * math.hypot(sub.bias_sd(), rest.bias_sd())
+                             if sub is not None and rest is not None and rest.items else 0.0)
+            gap_sigma2 = max(params["sigma2"] / 2, 0.001)
+            specs.append(StreamSpec(f"{t}:gap[{label}]:rise", t, f"gap[{label}]", "rise", gap_margin, 0.0,
+                                    _gap(refs, tag, value), "subgroup_gap_sr",
+                                    {"margin": gap_margin, "sigma2": gap_sigma2, "value_range": 2.0},
+                                    active=paired_ready,
+                                    what=f"the {label} subgroup fell further behind the rest than at baseline"))
+    if det.burn_in_runs >= 2:
+        k = det.burn_in_runs
+        n_items = len(burn_in.items) if burn_in is not None else len(canaries)
+        q = exceedance_null(k, n_items)
+        for name, longer, what in (("verbosity", True, "answers grew longer than every reference answer"),
+                                   ("truncation", False, "answers grew shorter than every reference answer")):
+            specs.append(StreamSpec(f"{t}:{name}:rise", t, name, "rise", q, 1 / (k + 1), _exceeds(burn_in, longer),
+                                    params={"mu0": q, "sigma2": _sigma2(q), "direction": "rise"},
+                                    what=f"{what} (output tokens vs the burn-in's per-canary range)",
+                                    active=burn_in is not None))
+    specs.append(StreamSpec(f"{t}:refusal:rise", t, "refusal", "rise", REFUSAL_NULL, 0.0,
+                            lambda r: float(r.refused) if r.error_type is None else None,
+                            params={"mu0": REFUSAL_NULL, "sigma2": _sigma2(REFUSAL_NULL), "direction": "rise"},
+                            what="the model refuses to answer more often"))
+    agreement = task.thresholds.min_jury_agreement
+    if agreement is not None and plan.jury is not None:
+        a0 = min(max(agreement, 0.01), 0.99)
+        specs.append(StreamSpec(f"{t}:jury_agreement:drop", t, "jury_agreement", "drop", a0, a0,
+                                lambda r: r.jury_agreement if r.error_type is None else None,
+                                params={"mu0": a0, "sigma2": 0.02},
+                                what="the judges agree less than the plan's minimum"))
+    specs.append(StreamSpec(f"{t}:error_rate:rise", t, "error_rate", "rise", ERROR_NULL, 0.0,
+                            lambda r: 1.0 if r.error_type else 0.0, family=OPERATIONAL,
+                            params={"mu0": ERROR_NULL, "sigma2": _sigma2(ERROR_NULL), "direction": "rise"}))
+    budget = task.thresholds.cost_budget_per_call
+    if budget is not None:
+        specs.append(_exceedance(t, "cost", lambda r: None if r.cost_usd is None else float(r.cost_usd > budget)))
+    slo = task.thresholds.latency_slo_s
+    if slo is not None:
+        specs.append(_exceedance(t, "latency", lambda r: None if r.latency_s is None else float(r.latency_s > slo)))
+    if det.distribution_checks:
+        specs.append(StreamSpec(f"{t}:output_length:change", t, "output_length", "change", 0.0, 0.0,
+                                lambda r: None if r.error_type or r.completion_tokens is None else float(r.completion_tokens),
+                                "river", {"kind": "adwin", "params": {"delta": 1e-5}}, INFO,
+                                what="the distribution of output length changed"))
+        specs.append(StreamSpec(f"{t}:latency_distribution:change", t, "latency_distribution", "change", 0.0,
+                                0.0, lambda r: None if r.error_type or r.latency_s is None else float(r.latency_s),
+                                "river", {"kind": "kswin", "params": {"alpha": 1e-4, "seed": 7}}, INFO,
+                                what="the latency distribution changed"))
+    return specs

@@ -1,0 +1,41 @@
+"""Detectors that transform each observation and hand it to one mixture e-SR."""
+
+from __future__ import annotations
+
+from medmon.monitor.detection.drift.esr import MixtureSR, MixtureSRState
+
+
+class WrappedSR:
+    """Forwards the state and evidence of the composed ``MixtureSR`` held in ``_core``.
+
+    Subclasses only map their own observation to [0, 1] in ``update`` and translate the
+    finding back to their scale, so the betting logic lives in one place.
+    """
+
+    _core: MixtureSR
+
+    @property
+    def state(self) -> MixtureSRState:
+        return self._core.state
+
+    @property
+    def null_mean(self) -> float:
+        return self._core.mu0
+
+    @property
+    def last_x(self) -> float | None:
+        return self._core.last_x
+
+    @property
+    def statistic(self) -> float:
+        return self._core.statistic
+
+    @property
+    def evidence(self) -> float:
+        return self._core.evidence
+
+    def reset(self) -> None:
+        self._core.reset()
+
+    def holds(self, run_mean: float) -> bool:
+        return self._core.holds(run_mean)

@@ -1,0 +1,163 @@
+"""evidently data-drift reports of output descriptors, stored for the dashboard.
+
+The e-detectors decide *whether* a stream drifted, with a false-alarm promise; these reports
+show *how* the outputs changed, column by column, between a reference window (the first
+answers after go-live: the burn-in window) and the recent window: output length
+(completion tokens), latency, score and cost. evidently's tests are batch tests repeated at
+every report, without any false-alarm budget, so they never raise alerts here.
+
+evidently takes seconds to import (and more on a busy machine), so it is imported inside
+:func:`render_drift_report` only, with ``DO_NOT_TRACK=1`` set first (no usage telemetry).
+KS tests are used for every column: evidently's defaults switch to Wasserstein or
+Jensen-Shannon distances above 1,000 reference rows, which never flag a 5- or 10-point drop.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, func, select
+
+from medmon.monitor.models import DriftReport
+from medmon.db import session_scope
+from medmon.probes.models import ProbeResult
+
+log = logging.getLogger("medmon.drift_reports")
+
+DESCRIPTORS = ("output_tokens", "latency_s", "score", "cost_usd")
+MIN_ROWS = 30  # fewer rows per window make a KS test meaningless
+
+
+@dataclass(frozen=True)
+class RenderedReport:
+    html: str
+    json_text: str
+    columns: list[str]
+    drifted: list[str]
+    summary: dict[str, dict[str, Any]]
+
+
+def descriptor_rows(results: Sequence[ProbeResult]) -> dict[str, list[float]]:
+    """Descriptor columns of successful answers; a column with a missing value keeps NaN."""
+    ok = [r for r in results if r.error_type is None]
+    nan = math.nan
+
+    def val(v: float | int | None) -> float:
+        return nan if v is None else float(v)
+
+    return {"output_tokens": [val(r.completion_tokens) for r in ok], "latency_s": [val(r.latency_s) for r in ok],
+            "score": [val(r.score) for r in ok], "cost_usd": [val(r.cost_usd) for r in ok]}
+
+
+def render_drift_report(reference: dict[str, list[float]], current: dict[str, list[float]],
+                        threshold: float = 0.05) -> RenderedReport:
+    """Run evidently's data-drift preset (KS on every column) on two windows of descriptors."""
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    import pandas as pd
+    from evidently import DataDefinition, Dataset, Report
+    from evidently.presets import DataDriftPreset
+
+    ref, cur = pd.DataFrame(reference), pd.DataFrame(current)
+    columns = [c for c in DESCRIPTORS if c in ref and ref[c].notna().sum() >= MIN_ROWS and cur[c].notna().sum() >= MIN_ROWS
+               and (ref[c].nunique() > 1 or cur[c].nunique() > 1)]
+    if not columns:
+        raise ValueError(f"no descriptor has {MIN_ROWS} values in both windows")
+    definition = DataDefinition(numerical_columns=columns)
+    datasets = [Dataset.from_pandas(frame[columns], data_definition=definition) for frame in (cur, ref)]
+    preset = DataDriftPreset(columns=columns, num_method="ks", num_threshold=threshold)
+    snapshot = Report([preset], include_tests=True).run(datasets[0], datasets[1])  # current first
+    summary: dict[str, dict[str, Any]] = {}
+    for metric in snapshot.dict()["metrics"]:
+        config = metric.get("config", {})
+        if config.get("type", "").endswith("ValueDrift") and config.get("column") in columns:
+            p_value = float(metric["value"])
+            summary[config["column"]] = {"method": config.get("method"), "p_value": p_value,
+                                         "threshold": float(config.get("threshold", threshold)),
+                                         "drift": p_value < float(config.get("threshold", threshold))}
+    drifted = [c for c in columns if summary.get(c, {}).get("drift")]
+    return RenderedReport(snapshot.get_html_str(as_iframe=False), snapshot.json(), columns, drifted, summary)
+
+
+def store_drift_report(session: Session, task_id: str, now: datetime, *, window: int = 200,
+                       reports_dir: Path | None = None,
+                       render: Callable[[dict[str, list[float]], dict[str, list[float]]], RenderedReport] | None = None,
+                       ) -> DriftReport | None:
+    """Compare a task's first ``window`` answers with its latest ``window`` and store the report.
+
+    Returns None while the task has fewer than two non-overlapping windows of answers. The HTML
+    (several MB: it embeds its scripts) goes to ``reports_dir`` when given, else into the row.
+    """
+    base = select(ProbeResult).where(ProbeResult.task_id == task_id, col(ProbeResult.error_type).is_(None))
+    first = list(session.exec(base.order_by(col(ProbeResult.id)).limit(window)).all())
+    last = list(session.exec(base.order_by(col(ProbeResult.id).desc()).limit(window)).all())[::-1]
+    if len(first) < MIN_ROWS or not last or last[0].id is None or first[-1].id is None or last[0].id <= first[-1].id:
+        return None
+    rendered = (render or render_drift_report)(descriptor_rows(first), descriptor_rows(last))
+    row = DriftReport(task_id=task_id, created_at=now, reference_from=first[0].created_at,
+                      reference_to=first[-1].created_at, current_from=last[0].created_at,
+                      current_to=last[-1].created_at, n_reference=len(first), n_current=len(last),
+                      columns=rendered.columns, drifted=rendered.drifted, summary=rendered.summary,
+                      json_text=rendered.json_text)
+    if reports_dir is not None:
+        reports_dir.mkdir(parents=True, exist_ok=True)
+        path = reports_dir / f"drift-{task_id}-{now:%Y%m%dT%H%M%S}.html"
+        path.write_text(rendered.html, "utf-8")
+        row.html_path = str(path)
+    else:
+        row.html = rendered.html
+    session.add(row)
+    session.flush()
+    return row
+
+
+def report_shortfall(session: Session, task_id: str, window: int) -> str | None:
+    """Why no report of ``task_id`` can be made with this ``window`` yet, or None when one can.
+
+    A report compares two windows that do not overlap, each of at least ``MIN_ROWS`` answers, so
+    a task needs ``2 * window`` successful answers; the message says how many it has.
+    """
+    if window < MIN_ROWS:
+        return f"window {window} is too small: a KS test needs at least {MIN_ROWS} answers per window"
+    have = session.exec(select(func.count()).select_from(ProbeResult)
+                        .where(ProbeResult.task_id == task_id, col(ProbeResult.error_type).is_(None))).one()
+    if have < 2 * window:
+        return (f"task {task_id!r} has {have} successful answers; a report with window {window} needs "
+                f"{2 * window} (a reference and a recent window that do not overlap)")
+    return None
+
+
+def store_due_reports(engine: Engine, task_ids: Sequence[str], now: datetime, *, window: int = 200,
+                      reports_dir: Path | None = None) -> dict[str, int | None]:
+    """Store one report per task, each in its own transaction; a task with too few answers is skipped.
+
+    Returns the stored report's id per task (None: skipped). One task whose descriptors cannot be
+    compared (e.g. every value constant) is logged and skipped, never stops the others.
+    """
+    done: dict[str, int | None] = {}
+    for task_id in task_ids:
+        with session_scope(engine) as session:
+            if report_shortfall(session, task_id, window) is not None:
+                done[task_id] = None
+                continue
+            try:
+                row = store_drift_report(session, task_id, now, window=window, reports_dir=reports_dir)
+            except ValueError as exc:
+                log.warning("no drift report for task %s: %s", task_id, exc)
+                done[task_id] = None
+                continue
+            done[task_id] = None if row is None else row.id
+    return done
+
+
+def latest_drift_report(session: Session, task_id: str) -> DriftReport | None:
+    """The newest stored drift report of a task, for the dashboard."""
+    return session.exec(select(DriftReport).where(DriftReport.task_id == task_id)
+                        .order_by(col(DriftReport.id).desc())).first()

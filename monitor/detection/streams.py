@@ -1,0 +1,399 @@
+"""Streams and their detectors: turn a probe run's results into observations and decisions.
+
+Each task has a layout of streams (``medmon.monitor.detection.drift.layout``): the score against its MedHELM
+baseline (unpaired), against each canary's own baseline outcome (paired, when HELM gave
+per-instance outcomes or once the burn-in has built them), per subgroup with a gap detector,
+output length against the burn-in's per-canary range (verbosity, truncation: the cost tail),
+refusals, jury agreement, and the operational streams (errors, cost over budget, latency over
+its objective). Tasks of one MedHELM category share a pooled stream. Every budgeted stream is a
+one-sided e-detector whose threshold comes from the plan's false-alarm budget
+(``medmon.monitor.detection.drift.budget``). river watches output length and latency distributions without a
+budget (information only), and a change of served model starts a one-shot paired test.
+
+Every detector's state is stored in ``DetectorState`` after each run, with the parameters it was
+built with: the same data after a restart gives the same decisions, and a change of parameters
+(a new baseline, budget or reference) opens a new segment instead of mixing evidence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlmodel import Session, select
+
+from medmon.baselines import Baseline, resolve
+from medmon.monitor.plan.context import TaskContext
+from medmon.monitor.detection.drift import (
+    JudgeAgreementSR, JudgeBiasSR, MixtureSR, OneShotPaired, PairedSR, PooledSR, RiverDrift, SubgroupGapSR,
+)
+from medmon.monitor.detection.drift.budget import INFO, OPERATIONAL, QUALITY, Budget
+from medmon.monitor.detection.drift.finding import Finding
+from medmon.monitor.detection.drift.layout import StreamSpec, baseline_margin, margin_z, task_streams
+from medmon.monitor.detection.drift.reference import (
+    References, burn_in_add, burn_in_complete, burn_in_references, from_json, helm_references, to_json,
+)
+from medmon.monitor.models import BurnIn, DetectorState, FindingRecord, StreamStatus
+from medmon.monitor.plan.model import Plan
+from medmon.probes.models import ProbeResultBase
+
+__all__ = ["StreamSpec", "StreamUpdate", "baseline_margin", "plan_budget", "reset_task_streams",
+           "start_reevaluation", "stream_thresholds", "task_streams", "update_judge_canaries", "update_stream",
+           "update_task_streams"]
+
+RECOVERY_RUNS = 3
+# A small stream (a subgroup with a few canaries per run) can see three runs back on the null's
+# side by chance while it is still degraded; recovery also needs this many observations.
+RECOVERY_MIN_OBS = 50
+WATCHING_EVIDENCE = 0.5
+DETECTORS: dict[str, Any] = {c.name: c for c in (MixtureSR, PairedSR, SubgroupGapSR, JudgeAgreementSR,
+                                                 JudgeBiasSR, OneShotPaired, RiverDrift, PooledSR)}
+_NO_THRESHOLD = {"river", "oneshot_paired"}
+
+
+@dataclass(frozen=True)
+class StreamUpdate:
+    spec: StreamSpec
+    status: StreamStatus
+    previous: StreamStatus
+    finding: Finding | None
+    run_mean: float | None
+    evidence: float
+    n: int
+    kind: str = "drift"  # the FindingRecord kind: drift | distribution | reevaluation
+    alert: bool = True  # whether a finding raises an alert (river and passed re-evaluations do not)
+    summary: str = ""
+    xs: tuple[float, ...] = field(default=(), repr=False)
+
+
+def _categories(plan: Plan) -> dict[str, list[str]]:
+    groups: dict[str, list[str]] = {}
+    for t in plan.tasks:
+        groups.setdefault(resolve(t.benchmark).category, []).append(t.id)
+    return {c: ids for c, ids in groups.items() if len(ids) >= 2}
+
+
+def plan_budget(plan: Plan) -> Budget:
+    """Units sharing the budget: tasks, pooled categories (2+ tasks) and judges' canary streams."""
+    det = plan.detection
+    judges = len(plan.jury.judges) if plan.jury is not None else 0
+    return Budget(det.probes_between_false_alarms, len(plan.tasks) + len(_categories(plan)) + judges,
+                  det.operational_probes_between_false_alarms, len(plan.tasks))
+
+
+def stream_thresholds(plan: Plan, specs: Sequence[StreamSpec]) -> dict[str, float]:
+    """Threshold ``A`` of each budgeted stream of one task (its share of the task's unit)."""
+    budget = plan_budget(plan)
+    budgeted = [s for s in specs if s.family != INFO]
+    if budget.separate_operational:
+        count = {f: sum(1 for s in budgeted if s.family == f) for f in (QUALITY, OPERATIONAL)}
+        return {s.key: budget.threshold(s.family, count[s.family]) for s in budgeted}
+    return {s.key: budget.threshold(QUALITY, len(budgeted)) for s in budgeted}
+
+
+def build_detector(name: str, params: dict[str, Any], threshold: float, state: dict[str, Any] | None) -> Any:
+    """Rebuild a detector from its stored parameters and state."""
+    cls = DETECTORS[name]
+    kwargs = dict(params)
+    kwargs.pop("reference", None)
+    if name not in _NO_THRESHOLD:
+        kwargs["threshold"] = threshold
+    return cls(**kwargs, state=cls.State.from_dict(state) if state else None)
+
+
+def _seen(detector: Any) -> int:
+    st = detector.state
+    core = getattr(st, "core", st)
+    return int(getattr(core, "total", getattr(core, "n", 0)))
+
+
+def _row(session: Session, spec: StreamSpec, params: dict[str, Any], threshold: float) -> DetectorState:
+    row = session.get(DetectorState, spec.key)
+    if row is not None and row.params == params and row.detector == spec.detector:
+        return row
+    # A new baseline, reference or budget starts a new segment: evidence against the old null is void.
+    return DetectorState(key=spec.key, task_id=spec.task_id, metric=spec.metric, direction=spec.direction,
+                         null_mean=spec.null_mean, baseline_mean=spec.baseline_mean, threshold=threshold,
+                         segment=row.segment + 1 if row is not None else 1, detector=spec.detector,
+                         family=spec.family, params=params, status=row.status if row is not None else StreamStatus.ok)
+
+
+def _settle(row: DetectorState, detector: Any, finding: Finding | None, run_mean: float | None,
+            n_obs: int | None = None) -> tuple[StreamStatus, Finding | None]:
+    """The stream's next status; a finding while already degraded is not raised again.
+
+    A degraded stream recovers after ``RECOVERY_RUNS`` consecutive runs whose mean is back on
+    the null's side (``detector.holds``), together holding at least ``RECOVERY_MIN_OBS`` observations (``n_obs`` is
+    this run's; None for a stream whose run mean already pools many, such as a category's).
+    """
+    status = row.status
+    if finding is not None and status == StreamStatus.degraded:
+        return status, None  # one alert per episode, until the stream recovers
+    if finding is not None:
+        row.recovery_runs, row.recovery_obs = 0, 0
+        return StreamStatus.degraded, finding
+    if status == StreamStatus.degraded and run_mean is not None:
+        if detector.holds(run_mean):
+            row.recovery_runs += 1
+            row.recovery_obs += RECOVERY_MIN_OBS if n_obs is None else n_obs
+        else:
+            row.recovery_runs, row.recovery_obs = 0, 0
+        if row.recovery_runs >= RECOVERY_RUNS and row.recovery_obs >= RECOVERY_MIN_OBS:
+            row.recovery_runs, row.recovery_obs = 0, 0
+            detector.reset()
+            return StreamStatus.recovered, None
+        return status, None
+    if status != StreamStatus.degraded:
+        if detector.evidence >= WATCHING_EVIDENCE:
+            return StreamStatus.watching, None
+        if status == StreamStatus.watching:
+            return StreamStatus.ok, None
+    return status, None
+
+
+def update_stream(session: Session, spec: StreamSpec, threshold: float, results: Sequence[ProbeResultBase],
+                  now: datetime) -> StreamUpdate:
+    """Feed one run's observations to a stream's persisted detector and store its new state."""
+    params = {**spec.params, "threshold": threshold, "null_mean": spec.null_mean}
+    row = _row(session, spec, params, threshold)
+    detector = build_detector(spec.detector, spec.params, threshold, row.state or None)
+    previous = row.status
+    xs: list[float] = []
+    finding = None
+    for r in results:
+        obs = spec.observe(r)
+        if obs is None:
+            continue
+        finding = detector.update(obs) or finding
+        if detector.last_x is not None:
+            xs.append(detector.last_x)
+    run_mean = sum(xs) / len(xs) if xs else None
+    if spec.family == INFO:  # river: information only, the stream's status never moves
+        status, kind, alert = StreamStatus.ok, "distribution", False
+    else:
+        status, finding = _settle(row, detector, finding, run_mean, len(xs))
+        kind, alert = "drift", True
+    row.status, row.evidence, row.n = status, float(detector.evidence), _seen(detector)
+    row.state, row.updated_at = detector.state.to_dict(), now
+    session.add(row)
+    summary = f"{spec.task_id}: {spec.what}" if finding is not None and spec.what else ""
+    return StreamUpdate(spec, status, previous, finding, run_mean, float(detector.evidence), _seen(detector),
+                        kind, alert, summary, tuple(xs))
+
+
+def _references(session: Session, plan: Plan, ctx: TaskContext,
+                results: Sequence[ProbeResultBase], now: datetime) -> tuple[References | None, References | None]:
+    """HELM references and the completed burn-in *before* this run; then add the run to an open burn-in.
+
+    A run that completes the burn-in is not tested against the references it helped build.
+    """
+    det = plan.detection
+    helm = helm_references(ctx.canaries, det.burn_in_coverage)
+    if det.burn_in_runs < 2:
+        return helm, None
+    row = session.get(BurnIn, ctx.task.id)
+    if row is None:
+        row = BurnIn(task_id=ctx.task.id, runs=det.burn_in_runs, started_at=now)
+    burn = burn_in_references(from_json(row.instances), row.runs, row.version) if row.complete else None
+    if not row.complete:
+        table = from_json(row.instances)
+        for r in results:
+            if r.error_type is None and r.score is not None:
+                burn_in_add(table, r.canary_id, float(r.score), r.completion_tokens)
+        row.instances = to_json(table)
+        pool = [c.id for c in ctx.canaries if c.replayable]
+        if burn_in_complete(table, pool, row.runs, det.burn_in_coverage):
+            row.complete, row.completed_at = True, now
+        session.add(row)
+    return helm or burn, burn
+
+
+def _restart_burn_in(session: Session, task_id: str, now: datetime) -> None:
+    row = session.get(BurnIn, task_id)
+    if row is not None:
+        row.version, row.instances, row.complete, row.started_at, row.completed_at = row.version + 1, {}, False, now, None
+        session.add(row)
+
+
+def update_task_streams(session: Session, plan: Plan, ctx: TaskContext, baseline: Baseline,
+                        results: Sequence[ProbeResultBase], now: datetime) -> list[StreamUpdate]:
+    """Feed one run to every stream of the task, its category's pooled stream and any re-evaluation."""
+    refs, burn = _references(session, plan, ctx, results, now)
+    specs = task_streams(plan, ctx.task, baseline, ctx.canaries, refs=refs, burn_in=burn, scorer=ctx.scorer)
+    thresholds = stream_thresholds(plan, specs)
+    updates = []
+    for spec in specs:
+        if spec.active:
+            updates.append(update_stream(session, spec, thresholds.get(spec.key, 0.0), results, now))
+    primary = next((u for u in updates if u.spec.primary), None)
+    if primary is not None and primary.xs:
+        pooled = _update_pooled(session, plan, ctx, primary, now)
+        if pooled is not None:
+            updates.append(pooled)
+    one_shot = _update_one_shot(session, plan, ctx, baseline, refs, results, now)
+    if one_shot is not None:
+        updates.append(one_shot)
+    return updates
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _update_pooled(session: Session, plan: Plan, ctx: TaskContext, member: StreamUpdate,
+                   now: datetime) -> StreamUpdate | None:
+    category = resolve(ctx.task.benchmark).category
+    members = _categories(plan).get(category)
+    if not members:
+        return None
+    threshold = plan_budget(plan).threshold(QUALITY, 1)
+    spec = StreamSpec(f"category:{_slug(category)}:pooled_score:drop", f"category:{_slug(category)}", "pooled_score",
+                      "drop", 0.0, 0.0, lambda r: None, "pooled_sr", {"members": members, "max_lag": 50},
+                      what=f"scores across the {category} category fell below their baselines "
+                           f"(pooled over {len(members)} tasks)")
+    params = {**spec.params, "threshold": threshold, "null_mean": 0.0}
+    row = _row(session, spec, params, threshold)
+    detector = build_detector("pooled_sr", spec.params, threshold, row.state or None)
+    previous = row.status
+    params_m = member.spec.params  # the member's null on the scale of its observations
+    mu0 = (1 - params_m["margin"]) / 2 if member.spec.detector == "paired_sr" else params_m["mu0"]
+    finding = detector.push(ctx.task.id, member.xs, mu0, params_m["sigma2"])
+    status, finding = _settle(row, detector, finding, detector.last_x)
+    row.status, row.evidence, row.n = status, float(detector.evidence), _seen(detector)
+    row.state, row.updated_at = detector.state.to_dict(), now
+    session.add(row)
+    return StreamUpdate(spec, status, previous, finding, detector.last_x, float(detector.evidence), _seen(detector),
+                        summary=f"{spec.what}" if finding is not None else "")
+
+
+ONE_SHOT = "reevaluation"
+
+
+def start_reevaluation(session: Session, plan: Plan, ctx: TaskContext, baseline: Baseline, now: datetime,
+                       reason: str = "") -> DetectorState:
+    """Start the one-shot paired test of a task after a known change (model, fingerprint, prompt, judge).
+
+    The test pairs each following answer with the canary's HELM or burn-in reference when one
+    exists, else with the baseline mean. An unfinished burn-in restarts: it would mix two models.
+    """
+    det, task = plan.detection, ctx.task
+    refs = helm_references(ctx.canaries, det.burn_in_coverage)
+    burn = session.get(BurnIn, task.id)
+    if refs is None and burn is not None and burn.complete:
+        refs = burn_in_references(from_json(burn.instances), burn.runs, burn.version)
+    if burn is not None and not burn.complete:
+        _restart_burn_in(session, task.id, now)
+    p0 = baseline.normalized
+    z = margin_z(plan)
+    if refs is not None:
+        margin, sigma2, reference = refs.margin(det.min_margin, z), refs.sigma2_x(), refs.key()
+    else:
+        margin, sigma2 = baseline_margin(p0, baseline.n, det.min_margin, z), max(p0 * (1 - p0) / 4, 0.01)
+        reference = "baseline"
+    tolerance = max(task.thresholds.tolerated_drop, margin + 0.01)
+    params = {"margin": margin, "tolerance": tolerance, "alpha": det.reevaluation_alpha, "sigma2": sigma2,
+              "max_n": det.reevaluation_max_probes, "reference": reference, "baseline": p0, "reason": reason}
+    key = f"{task.id}:{ONE_SHOT}:oneshot"
+    row = session.get(DetectorState, key) or DetectorState(key=key, task_id=task.id, metric=ONE_SHOT, direction="drop",
+                                                           null_mean=0.0, baseline_mean=p0, threshold=0.0, segment=0)
+    row.segment, row.state, row.params, row.detector, row.family = row.segment + 1, {}, params, "oneshot_paired", INFO
+    row.null_mean, row.threshold, row.status = -margin, 1 / det.reevaluation_alpha, StreamStatus.watching
+    row.evidence, row.n, row.recovery_runs, row.recovery_obs, row.updated_at = 0.0, 0, 0, 0, now
+    session.add(row)
+    return row
+
+
+def _update_one_shot(session: Session, plan: Plan, ctx: TaskContext, baseline: Baseline, refs: References | None,
+                     results: Sequence[ProbeResultBase], now: datetime) -> StreamUpdate | None:
+    task = ctx.task
+    row = session.get(DetectorState, f"{task.id}:{ONE_SHOT}:oneshot")
+    if row is None or row.detector != "oneshot_paired" or (row.state or {}).get("decision"):
+        return None
+    p = row.params
+    items = refs.items if refs is not None and refs.key() == p["reference"] else {}
+    test = build_detector("oneshot_paired", {k: p[k] for k in ("margin", "tolerance", "alpha", "sigma2", "max_n")},
+                          0.0, row.state or None)
+    finding, xs = None, []
+    for r in results:
+        if r.error_type is not None or r.score is None:
+            continue
+        ref = items[r.canary_id].mean if r.canary_id in items else (p["baseline"] if p["reference"] == "baseline" else None)
+        if ref is None:
+            continue
+        if test.done:
+            break  # the verdict is in: later answers are left to the change detectors
+        finding = test.update((float(r.score), ref)) or finding
+        if test.last_x is not None:
+            xs.append(test.last_x)
+    previous = row.status
+    spec = StreamSpec(row.key, task.id, ONE_SHOT, "drop", row.null_mean, baseline.normalized, lambda r: None,
+                      "oneshot_paired", p, INFO, what="re-evaluation: degraded vs baseline")
+    status, alert, summary = previous, False, ""
+    if finding is not None:
+        d = finding.decision
+        verdict = {"degraded": "re-evaluation: degraded vs baseline", "passed": "re-evaluation passed",
+                   "inconclusive": "re-evaluation inconclusive"}[d]
+        summary = (f"{task.id}: {verdict} (paired difference {finding.estimate:+.3f}, 95% CI "
+                   f"{finding.ci_low:+.3f} to {finding.ci_high:+.3f}, n={finding.n})")
+        status = StreamStatus.degraded if d == "degraded" else StreamStatus.ok
+        alert = d == "degraded"
+        if d == "passed" and plan.detection.burn_in_runs >= 2:
+            _restart_burn_in(session, task.id, now)  # the new model becomes the reference
+    row.status, row.evidence, row.n = status, float(test.evidence), test.state.n
+    row.state, row.updated_at = test.state.to_dict(), now
+    session.add(row)
+    run_mean = sum(xs) / len(xs) if xs else None
+    return StreamUpdate(spec, status, previous, finding, run_mean, float(test.evidence), test.state.n,
+                        ONE_SHOT, alert, summary, tuple(xs))
+
+
+def reset_task_streams(session: Session, task_id: str, now: datetime) -> int:
+    """Open a new segment for every stream of a task (after a model change or re-baselining)."""
+    rows = session.exec(select(DetectorState).where(DetectorState.task_id == task_id)).all()
+    for row in rows:
+        row.state, row.segment, row.evidence, row.updated_at = {}, row.segment + 1, 0.0, now
+        row.status, row.recovery_runs, row.recovery_obs = StreamStatus.ok, 0, 0
+        session.add(row)
+    return len(rows)
+
+
+def update_judge_canaries(session: Session, plan: Plan, judge: str, verdicts: Sequence[tuple[float, float]],
+                          now: datetime, min_agreement: float | None = None,
+                          canaries: int | None = None) -> tuple[StreamUpdate, StreamUpdate]:
+    """Feed re-judged judge canaries ``(judge score, gold score)`` to that judge's two streams.
+
+    Agreement with the gold scores (``min_agreement`` defaults to the lowest task minimum of jury
+    agreement in the plan, else 0.8), and the signed error against the judge's own first
+    ``jury.canary_burn_in_runs`` runs of ``canaries`` verdicts (default: this run's count), which
+    catches a judge turning lenient. The two share the judge's unit of the quality budget.
+    """
+    if plan.jury is None:
+        raise ValueError("judge canaries need a jury in the plan")
+    floors = [t.thresholds.min_jury_agreement for t in plan.tasks if t.thresholds.min_jury_agreement is not None]
+    a0 = min_agreement if min_agreement is not None else (min(floors) if floors else 0.8)
+    spec = StreamSpec(f"judge:{judge}:judge_canaries:drop", f"judge:{judge}", "judge_canaries", "drop", a0, a0,
+                      lambda v: v, "judge_agreement_sr",
+                      {"min_agreement": a0, "scale_min": float(plan.jury.scale_min), "scale_max": float(plan.jury.scale_max)},
+                      what=f"judge {judge} agrees less with the judge canaries' gold scores (judge drift)")
+    burn_in = max(2, plan.jury.canary_burn_in_runs * (canaries or len(verdicts)))
+    bias = StreamSpec(f"judge:{judge}:judge_bias:both", f"judge:{judge}", "judge_bias", "both", 0.0, 0.0,
+                      lambda v: v, "judge_bias_sr",
+                      {"burn_in": burn_in, "tolerance": plan.jury.canary_bias_tolerance,
+                       "scale_min": float(plan.jury.scale_min), "scale_max": float(plan.jury.scale_max)},
+                      what=f"judge {judge} scores the judge canaries more leniently or more severely than at go-live "
+                           "(judge drift)")
+    threshold = plan_budget(plan).threshold(QUALITY, 2)
+    return (update_stream(session, spec, threshold, verdicts, now),  # type: ignore[arg-type]
+            update_stream(session, bias, threshold, verdicts, now))  # type: ignore[arg-type]
+
+def finding_record(update: StreamUpdate, run_id: int | None, summary: str, at: datetime) -> FindingRecord:
+    """The stored form of a stream update's finding, with its evidence."""
+    f, spec = update.finding, update.spec
+    assert f is not None
+    return FindingRecord(task_id=spec.task_id, metric=spec.metric, kind=update.kind, direction=f.direction,
+                         statistic=f.statistic, threshold=f.threshold, estimate=f.estimate, ci_low=f.ci_low,
+                         ci_high=f.ci_high, n=f.n, null_mean=f.null_mean, run_id=run_id, summary=summary,
+                         evidence=f.evidence(), created_at=at)

@@ -1,0 +1,319 @@
+"""Re-evaluation after a change: the full canary set, compared with the baseline task by task.
+
+A change of model, fingerprint, prompt, workflow or judge means the pre-deployment evidence no
+longer describes what is deployed. The scheduled probes' detectors will notice a large drop
+eventually; a re-evaluation answers at once, on every replayable canary (``repeats`` times),
+as a run with ``purpose="reevaluation"`` that never feeds the drift detectors. The comparison
+gives the estimate with its 95% interval, the baseline, the difference, and pass or fail
+against the task's approval minimum (``min_score``) and tolerated drop. ``conclusive`` says
+whether the whole interval lies on the same side of both criteria; when it does not, more
+repeats are needed before the decision rests on the data rather than on the point estimate.
+
+Adopting the results as the task's baseline is a person's decision: :func:`approve`
+refuses anyone but the task's owner or the use case's clinical owner, and a failing
+re-evaluation needs a stated reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from medmon.baselines import Baseline, BaselineFigures, Canary, record_baseline
+from medmon.baselines.interval import mean_interval, wilson_interval
+from medmon.monitor.governance.audit import AuditKind, record
+from medmon.monitor.governance.changes import pending_changes
+from medmon.monitor.plan.context import TaskContext, task_baseline
+from medmon.monitor.errors import GovernanceError, MedmonError
+from medmon.monitor.models import ChangeRecord, ChangeStatus, Reevaluation, ReevaluationStatus
+from medmon.monitor.plan.model import Plan, Task
+from medmon.db import session_scope
+from medmon.probes.client import ModelClient, ModelSettings
+from medmon.probes.jury import JURY_SCORER, Jury, JurySettings
+from medmon.probes.models import ProbeResultBase, ProbeRun, RunStatus
+from medmon.probes.redaction import load_redactor, protect_results
+from medmon.probes.runner import finish_run, probe_canaries, start_run
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A re-evaluation (or any sample of scores) against a task's baseline and thresholds."""
+
+    n: int
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    baseline: float
+    difference: float | None
+    min_score: float
+    tolerated_drop: float
+    passed: bool | None
+    conclusive: bool | None
+    reasons: list[str] = field(default_factory=list)
+
+
+def score_interval(scores: Sequence[float]) -> tuple[float, float, float]:
+    """Mean with a 95% interval: Wilson for 0/1 scores, normal for bounded ones.
+
+    Examples
+    --------
+    >>> m, lo, hi = score_interval([1.0] * 26 + [0.0] * 6)
+    >>> round(m, 3), round(lo, 3), round(hi, 3)
+    (0.812, 0.647, 0.911)
+    """
+    n = len(scores)
+    if n == 0:
+        raise ValueError("no scores to estimate from")
+    mean = sum(scores) / n
+    if all(s in (0.0, 1.0) for s in scores):
+        lo, hi = wilson_interval(mean, n)
+    else:
+        sd = math.sqrt(sum((s - mean) ** 2 for s in scores) / (n - 1)) if n > 1 else 0.0
+        lo, hi = mean_interval(mean, sd, n)
+    return mean, lo, hi
+
+
+def compare(scores: Sequence[float], baseline: float, min_score: float, tolerated_drop: float) -> Comparison:
+    """Pass or fail against the approval minimum and the tolerated drop, with the interval.
+
+    Examples
+    --------
+    >>> c = compare([1.0] * 18 + [0.0] * 14, baseline=0.85, min_score=0.7, tolerated_drop=0.05)
+    >>> c.passed, c.conclusive, round(c.difference, 3)
+    (False, True, -0.287)
+    """
+    if not scores:
+        return judge(0, None, None, None, baseline, min_score, tolerated_drop)
+    mean, lo, hi = score_interval(scores)
+    return judge(len(scores), mean, lo, hi, baseline, min_score, tolerated_drop)
+
+
+def judge(n: int, mean: float | None, lo: float | None, hi: float | None, baseline: float, min_score: float,
+          tolerated_drop: float) -> Comparison:
+    """The decision rule on an estimate and its interval, shared by re-evaluations and reports.
+
+    Pass needs the estimate at or above ``min_score`` and no more than ``tolerated_drop``
+    below the baseline; the decision is ``conclusive`` when the whole interval agrees with it.
+    """
+    if n == 0 or mean is None or lo is None or hi is None:
+        return Comparison(0, None, None, None, baseline, None, min_score, tolerated_drop, None, None,
+                          ["no scored answers"])
+    drop = baseline - mean
+    meets_min, within_drop = mean >= min_score, drop <= tolerated_drop + 1e-12
+    passed = meets_min and within_drop
+    reasons = [
+        f"estimate {mean:.3f} {'meets' if meets_min else 'is below'} the approval minimum {min_score:.3f}",
+        f"drop from baseline {baseline:.3f} is {drop:+.3f} (tolerated {tolerated_drop:.3f})",
+    ]
+    if passed:
+        conclusive = lo >= min_score and baseline - lo <= tolerated_drop
+    else:
+        conclusive = hi < min_score or baseline - hi > tolerated_drop
+    if not conclusive:
+        reasons.append(f"the 95% interval {lo:.3f}-{hi:.3f} straddles a criterion: more answers are needed to decide")
+    return Comparison(n, mean, lo, hi, baseline, mean - baseline, min_score, tolerated_drop, passed, conclusive,
+                      reasons)
+
+
+def owners_of(plan: Plan, task: Task) -> list[str]:
+    """Who may adopt a re-evaluation as a task's baseline: its owner and the clinical owner."""
+    emails = [task.owner.email] if task.owner is not None else []
+    emails.append(plan.owners.clinical.email)
+    return list(dict.fromkeys(e.lower() for e in emails))
+
+
+def _chunks(items: Sequence[Canary], size: int) -> list[Sequence[Canary]]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def _replay(plan: Plan, ctx: TaskContext, canaries: Sequence[Canary], settings: ModelSettings,
+            progress: Progress | None) -> list[ProbeResultBase]:
+    async def call() -> list[ProbeResultBase]:
+        jury = Jury(JurySettings.from_plan(plan.jury)) if plan.jury is not None and ctx.scorer == JURY_SCORER else None
+        out: list[ProbeResultBase] = []
+        async with ModelClient(settings) as client:
+            try:
+                # Chunks of the client's concurrency keep it saturated and let a progress bar move.
+                for chunk in _chunks(canaries, max(1, settings.max_concurrency)):
+                    out.extend(await probe_canaries(client, chunk, ctx.task.id, ctx.scorer, jury=jury))
+                    if progress is not None:
+                        progress(len(out), len(canaries))
+            finally:
+                if jury is not None:
+                    await jury.aclose()
+        return out
+
+    return asyncio.run(call())
+
+
+def run_reevaluation(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Callable[[], datetime],
+                     change_ids: Sequence[int] = (), repeats: int | None = None,
+                     settings: ModelSettings | None = None, progress: Progress | None = None,
+                     actor: str = "medmon") -> Reevaluation:
+    """Replay every replayable canary of a task ``repeats`` times and compare with its baseline.
+
+    The run and the re-evaluation row are committed before the model is called (a crash leaves
+    them visible as running); results, the comparison, the changes it answers and the audit
+    entry are committed together.
+    """
+    task = ctx.task
+    policy = plan.governance.controls.reevaluation if plan.governance is not None else None
+    repeats = repeats or (policy.repeats if policy is not None else 1)
+    settings = settings or ModelSettings.from_endpoint(plan.deployment)
+    canaries = [c for c in ctx.canaries if c.replayable] * repeats
+    redactor = load_redactor(plan.privacy.redactor)
+    with session_scope(engine) as session:
+        baseline = task_baseline(session, plan, ctx)
+        run = start_run(session, task.id, started_at=now(), purpose="reevaluation", deployment=plan.deployment.name)
+        row = Reevaluation(task_id=task.id, change_id=change_ids[0] if change_ids else None, run_id=run.id,
+                           repeats=repeats, baseline_id=baseline.id, baseline_value=baseline.normalized,
+                           baseline_ci_low=_norm(baseline, baseline.ci_low),
+                           baseline_ci_high=_norm(baseline, baseline.ci_high),
+                           min_score=task.thresholds.min_score, tolerated_drop=task.thresholds.tolerated_drop,
+                           started_at=now())
+        session.add(row)
+        session.flush()
+        reevaluation_id, run_id = row.id, run.id
+    try:
+        results = _replay(plan, ctx, canaries, settings, progress) if canaries else []
+        failure = None if canaries else "the task has no replayable canaries"
+    except MedmonError as exc:
+        results, failure = [], str(exc)
+    with session_scope(engine) as session:
+        row = session.get(Reevaluation, reevaluation_id)
+        run = session.get(ProbeRun, run_id)
+        assert row is not None and run is not None
+        stamp = now()
+        finish_run(session, run, protect_results(results, redactor, store_text=plan.privacy.store_text), stamp)
+        if failure is not None:
+            run.status, run.error = RunStatus.failed, failure
+            session.add(run)
+        scores = [r.score for r in results if r.score is not None]
+        comparison = compare(scores, row.baseline_value or 0.0, task.thresholds.min_score,
+                             task.thresholds.tolerated_drop)
+        served = Counter((r.served_model, r.system_fingerprint) for r in results if r.served_model)
+        model, fingerprint = served.most_common(1)[0][0] if served else (None, None)
+        costs = [r.cost_usd for r in results if r.cost_usd is not None]
+        row.n, row.n_errors = comparison.n, sum(1 for r in results if r.error_type)
+        row.estimate, row.ci_low, row.ci_high = comparison.estimate, comparison.ci_low, comparison.ci_high
+        row.difference, row.passed, row.conclusive = comparison.difference, comparison.passed, comparison.conclusive
+        row.reasons = comparison.reasons
+        row.served_model, row.system_fingerprint = model, fingerprint
+        row.cost_usd = sum(costs) if costs else None
+        row.error = failure or (None if scores else "no scored answers")
+        row.status = ReevaluationStatus.failed if row.error else ReevaluationStatus.complete
+        row.finished_at = stamp
+        session.add(row)
+        for change_id in change_ids:
+            change = session.get(ChangeRecord, change_id)
+            if change is not None:
+                change.status = ChangeStatus.failed if row.error else ChangeStatus.reevaluated
+                change.reevaluation_id = reevaluation_id
+                session.add(change)
+        record(session, AuditKind.reevaluation, actor, f"task:{task.id}",
+               {"reevaluation_id": reevaluation_id, "run_id": run_id, "change_ids": list(change_ids),
+                "repeats": repeats, "n": row.n, "errors": row.n_errors, "estimate": row.estimate,
+                "ci": [row.ci_low, row.ci_high], "baseline": row.baseline_value, "baseline_id": row.baseline_id,
+                "difference": row.difference, "passed": row.passed, "conclusive": row.conclusive,
+                "served_model": model, "system_fingerprint": fingerprint, "error": row.error}, stamp)
+    return row
+
+
+def _norm(baseline: Baseline, value: float) -> float:
+    span = baseline.scale_max - baseline.scale_min
+    return (value - baseline.scale_min) / span if span else value
+
+
+def reevaluate_pending(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Callable[[], datetime],
+                       settings: ModelSettings | None = None, progress: Progress | None = None,
+                       actor: str = "medmon") -> Reevaluation | None:
+    """Run one re-evaluation answering every pending change of the task, if any is pending."""
+    with session_scope(engine) as session:
+        ids = [c.id for c in pending_changes(session, ctx.task.id) if c.id is not None]
+    if not ids:
+        return None
+    return run_reevaluation(engine, plan, ctx, now=now, change_ids=ids, settings=settings, progress=progress,
+                            actor=actor)
+
+
+def auto_reevaluates(plan: Plan) -> bool:
+    """Whether a detected change re-evaluates at once (the governance section's policy)."""
+    return plan.governance is not None and plan.governance.controls.reevaluation.on_detected_change
+
+
+def approve(session: Session, plan: Plan, *, reevaluation_id: int, task_id: str, by: str, now: datetime,
+            reason: str | None = None) -> Baseline:
+    """Adopt a re-evaluation's results as the task's baseline, recorded with who approved it.
+
+    Raises
+    ------
+    GovernanceError
+        The re-evaluation is unknown, belongs to another task, is not complete, the approver
+        is not an owner of the task, or it failed its thresholds and no ``reason`` was given.
+    """
+    row = session.get(Reevaluation, reevaluation_id)
+    if row is None:
+        raise GovernanceError(f"no re-evaluation with id {reevaluation_id}")
+    if row.task_id != task_id:
+        raise GovernanceError(f"re-evaluation {reevaluation_id} is of task {row.task_id!r}, not {task_id!r}")
+    try:
+        task = plan.task(task_id)
+    except KeyError:
+        raise GovernanceError(f"task {task_id!r} is not in the plan") from None
+    if row.status == ReevaluationStatus.approved:
+        raise GovernanceError(f"re-evaluation {reevaluation_id} was already approved by {row.approved_by}")
+    if row.status != ReevaluationStatus.complete or row.estimate is None:
+        raise GovernanceError(f"re-evaluation {reevaluation_id} is {row.status.value}"
+                              + (f" ({row.error})" if row.error else "") + "; only a complete one can be adopted")
+    allowed = owners_of(plan, task)
+    if by.strip().lower() not in allowed:
+        raise GovernanceError(f"{by} is not an owner of task {task_id!r}; approval needs one of: {', '.join(allowed)}")
+    if row.passed is False and not (reason and reason.strip()):
+        raise GovernanceError(f"re-evaluation {reevaluation_id} failed its thresholds ({'; '.join(row.reasons)}); "
+                              "adopting it as the baseline needs a stated reason")
+    old = session.get(Baseline, row.baseline_id) if row.baseline_id is not None else None
+    lo, hi = (old.scale_min, old.scale_max) if old is not None else (0.0, 1.0)
+    span = hi - lo
+    ci = (lo + (row.ci_low or 0.0) * span, lo + (row.ci_high or 1.0) * span)
+    figures = BaselineFigures(benchmark=task.benchmark, model=row.served_model or plan.deployment.model,
+                              metric=old.metric if old is not None else "score", value=lo + row.estimate * span,
+                              n=row.n, scale_min=lo, scale_max=hi, ci=ci, source_kind="reevaluation",
+                              source_path=f"reevaluation:{row.id} run:{row.run_id}",
+                              source_sha256=hashlib.sha256(f"medmon-reevaluation:{row.id}:{row.run_id}".encode())
+                              .hexdigest())
+    baseline, _ = record_baseline(session, figures)
+    baseline.approved_by = by
+    session.add(baseline)
+    row.status, row.approved_by, row.approved_at = ReevaluationStatus.approved, by, now
+    row.approval_note, row.new_baseline_id = reason, baseline.id
+    session.add(row)
+    record(session, AuditKind.baseline_approved, by, f"task:{task_id}",
+           {"reevaluation_id": row.id, "baseline_id": baseline.id, "previous_baseline_id": row.baseline_id,
+            "benchmark": baseline.benchmark, "model": baseline.model, "metric": baseline.metric,
+            "value": baseline.value, "normalized": baseline.normalized, "n": baseline.n,
+            "passed": row.passed, "reason": reason}, now)
+    session.flush()
+    return baseline
+
+
+def list_reevaluations(session: Session, *, task_id: str | None = None, since: datetime | None = None,
+                       until: datetime | None = None) -> list[Reevaluation]:
+    """Re-evaluations in time order, optionally for one task and within ``[since, until)``."""
+    query = select(Reevaluation)
+    if task_id is not None:
+        query = query.where(Reevaluation.task_id == task_id)
+    if since is not None:
+        query = query.where(col(Reevaluation.started_at) >= since)
+    if until is not None:
+        query = query.where(col(Reevaluation.started_at) < until)
+    return list(session.exec(query.order_by(col(Reevaluation.started_at), col(Reevaluation.id))).all())

@@ -1,0 +1,137 @@
+"""The plan's governance record: the five steps a governance owner takes, and the privacy rules.
+
+Step 1 (intended use, users, workflow, consequence of error, risk tier) is the plan's
+``use_case`` section and is not repeated here. This module holds steps 2 to 5:
+
+2. ``medhelm``: the MedHELM categories, subcategories and benchmarks the use case maps to.
+   They are derived from each task's benchmark; declaring them lets ``medmon check`` confirm
+   that what the committee approved is what is monitored.
+3. ``evidence``: the benchmark evidence and its known limitations.
+4. ``local_validation``: the local data the thresholds were set on (the thresholds themselves
+   live on each task).
+5. ``controls``: decision criteria, how human review works, the longest gap between probes
+   each risk tier allows, and what happens after a change of model, prompt or judge. Each
+   task's accountable owner is its ``owner`` field; with a governance section it is required.
+
+``privacy`` decides what reaches the database: a redactor runs on every stored answer, and
+``store_text: false`` keeps no answer text at all (scores are stored either way).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+
+from pydantic import Field, field_validator
+
+from medmon.monitor.plan.intervals import parse_interval
+from medmon.monitor.plan.people import Person
+from medmon.monitor.plan.section import Section
+
+RISK_TIERS = ("high", "medium", "low")
+DEFAULT_MAX_PROBE_INTERVAL = {"high": "1h", "medium": "1d", "low": "7d"}
+_CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+class MedhelmMapping(Section):
+    """Step 2, as approved; empty lists mean 'derive from the tasks, do not cross-check'."""
+
+    categories: list[str] = Field(default_factory=list)
+    subcategories: list[str] = Field(default_factory=list)
+    benchmarks: list[str] = Field(default_factory=list)
+
+
+class EvidenceSource(Section):
+    """One piece of pre-deployment evidence: where a benchmark figure came from."""
+
+    benchmark: str
+    source: str
+    metric: str | None = None
+    value: float | None = None
+    n: int | None = Field(None, ge=1)
+    data_access: str | None = Field(None, pattern=r"^(public|gated|private)$")
+    notes: str = ""
+
+
+class Evidence(Section):
+    """Step 3: the benchmark evidence and what it cannot tell."""
+
+    summary: str = ""
+    sources: list[EvidenceSource] = Field(default_factory=list)
+    limitations: list[str] = Field(default_factory=list)
+
+
+class LocalValidation(Section):
+    """Step 4: the local data the thresholds rest on."""
+
+    description: str
+    n: int | None = Field(None, ge=1)
+    result: str = ""
+    completed_on: date | None = None
+    thresholds_rationale: str = ""
+
+
+class ReevaluationPolicy(Section):
+    """What a change of model, fingerprint, prompt, workflow or judge sets off.
+
+    ``repeats`` replays every replayable canary that many times, so a small pack still gives
+    an interval narrow enough to decide on.
+    """
+
+    on_detected_change: bool = True
+    repeats: int = Field(1, ge=1, le=50)
+
+
+class Controls(Section):
+    """Step 5: how decisions are made and how often the model is looked at."""
+
+    decision_criteria: str = ""
+    human_review: str = ""
+    max_probe_interval: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_MAX_PROBE_INTERVAL))
+    reevaluation: ReevaluationPolicy = ReevaluationPolicy()
+    escalation: str = ""
+
+    @field_validator("max_probe_interval")
+    @classmethod
+    def _tiers(cls, value: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(value) - set(RISK_TIERS))
+        if unknown:
+            raise ValueError(f"unknown risk tier(s) {', '.join(unknown)}; expected {', '.join(RISK_TIERS)}")
+        for text in value.values():
+            parse_interval(text)
+        return {**DEFAULT_MAX_PROBE_INTERVAL, **value}
+
+
+class Approval(Section):
+    """Who approved this plan for go-live, and when."""
+
+    approved_by: Person
+    approved_on: date
+    committee: str = ""
+    reference: str = ""
+
+
+class Governance(Section):
+    medhelm: MedhelmMapping = MedhelmMapping()
+    evidence: Evidence = Evidence()
+    local_validation: LocalValidation | None = None
+    controls: Controls = Controls()
+    approval: Approval | None = None
+
+
+class Privacy(Section):
+    """What of the model's text reaches storage.
+
+    ``redactor`` is ``builtin`` (best-effort pattern redaction of common identifiers),
+    ``none``, or ``module:function`` naming an importable callable from str to str.
+    """
+
+    redactor: str = "builtin"
+    store_text: bool = True
+
+    @field_validator("redactor")
+    @classmethod
+    def _redactor(cls, value: str) -> str:
+        if value in ("builtin", "none") or _CALLABLE.match(value):
+            return value
+        raise ValueError(f"expected 'builtin', 'none' or 'module:function', got {value!r}")

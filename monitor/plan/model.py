@@ -1,0 +1,352 @@
+"""The monitoring plan: one YAML file, validated once by pydantic and passed down.
+
+It is the governance record as much as configuration: the use case, its owners, the deployed
+model, the clinical tasks mapped to MedHELM, their thresholds, and where alerts go. Secrets never
+live here: the plan names the *environment variables* that hold them.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from enum import Enum
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from apscheduler.triggers.cron import CronTrigger
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from medmon.monitor.errors import PlanError, PlanIssue
+from medmon.monitor.plan.governance import Governance, Privacy
+from medmon.monitor.plan.intervals import INTERVAL, parse_interval
+from medmon.monitor.plan.people import Person
+from medmon.monitor.plan.alerts import AlertsConfig
+from medmon.monitor.plan.section import HttpUrl, Interval, Section
+
+
+class RiskTier(str, Enum):
+    high = "high"
+    medium = "medium"
+    low = "low"
+
+
+class UseCase(Section):
+    name: str
+    intended_use: str
+    intended_users: list[str] = Field(default_factory=list)
+    workflow: str = ""
+    consequence_of_error: str = ""
+    risk_tier: RiskTier = RiskTier.medium
+
+
+class Owners(Section):
+    clinical: Person
+    technical: Person
+    on_call_route: str = "default"
+
+
+class Price(Section):
+    input_per_mtok: float = Field(0.0, ge=0)
+    output_per_mtok: float = Field(0.0, ge=0)
+
+
+class Endpoint(Section):
+    """An OpenAI-compatible chat completions endpoint."""
+
+    name: str = "production"
+    base_url: HttpUrl
+    model: str
+    api_key_env: str = "OPENAI_API_KEY"
+    price: Price = Price()
+    timeout_s: float = Field(30.0, gt=0)
+    max_concurrency: int = Field(8, ge=1)
+    max_retries: int = Field(2, ge=0)
+    requests_per_minute: int | None = Field(None, ge=1)
+    tokens_per_minute: int | None = Field(None, ge=1)
+    temperature: float = Field(0.0, ge=0, le=2)
+    max_tokens: int = Field(512, ge=1)
+    system_prompt: str | None = None
+    breaker_failures: int = Field(5, ge=1)  # consecutive failed attempts that open the circuit breaker
+    breaker_cooldown_s: float = Field(30.0, gt=0)  # how long an open breaker fails calls fast
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return value.rstrip("/")
+
+
+class Jury(Section):
+    """Judge endpoints, criteria and scale. A judge without a ``name`` is named ``judge-<n>``
+    (its position, from 1); names must be unique, since each judge's scores are a stream."""
+
+    judges: list[Endpoint] = Field(min_length=1)
+    criteria: list[str] = Field(default_factory=lambda: ["accuracy", "completeness", "clarity"], min_length=1)
+    scale_min: int = 1
+    scale_max: int = 5
+    # Judge canaries: fixed (answer, gold score) pairs re-judged on this schedule (an interval
+    # like '1d' or a cron line); None runs none. ``canary_path`` replaces the bundled set.
+    canary_schedule: str | None = None
+    canary_path: Path | None = None
+    # The judge-bias stream: each judge's signed error over its first runs is its reference; a
+    # shift of the mean by more than the tolerance (score points) plus that reference's own
+    # uncertainty is judge drift (lenient or severe).
+    canary_burn_in_runs: int = Field(3, ge=1)
+    canary_bias_tolerance: float = Field(0.25, ge=0)
+
+    @field_validator("canary_schedule")
+    @classmethod
+    def _canary_schedule(cls, value: str | None) -> str | None:
+        if value is None or INTERVAL.match(value):
+            return value
+        try:
+            CronTrigger.from_crontab(value)
+        except ValueError:
+            raise ValueError(f"expected a cron expression or an interval like '1d', got {value!r}") from None
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_judges(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("judges"), list):
+            data = {**data, "judges": [{"name": f"judge-{i + 1}", **j} if isinstance(j, dict) and "name" not in j
+                                       else j for i, j in enumerate(data["judges"])]}
+        return data
+
+    @model_validator(mode="after")
+    def _distinct(self) -> Jury:
+        names = [j.name for j in self.judges]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"judge names must be unique; repeated: {', '.join(dupes)}")
+        if self.scale_max <= self.scale_min:
+            raise ValueError(f"scale_max ({self.scale_max}) must be greater than scale_min ({self.scale_min})")
+        return self
+
+
+class CanarySource(Section):
+    """Either a bundled pack by name or a JSONL file of the user's own."""
+
+    pack: str | None = None
+    path: Path | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> CanarySource:
+        if (self.pack is None) == (self.path is None):
+            raise ValueError("expected exactly one of 'pack' or 'path'")
+        return self
+
+
+class BaselineRef(Section):
+    """Inline published figures, or a reference to an imported baseline."""
+
+    value: float | None = None
+    n: int | None = Field(None, ge=1)
+    model: str | None = None
+    metric: str | None = None
+    scale_min: float = 0.0
+    scale_max: float = 1.0
+
+    @model_validator(mode="after")
+    def _pair(self) -> BaselineRef:
+        if (self.value is None) != (self.n is None):
+            raise ValueError("expected both 'value' and 'n' for inline baseline figures")
+        return self
+
+
+class Thresholds(Section):
+    min_score: float = Field(ge=0, le=1)
+    tolerated_drop: float = Field(0.05, ge=0, le=1)
+    cost_budget_per_call: float | None = Field(None, gt=0)
+    latency_slo_s: float | None = Field(None, gt=0)
+    min_jury_agreement: float | None = Field(None, ge=0, le=1)
+
+
+class Task(Section):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    benchmark: str
+    canaries: CanarySource
+    schedule: str = "1h"
+    sample_size: int = Field(20, ge=1)
+    scorer: str | None = None
+    baseline: BaselineRef = BaselineRef()
+    thresholds: Thresholds
+    owner: Person | None = None
+    human_review_required: bool = False
+    subgroups: list[str] = Field(default_factory=list)
+    severity: Literal["critical", "warning", "info"] | None = None
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, value: str) -> str:
+        if INTERVAL.match(value):
+            return value
+        try:
+            CronTrigger.from_crontab(value)
+        except ValueError:
+            raise ValueError(f"expected a cron expression or an interval like '1h', got {value!r}") from None
+        return value
+
+    @property
+    def interval(self) -> timedelta | None:
+        return parse_interval(self.schedule) if INTERVAL.match(self.schedule) else None
+
+
+class Detection(Section):
+    """The false-alarm budget: expected probes between false alarms across the deployment."""
+
+    probes_between_false_alarms: float = Field(200_000, gt=1)
+    min_margin: float = Field(0.01, ge=0, lt=0.5)
+    # Chance that any task's baseline error alone (an optimistic baseline) sets off a stream.
+    baseline_alpha: float = Field(0.05, gt=0, lt=1)
+    # A separate budget for error rate, cost over budget and latency over objective (None: shared).
+    operational_probes_between_false_alarms: float | None = Field(None, gt=1)
+    burn_in_runs: int = Field(5, ge=0)  # answers per canary after go-live that form the paired reference (0: off)
+    burn_in_coverage: float = Field(0.9, gt=0, le=1)  # share of canaries that must reach burn_in_runs
+    reevaluation_alpha: float = Field(0.05, gt=0, lt=1)  # error of each one-shot verdict after a change
+    reevaluation_max_probes: int = Field(1000, ge=1)  # observations before the one-shot test gives up
+    distribution_checks: bool = True  # river detectors on output length and latency (information only)
+    # How often the service stores an evidently drift report per task (None: never); answers per window.
+    drift_report_every: str | None = "1d"
+    drift_report_window: int = Field(200, ge=30)
+
+    @field_validator("drift_report_every")
+    @classmethod
+    def _report_every(cls, value: str | None) -> str | None:
+        if value is not None and parse_interval(value).total_seconds() < 60:
+            raise ValueError(f"drift_report_every must be at least one minute, got {value!r}")
+        return value
+
+
+class Storage(Section):
+    url: str = "sqlite:///medmon.db"
+
+
+class ServiceConfig(Section):
+    """How ``medmon serve`` runs: where probes execute, its HTTP port, telemetry, seeding.
+
+    ``executor: celery`` sends each scheduled probe to ``medmon worker`` processes through the
+    broker named by ``broker_url_env`` (a variable, because broker URLs carry passwords).
+    """
+
+    executor: Literal["inprocess", "celery"] = "inprocess"
+    broker_url_env: str = "MEDMON_BROKER_URL"
+    queue: str = Field("medmon-probes", pattern=r"^[A-Za-z0-9_.-]+$")
+    health_host: str = "127.0.0.1"
+    health_port: int | None = Field(None, ge=0, le=65535)
+    otlp_endpoint: HttpUrl | None = None
+    seed: int | None = None
+    misfire_grace: Interval | None = None
+    standby_poll: Interval = "2s"
+    # Celery: a probe message its worker has not acknowledged within this time (the worker died
+    # mid-probe) goes to another worker, which retries the slot. Keep it above the longest probe.
+    visibility_timeout: Interval = "1h"
+
+
+class Plan(Section):
+    version: Literal[1] = 1
+    use_case: UseCase
+    owners: Owners
+    deployment: Endpoint
+    jury: Jury | None = None
+    tasks: list[Task] = Field(min_length=1)
+    alerts: AlertsConfig = AlertsConfig()
+    detection: Detection = Detection()
+    storage: Storage = Storage()
+    service: ServiceConfig = ServiceConfig()
+    governance: Governance | None = None
+    privacy: Privacy = Privacy()
+
+    @model_validator(mode="after")
+    def _unique_tasks(self) -> Plan:
+        ids = [t.id for t in self.tasks]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"task ids must be unique; repeated: {', '.join(dupes)}")
+        return self
+
+    def task(self, task_id: str) -> Task:
+        for t in self.tasks:
+            if t.id == task_id:
+                return t
+        raise KeyError(task_id)
+
+
+def _loc_path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+    """Walk the YAML node tree along a pydantic location to the line of the closest key.
+
+    A missing field points at its parent's key, an unknown one at itself.
+    """
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == part), None)
+            if pair is None:
+                return line
+            line, node = pair[0].start_mark.line + 1, pair[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def _message(err: dict[str, Any]) -> str:
+    kind = err["type"]
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "extra_forbidden":
+        return "unknown field (check its spelling)"
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    if kind in {"string_type", "int_type", "float_type", "bool_type", "list_type", "dict_type", "model_type",
+                "int_parsing", "float_parsing", "bool_parsing", "literal_error", "enum"}:
+        return f"{msg}, got {err.get('input')!r}"
+    return msg
+
+
+def parse_plan(text: str, source: str = "<plan>") -> Plan:
+    """Validate plan text; raise PlanError listing every problem with its field path and line."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise PlanError(source, [PlanIssue("", f"invalid YAML: {problem}", mark.line + 1 if mark else None)]) from exc
+    if not isinstance(data, dict):
+        raise PlanError(source, [PlanIssue("", f"expected a mapping at the top level, got {type(data).__name__}", 1)])
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as exc:
+        issues = []
+        for err in exc.errors():
+            loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+            # Unknown keys: point at the key itself, which pydantic puts last in loc.
+            issues.append(PlanIssue(_loc_path(loc), _message(err), _line_of(node, loc)))
+        raise PlanError(source, issues) from None
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read and validate a plan file. Relative canary paths resolve against the plan's folder."""
+    path = Path(path)
+    try:
+        text = path.read_text("utf-8")
+    except OSError as exc:
+        raise PlanError(str(path), [PlanIssue("", f"cannot read plan file: {exc.strerror}")]) from exc
+    plan = parse_plan(text, str(path))
+    tasks = []
+    for t in plan.tasks:
+        if t.canaries.path is not None and not t.canaries.path.is_absolute():
+            t = t.model_copy(update={"canaries": CanarySource(path=(path.parent / t.canaries.path).resolve())})
+        tasks.append(t)
+    return plan.model_copy(update={"tasks": tasks})

@@ -1,0 +1,151 @@
+"""One probe of one task, end to end: canaries -> model -> scores -> storage -> detectors -> alerts."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from medmon.alerts import Signal, apply_signals
+from medmon.monitor.plan.context import TaskContext, task_baseline
+from medmon.monitor.detection.streams import StreamUpdate, finding_record, reset_task_streams, start_reevaluation, update_task_streams
+from medmon.monitor.governance.changes import record_detected_change
+from medmon.monitor.governance.reevaluation import auto_reevaluates, reevaluate_pending
+from medmon.monitor.models import FindingRecord, ModelIdentity, ProbeSlot
+from medmon.monitor.plan.model import Plan
+from medmon.monitor.plan.routing import notify_policy
+from medmon.monitor.alerting.signals import model_change_signal, stream_signal, threshold_signals
+from medmon.db import session_scope
+from medmon.probes.client import ModelClient, ModelSettings
+from medmon.probes.jury import JURY_SCORER, Jury, JurySettings
+from medmon.probes.models import ProbeResultBase, ProbeRun, RunStatus
+from medmon.probes.redaction import load_redactor, protect_results
+from medmon.probes.runner import finish_run, probe_canaries, sample_canaries, start_run
+
+log = logging.getLogger("medmon.pipeline")
+
+
+@dataclass
+class ProbeOutcome:
+    task_id: str
+    run_id: int
+    results: int
+    errors: int
+    mean_score: float | None
+    updates: list[StreamUpdate] = field(default_factory=list)
+    signals: list[Signal] = field(default_factory=list)
+    reevaluation_id: int | None = None  # the re-evaluation a detected model change set off
+    superseded: bool = False  # the run was marked interrupted while probing: results discarded
+
+
+def route_names(plan: Plan) -> list[str]:
+    return [r.name for r in plan.alerts.routes]
+
+
+def _model_change(session: Session, task_id: str, results: list[ProbeResultBase], run_id: int,
+                  now: datetime) -> tuple[tuple[str, str | None], tuple[str, str | None]] | None:
+    """Record a new (served model, fingerprint) and return (previous, new) when it changed.
+
+    Calls run concurrently, so the order of results says nothing about which answer came last:
+    any answer served by an identity other than the last recorded one is the change.
+    """
+    served = [(r.served_model, r.system_fingerprint) for r in results if r.served_model]
+    if not served:
+        return None
+    last = session.exec(select(ModelIdentity).where(ModelIdentity.task_id == task_id)
+                        .order_by(col(ModelIdentity.id).desc())).first()
+    known = (last.served_model, last.system_fingerprint) if last is not None else None
+    current = next((identity for identity in served if identity != known), None)
+    if current is None:
+        return None
+    session.add(ModelIdentity(task_id=task_id, served_model=current[0], system_fingerprint=current[1],
+                              first_seen=now, run_id=run_id))
+    if last is None:
+        return None
+    return (last.served_model, last.system_fingerprint), (current[0], current[1])  # type: ignore[return-value]
+
+
+def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.Random,
+                   now: Callable[[], datetime], settings: ModelSettings | None = None,
+                   purpose: str = "scheduled", on_start: Callable[[int], None] | None = None,
+                   slot_id: int | None = None) -> ProbeOutcome:
+    """Probe a task once and act on what the detectors conclude.
+
+    The run row is committed before the model is called, so a crash leaves a 'running' run that
+    the service marks interrupted; results, detector states, findings and alert changes (with
+    their outbox rows) are then committed together. ``on_start`` receives the run id once that
+    first row is committed. ``slot_id`` names the scheduled slot being probed: it is linked to
+    the run in the transaction that opens the run, so a crash can never leave a running run that
+    its slot does not know about (and a retry of the slot could not mark interrupted).
+    """
+    task = ctx.task
+    settings = settings or ModelSettings.from_endpoint(plan.deployment)
+    with session_scope(engine) as session:
+        baseline = task_baseline(session, plan, ctx)
+        run = start_run(session, task.id, started_at=now(), purpose=purpose, deployment=plan.deployment.name)
+        run_id = run.id
+        slot = session.get(ProbeSlot, slot_id) if slot_id is not None else None
+        if slot is not None:
+            slot.run_id = run_id
+            session.add(slot)
+    assert run_id is not None
+    if on_start is not None:
+        on_start(run_id)
+    chosen = sample_canaries(ctx.canaries, task.sample_size, rng)
+
+    async def call() -> list[ProbeResultBase]:
+        # The judges are opened only for a jury-scored task; without a plan jury, probe_canaries
+        # raises JuryNotConfigured before any call (``medmon check`` reports it earlier).
+        jury = (Jury(JurySettings.from_plan(plan.jury))
+                if plan.jury is not None and ctx.scorer == JURY_SCORER else None)
+        async with ModelClient(settings) as client:
+            try:
+                return list(await probe_canaries(client, chosen, task.id, ctx.scorer, jury=jury))
+            finally:
+                if jury is not None:
+                    await jury.aclose()
+
+    redactor = load_redactor(plan.privacy.redactor)
+    results = asyncio.run(call())
+    outcome = ProbeOutcome(task.id, run_id, len(results), sum(1 for r in results if r.error_type), None)
+    with session_scope(engine) as session:
+        run = session.exec(select(ProbeRun).where(ProbeRun.id == run_id).with_for_update()).one()
+        if run.status != RunStatus.running:
+            # Its slot was taken over (a redelivered message, a retry after this process was
+            # presumed dead) or the service gave up on it: the taker's run is the one that counts.
+            log.warning("run %d of %s was marked %s while probing; its %d results are discarded", run_id, task.id,
+                        run.status.value, len(results))
+            outcome.superseded = True
+            return outcome
+        stamp = now()
+        # Stored copies are redacted (or text-free); detectors below still see every score.
+        finish_run(session, run, protect_results(results, redactor, store_text=plan.privacy.store_text), stamp)
+        outcome.mean_score = run.mean_score
+        change = _model_change(session, task.id, results, run_id, stamp)
+        if change is not None:
+            signal = model_change_signal(plan, ctx, *change)
+            session.add(FindingRecord(task_id=task.id, metric="served_model", kind="model_change", run_id=run_id,
+                                      summary=signal.summary, evidence=signal.evidence, created_at=stamp))
+            reset_task_streams(session, task.id, stamp)
+            start_reevaluation(session, plan, ctx, baseline, stamp, reason=signal.summary)  # one-shot paired test
+            record_detected_change(session, task.id, *change, run_id, stamp)  # audited; owes a re-evaluation
+            outcome.signals.append(signal)
+        for update in update_task_streams(session, plan, ctx, baseline, results, stamp):
+            outcome.updates.append(update)
+            signal = stream_signal(plan, ctx, update) if update.alert else None
+            if update.finding is not None:
+                session.add(finding_record(update, run_id, signal.summary if signal else update.summary, stamp))
+            if signal is not None:
+                outcome.signals.append(signal)
+        outcome.signals.extend(threshold_signals(session, plan, ctx))
+        apply_signals(session, outcome.signals, notify_policy(plan), stamp)
+    if change is not None and auto_reevaluates(plan):
+        done = reevaluate_pending(engine, plan, ctx, now=now, settings=settings)
+        outcome.reevaluation_id = done.id if done is not None else None
+    return outcome

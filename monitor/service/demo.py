@@ -1,0 +1,227 @@
+"""The embedded default: the whole job on one machine, nothing to configure.
+
+A SIMULATED clinical model serves bundled canaries on 127.0.0.1 and degrades on a schedule
+(an accuracy drop, a cost rise, a silent model-version swap); scheduled probes replay the
+canaries through the ``openai`` client on an accelerated clock; detectors compare every stream
+with its baseline; alerts go, signed, to a local webhook receiver and to the dashboard.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, func, select
+
+from medmon.alerts import Alert
+from medmon.monitor.service.clock import AcceleratedClock
+from medmon.monitor.plan.context import load_context
+from medmon.monitor.plan.model import Plan, load_plan
+from medmon.monitor.plan.routing import build_channels
+from medmon.monitor.service.scheduler import build_scheduler
+from medmon.monitor.storage import make_engine
+from medmon.monitor.service.webserver import RunningServer, serve_in_thread
+from medmon.probes.models import ProbeResult
+from medmon.probes.packs import load_pack
+from medmon.probes.simulator import Phase, create_simulator
+
+SECRET_ENV = "MEDMON_DEMO_WEBHOOK_SECRET"
+SIM_KEY_ENV = "MEDMON_DEMO_API_KEY"
+DEMO_PACK = "clinical_knowledge_mcq"
+
+
+@dataclass(frozen=True)
+class DemoScenario:
+    """When the simulated model degrades, counted in requests it has served."""
+
+    sample_size: int = 20
+    drop_after: int = 600
+    cost_after: int = 1000
+    swap_after: int = 1400
+    seconds_per_probe: float = 0.4
+    timeout_s: float = 110.0
+
+    def phases(self) -> list[Phase]:
+        return [
+            Phase(0, accuracy=0.85, label="baseline"),
+            Phase(self.drop_after, accuracy=0.55, label="accuracy drop"),
+            Phase(self.cost_after, accuracy=0.55, extra_completion_tokens=400, label="accuracy drop + cost rise"),
+            Phase(self.swap_after, accuracy=0.55, extra_completion_tokens=400, model="medmon-simulator/clinical-v2",
+                  fingerprint="fp_sim_0002", label="silent model swap"),
+        ]
+
+
+PLAN_TEMPLATE = """\
+# medmon demo plan: the model below is a SIMULATOR on 127.0.0.1, not a real clinical model.
+version: 1
+use_case:
+  name: Clinical knowledge assistant (simulated demo)
+  intended_use: Answer clinicians' pharmacology and acute-care knowledge questions.
+  intended_users: [hospitalists, clinical pharmacists]
+  workflow: Answers are advisory; a clinician verifies before acting.
+  consequence_of_error: A wrong answer could lead to a medication error if not verified.
+  risk_tier: high
+owners:
+  clinical: {{name: Dr. Demo Owner, email: cmio@hospital.example}}
+  technical: {{name: Demo Data Science, email: ds-team@hospital.example}}
+  on_call_route: demo-receiver
+deployment:
+  name: production
+  base_url: {base_url}
+  model: medmon-simulator/clinical-v1
+  api_key_env: {key_env}
+  price: {{input_per_mtok: 5.0, output_per_mtok: 15.0}}
+  timeout_s: 10
+  max_concurrency: 8
+  temperature: 0
+  max_tokens: 64
+tasks:
+  - id: knowledge-qa
+    benchmark: med_qa
+    canaries: {{pack: {pack}}}
+    schedule: 1h
+    sample_size: {sample_size}
+    thresholds:
+      min_score: 0.70
+      tolerated_drop: 0.05
+      cost_budget_per_call: 0.002
+      latency_slo_s: 5
+    owner: {{name: Dr. Demo Owner, email: cmio@hospital.example}}
+    subgroups: [age_band, sex]
+alerts:
+  routes:
+    - {{name: demo-receiver, type: webhook, url: {receiver_url}, secret_env: {secret_env}}}
+  repeat_interval: 12h
+  # The accelerated clock runs ~40 simulated minutes between alert passes: no heartbeat gap to report.
+  heartbeat_tolerance: 1d
+  # On a busy machine a probe can outlast its accelerated hour and the next one is skipped:
+  # simulated hours pass without data that a real deployment would not lose.
+  stale_after_intervals: 24
+  dashboard_url: {dashboard_url}
+storage:
+  url: sqlite:///{db}
+governance:
+  medhelm:
+    categories: [Clinical Decision Support]
+    subcategories: [Providing Clinical Knowledge Support]
+    benchmarks: [med_qa]
+  evidence:
+    summary: Illustrative figures for the simulated model (not a published result).
+    limitations: [The simulator answers from a fixed key; it demonstrates monitoring, not a model.]
+  controls:
+    decision_criteria: Every task at or above its approval minimum, within its tolerated drop.
+    reevaluation: {{on_detected_change: true, repeats: 1}}
+privacy:
+  redactor: builtin
+  store_text: true
+"""
+
+
+@dataclass
+class DemoResult:
+    plan_path: Path
+    database: Path
+    seconds: float
+    probe_results: int
+    alerts: list[str]
+    delivered: list[dict[str, object]]
+    rejected_signatures: int
+    first_alert_s: float | None
+    degraded_at_s: float | None
+    events: list[str] = field(default_factory=list)
+
+
+def _count(engine: Engine, model: type) -> int:
+    with Session(engine) as s:
+        return int(s.exec(select(func.count()).select_from(model)).one())
+
+
+def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_url: str = "http://127.0.0.1:8501",
+             say: Callable[[str], None] = print, on_start: Callable[[Plan], None] | None = None) -> DemoResult:
+    """Run the demo scenario to its end (every expected alert received) or its timeout."""
+    from medmon.alerts.receiver import create_receiver
+
+    scenario = scenario or DemoScenario()
+    workdir.mkdir(parents=True, exist_ok=True)
+    db = (workdir / "medmon.db").resolve()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    os.environ.setdefault(SECRET_ENV, secrets.token_hex(16))
+    os.environ.setdefault(SIM_KEY_ENV, "simulator-needs-no-key")
+    pack_canaries = load_pack(DEMO_PACK).canaries
+    sim_app = create_simulator(pack_canaries, scenario.phases(), seed=11)
+    receiver_app = create_receiver(os.environ[SECRET_ENV])
+    servers: list[RunningServer] = []
+    sim = serve_in_thread(sim_app)
+    servers.append(sim)
+    receiver = serve_in_thread(receiver_app)
+    servers.append(receiver)
+    plan_path = workdir / "plan.yaml"
+    plan_path.write_text(PLAN_TEMPLATE.format(
+        base_url=f"{sim.url}/v1", key_env=SIM_KEY_ENV, pack=DEMO_PACK, sample_size=scenario.sample_size,
+        receiver_url=f"{receiver.url}/alerts", secret_env=SECRET_ENV, dashboard_url=dashboard_url, db=db,
+    ))
+    plan = load_plan(plan_path)
+    engine = make_engine(plan.storage.url)
+    if on_start is not None:
+        on_start(plan)
+    say(f"SIMULATED model (not a real LLM) on {sim.url}/v1; webhook receiver on {receiver.url}/alerts")
+    say(f"plan: {plan_path}   database: {db}")
+    contexts = [load_context(plan, t) for t in plan.tasks]
+    clock = AcceleratedClock(scale=3600 / scenario.seconds_per_probe)
+    state = sim_app.state.sim
+    events: list[str] = []
+    started = time.monotonic()
+    degraded_at: list[float] = []
+    phase_label = [state.phase().label]
+
+    def on_outcome(outcome: object) -> None:
+        label = state.phase().label
+        if label != phase_label[0]:
+            phase_label[0] = label
+            if not degraded_at:
+                degraded_at.append(time.monotonic() - started)
+            msg = f"[{time.monotonic() - started:5.1f}s] simulator phase -> {label}"
+            events.append(msg)
+            say(msg)
+        for signal in getattr(outcome, "signals", []):
+            msg = f"[{time.monotonic() - started:5.1f}s] ALERT {'firing' if signal.firing else 'resolved'}: {signal.summary}"
+            events.append(msg)
+            say(msg)
+
+    scheduler = build_scheduler(engine, plan, contexts, build_channels(plan), now=clock,
+                                time_scale=clock.scale, seed=5, delivery_every_s=0.25, on_outcome=on_outcome)
+    receiver_state = receiver_app.state.receiver
+    expected = {"score", "cost", "served_model"}
+    first_alert: float | None = None
+    scheduler.start()
+    try:
+        while time.monotonic() - started < scenario.timeout_s:
+            time.sleep(0.2)
+            with receiver_state.lock:
+                got = {a["labels"]["metric"] for r in receiver_state.received for a in r.body["alerts"]
+                       if a["status"] == "firing"}
+                if got and first_alert is None:
+                    first_alert = time.monotonic() - started
+            if expected <= got:
+                break
+    finally:
+        scheduler.shutdown(wait=True)
+        from medmon.alerts import deliver_due
+
+        deliver_due(engine, build_channels(plan), clock)
+        for server in servers:
+            server.stop()
+    with Session(engine) as s:
+        alerts = [f"{a.severity.value:8} {a.status.value:9} {a.summary}" for a in s.exec(select(Alert)).all()]
+    with receiver_state.lock:
+        delivered = [r.body for r in receiver_state.received]
+    return DemoResult(plan_path=plan_path, database=db, seconds=time.monotonic() - started,
+                      probe_results=_count(engine, ProbeResult), alerts=alerts, delivered=delivered,
+                      rejected_signatures=receiver_state.rejected, first_alert_s=first_alert,
+                      degraded_at_s=degraded_at[0] if degraded_at else None, events=events)

@@ -1,0 +1,381 @@
+"""The scheduler: one probe job per task (at most one running at a time), plus alert delivery.
+
+Two builds share the job functions:
+
+- ``build_scheduler`` keeps its jobs in memory with their context attached (the demo, tests and
+  other embedded uses; nothing survives the process).
+- ``build_service_scheduler`` is what ``medmon serve`` runs: probe jobs live in the database
+  (APScheduler's ``SQLAlchemyJobStore``, table ``apscheduler_jobs``), so a restart resumes the
+  schedule where it was. Stored jobs are pickled, so they name a module-level function and
+  plain strings (a runtime key and a task id); the engine, plan and executor they need are
+  looked up in this process's runtime registry when they fire.
+
+Interval schedules are anchored at a fixed epoch, so a task's scheduled times are the same grid
+whichever process computes them and whenever it started; each time is probed at most once (see
+``medmon.monitor.service.slots``). A pause shorter than the misfire grace is caught up with one probe
+(coalescing), a longer one skips to the next scheduled time: never a burst.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.jobstores.memory import MemoryJobStore
+from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.base import BaseTrigger
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+from sqlalchemy.engine import Engine
+from sqlmodel import col, select
+
+from medmon.alerts import Channel, DeliveryPolicy, deliver_due
+from medmon.monitor.plan.context import TaskContext
+from medmon.monitor.runs.pipeline import ProbeOutcome, run_task_probe
+from medmon.monitor.plan.model import Plan, Task, parse_interval
+from medmon.monitor.alerting.signals import alert_pass
+from medmon.monitor.service.slots import explain_failure, last_fire_time, retry_candidates, run_slot, worker_identity
+from medmon.db import session_scope, utcnow
+from medmon.probes.client import ModelSettings
+from medmon.probes.models import ProbeRun, RunStatus
+
+log = logging.getLogger("medmon.scheduler")
+
+JOBSTORE_TABLE = "apscheduler_jobs"
+GRID_EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
+CRON_GRACE_S = 300
+FIRE_PROBE_REF = "medmon.monitor.service.scheduler:fire_probe"
+
+
+def mark_interrupted(engine: Engine, now: datetime, *, only: Sequence[int] | None = None) -> int:
+    """Runs left 'running' by a crash (or just ``only`` these) are marked interrupted, never half-counted."""
+    with session_scope(engine) as session:
+        query = select(ProbeRun).where(ProbeRun.status == RunStatus.running)
+        if only is not None:
+            query = query.where(col(ProbeRun.id).in_(list(only)))
+        rows = session.exec(query).all()
+        for run in rows:
+            run.status, run.finished_at, run.error = RunStatus.interrupted, now, "process stopped mid-probe"
+            session.add(run)
+        return len(rows)
+
+
+def probe_job(engine: Engine, plan: Plan, ctx: TaskContext, rng: random.Random, now: Callable[[], datetime],
+              settings: ModelSettings | None, on_outcome: Callable[[ProbeOutcome], None] | None) -> None:
+    """The scheduler's job: the one place a broad except stores the failure instead of killing the job."""
+    try:
+        outcome = run_task_probe(engine, plan, ctx, rng=rng, now=now, settings=settings)
+    except Exception:
+        log.exception("probe of task %s failed", ctx.task.id)
+        with session_scope(engine) as session:
+            for run in session.exec(select(ProbeRun).where(ProbeRun.task_id == ctx.task.id,
+                                                           ProbeRun.status == RunStatus.running)).all():
+                run.status, run.finished_at, run.error = RunStatus.failed, now(), "probe failed; see service log"
+                session.add(run)
+        return
+    if on_outcome is not None:
+        on_outcome(outcome)
+
+
+def delivery_job(engine: Engine, plan: Plan, channels: Mapping[str, Channel], now: Callable[[], datetime],
+                 policy: DeliveryPolicy) -> None:
+    """The alert pass: heartbeat and staleness rules, the notifications now due (repeats,
+    escalations, grouped changes), then deliver the outbox."""
+    try:
+        with session_scope(engine) as session:
+            alert_pass(session, plan, now())
+        deliver_due(engine, channels, now, policy)
+    except Exception:
+        log.exception("alert delivery pass failed")
+
+
+def drift_report_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> None:
+    """Store an evidently drift report per task (``detection.drift_report_every``); tasks with
+    too few answers are skipped. Reports inform the dashboard and never raise alerts."""
+    from medmon.monitor.detection.reports import store_due_reports
+
+    try:
+        done = store_due_reports(engine, [t.id for t in plan.tasks], now(), window=plan.detection.drift_report_window)
+    except Exception:
+        log.exception("drift report pass failed")
+        return
+    log.info("drift reports stored for %s", ", ".join(t for t, r in done.items() if r is not None) or "no task")
+
+
+def build_scheduler(engine: Engine, plan: Plan, contexts: Sequence[TaskContext], channels: Mapping[str, Channel], *,
+                    now: Callable[[], datetime], time_scale: float = 1.0, seed: int | None = None,
+                    settings: ModelSettings | None = None, delivery_every_s: float = 1.0,
+                    on_outcome: Callable[[ProbeOutcome], None] | None = None) -> BackgroundScheduler:
+    """A scheduler with every task's probe job; ``time_scale`` > 1 runs interval schedules faster."""
+    scheduler = BackgroundScheduler(timezone="UTC", job_defaults={"coalesce": True, "max_instances": 1})
+    rng = random.Random(seed)
+    for ctx in contexts:
+        task = ctx.task
+        interval = task.interval
+        if interval is not None:
+            seconds = max(interval.total_seconds() / time_scale, 0.05)
+            trigger: IntervalTrigger | CronTrigger = IntervalTrigger(seconds=seconds)
+            grace = max(1, int(seconds))
+        else:
+            trigger = CronTrigger.from_crontab(task.schedule, timezone="UTC")
+            grace = 300
+        scheduler.add_job(probe_job, trigger, id=f"probe:{task.id}", name=f"probe {task.id}",
+                          args=[engine, plan, ctx, random.Random(rng.random()), now, settings, on_outcome],
+                          misfire_grace_time=grace, next_run_time=datetime.now().astimezone() + timedelta(seconds=0.1))
+    from medmon.monitor.runs.judging import add_judging_job
+
+    add_judging_job(scheduler, engine, plan, now, time_scale=time_scale)  # only with jury.canary_schedule
+    scheduler.add_job(delivery_job, IntervalTrigger(seconds=delivery_every_s), id="deliver", name="deliver alerts",
+                      args=[engine, plan, channels, now, DeliveryPolicy(base_delay_s=max(0.2, delivery_every_s))],
+                      misfire_grace_time=5)
+    return scheduler
+
+
+# --- the persistent service scheduler -------------------------------------------------------
+
+
+def task_trigger(task: Task) -> BaseTrigger:
+    """A task's schedule: an interval on a grid anchored at ``GRID_EPOCH``, or a UTC cron line."""
+    interval = task.interval
+    if interval is not None:
+        return IntervalTrigger(seconds=max(interval.total_seconds(), 0.05), start_date=GRID_EPOCH, timezone=timezone.utc)
+    return CronTrigger.from_crontab(task.schedule, timezone=timezone.utc)
+
+
+def misfire_grace_s(plan: Plan, task: Task) -> int:
+    """How late a probe may still start: the plan's ``service.misfire_grace``, else one interval.
+
+    One interval means a short pause is caught up with one probe and a long one is skipped to
+    the next scheduled time; cron schedules get five minutes.
+    """
+    if plan.service.misfire_grace is not None:
+        return max(1, round(parse_interval(plan.service.misfire_grace).total_seconds()))
+    interval = task.interval
+    return max(1, round(interval.total_seconds())) if interval is not None else CRON_GRACE_S
+
+
+def retry_window(plan: Plan, task: Task) -> timedelta:
+    """How old a cut-short slot may be and still be retried: two intervals, or the grace."""
+    interval = task.interval
+    grace = timedelta(seconds=misfire_grace_s(plan, task))
+    return max(2 * interval, grace) if interval is not None else grace
+
+
+Dispatch = Callable[[str, datetime, bool], None]
+
+
+@dataclass
+class ServiceRuntime:
+    """What a stored job needs when it fires in this process (never pickled)."""
+
+    engine: Engine
+    plan: Plan
+    dispatch: Dispatch
+    now: Callable[[], datetime] = utcnow
+    busy: Callable[[], set[str]] = set
+    retries: bool = True
+    heartbeat: datetime | None = None
+    triggers: dict[str, BaseTrigger] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.triggers = {t.id: task_trigger(t) for t in self.plan.tasks}
+
+
+_RUNTIMES: dict[str, ServiceRuntime] = {}
+
+
+def register_runtime(key: str, runtime: ServiceRuntime) -> None:
+    """Make ``runtime`` what stored jobs carrying ``key`` use in this process."""
+    _RUNTIMES[key] = runtime
+
+
+def unregister_runtime(key: str) -> None:
+    _RUNTIMES.pop(key, None)
+
+
+def fire_probe(runtime_key: str, task_id: str) -> None:
+    """The stored probe job: work out which scheduled time this is, then dispatch it."""
+    rt = _RUNTIMES.get(runtime_key)
+    if rt is None or task_id not in rt.triggers:
+        log.error("probe job for %s fired with no runtime %r in this process; skipped", task_id, runtime_key)
+        return
+    now = rt.now()
+    task = rt.plan.task(task_id)
+    lookback = timedelta(seconds=misfire_grace_s(rt.plan, task) + 1)
+    scheduled = last_fire_time(rt.triggers[task_id], now, lookback)
+    if scheduled is None:
+        log.warning("probe of %s fired at %s with no scheduled time in the last %s (clock moved?); skipped",
+                    task_id, now.isoformat(), lookback)
+        return
+    rt.dispatch(task_id, scheduled, False)
+
+
+def heartbeat_job(runtime_key: str) -> None:
+    rt = _RUNTIMES.get(runtime_key)
+    if rt is not None:
+        rt.heartbeat = utcnow()
+
+
+def recovery_job(runtime_key: str) -> None:
+    """Retry each task's newest slot whose probe was cut short (crash, database outage)."""
+    rt = _RUNTIMES.get(runtime_key)
+    if rt is None or not rt.retries:
+        return
+    windows = {t.id: retry_window(rt.plan, t) for t in rt.plan.tasks}
+    try:
+        candidates = retry_candidates(rt.engine, windows, rt.now(), busy=rt.busy())
+    except Exception as exc:  # the database may be away; the next pass tries again
+        log.warning("retry pass could not read slots: %s", exc)
+        return
+    for c in candidates:
+        log.info("retrying %s@%s (attempt %d)", c.task_id, c.scheduled_for.isoformat(), c.attempts + 1)
+        rt.dispatch(c.task_id, c.scheduled_for, True)
+
+
+class InProcessDispatch:
+    """Run slots in the scheduler's threads, one probe per task at a time."""
+
+    def __init__(self, engine: Engine, plan: Plan, contexts: Sequence[TaskContext], *,
+                 now: Callable[[], datetime] = utcnow, settings: ModelSettings | None = None,
+                 on_outcome: Callable[[ProbeOutcome], None] | None = None, identity: str | None = None) -> None:
+        self.engine, self.plan, self.now, self.settings, self.on_outcome = engine, plan, now, settings, on_outcome
+        self.contexts = {c.task.id: c for c in contexts}
+        self.identity = identity or worker_identity()
+        self._locks = {task_id: threading.Lock() for task_id in self.contexts}
+        self._runs: dict[str, int] = {}
+        self._guard = threading.Lock()
+
+    def busy(self) -> set[str]:
+        """Tasks with a probe in flight in this process."""
+        return {t for t, lock in self._locks.items() if lock.locked()}
+
+    def running_runs(self) -> list[int]:
+        with self._guard:
+            return list(self._runs.values())
+
+    def __call__(self, task_id: str, scheduled_for: datetime, retry: bool) -> None:
+        lock = self._locks[task_id]
+        if not lock.acquire(blocking=False):
+            log.warning("a probe of %s is still in flight; the one scheduled for %s is skipped", task_id,
+                        scheduled_for.isoformat())
+            return
+        ctx = self.contexts[task_id]
+
+        def started(run_id: int) -> None:
+            with self._guard:
+                self._runs[task_id] = run_id
+
+        try:
+            outcome = run_slot(self.engine, self.plan, ctx, scheduled_for, now=self.now, by=self.identity,
+                               seed=self.plan.service.seed, settings=self.settings, retry=retry, on_start=started)
+        except Exception as exc:
+            log.error("probe of task %s for %s failed: %s", task_id, scheduled_for.isoformat(),
+                      explain_failure(exc, self.engine), exc_info=True)
+            self._mark_failed(task_id)
+            return
+        finally:
+            with self._guard:
+                self._runs.pop(task_id, None)
+            lock.release()
+        if outcome is not None and self.on_outcome is not None:
+            self.on_outcome(outcome)
+
+    def _mark_failed(self, task_id: str) -> None:
+        with self._guard:
+            run_id = self._runs.get(task_id)
+        if run_id is None:
+            return
+        try:
+            with session_scope(self.engine) as session:
+                run = session.get(ProbeRun, run_id)
+                if run is not None and run.status == RunStatus.running:
+                    run.status, run.finished_at, run.error = RunStatus.failed, self.now(), "probe failed; see service log"
+                    session.add(run)
+        except Exception as exc:  # the database may be what failed; the retry pass handles the slot
+            log.warning("could not mark run %d failed: %s", run_id, exc)
+
+
+class ServiceScheduler(BackgroundScheduler):
+    """A BackgroundScheduler whose loop survives a database error mid-pass.
+
+    APScheduler retries a failed job-store read, but an error while storing a job's next run
+    time escapes its loop and silently ends the scheduler thread. The job already ran; its slot
+    row stops it running twice when the time is re-read after the database is back.
+    """
+
+    def _process_jobs(self) -> float | None:
+        try:
+            return super()._process_jobs()  # type: ignore[no-any-return]
+        except Exception as exc:
+            log.warning("scheduler pass failed (%s); retrying in %ss", exc, self.jobstore_retry_interval)
+            return float(self.jobstore_retry_interval)
+
+
+def build_service_scheduler(engine: Engine, plan: Plan, runtime_key: str, channels: Mapping[str, Channel], *,
+                            now: Callable[[], datetime] = utcnow, delivery_every_s: float = 1.0,
+                            recovery_every_s: float = 2.0, heartbeat_every_s: float = 1.0,
+                            jobstore_retry_s: float = 2.0) -> ServiceScheduler:
+    """The service's scheduler, started paused with its stored jobs reconciled with the plan.
+
+    The caller registers the runtime under ``runtime_key`` and calls ``resume()``. A stored
+    probe job whose schedule is unchanged keeps its next run time (so a pause is caught up per
+    the misfire grace); a changed or new one is (re)created; one for a task no longer in the
+    plan is removed.
+    """
+    workers = max(2, min(len(plan.tasks), 16))
+    scheduler = ServiceScheduler(
+        jobstores={"default": SQLAlchemyJobStore(engine=engine, tablename=JOBSTORE_TABLE), "local": MemoryJobStore()},
+        executors={"default": ThreadPoolExecutor(workers), "local": ThreadPoolExecutor(3)},
+        job_defaults={"coalesce": True, "max_instances": 1},
+        timezone=timezone.utc, jobstore_retry_interval=jobstore_retry_s,
+    )
+    scheduler.start(paused=True)
+    sync_probe_jobs(scheduler, plan, runtime_key)
+    local = {"jobstore": "local", "executor": "local", "replace_existing": True}
+    scheduler.add_job(heartbeat_job, IntervalTrigger(seconds=heartbeat_every_s), args=[runtime_key], id="heartbeat",
+                      misfire_grace_time=5, next_run_time=utcnow(), **local)
+    scheduler.add_job(delivery_job, IntervalTrigger(seconds=delivery_every_s), id="deliver", name="deliver alerts",
+                      args=[engine, plan, channels, now, DeliveryPolicy(base_delay_s=min(max(0.2, delivery_every_s), 5.0))],
+                      misfire_grace_time=5, **local)
+    from medmon.monitor.runs.judging import add_judging_job
+
+    add_judging_job(scheduler, engine, plan, now, anchor=GRID_EPOCH, **local)  # only with jury.canary_schedule
+    # Jitter keeps the retry pass from falling into step with a task's own grid: a pass that
+    # always lands while the task's scheduled probe runs would skip its retries forever.
+    scheduler.add_job(recovery_job, IntervalTrigger(seconds=recovery_every_s, jitter=recovery_every_s / 2),
+                      args=[runtime_key], id="recover",
+                      misfire_grace_time=5, next_run_time=utcnow(), **local)
+    if plan.detection.drift_report_every is not None:
+        every = parse_interval(plan.detection.drift_report_every)
+        scheduler.add_job(drift_report_job, IntervalTrigger(seconds=every.total_seconds(), start_date=GRID_EPOCH,
+                                                            timezone=timezone.utc),
+                          args=[engine, plan, now], id="drift-reports", name="drift reports",
+                          misfire_grace_time=max(60, round(every.total_seconds() / 4)), **local)
+    return scheduler
+
+
+def sync_probe_jobs(scheduler: BackgroundScheduler, plan: Plan, runtime_key: str) -> dict[str, str]:
+    """Make the stored probe jobs match the plan; return what happened to each ('kept', 'added', 'removed')."""
+    done: dict[str, str] = {}
+    wanted = {f"probe:{t.id}": t for t in plan.tasks}
+    for job in scheduler.get_jobs(jobstore="default"):
+        if job.id not in wanted:
+            job.remove()
+            done[job.id] = "removed"
+    for job_id, task in wanted.items():
+        trigger, grace, args = task_trigger(task), misfire_grace_s(plan, task), [runtime_key, task.id]
+        existing = scheduler.get_job(job_id, jobstore="default")
+        if (existing is not None and existing.func_ref == FIRE_PROBE_REF and repr(existing.trigger) == repr(trigger)
+                and list(existing.args) == args and existing.misfire_grace_time == grace):
+            done[job_id] = "kept"
+            continue
+        scheduler.add_job(fire_probe, trigger, args=args, id=job_id, name=f"probe {task.id} ({task.schedule})",
+                          jobstore="default", executor="default", misfire_grace_time=grace, replace_existing=True)
+        done[job_id] = "added"
+    return done

@@ -1,0 +1,45 @@
+"""Storage with every table: one SQLModel metadata over every package's ``models.py``.
+
+The engine, sessions and time helpers live one layer down in ``medmon.db``, which table
+modules import; this room registers those table modules, creates the tables, and migrates
+them (``migrate``, with the Alembic scripts in ``migrations/``).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.engine import Engine
+from sqlmodel import SQLModel
+
+from medmon.db import connect
+from medmon.errors import StorageError
+
+__all__ = ["create_tables", "import_all_models", "make_engine"]
+
+
+def make_engine(url: str | None = None, *, create: bool = True) -> Engine:
+    """Create an engine for ``url`` and, by default, every medmon table.
+
+    Importing the table modules here keeps one metadata for the whole project while each
+    package still owns its own ``models.py``.
+    """
+    engine = connect(url)
+    if create:
+        create_tables(engine)
+    return engine
+
+
+def create_tables(engine: Engine) -> None:
+    """Create every table that does not exist yet."""
+    import_all_models()
+    try:
+        SQLModel.metadata.create_all(engine)
+    except Exception as exc:  # translated once, at the boundary
+        raise StorageError(f"cannot create tables at {engine.url.render_as_string()}: {exc}") from exc
+
+
+def import_all_models() -> None:
+    """Register every package's tables on the shared metadata."""
+    import medmon.alerts.models  # noqa: F401
+    import medmon.baselines.models  # noqa: F401
+    import medmon.monitor.models  # noqa: F401
+    import medmon.probes.models  # noqa: F401
