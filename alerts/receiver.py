@@ -1,7 +1,8 @@
 """A local webhook receiver: verifies medmon's signature and keeps what it got.
 
-The demo starts it so a person can see alerts arrive; tests use it as the real peer. It drops
-copies by ``Idempotency-Key`` and rejects bodies whose signature does not verify (HTTP 401).
+The demo starts it so a person can see alerts arrive; tests use it as the real peer. It rejects
+bodies whose Standard Webhooks signature does not verify (HTTP 401) and drops copies by the
+signed ``webhook-id``, so neither a retry nor a replayed message is kept twice.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from medmon.alerts.signing import HEADER, verify
+from medmon.alerts.signing import verify
 
 
 @dataclass
@@ -50,17 +51,16 @@ def create_receiver(secret: str, *, delay_s: float = 0.0) -> Starlette:
         raw = await request.body()
         if delay_s:
             await asyncio.sleep(delay_s)
-        ok = verify(raw, request.headers.get(HEADER, ""), state.secret, now=int(time.time()))
-        key = request.headers.get("Idempotency-Key", "")
+        key = verify(raw, dict(request.headers), state.secret, now=int(time.time()))
         with state.lock:
-            if not ok:
+            if key is None:
                 state.rejected += 1
                 return JSONResponse({"error": "invalid signature"}, status_code=401)
-            if key and key in state.keys:
+            if key in state.keys:
                 state.duplicates += 1
                 return JSONResponse({"status": "duplicate"}, status_code=200)
             state.keys.add(key)
-            state.received.append(Received(json.loads(raw), key, ok, time.time()))
+            state.received.append(Received(json.loads(raw), key, True, time.time()))
         return JSONResponse({"status": "accepted"}, status_code=202)
 
     async def listing(_: Request) -> JSONResponse:

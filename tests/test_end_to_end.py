@@ -15,7 +15,7 @@ from sqlmodel import Session, func, select
 
 from medmon.alerts import Alert, AlertStatus, deliver_due
 from medmon.alerts.receiver import create_receiver
-from medmon.alerts.signing import HEADER, sign
+from medmon.alerts.signing import signed_headers
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.service.demo import DemoScenario, run_demo
 from medmon.monitor.runs.pipeline import run_task_probe
@@ -96,18 +96,25 @@ def test_pipeline_alerts_only_after_degradation(serve: Callable, make_plan: Call
     assert alert.status == AlertStatus.firing
 
 
-def test_receiver_rejects_bad_signature(serve: Callable) -> None:
+def test_receiver_rejects_bad_signature_and_replays(serve: Callable) -> None:
+    """Forged, stale and re-keyed copies are refused; a replay of an accepted message is dropped."""
     receiver_app = create_receiver(SECRET)
     receiver = serve(receiver_app)
     body = json.dumps({"event": "firing"}).encode()
-    good = sign(body, SECRET, int(time.time()))
-    forged = sign(body, "wrong-secret", int(time.time()))
-    stale = sign(body, SECRET, int(time.time()) - 3600)
+    now = int(time.time())
+    good = signed_headers("msg-1", now, body, SECRET)
+    forged = signed_headers("msg-1", now, body, "wrong-secret")
+    stale = signed_headers("msg-1", now - 3600, body, SECRET)
+    rekeyed = good | {"webhook-id": "msg-2", "Idempotency-Key": "msg-2"}
     with httpx.Client() as client:
-        assert client.post(f"{receiver.url}/alerts", content=body, headers={HEADER: good}).status_code == 202
-        assert client.post(f"{receiver.url}/alerts", content=body, headers={HEADER: forged}).status_code == 401
-        assert client.post(f"{receiver.url}/alerts", content=body, headers={HEADER: stale}).status_code == 401
-    assert receiver_app.state.receiver.rejected == 2
+        post = lambda headers: client.post(f"{receiver.url}/alerts", content=body, headers=headers)  # noqa: E731
+        assert post(good).status_code == 202
+        assert post(forged).status_code == 401
+        assert post(stale).status_code == 401
+        assert post(rekeyed).status_code == 401
+        assert post(good).json() == {"status": "duplicate"}
+    state = receiver_app.state.receiver
+    assert (state.rejected, state.duplicates, len(state.received)) == (3, 1, 1)
 
 
 def test_demo_runs_headless_and_alerts(tmp_path: Path) -> None:

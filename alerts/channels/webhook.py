@@ -1,11 +1,11 @@
-"""Generic webhook: the notification as JSON, signed with HMAC-SHA256.
+"""Generic webhook: the notification as JSON, signed by the Standard Webhooks scheme.
 
-Each POST carries ``Content-Type: application/json``, ``Idempotency-Key`` (the same on every
-retry of one notification; drop a repeat) and, when a secret is configured,
-``X-Medmon-Signature: t=<unix seconds>,v1=<hex>`` where ``v1`` is HMAC-SHA256 with the shared
-secret over ``f"{t}."`` followed by the raw body bytes. Receivers recompute it over the bytes
-they received (before parsing), compare in constant time and reject a ``t`` more than a few
-minutes old (``medmon.alerts.signing.verify`` does all three). The body is
+Each POST carries ``Content-Type: application/json``, ``Idempotency-Key`` and ``webhook-id``
+(both the same on every retry of one notification; drop a repeat) and, when a secret is
+configured, ``webhook-timestamp`` and ``webhook-signature``: an HMAC-SHA256 over the id, the
+timestamp and the raw body bytes (:mod:`medmon.alerts.signing`). Receivers verify with any
+Standard Webhooks library over the bytes they received (before parsing), reject a timestamp
+more than five minutes off, and drop an id they have already accepted. The body is
 ``medmon.alerts.dispatch.group_body``: ``group_key``, ``event``, ``status``, ``summary``, ``counts``
 and ``alerts``, each with its labels, severity, owner, evidence and dashboard link.
 """
@@ -21,7 +21,7 @@ import httpx
 from pydantic import SecretStr
 
 from medmon.alerts.channels.base import ChannelConfig, HttpSender
-from medmon.alerts.signing import HEADER, sign
+from medmon.alerts.signing import ID_HEADER, signed_headers
 
 
 class WebhookConfig(ChannelConfig):
@@ -29,7 +29,7 @@ class WebhookConfig(ChannelConfig):
 
 
 class WebhookChannel:
-    """POST the notification as JSON with ``X-Medmon-Signature`` and ``Idempotency-Key``."""
+    """POST the notification as JSON with Standard Webhooks headers and ``Idempotency-Key``."""
 
     def __init__(self, config: WebhookConfig, *, transport: httpx.BaseTransport | None = None,
                  clock: Callable[[], float] = time.time) -> None:
@@ -46,9 +46,10 @@ class WebhookChannel:
 
     def send(self, body: dict[str, Any], *, idempotency_key: str) -> None:
         content = json.dumps(body, sort_keys=True, default=str).encode()
-        headers = {"Idempotency-Key": idempotency_key}
+        headers = {"Idempotency-Key": idempotency_key, ID_HEADER: idempotency_key}
         if self.config.secret is not None:
-            headers[HEADER] = sign(content, self.config.secret.get_secret_value(), int(self._clock()))
+            headers |= signed_headers(idempotency_key, int(self._clock()), content,
+                                      self.config.secret.get_secret_value())
         self._http.deliver(self.config.url, content, headers)
 
     def close(self) -> None:

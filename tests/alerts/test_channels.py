@@ -3,6 +3,7 @@ mimicked by a local receiver on 127.0.0.1 (Slack 200 "ok", Teams 202, PagerDuty 
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
@@ -37,7 +38,9 @@ from medmon.alerts import (
 )
 from medmon.alerts.channels import PagerDutyChannel, PagerDutyConfig, SlackChannel, SlackConfig, TeamsChannel, TeamsConfig
 from medmon.alerts.dispatch import group_body
-from medmon.alerts.signing import HEADER, verify
+from standardwebhooks import Webhook, WebhookVerificationError
+
+from medmon.alerts.signing import verify
 from tests.alerts.helpers import FakeClock, fire
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -290,18 +293,38 @@ def test_pagerduty_sends_only_news() -> None:
 
 
 def test_webhook_signature_verifies_over_the_exact_bytes(httpserver: HTTPServer) -> None:
-    got: list[tuple[bytes, str, str]] = []
+    """The stock ``standardwebhooks`` library verifies each delivery; tampering with the body,
+    the id or the timestamp breaks it, so the same signed bytes cannot be replayed under a new id."""
+    got: list[tuple[bytes, dict[str, str]]] = []
 
     def hook(request: Request) -> Response:
-        got.append((request.get_data(), request.headers[HEADER], request.headers["Idempotency-Key"]))
+        got.append((request.get_data(), dict(request.headers)))
         return Response("", status=204)
 
     httpserver.expect_request("/hook").respond_with_handler(hook)
     channel = make_channel("webhook", httpserver.url_for("/hook"))
     channel.send(channel.render(sample_notification()), idempotency_key="key-1")
-    raw, signature, key = got[0]
-    assert key == "key-1"
-    timestamp = int(signature.split(",")[0].removeprefix("t="))
-    assert verify(raw, signature, HMAC_SECRET, now=timestamp)
-    assert not verify(raw + b" ", signature, HMAC_SECRET, now=timestamp)
-    assert json.loads(raw)["group_key"] == "production/dosing"
+    raw, headers = got[0]
+    assert headers["Idempotency-Key"] == headers["Webhook-Id"] == "key-1"
+    assert "X-Medmon-Signature" not in headers
+    stock = Webhook(HMAC_SECRET.encode())
+    assert stock.verify(raw, headers)["group_key"] == "production/dosing"
+    timestamp = int(headers["Webhook-Timestamp"])
+    assert verify(raw, headers, HMAC_SECRET, now=timestamp) == "key-1"
+    for tampered_body, tampered in ((raw + b" ", headers), (raw, headers | {"Webhook-Id": "key-2"}),
+                                    (raw, headers | {"Webhook-Timestamp": str(timestamp - 1)})):
+        with pytest.raises(WebhookVerificationError):
+            stock.verify(tampered_body, tampered)
+        assert verify(tampered_body, tampered, HMAC_SECRET, now=timestamp) is None
+
+
+def test_webhook_secret_in_standard_form_verifies_with_the_stock_library(httpserver: HTTPServer) -> None:
+    """A ``whsec_`` secret made by the library itself is used as the library means it."""
+    secret = "whsec_" + base64.b64encode(b"\x00\x01 key bytes \xff").decode()
+    got: list[tuple[bytes, dict[str, str]]] = []
+    httpserver.expect_request("/hook").respond_with_handler(
+        lambda r: (got.append((r.get_data(), dict(r.headers))), Response("", status=204))[1])
+    channel = make_channel("webhook", httpserver.url_for("/hook"), secret=SecretStr(secret))
+    channel.send({"event": "firing"}, idempotency_key="msg-9")
+    raw, headers = got[0]
+    assert Webhook(secret).verify(raw, headers) == {"event": "firing"}
