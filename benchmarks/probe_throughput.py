@@ -147,6 +147,7 @@ def probe_and_store(url: str, chosen: list[Canary], concurrency: int, db: Path) 
     """Probe, score and store ``chosen``; CPU seconds of each part."""
     from medmon.db import session_scope
     from medmon.monitor.storage import make_engine
+    from medmon.probes.redaction import TextPolicy
     from medmon.probes.runner import finish_run, probe_canaries, start_run
 
     engine = make_engine(f"sqlite:///{db}")
@@ -163,7 +164,7 @@ def probe_and_store(url: str, chosen: list[Canary], concurrency: int, db: Path) 
     cpu = time.process_time()
     with session_scope(engine) as session:
         run = start_run(session, "bench", started_at=stamp)
-        finish_run(session, run, results, stamp)
+        finish_run(session, run, results, stamp, policy=TextPolicy())
     store_cpu = time.process_time() - cpu
     engine.dispose()
     errors = sum(1 for r in results if r.error_type)

@@ -13,8 +13,14 @@ is stored; the plan's ``privacy`` section picks it:
 - ``none``: store text as answered.
 - ``module:function``: any importable callable from str to str (a site's own de-identifier).
 
-``store_text: false`` stores no answer text at all; scores, tokens and costs are kept. A
-plug-in redactor that raises stores nothing for that text rather than the raw text.
+``store_text: false`` stores no answer or judge explanation at all; scores, tokens and costs are
+kept, and error messages are kept redacted (they say why a call failed). A plug-in redactor that
+raises stores nothing for that text rather than the raw text.
+
+Every text medmon keeps from a run (answers, judges' explanations, the errors of calls and of
+judges) goes through one :class:`TextPolicy`, which also blanks every configured secret value
+(an endpoint that echoes the API key in its 401 message must not put it in the database).
+Redaction is not de-identification: see the security page of the documentation.
 """
 
 from __future__ import annotations
@@ -22,9 +28,11 @@ from __future__ import annotations
 import importlib
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 
 from medmon.probes.errors import ProbeError
+from medmon.probes.jury import JuryOutcome
 from medmon.probes.models import ProbeResultBase
 
 log = logging.getLogger("medmon.redaction")
@@ -115,17 +123,67 @@ def _apply(redactor: Redactor, text: str | None, field: str) -> str | None:
     return out
 
 
-def protect_results(results: Sequence[ProbeResultBase], redactor: Redactor, *,
-                    store_text: bool = True) -> list[ProbeResultBase]:
-    """Copies of ``results`` fit for storage: text redacted, or dropped when ``store_text`` is false.
+SECRET_MASK = "***"
+_MIN_SECRET = 4  # shorter values would blank ordinary words; no real key is that short
+
+
+def scrub_secrets(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every secret value replaced by ``***`` (longest first, so none is half-masked).
+
+    Examples
+    --------
+    >>> scrub_secrets("401: invalid key sk-live-123", ["sk-live-123"])
+    '401: invalid key ***'
+    """
+    for value in sorted({s for s in secrets if s and len(s) >= _MIN_SECRET}, key=len, reverse=True):
+        text = text.replace(value, SECRET_MASK)
+    return text
+
+
+@dataclass(frozen=True)
+class TextPolicy:
+    """What becomes of a text before it is stored: secrets blanked, then redacted or dropped.
+
+    ``store_text`` false drops answers and explanations; errors are always kept, redacted, since
+    they say why a call failed (a redactor failure keeps only ``fallback``).
+    """
+
+    redactor: Redactor = redact
+    store_text: bool = True
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+
+    def content(self, text: str | None, what: str) -> str | None:
+        """An answer or explanation as stored: None when text is not kept."""
+        if text is None or not self.store_text:
+            return None
+        return _apply(self.redactor, scrub_secrets(text, self.secrets), what)
+
+    def error(self, text: str | None, fallback: str) -> str | None:
+        """An error message as stored: redacted, or ``fallback`` when the redactor fails."""
+        if text is None:
+            return None
+        out = _apply(self.redactor, scrub_secrets(text, self.secrets), "error")
+        return fallback if out is None else out
+
+    def jury(self, outcome: JuryOutcome) -> JuryOutcome:
+        verdicts = tuple(replace(v, error=self.error(v.error, v.error_type or "error"),
+                                 scores=tuple(replace(s, explanation=self.content(s.explanation, "explanation"))
+                                              for s in v.scores))
+                         for v in outcome.verdicts)
+        return replace(outcome, verdicts=verdicts, error=self.error(outcome.error, "error"))
+
+
+def protect_results(results: Sequence[ProbeResultBase], policy: TextPolicy) -> list[ProbeResultBase]:
+    """Copies of ``results`` fit for storage under ``policy`` (the only way results reach storage).
 
     Scores were computed on the raw answer before this runs, so redaction never changes a score.
     """
     out = []
     for r in results:
-        answer = _apply(redactor, r.answer, "answer") if store_text else None
-        error = _apply(redactor, r.error, "error") if r.error is not None else None
-        if r.error is not None and error is None:
-            error = r.error_type or "error"
-        out.append(r.model_copy(update={"answer": answer, "error": error}))
+        update: dict[str, object] = {"answer": policy.content(r.answer, "answer"),
+                                     "error": policy.error(r.error, r.error_type or "error")}
+        outcome = getattr(r, "jury", None)
+        if isinstance(outcome, JuryOutcome):
+            update["jury"] = policy.jury(outcome)
+        out.append(r.model_copy(update=update))
     return out

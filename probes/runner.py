@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 from sqlmodel import Session
@@ -20,6 +20,7 @@ from medmon.probes.client import Completion, ModelClient
 from medmon.probes.errors import JuryNotConfigured, ModelCallError
 from medmon.probes.jury import JURY_SCORER, JuryOutcome, Jury
 from medmon.probes.models import JudgeCall, JuryVerdict, ProbeRecord, ProbeResult, ProbeResultBase, ProbeRun, RunStatus
+from medmon.probes.redaction import TextPolicy, protect_results
 from medmon.probes.scoring import Scorer, get_scorer, looks_like_refusal
 from medmon.probes.telemetry import RUN_ERRORS, Telemetry
 
@@ -123,12 +124,10 @@ def start_run(session: Session, task_id: str, *, started_at: datetime, purpose: 
     return run
 
 
-def store_jury(session: Session, row: ProbeResult, outcome: JuryOutcome, created_at: datetime, *,
-               redact: Callable[[str], str | None] | None = None) -> None:
+def _store_jury(session: Session, row: ProbeResult, outcome: JuryOutcome, created_at: datetime) -> None:
     """Store each judge's call (its ledger) and its criterion scores for a stored result.
 
-    Judges' explanations may quote the answer they judge, so ``redact`` (the plan's redactor,
-    or a function returning None to store no text) is applied to them before storage.
+    ``outcome`` has already passed the text policy (judges' explanations quote the answer).
     """
     assert row.id is not None
     calls = []
@@ -146,21 +145,19 @@ def store_jury(session: Session, row: ProbeResult, outcome: JuryOutcome, created
         assert call.id is not None
         session.add_all([JuryVerdict(result_id=row.id, call_id=call.id, task_id=row.task_id, judge=v.judge,
                                      criterion=s.criterion, score=s.score,
-                                     explanation=_redacted(s.explanation, redact),
+                                     explanation=s.explanation,
                                      parse_status=v.parse_status, created_at=created_at) for s in v.scores])
 
 
-def _redacted(text: str | None, redact: Callable[[str], str | None] | None) -> str | None:
-    return text if text is None or redact is None else redact(text)
-
-
 def finish_run(session: Session, run: ProbeRun, results: Sequence[ProbeResultBase], finished_at: datetime, *,
-               redact: Callable[[str], str | None] | None = None) -> list[ProbeResult]:
+               policy: TextPolicy) -> list[ProbeResult]:
     """Store every result of a run (and its jury verdicts) and close it, in the caller's transaction.
 
-    ``redact`` applies to the judges' explanations (answers are the caller's to redact).
+    This is the one way results reach storage: every text (answers, judges' explanations and
+    errors) passes ``policy`` (the plan's redactor, ``store_text`` and secrets) on the way.
     """
     assert run.id is not None
+    results = protect_results(results, policy)
     rows = [ProbeResult(run_id=run.id, **(r.model_dump() | {"created_at": finished_at})) for r in results]
     session.add_all(rows)
     scored = [r.score for r in results if r.score is not None]
@@ -174,6 +171,6 @@ def finish_run(session: Session, run: ProbeRun, results: Sequence[ProbeResultBas
     for row, result in zip(rows, results, strict=True):
         outcome = getattr(result, "jury", None)
         if isinstance(outcome, JuryOutcome):
-            store_jury(session, row, outcome, finished_at, redact=redact)
+            _store_jury(session, row, outcome, finished_at)
     session.flush()
     return rows

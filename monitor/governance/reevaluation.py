@@ -35,11 +35,11 @@ from medmon.monitor.plan.context import TaskContext, task_baseline
 from medmon.monitor.errors import GovernanceError, MedmonError
 from medmon.monitor.models import ChangeRecord, ChangeStatus, Reevaluation, ReevaluationStatus
 from medmon.monitor.plan.model import Plan, Task
+from medmon.monitor.plan.privacy import text_policy
 from medmon.db import session_scope
 from medmon.probes.client import ModelClient, ModelSettings
 from medmon.probes.jury import JURY_SCORER, Jury, JurySettings
 from medmon.probes.models import ProbeResultBase, ProbeRun, RunStatus
-from medmon.probes.redaction import load_redactor, protect_results
 from medmon.probes.runner import finish_run, probe_canaries, start_run
 
 Progress = Callable[[int, int], None]
@@ -171,7 +171,7 @@ def run_reevaluation(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Calla
     repeats = repeats or (policy.repeats if policy is not None else 1)
     settings = settings or ModelSettings.from_endpoint(plan.deployment)
     canaries = [c for c in ctx.canaries if c.replayable] * repeats
-    redactor = load_redactor(plan.privacy.redactor)
+    texts = text_policy(plan)
     with session_scope(engine) as session:
         baseline = task_baseline(session, plan, ctx)
         run = start_run(session, task.id, started_at=now(), purpose="reevaluation", deployment=plan.deployment.name)
@@ -188,13 +188,13 @@ def run_reevaluation(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Calla
         results = _replay(plan, ctx, canaries, settings, progress) if canaries else []
         failure = None if canaries else "the task has no replayable canaries"
     except MedmonError as exc:
-        results, failure = [], str(exc)
+        results, failure = [], texts.error(str(exc), type(exc).__name__)
     with session_scope(engine) as session:
         row = session.get(Reevaluation, reevaluation_id)
         run = session.get(ProbeRun, run_id)
         assert row is not None and run is not None
         stamp = now()
-        finish_run(session, run, protect_results(results, redactor, store_text=plan.privacy.store_text), stamp)
+        finish_run(session, run, results, stamp, policy=texts)
         if failure is not None:
             run.status, run.error = RunStatus.failed, failure
             session.add(run)

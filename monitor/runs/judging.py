@@ -29,13 +29,13 @@ from medmon.monitor.detection.streams import StreamUpdate, finding_record, updat
 from medmon.monitor.detection.drift.judge import judge_agreement
 from medmon.monitor.models import StreamStatus
 from medmon.monitor.plan.model import Plan, parse_interval
+from medmon.monitor.plan.privacy import text_policy
 from medmon.monitor.plan.routing import notify_policy
 from medmon.monitor.alerting.signals import STREAM_RULES, monitor_subject
 from medmon.db import session_scope
 from medmon.probes.judge_canaries import JUDGE_CANARIES, JudgeCanary, Rejudged, load_judge_canaries, rejudge
 from medmon.probes.jury import JURY_SCORER, Jury, JurySettings
 from medmon.probes.models import ProbeRecord, ProbeRun, RunStatus
-from medmon.probes.redaction import load_redactor, protect_results
 from medmon.probes.runner import finish_run, start_run
 
 log = logging.getLogger("medmon.judging")
@@ -120,13 +120,12 @@ def run_judge_canaries(engine: Engine, plan: Plan, *, now: Callable[[], datetime
 
     rejudged = asyncio.run(call())
     records = [_record(r) for r in rejudged]
-    stored = protect_results(records, load_redactor(plan.privacy.redactor), store_text=plan.privacy.store_text)
     outcome = JudgingOutcome(run_id, len(rejudged))
     with session_scope(engine) as session:
         run_row = session.get(ProbeRun, run_id)
         assert run_row is not None
         stamp = now()
-        finish_run(session, run_row, stored, stamp)
+        finish_run(session, run_row, records, stamp, policy=text_policy(plan))
         for judge in settings.judges:
             pairs = [p for r in rejudged if (p := r.pairs().get(judge.name)) is not None]
             outcome.agreement[judge.name] = _agreement(pairs, jury_plan.scale_min, jury_plan.scale_max)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -19,13 +20,14 @@ from medmon.monitor.governance.changes import record_detected_change
 from medmon.monitor.governance.reevaluation import auto_reevaluates, reevaluate_pending
 from medmon.monitor.models import FindingRecord, ModelIdentity, ProbeSlot
 from medmon.monitor.plan.model import Plan
+from medmon.monitor.plan.privacy import text_policy
 from medmon.monitor.plan.routing import notify_policy
 from medmon.monitor.alerting.signals import model_change_signal, stream_signal, threshold_signals
 from medmon.db import session_scope
 from medmon.probes.client import ModelClient, ModelSettings
 from medmon.probes.jury import JURY_SCORER, Jury, JurySettings
 from medmon.probes.models import ProbeResultBase, ProbeRun, RunStatus
-from medmon.probes.redaction import load_redactor, protect_results
+from medmon.probes.redaction import TextPolicy
 from medmon.probes.runner import finish_run, probe_canaries, sample_canaries, start_run
 
 log = logging.getLogger("medmon.pipeline")
@@ -71,6 +73,25 @@ def _model_change(session: Session, task_id: str, results: list[ProbeResultBase]
     return (last.served_model, last.system_fingerprint), (current[0], current[1])  # type: ignore[return-value]
 
 
+@contextmanager
+def failing_run(engine: Engine, run_id: int, texts: TextPolicy, now: Callable[[], datetime]) -> Iterator[None]:
+    """Mark the run failed (with its error, redacted) if the block raises, then re-raise.
+
+    A scorer, redactor or storage error must never leave a run 'running' for the service to
+    guess about; the transaction the block opened has been rolled back by then.
+    """
+    try:
+        yield
+    except Exception as exc:
+        with session_scope(engine) as session:
+            run = session.get(ProbeRun, run_id)
+            if run is not None and run.status == RunStatus.running:
+                run.status, run.finished_at = RunStatus.failed, now()
+                run.error = texts.error(f"{type(exc).__name__}: {exc}", type(exc).__name__)
+                session.add(run)
+        raise
+
+
 def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.Random,
                    now: Callable[[], datetime], settings: ModelSettings | None = None,
                    purpose: str = "scheduled", on_start: Callable[[int], None] | None = None,
@@ -86,6 +107,7 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
     """
     task = ctx.task
     settings = settings or ModelSettings.from_endpoint(plan.deployment)
+    texts = text_policy(plan)  # a redactor that cannot load fails here, before a run is opened
     with session_scope(engine) as session:
         baseline = task_baseline(session, plan, ctx)
         run = start_run(session, task.id, started_at=now(), purpose=purpose, deployment=plan.deployment.name)
@@ -111,10 +133,10 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
                 if jury is not None:
                     await jury.aclose()
 
-    redactor = load_redactor(plan.privacy.redactor)
-    results = asyncio.run(call())
+    with failing_run(engine, run_id, texts, now):
+        results = asyncio.run(call())
     outcome = ProbeOutcome(task.id, run_id, len(results), sum(1 for r in results if r.error_type), None)
-    with session_scope(engine) as session:
+    with failing_run(engine, run_id, texts, now), session_scope(engine) as session:
         run = session.exec(select(ProbeRun).where(ProbeRun.id == run_id).with_for_update()).one()
         if run.status != RunStatus.running:
             # Its slot was taken over (a redelivered message, a retry after this process was
@@ -125,7 +147,7 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
             return outcome
         stamp = now()
         # Stored copies are redacted (or text-free); detectors below still see every score.
-        finish_run(session, run, protect_results(results, redactor, store_text=plan.privacy.store_text), stamp)
+        finish_run(session, run, results, stamp, policy=texts)
         outcome.mean_score = run.mean_score
         change = _model_change(session, task.id, results, run_id, stamp)
         if change is not None:

@@ -22,6 +22,7 @@ from medmon.probes.client import ModelClient
 from medmon.probes.jury import (JUDGE_MARKER, CriterionScore, JudgeVerdict, Jury, JurySettings, aggregate,
                          judge_messages, parse_verdict)
 from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult
+from medmon.probes.redaction import TextPolicy, keep
 from medmon.probes.runner import finish_run, probe_canaries, start_run
 from medmon.probes.simulator import Fault, JudgeBehaviour, Phase, create_simulator
 from tests.conftest import plan_dict
@@ -202,7 +203,7 @@ def probe_and_store(engine: Engine, url: str, canaries: Any, *, stamp: datetime 
     stamp = stamp or datetime(2026, 11, 1, tzinfo=timezone.utc)
     with Session(engine, expire_on_commit=False) as session:
         probe_run = start_run(session, "notes", started_at=stamp)
-        rows = finish_run(session, probe_run, results, stamp)
+        rows = finish_run(session, probe_run, results, stamp, policy=TextPolicy(keep))
         session.commit()
     return rows
 
@@ -329,7 +330,7 @@ def test_judges_explanations_pass_through_the_redactor(engine: Engine, jury_sim:
     with Session(engine) as s:
         probe_run = start_run(s, "notes", started_at=datetime(2026, 11, 1, tzinfo=timezone.utc))
         finish_run(s, probe_run, results, datetime(2026, 11, 1, tzinfo=timezone.utc),
-                   redact=lambda text: text.replace("scored", "[REDACTED]"))
+                   policy=TextPolicy(lambda text: text.replace("scored", "[REDACTED]")))
         s.commit()
         explanations = s.exec(select(JuryVerdict.explanation)).all()
     assert len(explanations) == 9 and all("[REDACTED]" in (e or "") and "scored" not in (e or "") for e in explanations)

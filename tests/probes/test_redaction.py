@@ -17,7 +17,7 @@ from medmon.monitor.runs.pipeline import run_task_probe
 from medmon.monitor.plan.model import Plan
 from medmon.probes.models import ProbeResult, ProbeResultBase
 from medmon.probes.packs import load_pack
-from medmon.probes.redaction import PATTERNS, RedactorError, keep, load_redactor, protect_results, redact
+from medmon.probes.redaction import PATTERNS, RedactorError, TextPolicy, keep, load_redactor, protect_results, redact
 from medmon.probes.simulator import Phase, create_simulator
 
 IDENTIFIERS = {
@@ -89,11 +89,12 @@ def _result(**fields: Any) -> ProbeResultBase:
 
 def test_protect_results_redacts_drops_or_fails_closed() -> None:
     results = [_result(answer="Call 555-123-4567"), _result(error_type="timeout", error="no answer within 5s")]
-    redacted = protect_results(results, redact)
+    redacted = protect_results(results, TextPolicy(redact))
     assert redacted[0].answer == "Call [PHONE]" and redacted[1].error == "no answer within 5s"
-    dropped = protect_results(results, redact, store_text=False)
+    dropped = protect_results(results, TextPolicy(redact, store_text=False))
     assert [r.answer for r in dropped] == [None, None] and [r.score for r in dropped] == [1.0, 1.0]
-    closed = protect_results(results, explode)
+    assert dropped[1].error == "no answer within 5s"  # errors say why a call failed: kept, redacted
+    closed = protect_results(results, TextPolicy(explode))
     assert closed[0].answer is None  # a failing plug-in never lets the raw text through
     assert closed[1].error == "timeout"
     assert results[0].answer == "Call 555-123-4567"  # the caller's results are not modified

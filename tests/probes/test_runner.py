@@ -20,6 +20,7 @@ from medmon.monitor.plan.model import parse_plan
 from medmon.probes.client import ModelClient
 from medmon.probes.errors import JuryNotConfigured, UnknownScorer
 from medmon.probes.models import JudgeCall, JuryVerdict, ProbeRecord, ProbeResult, ProbeRun, RunStatus
+from medmon.probes.redaction import TextPolicy, keep
 from medmon.probes.runner import finish_run, probe_canaries, sample_canaries, start_run
 from medmon.probes.simulator import Fault, JudgeBehaviour, Phase, create_simulator
 from tests.conftest import plan_dict
@@ -113,7 +114,7 @@ def test_finish_run_counts_errors_and_averages_only_scored_results(engine: Engin
     results = probe(url, MCQ[:6], max_retries=0, max_concurrency=1)
     with Session(engine) as s:
         probe_run = start_run(s, "task", started_at=STAMP)
-        rows = finish_run(s, probe_run, results, STAMP)
+        rows = finish_run(s, probe_run, results, STAMP, policy=TextPolicy(keep))
         s.commit()
         stored = s.get(ProbeRun, probe_run.id)
         assert stored is not None
