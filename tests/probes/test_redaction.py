@@ -34,7 +34,43 @@ IDENTIFIERS = {
     "labelled_name": ("Patient: John Q. Public, 45, presents with chest pain",
                       "Patient: [NAME], 45, presents with chest pain"),
     "titled_name": ("Mrs. Ana María Lopez-Smith was seen", "[NAME] was seen"),
+    "patient_name": ("Spoke with the patient John Smith today", "Spoke with the patient [NAME] today"),
+    "partial_id": ("MRN ending in 4567; SSN xxx-xx-6789", "MRN [ID]; SSN [ID]"),
+    "postcode": ("221B Baker Street, London NW1 6XE", "[ADDRESS], London [POSTCODE]"),
+    "age_over_89": ("A 92-year-old woman", "A [AGE 90+]-year-old woman"),
 }
+
+# What the built-in redactor used to miss, each case as found: (text, what must not survive).
+MISSED_BEFORE = [
+    ("the patient: john smith, seen today", ["john", "smith"]),
+    ("Patient: JOHN SMITH presents with chest pain", ["JOHN", "SMITH"]),
+    ("patient: maría lópez-garcía reports nausea", ["maría", "lópez"]),
+    ("The patient John Smith was admitted", ["John", "Smith"]),
+    ("patient named mary jones called back", ["mary", "jones"]),
+    ("Dr. Gregory House signed the note", ["Gregory", "House"]),
+    ("Sr. Alberto Garcia was seen", ["Alberto", "Garcia"]),
+    ("SSN 123 45 6789 on file", ["123 45 6789"]),
+    ("SSN 123.45.6789 on file", ["123.45.6789"]),
+    ("DOB 1962/03/14", ["1962"]),
+    ("born 14-Mar-1962 in Ohio", ["1962"]),
+    ("admitted 14 March 1962", ["1962"]),
+    ("Lives at 221B Baker Street, London NW1 6XE", ["Baker", "NW1 6XE"]),
+    ("Adresse: Hauptstraße 5, 10115 Berlin", ["Hauptstraße", "10115"]),
+    ("habite 12 rue de la Paix, 75002 Paris", ["rue de la Paix", "75002"]),
+    ("Toronto, ON M5V 2T6", ["M5V 2T6"]),
+    ("a 92-year-old man", ["92"]),
+    ("aged 97 with CKD", ["97"]),
+    ("101 yo woman", ["101"]),
+    ("MRN ending in 4567", ["4567"]),
+    ("last four digits of her SSN are 6789", ["6789"]),
+    ("SSN ***-**-6789", ["6789"]),
+]
+
+
+@pytest.mark.parametrize("text, leaked", MISSED_BEFORE, ids=[t for t, _ in MISSED_BEFORE])
+def test_builtin_redactor_catches_what_it_used_to_miss(text: str, leaked: list[str]) -> None:
+    out = redact(text)
+    assert not [w for w in leaked if w in out], out
 
 
 def test_every_builtin_pattern_has_a_case() -> None:
@@ -54,7 +90,10 @@ CLINICAL = [
     "Give 0.5 mg/kg IV over 10 minutes, then 1,000,000 units daily.",
     "QTc (Bazett) = 452 ms. CHA2DS2-VASc = 4, HAS-BLED = 2, MELD 23.",
     "Patient: 67-year-old man with INR 2.5-3.5 target.",
-    "Dr. House recommends a ratio of 1:2 and a dose of 3.1415926 mg.",
+    "The doctor recommends a ratio of 1:2 and a dose of 3.1415926 mg.",
+    "A 67-year-old woman, aged 45 at diagnosis, 89 years now; the patient has diabetes.",
+    "Patient education: take with food; Dose 1962 mg over 24 h.",
+    "Grade 3 of 4, stage 2; ECOG 1; 2 of 3 criteria met.",
 ]
 
 
