@@ -1,24 +1,36 @@
-"""Who is looking at the dashboard, and whether they may act on alerts.
+"""The dashboard's door: which requests are answered, who is looking, and whether they may act.
 
-With OIDC configured (an ``[auth]`` section in Streamlit's secrets), only signed-in users see
-data and only the owners the plan names may acknowledge, resolve or silence. Without it the
-dashboard is bound to 127.0.0.1 and says so; actions are then recorded under the local user's
-name, labelled unauthenticated, so the record never pretends to know who clicked.
+- **Host check.** Every session's ``Host`` header must name this dashboard (loopback names, the
+  bind address, the host of ``alerts.dashboard_url`` and ``dashboard.hosts``); anything else is
+  refused before a byte of data is read. A browser tricked by DNS rebinding sends the attacker's
+  name there, so a page on another site cannot drive a dashboard on 127.0.0.1.
+- **With sign-in** (an ``[auth]`` section in Streamlit's secrets) only signed-in users see data,
+  and only owners the plan names, with an e-mail address the identity provider has verified
+  (``email_verified``), may acknowledge, resolve or silence. A plan that says
+  ``dashboard.auth: oidc`` refuses to serve anything when no ``[auth]`` section is found.
+- **Without sign-in** the dashboard is read-only, unless it was started with
+  ``--allow-local-actions`` *and* listens on a loopback address; actions are then recorded under
+  the local user's name, labelled unauthenticated, so the record never pretends to know who clicked.
 """
 
 from __future__ import annotations
 
 import getpass
+import ipaddress
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
 from streamlit.errors import StreamlitSecretNotFoundError
 
-from medmon.monitor.plan.model import Plan
+from medmon.monitor.plan.model import LOOPBACK_HOSTS, Plan, dashboard_hosts
 
 UNAUTHENTICATED = "unauthenticated"
+LOCAL_ACTIONS_ENV = "MEDMON_DASHBOARD_LOCAL_ACTIONS"  # set by ``medmon dashboard --allow-local-actions``
+READ_ONLY = ("read-only: no sign-in is configured (start with --allow-local-actions on 127.0.0.1 to act as "
+             "the local user, or configure sign-in)")
 
 
 @dataclass(frozen=True)
@@ -30,6 +42,46 @@ class Viewer:
     authenticated: bool
     can_act: bool
     why_not: str = ""
+    bind: str = ""  # the address the server listens on, as the header states it
+
+
+def host_name(header: str) -> str:
+    """The host of a ``Host`` header, lower-cased, without port or IPv6 brackets.
+
+    Examples
+    --------
+    >>> host_name("Attacker.Example:8501"), host_name("[::1]:8501"), host_name("127.0.0.1")
+    ('attacker.example', '::1', '127.0.0.1')
+    """
+    value = header.strip().lower()
+    if value.startswith("["):
+        return value[1:].split("]", 1)[0]
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def is_loopback(address: str) -> bool:
+    if address in LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+def host_refusal(plan: Plan, bind: str, headers: Mapping[str, str]) -> str | None:
+    """Why a session must be refused for its ``Host`` header, or None when it may proceed.
+
+    Every browser request carries ``Host`` (HTTP/1.1 requires it); only Streamlit's in-process
+    test harness runs a page without one.
+    """
+    host = headers.get("Host") or headers.get("host")
+    if host is None:
+        return None
+    name = host_name(host)
+    if name in dashboard_hosts(plan, bind):
+        return None
+    return (f"this dashboard does not answer to the host {name!r}; add it to the plan's dashboard.hosts "
+            "if it is a name your reverse proxy uses")
 
 
 def owner_emails(plan: Plan) -> frozenset[str]:
@@ -75,31 +127,58 @@ def local_actor(environ: dict[str, str] | None = None) -> str:
     return f"{name} ({UNAUTHENTICATED})"
 
 
-def viewer_for(plan: Plan, *, authenticated: bool, email: str | None,
+def local_actions_allowed(bind: str, environ: Mapping[str, str] | None = None) -> bool:
+    """Unauthenticated actions: only when asked for explicitly and only on a loopback address."""
+    env = os.environ if environ is None else environ
+    return env.get(LOCAL_ACTIONS_ENV) == "1" and is_loopback(bind)
+
+
+def viewer_for(plan: Plan, *, authenticated: bool, email: str | None, email_verified: bool = False,
+               local_actions: bool = False, bind: str = "127.0.0.1",
                environ: dict[str, str] | None = None) -> Viewer:
     """Decide who the viewer is and whether they may act (pure: tested without Streamlit)."""
     if not authenticated:
-        return Viewer(local_actor(environ), None, False, True)
+        return Viewer(local_actor(environ), None, False, local_actions, "" if local_actions else READ_ONLY, bind)
     address = (email or "").strip().lower()
     if address and address in owner_emails(plan):
-        return Viewer(address, address, True, True)
+        if email_verified:
+            return Viewer(address, address, True, True, bind=bind)
+        return Viewer(address, address, True, False,
+                      f"the identity provider has not verified {address} (email_verified): view only", bind)
     return Viewer(address or "unknown", address or None, True, False,
-                  f"{address or 'this account'} is not an owner in the monitoring plan: view only")
+                  f"{address or 'this account'} is not an owner in the monitoring plan: view only", bind)
+
+
+def bind_address() -> str:
+    """The address Streamlit listens on ("0.0.0.0" when none was given: every interface)."""
+    return str(st.get_option("server.address") or "0.0.0.0")
 
 
 def require_viewer(plan: Plan) -> Viewer:
-    """Gate the app: with auth configured, stop here until the user signs in."""
+    """Gate the app: refuse foreign hosts; with sign-in expected or configured, stop until signed in."""
+    bind = bind_address()
+    refusal = host_refusal(plan, bind, dict(st.context.headers))
+    if refusal is not None:
+        st.error(f"Request refused: {refusal}.")
+        st.stop()
     try:
         configured = auth_configured()
     except SecretsUnreadable as exc:
         st.error(f"Sign-in settings could not be read, so no data is shown: {exc}")
         st.stop()
+    if not configured and plan.dashboard.auth == "oidc":
+        looked = ", ".join(str(p) for p in secret_files())
+        st.error(f"The plan requires sign-in (dashboard.auth: oidc) but no [auth] section was found in {looked}; "
+                 "nothing is shown.")
+        st.stop()
     if not configured:
-        return viewer_for(plan, authenticated=False, email=None)
+        return viewer_for(plan, authenticated=False, email=None, local_actions=local_actions_allowed(bind),
+                          bind=bind)
     if not st.user.is_logged_in:
         st.title("medmon")
         st.info("Sign in to see the monitoring of this deployment.")
         st.button("Sign in", on_click=st.login, type="primary", key="login")
         st.stop()
     email = st.user.get("email")
-    return viewer_for(plan, authenticated=True, email=str(email) if email else None)
+    return viewer_for(plan, authenticated=True, email=str(email) if email else None,
+                      email_verified=st.user.get("email_verified") is True, bind=bind)

@@ -20,15 +20,19 @@ def header(plan: Plan, viewer: Viewer, title: str) -> None:
     deployment = (f"The deployment is a SIMULATED model ({model})." if "simulator" in model
                   else f"Deployment: {plan.deployment.name} · {model}")
     if viewer.authenticated:
-        who = f"Signed in as {viewer.actor}" + ("" if viewer.can_act else " (view only: not a plan owner)")
+        who = f"Signed in as {viewer.actor}" + ("" if viewer.can_act else " (view only)")
+    elif viewer.can_act:
+        who = f"Unauthenticated, listening on {viewer.bind}; actions are recorded as {viewer.actor}."
     else:
-        who = f"Unauthenticated: bound to 127.0.0.1; actions are recorded as {viewer.actor}."
+        who = f"Unauthenticated, listening on {viewer.bind}: read-only."
     st.caption(f"{plan.use_case.name} · {deployment} · {who}")
 
 
 def auth_note(viewer: Viewer) -> str:
     """A short sentence for the sidebar about the access mode."""
-    return "Sign-in: OIDC" if viewer.authenticated else "Sign-in: none (local only)"
+    if viewer.authenticated:
+        return "Sign-in: OIDC"
+    return f"Sign-in: none ({'local actions' if viewer.can_act else 'read-only'}, {viewer.bind})"
 
 
 def fmt(value: float | None, spec: str = ".2f") -> str:

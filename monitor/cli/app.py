@@ -150,27 +150,76 @@ def serve(plan_path: PlanArg,
         os._exit(0)
 
 
-def dashboard_command(port: int, host: str = "127.0.0.1") -> list[str]:
+def dashboard_command(port: int, host: str = "127.0.0.1",
+                      allowed_hosts: tuple[str, ...] = ("localhost", "127.0.0.1", "::1")) -> list[str]:
+    """``streamlit run`` of the dashboard; Streamlit refuses websockets whose Host is not allowed
+    (DNS rebinding), and the app checks each session's Host again."""
     app_path = Path(str(resources.files("medmon.dashboards").joinpath("app.py")))
-    return [sys.executable, "-m", "streamlit", "run", str(app_path), "--server.address", host,
+    hosts = [arg for name in allowed_hosts for arg in ("--server.allowedHosts", name)]
+    return [sys.executable, "-m", "streamlit", "run", str(app_path), "--server.address", host, *hosts,
             "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
             "--client.toolbarMode", "minimal"]  # no developer menu ('Deploy', rerun) for committee members
 
 
+def streamlit_secret_files(cwd: Path | None = None) -> list[Path]:
+    """Where ``streamlit run`` looks for ``secrets.toml`` (the home folder, then the working folder)."""
+    return [Path.home() / ".streamlit" / "secrets.toml", (cwd or Path.cwd()) / ".streamlit" / "secrets.toml"]
+
+
+def auth_section_found(files: list[Path]) -> bool:
+    """Whether any of ``files`` holds an ``[auth]`` table (an unreadable file counts: the app fails closed)."""
+    import tomllib
+
+    for path in files:
+        if not path.exists():
+            continue
+        try:
+            if "auth" in tomllib.loads(path.read_text("utf-8")):
+                return True
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            return True
+    return False
+
+
 @app.command()
-def dashboard(plan_path: PlanArg, port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8501) -> None:
-    """Open the governance dashboard for a plan (Streamlit, bound to 127.0.0.1)."""
-    from medmon.monitor.plan.model import load_plan
+def dashboard(plan_path: PlanArg,
+              port: Annotated[int, typer.Option(help="Port to listen on.")] = 8501,
+              address: Annotated[str, typer.Option(help="Address to listen on; keep 127.0.0.1 and put a "
+                                                        "TLS reverse proxy with sign-in in front for others.")]
+              = "127.0.0.1",
+              allow_local_actions: Annotated[bool, typer.Option(
+                  "--allow-local-actions",
+                  help="Without sign-in, let the local user acknowledge, resolve and silence (recorded as the "
+                       "OS account, labelled unauthenticated). Only honoured on a loopback address.")] = False,
+              ) -> None:
+    """Open the governance dashboard for a plan (Streamlit).
+
+    Without sign-in it is read-only unless --allow-local-actions is given on a loopback address;
+    it answers only to its own host names. A plan with dashboard.auth: oidc refuses to start
+    until an [auth] section is found in .streamlit/secrets.toml.
+    """
+    from medmon.monitor.plan.model import dashboard_hosts, load_plan
     from medmon.db import resolve_url
 
     try:
         plan = load_plan(plan_path)
     except PlanError as exc:
         raise _fail(exc) from None
+    files = streamlit_secret_files()
+    signed_in = auth_section_found(files)
+    if plan.dashboard.auth == "oidc" and not signed_in:
+        err.print(f"error: {plan_path}: dashboard.auth is 'oidc' but no [auth] section was found in "
+                  f"{' or '.join(str(f) for f in files)}; refusing to start without sign-in", markup=False)
+        raise typer.Exit(EXIT_INPUT)
+    local = allow_local_actions and address in ("127.0.0.1", "localhost", "::1")
+    if allow_local_actions and not local:
+        err.print(f"warning: --allow-local-actions is ignored on {address} (not a loopback address)")
     env = os.environ | {"MEDMON_PLAN": str(plan_path.resolve()), "MEDMON_DATABASE_URL": resolve_url(plan.storage.url),
-                        "DO_NOT_TRACK": "1"}
-    out.print(f"dashboard: http://127.0.0.1:{port}  (unauthenticated, bound to 127.0.0.1)")
-    raise typer.Exit(subprocess.call(dashboard_command(port), env=env))
+                        "DO_NOT_TRACK": "1", "MEDMON_DASHBOARD_LOCAL_ACTIONS": "1" if local else "0"}
+    mode = "sign-in: OIDC" if signed_in else ("unauthenticated, local actions allowed" if local
+                                               else "unauthenticated, read-only")
+    out.print(f"dashboard: http://{address}:{port}  ({mode}, listening on {address})")
+    raise typer.Exit(subprocess.call(dashboard_command(port, address, dashboard_hosts(plan, address)), env=env))
 
 
 @app.command()
@@ -187,10 +236,12 @@ def demo(no_dashboard: Annotated[bool, typer.Option("--no-dashboard", help="Run 
         if no_dashboard:
             return
         env = os.environ | {"MEDMON_PLAN": str((workdir / "plan.yaml").resolve()),
-                            "MEDMON_DATABASE_URL": getattr(getattr(plan, "storage"), "url"), "DO_NOT_TRACK": "1"}
+                            "MEDMON_DATABASE_URL": getattr(getattr(plan, "storage"), "url"), "DO_NOT_TRACK": "1",
+                            "MEDMON_DASHBOARD_LOCAL_ACTIONS": "1"}
         proc.append(subprocess.Popen(dashboard_command(port), env=env, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL))
-        out.print(f"[bold]dashboard:[/bold] http://127.0.0.1:{port}  (unauthenticated, bound to 127.0.0.1)")
+        out.print(f"[bold]dashboard:[/bold] http://127.0.0.1:{port}  (unauthenticated, local actions allowed, "
+                  "listening on 127.0.0.1)")
 
     say = (lambda _m: None) if as_json else (lambda m: out.print(m, highlight=False))
     try:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from datetime import timedelta
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from apscheduler.triggers.cron import CronTrigger
@@ -242,6 +243,31 @@ class ServiceConfig(Section):
     visibility_timeout: Interval = "1h"
 
 
+class DashboardConfig(Section):
+    """The dashboard's door. ``auth: oidc`` makes sign-in mandatory: without an ``[auth]`` section
+    in Streamlit's secrets the dashboard refuses to start. ``hosts`` are further names it answers to
+    (the one a reverse proxy forwards); loopback names and ``alerts.dashboard_url``'s host always are."""
+
+    auth: Literal["none", "oidc"] = "none"
+    hosts: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9.\-:\[\]]+$")]] = Field(default_factory=list)
+
+
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
+def dashboard_hosts(plan: Plan, bind: str) -> tuple[str, ...]:
+    """The host names the dashboard answers to: loopback names, the bind address (unless it is
+    every interface), the host of ``alerts.dashboard_url`` and ``dashboard.hosts``."""
+    names = dict.fromkeys(LOOPBACK_HOSTS)
+    if bind and bind not in ("0.0.0.0", "::"):
+        names[bind.lower()] = None
+    dashboard_host = urlsplit(plan.alerts.dashboard_url).hostname
+    if dashboard_host:
+        names[dashboard_host.lower()] = None
+    names.update(dict.fromkeys(h.strip().lower() for h in plan.dashboard.hosts))
+    return tuple(names)
+
+
 class Plan(Section):
     version: Literal[1] = 1
     use_case: UseCase
@@ -255,6 +281,7 @@ class Plan(Section):
     service: ServiceConfig = ServiceConfig()
     governance: Governance | None = None
     privacy: Privacy = Privacy()
+    dashboard: DashboardConfig = DashboardConfig()
 
     @model_validator(mode="after")
     def _unique_tasks(self) -> Plan:

@@ -47,12 +47,17 @@ def free_port() -> int:
 
 @contextmanager
 def served_dashboard(plan_path: Path, db_url: str, log: Path, *, refresh: str = "5s",
-                     timeout: float = 60.0) -> Iterator[Dashboard]:
-    """Run ``streamlit run dashboards/app.py`` on a free 127.0.0.1 port until the block ends."""
+                     timeout: float = 60.0, streamlit_host_check: bool = True) -> Iterator[Dashboard]:
+    """Run ``streamlit run dashboards/app.py`` on a free 127.0.0.1 port until the block ends.
+
+    ``streamlit_host_check=False`` starts it without Streamlit's ``allowedHosts`` (as an operator
+    running ``streamlit run`` by hand would), leaving the app's own check of each session's Host.
+    """
     port = free_port()
     env = os.environ | {"MEDMON_PLAN": str(plan_path), "MEDMON_DATABASE_URL": db_url, "DO_NOT_TRACK": "1",
                         "MEDMON_DASHBOARD_REFRESH": refresh}
-    cmd = dashboard_command(port)  # as `medmon dashboard` starts it
+    # As `medmon dashboard` starts it.
+    cmd = dashboard_command(port) if streamlit_host_check else dashboard_command(port, allowed_hosts=())
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=str(log.parent))
         url = f"http://127.0.0.1:{port}"

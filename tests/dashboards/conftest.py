@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy.engine import Engine
+from streamlit import config as st_config
 from streamlit.testing.v1 import AppTest
+
+from medmon.dashboards.auth import LOCAL_ACTIONS_ENV
 
 from medmon.monitor.storage import make_engine
 from tests.conftest import database_under_test
@@ -31,10 +35,23 @@ def seeded_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
 @pytest.fixture
 def seeded(seeded_master: Seeded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Seeded]:
     """A private copy of the seeded database, with the dashboard's environment pointing at it."""
-    with copy_seeded(seeded_master, tmp_path / "dash") as copy:
+    with copy_seeded(seeded_master, tmp_path / "dash") as copy, local_dashboard():
         monkeypatch.setenv("MEDMON_PLAN", str(copy.plan_path))
         monkeypatch.setenv("MEDMON_DATABASE_URL", copy.db_url)
+        # As `medmon dashboard --allow-local-actions` starts it; tests of the door unset it.
+        monkeypatch.setenv(LOCAL_ACTIONS_ENV, "1")
         yield copy
+
+
+@contextmanager
+def local_dashboard(address: str = "127.0.0.1") -> Iterator[None]:
+    """The in-process app listening on ``address``, as ``streamlit run --server.address`` sets it."""
+    before = st_config.get_option("server.address")
+    st_config.set_option("server.address", address)
+    try:
+        yield
+    finally:
+        st_config.set_option("server.address", before)
 
 
 @pytest.fixture

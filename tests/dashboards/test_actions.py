@@ -17,7 +17,7 @@ from medmon.dashboards.actions import NotAllowed, acknowledge_alert
 from medmon.dashboards.auth import Viewer
 from medmon.monitor.governance.audit import list_events, verify
 from medmon.monitor.plan.model import load_plan
-from tests.dashboards.conftest import AUTH_SECRETS
+from tests.dashboards.conftest import APP, AUTH_SECRETS
 from tests.dashboards.seed import CALC_OWNER, OUTSIDER, Seeded
 
 NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)
@@ -142,7 +142,8 @@ def test_with_sign_in_configured_nothing_shows_until_signed_in(seeded: Seeded,
 def test_a_signed_in_owner_acts_under_their_email(seeded: Seeded, seeded_engine: Engine,
                                                   open_page: Callable[..., AppTest]) -> None:
     alert_id = _critical(seeded_engine, "dose-calc")
-    at = open_page("alerts", secrets=AUTH_SECRETS, user={"is_logged_in": True, "email": CALC_OWNER.upper()})
+    at = open_page("alerts", secrets=AUTH_SECRETS, user={"is_logged_in": True, "email": CALC_OWNER.upper(),
+                                                             "email_verified": True})
     at = _act(at, alert_id, "Pharmacy reviewing calculations", "ack")
     with Session(seeded_engine) as s:
         alert = s.get(Alert, alert_id)
@@ -165,3 +166,47 @@ def test_a_signed_in_non_owner_may_look_but_not_act(seeded: Seeded, seeded_engin
         assert list_events(s, kind="alert_acknowledged") == []
 
 
+
+
+def test_an_owner_whose_email_is_not_verified_may_only_look(seeded: Seeded, seeded_engine: Engine,
+                                                           open_page: Callable[..., AppTest]) -> None:
+    """Owners are matched on the e-mail claim: an unverified claim could be anyone's address."""
+    for claims in ({"email": CALC_OWNER}, {"email": CALC_OWNER, "email_verified": False},
+                   {"email": CALC_OWNER, "email_verified": "true"}):
+        at = open_page("alerts", secrets=AUTH_SECRETS, user={"is_logged_in": True} | claims)
+        assert all(at.button(key=k).disabled for k in ("ack", "resolve", "silence"))
+        assert "not verified" in at.info[0].value
+
+
+def test_without_sign_in_the_dashboard_is_read_only_unless_started_to_allow_local_actions(
+        seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEDMON_DASHBOARD_LOCAL_ACTIONS")
+    at = open_page("alerts")
+    assert len(at.dataframe) >= 2  # reading is allowed
+    assert all(at.button(key=k).disabled for k in ("ack", "resolve", "silence"))
+    assert at.info[0].value.startswith("read-only")
+    assert "listening on 127.0.0.1: read-only" in at.caption[0].value
+    viewer = Viewer("someone (unauthenticated)", None, False, False, "read-only")
+    with pytest.raises(NotAllowed):
+        acknowledge_alert(seeded_engine, load_plan(seeded.plan_path), viewer, _critical(seeded_engine), "x", NOW)
+
+
+def test_local_actions_are_refused_when_listening_beyond_loopback(seeded: Seeded,
+                                                                  open_page: Callable[..., AppTest]) -> None:
+    from tests.dashboards.conftest import local_dashboard
+
+    with local_dashboard("0.0.0.0"):
+        at = open_page("alerts")
+    assert all(at.button(key=k).disabled for k in ("ack", "resolve", "silence"))
+    assert "listening on 0.0.0.0: read-only" in at.caption[0].value
+
+
+def test_a_plan_requiring_sign_in_shows_nothing_without_an_auth_section(
+        seeded: Seeded, open_page: Callable[..., AppTest]) -> None:
+    text = seeded.plan_path.read_text("utf-8")
+    seeded.plan_path.write_text(text + "\ndashboard:\n  auth: oidc\n", "utf-8")
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    assert len(at.dataframe) == 0 and len(at.get("plotly_chart")) == 0
+    assert "requires sign-in" in at.error[0].value
