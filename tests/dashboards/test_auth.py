@@ -36,7 +36,7 @@ def test_owners_are_the_clinical_technical_and_task_owners(plan: Plan) -> None:
     (None, False),
 ], ids=["clinical-owner", "technical-owner-case-and-space", "task-owner", "not-an-owner", "no-email-claim"])
 def test_signed_in_users_act_only_when_the_plan_names_them(plan: Plan, email: str | None, can_act: bool) -> None:
-    viewer = viewer_for(plan, authenticated=True, email=email)
+    viewer = viewer_for(plan, authenticated=True, email=email, email_verified=True)
     assert viewer.authenticated and viewer.can_act is can_act
     if can_act:
         assert viewer.actor == (email or "").strip().lower()
@@ -45,9 +45,10 @@ def test_signed_in_users_act_only_when_the_plan_names_them(plan: Plan, email: st
 
 
 def test_without_sign_in_actions_carry_the_local_account_labelled_unauthenticated(plan: Plan) -> None:
-    viewer = viewer_for(plan, authenticated=False, email=None, environ={"USER": "cmio"})
+    viewer = viewer_for(plan, authenticated=False, email=None, local_actions=True, environ={"USER": "cmio"})
     assert (viewer.actor, viewer.email, viewer.authenticated, viewer.can_act) == \
         ("cmio (unauthenticated)", None, False, True)
+    assert not viewer_for(plan, authenticated=False, email=None).can_act  # read-only by default
     assert local_actor({"USERNAME": "quality"}) == "quality (unauthenticated)"
 
 
