@@ -17,12 +17,14 @@ tests be paired. ``replayable`` is false for instances whose text HELM published
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from medmon.baselines.errors import CanaryFormatError
+from medmon.files import UnsafeInput, loads_json, read_text, split_lines
 
 _ROLES = {"system", "user", "assistant", "developer"}
 _FIELDS = {
@@ -63,6 +65,11 @@ class Canary:
         return json.dumps({k: v for k, v in data.items() if v not in (None, "", {}, [])} | {"id": self.id})
 
 
+def _number(value: Any) -> bool:
+    """A finite JSON number (booleans are not numbers here)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def canary_from_dict(data: Any, *, where: str = "<canary>") -> Canary:
     """Validate one decoded JSON object; ``where`` names the file and line in errors."""
     if not isinstance(data, dict):
@@ -87,9 +94,25 @@ def canary_from_dict(data: Any, *, where: str = "<canary>") -> Canary:
     if not isinstance(tags, dict) or not all(isinstance(v, str) for v in tags.values()):
         raise CanaryFormatError(f"{where}: field 'tags': expected an object of string values")
     score = data.get("baseline_score")
-    if score is not None and (not isinstance(score, int | float) or isinstance(score, bool)):
-        raise CanaryFormatError(f"{where}: field 'baseline_score': expected a number or null")
+    if score is not None and not _number(score):
+        raise CanaryFormatError(f"{where}: field 'baseline_score': expected a finite number or null")
+    runs = data.get("baseline_runs")
+    if runs is not None and not (isinstance(runs, int) and not isinstance(runs, bool) and 0 <= runs <= 1_000_000):
+        raise CanaryFormatError(f"{where}: field 'baseline_runs': expected a whole number from 0 to 1,000,000")
+    tolerance = data.get("tolerance")
+    if tolerance is not None and not (isinstance(tolerance, dict) and tolerance
+                                      and all(isinstance(k, str) and _number(v) for k, v in tolerance.items())
+                                      and tolerance.get("lower", -math.inf) <= tolerance.get("upper", math.inf)):
+        raise CanaryFormatError(f"{where}: field 'tolerance': expected an object of finite numbers with lower <= "
+                                "upper (e.g. {\"lower\": 4.5, \"upper\": 5.5}) or null")
     choices = data.get("choices")
+    if choices is not None and not (isinstance(choices, list) and all(isinstance(c, str) for c in choices)):
+        raise CanaryFormatError(f"{where}: field 'choices': expected a list of strings or null")
+    for name in ("scorer", "provenance", "pack", "benchmark"):
+        if data.get(name) is not None and not isinstance(data[name], str):
+            raise CanaryFormatError(f"{where}: field {name!r}: expected a string")
+    if not isinstance(data.get("replayable", True), bool):
+        raise CanaryFormatError(f"{where}: field 'replayable': expected true or false")
     return Canary(
         id=data["id"],
         messages=tuple({"role": m["role"], "content": m["content"]} for m in messages),
@@ -100,7 +123,7 @@ def canary_from_dict(data: Any, *, where: str = "<canary>") -> Canary:
         baseline_runs=int(data.get("baseline_runs") or (1 if score is not None else 0)),
         replayable=bool(data.get("replayable", True)),
         provenance=str(data.get("provenance") or ""),
-        tolerance=data.get("tolerance"),
+        tolerance={k: float(v) for k, v in tolerance.items()} if tolerance is not None else None,
         choices=tuple(choices) if choices else None,
         pack=str(data.get("pack") or ""),
         benchmark=str(data.get("benchmark") or ""),
@@ -108,19 +131,26 @@ def canary_from_dict(data: Any, *, where: str = "<canary>") -> Canary:
 
 
 def read_jsonl(path: Path, *, what: str = "canary file") -> Iterator[tuple[str, Any]]:
-    """``(file:line, parsed object)`` for each non-blank line; a ``CanaryFormatError`` names the line."""
+    """``(file:line, parsed object)`` for each non-blank line; a ``CanaryFormatError`` names the line.
+
+    Lines are split on newlines only (a U+2028 inside a JSON string is text); each line is
+    decoded strictly (:func:`medmon.files.loads_json`), the file refused over its size limit.
+    """
     try:
-        lines = path.read_text("utf-8").splitlines()
+        lines = split_lines(read_text(path))
     except OSError as exc:
         raise CanaryFormatError(f"{path}: cannot read {what}: {exc.strerror}") from exc
+    except UnsafeInput as exc:
+        raise CanaryFormatError(f"{path}{f':{exc.line}' if exc.line else ''}: {exc.message}") from None
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         where = f"{path}:{number}"
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CanaryFormatError(f"{where}: invalid JSON: {exc.msg} at column {exc.colno}") from exc
+            data = loads_json(line)
+        except UnsafeInput as exc:
+            column = f" at column {exc.column}" if exc.column else ""
+            raise CanaryFormatError(f"{where}: {exc.message}{column}") from None
         yield where, data
 
 

@@ -107,6 +107,9 @@ def read_run(run_dir: Path, *, suite: str = "", run_spec: dict[str, Any] | None 
     stats = plain_stats(load_json(stats_file, role="run statistics"), stats_file)
     metric = choose_main_metric(spec, stats, entry, stats_file)
     value, n = run_value_and_n(stats, metric)
+    if n is not None and n < 1:
+        raise HelmFormatError(stats_file, f"num_instances (split {metric.split})",
+                              f"{n}; expected a positive number of instances")
     per_instance_file = run_dir / "per_instance_stats.json"
     scores = merged_instance_scores(load_json(per_instance_file), metric, per_instance_file)
     notes: list[str] = []

@@ -13,12 +13,12 @@ never parsed. Everything about a run is read from its files.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from medmon.baselines.errors import HelmFormatError, MalformedJSON, NotHelmOutput, SourceFileMissing
+from medmon.files import UnsafeInput, loads_json, read_text
 
 RUN_SPEC = "run_spec.json"
 REQUIRED_RUN_FILES = ("run_spec.json", "stats.json", "per_instance_stats.json")
@@ -42,15 +42,14 @@ def load_json(path: Path, *, role: str = "") -> Any:
     message.
     """
     try:
-        text = path.read_text("utf-8")
+        return loads_json(read_text(path))
     except FileNotFoundError:
         raise SourceFileMissing(path, path.name, f"file missing{f' ({role})' if role else ''}") from None
     except OSError as exc:
         raise SourceFileMissing(path, path.name, f"cannot read: {exc.strerror}") from exc
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise MalformedJSON(path, f"line {exc.lineno} col {exc.colno}", f"invalid JSON: {exc.msg}") from exc
+    except UnsafeInput as exc:
+        where = (f"line {exc.line}" + (f" col {exc.column}" if exc.column else "")) if exc.line else "<file>"
+        raise MalformedJSON(path, where, exc.message) from None
 
 
 def sha256_file(path: Path) -> str:
@@ -76,9 +75,20 @@ def digest_sources(files: dict[str, str]) -> str:
     return digest.hexdigest()
 
 
+def _inside(run_dir: Path, path: Path) -> None:
+    """Refuse a run file that is (or passes through) a link leading out of its run directory."""
+    root = run_dir.resolve()
+    if not path.resolve().is_relative_to(root):
+        raise NotHelmOutput(path, path.name, f"a symbolic link leading outside the run directory {run_dir} "
+                                             "(evidence must be the run's own files)")
+
+
 def run_source_files(run_dir: Path) -> dict[str, str]:
-    """``{file name: sha256}`` of a run's evidence files (required ones must exist)."""
+    """``{file name: sha256}`` of a run's evidence files (required ones must exist, inside the run)."""
     files: dict[str, str] = {}
+    for name in REQUIRED_RUN_FILES + OPTIONAL_RUN_FILES:
+        if (run_dir / name).exists():
+            _inside(run_dir, run_dir / name)
     for name in REQUIRED_RUN_FILES:
         path = run_dir / name
         if not path.is_file():

@@ -24,6 +24,8 @@ written by ``LLMJuryMetric``) are on HELM's 1-5 scale; all others on 0-1.
 
 from __future__ import annotations
 
+import math
+
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -67,8 +69,13 @@ def plain_stats(rows: Any, file: Path) -> dict[tuple[str, str], dict[str, Any]]:
     return out
 
 
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _has_value(stat: dict[str, Any] | None) -> bool:
-    return stat is not None and int(stat.get("count") or 0) > 0 and isinstance(stat.get("mean"), int | float)
+    """A stat with a positive count and a finite mean (HELM writes no NaN; a hostile file may)."""
+    return stat is not None and _finite(stat.get("count")) and stat["count"] > 0 and _finite(stat.get("mean"))
 
 
 def _jury_metric_names(run_spec: dict[str, Any]) -> list[str]:

@@ -11,7 +11,8 @@ metric) becomes the next version and the old one is kept.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from medmon.baselines.helm import RunEvidence, read_run, read_run_spec
 from medmon.baselines.helm_files import locate
 from medmon.baselines.helm_merge import combine_runs
 from medmon.baselines.helm_summary import read_group_tables
-from medmon.baselines.errors import NoMainMetric, NotHelmOutput
+from medmon.baselines.errors import HelmFormatError, NoMainMetric, NotHelmOutput
 from medmon.baselines.manual import read_manual
 from medmon.baselines.models import Baseline
 from medmon.baselines.store import record_baseline, record_canaries, record_leaderboard
@@ -113,6 +114,16 @@ def _outcome(
     )
 
 
+@contextmanager
+def _shape_errors_named(run_dir: Path) -> Iterator[None]:
+    """A value of a shape no check foresaw (a string where HELM writes a number, a list for an
+    object) is reported against its run, as every other format error is, never as a traceback."""
+    try:
+        yield
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError) as exc:
+        raise HelmFormatError(run_dir, "<run>", f"unexpected value ({type(exc).__name__}: {str(exc)[:200]})") from exc
+
+
 def _read_runs(
     runs: tuple[Path, ...],
     *,
@@ -125,16 +136,17 @@ def _read_runs(
     evidence: list[RunEvidence] = []
     models_seen: set[str] = set()
     for done, run_dir in enumerate(runs, start=1):
-        spec = read_run_spec(run_dir)
-        adapter = spec["adapter_spec"]
-        models_seen.add(adapter["model"])
-        if model is None or model in (adapter["model"], adapter.get("model_deployment")):
-            try:
-                evidence.append(read_run(run_dir, suite=suite, run_spec=spec))
-            except NoMainMetric as exc:
-                if strict or len(runs) == 1:
-                    raise
-                report.skipped.append(SkippedRun(run_dir=str(run_dir), reason=str(exc)))
+        with _shape_errors_named(run_dir):
+            spec = read_run_spec(run_dir)
+            adapter = spec["adapter_spec"]
+            models_seen.add(adapter["model"])
+            if model is None or model in (adapter["model"], adapter.get("model_deployment")):
+                try:
+                    evidence.append(read_run(run_dir, suite=suite, run_spec=spec))
+                except NoMainMetric as exc:
+                    if strict or len(runs) == 1:
+                        raise
+                    report.skipped.append(SkippedRun(run_dir=str(run_dir), reason=str(exc)))
         if progress is not None:
             progress(done, len(runs), run_dir.name)
     if model is not None and not evidence and not report.skipped:

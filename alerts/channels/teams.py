@@ -8,6 +8,8 @@ a 202 here means "accepted by the workflow", not "shown in the channel".
 
 from __future__ import annotations
 
+import re
+
 import json
 from typing import Any
 
@@ -24,17 +26,32 @@ class TeamsConfig(ChannelConfig):
     max_listed: int = Field(10, ge=1, le=50)
 
 
+_MARKDOWN = re.compile(r"([\\`*_\[\]<>~])")  # what makes links, emphasis and code in Teams' Markdown
+
+
+def _md(text: str) -> str:
+    """Text that Teams' Markdown shows as written: a served model name like ``[click](https://x)``
+    must not become a link in an alert card, nor ``x://`` an autolink (a zero-width space breaks it).
+
+    Examples
+    --------
+    >>> _md("**x** [a](b)") == r"\*\*x\*\* \[a\](b)", "://" in _md("https://evil.example")
+    (True, False)
+    """
+    return _MARKDOWN.sub(r"\\\1", text).replace("://", ":\u200b//")
+
+
 def _alert_items(a: dict[str, Any]) -> list[dict[str, Any]]:
     color = "Good" if a["status"] == "resolved" else _COLOR.get(a["severity"], "Default")
     facts = [{"title": "Status", "value": a["status"]}, {"title": "Severity", "value": a["severity"]},
-             {"title": "Task", "value": a["task"] or "-"},
-             {"title": "MedHELM category", "value": a["category"] or "-"},
-             {"title": "Owner", "value": a["owner"] or "unassigned"}]
+             {"title": "Task", "value": _md(a["task"] or "-")},
+             {"title": "MedHELM category", "value": _md(a["category"] or "-")},
+             {"title": "Owner", "value": _md(a["owner"] or "unassigned")}]
     if a["status"] == "acknowledged":
-        facts.append({"title": "Acknowledged by", "value": f"{a['acknowledged_by']}: {a['ack_note'] or ''}"})
+        facts.append({"title": "Acknowledged by", "value": _md(f"{a['acknowledged_by']}: {a['ack_note'] or ''}")})
     if a["status"] == "resolved" and a.get("resolve_reason"):
-        facts.append({"title": "Resolved by", "value": f"{a['resolved_by']}: {a['resolve_reason']}"})
-    return [{"type": "TextBlock", "text": a["summary"], "wrap": True, "weight": "Bolder", "color": color,
+        facts.append({"title": "Resolved by", "value": _md(f"{a['resolved_by']}: {a['resolve_reason']}")})
+    return [{"type": "TextBlock", "text": _md(a["summary"]), "wrap": True, "weight": "Bolder", "color": color,
              "separator": True},
             {"type": "FactSet", "facts": facts}]
 
@@ -56,7 +73,7 @@ class TeamsChannel:
         task = notification["group_labels"].get("task") or "monitor"
         body: list[dict[str, Any]] = [
             {"type": "TextBlock", "size": "Large", "weight": "Bolder", "wrap": True,
-             "text": f"medmon {notification['event']}: {task}"},
+             "text": f"medmon {notification['event']}: {_md(task)}"},
             {"type": "TextBlock", "isSubtle": True, "wrap": True,
              "text": f"{counts['firing']} firing, {counts['acknowledged']} acknowledged, "
                      f"{counts['resolved']} resolved"},

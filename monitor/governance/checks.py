@@ -25,6 +25,7 @@ from sqlmodel import Session
 
 from medmon.baselines import categories, latest_baseline, resolve
 from medmon.baselines.errors import BaselineError
+from medmon.files import MAX_YAML_BYTES, UnsafeInput, load_yaml, read_text
 from medmon.monitor.governance.audit import record_plan
 from medmon.monitor.plan.context import adopted_baseline
 from medmon.monitor.plan.context import TaskContext, load_context
@@ -45,10 +46,9 @@ _CRON_HORIZON = timedelta(days=15)
 
 def _raw(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
     try:
-        text = path.read_text("utf-8")
-        data = yaml.safe_load(text)
-        return (data if isinstance(data, dict) else {}), yaml.compose(text, Loader=yaml.SafeLoader)
-    except (OSError, yaml.YAMLError):
+        data, node = load_yaml(read_text(path, limit=MAX_YAML_BYTES))
+        return (data if isinstance(data, dict) else {}), node
+    except (OSError, UnsafeInput):
         return {}, None
 
 

@@ -17,6 +17,7 @@ import yaml
 from apscheduler.triggers.cron import CronTrigger
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from medmon.files import MAX_YAML_BYTES, UnsafeInput, load_yaml, read_text
 from medmon.monitor.errors import PlanError, PlanIssue
 from medmon.monitor.plan.governance import Governance, Privacy
 from medmon.monitor.plan.intervals import INTERVAL, parse_interval
@@ -344,12 +345,9 @@ def _message(err: dict[str, Any]) -> str:
 def parse_plan(text: str, source: str = "<plan>") -> Plan:
     """Validate plan text; raise PlanError listing every problem with its field path and line."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise PlanError(source, [PlanIssue("", f"invalid YAML: {problem}", mark.line + 1 if mark else None)]) from exc
+        data, node = load_yaml(text)
+    except UnsafeInput as exc:
+        raise PlanError(source, [PlanIssue("", exc.message, exc.line)]) from None
     if not isinstance(data, dict):
         raise PlanError(source, [PlanIssue("", f"expected a mapping at the top level, got {type(data).__name__}", 1)])
     try:
@@ -367,9 +365,11 @@ def load_plan(path: str | Path) -> Plan:
     """Read and validate a plan file. Relative canary paths resolve against the plan's folder."""
     path = Path(path)
     try:
-        text = path.read_text("utf-8")
+        text = read_text(path, limit=MAX_YAML_BYTES)
     except OSError as exc:
         raise PlanError(str(path), [PlanIssue("", f"cannot read plan file: {exc.strerror}")]) from exc
+    except UnsafeInput as exc:
+        raise PlanError(str(path), [PlanIssue("", exc.message, exc.line)]) from None
     plan = parse_plan(text, str(path))
     tasks = []
     for t in plan.tasks:
