@@ -143,7 +143,10 @@ def load_yaml(text: str) -> tuple[Any, yaml.Node | None]:
     """
     if len(text.encode("utf-8", "surrogatepass")) > MAX_YAML_BYTES:
         raise UnsafeInput(f"YAML text over the {MAX_YAML_BYTES:,}-byte limit")
-    loader = _StrictLoader(text)
+    try:
+        loader = _StrictLoader(text)
+    except yaml.YAMLError as exc:  # a character YAML does not allow (a NUL, a control character)
+        raise UnsafeInput(f"invalid YAML: {exc}") from None
     try:
         node = loader.get_single_node()
         if node is None:

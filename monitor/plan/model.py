@@ -128,8 +128,15 @@ class Jury(Section):
 class CanarySource(Section):
     """Either a bundled pack by name or a JSONL file of the user's own."""
 
-    pack: str | None = None
+    pack: str | None = Field(None, pattern=r"^[A-Za-z0-9_\-]{1,100}$")  # a bundled pack's name, never a path
     path: Path | None = None
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: Path | None) -> Path | None:
+        if value is not None and (len(str(value)) > 4096 or "\x00" in str(value)):
+            raise ValueError("expected a file path (at most 4096 characters, no NUL)")
+        return value
 
     @model_validator(mode="after")
     def _one(self) -> CanarySource:
