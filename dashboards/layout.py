@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import re
 
 import streamlit as st
 
 from medmon.dashboards.auth import Viewer
 from medmon.monitor.plan.model import Plan
+from medmon.monitor.plan.privacy import mask_plan_text
 
-# A route's webhook URL can carry its token (Slack, Teams): it is masked wherever the plan is shown.
-_ROUTE_URL = re.compile(r"(?<![\w])(url:\s*)([^\s,}#]+)")
 
 
 def header(plan: Plan, viewer: Viewer, title: str) -> None:
@@ -46,4 +44,4 @@ def interval(low: float | None, high: float | None) -> str:
 
 def masked_plan(text: str) -> str:
     """The plan text with every route ``url:`` value masked (``base_url``/``dashboard_url`` kept)."""
-    return _ROUTE_URL.sub(lambda m: m.group(1) + "•••• (masked)", text)
+    return mask_plan_text(text)

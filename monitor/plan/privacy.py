@@ -9,11 +9,33 @@ text is stored, logged or printed.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from medmon.monitor.plan.model import Plan
-from medmon.probes.redaction import TextPolicy, load_redactor
+from medmon.probes.redaction import TextPolicy, load_redactor, scrub_secrets
+
+# A route's webhook URL can carry its token (Slack, Teams) and the storage URL a password: every
+# ``url:`` value is masked wherever plan text is shown (``base_url`` and ``dashboard_url`` kept).
+_URL_VALUE = re.compile(r"(?<![\w])(url:\s*)([^\s,}#]+)")
+MASK = "•••• (masked)"
+
+
+def mask_plan_text(text: str) -> str:
+    """The plan text with every ``url:`` value masked, as the dashboard and the reports show it.
+
+    Examples
+    --------
+    >>> mask_plan_text("routes: [{name: s, url: https://hooks.slack.com/T/B/x}], base_url: http://llm/v1")
+    'routes: [{name: s, url: •••• (masked)}], base_url: http://llm/v1'
+    """
+    return _URL_VALUE.sub(lambda m: m.group(1) + MASK, text)
+
+
+def scrub_plan_secrets(text: str, plan: Plan, environ: Mapping[str, str] | None = None) -> str:
+    """``text`` with every secret the plan refers to blanked (for pages and reports)."""
+    return scrub_secrets(text, secret_values(plan, environ))
 
 
 def secret_values(plan: Plan, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:

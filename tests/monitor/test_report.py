@@ -244,6 +244,30 @@ def test_a_tampered_audit_log_shows_in_the_report(engine: Engine, make_plan: Cal
     assert "No plan is recorded in the audit log" in html
 
 
+def test_the_report_masks_urls_as_the_dashboard_does_and_blanks_secrets(
+        engine: Engine, make_plan: Callable[..., Plan], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Slack or Teams URL is the credential, and a storage URL carries a password: neither may
+    reach paper; nor may an API key that an endpoint echoed into a stored error."""
+    from medmon.dashboards.layout import masked_plan
+
+    at = datetime(2026, 11, 5, tzinfo=timezone.utc)
+    monkeypatch.setenv("MEDMON_TEST_KEY", "sk-live-PAPERsecret77")
+    plan_text = ("alerts:\n  routes:\n  - {name: chat, type: slack, url: https://hooks.slack.com/services/T0/B0/TOKEN9}\n"
+                 "storage:\n  url: postgresql://medmon:DBPASS42@db.internal/medmon\n"
+                 "deployment:\n  base_url: http://llm.internal/v1\n")
+    with session_scope(engine) as session:
+        record(session, AuditKind.alert_acknowledged, "owner@hospital.example", "alert:1",
+               {"note": "endpoint said: invalid key sk-live-PAPERsecret77"}, at)
+    with Session(engine) as session:
+        report = build_committee_report(session, make_plan(), parse_period("2026-11"), now=at, plan_text=plan_text)
+    html = render_committee(report)
+    for secret in ("TOKEN9", "DBPASS42", "sk-live-PAPERsecret77"):
+        assert secret not in html
+    assert report.plan_record["text"] == masked_plan(plan_text)
+    assert "http://llm.internal/v1" in html  # the model's address is not a secret
+    assert "endpoint said: invalid key ***" in html
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(find_chromium() is None, reason="no Chromium to print a PDF with")
 def test_pdf_is_printed_where_chromium_exists(demo: DemoRun, tmp_path: Path) -> None:

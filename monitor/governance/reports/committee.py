@@ -27,6 +27,7 @@ from medmon.monitor.plan.context import load_context, task_baseline
 from medmon.monitor.errors import MedmonError
 from medmon.monitor.models import AuditEvent, FindingRecord, ModelIdentity
 from medmon.monitor.plan.model import Plan
+from medmon.monitor.plan.privacy import mask_plan_text
 from medmon.monitor.governance.reevaluation import judge, list_reevaluations
 from medmon.monitor.governance.reports.limitations import known_limitations
 from medmon.monitor.governance.reports.period import Period
@@ -336,6 +337,9 @@ def build_committee_report(session: Session, plan: Plan, period: Period, *, now:
         notes.append("No plan is recorded in the audit log for this period; the plan shown is the current file.")
         record = {"seq": None, "hash": None, "at": None, "actor": None, "sha256": None, "text": plan_text or "",
                   "source": "current file"}
+    # URLs can carry credentials (a Slack or Teams webhook URL is one): masked as on the dashboard;
+    # the SHA-256 shown is of the plan as recorded.
+    record = record | {"text": mask_plan_text(str(record["text"]))}
     return CommitteeReport(
         plan=plan, period=period, generated_at=now, tasks=_task_evidence(session, plan, period),
         alerts=_alerts(session, period), silences=_silences(session, period), identities=identities,

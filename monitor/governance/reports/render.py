@@ -18,6 +18,7 @@ from markupsafe import Markup
 
 from medmon.monitor.governance.reports.plan_document import PlanDocument
 from medmon.monitor.governance.reports.committee import CommitteeReport
+from medmon.monitor.plan.privacy import scrub_plan_secrets
 
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "chromium", "chromium-browser",
                        "google-chrome")
@@ -62,16 +63,18 @@ def render_committee(report: CommitteeReport) -> str:
     """The committee report as one self-contained HTML page."""
     template = environment().get_template("committee.html.j2")
     passing = sum(1 for t in report.tasks if t.passed)
-    return template.render(r=report, plan=report.plan, generated_at=report.generated_at, passing=passing,
+    html = template.render(r=report, plan=report.plan, generated_at=report.generated_at, passing=passing,
                            production_cost=sum(c.cost_usd for c in report.costs),
                            simulated=report.plan.deployment.model.startswith("medmon-simulator"))
+    return scrub_plan_secrets(html, report.plan)  # a secret quoted in any stored text never reaches paper
 
 
 def render_plan_document(document: PlanDocument) -> str:
     """The monitoring plan document as one self-contained HTML page."""
     template = environment().get_template("plan_document.html.j2")
-    return template.render(d=document, plan=document.plan, generated_at=document.generated_at,
+    html = template.render(d=document, plan=document.plan, generated_at=document.generated_at,
                            simulated=document.plan.deployment.model.startswith("medmon-simulator"))
+    return scrub_plan_secrets(html, document.plan)
 
 
 def find_chromium() -> str | None:
