@@ -110,9 +110,13 @@ def verify_command(plan: PlanOption = None, db: DbOption = None,
     elif report.ok:
         out.print(f"[green]ok[/green]: {report.entries} entries verify; head seq {report.head_seq} {report.head_hash}",
                   highlight=False)
+        if anchor is None:
+            out.print("compare this head with the one printed in the last committee report (or pass it with "
+                      "--expect SEQ:HASH): without it, deleting the newest entries that no other record covers "
+                      "cannot be detected", highlight=False)
     else:
-        err.print(f"[red]TAMPERED[/red]: {len(report.problems)} problem(s) in {report.entries} entries",
-                  highlight=False)
+        err.print(f"[red]TAMPERED[/red]: {len(report.problems)} problem(s) in {report.entries} entries; "
+                  f"head checked: seq {report.head_seq} {report.head_hash}", highlight=False)
         for problem in report.problems:
             err.print(f"  {problem}", highlight=False, markup=False)
     if not report.ok:

@@ -180,17 +180,20 @@ def approve_command(
     reevaluation: Annotated[int, typer.Option(help="The re-evaluation to adopt (medmon change reevaluations).")],
     by: Annotated[str, typer.Option(help="The approving owner's e-mail (task owner or clinical owner).")],
     plan_path: PlanOption = Path("plan.yaml"),
-    reason: Annotated[str | None, typer.Option(help="Why; required to adopt a re-evaluation that failed.")] = None,
+    reason: Annotated[str | None, typer.Option(
+        "--override-reason", "--reason",
+        help="Why a re-evaluation that failed its thresholds is adopted anyway; refused without it. Audited.")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Adopt a re-evaluation's results as a task's baseline: an owner's recorded decision."""
+    from medmon.monitor.governance.audit import local_actor
     from medmon.monitor.governance.reevaluation import approve
 
     plan = _plan(plan_path)
     try:
         with session_scope(make_engine(plan.storage.url)) as session:
             baseline = approve(session, plan, reevaluation_id=reevaluation, task_id=task, by=by, now=utcnow(),
-                               reason=reason)
+                               reason=reason, operator=local_actor("medmon baseline approve"))
             info = {"task": task, "reevaluation": reevaluation, "baseline_id": baseline.id,
                     "benchmark": baseline.benchmark, "model": baseline.model, "metric": baseline.metric,
                     "version": baseline.version, "value": baseline.value, "normalized": baseline.normalized,

@@ -39,7 +39,8 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from medmon.monitor.models import AuditEvent, AuditHead
+from medmon.alerts.models import AlertEvent
+from medmon.monitor.models import AuditEvent, AuditHead, ChangeRecord, Reevaluation
 from medmon.db import as_utc, session_scope
 
 GENESIS = "0" * 64
@@ -214,6 +215,12 @@ def verify(session: Session, expect: tuple[int, str] | None = None) -> VerifyRep
         count += 1
         if expect is not None and seq == expect[0]:
             anchor_id, anchor_hash = row_id, row_hash
+        malformed = _malformed(seq, at, kind, actor, subject, details, row_prev, row_hash)
+        if malformed:
+            problems.append(AuditProblem(seq if isinstance(seq, int) else None, row_id, f"malformed entry: {malformed}"))
+            prev_hash = row_hash if isinstance(row_hash, str) else prev_hash
+            expected_seq = (max(expected_seq, seq) if isinstance(seq, int) else expected_seq) + 1
+            continue
         if seq > expected_seq:
             missing = (f"entry seq {expected_seq} is" if seq == expected_seq + 1
                        else f"entries seq {expected_seq}-{seq - 1} are")
@@ -237,6 +244,7 @@ def verify(session: Session, expect: tuple[int, str] | None = None) -> VerifyRep
                                                  "was altered"))
     if head is None and count:
         problems.append(AuditProblem(None, None, "the head row is missing"))
+    problems.extend(coverage_problems(session))
     if expect is not None:
         if anchor_hash is None:
             problems.append(AuditProblem(expect[0], None, "the expected anchor entry is missing"))
@@ -244,6 +252,64 @@ def verify(session: Session, expect: tuple[int, str] | None = None) -> VerifyRep
             problems.append(AuditProblem(expect[0], anchor_id, f"hash {anchor_hash[:12]}... differs from the expected "
                                                                f"anchor {expect[1][:12]}...: the chain was rewritten"))
     return VerifyReport(entries=count, head_seq=last_seq, head_hash=last_hash, problems=problems)
+
+
+def _malformed(seq: Any, at: Any, kind: Any, actor: Any, subject: Any, details: Any, prev: Any, hashed: Any) -> str:
+    """What makes a row impossible to check (a hand-edited column of the wrong type), or ''."""
+    wrong = [name for name, value, kind_of in (("seq", seq, int), ("at", at, datetime), ("kind", kind, str),
+                                               ("actor", actor, str), ("subject", subject, str),
+                                               ("prev_hash", prev, str), ("hash", hashed, str))
+             if not isinstance(value, kind_of) or isinstance(value, bool)]
+    if details is not None and not isinstance(details, dict):
+        wrong.append("details")
+    return f"{', '.join(wrong)} of the wrong type or empty" if wrong else ""
+
+
+def coverage_problems(session: Session) -> list[AuditProblem]:
+    """Records the log must cover but does not: the check that holds without an anchor.
+
+    Every human action on an alert, declared or detected change, finished re-evaluation and
+    approval writes its audit entry in the same transaction, so a record without its entry means
+    entries were deleted (a truncated or emptied log), however consistent the remaining chain is.
+    """
+    seen_changes: set[int] = set()
+    seen_reevaluations: set[int] = set()
+    seen_approvals: set[int] = set()
+    alert_actions: dict[tuple[str, str], int] = {}
+    kinds = [AuditKind.change_declared.value, AuditKind.model_change.value, AuditKind.reevaluation.value,
+             AuditKind.baseline_approved.value, AuditKind.alert_acknowledged.value, AuditKind.alert_resolved.value]
+    for kind, subject, details in session.exec(select(AuditEvent.kind, AuditEvent.subject, AuditEvent.details)
+                                               .where(col(AuditEvent.kind).in_(kinds))):
+        d = details if isinstance(details, dict) else {}
+        if kind in (AuditKind.change_declared.value, AuditKind.model_change.value):
+            seen_changes.update(i for i in d.get("change_ids") or [] if isinstance(i, int))
+        elif kind == AuditKind.reevaluation.value and isinstance(d.get("reevaluation_id"), int):
+            seen_reevaluations.add(d["reevaluation_id"])
+        elif kind == AuditKind.baseline_approved.value and isinstance(d.get("reevaluation_id"), int):
+            seen_approvals.add(d["reevaluation_id"])
+        else:
+            alert_actions[(kind, subject)] = alert_actions.get((kind, subject), 0) + 1
+    problems: list[AuditProblem] = []
+
+    def missing(what: str, ids: list[int]) -> None:
+        if ids:
+            shown = ", ".join(str(i) for i in ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+            problems.append(AuditProblem(None, None, f"{what} {shown} ha{'s' if len(ids) == 1 else 've'} no audit "
+                                                     "entry: entries were deleted"))
+
+    missing("change", [i for i in session.exec(select(ChangeRecord.id)) if i is not None and i not in seen_changes])
+    missing("re-evaluation", [i for i, done in session.exec(select(Reevaluation.id, Reevaluation.finished_at))
+                              if done is not None and i not in seen_reevaluations])
+    missing("approval of re-evaluation", [i for i, by in session.exec(select(Reevaluation.id, Reevaluation.approved_by))
+                                          if by is not None and i not in seen_approvals])
+    wanted: dict[tuple[str, str], int] = {}
+    for alert_id, to_status, actor in session.exec(select(AlertEvent.alert_id, AlertEvent.to_status, AlertEvent.actor)):
+        if actor != "medmon" and to_status in ("acknowledged", "resolved"):
+            key = (f"alert_{to_status}", f"alert:{alert_id}")
+            wanted[key] = wanted.get(key, 0) + 1
+    missing("alert", sorted({int(subject.split(":")[1]) for key, n in wanted.items()
+                             for subject in [key[1]] if alert_actions.get(key, 0) < n}))
+    return problems
 
 
 def list_events(session: Session, *, kind: AuditKind | str | None = None, subject: str | None = None,

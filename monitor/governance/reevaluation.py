@@ -252,8 +252,12 @@ def auto_reevaluates(plan: Plan) -> bool:
 
 
 def approve(session: Session, plan: Plan, *, reevaluation_id: int, task_id: str, by: str, now: datetime,
-            reason: str | None = None) -> Baseline:
+            reason: str | None = None, operator: str | None = None) -> Baseline:
     """Adopt a re-evaluation's results as the task's baseline, recorded with who approved it.
+
+    ``by`` is the owner who decided; ``operator`` is who ran the command (``user@host via tool``),
+    recorded beside it so an approval entered for someone else says who entered it. A failed
+    re-evaluation is adopted only with ``reason`` (the override), which is audited.
 
     Raises
     ------
@@ -280,7 +284,7 @@ def approve(session: Session, plan: Plan, *, reevaluation_id: int, task_id: str,
         raise GovernanceError(f"{by} is not an owner of task {task_id!r}; approval needs one of: {', '.join(allowed)}")
     if row.passed is False and not (reason and reason.strip()):
         raise GovernanceError(f"re-evaluation {reevaluation_id} failed its thresholds ({'; '.join(row.reasons)}); "
-                              "adopting it as the baseline needs a stated reason")
+                              "adopting it as the baseline needs --override-reason")
     old = session.get(Baseline, row.baseline_id) if row.baseline_id is not None else None
     lo, hi = (old.scale_min, old.scale_max) if old is not None else (0.0, 1.0)
     span = hi - lo
@@ -301,7 +305,7 @@ def approve(session: Session, plan: Plan, *, reevaluation_id: int, task_id: str,
            {"reevaluation_id": row.id, "baseline_id": baseline.id, "previous_baseline_id": row.baseline_id,
             "benchmark": baseline.benchmark, "model": baseline.model, "metric": baseline.metric,
             "value": baseline.value, "normalized": baseline.normalized, "n": baseline.n,
-            "passed": row.passed, "reason": reason}, now)
+            "passed": row.passed, "reason": reason, "override": row.passed is False, "operator": operator}, now)
     session.flush()
     return baseline
 

@@ -139,7 +139,7 @@ def test_only_an_owner_can_adopt_a_reevaluation_as_baseline(swap: Callable[..., 
         with pytest.raises(GovernanceError, match="tech@hospital.example is not an owner of task 'knowledge-qa'; "
                                                   "approval needs one of: owner@hospital.example"):
             approve(session, plan, reevaluation_id=rid, task_id="knowledge-qa", by="tech@hospital.example", now=now)
-        with pytest.raises(GovernanceError, match="failed its thresholds.*needs a stated reason"):
+        with pytest.raises(GovernanceError, match="failed its thresholds.*needs --override-reason"):
             approve(session, plan, reevaluation_id=rid, task_id="knowledge-qa", by="owner@hospital.example", now=now)
         with pytest.raises(GovernanceError, match="is of task 'knowledge-qa', not 'other'"):
             approve(session, plan, reevaluation_id=rid, task_id="other", by="owner@hospital.example", now=now)
@@ -214,3 +214,55 @@ def test_change_record_rejects_unknown_tasks(tmp_path: Path, db_url: str) -> Non
     with Session(engine) as session:
         assert session.exec(select(func.count()).select_from(ChangeRecord)).one() == 0
     engine.dispose()
+
+
+def test_a_truncated_or_emptied_audit_log_fails_verify_even_with_a_consistent_head(
+        swap: Callable[..., Any], engine: Engine) -> None:
+    """Deleting the newest entries and moving the head back leaves a consistent chain; the records
+    those entries covered (an approval, a re-evaluation, a change) still say they are missing."""
+    from sqlalchemy import text
+
+    plan, outcomes = swap()
+    rid = next(o.reevaluation_id for o in outcomes if o.reevaluation_id)
+    with session_scope(engine) as session:
+        approve(session, plan, reevaluation_id=rid, task_id="knowledge-qa", by="owner@hospital.example",
+                now=datetime(2026, 11, 3, tzinfo=timezone.utc), reason="contracted model; pharmacist review",
+                operator="ops@host via medmon baseline approve")
+        entry = list_events(session, kind=AuditKind.baseline_approved)[0]
+        assert verify(session).ok
+    assert entry.actor == "owner@hospital.example" and entry.details["operator"] == "ops@host via medmon baseline approve"
+    assert entry.details["override"] is True
+    with engine.begin() as conn:
+        top = conn.execute(text("SELECT max(seq) FROM auditevent")).scalar_one()
+        conn.execute(text("DELETE FROM auditevent WHERE seq = :s"), {"s": top})
+        seq, digest = conn.execute(text("SELECT seq, hash FROM auditevent ORDER BY seq DESC LIMIT 1")).one()
+        conn.execute(text("UPDATE audithead SET seq = :s, hash = :h"), {"s": seq, "h": digest})
+    with Session(engine) as session:
+        report = verify(session)
+    assert not report.ok and [str(p) for p in report.problems] == [
+        f"approval of re-evaluation {rid} has no audit entry: entries were deleted"]
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM auditevent"))
+        conn.execute(text("DELETE FROM audithead"))
+    with Session(engine) as session:
+        report = verify(session)
+    assert report.entries == 0 and not report.ok
+    problems = " | ".join(str(p) for p in report.problems)
+    assert "change" in problems and f"re-evaluation {rid} has no audit entry" in problems
+
+
+def test_a_malformed_audit_entry_is_named_not_crashed_on(engine: Engine) -> None:
+    from sqlalchemy import text
+
+    from medmon.monitor.governance.audit import record
+
+    with session_scope(engine) as session:
+        for i in range(3):
+            record(session, AuditKind.plan_change, "owner@hospital.example", f"plan:{i}", {"n": i},
+                   datetime(2026, 11, 1, tzinfo=timezone.utc))
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE auditevent SET details = '[1, 2]' WHERE seq = 2"))
+    with Session(engine) as session:
+        report = verify(session)
+    assert not report.ok and str(report.problems[0]).startswith("entry seq 2")
+    assert "malformed entry: details of the wrong type" in str(report.problems[0])
