@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 
+from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from medmon.baselines.canary import Canary
+from medmon.db import session_scope
 from medmon.probes.client import Completion, ModelClient
 from medmon.probes.errors import JuryNotConfigured, ModelCallError
 from medmon.probes.jury import JURY_SCORER, JuryOutcome, Jury
@@ -174,3 +177,22 @@ def finish_run(session: Session, run: ProbeRun, results: Sequence[ProbeResultBas
             _store_jury(session, row, outcome, finished_at)
     session.flush()
     return rows
+
+
+@contextmanager
+def failing_run(engine: Engine, run_id: int, texts: TextPolicy, now: Callable[[], datetime]) -> Iterator[None]:
+    """Mark the run failed (with its error, redacted) if the block raises, then re-raise.
+
+    A scorer, redactor or storage error must never leave a run 'running' for the service to
+    guess about; the transaction the block opened has been rolled back by then.
+    """
+    try:
+        yield
+    except Exception as exc:
+        with session_scope(engine) as session:
+            run = session.get(ProbeRun, run_id)
+            if run is not None and run.status == RunStatus.running:
+                run.status, run.finished_at = RunStatus.failed, now()
+                run.error = texts.error(f"{type(exc).__name__}: {exc}", type(exc).__name__)
+                session.add(run)
+        raise

@@ -40,7 +40,7 @@ from medmon.db import session_scope
 from medmon.probes.client import ModelClient, ModelSettings
 from medmon.probes.jury import JURY_SCORER, Jury, JurySettings
 from medmon.probes.models import ProbeResultBase, ProbeRun, RunStatus
-from medmon.probes.runner import finish_run, probe_canaries, start_run
+from medmon.probes.runner import failing_run, finish_run, probe_canaries, start_run
 
 Progress = Callable[[int, int], None]
 
@@ -187,9 +187,10 @@ def run_reevaluation(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Calla
     try:
         results = _replay(plan, ctx, canaries, settings, progress) if canaries else []
         failure = None if canaries else "the task has no replayable canaries"
-    except MedmonError as exc:
-        results, failure = [], texts.error(str(exc), type(exc).__name__)
-    with session_scope(engine) as session:
+    except Exception as exc:  # a scorer's or endpoint's failure alike: recorded as failed, never left running
+        message = str(exc) if isinstance(exc, MedmonError) else f"{type(exc).__name__}: {exc}"
+        results, failure = [], texts.error(message, type(exc).__name__)
+    with failing_run(engine, run_id, texts, now), session_scope(engine) as session:
         row = session.get(Reevaluation, reevaluation_id)
         run = session.get(ProbeRun, run_id)
         assert row is not None and run is not None

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -27,8 +26,7 @@ from medmon.db import session_scope
 from medmon.probes.client import ModelClient, ModelSettings
 from medmon.probes.jury import JURY_SCORER, Jury, JurySettings
 from medmon.probes.models import ProbeResultBase, ProbeRun, RunStatus
-from medmon.probes.redaction import TextPolicy
-from medmon.probes.runner import finish_run, probe_canaries, sample_canaries, start_run
+from medmon.probes.runner import failing_run, finish_run, probe_canaries, sample_canaries, start_run
 
 log = logging.getLogger("medmon.pipeline")
 
@@ -71,25 +69,6 @@ def _model_change(session: Session, task_id: str, results: list[ProbeResultBase]
     if last is None:
         return None
     return (last.served_model, last.system_fingerprint), (current[0], current[1])  # type: ignore[return-value]
-
-
-@contextmanager
-def failing_run(engine: Engine, run_id: int, texts: TextPolicy, now: Callable[[], datetime]) -> Iterator[None]:
-    """Mark the run failed (with its error, redacted) if the block raises, then re-raise.
-
-    A scorer, redactor or storage error must never leave a run 'running' for the service to
-    guess about; the transaction the block opened has been rolled back by then.
-    """
-    try:
-        yield
-    except Exception as exc:
-        with session_scope(engine) as session:
-            run = session.get(ProbeRun, run_id)
-            if run is not None and run.status == RunStatus.running:
-                run.status, run.finished_at = RunStatus.failed, now()
-                run.error = texts.error(f"{type(exc).__name__}: {exc}", type(exc).__name__)
-                session.add(run)
-        raise
 
 
 def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.Random,
