@@ -48,7 +48,7 @@ _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?"
 _DATE = (rf"(?:\d{{4}}[/.-]\d{{1,2}}[/.-]\d{{1,2}}|\d{{1,2}}[/.-]\d{{1,2}}[/.-](?:\d{{4}}|\d{{2}})"
          rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+\d{{4}}"
          rf"|\d{{1,2}}-{_MONTH}-\d{{2,4}})")
-_WORD = r"[A-ZÀ-ÖØ-Þ][^\W\d_]+(?:['\-][^\W\d_]+)*"
+_WORD = r"[A-ZÀ-ÖØ-Þ](?:['’][A-ZÀ-ÖØ-Þ])?[^\W\d_]+(?:['’\-][^\W\d_]+)*"
 _NAME = rf"{_WORD}(?:\s+[A-Z]\.(?=\s))?(?:\s+{_WORD}){{0,2}}"
 # After an explicit label with a colon ("patient: john smith") a name may be in any case.
 _ANY_WORD = r"[^\W\d_]+(?:['\-][^\W\d_]+)*"
@@ -63,7 +63,7 @@ _TITLE = r"(?:Mr|Mrs|Ms|Miss|Mx|Dr|Sr|Sra|Srta|Prof|Mme|Mlle|Herr|Frau)"
 # Order matters: labelled forms first, so "DOB: 01/02/1950" becomes "DOB: [DOB]", not "[DATE]".
 PATTERNS: tuple[tuple[str, re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
     ("email", re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}"), "[EMAIL]"),
-    ("ssn", re.compile(r"\b\d{3}([-. ])\d{2}\1\d{4}\b"), "[SSN]"),
+    ("ssn", re.compile(r"\b\d{3}[-. ]\d{2}[-. ]\d{4}\b"), "[SSN]"),
     ("partial_id", re.compile(r"(?i)(?:\b(?:ending|ends) (?:in|with)|\blast (?:4|four|5|five|6|six)(?: digits)?"
                               r"(?: of (?:the |his |her |their )?[\w ]{2,20}?)?(?: is| are| were|:)?)\s*#?\d{3,6}\b"
                               r"|(?<!\w)[Xx*#]{3}[-. ]?[Xx*#]{2}[-. ]?\d{4}\b"), "[ID]"),
@@ -113,14 +113,23 @@ def keep(text: str) -> str:
 
 
 def load_redactor(spec: str) -> Redactor:
-    """Resolve the plan's ``privacy.redactor``: ``builtin``, ``none`` or ``module:function``."""
+    """Resolve the plan's ``privacy.redactor``: ``builtin``, ``presidio``, ``none`` or ``module:function``."""
     if spec == "builtin":
         return redact
     if spec == "none":
         return keep
+    if spec == "presidio":
+        try:
+            from medmon.probes.presidio_redaction import _engines, redact as presidio_redact
+
+            _engines()
+        except ImportError as exc:
+            raise RedactorError("privacy.redactor: 'presidio' needs Microsoft Presidio: "
+                                f"pip install 'medmon[presidio]' ({exc.name} is missing)") from exc
+        return presidio_redact
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
-        raise RedactorError(f"privacy.redactor: expected 'builtin', 'none' or 'module:function', got {spec!r}")
+        raise RedactorError(f"privacy.redactor: expected 'builtin', 'presidio', 'none' or 'module:function', got {spec!r}")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:

@@ -132,6 +132,6 @@ class Privacy(Section):
     @field_validator("redactor")
     @classmethod
     def _redactor(cls, value: str) -> str:
-        if value in ("builtin", "none") or _CALLABLE.match(value):
+        if value in ("builtin", "presidio", "none") or _CALLABLE.match(value):
             return value
-        raise ValueError(f"expected 'builtin', 'none' or 'module:function', got {value!r}")
+        raise ValueError(f"expected 'builtin', 'presidio', 'none' or 'module:function', got {value!r}")

@@ -196,7 +196,7 @@ def test_tasks_requiring_human_review_need_the_review_described(tmp_path: Path) 
 def test_a_redactor_that_cannot_be_imported_is_refused(tmp_path: Path) -> None:
     found = issues_of(write(tmp_path, governed(privacy={"redactor": "no_such_module:redact"})))
     assert found == ["privacy.redactor: cannot import module 'no_such_module': No module named 'no_such_module'"]
-    with pytest.raises(PlanError, match="privacy.redactor: expected 'builtin', 'none' or 'module:function'"):
+    with pytest.raises(PlanError, match="privacy.redactor: expected 'builtin', 'presidio', 'none' or 'module:function'"):
         parse_plan(yaml.safe_dump(governed(privacy={"redactor": "scrub everything"})))
 
 

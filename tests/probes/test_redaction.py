@@ -158,3 +158,13 @@ def test_pipeline_stores_only_what_the_plan_allows(serve: Callable[..., Any], ma
         assert all(r.answer is not None and r.answer.startswith("[checked] ") for r in rows)
     else:
         assert all(r.answer is None for r in rows)
+
+
+def test_the_presidio_redactor_adds_presidios_recognisers_to_the_builtin_patterns() -> None:
+    presidio = load_redactor("presidio")
+    out = presidio("Patient: john smith paid with 4111 1111 1111 1111 from IBAN GB82 WEST 1234 5698 7654 32; "
+                   "DOB 1962/03/14, ip 10.20.30.40")
+    for leaked in ("john", "4111", "GB82", "1962", "10.20.30.40"):
+        assert leaked not in out, out
+    assert "<CREDIT_CARD>" in out and "<IBAN_CODE>" in out and "Patient: [NAME]" in out
+    assert presidio(CLINICAL[2]) == CLINICAL[2]
