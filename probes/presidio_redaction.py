@@ -15,8 +15,6 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from medmon.probes.redaction import redact as builtin_redact
-
 # Pattern recognisers only (no NLP artefacts needed), none with network look-ups.
 RECOGNIZERS = (
     "UsSsnRecognizer", "PhoneRecognizer", "DateRecognizer", "CreditCardRecognizer", "IbanRecognizer",
@@ -37,10 +35,10 @@ def _engines() -> tuple[list[Any], Any]:
 
 
 def redact(text: str) -> str:
-    """The built-in patterns, then Presidio's pattern recognisers; each finding becomes ``<TYPE>``."""
+    """Presidio's pattern recognisers alone; each finding becomes ``<TYPE>`` (the ``presidio``
+    redactor runs medmon's built-in patterns first)."""
     from presidio_analyzer import RecognizerResult, EntityRecognizer
 
-    text = builtin_redact(text)
     recognizers, anonymizer = _engines()
     found: list[RecognizerResult] = []
     for recognizer in recognizers:

@@ -126,7 +126,7 @@ def load_redactor(spec: str) -> Redactor:
         except ImportError as exc:
             raise RedactorError("privacy.redactor: 'presidio' needs Microsoft Presidio: "
                                 f"pip install 'medmon[presidio]' ({exc.name} is missing)") from exc
-        return presidio_redact
+        return lambda text: presidio_redact(redact(text))
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise RedactorError(f"privacy.redactor: expected 'builtin', 'presidio', 'none' or 'module:function', got {spec!r}")
