@@ -5,11 +5,15 @@ echoes what it is given. Every answer (and error message) passes through a redac
 is stored; the plan's ``privacy`` section picks it:
 
 - ``builtin``: :func:`redact`, a pattern redactor for common identifiers: e-mail addresses,
-  phone numbers, SSN-like numbers, MRN-like numbers (labelled, or bare runs of 7+ digits),
-  dates of birth and full dates, names after ``Patient:``/``Name:`` labels or titles
-  (``Mrs. Smith``), street addresses and ZIP codes after a state code. It is best-effort:
-  patterns miss names in running text and unusual formats. Use it as a safety net, not as
+  phone numbers, SSNs (any separator), MRN-like numbers (labelled, or bare runs of 7+ digits),
+  partial ids ("ending in 4567"), dates of birth and dates in US, ISO, year-first and
+  day-month-name forms, names after ``patient:``/``name:`` labels (any case), after "the
+  patient" or titles (``Mrs. Smith``, ``Dr.``, ``Sr.``), US and common European street
+  addresses, ZIP codes and UK/Canadian postcodes, and ages over 89. It is best-effort: patterns
+  miss names in running text and unusual formats. Use it as a safety net, not as
   de-identification.
+- ``presidio``: the built-in patterns, then Microsoft Presidio's pattern recognisers
+  (``medmon[presidio]``; see :mod:`medmon.probes.presidio_redaction`).
 - ``none``: store text as answered.
 - ``module:function``: any importable callable from str to str (a site's own de-identifier).
 

@@ -123,7 +123,8 @@ class Privacy(Section):
     """What of the model's text reaches storage.
 
     ``redactor`` is ``builtin`` (best-effort pattern redaction of common identifiers),
-    ``none``, or ``module:function`` naming an importable callable from str to str.
+    ``presidio`` (those patterns plus Presidio's recognisers, ``medmon[presidio]``), ``none``, or
+    ``module:function`` naming an importable callable from str to str.
     """
 
     redactor: str = "builtin"
