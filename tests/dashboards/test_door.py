@@ -23,7 +23,7 @@ from tests.dashboards.seed import Seeded
 SEEN_DATA = b"knowledge-qa"  # a task id of the seeded plan: on every page that shows data
 
 
-def session_messages(url: str, host: str, timeout: float = 30.0) -> list[ForwardMsg]:
+def session_messages(url: str, host: str, timeout: float = 120.0) -> list[ForwardMsg]:
     """Open a session as a browser at ``http://{host}`` would and run the default page to its end.
 
     The TCP connection goes to the dashboard on 127.0.0.1; the Host and Origin headers name
@@ -57,7 +57,7 @@ def text_of(messages: list[ForwardMsg]) -> bytes:
 
 
 def test_streamlit_closes_a_websocket_for_a_foreign_host(seeded: Seeded, tmp_path: Path) -> None:
-    with served_dashboard(seeded.plan_path, seeded.db_url, tmp_path / "dash.log") as dash:
+    with served_dashboard(seeded.plan_path, seeded.db_url, tmp_path / "dash.log", timeout=180) as dash:
         ok = text_of(session_messages(dash.url, "127.0.0.1"))
         assert SEEN_DATA in ok  # the same client, honest Host: the data is there
         with pytest.raises((ConnectionClosed, InvalidStatus)):  # closed before any message
@@ -66,7 +66,7 @@ def test_streamlit_closes_a_websocket_for_a_foreign_host(seeded: Seeded, tmp_pat
 
 def test_the_app_refuses_a_foreign_host_even_when_streamlit_does_not_check(seeded: Seeded, tmp_path: Path) -> None:
     with served_dashboard(seeded.plan_path, seeded.db_url, tmp_path / "dash.log",
-                          streamlit_host_check=False) as dash:
+                          streamlit_host_check=False, timeout=180) as dash:
         ok = text_of(session_messages(dash.url, "localhost"))
         refused = text_of(session_messages(dash.url, "attacker.example"))
     assert SEEN_DATA in ok
