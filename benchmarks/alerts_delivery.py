@@ -112,8 +112,8 @@ def worker_main(database: str, url: str, every_s: float, drain: bool, wake: bool
         scheduler.shutdown(wait=False)
         waker.stop()
         return 0
-    tick = threading.Event()
-    while True:
+    tick = stop or threading.Event()
+    while not tick.is_set():
         report = deliver_due(engine, {"hook": channel}, utcnow, policy)
         if drain:
             with Session(engine) as session:
@@ -121,6 +121,7 @@ def worker_main(database: str, url: str, every_s: float, drain: bool, wake: bool
                     return 0
         if not drain or report.delivered == 0:
             tick.wait(every_s)
+    return 0
 
 
 def start_worker(db_url: str, url: str, *, every_s: float = 0.05, drain: bool = True,
