@@ -25,8 +25,8 @@ MAX_YAML_NODES = 100_000
 MAX_DATA_BYTES = 256 << 20
 MAX_DEPTH = 64
 
-__all__ = ["MAX_DATA_BYTES", "MAX_DEPTH", "MAX_YAML_BYTES", "MAX_YAML_NODES", "UnsafeInput", "load_yaml",
-           "loads_json", "read_text", "split_lines"]
+__all__ = ["MAX_DATA_BYTES", "MAX_DEPTH", "MAX_YAML_BYTES", "MAX_YAML_NODES", "UnsafeInput", "decode", "load_yaml",
+           "loads_json", "read_bytes", "read_text", "split_lines"]
 
 
 class UnsafeInput(ValueError):
@@ -39,15 +39,24 @@ class UnsafeInput(ValueError):
         self.column = column
 
 
+def read_bytes(path: Path, *, limit: int = MAX_DATA_BYTES) -> bytes:
+    """The file's bytes; over ``limit`` is ``UnsafeInput``. ``OSError`` passes through."""
+    size = path.stat().st_size
+    if size > limit:
+        raise UnsafeInput(f"file is {size:,} bytes; the limit is {limit:,}")
+    return path.read_bytes()
+
+
 def read_text(path: Path, *, limit: int = MAX_DATA_BYTES) -> str:
     """The file as UTF-8 text (a leading BOM dropped); too large or not UTF-8 is ``UnsafeInput``.
 
     ``OSError`` (missing, unreadable) passes through for the caller to word.
     """
-    size = path.stat().st_size
-    if size > limit:
-        raise UnsafeInput(f"file is {size:,} bytes; the limit is {limit:,}")
-    data = path.read_bytes()
+    return decode(read_bytes(path, limit=limit))
+
+
+def decode(data: bytes) -> str:
+    """UTF-8 text (a leading BOM dropped); bytes that are not UTF-8 are ``UnsafeInput`` with the line."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -75,13 +84,15 @@ def _depth(value: Any) -> int:
     return depth
 
 
-def loads_json(text: str) -> Any:
+def loads_json(text: str, *, allow_nan: bool = False) -> Any:
     """Decode JSON strictly: no NaN or Infinity, no integer too long, no nesting beyond ``MAX_DEPTH``.
 
-    Raises ``UnsafeInput`` with the line for every refusal (``json.JSONDecodeError`` included).
+    ``allow_nan`` accepts ``NaN`` and ``Infinity`` (Python's json module writes them; HELM's files
+    may hold them), leaving finiteness to the reader of each value. Raises ``UnsafeInput`` with
+    the line for every refusal (``json.JSONDecodeError`` included).
     """
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
+        value = json.loads(text, parse_constant=None if allow_nan else _reject_constant)
     except json.JSONDecodeError as exc:
         raise UnsafeInput(f"invalid JSON: {exc.msg}", exc.lineno, exc.colno) from None
     except RecursionError:
