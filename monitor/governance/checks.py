@@ -25,7 +25,7 @@ from sqlmodel import Session
 
 from medmon.baselines import categories, latest_baseline, resolve
 from medmon.baselines.errors import BaselineError
-from medmon.monitor.governance.audit import record_plan
+from medmon.monitor.governance.change_control import record_plan_changes
 from medmon.monitor.plan.context import adopted_baseline
 from medmon.monitor.plan.context import TaskContext, load_context
 from medmon.monitor.errors import MedmonError, PlanError, PlanIssue
@@ -264,7 +264,7 @@ def check_plan(path: Path, engine: Engine | None = None, *, record_by: str | Non
         recorder = db.get() if record_by is not None else None
         if recorder is not None and record_by is not None:
             with session_scope(recorder) as session:
-                record_plan(session, path.read_text("utf-8"), str(path), record_by, now())
+                record_plan_changes(session, path.read_text("utf-8"), str(path), record_by, now())
     finally:
         db.close()
     return plan

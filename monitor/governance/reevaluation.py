@@ -30,7 +30,7 @@ from sqlmodel import Session, col, select
 from medmon.baselines import Baseline, BaselineFigures, Canary, record_baseline
 from medmon.baselines.interval import mean_interval, wilson_interval
 from medmon.monitor.governance.audit import AuditKind, record
-from medmon.monitor.governance.changes import pending_changes
+from medmon.monitor.governance.changes import ChangeSource, pending_changes
 from medmon.monitor.plan.context import TaskContext, task_baseline
 from medmon.monitor.errors import GovernanceError, MedmonError
 from medmon.monitor.models import ChangeRecord, ChangeStatus, Reevaluation, ReevaluationStatus
@@ -249,6 +249,13 @@ def reevaluate_pending(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Cal
 def auto_reevaluates(plan: Plan) -> bool:
     """Whether a detected change re-evaluates at once (the governance section's policy)."""
     return plan.governance is not None and plan.governance.controls.reevaluation.on_detected_change
+
+
+def plan_change_due(session: Session, plan: Plan, task_id: str) -> bool:
+    """Whether a plan edit left this task a change the policy re-evaluates at the next probe."""
+    if plan.governance is None or not plan.governance.controls.reevaluation.on_plan_change:
+        return False
+    return any(c.source == ChangeSource.plan.value for c in pending_changes(session, task_id))
 
 
 def approve(session: Session, plan: Plan, *, reevaluation_id: int, task_id: str, by: str, now: datetime,

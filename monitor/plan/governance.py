@@ -72,13 +72,16 @@ class LocalValidation(Section):
 
 
 class ReevaluationPolicy(Section):
-    """What a change of model, fingerprint, prompt, workflow or judge sets off.
+    """What a change of model, fingerprint, prompt, decoding, canaries, scorer or judge sets off.
 
     ``repeats`` replays every replayable canary that many times, so a small pack still gives
     an interval narrow enough to decide on.
     """
 
     on_detected_change: bool = True
+    # A plan edit of the model, endpoint, system prompt, decoding, a task's canaries or scorer, or
+    # the jury is a declared change; the next probe of each affected task re-evaluates it.
+    on_plan_change: bool = True
     repeats: int = Field(1, ge=1, le=50)
 
 

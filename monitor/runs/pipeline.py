@@ -16,7 +16,7 @@ from medmon.alerts import Signal, apply_signals
 from medmon.monitor.plan.context import TaskContext, task_baseline
 from medmon.monitor.detection.streams import StreamUpdate, finding_record, reset_task_streams, start_reevaluation, update_task_streams
 from medmon.monitor.governance.changes import record_detected_change
-from medmon.monitor.governance.reevaluation import auto_reevaluates, reevaluate_pending
+from medmon.monitor.governance.reevaluation import auto_reevaluates, plan_change_due, reevaluate_pending
 from medmon.monitor.models import FindingRecord, ModelIdentity, ProbeSlot
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.routing import notify_policy
@@ -145,7 +145,8 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
                 outcome.signals.append(signal)
         outcome.signals.extend(threshold_signals(session, plan, ctx))
         apply_signals(session, outcome.signals, notify_policy(plan), stamp)
-    if change is not None and auto_reevaluates(plan):
+        planned = plan_change_due(session, plan, task.id)
+    if (change is not None and auto_reevaluates(plan)) or planned:
         done = reevaluate_pending(engine, plan, ctx, now=now, settings=settings)
         outcome.reevaluation_id = done.id if done is not None else None
     return outcome
