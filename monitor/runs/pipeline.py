@@ -87,7 +87,7 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
     task = ctx.task
     settings = settings or ModelSettings.from_endpoint(plan.deployment)
     with session_scope(engine) as session:
-        baseline = task_baseline(session, plan, ctx)
+        baseline = task_baseline(session, plan, ctx, now=now())
         run = start_run(session, task.id, started_at=now(), purpose=purpose, deployment=plan.deployment.name)
         run_id = run.id
         slot = session.get(ProbeSlot, slot_id) if slot_id is not None else None
