@@ -58,6 +58,8 @@ class AuditKind(str, Enum):
     change_declared = "change_declared"
     reevaluation = "reevaluation"
     baseline_approved = "baseline_approved"
+    report_generated = "report_generated"
+    report_signed = "report_signed"
 
 
 def local_actor(tool: str) -> str:

@@ -85,6 +85,23 @@ class ReevaluationPolicy(Section):
     repeats: int = Field(1, ge=1, le=50)
 
 
+class ResponseTargets(Section):
+    """How soon alerts of each severity should be acknowledged and resolved; the report measures both."""
+
+    acknowledge: dict[str, str] = Field(default_factory=lambda: {"critical": "30m", "warning": "4h", "info": "1d"})
+    resolve: dict[str, str] = Field(default_factory=lambda: {"critical": "1d", "warning": "3d", "info": "7d"})
+
+    @field_validator("acknowledge", "resolve")
+    @classmethod
+    def _severities(cls, value: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(value) - {"critical", "warning", "info"})
+        if unknown:
+            raise ValueError(f"unknown severity {', '.join(unknown)}; expected critical, warning or info")
+        for text in value.values():
+            parse_interval(text)
+        return value
+
+
 class Controls(Section):
     """Step 5: how decisions are made and how often the model is looked at."""
 
@@ -93,6 +110,7 @@ class Controls(Section):
     max_probe_interval: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_MAX_PROBE_INTERVAL))
     reevaluation: ReevaluationPolicy = ReevaluationPolicy()
     escalation: str = ""
+    response_targets: ResponseTargets | None = None
 
     @field_validator("max_probe_interval")
     @classmethod
