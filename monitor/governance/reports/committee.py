@@ -423,7 +423,7 @@ def _privacy(session: Session, plan: Plan, period: Period) -> dict[str, Any]:
         col(ProbeResult.answer).is_not(None), _in(col(ProbeResult.created_at), period))).one()
     return {"redactor": plan.privacy.redactor, "store_text": plan.privacy.store_text,
             "answers_stored_with_text": int(stored),
-            "secrets": "routes and endpoints appear by name; keys and URLs come from the environment"}
+            "secrets": "Routes and endpoints appear by name; keys and URLs come from the environment"}
 
 
 def build_committee_report(session: Session, plan: Plan, period: Period, *, now: datetime,
@@ -456,7 +456,7 @@ def build_committee_report(session: Session, plan: Plan, period: Period, *, now:
         plan_file_matches=in_force.file_matches, executive=_executive(tasks, alerts),
         decisions_requested=_decisions_requested(session, plan, period, tasks, reevaluations, equity_rows),
         equity=equity_rows,
-        health=health(session, plan, period, stale_after=plan.alerts.stale_after_intervals),
+        health=health(session, plan, period, stale_after=plan.alerts.stale_after_intervals, now=now),
         alert_operations=_alert_operations(plan, alerts), privacy=_privacy(session, plan, period))
     report.sha256 = content_hash(report.figures())
     report.signatures = signatures(session, period, report.sha256)

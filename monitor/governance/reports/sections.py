@@ -165,8 +165,14 @@ class HealthRow:
     streams_alarmed: list[str]
 
 
-def health(session: Session, plan: Plan, period: Period, *, stale_after: float) -> list[HealthRow]:
-    """Runs succeeded, the longest silence against the schedule, and which streams alarmed."""
+def health(session: Session, plan: Plan, period: Period, *, stale_after: float, now: datetime) -> list[HealthRow]:
+    """Runs succeeded, the longest silence against the schedule, and which streams alarmed.
+
+    Counting starts at the task's first run in the period (a task may go live mid-period) and
+    ends at the period's end, or now for a period still open: a monitor that stopped probing
+    shows as a long final gap.
+    """
+    horizon = min(period.end, now)
     out = []
     for task in plan.tasks:
         counts = dict(session.exec(select(ProbeRun.status, func.count()).where(
@@ -178,8 +184,8 @@ def health(session: Session, plan: Plan, period: Period, *, stale_after: float) 
         runs = sum(int(v) for v in counts.values())
         complete = int(counts.get(RunStatus.complete, 0))
         every = task.interval
-        expected = int((period.end - period.start) / every) if every is not None else None
-        gap = _longest_gap(starts, period) if starts else None
+        expected = int((horizon - starts[0]) / every) if every is not None and starts else None
+        gap = _longest_gap(starts, horizon) if starts else None
         allowed = every * stale_after if every is not None else None
         alarmed = sorted({str(m) for m in session.exec(select(FindingRecord.metric).where(
             FindingRecord.task_id == task.id, FindingRecord.kind == "drift",
@@ -191,9 +197,9 @@ def health(session: Session, plan: Plan, period: Period, *, stale_after: float) 
     return out
 
 
-def _longest_gap(starts: list[datetime], period: Period) -> timedelta:
-    """The longest wait between runs, counting from the first run (a deployment may go live mid-period)."""
-    gaps = [b - a for a, b in zip(starts, starts[1:])]
+def _longest_gap(starts: list[datetime], horizon: datetime) -> timedelta:
+    """The longest wait between runs, and from the last run to the horizon."""
+    gaps = [b - a for a, b in zip(starts, [*starts[1:], horizon])]
     return max(gaps, default=timedelta(0))
 
 
