@@ -32,7 +32,7 @@ from medmon.baselines.interval import mean_interval, wilson_interval
 from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.governance.changes import ChangeSource, pending_changes
 from medmon.monitor.governance.approvals import plan_task, require_approver, require_committee
-from medmon.monitor.plan.context import TaskContext, pin_baseline, task_baseline
+from medmon.monitor.plan.context import TaskContext, pin_baseline, run_provenance, task_baseline
 from medmon.monitor.errors import GovernanceError, MedmonError
 from medmon.monitor.models import ChangeRecord, ChangeStatus, Reevaluation, ReevaluationStatus
 from medmon.monitor.plan.model import Plan, Task
@@ -168,7 +168,8 @@ def run_reevaluation(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Calla
     redactor = load_redactor(plan.privacy.redactor)
     with session_scope(engine) as session:
         baseline = task_baseline(session, plan, ctx)
-        run = start_run(session, task.id, started_at=now(), purpose="reevaluation", deployment=plan.deployment.name)
+        run = start_run(session, task.id, started_at=now(), purpose="reevaluation", deployment=plan.deployment.name,
+                        provenance=run_provenance(plan, ctx))
         row = Reevaluation(task_id=task.id, change_id=change_ids[0] if change_ids else None, run_id=run.id,
                            repeats=repeats, baseline_id=baseline.id, baseline_value=baseline.normalized,
                            baseline_ci_low=_norm(baseline, baseline.ci_low),

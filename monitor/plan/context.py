@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -10,6 +12,7 @@ from sqlmodel import Session, col, select
 from medmon.baselines import Baseline, BaselineFigures, Canary, latest_baseline, read_canaries, record_baseline, resolve
 from medmon.baselines.taxonomy import TaxonomyEntry
 from medmon.monitor.errors import PlanError, PlanIssue
+from medmon import __version__
 from medmon.db import utcnow
 from medmon.monitor.models import BaselinePin, Reevaluation, ReevaluationStatus
 from medmon.monitor.plan.model import Plan, Task
@@ -23,6 +26,21 @@ class TaskContext:
     scorer: str
     taxonomy: TaxonomyEntry
     pack_baseline: dict[str, object]
+    pack_sha256: str = ""
+
+
+def canaries_sha256(canaries: tuple[Canary, ...]) -> str:
+    """The canaries' content hash: a pack's version, whatever its file is called."""
+    return hashlib.sha256("\n".join(c.to_json() for c in canaries).encode("utf-8")).hexdigest()
+
+
+def run_provenance(plan: Plan, ctx: TaskContext) -> dict[str, str]:
+    """What a run records about what produced its results: canaries, prompt and decoding, scorer."""
+    d = plan.deployment
+    prompt = json.dumps({"system_prompt": d.system_prompt, "temperature": d.temperature, "max_tokens": d.max_tokens},
+                        sort_keys=True)
+    return {"pack_sha256": ctx.pack_sha256, "prompt_sha256": hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
+            "scorer_version": f"{ctx.scorer} (medmon {__version__})"}
 
 
 def load_context(plan: Plan, task: Task) -> TaskContext:
@@ -36,7 +54,7 @@ def load_context(plan: Plan, task: Task) -> TaskContext:
         scorer, card = "exact_match", {}
     scorer = task.scorer or canaries[0].scorer or scorer
     return TaskContext(task=task, canaries=tuple(canaries), scorer=scorer, taxonomy=resolve(task.benchmark),
-                       pack_baseline=dict(card))
+                       pack_baseline=dict(card), pack_sha256=canaries_sha256(tuple(canaries)))
 
 
 def adopted_baseline(session: Session, task_id: str) -> Baseline | None:

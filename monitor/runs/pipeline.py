@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from medmon.alerts import Signal, apply_signals
-from medmon.monitor.plan.context import TaskContext, task_baseline
+from medmon.monitor.plan.context import TaskContext, run_provenance, task_baseline
 from medmon.monitor.detection.streams import StreamUpdate, finding_record, reset_task_streams, start_reevaluation, update_task_streams
 from medmon.monitor.governance.changes import record_detected_change
 from medmon.monitor.governance.reevaluation import auto_reevaluates, plan_change_due, reevaluate_pending
@@ -88,7 +88,8 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
     settings = settings or ModelSettings.from_endpoint(plan.deployment)
     with session_scope(engine) as session:
         baseline = task_baseline(session, plan, ctx, now=now())
-        run = start_run(session, task.id, started_at=now(), purpose=purpose, deployment=plan.deployment.name)
+        run = start_run(session, task.id, started_at=now(), purpose=purpose, deployment=plan.deployment.name,
+                        provenance=run_provenance(plan, ctx))
         run_id = run.id
         slot = session.get(ProbeSlot, slot_id) if slot_id is not None else None
         if slot is not None:

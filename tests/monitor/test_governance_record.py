@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, select
 from typer.testing import CliRunner
 
 from medmon.monitor.cli.app import app
@@ -30,6 +30,7 @@ from medmon.monitor.plan.context import load_context, task_baseline
 from medmon.monitor.plan.model import load_plan
 from medmon.monitor.runs.pipeline import run_task_probe
 from medmon.db import session_scope
+from medmon.probes.models import ProbeRun
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
 from tests.conftest import plan_dict
@@ -161,7 +162,9 @@ def test_a_prompt_or_decoding_change_in_the_plan_opens_a_change_and_a_reevaluati
     with Session(engine) as session:
         assert pending_changes(session, "knowledge-qa") == []
         statuses = {c.kind: c.status for c in list_changes(session, task_id="knowledge-qa")}
+        prompts = {r.prompt_sha256 for r in session.exec(select(ProbeRun)).all()}
     assert statuses == {"decoding": ChangeStatus.reevaluated, "prompt": ChangeStatus.reevaluated}
+    assert len(prompts) == 1 and "" not in prompts  # every run records the prompt it was produced with
 
 
 def test_a_threshold_edit_is_recorded_as_a_change_not_of_the_deployment(tmp_path: Path, engine: Engine,

@@ -380,6 +380,12 @@ def test_the_report_holds_the_sections_a_committee_expects(demo: DemoRun) -> Non
         october = build_committee_report(session, demo.plan, parse_period("2026-10"),
                                          now=datetime(2026, 12, 1, tzinfo=timezone.utc)).health[0]
     assert (october.runs, october.longest_gap_hours, october.stale) == (2, 1.0, False)
+    from medmon.monitor.plan.context import canaries_sha256
+
+    pack = canaries_sha256(load_pack("clinical_knowledge_mcq").canaries)
+    assert {p["pack_sha256"] for p in report.tasks[0].provenance} == {pack}  # results name the pack version
+    assert sum(p["runs"] for p in report.tasks[0].provenance) == 51  # 50 monitoring runs and the re-evaluation
+    assert all(p["scorer_version"].startswith("multiple_choice (medmon ") for p in report.tasks[0].provenance)
     ops = summary["alert_operations"]
     assert ops["targets_set"] is False and sum(r["alerts"] for r in ops["by_severity"]) == len(report.alerts)
     assert summary["privacy"]["redactor"] == "builtin"

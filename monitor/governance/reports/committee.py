@@ -41,6 +41,7 @@ from medmon.monitor.governance.reports.sections import (
     equity,
     health,
     in_period,
+    provenance,
     monitoring,
     task_estimate,
     trend,
@@ -84,6 +85,7 @@ class TaskEvidence:
     drift_findings: int
     baseline_id: int | None = None
     trend: list[dict[str, Any]] = field(default_factory=list)
+    provenance: list[dict[str, Any]] = field(default_factory=list)
     chart: str = ""
 
 
@@ -232,7 +234,8 @@ def _task_evidence(session: Session, plan: Plan, period: Period, now: datetime) 
             n=verdict.n, estimate=verdict.estimate, ci_low=verdict.ci_low, ci_high=verdict.ci_high,
             difference=verdict.difference if base is not None else None,
             passed=verdict.passed if base is not None else None, conclusive=verdict.conclusive,
-            reasons=verdict.reasons, drift_findings=int(findings), trend=trend(session, task.id, period))
+            reasons=verdict.reasons, drift_findings=int(findings), trend=trend(session, task.id, period),
+            provenance=provenance(session, task.id, period))
         points = _series(session, task.id, period)
         # The axis spans the runs, not the whole period: two days of runs drawn on a month's axis are unreadable.
         first, last = (points[0][0], points[-1][0]) if len(points) > 1 else (period.start, period.end)

@@ -205,3 +205,14 @@ def _longest_gap(starts: list[datetime], horizon: datetime) -> timedelta:
 
 def _hours(gap: timedelta | None) -> float | None:
     return None if gap is None else round(gap / timedelta(hours=1), 2)
+
+
+def provenance(session: Session, task_id: str, period: Period) -> list[dict[str, Any]]:
+    """Which canaries (content hash), prompt and decoding, and scorer produced the period's runs."""
+    rows = session.exec(select(ProbeRun.pack_sha256, ProbeRun.prompt_sha256, ProbeRun.scorer_version, func.count(),
+                               func.min(ProbeRun.started_at), func.max(ProbeRun.started_at))
+                        .where(ProbeRun.task_id == task_id, in_period(col(ProbeRun.started_at), period))
+                        .group_by(ProbeRun.pack_sha256, ProbeRun.prompt_sha256, ProbeRun.scorer_version)
+                        .order_by(func.min(ProbeRun.started_at))).all()
+    return [{"pack_sha256": pack, "prompt_sha256": prompt, "scorer_version": scorer, "runs": int(n),
+             "first": as_utc(first), "last": as_utc(last)} for pack, prompt, scorer, n, first, last in rows]
