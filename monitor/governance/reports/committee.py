@@ -23,7 +23,7 @@ from medmon.baselines import resolve
 from medmon.monitor.governance.audit import AuditKind, list_events, verify
 from medmon.monitor.governance.changes import list_changes
 from medmon.monitor.plan.intervals import parse_interval
-from medmon.monitor.models import AuditEvent, ChangeStatus, FindingRecord, ModelIdentity
+from medmon.monitor.models import AuditEvent, FindingRecord, ModelIdentity, Reevaluation
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.governance.reevaluation import judge, list_reevaluations
 from medmon.monitor.governance.reports.limitations import known_limitations
@@ -387,8 +387,8 @@ def _decisions_requested(session: Session, plan: Plan, period: Period, tasks: li
                     f"{p.baseline_id} ({p.model}, {p.metric} v{p.version}, {p.normalized:.3f} on n={p.n}) for "
                     f"{p.task}; until then it is compared with baseline {p.current_baseline_id}"})
     for c in list_changes(session, until=period.end):
-        answered = [r for r in reevaluations if r["id"] == c.reevaluation_id]
-        if c.reevaluation_id is None or (not answered and c.status == ChangeStatus.pending):
+        answer = session.get(Reevaluation, c.reevaluation_id) if c.reevaluation_id is not None else None
+        if answer is None or as_utc(answer.started_at) >= period.end:  # still owed when the period ended
             out.append({"task": c.task_id, "kind": "change without re-evaluation",
                         "ask": f"{c.kind} change {c.id} ({c.note}) has not been re-evaluated"})
     for r in reevaluations:
