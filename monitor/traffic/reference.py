@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from statistics import median
+from typing import Any
 
 from sqlmodel import Session, col, func, select
 
@@ -21,10 +22,10 @@ from medmon.monitor.models import TrafficReference, TrafficSpan
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.traffic import Traffic
 
-Value = Callable[[TrafficSpan], float | None]
+Value = Callable[[Any], float | None]  # of a stored span (an ORM object or a row)
 
 
-def _ok(s: TrafficSpan) -> bool:
+def _ok(s: Any) -> bool:
     return s.error_type is None
 
 
@@ -41,7 +42,7 @@ RATE_METRICS: dict[str, Value] = {
 }
 
 
-def reference_stats(spans: Sequence[TrafficSpan]) -> dict[str, dict[str, float]]:
+def reference_stats(spans: Sequence[Any]) -> dict[str, dict[str, float]]:
     """Per metric: ``n`` and either ``median`` and ``share_above`` or ``rate``."""
     stats: dict[str, dict[str, float]] = {}
     for name, value in MEDIAN_METRICS.items():
@@ -85,9 +86,10 @@ def ensure_reference(session: Session, traffic: Traffic, task_id: str, now: date
     period = _period(session, traffic, task_id, now)
     if period is None:
         return None
-    spans = session.exec(select(TrafficSpan).where(TrafficSpan.task_id == task_id,
-                                                   col(TrafficSpan.ended_at) >= period[0],
-                                                   col(TrafficSpan.ended_at) <= period[1])).all()
+    t = TrafficSpan.__table__
+    spans = session.execute(select(t.c.error_type, t.c.cost_usd, t.c.latency_s, t.c.output_tokens,  # type: ignore[call-overload]
+                                   t.c.finish_reason, t.c.refused, t.c.response_model, t.c.request_model)
+                            .where(t.c.task_id == task_id, t.c.ended_at >= period[0], t.c.ended_at <= period[1])).all()
     if len(spans) < min(traffic.reference_min_calls, 10):
         return None  # a declared period without traffic: nothing to compare with yet
     models = sorted({s.response_model or s.request_model for s in spans if s.error_type is None})

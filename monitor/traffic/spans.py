@@ -79,10 +79,11 @@ class CallRecord:
     prompt: str | None
     completion: str | None
     attributes: dict[str, str] = field(default_factory=dict)  # span and resource attributes, for routing
+    duration_s: float | None = None  # exact, from the span's nanoseconds (datetimes keep microseconds)
 
     @property
     def latency_s(self) -> float:
-        return (self.ended_at - self.started_at).total_seconds()
+        return self.duration_s if self.duration_s is not None else (self.ended_at - self.started_at).total_seconds()
 
     @property
     def model(self) -> str:
@@ -275,7 +276,8 @@ def read_span(resource: Mapping[str, Any], span: Span, now: datetime, limits: Li
         system_fingerprint=str(attrs[FINGERPRINT]) if attrs.get(FINGERPRINT) else None,
         started_at=started, ended_at=ended, input_tokens=tokens_in, output_tokens=tokens_out,
         finish_reason=str(finish) if finish else None, error_type=str(error) if error else None,
-        prompt=prompt, completion=completion, attributes=routing)
+        prompt=prompt, completion=completion, attributes=routing,
+        duration_s=(span.end_time_unix_nano - span.start_time_unix_nano) / 1e9)
 
 
 def decode(request: ExportTraceServiceRequest, now: datetime, limits: Limits = Limits()) -> Decoded:

@@ -21,8 +21,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from sqlmodel import Session, col, select
+from sqlalchemy import update
+from sqlmodel import Session, select
 
 from medmon.alerts import Signal, apply_signals
 from medmon.alerts.rules import Impact, detector_alarm, detector_recovered, model_changed
@@ -68,28 +70,41 @@ def latency_bucket(seconds: float) -> int:
     return next(i for i, bound in enumerate(LATENCY_BUCKETS) if seconds <= bound)
 
 
-def _rollup(session: Session, spans: Sequence[TrafficSpan]) -> None:
-    rows: dict[tuple[datetime, str, str], TrafficRollup] = {}
+def _rollup(session: Session, spans: Sequence[Any]) -> None:
+    """Add spans to their hourly rollups: sums in plain Python, one row write per (hour, task, model)."""
+    sums: dict[tuple[datetime, str, str], list[Any]] = {}
+    n = len(LATENCY_BUCKETS)
     for s in spans:
-        hour = as_utc(s.ended_at).replace(minute=0, second=0, microsecond=0)
-        key = (hour, s.task_id or "", s.response_model or s.request_model)
-        row = rows.get(key)
-        if row is None:
-            row = session.get(TrafficRollup, key) or TrafficRollup(hour=hour, task_id=key[1], model=key[2])
-            row.latency_hist = list(row.latency_hist or [0] * len(LATENCY_BUCKETS))
-            rows[key] = row
-        row.calls += 1
-        row.errors += s.error_type is not None
-        row.input_tokens += s.input_tokens or 0
-        row.output_tokens += s.output_tokens or 0
-        row.cost_usd += s.cost_usd or 0.0
-        row.latency_sum_s += s.latency_s
-        row.latency_max_s = max(row.latency_max_s, s.latency_s)
-        row.latency_hist[latency_bucket(s.latency_s)] += 1
-        row.truncated += s.finish_reason == "length"
-        row.with_content += s.has_content
-        row.refusals += bool(s.refused)
-    for row in rows.values():
+        key = (as_utc(s.ended_at).replace(minute=0, second=0, microsecond=0), s.task_id or "",
+               s.response_model or s.request_model)
+        acc = sums.get(key)
+        if acc is None:
+            acc = sums[key] = [0, 0, 0, 0, 0.0, 0.0, 0.0, [0] * n, 0, 0, 0]
+        acc[0] += 1
+        acc[1] += s.error_type is not None
+        acc[2] += s.input_tokens or 0
+        acc[3] += s.output_tokens or 0
+        acc[4] += s.cost_usd or 0.0
+        acc[5] += s.latency_s
+        acc[6] = max(acc[6], s.latency_s)
+        acc[7][latency_bucket(s.latency_s)] += 1
+        acc[8] += s.finish_reason == "length"
+        acc[9] += bool(s.has_content)
+        acc[10] += bool(s.refused)
+    for key, acc in sums.items():
+        row = session.get(TrafficRollup, key) or TrafficRollup(hour=key[0], task_id=key[1], model=key[2])
+        hist = list(row.latency_hist or [0] * n)
+        row.calls += acc[0]
+        row.errors += acc[1]
+        row.input_tokens += acc[2]
+        row.output_tokens += acc[3]
+        row.cost_usd += acc[4]
+        row.latency_sum_s += acc[5]
+        row.latency_max_s = max(row.latency_max_s, acc[6])
+        row.latency_hist = [a + b for a, b in zip(hist, acc[7])]
+        row.truncated += acc[8]
+        row.with_content += acc[9]
+        row.refusals += acc[10]
         session.add(row)
 
 
@@ -150,7 +165,7 @@ def _signal(plan: Plan, update: StreamUpdate) -> Signal | None:
     return None
 
 
-def _model_changes(session: Session, plan: Plan, ref: TrafficReference, spans: Sequence[TrafficSpan],
+def _model_changes(session: Session, plan: Plan, ref: TrafficReference, spans: Sequence[Any],
                    now: datetime) -> list[Signal]:
     """A served model the reference never saw: one finding and signal per new model."""
     known = set(ref.models) | set(ref.stats.get("reported_models", {}).get("names", []))
@@ -174,7 +189,7 @@ def _model_changes(session: Session, plan: Plan, ref: TrafficReference, spans: S
     return out
 
 
-def _feed_task(session: Session, plan: Plan, ref: TrafficReference, spans: Sequence[TrafficSpan],
+def _feed_task(session: Session, plan: Plan, ref: TrafficReference, spans: Sequence[Any],
                now: datetime, out: TrafficPass) -> None:
     after = [s for s in spans if as_utc(s.ended_at) > as_utc(ref.period_to)]
     if not after:
@@ -198,17 +213,19 @@ def traffic_pass(session: Session, plan: Plan, now: datetime, *, batch: int = BA
     out = TrafficPass()
     if plan.traffic is None:
         return out
-    query = select(TrafficSpan).where(col(TrafficSpan.streamed).is_(False)).order_by(col(TrafficSpan.id)).limit(batch)
+    table = TrafficSpan.__table__
+    query = select(*[c for c in table.c if c.name not in ("prompt", "completion")]).where(  # type: ignore[call-overload]
+        table.c.streamed.is_(False)).order_by(table.c.id).limit(batch)
     if session.get_bind().dialect.name == "postgresql":
         query = query.with_for_update(skip_locked=True)
-    spans = list(session.exec(query).all())
+    spans = list(session.execute(query).all())  # plain rows: the ORM's per-object cost is the pass's bottleneck
     task_ids = {t.id for t in plan.tasks}
     refs = {task_id: ensure_reference(session, plan.traffic, task_id, now)  # a period may end without new spans
             for task_id in sorted({r.task for r in plan.traffic.routes} & task_ids)}
     if not spans:
         return out
     _rollup(session, spans)
-    by_task: dict[str, list[TrafficSpan]] = defaultdict(list)
+    by_task: dict[str, list[Any]] = defaultdict(list)
     for s in spans:
         if s.task_id is None:
             out.unmatched += 1
@@ -220,9 +237,9 @@ def traffic_pass(session: Session, plan: Plan, now: datetime, *, batch: int = BA
         ref = refs.get(task_id) or ensure_reference(session, plan.traffic, task_id, now)
         if ref is not None:
             _feed_task(session, plan, ref, rows, now, out)
-    for s in spans:
-        s.streamed = True
-        session.add(s)
+    ids = [s.id for s in spans]
+    for i in range(0, len(ids), 1000):
+        session.execute(update(table).where(table.c.id.in_(ids[i:i + 1000])).values(streamed=True))
     out.spans = len(spans)
     if out.signals:
         apply_signals(session, out.signals, notify_policy(plan), now)
