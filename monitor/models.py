@@ -257,6 +257,11 @@ class TrafficSpan(SQLModel, table=True):
     judged: bool = False
 
 
+# Upper bounds (seconds) of the latency histogram buckets of a rollup: ``latency_b0`` counts calls
+# up to 0.1 s, ``latency_b11`` those over 120 s. Columns, not a list, so the database sums them.
+LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0, float("inf"))
+
+
 class TrafficRollup(SQLModel, table=True):
     """An hour of one task's traffic on one model (``task_id`` '' for unmatched calls): what the
     dashboard and reports read, kept after the raw spans expire."""
@@ -271,7 +276,18 @@ class TrafficRollup(SQLModel, table=True):
     cost_usd: float = 0.0
     latency_sum_s: float = 0.0
     latency_max_s: float = 0.0
-    latency_hist: list[int] = Field(default_factory=list, sa_column=Column(JSON))  # counts per LATENCY_BUCKETS
+    latency_b0: int = 0
+    latency_b1: int = 0
+    latency_b2: int = 0
+    latency_b3: int = 0
+    latency_b4: int = 0
+    latency_b5: int = 0
+    latency_b6: int = 0
+    latency_b7: int = 0
+    latency_b8: int = 0
+    latency_b9: int = 0
+    latency_b10: int = 0
+    latency_b11: int = 0
     truncated: int = 0
     with_content: int = 0
     refusals: int = 0

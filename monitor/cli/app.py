@@ -236,6 +236,7 @@ def _mount_subcommands() -> None:
     from medmon.monitor.cli.drift import app as drift_app
     from medmon.monitor.cli.report import report_command
     from medmon.monitor.cli.service import db_app, worker
+    from medmon.monitor.cli.traffic import app as traffic_app
 
     baseline_app.command("approve")(approve_command)
     app.add_typer(baseline_app, name="baseline")
@@ -245,6 +246,7 @@ def _mount_subcommands() -> None:
     app.add_typer(change_app, name="change")
     app.command("report")(report_command)
     app.add_typer(drift_app, name="drift")
+    app.add_typer(traffic_app, name="traffic")
 
 
 _mount_subcommands()

@@ -33,14 +33,13 @@ from medmon.monitor.alerting.signals import task_subject
 from medmon.monitor.detection.drift.budget import OPERATIONAL, Budget
 from medmon.monitor.detection.drift.layout import StreamSpec, margin_z
 from medmon.monitor.detection.streams import StreamUpdate, finding_record, update_stream
-from medmon.monitor.models import FindingRecord, StreamStatus, TrafficReference, TrafficRollup, TrafficSpan
+from medmon.monitor.models import LATENCY_BUCKETS, FindingRecord, StreamStatus, TrafficReference, TrafficRollup, TrafficSpan
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.routing import notify_policy
 from medmon.monitor.traffic.reference import MEDIAN_METRICS, RATE_METRICS, ensure_reference
 
 log = logging.getLogger("medmon.traffic")
 
-LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0, math.inf)  # upper bounds, seconds
 BATCH = 5000
 WHAT = {
     "traffic_cost": "real calls cost more than the reference's median call more often (cost per call rose)",
@@ -93,7 +92,6 @@ def _rollup(session: Session, spans: Sequence[Any]) -> None:
         acc[10] += bool(s.refused)
     for key, acc in sums.items():
         row = session.get(TrafficRollup, key) or TrafficRollup(hour=key[0], task_id=key[1], model=key[2])
-        hist = list(row.latency_hist or [0] * n)
         row.calls += acc[0]
         row.errors += acc[1]
         row.input_tokens += acc[2]
@@ -101,7 +99,9 @@ def _rollup(session: Session, spans: Sequence[Any]) -> None:
         row.cost_usd += acc[4]
         row.latency_sum_s += acc[5]
         row.latency_max_s = max(row.latency_max_s, acc[6])
-        row.latency_hist = [a + b for a, b in zip(hist, acc[7])]
+        for i, count in enumerate(acc[7]):
+            if count:
+                setattr(row, f"latency_b{i}", getattr(row, f"latency_b{i}") + count)
         row.truncated += acc[8]
         row.with_content += acc[9]
         row.refusals += acc[10]

@@ -1,8 +1,8 @@
-"""traffic spans rollups references judgements
+"""traffic tables
 
-Revision ID: 988c100967f2
+Revision ID: 0a13f094dc64
 Revises: 8224ec9d45e9
-Create Date: 2026-11-30 19:09:33.281073
+Create Date: 2026-11-30 19:24:34.979476
 """
 
 from collections.abc import Sequence
@@ -12,7 +12,7 @@ import sqlmodel  # noqa: F401  (autogenerate writes sqlmodel.sql.sqltypes.AutoSt
 from alembic import op
 
 
-revision: str = '988c100967f2'
+revision: str = '0a13f094dc64'
 down_revision: str | None = '8224ec9d45e9'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
@@ -64,7 +64,18 @@ def upgrade() -> None:
     sa.Column('cost_usd', sa.Float(), nullable=False),
     sa.Column('latency_sum_s', sa.Float(), nullable=False),
     sa.Column('latency_max_s', sa.Float(), nullable=False),
-    sa.Column('latency_hist', sa.JSON(), nullable=True),
+    sa.Column('latency_b0', sa.Integer(), nullable=False),
+    sa.Column('latency_b1', sa.Integer(), nullable=False),
+    sa.Column('latency_b2', sa.Integer(), nullable=False),
+    sa.Column('latency_b3', sa.Integer(), nullable=False),
+    sa.Column('latency_b4', sa.Integer(), nullable=False),
+    sa.Column('latency_b5', sa.Integer(), nullable=False),
+    sa.Column('latency_b6', sa.Integer(), nullable=False),
+    sa.Column('latency_b7', sa.Integer(), nullable=False),
+    sa.Column('latency_b8', sa.Integer(), nullable=False),
+    sa.Column('latency_b9', sa.Integer(), nullable=False),
+    sa.Column('latency_b10', sa.Integer(), nullable=False),
+    sa.Column('latency_b11', sa.Integer(), nullable=False),
     sa.Column('truncated', sa.Integer(), nullable=False),
     sa.Column('with_content', sa.Integer(), nullable=False),
     sa.Column('refusals', sa.Integer(), nullable=False),
