@@ -54,6 +54,7 @@ class Traffic(Section):
     reference_from: datetime | None = None  # a declared reference period instead of the first days
     reference_to: datetime | None = None
     tolerated_rise: float = Field(0.05, ge=0, lt=0.5)  # share of calls above the reference median tolerated
+    daily_budget_usd: float | None = Field(None, gt=0)  # spend of real traffic per day, shown against its days
     retention: Interval = "30d"
     detect_every: Interval = "5s"
     max_tokens_per_call: int = Field(2_000_000, ge=1)  # more is refused as absurd
