@@ -80,7 +80,12 @@ def report_command(
         except (MedmonError, typer.BadParameter) as exc:
             raise _fail(str(exc)) from None
         with Session(engine) as session:
-            report = build_committee_report(session, plan, chosen, now=now, plan_text=text)
+            traffic = None
+            if plan.traffic is not None:
+                from medmon.monitor.read.traffic import traffic_summary
+
+                traffic = traffic_summary(session, chosen.start, chosen.end)
+            report = build_committee_report(session, plan, chosen, now=now, plan_text=text, traffic=traffic)
             session.commit()  # inline or pack baselines recorded for the comparison are kept
         target = out_path or Path(f"medmon-report-{plan.deployment.name}-{chosen.label.replace('..', '_')}.html")
         html_path, pdf_path = _write(render_committee(report), target, pdf)

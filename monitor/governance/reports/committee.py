@@ -116,6 +116,7 @@ class CommitteeReport:
     audit: dict[str, Any]
     plan_record: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)
+    traffic: Any = None  # the application's own calls in the period (``medmon.monitor.read.traffic``), if watched
 
     def summary(self) -> dict[str, Any]:
         """The report's figures as JSON-ready data (``medmon report --json``)."""
@@ -138,6 +139,7 @@ class CommitteeReport:
                      "judge_usd": self.judge_cost_usd, "judge_calls": self.judge_calls,
                      "by_task": [asdict(c) for c in self.costs]},
             "audit": self.audit,
+            "traffic": self.traffic.as_dict() if self.traffic is not None else None,
         }
 
 
@@ -321,8 +323,12 @@ def _plan_record(session: Session, period: Period) -> dict[str, Any] | None:
 
 
 def build_committee_report(session: Session, plan: Plan, period: Period, *, now: datetime,
-                           plan_text: str | None = None) -> CommitteeReport:
-    """Gather every figure of the committee report for ``period`` (reads; may record inline baselines)."""
+                           plan_text: str | None = None, traffic: Any = None) -> CommitteeReport:
+    """Gather every figure of the committee report for ``period`` (reads; may record inline baselines).
+
+    ``traffic`` is the period's real-traffic summary, read by the caller (the read layer sits above
+    this one) when the plan watches traffic.
+    """
     identities, changes, reevaluations = _changes(session, period)
     check = verify(session)
     decisions = [{"seq": e.seq, "at": as_utc(e.at), "kind": e.kind, "actor": e.actor, "subject": e.subject,
@@ -343,7 +349,7 @@ def build_committee_report(session: Session, plan: Plan, period: Period, *, now:
         judge_calls=judge_calls, limitations=known_limitations(plan), decisions=decisions,
         audit={"ok": check.ok, "entries": check.entries, "head_seq": check.head_seq, "head_hash": check.head_hash,
                "problems": [str(p) for p in check.problems]},
-        plan_record=record, notes=notes)
+        plan_record=record, notes=notes, traffic=traffic)
 
 
 def _decision_text(event: AuditEvent) -> str:
