@@ -51,7 +51,8 @@ WHAT = {
 }
 RULES = {"traffic_cost": "traffic_cost_rise", "traffic_latency": "traffic_latency_rise",
          "traffic_output_tokens": "traffic_length_rise", "traffic_error_rate": "traffic_errors",
-         "traffic_truncation": "traffic_truncation", "traffic_refusal": "traffic_refusals"}
+         "traffic_truncation": "traffic_truncation", "traffic_refusal": "traffic_refusals",
+         "traffic_judged_score": "traffic_judged_drop", "traffic_jury_agreement": "traffic_jury_disagreement"}
 OPERATIONAL_RULES = frozenset({"traffic_cost", "traffic_latency", "traffic_output_tokens", "traffic_error_rate"})
 
 
@@ -150,7 +151,8 @@ def traffic_threshold(plan: Plan, streams: int) -> float:
     return Budget(gamma, max(tasks, 1)).threshold(OPERATIONAL, max(streams, 1))
 
 
-def _signal(plan: Plan, update: StreamUpdate) -> Signal | None:
+def signal_of(plan: Plan, update: StreamUpdate) -> Signal | None:
+    """A traffic stream's alarm as a firing signal, its recovery as a clearing one, else nothing."""
     subject = task_subject(plan, plan.task(update.spec.task_id))
     metric = update.spec.metric
     rule = RULES.get(metric, f"{metric}_rise")
@@ -200,7 +202,7 @@ def _feed_task(session: Session, plan: Plan, ref: TrafficReference, spans: Seque
     for spec in specs:
         update = update_stream(session, spec, threshold, after, now)  # type: ignore[arg-type]
         out.updates.append(update)
-        signal = _signal(plan, update)
+        signal = signal_of(plan, update)
         if update.finding is not None:
             session.add(finding_record(update, None, signal.summary if signal else update.summary, now))
         if signal is not None:
