@@ -88,6 +88,9 @@ def create_receiver(engine: Engine, plan: Plan, *, token: str | None,
         if kind not in (PROTOBUF, JSON_TYPE):
             return _status(code_pb2.INVALID_ARGUMENT, 415,
                            f"unsupported content type {kind or '(none)'!r}; expected {PROTOBUF} or {JSON_TYPE}", PROTOBUF)
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY:  # refused before reading it
+            return _status(code_pb2.RESOURCE_EXHAUSTED, 413, f"body over {MAX_BODY} bytes; send smaller batches", kind)
         body = await request.body()
         if len(body) > MAX_BODY:
             return _status(code_pb2.RESOURCE_EXHAUSTED, 413, f"body over {MAX_BODY} bytes; send smaller batches", kind)

@@ -78,3 +78,16 @@ def test_no_phi_allowed_judge_means_nothing_is_sent(engine, db_url, serve) -> No
     store_calls(engine, Ingestor.from_plan(plan), Decoded(calls), T0 + timedelta(minutes=30))
     assert judge_traffic(engine, plan, T0 + timedelta(hours=1)) == []
     assert sum(sim_state(sim.server.config.app).by_model.values()) == 0
+
+
+def test_check_says_when_real_answers_cannot_be_judged(db_url) -> None:
+    from medmon.monitor.governance.checks import plan_notes
+
+    data = _plan(db_url, "http://127.0.0.1:9").model_dump(mode="json", exclude_none=True)
+    assert not [n for n in plan_notes(Plan.model_validate(data)) if n.startswith("traffic")]
+    for j in data["jury"]["judges"]:
+        j["phi_allowed"] = False
+    data["privacy"] = {"store_text": False}
+    notes = plan_notes(Plan.model_validate(data))
+    assert any("no judge is marked phi_allowed" in n for n in notes)
+    assert any("privacy.store_text is false" in n for n in notes)

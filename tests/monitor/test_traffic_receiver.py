@@ -155,6 +155,12 @@ def test_malformed_json_is_a_400_naming_the_problem(engine, receiver, body, says
     assert says in r.json()["message"]
 
 
+def test_a_body_over_the_limit_is_a_413(engine, receiver, monkeypatch) -> None:
+    monkeypatch.setattr("medmon.monitor.service.receiver.MAX_BODY", 1000)
+    r = httpx.post(f"{receiver}/v1/traces", content=b"x" * 2000, headers=PROTO | {"Authorization": "Bearer sekret"})
+    assert r.status_code == 413 and "send smaller batches" in status_pb2.Status.FromString(r.content).message
+
+
 def test_a_gzip_json_body_is_read(engine, receiver) -> None:
     body = gzip.compress(json.dumps({"resourceSpans": []}).encode())
     r = httpx.post(f"{receiver}/v1/traces", content=body, headers={

@@ -148,3 +148,22 @@ def test_retention_deletes_expired_raw_rows_in_batches_and_keeps_rollups(engine,
     with Session(engine) as s:
         assert s.exec(select(func.count()).select_from(TrafficSpan)).one() == 130
         assert s.exec(select(func.sum(TrafficRollup.calls))).one() == 1100
+
+
+def test_plan_errors_in_the_traffic_section_name_the_field() -> None:
+    import yaml
+
+    from medmon.monitor.errors import PlanError
+    from medmon.monitor.plan.model import parse_plan
+    from tests.conftest import plan_dict
+
+    def issues(traffic: dict) -> str:  # type: ignore[type-arg]
+        with pytest.raises(PlanError) as err:
+            parse_plan(yaml.safe_dump(plan_dict(traffic=traffic)))
+        return str(err.value)
+
+    assert "traffic.routes[0].task 'nope': no such task; expected one of knowledge-qa" in issues(
+        {"routes": [{"task": "nope"}]})
+    assert "expected both 'reference_from' and 'reference_to'" in issues({"reference_from": "2026-01-01T00:00:00Z"})
+    assert "traffic.retention" in issues({"retention": "forever"})
+    assert "traffic.routes.0.servce" in issues({"routes": [{"task": "knowledge-qa", "servce": "x"}]}).replace("[0]", ".0")
