@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import random
-
-import pytest
 from datetime import datetime, timedelta, timezone
 
+import pytest
 from sqlmodel import Session, col, func, select
 
 from medmon.alerts import Alert
 from medmon.db import session_scope
-from medmon.monitor.models import DetectorState, FindingRecord, TrafficReference, TrafficRollup, TrafficSpan
+from medmon.monitor.models import (
+    LATENCY_BUCKETS, DetectorState, FindingRecord, TrafficReference, TrafficRollup, TrafficSpan,
+)
 from medmon.monitor.traffic.ingest import Ingestor, store_calls
 from medmon.monitor.traffic.retention import delete_expired
 from medmon.monitor.traffic.spans import CallRecord, Decoded, Limits
-from medmon.monitor.models import LATENCY_BUCKETS
 from medmon.monitor.traffic.streams import traffic_pass
 from tests.monitor.traffic_helpers import MODEL, traffic_plan
 
