@@ -144,16 +144,17 @@ def load_redactor(spec: str) -> Redactor:
     return func  # type: ignore[no-any-return]
 
 
-def _apply(redactor: Redactor, text: str | None, field: str) -> str | None:
+def protect_text(redactor: Redactor, text: str | None, field: str) -> str | None:
+    """``text`` redacted for storage; None when there is none or the redactor failed (never the raw text)."""
     if text is None:
         return None
     try:
         out = redactor(text)
     except Exception as exc:  # a plug-in's failure must not store the raw text
-        log.warning("redactor failed on a result's %s (%s); storing no text", field, type(exc).__name__)
+        log.warning("redactor failed on the %s (%s); storing no text", field, type(exc).__name__)
         return None
     if not isinstance(out, str):
-        log.warning("redactor returned %s for a result's %s; storing no text", type(out).__name__, field)
+        log.warning("redactor returned %s for the %s; storing no text", type(out).__name__, field)
         return None
     return out
 
@@ -191,13 +192,13 @@ class TextPolicy:
         """An answer or explanation as stored: None when text is not kept."""
         if text is None or not self.store_text:
             return None
-        return _apply(self.redactor, scrub_secrets(text, self.secrets), what)
+        return protect_text(self.redactor, scrub_secrets(text, self.secrets), what)
 
     def error(self, text: str | None, fallback: str) -> str | None:
         """An error message as stored: redacted, or ``fallback`` when the redactor fails."""
         if text is None:
             return None
-        out = _apply(self.redactor, scrub_secrets(text, self.secrets), "error")
+        out = protect_text(self.redactor, scrub_secrets(text, self.secrets), "error")
         return fallback if out is None else out
 
     def jury(self, outcome: JuryOutcome) -> JuryOutcome:
