@@ -21,6 +21,7 @@ from medmon.monitor.plan.governance import Governance, Privacy
 from medmon.monitor.plan.intervals import INTERVAL, parse_interval
 from medmon.monitor.plan.people import Person
 from medmon.monitor.plan.alerts import AlertsConfig
+from medmon.monitor.plan.oversight import Oversight
 from medmon.monitor.plan.section import HttpUrl, Interval, Section
 
 
@@ -255,6 +256,7 @@ class Plan(Section):
     service: ServiceConfig = ServiceConfig()
     governance: Governance | None = None
     privacy: Privacy = Privacy()
+    oversight: Oversight = Oversight()
 
     @model_validator(mode="after")
     def _unique_tasks(self) -> Plan:
@@ -262,6 +264,11 @@ class Plan(Section):
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
             raise ValueError(f"task ids must be unique; repeated: {', '.join(dupes)}")
+        named = [(f"reviewer {r.email}", t) for r in self.oversight.reviewers for t in r.tasks]
+        named += [("oversight.review.tasks", t) for t in self.oversight.review.tasks]
+        unknown = [f"{where}: {t!r}" for where, t in named if t not in ids]
+        if unknown:
+            raise ValueError(f"oversight names tasks the plan does not have: {'; '.join(unknown)}")
         return self
 
     def task(self, task_id: str) -> Task:

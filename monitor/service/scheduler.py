@@ -39,6 +39,7 @@ from medmon.alerts import Channel, DeliveryPolicy, deliver_due
 from medmon.monitor.plan.context import TaskContext
 from medmon.monitor.runs.pipeline import ProbeOutcome, run_task_probe
 from medmon.monitor.plan.model import Plan, Task, parse_interval
+from medmon.monitor.alerting.oversight import oversight_pass
 from medmon.monitor.alerting.signals import alert_pass
 from medmon.monitor.service.slots import explain_failure, last_fire_time, retry_candidates, run_slot, worker_identity
 from medmon.db import session_scope, utcnow
@@ -86,7 +87,14 @@ def probe_job(engine: Engine, plan: Plan, ctx: TaskContext, rng: random.Random, 
 def delivery_job(engine: Engine, plan: Plan, channels: Mapping[str, Channel], now: Callable[[], datetime],
                  policy: DeliveryPolicy) -> None:
     """The alert pass: heartbeat and staleness rules, the notifications now due (repeats,
-    escalations, grouped changes), then deliver the outbox."""
+    escalations, grouped changes), then deliver the outbox. Human oversight (the review queue,
+    the jury's validation, safety clocks) goes first, in its own transaction: a failure there is
+    logged and never holds up alert delivery."""
+    try:
+        with session_scope(engine) as session:
+            oversight_pass(session, plan, now())
+    except Exception:
+        log.exception("oversight pass failed")
     try:
         with session_scope(engine) as session:
             alert_pass(session, plan, now())
