@@ -344,3 +344,73 @@ def test_a_corrective_action_closes_only_on_a_passing_check_run_after_it(engine:
         assert safety.decide(s, ids[0], "Prompt fixed; re-evaluation passed", OWNER, NOW, close=True).status == "closed"
     with Session(engine) as s:
         assert AlertStatus.firing not in {a.status for a in s.exec(select(Alert)).all()}
+
+
+def test_the_committee_report_has_a_human_oversight_section(engine: Engine, tmp_path: Any) -> None:
+    from medmon.monitor.governance.reports.committee import build_committee_report
+    from medmon.monitor.governance.reports.period import parse_period
+    from medmon.monitor.governance.reports.render import render_committee
+
+    plan = _plan(review={"rate": 1.0, "weekly_quota": 15, "double_rate": 0.0})
+    with session_scope(engine) as s:
+        store_answers(s, "knowledge-qa", 12, NOW - timedelta(hours=1))
+        oversight_pass(s, plan, NOW)
+    _rate_all(engine, plan, NOW, random.Random(5))
+    with session_scope(engine) as s:
+        oversight_pass(s, plan, NOW + timedelta(minutes=1))
+        event = safety.open_event(s, plan, task_id="knowledge-qa", severity="serious", source="alert",
+                                  source_ref="alert:7", what_happened="Wrong anticoagulant dose advised",
+                                  actor=OWNER, now=NOW)
+        safety.add_action(s, event.id or 0, "Tighten the dosing prompt", OWNER, NOW + timedelta(days=7), OWNER, NOW)
+        safety.record_near_miss(s, plan, "knowledge-qa", "Pharmacist caught a unit error", REVIEWER_A, NOW)
+    with Session(engine) as s:
+        report = build_committee_report(s, plan, parse_period("2026-11"), now=NOW + timedelta(days=1))
+        stats = {(a.statistic, a.criterion): a for a in task_agreement(s, "knowledge-qa", min_items=10)}
+    section = report.summary()["human_oversight"]
+    assert section["reviews"] == [{"task": "knowledge-qa", "done": 12, "quota": 15 * 5, "flagged": 0}]
+    icc_row = next(a for a in section["agreement"] if a["statistic"] == "jury_icc" and a["criterion"] == "accuracy")
+    assert icc_row["value"] == pytest.approx(stats[("jury_icc", "accuracy")].value) and icc_row["n"] == 12
+    [ev] = section["events"]
+    assert ev["clock"] == "14.0 days left" and ev["actions"][0]["status"] == "open"
+    assert section["near_misses"] == {"knowledge-qa": 1}
+    page = render_committee(report)
+    assert "6. Human oversight" in page and "jury-clinician ICC of 0.47" in page
+    assert f"{icc_row['value']:.3f}" in page and "open: no passing effectiveness check yet" in page
+    assert "Near misses recorded: knowledge-qa 1." in page
+    (tmp_path / "report.html").write_text(page)
+
+
+def test_cli_lists_events_with_their_clocks_and_exports_one_as_json_html_and_pdf(db_url: str, engine: Engine,
+                                                                                tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    from medmon.monitor.cli.app import app
+    from medmon.monitor.governance.reports.render import find_chromium
+
+    data = plan_dict(storage={"url": db_url}, oversight=OVERSIGHT)
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(yaml.safe_dump(data))
+    plan = parse_plan(plan_path.read_text())
+    now = datetime.now(timezone.utc)
+    with session_scope(engine) as s:
+        [rid] = store_answers(s, "knowledge-qa", 1, now - timedelta(hours=1))
+        event = safety.open_event(s, plan, task_id="knowledge-qa", severity="widespread", source="incident",
+                                  source_ref="incident:3", what_happened="Same wrong advice on every ward",
+                                  actor=OWNER, now=now, result_ids=[rid])
+    runner = CliRunner()
+    listed = runner.invoke(app, ["oversight", "events", str(plan_path), "--json"])
+    assert listed.exit_code == 1, listed.output  # a 2-day clock is inside the 2-day warning from the start
+    [row] = json.loads(listed.stdout)
+    assert (row["id"], row["severity"], row["clock"]) == (event.id, "widespread", "due_soon")
+    target = tmp_path / "out" / "event.json"
+    done = runner.invoke(app, ["oversight", "export", str(plan_path), str(event.id), "--out", str(target)])
+    assert done.exit_code == 0, done.output
+    document = json.loads(target.read_text())
+    assert document["schema"] == "medmon.safety_event/1" and document["source_ref"] == "incident:3"
+    assert document["regulatory"]["deadline"] == "2d" and document["evidence"]["answers"][0]["result_id"] == rid
+    html = target.with_suffix(".html").read_text()
+    assert "Safety event #" in html and "Same wrong advice on every ward" in html and "report within 2d" in html
+    if find_chromium() is not None:
+        assert target.with_suffix(".pdf").read_bytes().startswith(b"%PDF")
+    missing = runner.invoke(app, ["oversight", "export", str(plan_path), "999", "--no-pdf"])
+    assert missing.exit_code == 2 and "safety event 999 does not exist" in missing.output

@@ -29,6 +29,7 @@ from medmon.monitor.models import AuditEvent, FindingRecord, ModelIdentity
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.governance.reevaluation import judge, list_reevaluations
 from medmon.monitor.governance.reports.limitations import known_limitations
+from medmon.monitor.governance.reports.oversight import OversightSection, build_oversight_section
 from medmon.monitor.governance.reports.period import Period
 from medmon.monitor.governance.reports.svg import score_chart
 from medmon.db import as_utc
@@ -116,6 +117,7 @@ class CommitteeReport:
     audit: dict[str, Any]
     plan_record: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)
+    oversight: OversightSection = field(default_factory=OversightSection)
 
     def summary(self) -> dict[str, Any]:
         """The report's figures as JSON-ready data (``medmon report --json``)."""
@@ -138,6 +140,7 @@ class CommitteeReport:
                      "judge_usd": self.judge_cost_usd, "judge_calls": self.judge_calls,
                      "by_task": [asdict(c) for c in self.costs]},
             "audit": self.audit,
+            "human_oversight": self.oversight.summary(),
         }
 
 
@@ -343,7 +346,7 @@ def build_committee_report(session: Session, plan: Plan, period: Period, *, now:
         judge_calls=judge_calls, limitations=known_limitations(plan), decisions=decisions,
         audit={"ok": check.ok, "entries": check.entries, "head_seq": check.head_seq, "head_hash": check.head_hash,
                "problems": [str(p) for p in check.problems]},
-        plan_record=record, notes=notes)
+        plan_record=record, notes=notes, oversight=build_oversight_section(session, plan, period, now))
 
 
 def _decision_text(event: AuditEvent) -> str:
