@@ -95,7 +95,7 @@ def agreement_table(session: Session, task_ids: list[str] | None = None) -> list
 
 @dataclass(frozen=True)
 class ReviewProgress:
-    """Reviews done against the quota this week, for one task."""
+    """Answers queued and fully rated this week against the quota (answers, not ratings), for one task."""
 
     task_id: str
     queued: int
@@ -112,12 +112,15 @@ def review_progress(session: Session, plan: Plan, at: datetime) -> list[ReviewPr
         override = plan.oversight.review.tasks.get(task.id)
         quota = override.weekly_quota if override and override.weekly_quota is not None \
             else plan.oversight.review.weekly_quota
-        counts = dict(session.exec(select(ReviewItem.status, func.count()).where(  # type: ignore[call-overload]
-            ReviewItem.task_id == task.id, ReviewItem.week == week).group_by(ReviewItem.status)).all())
+        # Answers, not items: a double-reviewed answer counts once against the quota.
+        queued = session.exec(select(func.count(func.distinct(ReviewItem.result_id))).where(
+            ReviewItem.task_id == task.id, ReviewItem.week == week)).one()
+        open_answers = session.exec(select(func.count(func.distinct(ReviewItem.result_id))).where(
+            ReviewItem.task_id == task.id, ReviewItem.week == week, ReviewItem.status == "open")).one()
         flagged = session.exec(select(func.count()).select_from(ClinicianReview).join(  # type: ignore[call-overload]
             ReviewItem, col(ReviewItem.id) == col(ClinicianReview.item_id)).where(
             ReviewItem.task_id == task.id, ReviewItem.week == week, col(ClinicianReview.safety_concern))).one()
-        out.append(ReviewProgress(task.id, sum(counts.values()), counts.get("done", 0), quota, int(flagged)))
+        out.append(ReviewProgress(task.id, int(queued), int(queued) - int(open_answers), quota, int(flagged)))
     return out
 
 

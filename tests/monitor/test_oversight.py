@@ -367,9 +367,10 @@ def test_the_committee_report_has_a_human_oversight_section(engine: Engine, tmp_
         report = build_committee_report(s, plan, parse_period("2026-11"), now=NOW + timedelta(days=1))
         stats = {(a.statistic, a.criterion): a for a in task_agreement(s, "knowledge-qa", min_items=10)}
     section = report.summary()["human_oversight"]
-    assert section["reviews"] == [{"task": "knowledge-qa", "done": 12, "quota": 15 * 5, "flagged": 0}]
+    assert section["reviews"] == [{"task": "knowledge-qa", "done": 12, "ratings": 12, "quota": 15 * 5, "flagged": 0}]
     icc_row = next(a for a in section["agreement"] if a["statistic"] == "jury_icc" and a["criterion"] == "accuracy")
     assert icc_row["value"] == pytest.approx(stats[("jury_icc", "accuracy")].value) and icc_row["n"] == 12
+    assert icc_row["floor"] == 0.3 and icc_row["below"] is False
     [ev] = section["events"]
     assert ev["clock"] == "14.0 days left" and ev["actions"][0]["status"] == "open"
     assert section["near_misses"] == {"knowledge-qa": 1}
@@ -414,3 +415,13 @@ def test_cli_lists_events_with_their_clocks_and_exports_one_as_json_html_and_pdf
         assert target.with_suffix(".pdf").read_bytes().startswith(b"%PDF")
     missing = runner.invoke(app, ["oversight", "export", str(plan_path), "999", "--no-pdf"])
     assert missing.exit_code == 2 and "safety event 999 does not exist" in missing.output
+
+
+def test_check_notes_a_task_that_requires_review_but_has_no_reviewer() -> None:
+    from medmon.monitor.governance.checks import plan_notes
+
+    data = plan_dict()
+    data["tasks"][0]["human_review_required"] = True
+    assert ("task 'knowledge-qa' requires human review but no reviewer in oversight.reviewers is assigned to it: "
+            "none of its answers will be queued") in plan_notes(parse_plan(yaml.safe_dump(data)))
+    assert not any("requires human review" in n for n in plan_notes(_plan()))

@@ -46,21 +46,42 @@ def _reviews(session: Session, plan: Plan, period: Period) -> list[dict[str, Any
         override = plan.oversight.review.tasks.get(task.id)
         quota = override.weekly_quota if override and override.weekly_quota is not None \
             else plan.oversight.review.weekly_quota
-        counts = dict(session.exec(select(ClinicianReview.safety_concern, func.count())  # type: ignore[call-overload]
-                                   .where(ClinicianReview.task_id == task.id, _in(ClinicianReview.created_at, period))
-                                   .group_by(ClinicianReview.safety_concern)).all())
-        done, flagged = sum(counts.values()), counts.get(True, 0)
-        out.append({"task": task.id, "done": int(done), "quota": quota * weeks, "flagged": int(flagged or 0)})
+        where = (ClinicianReview.task_id == task.id) & _in(ClinicianReview.created_at, period)
+        answers, ratings = session.exec(select(func.count(func.distinct(ClinicianReview.result_id)),
+                                               func.count()).where(where)).one()
+        flagged = session.exec(select(func.count()).select_from(ClinicianReview)  # type: ignore[call-overload]
+                               .where(where, col(ClinicianReview.safety_concern))).one()
+        out.append({"task": task.id, "done": int(answers), "ratings": int(ratings), "quota": quota * weeks,
+                    "flagged": int(flagged)})
     return out
 
 
-def _agreement(session: Session, period: Period) -> list[dict[str, Any]]:
+def _floor(plan: Plan, statistic: str) -> float | None:
+    floors = plan.oversight.agreement
+    if statistic.startswith("bias["):
+        return floors.max_judge_bias
+    return {"jury_icc": floors.min_icc, "jury_alpha": floors.min_alpha,
+            "reviewer_icc": floors.min_reviewer_icc}.get(statistic)
+
+
+def _below(statistic: str, value: float | None, low: float | None, high: float | None, floor: float | None) -> bool:
+    """Whether the stream stands where its alert fires (see ``medmon.monitor.alerting.oversight``)."""
+    if value is None or floor is None:
+        return False
+    if statistic.startswith("bias["):
+        return low is not None and high is not None and (low > floor or high < -floor)
+    return (high if high is not None else value) < floor
+
+
+def _agreement(session: Session, plan: Plan, period: Period) -> list[dict[str, Any]]:
     newest = select(func.max(AgreementRecord.id)).where(col(AgreementRecord.created_at) < period.end).group_by(
         AgreementRecord.task_id, AgreementRecord.criterion, AgreementRecord.statistic)
     rows = session.exec(select(AgreementRecord).where(col(AgreementRecord.id).in_(newest))
                         .order_by(AgreementRecord.task_id, AgreementRecord.criterion, AgreementRecord.statistic)).all()
     return [{"task": r.task_id, "criterion": r.criterion, "statistic": r.statistic, "value": r.value,
-             "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n, "at": as_utc(r.created_at)} for r in rows]
+             "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n, "at": as_utc(r.created_at),
+             "floor": _floor(plan, r.statistic),
+             "below": _below(r.statistic, r.value, r.ci_low, r.ci_high, _floor(plan, r.statistic))} for r in rows]
 
 
 def _events(session: Session, plan: Plan, period: Period, now: datetime) -> list[dict[str, Any]]:
@@ -89,7 +110,7 @@ def build_oversight_section(session: Session, plan: Plan, period: Period, now: d
     held = session.exec(select(Suspension).where(_in(Suspension.requested_at, period))
                         .order_by(col(Suspension.id))).all()
     return OversightSection(
-        reviews=_reviews(session, plan, period), agreement=_agreement(session, period),
+        reviews=_reviews(session, plan, period), agreement=_agreement(session, plan, period),
         events=_events(session, plan, period, now), near_misses={k: int(v) for k, v in misses.items()},
         suspensions=[{"id": s.id, "task": s.task_id, "status": s.status, "reason": s.reason,
                       "requested_by": s.requested_by, "confirmed_by": s.confirmed_by,
