@@ -6,7 +6,8 @@ signals against the plan's floors: ``jury_not_validated`` when the jury no longe
 clinicians (ICC's whole interval under its floor, or alpha under its floor), ``judge_bias`` when
 one judge's bias against clinicians lies wholly beyond the tolerance. Safety events raise
 ``safety_clock`` from ``warn_before`` ahead of their deadline, then ``safety_deadline_passed``
-(always critical) once it has passed, until they are reported.
+(always critical) once it has passed, until they are reported; a corrective action open past its
+due date raises ``corrective_action_overdue``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from medmon.monitor.alerting.signals import task_subject, transitions
 from medmon.monitor.governance.clinician_agreement import Agreement, record_agreement, task_agreement
 from medmon.monitor.governance.review import queue_reviews, reviewed_tasks, rubric
 from medmon.monitor.governance.safety import clock_state
-from medmon.monitor.models import AgreementRecord, ClinicianReview, SafetyEvent
+from medmon.monitor.models import AgreementRecord, ClinicianReview, CorrectiveAction, SafetyEvent
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan
 
@@ -130,10 +131,31 @@ def safety_clock_signals(session: Session, plan: Plan, now: datetime) -> list[Si
     return out
 
 
+def action_signals(session: Session, plan: Plan, now: datetime) -> list[Signal]:
+    """``corrective_action_overdue`` while an action is open past its due date; cleared once its check passes."""
+    known = {t.id: t for t in plan.tasks}
+    out = []
+    for action in session.exec(select(CorrectiveAction)).all():
+        task = known.get(action.task_id)
+        if task is None:
+            continue
+        late = action.status != "closed" and as_utc(action.due_at) < now
+        subject = replace(task_subject(plan, task), dashboard_url=f"{plan.alerts.dashboard_url}/safety")
+        summary = (f"{subject.name}: corrective action #{action.id} of safety event #{action.event_id} "
+                   f"({action.description}; owner {action.owner}) was due {as_utc(action.due_at):%Y-%m-%d} and has "
+                   "no passing effectiveness check" if late else
+                   f"{subject.name}: corrective action #{action.id} {action.status}")
+        out.append(subject.signal("corrective_action_overdue", f"corrective_action:{action.id}", firing=late,
+                                  summary=summary, evidence={"event": action.event_id, "owner": action.owner,
+                                                             "due_at": as_utc(action.due_at).isoformat()}))
+    return out
+
+
 def oversight_pass(session: Session, plan: Plan, now: datetime) -> list[Signal]:
     """Queue reviews, then record the signals that change an alert; the alert pass notifies."""
     if reviewed_tasks(plan):
         queue_reviews(session, plan, now)
-    signals = transitions(session, agreement_signals(session, plan, now) + safety_clock_signals(session, plan, now))
+    signals = transitions(session, agreement_signals(session, plan, now) + safety_clock_signals(session, plan, now)
+                          + action_signals(session, plan, now))
     record_signals(session, signals, now)
     return signals

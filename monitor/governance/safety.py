@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from medmon.alerts import Alert
 from medmon.db import as_utc
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, record
@@ -123,6 +124,7 @@ def open_event(session: Session, plan: Plan, *, task_id: str, severity: str, wha
         raise ValueError("say what happened: a safety event needs a description")
     clock, span = clock_for(plan, severity)
     aware = aware_at or now
+    context = {**(context or {}), **_alert_context(session, source_ref)}
     event = SafetyEvent(task_id=task_id, severity=severity, what_happened=what_happened.strip(), source=source,
                         source_ref=source_ref, opened_by=actor, opened_at=now, aware_at=aware,
                         jurisdiction=plan.oversight.safety.jurisdiction,
@@ -135,6 +137,22 @@ def open_event(session: Session, plan: Plan, *, task_id: str, severity: str, wha
            {"action": "opened", "task": task_id, "severity": severity, "source": source, "source_ref": source_ref,
             "clock": clock, "due_at": event.due_at, "answers": list(result_ids or [])}, now)
     return event
+
+
+def _alert_context(session: Session, source_ref: str) -> dict[str, Any]:
+    """An alert named as the source (``alert:<id>``) is frozen with the event: labels, summary, evidence.
+
+    Incidents are referred to by their reference (``incident:<id>``) as given.
+    """
+    kind, _, number = source_ref.partition(":")
+    if kind != "alert" or not number.strip().isdigit():
+        return {}
+    alert = session.get(Alert, int(number))
+    if alert is None:
+        raise GovernanceError(f"{source_ref} does not exist")
+    return {"alert": {"id": alert.id, "rule": alert.rule, "severity": alert.severity.value,
+                      "status": alert.status.value, "summary": alert.summary, "labels": dict(alert.labels),
+                      "evidence": dict(alert.evidence), "starts_at": as_utc(alert.starts_at).isoformat()}}
 
 
 def open_from_review(session: Session, plan: Plan, review: ClinicianReview, actor: str, now: datetime) -> SafetyEvent:

@@ -19,8 +19,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 from streamlit.testing.v1 import AppTest
 
-from medmon.alerts import verify
+from medmon.alerts import open_alerts, verify
 from medmon.monitor.governance.audit import AuditKind, list_events
+from medmon.monitor.plan.model import load_plan
+from medmon.monitor.read import safety_events
 from tests.dashboards.conftest import AUTH_SECRETS
 from tests.dashboards.seed import CALC_OWNER, OWNER, Seeded
 
@@ -82,17 +84,23 @@ def test_two_owners_suspend_a_high_risk_task_and_resume_is_refused_without_a_pas
 
 def test_an_owner_opens_a_safety_event_and_records_a_near_miss(seeded: Seeded, seeded_engine: Engine,
                                                                open_page: Callable[..., AppTest]) -> None:
+    with Session(seeded_engine) as s:
+        alert = next(a for a in open_alerts(s) if a.task_id == "knowledge-qa")
     at = _as(open_page, OWNER)
     at.selectbox(key="event_task").select("knowledge-qa").run()
     at.selectbox(key="event_severity").select("serious").run()
     at.text_area(key="event_what").input("Advised warfarin with a strong CYP2C9 inhibitor").run()
-    at.text_input(key="event_ref").input("alert:1").run()
+    at.text_input(key="event_ref").input(f"alert:{alert.id}").run()
     at.button(key="open_event").click().run()
     assert not at.exception
     assert any("Safety event: recorded." in s.value for s in at.success)
     events = next(d.value for d in at.dataframe if "clock" in d.value.columns)
     assert list(events["severity"]) == ["serious"] and events["clock"].iloc[0] == "15.0 days left"
-    assert events["source"].iloc[0] == "alert:1"
+    assert events["source"].iloc[0] == f"alert:{alert.id}"
+    with Session(seeded_engine) as s:
+        [event] = safety_events(s, load_plan(seeded.plan_path), datetime.now(timezone.utc))
+    frozen = event.event.evidence["context"]["alert"]
+    assert (frozen["id"], frozen["rule"], frozen["summary"]) == (alert.id, alert.rule, alert.summary)
     at.text_area(key="miss_what").input("Pharmacist caught a wrong unit before dispensing").run()
     at.button(key="do_miss").click().run()
     with Session(seeded_engine) as s:

@@ -338,12 +338,19 @@ def test_a_corrective_action_closes_only_on_a_passing_check_run_after_it(engine:
         with pytest.raises(GovernanceError, match=r"corrective action\(s\) #\d+ have not passed"):
             safety.decide(s, ids[0], "Close", OWNER, NOW, close=True)
     check = run_reevaluation(engine, plan, load_context(plan, plan.tasks[0]), now=lambda: NOW + timedelta(hours=1))
+    with session_scope(engine) as s:  # a week and a day later, still open: overdue
+        oversight_pass(s, plan, NOW + timedelta(days=8))
+    with Session(engine) as s:
+        [late] = [a for a in open_alerts(s) if a.rule == "corrective_action_overdue"]
+    assert "Add renal dosing to the system prompt" in late.summary and "no passing effectiveness check" in late.summary
     with session_scope(engine) as s:
         closed = safety.close_action(s, ids[1], check.id or 0, OWNER, NOW + timedelta(hours=2))
         assert closed.status == "closed" and closed.check_reevaluation_id == check.id
         assert safety.decide(s, ids[0], "Prompt fixed; re-evaluation passed", OWNER, NOW, close=True).status == "closed"
+    with session_scope(engine) as s:
+        oversight_pass(s, plan, NOW + timedelta(days=9))
     with Session(engine) as s:
-        assert AlertStatus.firing not in {a.status for a in s.exec(select(Alert)).all()}
+        assert AlertStatus.firing not in {a.status for a in s.exec(select(Alert)).all()}  # closed: cleared
 
 
 def test_the_committee_report_has_a_human_oversight_section(engine: Engine, tmp_path: Any) -> None:
@@ -358,8 +365,8 @@ def test_the_committee_report_has_a_human_oversight_section(engine: Engine, tmp_
     _rate_all(engine, plan, NOW, random.Random(5))
     with session_scope(engine) as s:
         oversight_pass(s, plan, NOW + timedelta(minutes=1))
-        event = safety.open_event(s, plan, task_id="knowledge-qa", severity="serious", source="alert",
-                                  source_ref="alert:7", what_happened="Wrong anticoagulant dose advised",
+        event = safety.open_event(s, plan, task_id="knowledge-qa", severity="serious", source="incident",
+                                  source_ref="incident:7", what_happened="Wrong anticoagulant dose advised",
                                   actor=OWNER, now=NOW)
         safety.add_action(s, event.id or 0, "Tighten the dosing prompt", OWNER, NOW + timedelta(days=7), OWNER, NOW)
         safety.record_near_miss(s, plan, "knowledge-qa", "Pharmacist caught a unit error", REVIEWER_A, NOW)
@@ -425,3 +432,24 @@ def test_check_notes_a_task_that_requires_review_but_has_no_reviewer() -> None:
     assert ("task 'knowledge-qa' requires human review but no reviewer in oversight.reviewers is assigned to it: "
             "none of its answers will be queued") in plan_notes(parse_plan(yaml.safe_dump(data)))
     assert not any("requires human review" in n for n in plan_notes(_plan()))
+
+
+def test_a_command_route_gets_the_body_on_stdin_and_its_failure_is_recorded(engine: Engine, tmp_path: Any) -> None:
+    import sys
+
+    log = tmp_path / "flags.log"
+    script = ("import json, os, sys; body = json.load(sys.stdin); "
+              f"open({str(log)!r}, 'a').write(os.environ['MEDMON_SUSPEND_ACTION'] + ' ' + body['task'] + '\\n'); "
+              "sys.exit(3 if body['reason'] == 'break' else 0)")
+    data = plan_dict(use_case={"name": "t", "intended_use": "t", "risk_tier": "low"},
+                     oversight={"suspend": {"type": "command", "command": [sys.executable, "-c", script]}})
+    plan = parse_plan(yaml.safe_dump(data))
+    with session_scope(engine) as s:
+        held = suspension.request(s, plan, "knowledge-qa", "Vendor incident", OWNER, NOW)
+        assert held.status == "suspended"  # low risk: no second owner needed
+        back = suspension.resume(s, plan, "knowledge-qa", OWNER, NOW, decision="Committee accepted vendor fix",
+                                 reference="CAIC-2026-19")
+        assert back.resume_basis == "decision:Committee accepted vendor fix (CAIC-2026-19)"
+        broken = suspension.request(s, plan, "knowledge-qa", "break", OWNER, NOW)
+    assert log.read_text().split("\n")[:3] == ["suspend knowledge-qa", "resume knowledge-qa", "suspend knowledge-qa"]
+    assert broken.status == "failed" and "exited with 3" in broken.route_error
