@@ -111,14 +111,18 @@ def queue_reviews(session: Session, plan: Plan, now: datetime, rng: random.Rando
         quota = override.weekly_quota if override and override.weekly_quota is not None else config.weekly_quota
         queued = set(session.exec(select(ReviewItem.result_id).where(ReviewItem.task_id == task.id,
                                                                      ReviewItem.week == week)).all())
-        answers = session.exec(select(ProbeResult).join(ProbeRun, col(ProbeRun.id) == col(ProbeResult.run_id)).where(
-            ProbeResult.task_id == task.id, col(ProbeResult.created_at) >= start,
-            col(ProbeResult.created_at) <= now, col(ProbeResult.answer).is_not(None),
-            col(ProbeResult.error).is_(None), ProbeRun.purpose != "reevaluation")).all()
-        allowed = min(quota, math.ceil(rate * len(answers)))
-        room = allowed - len(queued)
+        if len(queued) >= quota:
+            continue  # the usual case once the week's sample is drawn: no answer is read
+        eligible = (ProbeResult.task_id == task.id, col(ProbeResult.created_at) >= start,
+                    col(ProbeResult.created_at) <= now, col(ProbeResult.answer).is_not(None),
+                    col(ProbeResult.error).is_(None), ProbeRun.purpose != "reevaluation")
+        joined = col(ProbeRun.id) == col(ProbeResult.run_id)
+        total = session.exec(select(func.count()).select_from(ProbeResult).join(ProbeRun, joined)  # type: ignore[call-overload]
+                             .where(*eligible)).one()
+        room = min(quota, math.ceil(rate * total)) - len(queued)
         if room <= 0:
             continue
+        answers = session.exec(select(ProbeResult).join(ProbeRun, joined).where(*eligible)).all()
         strata: dict[str, list[ProbeResult]] = defaultdict(list)
         for r in answers:
             if r.id not in queued:

@@ -126,6 +126,7 @@ class Oversight(Section):
     agreement: AgreementFloors = AgreementFloors()
     safety: Safety = Safety()
     suspend: SuspendRoute | None = None
+    pass_every: Interval = "1m"  # how often `medmon serve` queues reviews, recomputes agreement, checks clocks
 
     @model_validator(mode="after")
     def _distinct(self) -> Oversight:

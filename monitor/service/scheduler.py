@@ -87,20 +87,24 @@ def probe_job(engine: Engine, plan: Plan, ctx: TaskContext, rng: random.Random, 
 def delivery_job(engine: Engine, plan: Plan, channels: Mapping[str, Channel], now: Callable[[], datetime],
                  policy: DeliveryPolicy) -> None:
     """The alert pass: heartbeat and staleness rules, the notifications now due (repeats,
-    escalations, grouped changes), then deliver the outbox. Human oversight (the review queue,
-    the jury's validation, safety clocks) goes first, in its own transaction: a failure there is
-    logged and never holds up alert delivery."""
-    try:
-        with session_scope(engine) as session:
-            oversight_pass(session, plan, now())
-    except Exception:
-        log.exception("oversight pass failed")
+    escalations, grouped changes), then deliver the outbox."""
     try:
         with session_scope(engine) as session:
             alert_pass(session, plan, now())
         deliver_due(engine, channels, now, policy)
     except Exception:
         log.exception("alert delivery pass failed")
+
+
+def oversight_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> None:
+    """Human oversight (``oversight.pass_every``): queue reviews, recompute the jury's agreement with
+    clinicians where reviews arrived, safety clocks. Its own job, so the statistics (and the first
+    ``import pingouin``, seconds) never delay alert delivery; the next alert pass notifies."""
+    try:
+        with session_scope(engine) as session:
+            oversight_pass(session, plan, now())
+    except Exception:
+        log.exception("oversight pass failed")
 
 
 def drift_report_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> None:
@@ -142,6 +146,9 @@ def build_scheduler(engine: Engine, plan: Plan, contexts: Sequence[TaskContext],
     scheduler.add_job(delivery_job, IntervalTrigger(seconds=delivery_every_s), id="deliver", name="deliver alerts",
                       args=[engine, plan, channels, now, DeliveryPolicy(base_delay_s=max(0.2, delivery_every_s))],
                       misfire_grace_time=5)
+    every = parse_interval(plan.oversight.pass_every).total_seconds()
+    scheduler.add_job(oversight_job, IntervalTrigger(seconds=max(every / time_scale, 0.5)), id="oversight",
+                      name="human oversight", args=[engine, plan, now], misfire_grace_time=5)
     return scheduler
 
 
@@ -359,6 +366,9 @@ def build_service_scheduler(engine: Engine, plan: Plan, runtime_key: str, channe
     scheduler.add_job(recovery_job, IntervalTrigger(seconds=recovery_every_s, jitter=recovery_every_s / 2),
                       args=[runtime_key], id="recover",
                       misfire_grace_time=5, next_run_time=utcnow(), **local)
+    scheduler.add_job(oversight_job, IntervalTrigger(seconds=parse_interval(plan.oversight.pass_every).total_seconds()),
+                      args=[engine, plan, now], id="oversight", name="human oversight", misfire_grace_time=30,
+                      **local)
     if plan.detection.drift_report_every is not None:
         every = parse_interval(plan.detection.drift_report_every)
         scheduler.add_job(drift_report_job, IntervalTrigger(seconds=every.total_seconds(), start_date=GRID_EPOCH,
