@@ -147,9 +147,14 @@ else:
             if st.button("Resume", key="do_resume"):
                 act("Resume", lambda s: suspension.resume(s, plan, task, viewer.actor, utcnow(), decision=decision,
                                                          reference=reference))
-    failed = [s for s in history if s.status == "failed"]
+    latest = {s.task_id: s for s in reversed(history)}  # history is newest first: the newest per task wins
+    failed = [s for s in latest.values() if s.status == "failed"]
     if failed:
-        st.error("The suspend route failed: " + "; ".join(f"#{s.id} {s.task_id}: {s.route_error}" for s in failed[:3]))
+        st.error("The suspend route failed, so these tasks are NOT suspended: "
+                 + "; ".join(f"#{s.id} {s.task_id}: {s.route_error}" for s in failed[:3]))
+        if viewer.can_act and st.button(f"Call the route again for #{failed[0].id} ({failed[0].task_id})",
+                                        key="retry_suspend"):
+            act("Suspension", lambda s: suspension.confirm(s, plan, failed[0].id or 0, viewer.actor, utcnow()))
 
 st.subheader(f"Near misses ({len(misses)})")
 if misses:

@@ -83,11 +83,17 @@ def test_a_reviewer_rates_sampled_answers_and_a_disagreeing_jury_raises_its_aler
             expect(page.get_by_text("jury_icc").first).to_be_visible(timeout=30_000)
             expect(page.get_by_text("MedHELM, for comparison: jury-clinician ICC 0.47")).to_be_visible()
             page.screenshot(path=str(shot), full_page=True)
+            page.goto(f"{dashboard.url}/jury")  # the Jury page shows the same streams beside MedHELM's figures
+            settle(page)
+            expect(page.get_by_text("Against clinicians")).to_be_visible(timeout=30_000)
+            expect(page.get_by_text("jury_icc").first).to_be_visible()
+            page.screenshot(path=str(tmp_path / "jury.png"), full_page=True)
         finally:
             browser.close()
-    for picture in (card_shot, shot):
+    for picture in (card_shot, shot, tmp_path / "jury.png"):
         assert dark_pixels(picture) > 500, f"{picture.name} is blank"
-        save_for_docs(picture, picture.name)
+        if picture.name != "jury.png":
+            save_for_docs(picture, picture.name)
     judged = [r for r, j in rated.items() if j is not None]
     assert len(rated) == 10 and len(judged) >= 5
     with Session(seeded_engine) as s:
