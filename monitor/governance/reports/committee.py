@@ -147,6 +147,7 @@ class CommitteeReport:
     sha256: str = ""  # of ``figures()``: printed in the report, recorded when it is generated and signed
     signatures: list[dict[str, Any]] = field(default_factory=list)
     oversight: OversightSection = field(default_factory=OversightSection)
+    traffic: Any = None  # the application's own calls in the period (``medmon.monitor.read.traffic``), if watched
 
     def figures(self) -> dict[str, Any]:
         """Everything the period's record says, without the moment of generation (what the hash covers)."""
@@ -195,6 +196,7 @@ class CommitteeReport:
             "alert_operations": self.alert_operations, "privacy": self.privacy,
             "digest": self.digest(), "sha256": self.sha256, "signatures": self.signatures,
             "human_oversight": self.oversight.summary(),
+            "traffic": self.traffic.as_dict() if self.traffic is not None else None,
         }
 
 
@@ -433,11 +435,13 @@ def _privacy(session: Session, plan: Plan, period: Period) -> dict[str, Any]:
 
 
 def build_committee_report(session: Session, plan: Plan, period: Period, *, now: datetime,
-                           plan_text: str | None = None) -> CommitteeReport:
+                           plan_text: str | None = None, traffic: Any = None) -> CommitteeReport:
     """Gather every figure of the committee report for ``period`` (reads; may record inline baselines).
 
     ``plan`` and ``plan_text`` are today's file: the report uses the plan recorded as in force
-    during the period instead and flags the file when it differs.
+    during the period instead and flags the file when it differs. ``traffic`` is the period's
+    real-traffic summary, read by the caller (the read layer sits above this one) when the plan
+    watches traffic.
     """
     in_force = plan_in_force(session, period, plan, plan_text)
     plan = in_force.plan
@@ -464,7 +468,8 @@ def build_committee_report(session: Session, plan: Plan, period: Period, *, now:
         equity=equity_rows,
         health=health(session, plan, period, stale_after=plan.alerts.stale_after_intervals, now=now),
         alert_operations=_alert_operations(plan, alerts), privacy=_privacy(session, plan, period),
-        oversight=build_oversight_section(session, plan, period, min(now, period.end)))
+        oversight=build_oversight_section(session, plan, period, min(now, period.end)),
+        traffic=traffic)
     report.sha256 = content_hash(report.figures())
     report.signatures = signatures(session, period, report.sha256)
     return report
