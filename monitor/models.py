@@ -32,8 +32,9 @@ class DetectorState(SQLModel, table=True):
     threshold: float
     evidence: float = 0.0
     n: int = 0
-    recovery_runs: int = 0  # consecutive runs whose mean is back on the null's side
+    recovery_runs: int = 0  # runs back on the null's side (two-sided detectors), or quiet runs once recovered
     recovery_obs: int = Field(default=0, sa_column_kwargs={"server_default": "0"})  # and their observations
+    recovery: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # the recovery detector's state
     segment: int = 1
     state: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
     updated_at: datetime = Field(default_factory=utcnow)

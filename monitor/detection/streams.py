@@ -32,6 +32,7 @@ from medmon.monitor.detection.drift import (
 )
 from medmon.monitor.detection.drift.budget import INFO, OPERATIONAL, QUALITY, Budget
 from medmon.monitor.detection.drift.finding import Finding
+from medmon.monitor.detection.drift.recovery import Recovery, RecoveryState
 from medmon.monitor.detection.drift.layout import StreamSpec, baseline_margin, margin_z, task_streams
 from medmon.monitor.detection.drift.reference import (
     References, burn_in_add, burn_in_complete, burn_in_references, from_json, helm_references, to_json,
@@ -44,9 +45,15 @@ __all__ = ["StreamSpec", "StreamUpdate", "baseline_margin", "plan_budget", "rese
            "start_reevaluation", "stream_thresholds", "task_streams", "update_judge_canaries", "update_stream",
            "update_task_streams"]
 
+# Recovery: a degraded stream is back once a mixture CUSUM betting on the null's side reaches
+# this threshold (``medmon.monitor.detection.drift.recovery``): at the null's boundary at least this
+# many observations pass between false recoveries, and far more while a drop lasts.
+RECOVERY_THRESHOLD = 1e4
+# A recovered stream returns to ok after this many quiet runs (evidence below WATCHING_EVIDENCE).
+QUIET_RUNS = 3
+# Detectors without a recovery null (the two-sided judge bias) recover on this many consecutive
+# runs back inside the null band, together holding at least RECOVERY_MIN_OBS observations.
 RECOVERY_RUNS = 3
-# A small stream (a subgroup with a few canaries per run) can see three runs back on the null's
-# side by chance while it is still degraded; recovery also needs this many observations.
 RECOVERY_MIN_OBS = 50
 WATCHING_EVIDENCE = 0.5
 DETECTORS: dict[str, Any] = {c.name: c for c in (MixtureSR, PairedSR, SubgroupGapSR, JudgeAgreementSR,
@@ -111,53 +118,82 @@ def _seen(detector: Any) -> int:
 
 
 def _row(session: Session, spec: StreamSpec, params: dict[str, Any], threshold: float) -> DetectorState:
+    """The stream's stored row; a new one (a new segment) when its null or detector changed.
+
+    The threshold is not part of the null: a budget edit (a task, judge or category added, a new
+    budget) rescales it and keeps the evidence gathered so far.
+    """
     row = session.get(DetectorState, spec.key)
-    if row is not None and row.params == params and row.detector == spec.detector:
+    stored = {k: v for k, v in (row.params if row is not None else {}).items() if k != "threshold"}
+    if row is not None and stored == params and row.detector == spec.detector:
+        row.threshold = threshold
         return row
-    # A new baseline, reference or budget starts a new segment: evidence against the old null is void.
-    return DetectorState(key=spec.key, task_id=spec.task_id, metric=spec.metric, direction=spec.direction,
-                         null_mean=spec.null_mean, baseline_mean=spec.baseline_mean, threshold=threshold,
-                         segment=row.segment + 1 if row is not None else 1, detector=spec.detector,
-                         family=spec.family, params=params, status=row.status if row is not None else StreamStatus.ok)
+    # A new baseline or reference starts a new segment: evidence against the old null is void.
+    if row is None:
+        return DetectorState(key=spec.key, task_id=spec.task_id, metric=spec.metric, direction=spec.direction,
+                             null_mean=spec.null_mean, baseline_mean=spec.baseline_mean, threshold=threshold,
+                             segment=1, detector=spec.detector, family=spec.family, params=params)
+    row.segment, row.state, row.evidence, row.n, row.recovery = row.segment + 1, {}, 0.0, 0, {}
+    row.null_mean, row.baseline_mean, row.threshold = spec.null_mean, spec.baseline_mean, threshold
+    row.detector, row.family, row.params = spec.detector, spec.family, params
+    return row
 
 
-def _settle(row: DetectorState, detector: Any, finding: Finding | None, run_mean: float | None,
-            n_obs: int | None = None) -> tuple[StreamStatus, Finding | None]:
-    """The stream's next status; a finding while already degraded is not raised again.
+def _settle(row: DetectorState, detector: Any, finding: Finding | None, xs: Sequence[float]) -> tuple[StreamStatus, Finding | None]:
+    """The stream's next status from this run's finding and observations ``xs`` (detector's scale).
 
-    A degraded stream recovers after ``RECOVERY_RUNS`` consecutive runs whose mean is back on
-    the null's side (``detector.holds``), together holding at least ``RECOVERY_MIN_OBS`` observations (``n_obs`` is
-    this run's; None for a stream whose run mean already pools many, such as a category's).
+    One alert per episode: a degraded stream is not raised again, and it recovers only on
+    evidence of its own that it is back (``Recovery``, started at the alarm), never on a few
+    lucky runs. A recovered stream returns to ok after ``QUIET_RUNS`` quiet runs.
     """
     status = row.status
-    if finding is not None and status == StreamStatus.degraded:
-        return status, None  # one alert per episode, until the stream recovers
     if finding is not None:
-        row.recovery_runs, row.recovery_obs = 0, 0
-        return StreamStatus.degraded, finding
-    if status == StreamStatus.degraded and run_mean is not None:
-        if detector.holds(run_mean):
-            row.recovery_runs += 1
-            row.recovery_obs += RECOVERY_MIN_OBS if n_obs is None else n_obs
-        else:
-            row.recovery_runs, row.recovery_obs = 0, 0
-        if row.recovery_runs >= RECOVERY_RUNS and row.recovery_obs >= RECOVERY_MIN_OBS:
-            row.recovery_runs, row.recovery_obs = 0, 0
+        row.recovery, row.recovery_runs, row.recovery_obs = {}, 0, 0  # fresh evidence of the drop
+        return StreamStatus.degraded, (None if status == StreamStatus.degraded else finding)
+    if status == StreamStatus.degraded:
+        null = getattr(detector, "recovery_null", None)
+        if null is None:
+            return _settle_by_runs(row, detector, xs), None
+        recovery = Recovery(null, RECOVERY_THRESHOLD, RecoveryState.from_dict(row.recovery) if row.recovery else None)
+        back = recovery.update(xs)
+        row.recovery = {} if back else recovery.state.to_dict()
+        if back:
             detector.reset()
             return StreamStatus.recovered, None
         return status, None
-    if status != StreamStatus.degraded:
-        if detector.evidence >= WATCHING_EVIDENCE:
-            return StreamStatus.watching, None
-        if status == StreamStatus.watching:
+    if detector.evidence >= WATCHING_EVIDENCE:
+        row.recovery_runs = 0
+        return StreamStatus.watching, None
+    if status == StreamStatus.watching:
+        return StreamStatus.ok, None
+    if status == StreamStatus.recovered:
+        row.recovery_runs += 1
+        if row.recovery_runs >= QUIET_RUNS:
+            row.recovery_runs = 0
             return StreamStatus.ok, None
     return status, None
+
+
+def _settle_by_runs(row: DetectorState, detector: Any, xs: Sequence[float]) -> StreamStatus:
+    """Recovery of a detector without a recovery null: consecutive runs back inside its null band."""
+    if not xs:
+        return row.status
+    if detector.holds(sum(xs) / len(xs)):
+        row.recovery_runs += 1
+        row.recovery_obs += len(xs)
+    else:
+        row.recovery_runs, row.recovery_obs = 0, 0
+    if row.recovery_runs >= RECOVERY_RUNS and row.recovery_obs >= RECOVERY_MIN_OBS:
+        row.recovery_runs, row.recovery_obs = 0, 0
+        detector.reset()
+        return StreamStatus.recovered
+    return row.status
 
 
 def update_stream(session: Session, spec: StreamSpec, threshold: float, results: Sequence[ProbeResultBase],
                   now: datetime) -> StreamUpdate:
     """Feed one run's observations to a stream's persisted detector and store its new state."""
-    params = {**spec.params, "threshold": threshold, "null_mean": spec.null_mean}
+    params = {**spec.params, "null_mean": spec.null_mean}
     row = _row(session, spec, params, threshold)
     detector = build_detector(spec.detector, spec.params, threshold, row.state or None)
     previous = row.status
@@ -174,7 +210,7 @@ def update_stream(session: Session, spec: StreamSpec, threshold: float, results:
     if spec.family == INFO:  # river: information only, the stream's status never moves
         status, kind, alert = StreamStatus.ok, "distribution", False
     else:
-        status, finding = _settle(row, detector, finding, run_mean, len(xs))
+        status, finding = _settle(row, detector, finding, xs)
         kind, alert = "drift", True
     row.status, row.evidence, row.n = status, float(detector.evidence), _seen(detector)
     row.state, row.updated_at = detector.state.to_dict(), now
@@ -254,19 +290,21 @@ def _update_pooled(session: Session, plan: Plan, ctx: TaskContext, member: Strea
                       "drop", 0.0, 0.0, lambda r: None, "pooled_sr", {"members": members, "max_lag": 50},
                       what=f"scores across the {category} category fell below their baselines "
                            f"(pooled over {len(members)} tasks)")
-    params = {**spec.params, "threshold": threshold, "null_mean": 0.0}
+    params = {**spec.params, "null_mean": 0.0}
     row = _row(session, spec, params, threshold)
     detector = build_detector("pooled_sr", spec.params, threshold, row.state or None)
     previous = row.status
     params_m = member.spec.params  # the member's null on the scale of its observations
     mu0 = (1 - params_m["margin"]) / 2 if member.spec.detector == "paired_sr" else params_m["mu0"]
     finding = detector.push(ctx.task.id, member.xs, mu0, params_m["sigma2"])
-    status, finding = _settle(row, detector, finding, detector.last_x)
+    steps = detector.steps  # the pool's observations: each step's mean shortfall
+    status, finding = _settle(row, detector, finding, steps)
     row.status, row.evidence, row.n = status, float(detector.evidence), _seen(detector)
     row.state, row.updated_at = detector.state.to_dict(), now
     session.add(row)
-    return StreamUpdate(spec, status, previous, finding, detector.last_x, float(detector.evidence), _seen(detector),
-                        summary=f"{spec.what}" if finding is not None else "")
+    run_mean = sum(steps) / len(steps) if steps else None
+    return StreamUpdate(spec, status, previous, finding, run_mean, float(detector.evidence), _seen(detector),
+                        summary=f"{spec.what}" if finding is not None else "", xs=tuple(steps))
 
 
 ONE_SHOT = "reevaluation"
@@ -355,7 +393,7 @@ def reset_task_streams(session: Session, task_id: str, now: datetime) -> int:
     rows = session.exec(select(DetectorState).where(DetectorState.task_id == task_id)).all()
     for row in rows:
         row.state, row.segment, row.evidence, row.updated_at = {}, row.segment + 1, 0.0, now
-        row.status, row.recovery_runs, row.recovery_obs = StreamStatus.ok, 0, 0
+        row.status, row.recovery_runs, row.recovery_obs, row.recovery = StreamStatus.ok, 0, 0, {}
         session.add(row)
     return len(rows)
 

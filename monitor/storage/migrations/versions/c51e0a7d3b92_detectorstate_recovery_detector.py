@@ -1,0 +1,28 @@
+"""detectorstate recovery detector
+
+Revision ID: c51e0a7d3b92
+Revises: 8224ec9d45e9
+Create Date: 2026-11-30 19:30:00.000000
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+import sqlmodel  # noqa: F401  (autogenerate writes sqlmodel.sql.sqltypes.AutoString)
+from alembic import op
+
+
+revision: str = 'c51e0a7d3b92'
+down_revision: str | None = '8224ec9d45e9'
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table('detectorstate', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('recovery', sa.JSON(), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table('detectorstate', schema=None) as batch_op:
+        batch_op.drop_column('recovery')
