@@ -17,15 +17,16 @@ built with: the same data after a restart gives the same decisions, and a change
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
-from medmon.baselines import Baseline, resolve
+from medmon.baselines import Baseline, Canary, resolve
 from medmon.monitor.plan.context import TaskContext
 from medmon.monitor.detection.drift import (
     JudgeAgreementSR, JudgeBiasSR, MixtureSR, OneShotPaired, PairedSR, PooledSR, RiverDrift, SubgroupGapSR,
@@ -33,15 +34,18 @@ from medmon.monitor.detection.drift import (
 from medmon.monitor.detection.drift.budget import INFO, OPERATIONAL, QUALITY, Budget
 from medmon.monitor.detection.drift.finding import Finding
 from medmon.monitor.detection.drift.recovery import Recovery, RecoveryState
-from medmon.monitor.detection.drift.layout import StreamSpec, baseline_margin, margin_z, task_streams
+from medmon.monitor.detection.drift.layout import (
+    StreamSpec, baseline_margin, exact_baseline_margin, margin_z, reference_alpha, task_streams,
+)
 from medmon.monitor.detection.drift.reference import (
-    References, burn_in_add, burn_in_complete, burn_in_references, from_json, helm_references, to_json,
+    References, answers as reference_answers, stage_alpha, burn_in_add, burn_in_complete, burn_in_references, from_json,
+    helm_references, to_json,
 )
 from medmon.monitor.models import BurnIn, DetectorState, FindingRecord, StreamStatus
 from medmon.monitor.plan.model import Plan
 from medmon.probes.models import ProbeResultBase
 
-__all__ = ["StreamSpec", "StreamUpdate", "baseline_margin", "plan_budget", "reset_task_streams",
+__all__ = ["StreamSpec", "StreamUpdate", "baseline_margin", "go_live_replay", "plan_budget", "reset_task_streams",
            "start_reevaluation", "stream_thresholds", "task_streams", "update_judge_canaries", "update_stream",
            "update_task_streams"]
 
@@ -220,47 +224,124 @@ def update_stream(session: Session, spec: StreamSpec, threshold: float, results:
                         kind, alert, summary, tuple(xs))
 
 
-def _references(session: Session, plan: Plan, ctx: TaskContext,
-                results: Sequence[ProbeResultBase], now: datetime) -> tuple[References | None, References | None]:
-    """HELM references and the completed burn-in *before* this run; then add the run to an open burn-in.
+def _quiet(session: Session, task_id: str) -> bool:
+    """No stream of the task is watching or degraded: its answers may grow the go-live reference."""
+    busy = (StreamStatus.watching, StreamStatus.degraded)
+    return session.exec(select(DetectorState.key).where(DetectorState.task_id == task_id,
+                                                        col(DetectorState.status).in_(busy))).first() is None
 
-    A run that completes the burn-in is not tested against the references it helped build.
+
+def _references(session: Session, plan: Plan, ctx: TaskContext, results: Sequence[ProbeResultBase],
+                now: datetime) -> tuple[References | None, References | None, References | None]:
+    """The paired references and the go-live reference *before* this run; then grow the reference.
+
+    Returns ``(paired references, go-live reference, go-live reference completed by this run)``.
+    Without a go-live reference (``detection.reference.repeats`` below 2) the paired references
+    are HELM's. Otherwise this run's answers join the reference table while it is being built,
+    and afterwards while every stream of the task is quiet, up to ``max_repeats`` answers per
+    canary; the reference the streams test against is frozen at completion and again at each
+    doubling of its answers (a new null: a new segment). A run is never tested against a
+    reference it helped build.
     """
     det = plan.detection
-    helm = helm_references(ctx.canaries, det.burn_in_coverage)
-    if det.burn_in_runs < 2:
-        return helm, None
+    if det.reference.repeats < 2:
+        return helm_references(ctx.canaries, det.reference.coverage), None, None
     row = session.get(BurnIn, ctx.task.id)
     if row is None:
-        row = BurnIn(task_id=ctx.task.id, runs=det.burn_in_runs, started_at=now)
-    burn = burn_in_references(from_json(row.instances), row.runs, row.version) if row.complete else None
-    if not row.complete:
-        table = from_json(row.instances)
+        row = BurnIn(task_id=ctx.task.id, runs=det.reference.repeats, started_at=now)
+    if row.complete and not row.reference:  # a reference completed before stages were kept
+        row.reference = row.instances
+    current = (burn_in_references(from_json(row.reference), row.runs, row.version, row.stage, row.alpha)
+               if row.complete else None)
+    pool = [c.id for c in ctx.canaries if c.replayable]
+    table = from_json(row.instances)
+    cap = det.reference.max_repeats * len(pool)
+    completed = None
+    if not row.complete or (_quiet(session, ctx.task.id) and reference_answers(table) < cap):
         for r in results:
             if r.error_type is None and r.score is not None:
-                burn_in_add(table, r.canary_id, float(r.score), r.completion_tokens)
+                burn_in_add(table, r.canary_id, float(r.score), r.completion_tokens, r.cost_usd, r.latency_s)
         row.instances = to_json(table)
-        pool = [c.id for c in ctx.canaries if c.replayable]
-        if burn_in_complete(table, pool, row.runs, det.burn_in_coverage):
-            row.complete, row.completed_at = True, now
-        session.add(row)
-    return helm or burn, burn
+        if not row.complete and burn_in_complete(table, pool, row.runs, det.reference.coverage):
+            row.complete, row.completed_at, row.reference, row.stage = True, now, row.instances, 0
+            row.alpha = reference_alpha(plan)
+            completed = burn_in_references(table, row.runs, row.version)
+        elif row.complete and reference_answers(table) >= 2 * reference_answers(from_json(row.reference)):
+            row.reference, row.stage = row.instances, row.stage + 1
+    session.add(row)
+    return current, current, completed
 
 
 def _restart_burn_in(session: Session, task_id: str, now: datetime) -> None:
     row = session.get(BurnIn, task_id)
     if row is not None:
         row.version, row.instances, row.complete, row.started_at, row.completed_at = row.version + 1, {}, False, now, None
+        row.reference, row.stage, row.alpha = {}, 0, None
         session.add(row)
+
+
+def go_live_replay(session: Session, plan: Plan, ctx: TaskContext, k: int) -> list[Canary] | None:
+    """The ``k`` canaries a probe run replays while the go-live reference is built, else None.
+
+    The least answered canaries come first, so the reference covers every canary ``repeats``
+    times in the fewest runs instead of waiting for random draws to reach them all.
+    """
+    if plan.detection.reference.repeats < 2:
+        return None
+    row = session.get(BurnIn, ctx.task.id)
+    if row is not None and row.complete:
+        return None
+    table = from_json(row.instances) if row is not None else {}
+    pool = [c for c in ctx.canaries if c.replayable]
+    pool.sort(key=lambda c: (int(table[c.id][0]) if c.id in table else 0, c.id))
+    return pool[:k] or None
+
+
+def conformance_update(plan: Plan, ctx: TaskContext, go_live: References) -> StreamUpdate | None:
+    """Compare the completed go-live reference with the canaries' HELM per-instance scores, once.
+
+    A finding either way (the committee sees the check was made); it alerts only when production
+    at go-live is worse than the evidence: the 95% interval of the mean paired difference lies
+    wholly below ``-min_margin``.
+    """
+    helm = helm_references(ctx.canaries, plan.detection.reference.coverage)
+    if helm is None:
+        return None
+    common = [cid for cid in go_live.items if cid in helm.items]
+    if len(common) < 2:
+        return None
+    n = len(common)
+    diffs = [go_live.items[c].mean - helm.items[c].mean for c in common]
+    mean = sum(diffs) / n
+    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
+    low, high = mean - 1.96 * sd / math.sqrt(n), mean + 1.96 * sd / math.sqrt(n)
+    worse = high < -plan.detection.min_margin
+    t = ctx.task.id
+    spec = StreamSpec(f"{t}:conformance:golive", t, "conformance", "drop", -plan.detection.min_margin, helm.mean,
+                      lambda r: None, "conformance", family=INFO,
+                      what="at go-live, production scored below the HELM evidence on the same canaries")
+    finding = Finding(detector="go_live_conformance", direction="drop", statistic=mean / max(sd / math.sqrt(n), 1e-9),
+                      threshold=-1.96, estimate=mean, ci_low=low, ci_high=high, n=n,
+                      null_mean=-plan.detection.min_margin, quantity="paired difference",
+                      decision="degraded" if worse else "passed")
+    verdict = "below" if worse else "in line with"
+    summary = (f"{t}: go-live reference {verdict} the HELM evidence on {n} canaries "
+               f"(paired difference {mean:+.3f}, 95% CI {low:+.3f} to {high:+.3f})")
+    return StreamUpdate(spec, StreamStatus.degraded if worse else StreamStatus.ok, StreamStatus.ok, finding, None,
+                        0.0, n, "conformance", worse, summary)
 
 
 def update_task_streams(session: Session, plan: Plan, ctx: TaskContext, baseline: Baseline,
                         results: Sequence[ProbeResultBase], now: datetime) -> list[StreamUpdate]:
     """Feed one run to every stream of the task, its category's pooled stream and any re-evaluation."""
-    refs, burn = _references(session, plan, ctx, results, now)
+    refs, burn, completed = _references(session, plan, ctx, results, now)
     specs = task_streams(plan, ctx.task, baseline, ctx.canaries, refs=refs, burn_in=burn, scorer=ctx.scorer)
     thresholds = stream_thresholds(plan, specs)
     updates = []
+    if completed is not None:
+        conformance = conformance_update(plan, ctx, completed)
+        if conformance is not None:
+            updates.append(conformance)
     for spec in specs:
         if spec.active:
             updates.append(update_stream(session, spec, thresholds.get(spec.key, 0.0), results, now))
@@ -314,22 +395,28 @@ def start_reevaluation(session: Session, plan: Plan, ctx: TaskContext, baseline:
                        reason: str = "") -> DetectorState:
     """Start the one-shot paired test of a task after a known change (model, fingerprint, prompt, judge).
 
-    The test pairs each following answer with the canary's HELM or burn-in reference when one
-    exists, else with the baseline mean. An unfinished burn-in restarts: it would mix two models.
+    The test pairs each following answer with the canary's go-live reference (the approved
+    model's answers), else its HELM per-instance score, else the benchmark's mean. A go-live
+    reference still being built restarts: it would mix two models.
     """
     det, task = plan.detection, ctx.task
-    refs = helm_references(ctx.canaries, det.burn_in_coverage)
+    refs, exact = None, False
     burn = session.get(BurnIn, task.id)
-    if refs is None and burn is not None and burn.complete:
-        refs = burn_in_references(from_json(burn.instances), burn.runs, burn.version)
-    if burn is not None and not burn.complete:
+    if burn is not None and burn.complete:
+        refs = burn_in_references(from_json(burn.reference or burn.instances), burn.runs, burn.version, burn.stage,
+                                  burn.alpha)
+        exact = True
+    elif burn is not None:
         _restart_burn_in(session, task.id, now)
+    refs = refs or helm_references(ctx.canaries, det.reference.coverage)
     p0 = baseline.normalized
-    z = margin_z(plan)
+    alpha = reference_alpha(plan)
     if refs is not None:
-        margin, sigma2, reference = refs.margin(det.min_margin, z), refs.sigma2_x(), refs.key()
+        margin = refs.exact_margin(stage_alpha(refs.alpha or alpha, refs.stage), det.min_margin) if exact else \
+            refs.margin(det.min_margin, margin_z(plan))
+        sigma2, reference = refs.sigma2_x(), refs.key()
     else:
-        margin, sigma2 = baseline_margin(p0, baseline.n, det.min_margin, z), max(p0 * (1 - p0) / 4, 0.01)
+        margin, sigma2 = exact_baseline_margin(p0, baseline.n, alpha, det.min_margin), max(p0 * (1 - p0) / 4, 0.01)
         reference = "baseline"
     tolerance = max(task.thresholds.tolerated_drop, margin + 0.01)
     params = {"margin": margin, "tolerance": tolerance, "alpha": det.reevaluation_alpha, "sigma2": sigma2,
@@ -351,7 +438,12 @@ def _update_one_shot(session: Session, plan: Plan, ctx: TaskContext, baseline: B
     if row is None or row.detector != "oneshot_paired" or (row.state or {}).get("decision"):
         return None
     p = row.params
-    items = refs.items if refs is not None and refs.key() == p["reference"] else {}
+    items: Mapping[str, Any] = {}
+    if refs is not None and refs.key() == p["reference"]:
+        items = refs.items
+    elif str(p["reference"]).startswith("helm"):
+        helm = helm_references(ctx.canaries, plan.detection.reference.coverage)
+        items = helm.items if helm is not None else {}
     test = build_detector("oneshot_paired", {k: p[k] for k in ("margin", "tolerance", "alpha", "sigma2", "max_n")},
                           0.0, row.state or None)
     finding, xs = None, []
@@ -378,7 +470,7 @@ def _update_one_shot(session: Session, plan: Plan, ctx: TaskContext, baseline: B
                    f"{finding.ci_low:+.3f} to {finding.ci_high:+.3f}, n={finding.n})")
         status = StreamStatus.degraded if d == "degraded" else StreamStatus.ok
         alert = d == "degraded"
-        if d == "passed" and plan.detection.burn_in_runs >= 2:
+        if d == "passed" and plan.detection.reference.repeats >= 2:
             _restart_burn_in(session, task.id, now)  # the new model becomes the reference
     row.status, row.evidence, row.n = status, float(test.evidence), test.state.n
     row.state, row.updated_at = test.state.to_dict(), now

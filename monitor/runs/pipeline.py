@@ -14,7 +14,9 @@ from sqlmodel import Session, col, select
 
 from medmon.alerts import Signal, apply_signals
 from medmon.monitor.plan.context import TaskContext, task_baseline
-from medmon.monitor.detection.streams import StreamUpdate, finding_record, reset_task_streams, start_reevaluation, update_task_streams
+from medmon.monitor.detection.streams import (
+    StreamUpdate, finding_record, go_live_replay, reset_task_streams, start_reevaluation, update_task_streams,
+)
 from medmon.monitor.governance.changes import record_detected_change
 from medmon.monitor.governance.reevaluation import auto_reevaluates, reevaluate_pending
 from medmon.monitor.models import FindingRecord, ModelIdentity, ProbeSlot
@@ -94,10 +96,11 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
         if slot is not None:
             slot.run_id = run_id
             session.add(slot)
+        replay = go_live_replay(session, plan, ctx, task.sample_size)  # the go-live reference comes first
     assert run_id is not None
     if on_start is not None:
         on_start(run_id)
-    chosen = sample_canaries(ctx.canaries, task.sample_size, rng)
+    chosen = replay if replay is not None else sample_canaries(ctx.canaries, task.sample_size, rng)
 
     async def call() -> list[ProbeResultBase]:
         # The judges are opened only for a jury-scored task; without a plan jury, probe_canaries

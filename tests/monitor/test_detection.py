@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from scipy.stats import binomtest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
@@ -96,7 +97,10 @@ def test_unpaired_score_stays_quiet_at_baseline_then_raises_on_a_drop(engine: En
     assert at is not None and at <= 8
     f = next(u.finding for u in drop[at] if u.spec.key == "knowledge-qa:score:drop")
     assert f.statistic >= f.threshold and f.ci_low <= f.estimate <= f.ci_high and f.estimate < 0.65
-    assert f.null_mean == pytest.approx(0.78 - 0.0370, abs=1e-3)  # baseline minus 2 SE of a 500-item baseline
+    # no go-live reference in this plan: the benchmark's score minus its exact (Clopper-Pearson) margin,
+    # here from scipy's binomial test, one-sided at baseline_alpha = 0.05 for the plan's one task
+    exact = binomtest(390, 500).proportion_ci(confidence_level=0.90, method="exact").low
+    assert f.null_mean == pytest.approx(exact, abs=1e-6)
     with Session(engine) as s:
         assert s.get(DetectorState, "knowledge-qa:score:drop").status == StreamStatus.degraded
 
@@ -434,25 +438,36 @@ def test_pooled_category_stays_degraded_through_a_lasting_drop_and_recovers_on_i
 
 
 def test_a_budget_change_keeps_the_evidence_and_a_new_null_opens_a_segment(engine: Engine, make_plan: Callable) -> None:
-    one = make_plan(detection=QUIET)
-    two = make_plan(detection=QUIET, tasks=[_task(), _task("head", "head_qa")])
-    pool = canaries(helm=False)
+    detection = {"distribution_checks": False, "reference": {"repeats": 3}}
+    one = make_plan(detection=detection)
+    two = make_plan(detection={**detection, "probes_between_false_alarms": 1e6},
+                    tasks=[_task(), _task("head", "head_qa")])
+    pool = canaries(20, helm=False)
     base, rng = baseline(0.78), random.Random(15)
     key = "knowledge-qa:score:drop"
-    feed(engine, one, context(one, pool), base, [answers(rng, pool, 20, lambda c: 0.7) for _ in range(3)])
+    feed(engine, one, context(one, pool), base, [answers(rng, pool, 20, as_before) for _ in range(6)])
+    with Session(engine) as s:
+        assert s.get(BurnIn, "knowledge-qa").complete
+    feed(engine, one, context(one, pool), base, [answers(rng, pool, 20, lambda c: 0.5) for _ in range(2)], start=6)
     with Session(engine) as s:
         before = s.get(DetectorState, key)
-        assert before is not None and before.evidence > 0
-        segment, n, threshold = before.segment, before.n, before.threshold
-    feed(engine, two, context(two, pool), base, [answers(rng, pool, 20, lambda c: 0.7)], start=3)
+        assert before is not None and before.evidence > 0 and before.n >= 40
+        segment, threshold, null, n = before.segment, before.threshold, before.null_mean, before.n
+    # a second task and a new budget: every threshold moves, the null and the evidence stay
+    feed(engine, two, context(two, pool), base, [answers(rng, pool, 20, lambda c: 0.5)], start=8)
     with Session(engine) as s:
         after = s.get(DetectorState, key)
-        assert after is not None and after.segment == segment and after.n == n + 20
-        assert after.threshold > threshold  # two tasks now share the budget
-    feed(engine, two, context(two, pool), baseline(0.70), [answers(rng, pool, 20, lambda c: 0.7)], start=4)
+        assert after is not None and (after.segment, after.n, after.null_mean) == (segment, n + 20, null)
+        assert after.threshold > threshold
+    # a new reference (a passed re-evaluation restarts it) is a new null: a new segment once it is built
+    with session_scope(engine) as s:
+        row = s.get(BurnIn, "knowledge-qa")
+        row.version, row.instances, row.reference, row.complete = row.version + 1, {}, {}, False
+        s.add(row)
+    feed(engine, two, context(two, pool), base, [answers(rng, pool, 20, as_before) for _ in range(6)], start=9)
     with Session(engine) as s:
         moved = s.get(DetectorState, key)
-        assert moved is not None and moved.segment == segment + 1 and moved.n == 20
+        assert moved is not None and moved.segment == segment + 1
 
 
 def test_a_model_change_opens_a_segment_for_every_stream_of_the_task(engine: Engine, make_plan: Callable) -> None:
