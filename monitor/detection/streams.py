@@ -236,7 +236,7 @@ def _references(session: Session, plan: Plan, ctx: TaskContext, results: Sequenc
     """The paired references and the go-live reference *before* this run; then grow the reference.
 
     Returns ``(paired references, go-live reference, go-live reference completed by this run)``.
-    Without a go-live reference (``detection.reference.repeats`` below 2) the paired references
+    Without a go-live reference (``detection.reference.repeats`` 0) the paired references
     are HELM's. Otherwise this run's answers join the reference table while it is being built,
     and afterwards while every stream of the task is quiet, up to ``max_repeats`` answers per
     canary; the reference the streams test against is frozen at completion and again at each
@@ -244,7 +244,7 @@ def _references(session: Session, plan: Plan, ctx: TaskContext, results: Sequenc
     reference it helped build.
     """
     det = plan.detection
-    if det.reference.repeats < 2:
+    if det.reference.repeats < 1:
         return helm_references(ctx.canaries, det.reference.coverage), None, None
     row = session.get(BurnIn, ctx.task.id)
     if row is None:
@@ -264,7 +264,7 @@ def _references(session: Session, plan: Plan, ctx: TaskContext, results: Sequenc
         row.instances = to_json(table)
         if not row.complete and burn_in_complete(table, pool, row.runs, det.reference.coverage):
             row.complete, row.completed_at, row.reference, row.stage = True, now, row.instances, 0
-            row.alpha = reference_alpha(plan)
+            row.alpha = stage_alpha(reference_alpha(plan), row.runs, det.reference.max_repeats)
             completed = burn_in_references(table, row.runs, row.version)
         elif row.complete and reference_answers(table) >= 2 * reference_answers(from_json(row.reference)):
             row.reference, row.stage = row.instances, row.stage + 1
@@ -286,7 +286,7 @@ def go_live_replay(session: Session, plan: Plan, ctx: TaskContext, k: int) -> li
     The least answered canaries come first, so the reference covers every canary ``repeats``
     times in the fewest runs instead of waiting for random draws to reach them all.
     """
-    if plan.detection.reference.repeats < 2:
+    if plan.detection.reference.repeats < 1:
         return None
     row = session.get(BurnIn, ctx.task.id)
     if row is not None and row.complete:
@@ -412,7 +412,8 @@ def start_reevaluation(session: Session, plan: Plan, ctx: TaskContext, baseline:
     p0 = baseline.normalized
     alpha = reference_alpha(plan)
     if refs is not None:
-        margin = refs.exact_margin(stage_alpha(refs.alpha or alpha, refs.stage), det.min_margin) if exact else \
+        margin = refs.exact_margin(refs.alpha or stage_alpha(alpha, det.reference.repeats, det.reference.max_repeats),
+                                   det.min_margin) if exact else \
             refs.margin(det.min_margin, margin_z(plan))
         sigma2, reference = refs.sigma2_x(), refs.key()
     else:
@@ -470,7 +471,7 @@ def _update_one_shot(session: Session, plan: Plan, ctx: TaskContext, baseline: B
                    f"{finding.ci_low:+.3f} to {finding.ci_high:+.3f}, n={finding.n})")
         status = StreamStatus.degraded if d == "degraded" else StreamStatus.ok
         alert = d == "degraded"
-        if d == "passed" and plan.detection.reference.repeats >= 2:
+        if d == "passed" and plan.detection.reference.repeats >= 1:
             _restart_burn_in(session, task.id, now)  # the new model becomes the reference
     row.status, row.evidence, row.n = status, float(test.evidence), test.state.n
     row.state, row.updated_at = test.state.to_dict(), now

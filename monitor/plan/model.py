@@ -200,9 +200,9 @@ class GoLiveReference(Section):
     re-set at each doubling, until every canary has about ``max_repeats`` answers.
     """
 
-    repeats: int = Field(5, ge=0)  # K answers per canary at go-live (0 or 1: no reference; the benchmark's mean)
+    repeats: int = Field(5, ge=0)  # K answers per canary at go-live (0: no reference, the benchmark's mean is the null)
     coverage: float = Field(0.9, gt=0, le=1)  # share of canaries that must reach ``repeats``
-    max_repeats: int = Field(40, ge=1)  # growth stops at about this many answers per canary
+    max_repeats: int = Field(40, ge=1)  # the burn-in: growth stops at about this many answers per canary
 
 
 class Detection(Section):

@@ -2,7 +2,7 @@
 
 Score streams are tested against the go-live reference (``reference``): what the approved
 model did on these canaries. The benchmark's aggregate is approval evidence; it is the null only
-where the plan turns the go-live reference off (``detection.reference.repeats`` below 2).
+where the plan turns the go-live reference off (``detection.reference.repeats`` 0).
 
 The layout depends only on the plan, the task's canaries and its baseline, never on what has
 been observed so far: a stream that needs per-instance references (paired, subgroups, gaps,
@@ -186,10 +186,11 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
     p0 = baseline.normalized
     alpha = reference_alpha(plan)
     z = margin_z(plan)
-    go_live = det.reference.repeats >= 2
+    go_live = det.reference.repeats >= 1
     if go_live and burn_in is not None:  # the approved model's own answers on these canaries
-        alpha = burn_in.alpha or alpha  # frozen with the reference: adding a task later does not move this null
-        margin = burn_in.exact_margin(stage_alpha(alpha, burn_in.stage), det.min_margin)
+        # fixed when the reference completed: adding a task later does not move this null
+        alpha = burn_in.alpha or stage_alpha(alpha, det.reference.repeats, det.reference.max_repeats)
+        margin = burn_in.exact_margin(alpha, det.min_margin)
         n_ref = max(burn_in.answers, 1)
         ref_mean = sum(r.mean * r.runs for r in burn_in.items.values()) / n_ref
         mu0 = min(max(ref_mean - margin, 0.01), 0.99)
@@ -222,7 +223,8 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
         if sub.source == "helm":  # HELM's per-instance means (no go-live reference): a normal bound on their bias
             m = sub.margin(det.min_margin, z)
         else:
-            m = sub.exact_margin(stage_alpha(sub.alpha or alpha, sub.stage), det.min_margin)
+            m = sub.exact_margin(sub.alpha or stage_alpha(alpha, det.reference.repeats, det.reference.max_repeats),
+                                 det.min_margin)
         return {"margin": m, "sigma2": sub.sigma2_x(), "reference": sub.key()}, -m
 
     if paired_possible:

@@ -71,13 +71,20 @@ def lower_bound(total: float, total2: float, n: int, alpha: float, binary: bool)
     return max(0.0, mean - math.sqrt(2 * var * log_term / n) - 7 * log_term / (3 * (n - 1)))
 
 
-def stage_alpha(alpha: float, stage: int) -> float:
-    """The error allowed to the reference's margin at its ``stage``-th refresh (0 at go-live).
+def stage_alpha(alpha: float, repeats: int, max_repeats: int) -> float:
+    """The error allowed to the reference's margin at each of its stages.
 
-    A reference that grows is bounded again at each doubling; ``alpha * 6 / (pi^2 (j + 1)^2)``
-    sums to ``alpha`` over all stages, so the margin covers at every stage at once.
+    A reference that grows is bounded again at each doubling of its answers, from ``repeats`` to
+    ``max_repeats`` per canary: ``1 + floor(log2(max_repeats / repeats))`` stages, each given an
+    equal share of ``alpha``, so the margin covers at every stage at once.
+
+    Examples
+    --------
+    >>> stage_alpha(0.05, 5, 40)    # stages at 5, 10, 20 and 40 answers per canary
+    0.0125
     """
-    return alpha * 6 / (math.pi**2 * (stage + 1) ** 2)
+    stages = 1 + max(0, math.floor(math.log2(max(max_repeats, repeats) / max(repeats, 1)) + 1e-9))
+    return alpha / stages
 
 
 def median(values: list[float]) -> float | None:
@@ -110,7 +117,7 @@ class References:
     version: int
     items: Mapping[str, InstanceRef] = field(default_factory=dict)
     stage: int = 0  # doublings of a growing go-live reference
-    alpha: float | None = None  # the margin's error, fixed when the reference was first frozen
+    alpha: float | None = None  # each stage's margin error, fixed when the reference was first frozen
 
     def subset(self, ids: Iterable[str]) -> References:
         keep = set(ids)
