@@ -421,7 +421,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--plans", default="", help="comma-separated task counts to run (1, 50); default both")
     parser.add_argument("--scenarios", default="", help="comma-separated scenario names to run; default all")
     parser.add_argument("--cal-streams", type=int, default=4000, help="no-change streams calibrating the oracle CUSUM")
-    parser.add_argument("--adwin-streams", type=int, default=300, help="no-change streams calibrating ADWIN")
+    parser.add_argument("--adwin-streams", type=int, default=600, help="no-change streams calibrating ADWIN")
     parser.add_argument("--skip-river", action="store_true")
     parser.add_argument("--quick", action="store_true", help="smoke run: few repetitions, short horizon")
     parser.add_argument("--idealized", action="store_true",

@@ -26,7 +26,9 @@ from medmon.baselines import Baseline, Canary
 from medmon.monitor.detection.drift.esr import BET_CAP, DEFAULT_SHIFTS
 from medmon.monitor.detection.drift.finding import RecoveryNull
 from medmon.monitor.detection.drift.recovery import Recovery
-from medmon.monitor.detection.drift.reference import burn_in_add, burn_in_references, stage_alpha
+from medmon.monitor.detection.drift.reference import (
+    COST_CLIP, burn_in_add, burn_in_references, log_cost_scale, stage_alpha,
+)
 from medmon.monitor.detection.streams import RECOVERY_THRESHOLD, build_detector, stream_thresholds, task_streams
 from medmon.monitor.plan.model import Plan, parse_plan
 from medmon.monitor.plan.starter import STARTER_PLAN
@@ -156,6 +158,10 @@ class Scenario:
     transient: int = 0  # the change lasts this many probes
     cost_rise: float = 0.0
 
+    @property
+    def changes(self) -> bool:
+        return self.p1 is not None or self.cost_rise != 0.0
+
 
 SCENARIOS = [
     Scenario("no change", p0=0.80),
@@ -164,6 +170,7 @@ SCENARIOS = [
     Scenario("gradual 0.80 -> 0.65 over 3,000", p1=0.65, ramp=3000),
     Scenario("transient 150-probe drop 0.80 -> 0.60", p1=0.60, transient=150),
     Scenario("bounded scores 0.75 -> 0.70", p0=0.75, p1=0.70, kind="bounded"),
+    Scenario("no cost change", kind="cost"),
     Scenario("median cost +20%", kind="cost", cost_rise=0.20), Scenario("median cost +50%", kind="cost", cost_rise=0.50),
 ]
 RIGHT, WRONG = 0.98, 0.02  # near-deterministic items (temperature 0, as the starter plan)
@@ -181,7 +188,7 @@ class World:
     order: np.ndarray  # (reps, items) in [0, 1): which items change first in a gradual drop
 
     def at(self, t: int, change: int, sc: Scenario, rows: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        if sc.p1 is None and sc.kind != "cost" or t < change or (sc.transient and t >= change + sc.transient):
+        if not sc.changes or t < change or (sc.transient and t >= change + sc.transient):
             return self.before[rows, idx]
         if sc.ramp:
             frac = min(1.0, (t - change + 1) / sc.ramp)
@@ -258,8 +265,9 @@ def simulate(plan: Plan, sc: Scenario, reps: int, items: int, k: int, stage: int
     ids = [f"k{j:04d}" for j in range(items)]
     rows = np.arange(reps)
     sample = plan.tasks[0].sample_size
-    if sc.kind == "cost":
-        med = np.array([[np.median(t[c][5]) for c in ids] for t in tables])
+    if sc.kind == "cost":  # each call's log cost against its canary's go-live mean, as _cost_vs_reference
+        centre = np.array([[t[c][5][1] / t[c][5][0] for c in ids] for t in tables])
+        scale = np.array([log_cost_scale(burn_in_references(t, k, 1)) for t in tables])
         streams = {"cost": Bets(np.array([b.cost["mu0"] for b in built]), np.array([b.cost["sigma2"] for b in built]),
                                 built[0].thresholds["cost"], "rise")}
     else:
@@ -269,7 +277,7 @@ def simulate(plan: Plan, sc: Scenario, reps: int, items: int, k: int, stage: int
                    "paired": Bets((1 - np.array([b.paired["margin"] for b in built])) / 2,
                                   np.array([b.paired["sigma2"] for b in built]), built[0].thresholds["paired"])}
     budget = sum(horizon / built[0].thresholds[s] for s in streams)
-    steps = horizon if sc.p1 is None and sc.kind != "cost" else change + horizon
+    steps = horizon if not sc.changes else change + horizon
     first = np.full(reps, np.nan)
     pre = np.zeros(reps, dtype=bool)
     runs_degraded, runs_seen = np.zeros(reps), np.zeros(reps)
@@ -278,11 +286,12 @@ def simulate(plan: Plan, sc: Scenario, reps: int, items: int, k: int, stage: int
         y = answer(sc, w.at(t, change, sc, rows, idx), rng)
         any_alarm = np.zeros(reps, dtype=bool)
         if sc.kind == "cost":
-            any_alarm |= streams["cost"].update((y > med[rows, idx]).astype(float))
+            z = np.clip((np.log(y) - centre[rows, idx]) / scale, -COST_CLIP, COST_CLIP)
+            any_alarm |= streams["cost"].update(0.5 + z / (2 * COST_CLIP))
         else:
             any_alarm |= streams["score"].update(y)
             any_alarm |= streams["paired"].update((1 + y - cbar[rows, idx]) / 2)
-        if sc.p1 is None and sc.kind != "cost":
+        if not sc.changes:
             pre |= any_alarm
             continue
         if t < change:
@@ -303,7 +312,7 @@ def simulate(plan: Plan, sc: Scenario, reps: int, items: int, k: int, stage: int
             runs_seen += seen
             runs_degraded += seen & degraded
     res = Result(sc.name, "", budget_share=budget)
-    if sc.p1 is None and sc.kind != "cost":
+    if not sc.changes:
         res.false_alarm_rate = float(pre.mean())
         return res
     capped = np.nan_to_num(first, nan=horizon)  # a miss counts as the horizon, as for the oracle and ADWIN
@@ -377,7 +386,7 @@ def oracle(sc: Scenario, target: float, reps: int, horizon: int, change: int, rn
 
 
 def adwin(sc: Scenario, target: float, reps: int, horizon: int, change: int, rng: np.random.Generator,
-          cal_streams: int) -> float | None:
+          cal_streams: int, deltas: dict[tuple[float, str], float | None]) -> float | None:
     """Mean delay of river's ADWIN, its delta bisected so that no-change streams alarm at ``target``."""
     from river import drift
 
@@ -396,18 +405,22 @@ def adwin(sc: Scenario, target: float, reps: int, horizon: int, change: int, rng
                 return t - start + 1
         return math.inf
 
-    if target * cal_streams < 3:
-        return None  # too rare to calibrate on this many streams
-    quiet = [stream(Scenario("q", sc.p0, None, sc.kind) if sc.kind != "cost" else Scenario("q", kind="cost"),
-                    horizon, horizon) for _ in range(cal_streams)]
-    lo, hi = -14.0, -0.3
-    for _ in range(9):
-        mid = (lo + hi) / 2
-        if np.mean([np.isfinite(first(10**mid, s)) for s in quiet]) > target:
-            hi = mid
-        else:
-            lo = mid
-    delta = 10**lo
+    key = (sc.p0, sc.kind)
+    if key not in deltas:
+        deltas[key] = None
+        if target * cal_streams >= 3:  # else too rare to calibrate on this many streams
+            quiet = [stream(Scenario("q", sc.p0, None, sc.kind), horizon, horizon) for _ in range(cal_streams)]
+            lo, hi = -14.0, -0.3
+            for _ in range(8):
+                mid = (lo + hi) / 2
+                if np.mean([np.isfinite(first(10**mid, s)) for s in quiet]) > target:
+                    hi = mid
+                else:
+                    lo = mid
+            deltas[key] = 10**lo
+    delta = deltas[key]
+    if delta is None:
+        return None
     delays = [first(delta, stream(sc, change + horizon, change), change) for _ in range(reps)]
     return float(np.mean([d if math.isfinite(d) else horizon for d in delays]))
 
@@ -429,6 +442,7 @@ def run_all(args: Any, out: Callable[[str], None]) -> list[dict[str, Any]]:
         "| alerts per drop | runs degraded after detection |")
     out("|---|---|---|---|---|---|---|---|---|---|")
     only = set(args.scenarios.split(",")) if args.scenarios else None
+    deltas: dict[tuple[float, str], float | None] = {}  # ADWIN's delta per pre-change distribution
     for tasks, plan in plans:
         if args.plans and str(tasks) not in args.plans.split(","):
             continue
@@ -439,12 +453,12 @@ def run_all(args: Any, out: Callable[[str], None]) -> list[dict[str, Any]]:
             res = simulate(plan, sc, args.reps, 32, ref.max_repeats, stage, args.horizon, args.change_at, rng)
             res.plan = f"{tasks}-task"
             target = 1 - math.exp(-res.budget_share)  # the same allowance as the service's streams
-            if sc.p1 is not None or sc.kind == "cost":
+            if sc.changes:
                 res.oracle_mean_delay = oracle(sc, target, args.reps, args.horizon, args.change_at, rng,
                                                args.cal_streams)
                 if not args.skip_river and tasks == 1:
                     res.adwin_mean_delay = adwin(sc, target, min(args.reps, 100), args.horizon, args.change_at, rng,
-                                                 args.adwin_streams)
+                                                 args.adwin_streams, deltas)
             results.append({"name": sc.name, **{k: v for k, v in res.__dict__.items() if k not in ("name",)}})
             out(row(res))
     out("\n### Reference size: at go-live (K answers per canary, stage 0) and after the burn-in, 1-task plan\n")

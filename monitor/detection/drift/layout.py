@@ -22,7 +22,7 @@ from typing import Any
 from medmon.baselines import Baseline, Canary
 from medmon.monitor.detection.drift.budget import INFO, OPERATIONAL, QUALITY
 from medmon.monitor.detection.drift.reference import (
-    References, exceedance_null, lower_bound, median, median_exceedance_null, stage_alpha,
+    References, cost_null, cost_score, exceedance_null, log_cost_scale, lower_bound, stage_alpha,
 )
 from medmon.monitor.plan.model import Plan, Task
 from medmon.probes.models import ProbeResultBase
@@ -30,6 +30,7 @@ from medmon.probes.models import ProbeResultBase
 ERROR_NULL = 0.05  # tolerated share of failed calls before availability is in question
 EXCEEDANCE_NULL = 0.10  # tolerated share of calls over the cost budget or latency objective
 REFUSAL_NULL = 0.05  # tolerated share of refusals
+COST_SIGMA2 = 1 / 36  # variance of a clipped log-cost score near the null: (1 SD / (2 x 3 SD))^2
 MIN_SUBGROUP_CANARIES = 3  # a subgroup value needs this many canaries to be a stream of its own
 BINARY_SCORERS = frozenset({"exact_match", "multiple_choice", "numeric_tolerance"})
 Observe = Callable[[ProbeResultBase], Any]
@@ -138,15 +139,23 @@ def _exceeds(refs: References | None, longer: bool) -> Observe:
     return observe
 
 
-def _above_median(refs: References | None, field_name: str) -> Observe:
-    """``1{value > the canary's median of its go-live values}`` for cost or latency (tails do not matter)."""
+def _cost_vs_reference(refs: References | None, scale: float | None) -> Observe:
+    """A call's log cost against its canary's go-live mean, in clipped reference SDs (``cost_score``)."""
     def observe(r: ProbeResultBase) -> Any:
         ref = refs.items.get(r.canary_id) if refs is not None else None
-        value = getattr(r, "cost_usd" if field_name == "cost" else "latency_s")
-        if ref is None or r.error_type is not None or value is None:
+        if ref is None or scale is None or r.error_type is not None or not r.cost_usd or len(ref.cost) != 3:
             return None
-        mid = median(list(getattr(ref, field_name)))
-        return None if mid is None else float(value > mid)
+        return cost_score(math.log(r.cost_usd), ref.cost[1] / ref.cost[0], scale)
+    return observe
+
+
+def _slower_than_reference(refs: References | None) -> Observe:
+    """``1{latency > the canary's slowest go-live call}``: exact under exchangeability, robust to jitter."""
+    def observe(r: ProbeResultBase) -> Any:
+        ref = refs.items.get(r.canary_id) if refs is not None else None
+        if ref is None or r.error_type is not None or r.latency_s is None or not ref.latency:
+            return None
+        return float(r.latency_s > max(ref.latency))
     return observe
 
 
@@ -272,16 +281,22 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
     specs.append(StreamSpec(f"{t}:error_rate:rise", t, "error_rate", "rise", ERROR_NULL, 0.0,
                             lambda r: 1.0 if r.error_type else 0.0, family=OPERATIONAL,
                             params={"mu0": ERROR_NULL, "sigma2": _sigma2(ERROR_NULL), "direction": "rise"}))
-    if go_live:  # typical cost and latency against each canary's go-live median; budget and SLO are rules below
+    if go_live:  # cost and latency against each canary's go-live calls; the budget and SLO are rules below
         n_items = len(burn_in.items) if burn_in is not None else len(canaries)
-        for name, label in (("cost", "cost per call"), ("latency", "latency")):
-            counts = [len(getattr(r, name)) for r in burn_in.items.values() if getattr(r, name)] if burn_in else []
-            q = median_exceedance_null(min(counts) if counts else det.reference.repeats, n_items)
-            specs.append(StreamSpec(f"{t}:{name}_typical:rise", t, f"{name}_typical", "rise", q, 0.5,
-                                    _above_median(burn_in, name), family=OPERATIONAL,
-                                    params={"mu0": q, "sigma2": _sigma2(q), "direction": "rise"},
-                                    what=f"typical {label} rose above the go-live reference (each canary's median)",
-                                    active=bool(counts)))
+        scale = log_cost_scale(burn_in) if burn_in is not None else None
+        q = cost_null(burn_in) if burn_in is not None else 0.6
+        specs.append(StreamSpec(f"{t}:cost_typical:rise", t, "cost_typical", "rise", q, 0.5,
+                                _cost_vs_reference(burn_in, scale), family=OPERATIONAL,
+                                params={"mu0": q, "sigma2": COST_SIGMA2, "direction": "rise"},
+                                what="typical cost per call rose above the go-live reference (log cost per canary)",
+                                active=scale is not None))
+        counts = [len(r.latency) for r in burn_in.items.values() if r.latency] if burn_in is not None else []
+        q = exceedance_null(min(counts) if counts else det.reference.repeats, n_items)
+        specs.append(StreamSpec(f"{t}:latency_typical:rise", t, "latency_typical", "rise", q, 0.0,
+                                _slower_than_reference(burn_in), family=OPERATIONAL,
+                                params={"mu0": q, "sigma2": _sigma2(q), "direction": "rise"},
+                                what="calls grew slower than every go-live call of the same canary",
+                                active=bool(counts)))
     budget = task.thresholds.cost_budget_per_call
     if budget is not None:
         specs.append(_exceedance(t, "cost", lambda r: None if r.cost_usd is None else float(r.cost_usd > budget)))

@@ -18,8 +18,8 @@ dominate (Hoeffding 1956), so Clopper-Pearson on the total count keeps its cover
 
 Canaries from a HELM run also carry ``baseline_score`` / ``baseline_runs``: those serve as the
 reference only where the plan turns the go-live reference off, and otherwise are compared with it
-once, at go-live (conformance). Per-canary output-length ranges and cost and latency samples give
-the verbosity, truncation and typical-cost and -latency streams.
+once, at go-live (conformance). Per-canary output-length ranges, log-cost sums and latency samples
+give the verbosity, truncation, cost and latency streams.
 
 References
 ----------
@@ -40,7 +40,8 @@ from typing import Any
 from medmon.baselines.canary import Canary
 
 MIN_VARIANCE = 0.0025  # floor for the bet-sizing variance of a paired x (items may look deterministic)
-SAMPLES = 15  # cost and latency answers kept per canary (their medians are the typical values)
+SAMPLES = 15  # latencies kept per canary (the slowest is the bound)
+COST_CLIP = 3.0  # a call's log cost is scored in reference SDs from its canary's mean, clipped here
 
 
 def lower_bound(total: float, total2: float, n: int, alpha: float, binary: bool) -> float:
@@ -87,14 +88,6 @@ def stage_alpha(alpha: float, repeats: int, max_repeats: int) -> float:
     return alpha / stages
 
 
-def median(values: list[float]) -> float | None:
-    if not values:
-        return None
-    v = sorted(values)
-    mid = len(v) // 2
-    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
-
-
 @dataclass(frozen=True)
 class InstanceRef:
     """One canary's reference: mean over ``runs`` baseline runs, and what else is known."""
@@ -105,8 +98,8 @@ class InstanceRef:
     out_min: float | None = None  # shortest and longest output (tokens) over the runs
     out_max: float | None = None
     total2: float | None = None  # sum of squared scores, when the runs themselves were seen
-    cost: tuple[float, ...] = ()  # cost (dollars) and latency (seconds) of the first answers
-    latency: tuple[float, ...] = ()
+    cost: tuple[float, ...] = ()  # (calls, sum, sum of squares) of log cost in dollars
+    latency: tuple[float, ...] = ()  # seconds, of the first ``SAMPLES`` calls
 
 
 @dataclass(frozen=True)
@@ -201,13 +194,14 @@ def helm_references(canaries: Iterable[Canary], coverage: float = 0.9) -> Refere
     return References("helm", 1, known)
 
 
-# The go-live reference table: each canary accumulates [n, sum, sum2, out_min, out_max, costs, latencies].
+# The go-live reference table: each canary accumulates
+# [n, sum, sum2, out_min, out_max, [calls, sum, sum2 of log cost], latencies].
 BurnInTable = dict[str, list[Any]]
 
 
 def burn_in_add(table: BurnInTable, canary_id: str, score: float, output_tokens: int | None,
                 cost: float | None = None, latency: float | None = None) -> None:
-    """Add one scored answer to the reference table (the first ``SAMPLES`` costs and latencies are kept)."""
+    """Add one scored answer to the reference table (log-cost sums; the first ``SAMPLES`` latencies)."""
     row = table.setdefault(canary_id, [0, 0.0, 0.0, math.inf, -math.inf, [], []])
     if len(row) < 7:
         row.extend([[], []][: 7 - len(row)])
@@ -217,8 +211,11 @@ def burn_in_add(table: BurnInTable, canary_id: str, score: float, output_tokens:
     if output_tokens is not None:
         row[3] = min(row[3], output_tokens)
         row[4] = max(row[4], output_tokens)
-    if cost is not None and len(row[5]) < SAMPLES:
-        row[5].append(float(cost))
+    if cost is not None and cost > 0:
+        if len(row[5]) != 3:
+            row[5] = [0, 0.0, 0.0]
+        log_cost = math.log(cost)
+        row[5] = [row[5][0] + 1, row[5][1] + log_cost, row[5][2] + log_cost * log_cost]
     if latency is not None and len(row[6]) < SAMPLES:
         row[6].append(float(latency))
 
@@ -244,27 +241,50 @@ def burn_in_references(table: Mapping[str, list[Any]], runs: int, version: int, 
             continue
         mean = total / n
         var = max(total2 / n - mean * mean, 0.0) * n / (n - 1) if n > 1 else None
-        costs, lats = (tuple(row[5]), tuple(row[6])) if len(row) >= 7 else ((), ())
+        costs, lats = (tuple(row[5]) if len(row[5]) == 3 else (), tuple(row[6])) if len(row) >= 7 else ((), ())
         items[cid] = InstanceRef(mean, int(n), var, None if math.isinf(lo) else lo, None if math.isinf(hi) else hi,
                                  total2, costs, lats)
     return References("burn-in", version, items, stage, alpha)
 
 
-def median_exceedance_null(samples: int, n_items: int) -> float:
-    """Null rate of ``1{new value above the canary's median of its reference samples}``.
+def log_cost_scale(refs: References) -> float | None:
+    """Pooled within-canary SD of log cost in the reference (None without two calls on some canary)."""
+    ss, dof = 0.0, 0
+    for r in refs.items.values():
+        if len(r.cost) == 3 and r.cost[0] >= 2:
+            n, total, total2 = r.cost
+            ss += max(total2 - total * total / n, 0.0)
+            dof += int(n) - 1
+    return math.sqrt(ss / dof) if dof > 0 and ss > 0 else None
 
-    Under no change the new value is exchangeable with the ``m`` reference samples, so on average
-    it exceeds their median with probability at most 1/2 (ties only lower it). Given the
-    reference, the rate ``1 - F(median)`` varies as a Beta of SD ``1 / (2 sqrt(m + 2))``; averaged
-    over ``n_items`` canaries, two SDs of it are the margin, as for the output-length exceedances.
+
+def cost_score(log_cost: float, mean: float, scale: float) -> float:
+    """A call's log cost in reference SDs from its canary's mean, clipped to ``COST_CLIP`` and mapped to [0, 1].
+
+    Clipping bounds the heavy tail (one very long answer moves the stream by at most one clipped
+    step); at the canary's mean the score is 1/2.
 
     Examples
     --------
-    >>> round(median_exceedance_null(5, 32), 3)
-    0.567
+    >>> cost_score(0.0, 0.0, 1.0), cost_score(10.0, 0.0, 1.0)
+    (0.5, 1.0)
     """
-    m = max(samples, 1)
-    return min(0.5 + 2 / (2 * math.sqrt((m + 2) * max(n_items, 1))), 0.9)
+    z = max(-COST_CLIP, min(COST_CLIP, (log_cost - mean) / scale))
+    return 0.5 + z / (2 * COST_CLIP)
+
+
+def cost_null(refs: References) -> float:
+    """Null mean of ``cost_score``: 1/2 plus two SDs of the canaries' estimated means, on its scale.
+
+    Under no change a call's log cost minus its canary's reference mean has mean zero (the mean
+    of logs is unbiased and the call is independent of the reference); the error of those means,
+    averaged over the canaries drawn, has SD ``sqrt(mean_i 1/n_i / N)`` reference SDs.
+    """
+    counts = [r.cost[0] for r in refs.items.values() if len(r.cost) == 3 and r.cost[0] >= 1]
+    if not counts:
+        return 0.6
+    sd = math.sqrt(sum(1 / c for c in counts) / len(counts) / len(counts))
+    return min(0.5 + 2 * sd / (2 * COST_CLIP), 0.9)
 
 
 def exceedance_null(runs: int, n_items: int) -> float:
