@@ -418,10 +418,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--change-at", type=int, default=500)
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--json", action="store_true", help="print one JSON object per scenario instead of tables")
+    parser.add_argument("--json-out", default="", help="also write the JSON objects, one a line, to this file")
     parser.add_argument("--plans", default="", help="comma-separated task counts to run (1, 50); default both")
     parser.add_argument("--scenarios", default="", help="comma-separated scenario names to run; default all")
     parser.add_argument("--cal-streams", type=int, default=4000, help="no-change streams calibrating the oracle CUSUM")
     parser.add_argument("--adwin-streams", type=int, default=600, help="no-change streams calibrating ADWIN")
+    parser.add_argument("--adwin-calibrations", type=int, default=5,
+                        help="pre-change distributions ADWIN is calibrated for (each takes minutes); later ones show '-'")
+    parser.add_argument("--no-grid", action="store_true", help="skip the reference-size grid")
     parser.add_argument("--skip-river", action="store_true")
     parser.add_argument("--quick", action="store_true", help="smoke run: few repetitions, short horizon")
     parser.add_argument("--idealized", action="store_true",
@@ -443,6 +447,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         for r in results:
             print(json.dumps(r))
+    if args.json_out:
+        Path(args.json_out).write_text("".join(json.dumps(r) + "\n" for r in results))
     if args.idealized:
         rng = np.random.default_rng(args.seed)
         self_check(rng)

@@ -456,11 +456,14 @@ def run_all(args: Any, out: Callable[[str], None]) -> list[dict[str, Any]]:
             if sc.changes:
                 res.oracle_mean_delay = oracle(sc, target, args.reps, args.horizon, args.change_at, rng,
                                                args.cal_streams)
-                if not args.skip_river and tasks == 1:
+                if not args.skip_river and tasks == 1 and (len(deltas) < args.adwin_calibrations
+                                                           or (sc.p0, sc.kind) in deltas):
                     res.adwin_mean_delay = adwin(sc, target, min(args.reps, 100), args.horizon, args.change_at, rng,
                                                  args.adwin_streams, deltas)
             results.append({"name": sc.name, **{k: v for k, v in res.__dict__.items() if k not in ("name",)}})
             out(row(res))
+    if args.no_grid:
+        return results
     out("\n### Reference size: at go-live (K answers per canary, stage 0) and after the burn-in, 1-task plan\n")
     out("| canaries | K | reference | no-change false alarms | 0.80 -> 0.70 mean / median | margin |")
     out("|---|---|---|---|---|---|")
