@@ -205,6 +205,11 @@ class BurnIn(SQLModel, table=True):
     started_at: datetime = Field(default_factory=utcnow)
     completed_at: datetime | None = None
 
+    def restart(self, now: datetime) -> None:
+        """Build the reference again (a new version): a new approved model, or one still being built."""
+        self.version, self.instances, self.complete, self.started_at, self.completed_at = self.version + 1, {}, False, now, None
+        self.reference, self.stage, self.alpha = {}, 0, None
+
 
 class DriftReport(SQLModel, table=True):
     """An evidently data-drift report of output descriptors: reference window against recent window."""

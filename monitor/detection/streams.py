@@ -275,8 +275,7 @@ def _references(session: Session, plan: Plan, ctx: TaskContext, results: Sequenc
 def _restart_burn_in(session: Session, task_id: str, now: datetime) -> None:
     row = session.get(BurnIn, task_id)
     if row is not None:
-        row.version, row.instances, row.complete, row.started_at, row.completed_at = row.version + 1, {}, False, now, None
-        row.reference, row.stage, row.alpha = {}, 0, None
+        row.restart(now)
         session.add(row)
 
 
