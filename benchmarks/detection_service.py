@@ -82,7 +82,7 @@ def service_streams(plan: Plan, canaries: list[Canary], table: dict[str, list[An
     thresholds = stream_thresholds(plan, specs)
     score, paired, cost = (next(s for s in specs if s.key == f"{task.id}:{name}") for name in
                            ("score:drop", "score_paired:drop", "cost_typical:rise"))
-    assert score.active and paired.active and cost.active
+    assert score.active and paired.active  # the cost stream needs two calls per canary (K >= 2)
     return Streams(dict(score.params), dict(paired.params), dict(cost.params),
                    {"score": thresholds[score.key], "paired": thresholds[paired.key], "cost": thresholds[cost.key]},
                    {"score": score.key, "paired": paired.key, "cost": cost.key})
