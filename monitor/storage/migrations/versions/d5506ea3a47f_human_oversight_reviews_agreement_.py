@@ -1,7 +1,7 @@
 """human oversight: reviews, agreement, safety events, suspensions
 
 Revision ID: d5506ea3a47f
-Revises: 0a13f094dc64
+Revises: c51e0a7d3b92
 Create Date: 2026-11-30 19:09:56.954299
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 
 
 revision: str = 'd5506ea3a47f'
-down_revision: str | None = '0a13f094dc64'
+down_revision: str | None = 'c51e0a7d3b92'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
