@@ -285,6 +285,7 @@ def _mount_subcommands() -> None:
     from medmon.monitor.cli.change import app as change_app
     from medmon.monitor.cli.approvals import approve_command, proposals_command
     from medmon.monitor.cli.drift import app as drift_app
+    from medmon.monitor.cli.oversight import app as oversight_app
     from medmon.monitor.cli.report import report_command
     from medmon.monitor.cli.service import db_app, worker
     from medmon.monitor.cli.traffic import app as traffic_app
@@ -298,6 +299,7 @@ def _mount_subcommands() -> None:
     app.add_typer(change_app, name="change")
     app.command("report")(report_command)
     app.add_typer(drift_app, name="drift")
+    app.add_typer(oversight_app, name="oversight")
     app.add_typer(traffic_app, name="traffic")
 
 
