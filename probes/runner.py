@@ -91,6 +91,9 @@ async def probe_canary(client: ModelClient, canary: Canary, task_id: str, scorer
     score = (scorer or get_scorer(scorer_name))(canary, completion.text)
     result.score = score.value
     result.correct = score.correct
+    result.parsed = score.parsed
+    result.extracted = score.extracted[:200] if score.extracted is not None else None
+    result.parse_reason = score.reason[:200] or None
     return result
 
 

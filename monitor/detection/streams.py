@@ -286,7 +286,7 @@ def start_reevaluation(session: Session, plan: Plan, ctx: TaskContext, baseline:
         refs = burn_in_references(from_json(burn.instances), burn.runs, burn.version)
     if burn is not None and not burn.complete:
         _restart_burn_in(session, task.id, now)
-    p0 = baseline.normalized
+    p0 = baseline.detector_normalized
     z = margin_z(plan)
     if refs is not None:
         margin, sigma2, reference = refs.margin(det.min_margin, z), refs.sigma2_x(), refs.key()

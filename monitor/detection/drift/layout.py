@@ -20,12 +20,15 @@ from medmon.monitor.detection.drift.budget import INFO, OPERATIONAL, QUALITY
 from medmon.monitor.detection.drift.reference import References, exceedance_null
 from medmon.monitor.plan.model import Plan, Task
 from medmon.probes.models import ProbeResultBase
+from medmon.probes.scoring import READING_SCORERS
 
 ERROR_NULL = 0.05  # tolerated share of failed calls before availability is in question
 EXCEEDANCE_NULL = 0.10  # tolerated share of calls over the cost budget or latency objective
 REFUSAL_NULL = 0.05  # tolerated share of refusals
+FORMAT_NULL = 0.05  # tolerated share of answers the scorer cannot read
 MIN_SUBGROUP_CANARIES = 3  # a subgroup value needs this many canaries to be a stream of its own
-BINARY_SCORERS = frozenset({"exact_match", "multiple_choice", "numeric_tolerance"})
+BINARY_SCORERS = frozenset({"exact_match", "quasi_exact_match", "multiple_choice", "numeric_tolerance",
+                            "yes_no_maybe"})
 Observe = Callable[[ProbeResultBase], Any]
 
 
@@ -116,6 +119,13 @@ def _exceeds(refs: References | None, longer: bool) -> Observe:
     return observe
 
 
+def _unparsed(r: ProbeResultBase) -> float | None:
+    """1 for an answer the scorer could not read; refusals and failed calls have streams of their own."""
+    if r.error_type is not None or r.refused or r.parsed is None:
+        return None
+    return float(not r.parsed)
+
+
 def _sigma2(p: float) -> float:
     return max(p * (1 - p), 0.01)
 
@@ -149,7 +159,7 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
     """
     det = plan.detection
     t = task.id
-    p0 = baseline.normalized
+    p0 = baseline.detector_normalized
     tolerance = task.thresholds.tolerated_drop / 2
     z = margin_z(plan)
     margin = max(baseline_margin(p0, baseline.n, det.min_margin, z), tolerance)
@@ -208,6 +218,11 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
                             lambda r: float(r.refused) if r.error_type is None else None,
                             params={"mu0": REFUSAL_NULL, "sigma2": _sigma2(REFUSAL_NULL), "direction": "rise"},
                             what="the model refuses to answer more often"))
+    if scorer in READING_SCORERS:
+        specs.append(StreamSpec(f"{t}:format:rise", t, "format", "rise", FORMAT_NULL, 0.0, _unparsed,
+                                params={"mu0": FORMAT_NULL, "sigma2": _sigma2(FORMAT_NULL), "direction": "rise"},
+                                what="the model changed how it answers: more answers the scorer cannot read "
+                                     "(format drift, not a wrong answer)"))
     agreement = task.thresholds.min_jury_agreement
     if agreement is not None and plan.jury is not None:
         a0 = min(max(agreement, 0.01), 0.99)
