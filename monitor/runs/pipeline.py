@@ -106,7 +106,8 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
                 if plan.jury is not None and ctx.scorer == JURY_SCORER else None)
         async with ModelClient(settings) as client:
             try:
-                return list(await probe_canaries(client, chosen, task.id, ctx.scorer, jury=jury))
+                decoding = task.decoding.overrides() if task.decoding is not None else None
+                return list(await probe_canaries(client, chosen, task.id, ctx.scorer, jury=jury, decoding=decoding))
             finally:
                 if jury is not None:
                     await jury.aclose()
