@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from medmon.baselines.canary import Canary
@@ -342,3 +342,15 @@ def rescore(canary: Canary, completion: str) -> float | None:
     if not canary.scorer or canary.scorer not in SCORERS:
         return None
     return SCORERS[canary.scorer](canary, completion).value
+
+
+def score_answer(scorer: str, answer: str, references: Sequence[str], *, choices: Sequence[str] | None = None,
+                 tolerance: Mapping[str, float] | None = None) -> Score:
+    """Score one answer outside any probe (``medmon score``): a throwaway canary carries the references.
+
+    Raises ``UnknownScorer`` for a name that is not registered (the jury needs its judges: use a probe).
+    """
+    canary = Canary(id="medmon-score", messages=({"role": "user", "content": ""},), references=tuple(references),
+                    scorer=scorer, tolerance=dict(tolerance) if tolerance else None,
+                    choices=tuple(choices) if choices else None)
+    return get_scorer(scorer)(canary, answer)

@@ -232,6 +232,7 @@ def _mount_subcommands() -> None:
     from medmon.monitor.cli.change import approve_command
     from medmon.monitor.cli.drift import app as drift_app
     from medmon.monitor.cli.report import report_command
+    from medmon.monitor.cli.score import score_command
     from medmon.monitor.cli.service import db_app, worker
 
     baseline_app.command("approve")(approve_command)
@@ -242,6 +243,7 @@ def _mount_subcommands() -> None:
     app.add_typer(change_app, name="change")
     app.command("report")(report_command)
     app.add_typer(drift_app, name="drift")
+    app.command("score")(score_command)
 
 
 _mount_subcommands()
