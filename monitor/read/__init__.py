@@ -6,6 +6,7 @@ function loads rows only to aggregate them in Python. One module per page family
 changes, audit log).
 """
 
+from medmon.baselines import DISAGREEMENT_FLAG  # the flag on HELM vs medmon disagreement, for the Baselines page
 from medmon.monitor.read.alerts import (
     DeadLetter,
     OpenAlert,
@@ -114,6 +115,7 @@ __all__ = [
     "audit_chain",
     "audit_log",
     "baseline_band",
+    "DISAGREEMENT_FLAG",
     "baselines_by_taxonomy",
     "category_streams",
     "change_history",
