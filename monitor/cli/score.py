@@ -27,6 +27,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from medmon.baselines import CanaryFormatError
+from medmon.baselines.canary import read_jsonl
 from medmon.probes.errors import UnknownScorer
 from medmon.probes.scoring import SCORERS, Score, score_answer
 
@@ -137,27 +139,14 @@ def score_command(
         if file is not None:
             if scorer is not None or answer is not None:
                 raise BadLine("give either SCORER ANSWER or --file, not both")
-            try:
-                lines = file.read_text("utf-8").splitlines()
-            except OSError as exc:
-                raise BadLine(f"{file}: cannot read: {exc.strerror}") from exc
-            rows = []
-            for number, line in enumerate(lines, start=1):
-                if not line.strip():
-                    continue
-                where = f"{file}:{number}"
-                try:
-                    data = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise BadLine(f"{where}: invalid JSON: {exc.msg} at column {exc.colno}") from exc
-                rows.append(_score_row(data, where))
+            rows = [_score_row(data, where) for where, data in read_jsonl(file, what="answers file")]
         else:
             if scorer is None or answer is None:
                 raise BadLine("give SCORER and ANSWER (with --reference), or --file answers.jsonl")
             data = {"scorer": scorer, "answer": answer, "references": reference or [], "choices": choices,
                     "tolerance": tolerance}
             rows = [_score_row({k: v for k, v in data.items() if v is not None}, "arguments")]
-    except (BadLine, UnknownScorer) as exc:
+    except (BadLine, UnknownScorer, CanaryFormatError) as exc:
         err.print(f"error: {exc}", markup=False, highlight=False)
         raise typer.Exit(EXIT_INPUT) from exc
     _print(rows, as_json)
