@@ -159,7 +159,8 @@ def read_run(run_dir: Path, *, suite: str = "", run_spec: dict[str, Any] | None 
             provenance=str(run_dir),
             adapter_method=str((spec.get("adapter_spec") or {}).get("method") or ""),
         )
-        evidence.canaries, evidence.jury, evidence.completions = build_pack(load_json(state_file), ctx, scores, state_file)
+        evidence.canaries, evidence.jury, evidence.completions = build_pack(
+            load_json(state_file), ctx, scores, state_file)
         unreplayable = sum(not c.replayable for c in evidence.canaries)
         if unreplayable:
             notes.append(f"{unreplayable} canaries are redacted or empty: scores kept, replayable=False")

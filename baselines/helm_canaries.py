@@ -21,8 +21,9 @@ scorer                        when, and what the canary carries
 trials). Each canary also carries the run's decoding settings (``temperature``, ``max_tokens``,
 ``stop_sequences`` from the request HELM sent, else the adapter spec), so a replay asks the model
 the way HELM did. The completions HELM recorded for each instance (one per trial) are returned
-beside the pack, so an importer can score them again with the scorer production uses. Text HELM published as ``"[redacted]"`` makes the canary ``replayable=False``: its score
-still counts as evidence. Per-judge, per-criterion jury scores come from ``annotations``.
+beside the pack, so an importer can score them again with the scorer production uses. Text HELM
+published as ``"[redacted]"`` makes the canary ``replayable=False``: its score still counts as
+evidence. Per-judge, per-criterion jury scores come from ``annotations``.
 """
 
 from __future__ import annotations

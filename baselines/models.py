@@ -81,7 +81,8 @@ class BaselineInstance(SQLModel, table=True):
     score: float  # the source's own score (HELM's metric)
     runs: int = 1
     medmon_score: float | None = None  # medmon's scorer on the source's completions, over the trials it read
-    medmon_unparsed: int = Field(default=0, sa_column_kwargs={"server_default": "0"})  # trials whose completion medmon could not read
+    # trials whose completion medmon could not read
+    medmon_unparsed: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
 
 
 class CanaryRecord(SQLModel, table=True):

@@ -86,7 +86,8 @@ def record_baseline(session: Session, figures: BaselineFigures) -> tuple[Baselin
     medmon = figures.medmon_instances
     rows = [
         {"baseline_id": baseline.id, "instance_id": instance_id, "score": score, "runs": runs,
-         "medmon_score": medmon.get(instance_id, (None, 0))[0], "medmon_unparsed": medmon.get(instance_id, (None, 0))[1]}
+         "medmon_score": medmon.get(instance_id, (None, 0))[0],
+         "medmon_unparsed": medmon.get(instance_id, (None, 0))[1]}
         for instance_id, (score, runs) in figures.instances.items()
     ]
     if rows:  # one bulk insert: tens of thousands of instances in well under a second

@@ -74,7 +74,7 @@ def count_syllables(word: str) -> int:
 
 
 def _ends_sentence(text: str, end: int) -> bool:
-    """Whether the punctuation ending at ``end`` of ``text`` closes a sentence (not a title, initial or abbreviation)."""
+    """Whether the punctuation ending at ``end`` closes a sentence: not after a title, initial or abbreviation."""
     if text[end - 1] != ".":
         return True
     before = re.search(r"(\S+)$", text[:end])
