@@ -1,7 +1,7 @@
 """answer parse status and baselines scored again by medmon
 
 Revision ID: 5efff0df760b
-Revises: e522d267f1af
+Revises: 0a13f094dc64
 Create Date: 2026-11-30 19:12:18.457059
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 
 
 revision: str = '5efff0df760b'
-down_revision: str | None = 'e522d267f1af'
+down_revision: str | None = '0a13f094dc64'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
