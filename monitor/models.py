@@ -32,8 +32,9 @@ class DetectorState(SQLModel, table=True):
     threshold: float
     evidence: float = 0.0
     n: int = 0
-    recovery_runs: int = 0  # consecutive runs whose mean is back on the null's side
+    recovery_runs: int = 0  # runs back on the null's side (two-sided detectors), or quiet runs once recovered
     recovery_obs: int = Field(default=0, sa_column_kwargs={"server_default": "0"})  # and their observations
+    recovery: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # the recovery detector's state
     segment: int = 1
     state: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
     updated_at: datetime = Field(default_factory=utcnow)
@@ -187,17 +188,27 @@ class Reevaluation(SQLModel, table=True):
 
 
 class BurnIn(SQLModel, table=True):
-    """The per-canary reference built from the first answers after go-live (or after a passed
+    """The go-live reference built from the canaries replayed after go-live (or after a passed
     re-evaluation): ``instances`` maps canary id to ``[n, sum, sum of squares, shortest output,
-    longest output]`` (``medmon.monitor.detection.drift.reference``). ``version`` grows with each restart."""
+    longest output, cost and latency samples]`` (``medmon.monitor.detection.drift.reference``) and
+    keeps growing from quiet runs; ``reference`` is the table as of the last stage (what the streams
+    test against), ``stage`` counts its doublings. ``version`` grows with each restart."""
 
     task_id: str = Field(primary_key=True)
     version: int = 1
     runs: int = 5
     complete: bool = False
     instances: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    reference: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    stage: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    alpha: float | None = None  # the margin's error, fixed at completion (baseline_alpha / tasks then)
     started_at: datetime = Field(default_factory=utcnow)
     completed_at: datetime | None = None
+
+    def restart(self, now: datetime) -> None:
+        """Build the reference again (a new version): a new approved model, or one still being built."""
+        self.version, self.instances, self.complete, self.started_at, self.completed_at = self.version + 1, {}, False, now, None
+        self.reference, self.stage, self.alpha = {}, 0, None
 
 
 class DriftReport(SQLModel, table=True):

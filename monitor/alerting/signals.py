@@ -56,9 +56,11 @@ STREAM_RULES: dict[str, Rule | str] = {
     "judge_canaries": "judge_drift",
     "judge_bias": "judge_drift",
     "verbosity": "output_length_shift", "truncation": "output_length_shift", "reevaluation": "reevaluation_degraded",
+    "cost_typical": "cost_rise", "latency_typical": "latency_rise", "conformance": "go_live_conformance",
 }
-# Output length is a cost matter: it pages like the other operational rules, at most as a warning.
-OPERATIONAL_METRICS = frozenset({"verbosity", "truncation"})
+# Output length, typical cost and latency are cost and service matters: they page like the other
+# operational rules, at most as a warning.
+OPERATIONAL_METRICS = frozenset({"verbosity", "truncation", "cost_typical", "latency_typical"})
 
 
 def task_subject(plan: Plan, task: Task) -> Subject:

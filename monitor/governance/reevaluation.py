@@ -30,6 +30,7 @@ from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.governance.approvals import plan_task, require_approver, require_committee
 from medmon.monitor.governance.changes import ChangeSource, pending_changes
 from medmon.monitor.models import (
+    BurnIn,
     ChangeRecord,
     ChangeStatus,
     Reevaluation,
@@ -262,6 +263,9 @@ def approve(session: Session, plan: Plan, *, reevaluation_id: int, task_id: str,
             reason: str | None = None, committee_decision: str | None = None) -> Baseline:
     """Adopt a re-evaluation's results as the task's baseline, recorded with who approved it and why.
 
+    The task's go-live reference is built again from the next probes: the drift streams then
+    test against what the adopted model does on the canaries.
+
     Raises
     ------
     GovernanceError
@@ -299,6 +303,10 @@ def approve(session: Session, plan: Plan, *, reevaluation_id: int, task_id: str,
     row.status, row.approved_by, row.approved_at = ReevaluationStatus.approved, by, now
     row.approval_note, row.new_baseline_id = reason, baseline.id
     session.add(row)
+    burn = session.get(BurnIn, task_id)
+    if burn is not None:  # the adopted model gets a go-live reference of its own
+        burn.restart(now)
+        session.add(burn)
     record(session, AuditKind.baseline_approved, by, f"task:{task_id}",
            {"reevaluation_id": row.id, "baseline_id": baseline.id, "previous_baseline_id": row.baseline_id,
             "benchmark": baseline.benchmark, "model": baseline.model, "metric": baseline.metric,

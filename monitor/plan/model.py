@@ -214,17 +214,46 @@ class Task(Section):
         return parse_interval(self.schedule) if INTERVAL.match(self.schedule) else None
 
 
+class GoLiveReference(Section):
+    """What the approved model did on the canaries themselves: the null of every score stream.
+
+    When a task starts monitoring (and after an adopted re-evaluation) its probes replay the
+    canaries least answered so far until ``coverage`` of them have ``repeats`` answers each; the
+    reference then keeps growing from quiet runs (no stream watching or degraded), its margin
+    re-set at each doubling, until every canary has about ``max_repeats`` answers.
+    """
+
+    repeats: int = Field(5, ge=0)  # K answers per canary at go-live (0: no reference, the benchmark's mean is the null)
+    coverage: float = Field(0.9, gt=0, le=1)  # share of canaries that must reach ``repeats``
+    max_repeats: int = Field(40, ge=1)  # the burn-in: growth stops at about this many answers per canary
+
+
 class Detection(Section):
     """The false-alarm budget: expected probes between false alarms across the deployment."""
 
     probes_between_false_alarms: float = Field(200_000, gt=1)
     min_margin: float = Field(0.01, ge=0, lt=0.5)
-    # Chance that any task's baseline error alone (an optimistic baseline) sets off a stream.
+    # Chance that any task's reference error alone (an optimistic reference) sets off a stream.
     baseline_alpha: float = Field(0.05, gt=0, lt=1)
     # A separate budget for error rate, cost over budget and latency over objective (None: shared).
     operational_probes_between_false_alarms: float | None = Field(None, gt=1)
-    burn_in_runs: int = Field(5, ge=0)  # answers per canary after go-live that form the paired reference (0: off)
-    burn_in_coverage: float = Field(0.9, gt=0, le=1)  # share of canaries that must reach burn_in_runs
+    reference: GoLiveReference = GoLiveReference()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _burn_in_names(cls, data: Any) -> Any:
+        """``burn_in_runs`` / ``burn_in_coverage``, the earlier names, still read as ``reference.*``."""
+        if not isinstance(data, dict) or not {"burn_in_runs", "burn_in_coverage"} & data.keys():
+            return data
+        data = dict(data)
+        ref = dict(data.get("reference") or {})
+        if "burn_in_runs" in data:
+            ref.setdefault("repeats", data.pop("burn_in_runs"))
+        if "burn_in_coverage" in data:
+            ref.setdefault("coverage", data.pop("burn_in_coverage"))
+        data["reference"] = ref
+        return data
+
     reevaluation_alpha: float = Field(0.05, gt=0, lt=1)  # error of each one-shot verdict after a change
     reevaluation_max_probes: int = Field(1000, ge=1)  # observations before the one-shot test gives up
     distribution_checks: bool = True  # river detectors on output length and latency (information only)

@@ -17,6 +17,7 @@ from medmon.monitor.alerting.signals import (
 from medmon.monitor.detection.streams import (
     StreamUpdate,
     finding_record,
+    go_live_replay,
     reset_task_streams,
     start_reevaluation,
     update_task_streams,
@@ -105,10 +106,11 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
         if slot is not None:
             slot.run_id = run_id
             session.add(slot)
+        replay = go_live_replay(session, plan, ctx, task.sample_size)  # the go-live reference comes first
     assert run_id is not None
     if on_start is not None:
         on_start(run_id)
-    chosen = sample_canaries(ctx.canaries, task.sample_size, rng)
+    chosen = replay if replay is not None else sample_canaries(ctx.canaries, task.sample_size, rng)
 
     pool = shared_pool()
 
