@@ -231,6 +231,127 @@ class DriftReport(SQLModel, table=True):
     json_text: str = ""
 
 
+class ReviewItem(SQLModel, table=True):
+    """One stored answer queued for one named reviewer (a double-reviewed answer has two items).
+
+    ``stratum`` says why it was drawn (subgroup, jury-score band, judges agreeing or not) and
+    ``stratum_size`` how many candidates that stratum held, so estimates can be reweighted.
+    """
+
+    __table_args__ = (UniqueConstraint("result_id", "reviewer", name="uq_reviewitem_result_reviewer"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(index=True)
+    result_id: int = Field(index=True)
+    reviewer: str = Field(index=True)  # e-mail, lower case
+    week: str = Field(index=True)  # ISO week the item counts against, e.g. 2026-W48
+    stratum: str = ""
+    stratum_size: int = 0
+    double: bool = False
+    status: str = "open"  # open | done
+    queued_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class ClinicianReview(SQLModel, table=True):
+    """A clinician's rating of one answer on the jury's own rubric (same criteria and scale)."""
+
+    __table_args__ = (UniqueConstraint("result_id", "reviewer", name="uq_clinicianreview_result_reviewer"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    item_id: int | None = Field(default=None, index=True)
+    task_id: str = Field(index=True)
+    result_id: int = Field(index=True)
+    reviewer: str = Field(index=True)
+    scores: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # criterion -> score
+    note: str = ""
+    safety_concern: bool = False
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class AgreementRecord(SQLModel, table=True):
+    """One point of a jury-validation stream: a statistic for (task, criterion) at a time."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(index=True)
+    criterion: str
+    statistic: str  # jury_icc | jury_alpha | reviewer_icc | reviewer_alpha | bias[<judge>]
+    value: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int = 0
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class SafetyEvent(SQLModel, table=True):
+    """A possible harm: what happened, the evidence as it stood, the reporting clock and the decision."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(index=True)
+    severity: str  # death | widespread | serious | non_serious
+    what_happened: str
+    source: str  # review | incident | alert | person
+    source_ref: str = ""  # e.g. review:12, incident:3, alert:7
+    opened_by: str
+    opened_at: datetime = Field(default_factory=utcnow, index=True)
+    aware_at: datetime = Field(default_factory=utcnow)  # the clock starts here
+    jurisdiction: str = ""
+    device_status: str = ""
+    clock: str = ""  # the deadline that applies, e.g. '15d', '' for none
+    due_at: datetime | None = None
+    evidence: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # frozen when opened
+    status: str = "open"  # open | reported | closed
+    reported_at: datetime | None = None
+    report_reference: str = ""
+    decision: str = ""
+    decided_by: str = ""
+    decided_at: datetime | None = None
+
+
+class CorrectiveAction(SQLModel, table=True):
+    """What will be done about a safety event, by whom and by when; closed only by a passing check."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    event_id: int = Field(foreign_key="safetyevent.id", index=True)
+    task_id: str
+    description: str
+    owner: str
+    due_at: datetime
+    created_by: str
+    created_at: datetime = Field(default_factory=utcnow)
+    status: str = "open"  # open | closed
+    check_reevaluation_id: int | None = None  # the passing re-evaluation that closed it
+    closed_by: str = ""
+    closed_at: datetime | None = None
+
+
+class NearMiss(SQLModel, table=True):
+    """Something that could have harmed and did not, recorded against a task."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(index=True)
+    what: str
+    recorded_by: str
+    result_id: int | None = None
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class Suspension(SQLModel, table=True):
+    """A task switched off through the plan's suspend route, and how it came back."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(index=True)
+    status: str = "pending"  # pending (awaiting a second owner) | suspended | failed | resumed
+    reason: str
+    requested_by: str
+    requested_at: datetime = Field(default_factory=utcnow)
+    confirmed_by: str = ""
+    suspended_at: datetime | None = None
+    route_error: str = ""
+    resumed_by: str = ""
+    resumed_at: datetime | None = None
+    resume_basis: str = ""  # reevaluation:<id> | decision:<text>
+
+
 class BaselinePin(SQLModel, table=True):
     """The baseline a task is compared with from ``pinned_at`` on: imports alone never change it.
 

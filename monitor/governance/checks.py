@@ -324,6 +324,11 @@ def plan_notes(plan: Plan) -> list[str]:
                          "probe's message would be handed to a second worker while the first still runs")
     if plan.privacy.redactor == "none" and plan.privacy.store_text:
         notes.append("privacy: answers are stored without redaction")
+    reviewed = {t for r in plan.oversight.reviewers for t in r.tasks}
+    for task in plan.tasks:
+        if task.human_review_required and task.id not in reviewed:
+            notes.append(f"task {task.id!r} requires human review but no reviewer in oversight.reviewers is "
+                         "assigned to it: none of its answers will be queued")
     if plan.alerts.allow_unrouted:
         lost = unreachable_alerts(plan)
         if lost:

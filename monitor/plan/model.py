@@ -21,6 +21,7 @@ from medmon.monitor.plan.governance import Governance, Privacy
 from medmon.monitor.plan.intervals import INTERVAL, parse_interval
 from medmon.monitor.plan.people import Person
 from medmon.monitor.plan.alerts import AlertsConfig
+from medmon.monitor.plan.oversight import Oversight
 from medmon.monitor.plan.section import HttpUrl, Interval, Section
 from medmon.monitor.plan.traffic import Traffic
 
@@ -307,6 +308,7 @@ class Plan(Section):
     service: ServiceConfig = ServiceConfig()
     governance: Governance | None = None
     privacy: Privacy = Privacy()
+    oversight: Oversight = Oversight()
     traffic: Traffic | None = None
 
     @model_validator(mode="after")
@@ -315,6 +317,11 @@ class Plan(Section):
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
             raise ValueError(f"task ids must be unique; repeated: {', '.join(dupes)}")
+        named = [(f"reviewer {r.email}", t) for r in self.oversight.reviewers for t in r.tasks]
+        named += [("oversight.review.tasks", t) for t in self.oversight.review.tasks]
+        unknown = [f"{where}: {t!r}" for where, t in named if t not in ids]
+        if unknown:
+            raise ValueError(f"oversight names tasks the plan does not have: {'; '.join(unknown)}")
         if self.traffic is not None:
             unknown = [f"traffic.routes[{i}].task {r.task!r}" for i, r in enumerate(self.traffic.routes)
                        if r.task not in ids]

@@ -100,4 +100,15 @@ governance:
 privacy:
   redactor: builtin
   store_text: true
+
+# Human oversight: clinicians rate a weekly sample of stored answers on the jury's rubric, their
+# agreement with the jury is watched against floors, safety events run on the Art. 73 clocks,
+# and an owner can suspend the deployment through a signed webhook (see docs: Human oversight).
+oversight:
+  reviewers:
+    - {name: Dr. Sam Lee, email: sam.lee@hospital.example, tasks: [knowledge-qa]}
+  review: {rate: 0.1, weekly_quota: 20, double_rate: 0.2}
+  agreement: {min_icc: 0.3, max_judge_bias: 1.0}
+  safety: {jurisdiction: EU, device_status: high_risk_ai, warn_before: 2d}
+  # suspend: {url_env: MEDMON_SUSPEND_URL, secret_env: MEDMON_SUSPEND_SECRET}
 """

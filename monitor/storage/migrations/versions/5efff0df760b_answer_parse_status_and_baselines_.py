@@ -1,7 +1,7 @@
 """answer parse status and baselines scored again by medmon
 
 Revision ID: 5efff0df760b
-Revises: 0a13f094dc64, c51e0a7d3b92
+Revises: d5506ea3a47f
 Create Date: 2026-11-30 19:12:18.457059
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 
 
 revision: str = '5efff0df760b'
-down_revision: str | tuple[str, ...] | None = ('0a13f094dc64', 'c51e0a7d3b92')  # also joins main's two heads
+down_revision: str | None = 'd5506ea3a47f'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

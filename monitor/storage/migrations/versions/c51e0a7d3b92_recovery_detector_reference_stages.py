@@ -1,7 +1,7 @@
 """detectorstate recovery detector, burnin reference stages
 
 Revision ID: c51e0a7d3b92
-Revises: e522d267f1af
+Revises: 0a13f094dc64
 Create Date: 2026-11-30 19:30:00.000000
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 
 
 revision: str = 'c51e0a7d3b92'
-down_revision: str | None = 'e522d267f1af'
+down_revision: str | None = '0a13f094dc64'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
