@@ -49,7 +49,8 @@ def jury() -> None:
     if judged:
         st.dataframe(pd.DataFrame([{
             "task": a.task_id, "Krippendorff's alpha (ordinal)": fmt(a.alpha, ".3f") or (a.reason or ""),
-            "answers": a.results, "judges": a.judges, "items scored by 2+ judges": a.units} for a in judged]),
+            "answers": a.results, "judges": a.judges, "items scored by 2+ judges": a.units,
+            "scores outside the scale (excluded)": a.out_of_scale} for a in judged]),
             hide_index=True, width="stretch", key="alphas")
         st.caption("Alpha over each task's latest 200 judged answers discounts agreement expected by chance; "
                    "MedHELM reports LLM-jury agreement with clinicians as moderate (ICC 0.47).")

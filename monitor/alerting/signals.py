@@ -52,7 +52,8 @@ MIN_ESTIMATE_N = 30
 STREAM_RULES: dict[str, Rule | str] = {
     "score": Rule.drift_drop, "error_rate": Rule.probes_failing, "cost": Rule.cost_over_budget,
     "latency": Rule.latency_over_objective, "jury_agreement": Rule.jury_disagreement,
-    "pooled_score": "category_drop", "refusal": "refusals_rising", "judge_canaries": "judge_drift",
+    "pooled_score": "category_drop", "refusal": "refusals_rising", "format": "format_drift",
+    "judge_canaries": "judge_drift",
     "judge_bias": "judge_drift",
     "verbosity": "output_length_shift", "truncation": "output_length_shift", "reevaluation": "reevaluation_degraded",
     "cost_typical": "cost_rise", "latency_typical": "latency_rise", "conformance": "go_live_conformance",

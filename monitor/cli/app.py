@@ -287,6 +287,7 @@ def _mount_subcommands() -> None:
     from medmon.monitor.cli.drift import app as drift_app
     from medmon.monitor.cli.oversight import app as oversight_app
     from medmon.monitor.cli.report import report_command
+    from medmon.monitor.cli.score import score_command
     from medmon.monitor.cli.service import db_app, worker
     from medmon.monitor.cli.traffic import app as traffic_app
 
@@ -301,6 +302,7 @@ def _mount_subcommands() -> None:
     app.add_typer(drift_app, name="drift")
     app.add_typer(oversight_app, name="oversight")
     app.add_typer(traffic_app, name="traffic")
+    app.command("score")(score_command)
 
 
 _mount_subcommands()

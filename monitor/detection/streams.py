@@ -408,7 +408,7 @@ def start_reevaluation(session: Session, plan: Plan, ctx: TaskContext, baseline:
     elif burn is not None:
         _restart_burn_in(session, task.id, now)
     refs = refs or helm_references(ctx.canaries, det.reference.coverage)
-    p0 = baseline.normalized
+    p0 = baseline.detector_normalized
     alpha = reference_alpha(plan)
     if refs is not None:
         margin = refs.exact_margin(refs.alpha or stage_alpha(alpha, det.reference.repeats, det.reference.max_repeats),

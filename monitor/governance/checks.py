@@ -311,6 +311,10 @@ def plan_notes(plan: Plan) -> list[str]:
         entry = resolve(task.benchmark)
         if not entry.in_taxonomy:
             notes.append(f"task {task.id!r}: benchmark {task.benchmark!r} is outside the MedHELM taxonomy")
+        if task.decoding is not None and task.decoding.overrides():
+            shown = ", ".join(f"{k} {v!r}" for k, v in task.decoding.overrides().items())
+            notes.append(f"task {task.id!r}: decoding overridden by the plan ({shown}); canaries from a HELM run "
+                         "are not replayed with the settings their baseline was produced with")
     if plan.service.executor == "celery":
         from medmon.monitor.plan.timeouts import longest_probe_s, visibility_timeout_of
 

@@ -146,8 +146,9 @@ def _replay(plan: Plan, ctx: TaskContext, canaries: Sequence[Canary], settings: 
         client = pool.client(settings)
         out: list[ProbeResultBase] = []
         # Chunks of the client's concurrency keep it saturated and let a progress bar move.
+        decoding = ctx.task.decoding.overrides() if ctx.task.decoding is not None else None
         for chunk in _chunks(canaries, max(1, settings.max_concurrency)):
-            out.extend(await probe_canaries(client, chunk, ctx.task.id, ctx.scorer, jury=jury))
+            out.extend(await probe_canaries(client, chunk, ctx.task.id, ctx.scorer, jury=jury, decoding=decoding))
             if progress is not None:
                 progress(len(out), len(canaries))
         return out

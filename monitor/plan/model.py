@@ -165,6 +165,22 @@ class BaselineRef(Section):
         return self
 
 
+class Decoding(Section):
+    """Decoding settings that override what a task's canaries carry (a HELM run's, by default).
+
+    A canary imported from a HELM run replays the temperature, max tokens and stop sequences HELM
+    sent; a field set here replaces the canaries' value for every call of the task (shown by
+    ``medmon check``). Unset fields keep the canaries', then the deployment's, settings.
+    """
+
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_tokens: int | None = Field(None, ge=1)
+    stop_sequences: list[str] | None = Field(None, max_length=4)
+
+    def overrides(self) -> dict[str, object]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
 class Thresholds(Section):
     min_score: float = Field(ge=0, le=1)
     tolerated_drop: float = Field(0.05, ge=0, le=1)
@@ -190,6 +206,7 @@ class Task(Section):
     human_review_required: bool = False
     subgroups: list[str] = Field(default_factory=list)
     severity: Literal["critical", "warning", "info"] | None = None
+    decoding: Decoding | None = None
 
     @field_validator("schedule")
     @classmethod

@@ -121,7 +121,9 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
         # clients are the process's long-lived ones (``medmon.probes.pool``).
         jury = (pool.jury(JurySettings.from_plan(plan.jury))
                 if plan.jury is not None and ctx.scorer == JURY_SCORER else None)
-        return list(await probe_canaries(pool.client(settings), chosen, task.id, ctx.scorer, jury=jury))
+        decoding = task.decoding.overrides() if task.decoding is not None else None
+        return list(await probe_canaries(pool.client(settings), chosen, task.id, ctx.scorer, jury=jury,
+                                         decoding=decoding))
 
     with failing_run(engine, run_id, texts, now):
         results = pool.run(call)

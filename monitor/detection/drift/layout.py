@@ -26,13 +26,16 @@ from medmon.monitor.detection.drift.reference import (
 )
 from medmon.monitor.plan.model import Plan, Task
 from medmon.probes.models import ProbeResultBase
+from medmon.probes.scoring import READING_SCORERS
 
 ERROR_NULL = 0.05  # tolerated share of failed calls before availability is in question
 EXCEEDANCE_NULL = 0.10  # tolerated share of calls over the cost budget or latency objective
 REFUSAL_NULL = 0.05  # tolerated share of refusals
+FORMAT_NULL = 0.05  # tolerated share of answers the scorer cannot read
 COST_SIGMA2 = 1 / 36  # variance of a clipped log-cost score near the null: (1 SD / (2 x 3 SD))^2
 MIN_SUBGROUP_CANARIES = 3  # a subgroup value needs this many canaries to be a stream of its own
-BINARY_SCORERS = frozenset({"exact_match", "multiple_choice", "numeric_tolerance"})
+BINARY_SCORERS = frozenset({"exact_match", "quasi_exact_match", "multiple_choice", "numeric_tolerance",
+                            "yes_no_maybe"})
 Observe = Callable[[ProbeResultBase], Any]
 
 
@@ -139,6 +142,13 @@ def _exceeds(refs: References | None, longer: bool) -> Observe:
     return observe
 
 
+def _unparsed(r: ProbeResultBase) -> float | None:
+    """1 for an answer the scorer could not read; refusals and failed calls have streams of their own."""
+    if r.error_type is not None or r.refused or r.parsed is None:
+        return None
+    return float(not r.parsed)
+
+
 def _cost_vs_reference(refs: References | None, scale: float | None) -> Observe:
     """A call's log cost against its canary's go-live mean, in clipped reference SDs (``cost_score``)."""
     def observe(r: ProbeResultBase) -> Any:
@@ -192,7 +202,7 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
     """
     det = plan.detection
     t = task.id
-    p0 = baseline.normalized
+    p0 = baseline.detector_normalized
     alpha = reference_alpha(plan)
     z = margin_z(plan)
     go_live = det.reference.repeats >= 1
@@ -271,6 +281,11 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
                             lambda r: float(r.refused) if r.error_type is None else None,
                             params={"mu0": REFUSAL_NULL, "sigma2": _sigma2(REFUSAL_NULL), "direction": "rise"},
                             what="the model refuses to answer more often"))
+    if scorer in READING_SCORERS:
+        specs.append(StreamSpec(f"{t}:format:rise", t, "format", "rise", FORMAT_NULL, 0.0, _unparsed,
+                                params={"mu0": FORMAT_NULL, "sigma2": _sigma2(FORMAT_NULL), "direction": "rise"},
+                                what="the model changed how it answers: more answers the scorer cannot read "
+                                     "(format drift, not a wrong answer)"))
     agreement = task.thresholds.min_jury_agreement
     if agreement is not None and plan.jury is not None:
         a0 = min(max(agreement, 0.01), 0.99)
