@@ -22,7 +22,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
@@ -35,7 +35,8 @@ from medmon.monitor.plan.context import TaskContext, task_baseline
 from medmon.monitor.errors import GovernanceError, MedmonError
 from medmon.monitor.models import ChangeRecord, ChangeStatus, Reevaluation, ReevaluationStatus
 from medmon.monitor.plan.model import Plan, Task
-from medmon.db import session_scope
+from medmon.db import as_utc, session_scope
+from medmon.monitor.plan.intervals import parse_interval
 from medmon.probes.client import ModelClient, ModelSettings
 from medmon.probes.jury import JURY_SCORER, Jury, JurySettings
 from medmon.probes.models import ProbeResultBase, ProbeRun, RunStatus
@@ -244,6 +245,31 @@ def reevaluate_pending(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Cal
         return None
     return run_reevaluation(engine, plan, ctx, now=now, change_ids=ids, settings=settings, progress=progress,
                             actor=actor)
+
+
+STALE_REEVALUATION = timedelta(hours=6)  # a 'running' re-evaluation older than this crashed: it blocks nothing
+
+
+def reevaluation_due(session: Session, plan: Plan, task_id: str, now: datetime) -> bool:
+    """Whether a detected change of the task waits and nothing holds a new re-evaluation back.
+
+    At most one re-evaluation of a task is in flight, and a new one starts no sooner than the
+    policy's ``cooldown`` after the last one started: a pool that keeps changing costs one
+    full replay per cool-down, not one per run. Changes detected meanwhile stay pending and
+    the next re-evaluation answers them all.
+    """
+    pending = [c for c in pending_changes(session, task_id) if c.source == "detected"]
+    if not pending:
+        return False
+    last = session.exec(select(Reevaluation).where(Reevaluation.task_id == task_id)
+                        .order_by(col(Reevaluation.id).desc())).first()
+    if last is None:
+        return True
+    started = as_utc(last.started_at)
+    if last.status == ReevaluationStatus.running and now - started < STALE_REEVALUATION:
+        return False
+    cooldown = parse_interval(plan.governance.controls.reevaluation.cooldown) if plan.governance is not None else None
+    return cooldown is None or now - started >= cooldown
 
 
 def auto_reevaluates(plan: Plan) -> bool:

@@ -10,18 +10,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import select
 
 from medmon.alerts import Signal, apply_signals
 from medmon.monitor.plan.context import TaskContext, task_baseline
 from medmon.monitor.detection.streams import StreamUpdate, finding_record, reset_task_streams, start_reevaluation, update_task_streams
+from medmon.monitor.detection.identity import observe_identities
 from medmon.monitor.governance.changes import record_detected_change
-from medmon.monitor.governance.reevaluation import auto_reevaluates, reevaluate_pending
-from medmon.monitor.models import FindingRecord, ModelIdentity, ProbeSlot
+from medmon.monitor.governance.reevaluation import auto_reevaluates, reevaluate_pending, reevaluation_due
+from medmon.monitor.models import FindingRecord, ProbeSlot
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.routing import notify_policy
 from medmon.monitor.alerting.signals import model_change_signal, stream_signal, threshold_signals
-from medmon.db import session_scope
+from medmon.db import as_utc, session_scope
 from medmon.probes.client import ModelClient, ModelSettings
 from medmon.probes.jury import JURY_SCORER, Jury, JurySettings
 from medmon.probes.models import ProbeResultBase, ProbeRun, RunStatus
@@ -46,29 +47,6 @@ class ProbeOutcome:
 
 def route_names(plan: Plan) -> list[str]:
     return [r.name for r in plan.alerts.routes]
-
-
-def _model_change(session: Session, task_id: str, results: list[ProbeResultBase], run_id: int,
-                  now: datetime) -> tuple[tuple[str, str | None], tuple[str, str | None]] | None:
-    """Record a new (served model, fingerprint) and return (previous, new) when it changed.
-
-    Calls run concurrently, so the order of results says nothing about which answer came last:
-    any answer served by an identity other than the last recorded one is the change.
-    """
-    served = [(r.served_model, r.system_fingerprint) for r in results if r.served_model]
-    if not served:
-        return None
-    last = session.exec(select(ModelIdentity).where(ModelIdentity.task_id == task_id)
-                        .order_by(col(ModelIdentity.id).desc())).first()
-    known = (last.served_model, last.system_fingerprint) if last is not None else None
-    current = next((identity for identity in served if identity != known), None)
-    if current is None:
-        return None
-    session.add(ModelIdentity(task_id=task_id, served_model=current[0], system_fingerprint=current[1],
-                              first_seen=now, run_id=run_id))
-    if last is None:
-        return None
-    return (last.served_model, last.system_fingerprint), (current[0], current[1])  # type: ignore[return-value]
 
 
 def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.Random,
@@ -127,14 +105,20 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
         # Stored copies are redacted (or text-free); detectors below still see every score.
         finish_run(session, run, protect_results(results, redactor, store_text=plan.privacy.store_text), stamp)
         outcome.mean_score = run.mean_score
-        change = _model_change(session, task.id, results, run_id, stamp)
-        if change is not None:
+        report = observe_identities(session, plan.deployment, task.id, results, run_id, stamp)
+        change = (report.change.old, report.change.new) if report.change is not None else None
+        if report.new_fingerprints:
+            session.add(FindingRecord(task_id=task.id, metric="system_fingerprint", kind="fingerprint", run_id=run_id,
+                                      summary=f"new system fingerprint(s) {', '.join(report.new_fingerprints)} "
+                                              "(recorded; the plan does not treat fingerprints as a change)",
+                                      evidence={"fingerprints": list(report.new_fingerprints)}, created_at=stamp))
+        if change is not None and report.change is not None:
             signal = model_change_signal(plan, ctx, *change)
             session.add(FindingRecord(task_id=task.id, metric="served_model", kind="model_change", run_id=run_id,
                                       summary=signal.summary, evidence=signal.evidence, created_at=stamp))
             reset_task_streams(session, task.id, stamp)
             start_reevaluation(session, plan, ctx, baseline, stamp, reason=signal.summary)  # one-shot paired test
-            record_detected_change(session, task.id, *change, run_id, stamp)  # audited; owes a re-evaluation
+            record_detected_change(session, task.id, *change, run_id, stamp, how=report.change.how)  # owes a re-evaluation
             outcome.signals.append(signal)
         for update in update_task_streams(session, plan, ctx, baseline, results, stamp):
             outcome.updates.append(update)
@@ -145,7 +129,11 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
                 outcome.signals.append(signal)
         outcome.signals.extend(threshold_signals(session, plan, ctx))
         apply_signals(session, outcome.signals, notify_policy(plan), stamp)
-    if change is not None and auto_reevaluates(plan):
+    due = False
+    if auto_reevaluates(plan):
+        with session_scope(engine) as session:
+            due = reevaluation_due(session, plan, task.id, as_utc(now()))
+    if due:  # pending detected changes, none in flight, the cool-down over
         done = reevaluate_pending(engine, plan, ctx, now=now, settings=settings)
         outcome.reevaluation_id = done.id if done is not None else None
     return outcome

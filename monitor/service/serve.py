@@ -35,7 +35,7 @@ from medmon.monitor.service.leader import Leadership, leadership_for
 from medmon.monitor.storage.migrate import ensure_current
 from medmon.monitor.service.otlp import build_otlp
 from medmon.monitor.plan.model import Plan, parse_interval
-from medmon.monitor.plan.routing import build_channels
+from medmon.monitor.plan.routing import build_channels, require_endpoint_env
 from medmon.monitor.service.scheduler import (
     InProcessDispatch,
     ServiceRuntime,
@@ -149,6 +149,7 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
         logging.getLogger(chatty).setLevel(logging.WARNING)
     opts = options or ServiceOptions()
     plan = check_plan(plan_path)
+    require_endpoint_env(plan)  # every call would fail with 401: refuse now, naming the variable
     stop = stop or threading.Event()
     abandon = threading.Event()
     if opts.install_signals and threading.current_thread() is threading.main_thread():

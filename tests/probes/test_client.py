@@ -172,7 +172,7 @@ def test_client_errors_are_not_retried(sim: tuple[Any, str]) -> None:
     app, url = sim
     sim_state(app).inject(Fault("status", status=400))
     err = call(settings(url, max_retries=3))
-    assert isinstance(err, ModelCallError) and err.kind == "error" and "HTTP 400" in str(err)
+    assert isinstance(err, ModelCallError) and err.kind == "refused" and "HTTP 400" in str(err)
     assert sim_state(app).requests == 1
 
 
@@ -214,13 +214,18 @@ def test_circuit_breaker_fails_fast_during_an_outage_and_recovers(sim: tuple[Any
     assert guard.breaker.state == BreakerState.closed and state.requests == 4
 
 
-def test_retries_stop_when_the_breaker_opens(sim: tuple[Any, str]) -> None:
+def test_a_call_counts_once_against_the_breaker_after_its_retries(sim: tuple[Any, str]) -> None:
     app, url = sim
     sim_state(app).inject(Fault("status", status=502, count=100))
     guard = CallGuard.build(failure_threshold=2, cooldown_s=60, clock=FakeClock())
     err = call(settings(url, max_retries=5), guard=guard)
-    assert isinstance(err, ModelCallError) and err.kind == "circuit_open" and err.attempts == 2
-    assert sim_state(app).requests == 2
+    assert isinstance(err, ModelCallError) and err.kind == "unavailable" and err.attempts == 6
+    assert err.status == 502 and "HTTP 502" in str(err)
+    assert sim_state(app).requests == 6 and guard.breaker.state == BreakerState.closed
+    err = call(settings(url, max_retries=5), guard=guard)  # the second failed call opens it
+    assert guard.breaker.state == BreakerState.open and err.kind == "unavailable"
+    err = call(settings(url, max_retries=5), guard=guard)
+    assert err.kind == "circuit_open" and err.attempts == 0 and sim_state(app).requests == 12
 
 
 def test_rate_limits_do_not_open_the_breaker(sim: tuple[Any, str]) -> None:
