@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -43,6 +44,26 @@ class ProbeOutcome:
     signals: list[Signal] = field(default_factory=list)
     reevaluation_id: int | None = None  # the re-evaluation a detected model change set off
     superseded: bool = False  # the run was marked interrupted while probing: results discarded
+    causes: dict[str, int] = field(default_factory=dict)  # why calls failed, grouped: {"HTTP 401 ...": 20}
+    refused: int = 0  # calls the endpoint answered with a refusal (bad key, unknown model, bad parameter)
+
+
+def failure_cause(result: ProbeResultBase) -> str:
+    """One line that groups failed results by what really happened.
+
+    Examples
+    --------
+    >>> failure_cause(ProbeResultBase(task_id="t", canary_id="c", error_type="refused",
+    ...                               error="HTTP 401 Incorrect API key provided: ***", http_status=401))
+    'HTTP 401 Incorrect API key provided: ***'
+    >>> failure_cause(ProbeResultBase(task_id="t", canary_id="c", error_type="circuit_open", error="circuit open ..."))
+    'circuit open: not attempted'
+    """
+    if result.error_type == "circuit_open":
+        return "circuit open: not attempted"
+    text = (result.error or result.error_type or "error").split("; not retried", 1)[0]
+    return text if result.http_status is not None or result.error_type == "jury_unavailable" else \
+        f"{result.error_type}: {text}"[:160]
 
 
 def route_names(plan: Plan) -> list[str]:
@@ -91,7 +112,10 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
 
     redactor = load_redactor(plan.privacy.redactor)
     results = asyncio.run(call())
-    outcome = ProbeOutcome(task.id, run_id, len(results), sum(1 for r in results if r.error_type), None)
+    failed = [r for r in results if r.error_type]
+    outcome = ProbeOutcome(task.id, run_id, len(results), len(failed), None,
+                           causes=dict(Counter(failure_cause(r) for r in failed).most_common()),
+                           refused=sum(1 for r in failed if r.error_type == "refused"))
     with session_scope(engine) as session:
         run = session.exec(select(ProbeRun).where(ProbeRun.id == run_id).with_for_update()).one()
         if run.status != RunStatus.running:
