@@ -417,7 +417,7 @@ class ModelClient:
         started = time.perf_counter()
         try:
             response = await self._openai.post("/chat/completions", body=body, cast_to=httpx2.Response,
-                                               options={"security": {"bearer_auth": settings.auth_header == "bearer"}})
+                                               options=request_options(settings))
             data = json.loads(response.content)
         except openai.APIConnectionError as exc:  # APITimeoutError included
             broken = _connection_failure(exc)
@@ -503,14 +503,19 @@ def openai_client(settings: ModelSettings, http_client: openai.DefaultAioHttpCli
     headers: dict[str, Any] = dict(settings.headers)
     if settings.auth_header == "api-key" and settings.api_style != "azure":
         headers["api-key"] = settings.api_key
-    if settings.auth_header != "bearer":
-        headers["Authorization"] = openai.Omit()
     common: dict[str, Any] = {"api_key": settings.api_key or "none", "timeout": settings.timeout_s, "max_retries": 0,
                               "http_client": http_client, "default_headers": headers or None,
                               "default_query": dict(settings.query) or None}
     if settings.api_style == "azure":
         return openai.AsyncAzureOpenAI(azure_endpoint=settings.base_url, api_version=settings.api_version, **common)
     return openai.AsyncOpenAI(base_url=settings.base_url, **common)
+
+
+def request_options(settings: ModelSettings) -> dict[str, Any]:
+    """Per-request options: no ``Authorization`` header unless the endpoint takes a bearer key."""
+    if settings.auth_header == "bearer" or settings.api_style == "azure":
+        return {"security": {"bearer_auth": settings.api_style != "azure"}}
+    return {"security": {"bearer_auth": False}, "headers": {"Authorization": openai.Omit()}}
 
 
 def _refused(breaker: CircuitBreaker, admission: Admission, base_url: str,
