@@ -173,7 +173,7 @@ def price_tokens(prompt_tokens: int | None, completion_tokens: int | None, setti
     >>> price_tokens(1000, 100, s)
     0.0065
     >>> price_tokens(1000, 100, replace(s, reasoning_per_mtok=60), reasoning_tokens=80)
-    0.0104
+    0.0101
     """
     if prompt_tokens is None or completion_tokens is None:
         return None

@@ -11,9 +11,13 @@ import json
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from medmon.errors import MedmonError
-from medmon.monitor.cli.app import EXIT_INPUT, err, out
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+EXIT_INPUT = 2
 
 SPECS_HELP = {
     "phase": "AFTER:ACCURACY[:MODEL[:FINGERPRINT[:LATENCY_S]]]: from request AFTER on, answer with this accuracy "
