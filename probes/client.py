@@ -97,7 +97,7 @@ class ModelSettings:
         """Build settings from a plan ``Endpoint``; the key and secret headers come from the variables it names.
 
         An unset variable becomes an empty value, never a placeholder: the commands that call an
-        endpoint refuse to start while one is unset (``medmon.monitor.governance.checks.unset_variables``).
+        endpoint refuse to start while one is unset (``medmon.monitor.plan.routing.require_endpoint_env``).
         """
         env = os.environ if environ is None else environ
         price = getattr(endpoint, "price")
