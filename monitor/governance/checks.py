@@ -324,7 +324,8 @@ def plan_notes(plan: Plan) -> list[str]:
             notes.append(f"service.visibility_timeout ({plan.service.visibility_timeout}) is shorter than the longest "
                          f"probe can take (about {longest_probe_s(plan):.0f}s when every call times out): a slow "
                          "probe's message would be handed to a second worker while the first still runs")
-    for issue in check_endpoints(plan):
+    unset = check_endpoints(plan) + [i for i in check_routes(plan, require_env=True) if i.message.endswith("not set")]
+    for issue in unset:
         notes.append(f"{issue.path}: {issue.message} here; 'serve' and 'probe run' refuse to start without it "
                      "(check the environment it runs in with --require-env)")
     if plan.privacy.redactor == "none" and plan.privacy.store_text:

@@ -6,13 +6,18 @@ import random
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import yaml
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from medmon.monitor.detection.identity import IdentityChange, observe_identities
-from medmon.monitor.plan.model import Endpoint
+from medmon.monitor.governance.changes import record_change
+from medmon.monitor.governance.reevaluation import reevaluation_due
+from medmon.monitor.models import Reevaluation, ReevaluationStatus
+from medmon.monitor.plan.model import Endpoint, parse_plan
 from medmon.probes.models import ProbeRecord
 from medmon.probes.runner import finish_run, start_run
+from tests.conftest import plan_dict
 
 T0 = datetime(2026, 11, 5, tzinfo=timezone.utc)
 
@@ -86,3 +91,24 @@ def test_expected_backends_join_silently(engine: Engine) -> None:
     assert pool.run([("a", None)] * 10 + [("c", None)] * 10) is None  # listed in the plan: no change
     change = pool.run([("a", None)] * 10 + [("d", None)] * 10)
     assert change is not None and change.new == ("d", None)
+
+
+def test_reevaluations_wait_for_the_one_in_flight_and_the_cooldown(engine: Engine) -> None:
+    data = plan_dict(governance={"controls": {"reevaluation": {"cooldown": "2h"}}})
+    plan = parse_plan(yaml.safe_dump(data))
+    task = plan.tasks[0].id
+    with Session(engine) as s:
+        assert not reevaluation_due(s, plan, task, T0)  # nothing pending
+        record_change(s, task_ids=[task], kind="model", source="declared", actor="a", note="n", now=T0)
+        assert not reevaluation_due(s, plan, task, T0)  # a declared change waits for a person
+        record_change(s, task_ids=[task], kind="model", source="detected", actor="medmon", note="n", now=T0)
+        assert reevaluation_due(s, plan, task, T0)
+        s.add(Reevaluation(task_id=task, started_at=T0, status=ReevaluationStatus.running))
+        s.flush()
+        assert not reevaluation_due(s, plan, task, T0 + timedelta(hours=3))  # one in flight
+        last = s.exec(select(Reevaluation)).one()
+        last.status = ReevaluationStatus.complete
+        s.add(last)
+        s.flush()
+        assert not reevaluation_due(s, plan, task, T0 + timedelta(hours=1))  # cooling down
+        assert reevaluation_due(s, plan, task, T0 + timedelta(hours=2))
