@@ -41,6 +41,7 @@ from medmon.alerts.signal import Signal, fingerprint, group_key, severity_for
 from medmon.alerts.signing import sign, verify
 from medmon.alerts.silences import active_silences, create_silence, expire_silence, list_silences, silence_alert
 from medmon.alerts.status import lifecycle_status, status_of
+from medmon.alerts.wakeup import OUTBOX, OutboxListener, announce
 
 __all__ = [
     "Alert",
@@ -61,6 +62,8 @@ __all__ = [
     "NotifyLog",
     "NotifyPolicy",
     "NotifyReason",
+    "OUTBOX",
+    "OutboxListener",
     "PermanentDeliveryError",
     "RetryableDeliveryError",
     "RouteSpec",
@@ -73,6 +76,7 @@ __all__ = [
     "acknowledge",
     "active_silences",
     "alert_history",
+    "announce",
     "apply_signal",
     "apply_signals",
     "beat",

@@ -80,8 +80,9 @@ class ModelSettings:
     api_style: str = "openai"  # or "azure": AzureOpenAI's URLs, api-version and api-key header
     api_version: str | None = None
     auth_header: str = "bearer"  # "bearer" (Authorization), "api-key", or "none"
-    headers: dict[str, str] = field(default_factory=dict, repr=False)
-    query: dict[str, str] = field(default_factory=dict)
+    # Compared but not hashed (dicts are not hashable): settings key the client pool.
+    headers: dict[str, str] = field(default_factory=dict, repr=False, hash=False)
+    query: dict[str, str] = field(default_factory=dict, hash=False)
     requests_per_minute: int | None = None
     tokens_per_minute: int | None = None
     breaker_failures: int = 5

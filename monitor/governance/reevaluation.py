@@ -16,7 +16,6 @@ re-evaluation needs a stated reason.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import math
 from collections import Counter
@@ -24,24 +23,30 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from medmon.baselines import Baseline, BaselineFigures, Canary, record_baseline
+from medmon.baselines.interval import mean_interval, wilson_interval
+from medmon.monitor.errors import GovernanceError, MedmonError
+from medmon.monitor.governance.audit import AuditKind, record
+from medmon.monitor.governance.changes import pending_changes
+from medmon.monitor.models import (
+    ChangeRecord,
+    ChangeStatus,
+    Reevaluation,
+    ReevaluationStatus,
+)
+from medmon.monitor.plan.context import TaskContext, task_baseline
+from medmon.monitor.plan.model import Plan, Task
+from medmon.probes.client import ModelSettings
+from medmon.probes.jury import JURY_SCORER, JurySettings
+from medmon.probes.models import ProbeResultBase, ProbeRun, RunStatus
+from medmon.probes.pool import shared_pool
+from medmon.probes.redaction import load_redactor, protect_results
+from medmon.probes.runner import finish_run, probe_canaries, start_run
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from medmon.baselines import Baseline, BaselineFigures, Canary, record_baseline
-from medmon.baselines.interval import mean_interval, wilson_interval
-from medmon.monitor.governance.audit import AuditKind, record
-from medmon.monitor.governance.changes import pending_changes
-from medmon.monitor.plan.context import TaskContext, task_baseline
-from medmon.monitor.errors import GovernanceError, MedmonError
-from medmon.monitor.models import ChangeRecord, ChangeStatus, Reevaluation, ReevaluationStatus
-from medmon.monitor.plan.model import Plan, Task
 from medmon.db import as_utc, session_scope
 from medmon.monitor.plan.intervals import parse_interval
-from medmon.probes.client import ModelClient, ModelSettings
-from medmon.probes.jury import JURY_SCORER, Jury, JurySettings
-from medmon.probes.models import ProbeResultBase, ProbeRun, RunStatus
-from medmon.probes.redaction import load_redactor, protect_results
-from medmon.probes.runner import finish_run, probe_canaries, start_run
 
 Progress = Callable[[int, int], None]
 
@@ -139,22 +144,21 @@ def _chunks(items: Sequence[Canary], size: int) -> list[Sequence[Canary]]:
 
 def _replay(plan: Plan, ctx: TaskContext, canaries: Sequence[Canary], settings: ModelSettings,
             progress: Progress | None) -> list[ProbeResultBase]:
+    pool = shared_pool()
+
     async def call() -> list[ProbeResultBase]:
-        jury = Jury(JurySettings.from_plan(plan.jury)) if plan.jury is not None and ctx.scorer == JURY_SCORER else None
+        jury = (pool.jury(JurySettings.from_plan(plan.jury))
+                if plan.jury is not None and ctx.scorer == JURY_SCORER else None)
+        client = pool.client(settings)
         out: list[ProbeResultBase] = []
-        async with ModelClient(settings) as client:
-            try:
-                # Chunks of the client's concurrency keep it saturated and let a progress bar move.
-                for chunk in _chunks(canaries, max(1, settings.max_concurrency)):
-                    out.extend(await probe_canaries(client, chunk, ctx.task.id, ctx.scorer, jury=jury))
-                    if progress is not None:
-                        progress(len(out), len(canaries))
-            finally:
-                if jury is not None:
-                    await jury.aclose()
+        # Chunks of the client's concurrency keep it saturated and let a progress bar move.
+        for chunk in _chunks(canaries, max(1, settings.max_concurrency)):
+            out.extend(await probe_canaries(client, chunk, ctx.task.id, ctx.scorer, jury=jury))
+            if progress is not None:
+                progress(len(out), len(canaries))
         return out
 
-    return asyncio.run(call())
+    return pool.run(call)
 
 
 def run_reevaluation(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Callable[[], datetime],

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 from collections import Counter
@@ -10,25 +9,36 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy.engine import Engine
-from sqlmodel import select
-
 from medmon.alerts import Signal, apply_signals
-from medmon.monitor.plan.context import TaskContext, task_baseline
-from medmon.monitor.detection.streams import StreamUpdate, finding_record, reset_task_streams, start_reevaluation, update_task_streams
+from medmon.monitor.alerting.signals import (
+    model_change_signal,
+    stream_signal,
+    threshold_signals,
+)
 from medmon.monitor.detection.identity import observe_identities
+from medmon.monitor.detection.streams import (
+    StreamUpdate,
+    finding_record,
+    reset_task_streams,
+    start_reevaluation,
+    update_task_streams,
+)
 from medmon.monitor.governance.changes import record_detected_change
 from medmon.monitor.governance.reevaluation import auto_reevaluates, reevaluate_pending, reevaluation_due
 from medmon.monitor.models import FindingRecord, ProbeSlot
+from medmon.monitor.plan.context import TaskContext, task_baseline
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.routing import notify_policy
-from medmon.monitor.alerting.signals import model_change_signal, stream_signal, threshold_signals
-from medmon.db import as_utc, session_scope
-from medmon.probes.client import ModelClient, ModelSettings
-from medmon.probes.jury import JURY_SCORER, Jury, JurySettings
+from medmon.probes.client import ModelSettings
+from medmon.probes.jury import JURY_SCORER, JurySettings
 from medmon.probes.models import ProbeResultBase, ProbeRun, RunStatus
+from medmon.probes.pool import shared_pool
 from medmon.probes.redaction import load_redactor, protect_results
 from medmon.probes.runner import finish_run, probe_canaries, sample_canaries, start_run
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from medmon.db import as_utc, session_scope
 
 log = logging.getLogger("medmon.pipeline")
 
@@ -98,20 +108,18 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
         on_start(run_id)
     chosen = sample_canaries(ctx.canaries, task.sample_size, rng)
 
+    pool = shared_pool()
+
     async def call() -> list[ProbeResultBase]:
-        # The judges are opened only for a jury-scored task; without a plan jury, probe_canaries
-        # raises JuryNotConfigured before any call (``medmon check`` reports it earlier).
-        jury = (Jury(JurySettings.from_plan(plan.jury))
+        # The judges are asked only for a jury-scored task; without a plan jury, probe_canaries
+        # raises JuryNotConfigured before any call (``medmon check`` reports it earlier). The
+        # clients are the process's long-lived ones (``medmon.probes.pool``).
+        jury = (pool.jury(JurySettings.from_plan(plan.jury))
                 if plan.jury is not None and ctx.scorer == JURY_SCORER else None)
-        async with ModelClient(settings) as client:
-            try:
-                return list(await probe_canaries(client, chosen, task.id, ctx.scorer, jury=jury))
-            finally:
-                if jury is not None:
-                    await jury.aclose()
+        return list(await probe_canaries(pool.client(settings), chosen, task.id, ctx.scorer, jury=jury))
 
     redactor = load_redactor(plan.privacy.redactor)
-    results = asyncio.run(call())
+    results = pool.run(call)
     failed = [r for r in results if r.error_type]
     outcome = ProbeOutcome(task.id, run_id, len(results), len(failed), None,
                            causes=dict(Counter(failure_cause(r) for r in failed).most_common()),

@@ -29,6 +29,7 @@ from sqlalchemy.engine import Engine
 from medmon.monitor.governance.audit import local_actor, record_plan_file
 from medmon.monitor.governance.checks import check_plan
 from medmon.monitor.plan.context import load_context
+from medmon.probes.pool import shared_pool
 from medmon.monitor.errors import StorageError
 from medmon.monitor.service.health import ServiceStatus, create_health_app
 from medmon.monitor.service.leader import Leadership, leadership_for
@@ -210,6 +211,8 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
         result.abandoned_runs = _finish(scheduler, dispatch, engine, opts.stop_timeout_s, abandon, opts.now)
         leadership.release()
         unregister_runtime(opts.runtime_key)
+        if not result.abandoned_runs:  # a probe still waiting on the model keeps its client
+            shared_pool().close()
         if health is not None:
             health.stop()
         if telemetry is not None:
