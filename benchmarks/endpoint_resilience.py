@@ -64,10 +64,11 @@ def scenario(folder: Path, burst: int) -> dict[str, object]:
     app = create_simulator(pack.canaries, [Phase(accuracy=0.85, latency_s=0.05)], seed=1)
     server = serve_in_thread(app)
     try:
-        db = f"sqlite:///{folder / f'burst{burst}.db'}"
+        db = f"sqlite:///{folder / f'run{len(list(folder.iterdir()))}-burst{burst}.db'}"  # a fresh database each
         plan = parse_plan(PLAN.replace("URL", f"{server.url}/v1").replace("DB", db))
         engine = make_engine(db)
-        app.state.sim.inject(Fault("status", status=500, count=burst))
+        if burst:
+            app.state.sim.inject(Fault("status", status=500, count=burst))
         started = time.perf_counter()
         outcome = run_task_probe(engine, plan, load_context(plan, plan.tasks[0]), rng=random.Random(1),
                                  now=lambda: datetime.now(timezone.utc))
