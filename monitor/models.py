@@ -223,3 +223,21 @@ class DriftReport(SQLModel, table=True):
     html: str = ""  # the report itself, unless it was written to a file (``html_path``)
     html_path: str = ""
     json_text: str = ""
+
+
+class BaselinePin(SQLModel, table=True):
+    """The baseline a task is compared with from ``pinned_at`` on: imports alone never change it.
+
+    The first comparison pins the baseline found then (``source="go-live"``, by ``medmon``);
+    afterwards only an owner's approval pins another (an imported baseline or an adopted
+    re-evaluation), with the approver and the rationale. The newest pin before a time is the
+    baseline that was in force then, so a past period's report is judged against it.
+    """
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(index=True)
+    baseline_id: int = Field(foreign_key="baseline.id")
+    source: str  # go-live | approved | reevaluation
+    actor: str
+    rationale: str = ""
+    pinned_at: datetime = Field(default_factory=utcnow, index=True)

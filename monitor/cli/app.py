@@ -259,13 +259,14 @@ def _mount_subcommands() -> None:
     from medmon.monitor.cli.audit import app as audit_app
     from medmon.monitor.cli.baseline import app as baseline_app
     from medmon.monitor.cli.change import app as change_app
-    from medmon.monitor.cli.change import approve_command
+    from medmon.monitor.cli.approvals import approve_command, proposals_command
     from medmon.monitor.cli.drift import app as drift_app
     from medmon.monitor.cli.report import report_command
     from medmon.monitor.cli.service import db_app, worker
     from medmon.monitor.cli.simulate import simulate
 
     baseline_app.command("approve")(approve_command)
+    baseline_app.command("proposals")(proposals_command)
     app.add_typer(baseline_app, name="baseline")
     app.command()(worker)
     app.add_typer(db_app, name="db")

@@ -72,17 +72,37 @@ class LocalValidation(Section):
 
 
 class ReevaluationPolicy(Section):
-    """What a change of model, fingerprint, prompt, workflow or judge sets off.
+    """What a change of model, fingerprint, prompt, decoding, canaries, scorer or judge sets off.
 
     ``repeats`` replays every replayable canary that many times, so a small pack still gives
     an interval narrow enough to decide on.
     """
 
     on_detected_change: bool = True
+    # A plan edit of the model, endpoint, system prompt, decoding, a task's canaries or scorer, or
+    # the jury is a declared change; the next probe of each affected task re-evaluates it.
+    on_plan_change: bool = True
     repeats: int = Field(1, ge=1, le=50)
     # At most one re-evaluation of a task in flight, and none sooner than this after the last
     # one started: changes detected meanwhile wait (pending) and are answered together.
     cooldown: Interval = "1h"
+
+
+class ResponseTargets(Section):
+    """How soon alerts of each severity should be acknowledged and resolved; the report measures both."""
+
+    acknowledge: dict[str, str] = Field(default_factory=lambda: {"critical": "30m", "warning": "4h", "info": "1d"})
+    resolve: dict[str, str] = Field(default_factory=lambda: {"critical": "1d", "warning": "3d", "info": "7d"})
+
+    @field_validator("acknowledge", "resolve")
+    @classmethod
+    def _severities(cls, value: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(value) - {"critical", "warning", "info"})
+        if unknown:
+            raise ValueError(f"unknown severity {', '.join(unknown)}; expected critical, warning or info")
+        for text in value.values():
+            parse_interval(text)
+        return value
 
 
 class Controls(Section):
@@ -93,6 +113,7 @@ class Controls(Section):
     max_probe_interval: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_MAX_PROBE_INTERVAL))
     reevaluation: ReevaluationPolicy = ReevaluationPolicy()
     escalation: str = ""
+    response_targets: ResponseTargets | None = None
 
     @field_validator("max_probe_interval")
     @classmethod

@@ -191,6 +191,10 @@ class Thresholds(Section):
     cost_budget_per_call: float | None = Field(None, gt=0)
     latency_slo_s: float | None = Field(None, gt=0)
     min_jury_agreement: float | None = Field(None, ge=0, le=1)
+    # Equity: each subgroup's estimate should stay at or above this, and the best and worst
+    # subgroup of a tag no further apart than this (the committee report checks both).
+    subgroup_min_score: float | None = Field(None, ge=0, le=1)
+    max_subgroup_gap: float | None = Field(None, ge=0, le=1)
 
 
 class Task(Section):
@@ -375,6 +379,16 @@ def load_plan(path: str | Path) -> Plan:
         text = path.read_text("utf-8")
     except OSError as exc:
         raise PlanError(str(path), [PlanIssue("", f"cannot read plan file: {exc.strerror}")]) from exc
+    return parse_plan_at(text, path)
+
+
+def parse_plan_at(text: str, path: str | Path) -> Plan:
+    """Validate plan text as if read from ``path``: relative canary paths resolve against its folder.
+
+    A plan recorded in the audit log is re-read this way, so a past period's report sees the
+    plan exactly as the file said then.
+    """
+    path = Path(path)
     plan = parse_plan(text, str(path))
     tasks = []
     for t in plan.tasks:

@@ -24,9 +24,10 @@ from medmon.monitor.detection.streams import (
     update_task_streams,
 )
 from medmon.monitor.governance.changes import record_detected_change
-from medmon.monitor.governance.reevaluation import auto_reevaluates, reevaluate_pending, reevaluation_due
+from medmon.monitor.governance.reevaluation import (auto_reevaluates, plan_change_due, reevaluate_pending,
+                                                    reevaluation_due)
 from medmon.monitor.models import FindingRecord, ProbeSlot
-from medmon.monitor.plan.context import TaskContext, task_baseline
+from medmon.monitor.plan.context import TaskContext, run_provenance, task_baseline
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.routing import notify_policy
 from medmon.probes.client import ModelSettings
@@ -96,8 +97,9 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
     task = ctx.task
     settings = settings or ModelSettings.from_endpoint(plan.deployment)
     with session_scope(engine) as session:
-        baseline = task_baseline(session, plan, ctx)
-        run = start_run(session, task.id, started_at=now(), purpose=purpose, deployment=plan.deployment.name)
+        baseline = task_baseline(session, plan, ctx, now=now())
+        run = start_run(session, task.id, started_at=now(), purpose=purpose, deployment=plan.deployment.name,
+                        provenance=run_provenance(plan, ctx))
         run_id = run.id
         slot = session.get(ProbeSlot, slot_id) if slot_id is not None else None
         if slot is not None:
@@ -161,11 +163,12 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
                 outcome.signals.append(signal)
         outcome.signals.extend(threshold_signals(session, plan, ctx))
         apply_signals(session, outcome.signals, notify_policy(plan), stamp)
-    due = False
-    if auto_reevaluates(plan):
+        planned = plan_change_due(session, plan, task.id)
+    due = planned
+    if auto_reevaluates(plan) and not due:
         with session_scope(engine) as session:
             due = reevaluation_due(session, plan, task.id, as_utc(now()))
-    if due:  # pending detected changes, none in flight, the cool-down over
+    if due:  # a plan change the policy re-evaluates, or detected changes with none in flight and the cool-down over
         done = reevaluate_pending(engine, plan, ctx, now=now, settings=settings)
         outcome.reevaluation_id = done.id if done is not None else None
     return outcome

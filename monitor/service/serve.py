@@ -26,7 +26,8 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
-from medmon.monitor.governance.audit import local_actor, record_plan_file
+from medmon.monitor.governance.audit import local_actor
+from medmon.monitor.governance.change_control import record_plan_file
 from medmon.monitor.governance.checks import check_plan
 from medmon.monitor.plan.context import load_context
 from medmon.probes.pool import shared_pool

@@ -1,7 +1,7 @@
 """call causes, reasoning tokens, model identity pools
 
 Revision ID: 876b9b8ca663
-Revises: 8224ec9d45e9
+Revises: e522d267f1af
 Create Date: 2026-11-30 19:10:12.598796
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 
 
 revision: str = '876b9b8ca663'
-down_revision: str | None = '8224ec9d45e9'
+down_revision: str | None = 'e522d267f1af'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
