@@ -97,7 +97,12 @@ def report_command(
         if (sign_as is None) != (expect_hash is None):
             raise _fail("--sign and --hash go together: sign the report whose hash you read")
         with Session(engine) as session:
-            report = build_committee_report(session, plan, chosen, now=now, plan_text=text)
+            traffic = None
+            if plan.traffic is not None:
+                from medmon.monitor.read.traffic import traffic_summary
+
+                traffic = traffic_summary(session, chosen.start, chosen.end)
+            report = build_committee_report(session, plan, chosen, now=now, plan_text=text, traffic=traffic)
             record_generated(session, chosen, report.sha256, report.plan_record.get("seq") if report.plan_record
                              else None, sign_as or local_actor("medmon report"), now)
             if sign_as is not None and expect_hash is not None:

@@ -335,4 +335,24 @@ def plan_notes(plan: Plan) -> list[str]:
         if lost:
             notes.append(f"alerts.allow_unrouted: {len(lost)} (task, severity) combination(s) reach no route and are "
                          "seen only on the dashboard: " + ", ".join(f"({t}, {s})" for t, s in lost))
+    notes.extend(_traffic_notes(plan))
+    return notes
+
+
+def _traffic_notes(plan: Plan) -> list[str]:
+    """Real traffic that would silently go unwatched or unjudged."""
+    t = plan.traffic
+    if t is None:
+        return []
+    notes = []
+    if not t.routes:
+        notes.append("traffic.routes is empty: every call received is counted as unmatched, no task's traffic is watched")
+    if t.judging is not None:
+        if plan.jury is None:
+            notes.append("traffic.judging is set but the plan has no jury: real answers are not judged")
+        elif not any(j.phi_allowed for j in plan.jury.judges):
+            notes.append("traffic.judging is set but no judge is marked phi_allowed: real answers (which may hold "
+                         "patient data) go to none, so none is judged")
+        if not plan.privacy.store_text:
+            notes.append("traffic.judging is set but privacy.store_text is false: no text is kept to judge")
     return notes

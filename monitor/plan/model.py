@@ -22,6 +22,7 @@ from medmon.monitor.plan.intervals import INTERVAL, parse_interval
 from medmon.monitor.plan.people import Person
 from medmon.monitor.plan.alerts import AlertsConfig
 from medmon.monitor.plan.section import HttpUrl, Interval, Section
+from medmon.monitor.plan.traffic import Traffic
 
 
 class RiskTier(str, Enum):
@@ -87,6 +88,7 @@ class Endpoint(Section):
     fingerprints: Literal["ignore", "record", "alert"] = "record"
     identity_window_runs: int = Field(10, ge=2)
     identity_min_share: float = Field(0.2, gt=0, le=1)
+    phi_allowed: bool = False  # in-network: may receive real patient text (judging of real traffic)
 
     @field_validator("base_url")
     @classmethod
@@ -291,6 +293,7 @@ class Plan(Section):
     service: ServiceConfig = ServiceConfig()
     governance: Governance | None = None
     privacy: Privacy = Privacy()
+    traffic: Traffic | None = None
 
     @model_validator(mode="after")
     def _unique_tasks(self) -> Plan:
@@ -298,6 +301,11 @@ class Plan(Section):
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
             raise ValueError(f"task ids must be unique; repeated: {', '.join(dupes)}")
+        if self.traffic is not None:
+            unknown = [f"traffic.routes[{i}].task {r.task!r}" for i, r in enumerate(self.traffic.routes)
+                       if r.task not in ids]
+            if unknown:
+                raise ValueError(f"{', '.join(unknown)}: no such task; expected one of {', '.join(ids)}")
         return self
 
     def task(self, task_id: str) -> Task:

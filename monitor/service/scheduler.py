@@ -123,6 +123,51 @@ def drift_report_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) ->
     log.info("drift reports stored for %s", ", ".join(t for t, r in done.items() if r is not None) or "no task")
 
 
+def traffic_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> None:
+    """Roll up and stream the traffic received since the last pass (``traffic.detect_every``)."""
+    from medmon.monitor.traffic.streams import traffic_job as run
+
+    try:
+        done = run(engine, plan, now())
+    except Exception:
+        log.exception("traffic pass failed; its spans stay waiting for the next pass")
+        return
+    if done.signals:
+        log.info("traffic pass: %d span(s), %d alert change(s)", done.spans, len(done.signals))
+
+
+def retention_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> None:
+    """Delete raw traffic rows past ``traffic.retention`` (rollups stay)."""
+    from medmon.monitor.traffic.retention import delete_expired
+
+    try:
+        gone = delete_expired(engine, plan, now())
+    except Exception:
+        log.exception("traffic retention pass failed")
+        return
+    log.info("traffic retention: %d expired span(s) deleted", gone)
+
+
+def add_traffic_jobs(scheduler: BackgroundScheduler, engine: Engine, plan: Plan, now: Callable[[], datetime],
+                     **where: object) -> None:
+    """The traffic pass, the daily retention pass and (with ``traffic.judging``) real-answer judging."""
+    if plan.traffic is None:
+        return
+    every = parse_interval(plan.traffic.detect_every).total_seconds()
+    scheduler.add_job(traffic_job, IntervalTrigger(seconds=every), args=[engine, plan, now], id="traffic",
+                      name="traffic pass", misfire_grace_time=max(5, round(every)), **where)
+    scheduler.add_job(retention_job, IntervalTrigger(days=1, start_date=GRID_EPOCH, timezone=timezone.utc),
+                      args=[engine, plan, now], id="traffic-retention", name="traffic retention",
+                      misfire_grace_time=3600, **where)
+    if plan.traffic.judging is not None and plan.jury is not None:
+        from medmon.monitor.traffic.judging import judging_job
+
+        judge_every = parse_interval(plan.traffic.judging.every).total_seconds()
+        scheduler.add_job(judging_job, IntervalTrigger(seconds=judge_every), args=[engine, plan, now],
+                          id="traffic-judging", name="judge real answers", misfire_grace_time=max(5, round(judge_every)),
+                          **where)
+
+
 def build_scheduler(engine: Engine, plan: Plan, contexts: Sequence[TaskContext], channels: Mapping[str, Channel], *,
                     now: Callable[[], datetime], time_scale: float = 1.0, seed: int | None = None,
                     settings: ModelSettings | None = None, delivery_every_s: float = 1.0,
@@ -376,6 +421,7 @@ def build_service_scheduler(engine: Engine, plan: Plan, runtime_key: str, channe
                                                             timezone=timezone.utc),
                           args=[engine, plan, now], id="drift-reports", name="drift reports",
                           misfire_grace_time=max(60, round(every.total_seconds() / 4)), **local)
+    add_traffic_jobs(scheduler, engine, plan, now, **local)
     return scheduler
 
 

@@ -145,6 +145,7 @@ class CommitteeReport:
     privacy: dict[str, Any] = field(default_factory=dict)
     sha256: str = ""  # of ``figures()``: printed in the report, recorded when it is generated and signed
     signatures: list[dict[str, Any]] = field(default_factory=list)
+    traffic: Any = None  # the application's own calls in the period (``medmon.monitor.read.traffic``), if watched
 
     def figures(self) -> dict[str, Any]:
         """Everything the period's record says, without the moment of generation (what the hash covers)."""
@@ -192,6 +193,7 @@ class CommitteeReport:
             "equity": [asdict(e) for e in self.equity], "health": [asdict(h) for h in self.health],
             "alert_operations": self.alert_operations, "privacy": self.privacy,
             "digest": self.digest(), "sha256": self.sha256, "signatures": self.signatures,
+            "traffic": self.traffic.as_dict() if self.traffic is not None else None,
         }
 
 
@@ -430,11 +432,13 @@ def _privacy(session: Session, plan: Plan, period: Period) -> dict[str, Any]:
 
 
 def build_committee_report(session: Session, plan: Plan, period: Period, *, now: datetime,
-                           plan_text: str | None = None) -> CommitteeReport:
+                           plan_text: str | None = None, traffic: Any = None) -> CommitteeReport:
     """Gather every figure of the committee report for ``period`` (reads; may record inline baselines).
 
     ``plan`` and ``plan_text`` are today's file: the report uses the plan recorded as in force
-    during the period instead and flags the file when it differs.
+    during the period instead and flags the file when it differs. ``traffic`` is the period's
+    real-traffic summary, read by the caller (the read layer sits above this one) when the plan
+    watches traffic.
     """
     in_force = plan_in_force(session, period, plan, plan_text)
     plan = in_force.plan
@@ -460,7 +464,8 @@ def build_committee_report(session: Session, plan: Plan, period: Period, *, now:
         decisions_requested=_decisions_requested(session, plan, period, tasks, reevaluations, equity_rows),
         equity=equity_rows,
         health=health(session, plan, period, stale_after=plan.alerts.stale_after_intervals, now=now),
-        alert_operations=_alert_operations(plan, alerts), privacy=_privacy(session, plan, period))
+        alert_operations=_alert_operations(plan, alerts), privacy=_privacy(session, plan, period),
+        traffic=traffic)
     report.sha256 = content_hash(report.figures())
     report.signatures = signatures(session, period, report.sha256)
     return report
