@@ -314,13 +314,20 @@ class ModelClient:
     async def aclose(self) -> None:
         await self._openai.close()
 
-    async def complete(self, messages: list[dict[str, str]], *, model: str | None = None) -> Completion:
+    async def complete(self, messages: list[dict[str, str]], *, model: str | None = None,
+                       decoding: Mapping[str, Any] | None = None) -> Completion:
         """One chat completion, retried as configured; raises a ``ModelCallError`` subclass on failure.
 
-        The error carries ``attempts`` and, when the endpoint did answer (an empty completion),
-        the ``completion`` with its tokens and cost.
+        ``decoding`` (``temperature``, ``max_tokens``, ``stop_sequences``) replaces the endpoint's
+        settings for this call: a canary from a HELM run is asked the way HELM asked it. The
+        error carries ``attempts`` and, when the endpoint did answer (an empty completion), the
+        ``completion`` with its tokens and cost.
         """
         settings = self.settings
+        if decoding:
+            settings = replace(settings, temperature=float(decoding.get("temperature", settings.temperature)),
+                               max_tokens=int(decoding.get("max_tokens", settings.max_tokens)))
+        stop = list(decoding.get("stop_sequences") or []) if decoding else []
         model = model or settings.model
         if settings.system_prompt and not any(m["role"] == "system" for m in messages):
             messages = [{"role": "system", "content": settings.system_prompt}, *messages]
@@ -330,7 +337,7 @@ class ModelClient:
         async with self._slots:
             with self.telemetry.call_span(model, role=self.role) as span:
                 started = time.perf_counter()
-                outcome = await self._attempts(messages, model, reserve)
+                outcome = await self._attempts(messages, model, reserve, settings, stop)
                 outcome = _timed(outcome, time.perf_counter() - started)
                 completion = outcome if isinstance(outcome, Completion) else outcome.completion
                 assert completion is None or isinstance(completion, Completion)
@@ -349,13 +356,14 @@ class ModelClient:
             return outcome
         raise outcome
 
-    async def _attempts(self, messages: list[dict[str, str]], model: str, reserve: int) -> Completion | ModelCallError:
+    async def _attempts(self, messages: list[dict[str, str]], model: str, reserve: int, settings: ModelSettings,
+                        stop: list[str]) -> Completion | ModelCallError:
         """The retry loop: every attempt asks the breaker and the limiter first.
 
         The breaker hears of the call once, when it is over (``_settle_breaker``). The first
         real error is what the call reports when a later attempt is refused by the breaker.
         """
-        settings, breaker, limiter = self.settings, self.guard.breaker, self.guard.limiter
+        breaker, limiter = self.guard.breaker, self.guard.limiter
         attempts, trial = 0, False
         first: ModelCallError | None = None
         while True:
@@ -371,7 +379,7 @@ class ModelClient:
             await limiter.acquire(reserve)
             attempts += 1
             try:
-                completion = await self._once(messages, model, attempts)
+                completion = await self._once(messages, model, attempts, settings, stop)
             except ModelCallError as exc:
                 err = exc
             else:
@@ -409,12 +417,14 @@ class ModelClient:
             while not breaker.settled() and time.monotonic() < deadline:
                 await asyncio.sleep(HALF_OPEN_POLL_S)
 
-    async def _once(self, messages: list[dict[str, str]], model: str, attempts: int) -> Completion:
+    async def _once(self, messages: list[dict[str, str]], model: str, attempts: int, settings: ModelSettings,
+                    stop: list[str]) -> Completion:
         """One HTTP attempt through the openai client; the body is read as plain JSON (``read_completion``)."""
-        settings = self.settings
-        body: dict[str, object] = {"model": model, "messages": messages, settings.token_limit_param: settings.max_tokens}
+        body: dict[str, Any] = {"model": model, "messages": messages, settings.token_limit_param: settings.max_tokens}
         if settings.temperature is not None:
             body["temperature"] = settings.temperature
+        if stop:
+            body["stop"] = stop[:4]  # the OpenAI API takes up to four stop sequences
         started = time.perf_counter()
         try:
             response = await self._openai.post("/chat/completions", body=body, cast_to=httpx2.Response,

@@ -61,8 +61,11 @@ class ProbeResultBase(SQLModel):
     pack: str = ""
     benchmark: str = ""
     scorer: str = ""
-    score: float | None = None
+    score: float | None = None  # None when the call failed or the answer could not be read
     correct: bool | None = None
+    parsed: bool | None = None  # False: the scorer could not read an answer (format drift); None: no reading
+    extracted: str | None = None  # what the scorer read (a letter, a number, codes), for review
+    parse_reason: str | None = None  # the rule that read it, or why nothing could be read
     answer: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None

@@ -264,7 +264,9 @@ def _mount_subcommands() -> None:
     from medmon.monitor.cli.change import app as change_app
     from medmon.monitor.cli.approvals import approve_command, proposals_command
     from medmon.monitor.cli.drift import app as drift_app
+    from medmon.monitor.cli.oversight import app as oversight_app
     from medmon.monitor.cli.report import report_command
+    from medmon.monitor.cli.score import score_command
     from medmon.monitor.cli.service import db_app, worker
     from medmon.monitor.cli.simulate import simulate
     from medmon.monitor.cli.traffic import app as traffic_app
@@ -279,7 +281,9 @@ def _mount_subcommands() -> None:
     app.command("report")(report_command)
     app.add_typer(drift_app, name="drift")
     app.command()(simulate)
+    app.add_typer(oversight_app, name="oversight")
     app.add_typer(traffic_app, name="traffic")
+    app.command("score")(score_command)
 
 
 _mount_subcommands()

@@ -317,6 +317,10 @@ def plan_notes(plan: Plan) -> list[str]:
         entry = resolve(task.benchmark)
         if not entry.in_taxonomy:
             notes.append(f"task {task.id!r}: benchmark {task.benchmark!r} is outside the MedHELM taxonomy")
+        if task.decoding is not None and task.decoding.overrides():
+            shown = ", ".join(f"{k} {v!r}" for k, v in task.decoding.overrides().items())
+            notes.append(f"task {task.id!r}: decoding overridden by the plan ({shown}); canaries from a HELM run "
+                         "are not replayed with the settings their baseline was produced with")
     if plan.service.executor == "celery":
         from medmon.monitor.plan.timeouts import longest_probe_s, visibility_timeout_of
 
@@ -330,6 +334,11 @@ def plan_notes(plan: Plan) -> list[str]:
                      "(check the environment it runs in with --require-env)")
     if plan.privacy.redactor == "none" and plan.privacy.store_text:
         notes.append("privacy: answers are stored without redaction")
+    reviewed = {t for r in plan.oversight.reviewers for t in r.tasks}
+    for task in plan.tasks:
+        if task.human_review_required and task.id not in reviewed:
+            notes.append(f"task {task.id!r} requires human review but no reviewer in oversight.reviewers is "
+                         "assigned to it: none of its answers will be queued")
     if plan.alerts.allow_unrouted:
         lost = unreachable_alerts(plan)
         if lost:

@@ -30,6 +30,7 @@ from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.governance.approvals import plan_task, require_approver, require_committee
 from medmon.monitor.governance.changes import ChangeSource, pending_changes
 from medmon.monitor.models import (
+    BurnIn,
     ChangeRecord,
     ChangeStatus,
     Reevaluation,
@@ -146,8 +147,9 @@ def _replay(plan: Plan, ctx: TaskContext, canaries: Sequence[Canary], settings: 
         client = pool.client(settings)
         out: list[ProbeResultBase] = []
         # Chunks of the client's concurrency keep it saturated and let a progress bar move.
+        decoding = ctx.task.decoding.overrides() if ctx.task.decoding is not None else None
         for chunk in _chunks(canaries, max(1, settings.max_concurrency)):
-            out.extend(await probe_canaries(client, chunk, ctx.task.id, ctx.scorer, jury=jury))
+            out.extend(await probe_canaries(client, chunk, ctx.task.id, ctx.scorer, jury=jury, decoding=decoding))
             if progress is not None:
                 progress(len(out), len(canaries))
         return out
@@ -287,6 +289,9 @@ def approve(session: Session, plan: Plan, *, reevaluation_id: int, task_id: str,
             reason: str | None = None, committee_decision: str | None = None) -> Baseline:
     """Adopt a re-evaluation's results as the task's baseline, recorded with who approved it and why.
 
+    The task's go-live reference is built again from the next probes: the drift streams then
+    test against what the adopted model does on the canaries.
+
     Raises
     ------
     GovernanceError
@@ -324,6 +329,10 @@ def approve(session: Session, plan: Plan, *, reevaluation_id: int, task_id: str,
     row.status, row.approved_by, row.approved_at = ReevaluationStatus.approved, by, now
     row.approval_note, row.new_baseline_id = reason, baseline.id
     session.add(row)
+    burn = session.get(BurnIn, task_id)
+    if burn is not None:  # the adopted model gets a go-live reference of its own
+        burn.restart(now)
+        session.add(burn)
     record(session, AuditKind.baseline_approved, by, f"task:{task_id}",
            {"reevaluation_id": row.id, "baseline_id": baseline.id, "previous_baseline_id": row.baseline_id,
             "benchmark": baseline.benchmark, "model": baseline.model, "metric": baseline.metric,

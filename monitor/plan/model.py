@@ -21,6 +21,7 @@ from medmon.monitor.plan.governance import Governance, Privacy
 from medmon.monitor.plan.intervals import INTERVAL, parse_interval
 from medmon.monitor.plan.people import Person
 from medmon.monitor.plan.alerts import AlertsConfig
+from medmon.monitor.plan.oversight import Oversight
 from medmon.monitor.plan.section import HttpUrl, Interval, Section
 from medmon.monitor.plan.traffic import Traffic
 
@@ -187,6 +188,22 @@ class BaselineRef(Section):
         return self
 
 
+class Decoding(Section):
+    """Decoding settings that override what a task's canaries carry (a HELM run's, by default).
+
+    A canary imported from a HELM run replays the temperature, max tokens and stop sequences HELM
+    sent; a field set here replaces the canaries' value for every call of the task (shown by
+    ``medmon check``). Unset fields keep the canaries', then the deployment's, settings.
+    """
+
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_tokens: int | None = Field(None, ge=1)
+    stop_sequences: list[str] | None = Field(None, max_length=4)
+
+    def overrides(self) -> dict[str, object]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
 class Thresholds(Section):
     min_score: float = Field(ge=0, le=1)
     tolerated_drop: float = Field(0.05, ge=0, le=1)
@@ -212,6 +229,7 @@ class Task(Section):
     human_review_required: bool = False
     subgroups: list[str] = Field(default_factory=list)
     severity: Literal["critical", "warning", "info"] | None = None
+    decoding: Decoding | None = None
 
     @field_validator("schedule")
     @classmethod
@@ -229,17 +247,46 @@ class Task(Section):
         return parse_interval(self.schedule) if INTERVAL.match(self.schedule) else None
 
 
+class GoLiveReference(Section):
+    """What the approved model did on the canaries themselves: the null of every score stream.
+
+    When a task starts monitoring (and after an adopted re-evaluation) its probes replay the
+    canaries least answered so far until ``coverage`` of them have ``repeats`` answers each; the
+    reference then keeps growing from quiet runs (no stream watching or degraded), its margin
+    re-set at each doubling, until every canary has about ``max_repeats`` answers.
+    """
+
+    repeats: int = Field(5, ge=0)  # K answers per canary at go-live (0: no reference, the benchmark's mean is the null)
+    coverage: float = Field(0.9, gt=0, le=1)  # share of canaries that must reach ``repeats``
+    max_repeats: int = Field(40, ge=1)  # the burn-in: growth stops at about this many answers per canary
+
+
 class Detection(Section):
     """The false-alarm budget: expected probes between false alarms across the deployment."""
 
     probes_between_false_alarms: float = Field(200_000, gt=1)
     min_margin: float = Field(0.01, ge=0, lt=0.5)
-    # Chance that any task's baseline error alone (an optimistic baseline) sets off a stream.
+    # Chance that any task's reference error alone (an optimistic reference) sets off a stream.
     baseline_alpha: float = Field(0.05, gt=0, lt=1)
     # A separate budget for error rate, cost over budget and latency over objective (None: shared).
     operational_probes_between_false_alarms: float | None = Field(None, gt=1)
-    burn_in_runs: int = Field(5, ge=0)  # answers per canary after go-live that form the paired reference (0: off)
-    burn_in_coverage: float = Field(0.9, gt=0, le=1)  # share of canaries that must reach burn_in_runs
+    reference: GoLiveReference = GoLiveReference()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _burn_in_names(cls, data: Any) -> Any:
+        """``burn_in_runs`` / ``burn_in_coverage``, the earlier names, still read as ``reference.*``."""
+        if not isinstance(data, dict) or not {"burn_in_runs", "burn_in_coverage"} & data.keys():
+            return data
+        data = dict(data)
+        ref = dict(data.get("reference") or {})
+        if "burn_in_runs" in data:
+            ref.setdefault("repeats", data.pop("burn_in_runs"))
+        if "burn_in_coverage" in data:
+            ref.setdefault("coverage", data.pop("burn_in_coverage"))
+        data["reference"] = ref
+        return data
+
     reevaluation_alpha: float = Field(0.05, gt=0, lt=1)  # error of each one-shot verdict after a change
     reevaluation_max_probes: int = Field(1000, ge=1)  # observations before the one-shot test gives up
     distribution_checks: bool = True  # river detectors on output length and latency (information only)
@@ -293,6 +340,7 @@ class Plan(Section):
     service: ServiceConfig = ServiceConfig()
     governance: Governance | None = None
     privacy: Privacy = Privacy()
+    oversight: Oversight = Oversight()
     traffic: Traffic | None = None
 
     @model_validator(mode="after")
@@ -301,6 +349,11 @@ class Plan(Section):
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
             raise ValueError(f"task ids must be unique; repeated: {', '.join(dupes)}")
+        named = [(f"reviewer {r.email}", t) for r in self.oversight.reviewers for t in r.tasks]
+        named += [("oversight.review.tasks", t) for t in self.oversight.review.tasks]
+        unknown = [f"{where}: {t!r}" for where, t in named if t not in ids]
+        if unknown:
+            raise ValueError(f"oversight names tasks the plan does not have: {'; '.join(unknown)}")
         if self.traffic is not None:
             unknown = [f"traffic.routes[{i}].task {r.task!r}" for i, r in enumerate(self.traffic.routes)
                        if r.task not in ids]

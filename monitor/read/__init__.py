@@ -6,6 +6,7 @@ function loads rows only to aggregate them in Python. One module per page family
 changes, audit log).
 """
 
+from medmon.baselines import DISAGREEMENT_FLAG  # the flag on HELM vs medmon disagreement, for the Baselines page
 from medmon.monitor.read.alerts import (
     DeadLetter,
     OpenAlert,
@@ -37,6 +38,19 @@ from medmon.monitor.read.jury import (
     verdict_count,
     verdicts_for,
     window_alphas,
+)
+from medmon.monitor.read.oversight import (
+    AgreementRow,
+    EventRow,
+    ReviewCard,
+    ReviewProgress,
+    agreement_table,
+    near_misses,
+    next_review,
+    review_progress,
+    safety_events,
+    suspended_tasks,
+    suspensions,
 )
 from medmon.monitor.read.overview import (
     BaselineBand,
@@ -83,6 +97,7 @@ from medmon.monitor.read.task import (
 
 __all__ = [
     "AgreementDay",
+    "AgreementRow",
     "AnswerRow",
     "ApprovedPlan",
     "AuditEntry",
@@ -91,13 +106,17 @@ __all__ = [
     "ChangeRow",
     "CostDay",
     "CostTask",
+    "DISAGREEMENT_FLAG",
     "DeadLetter",
     "DriftColumn",
     "DriftReportView",
+    "EventRow",
     "JudgeDay",
     "OpenAlert",
     "PooledStream",
     "ReevaluationRow",
+    "ReviewCard",
+    "ReviewProgress",
     "RunPoint",
     "ServedModel",
     "ServicePulse",
@@ -108,6 +127,7 @@ __all__ = [
     "UnreadVerdict",
     "Verdict",
     "agreement_series",
+    "agreement_table",
     "alert_events",
     "alerts_list",
     "approved_plan",
@@ -128,12 +148,16 @@ __all__ = [
     "judge_cost_by_task",
     "judge_series",
     "latest_drift_report_view",
+    "near_misses",
+    "next_review",
     "open_alerts_view",
     "past_alerts",
     "recent_answers",
     "recent_estimate",
     "reevaluations",
+    "review_progress",
     "run_series",
+    "safety_events",
     "score_history",
     "served_model_history",
     "service_pulse",
@@ -141,6 +165,8 @@ __all__ = [
     "slice_gaps",
     "stream_name",
     "subgroup_slices",
+    "suspended_tasks",
+    "suspensions",
     "task_baseline",
     "task_overview",
     "unread_verdicts",

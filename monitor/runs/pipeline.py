@@ -19,6 +19,7 @@ from medmon.monitor.detection.identity import observe_identities
 from medmon.monitor.detection.streams import (
     StreamUpdate,
     finding_record,
+    go_live_replay,
     reset_task_streams,
     start_reevaluation,
     update_task_streams,
@@ -105,10 +106,11 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
         if slot is not None:
             slot.run_id = run_id
             session.add(slot)
+        replay = go_live_replay(session, plan, ctx, task.sample_size)  # the go-live reference comes first
     assert run_id is not None
     if on_start is not None:
         on_start(run_id)
-    chosen = sample_canaries(ctx.canaries, task.sample_size, rng)
+    chosen = replay if replay is not None else sample_canaries(ctx.canaries, task.sample_size, rng)
 
     pool = shared_pool()
 
@@ -118,7 +120,9 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
         # clients are the process's long-lived ones (``medmon.probes.pool``).
         jury = (pool.jury(JurySettings.from_plan(plan.jury))
                 if plan.jury is not None and ctx.scorer == JURY_SCORER else None)
-        return list(await probe_canaries(pool.client(settings), chosen, task.id, ctx.scorer, jury=jury))
+        decoding = task.decoding.overrides() if task.decoding is not None else None
+        return list(await probe_canaries(pool.client(settings), chosen, task.id, ctx.scorer, jury=jury,
+                                         decoding=decoding))
 
     redactor = load_redactor(plan.privacy.redactor)
     results = pool.run(call)

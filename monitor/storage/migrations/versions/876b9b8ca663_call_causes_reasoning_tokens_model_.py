@@ -1,7 +1,7 @@
 """call causes, reasoning tokens, model identity pools
 
 Revision ID: 876b9b8ca663
-Revises: 0a13f094dc64
+Revises: 5efff0df760b
 Create Date: 2026-11-30 19:10:12.598796
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 
 
 revision: str = '876b9b8ca663'
-down_revision: str | None = '0a13f094dc64'
+down_revision: str | None = '5efff0df760b'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
