@@ -2,8 +2,8 @@
 
 Pages call these with a ``Session`` and get plain dataclasses back; no page writes SQL and no
 function loads rows only to aggregate them in Python. One module per page family:
-``overview``, ``task``, ``costs``, ``jury``, ``alerts`` and ``records`` (baselines, model
-changes, audit log).
+``overview``, ``task``, ``costs``, ``jury``, ``alerts``, ``traffic`` and ``records`` (baselines,
+model changes, audit log).
 """
 
 from medmon.baselines import DISAGREEMENT_FLAG  # the flag on HELM vs medmon disagreement, for the Baselines page
@@ -94,6 +94,7 @@ from medmon.monitor.read.task import (
     slice_gaps,
     subgroup_slices,
 )
+from medmon.monitor.read.traffic import TrafficDay, TrafficGroup, TrafficSummary, traffic_summary
 
 __all__ = [
     "AgreementDay",
@@ -124,6 +125,9 @@ __all__ = [
     "Slice",
     "SliceGap",
     "TaskRow",
+    "TrafficDay",
+    "TrafficGroup",
+    "TrafficSummary",
     "UnreadVerdict",
     "Verdict",
     "agreement_series",
@@ -169,6 +173,7 @@ __all__ = [
     "suspensions",
     "task_baseline",
     "task_overview",
+    "traffic_summary",
     "unread_verdicts",
     "verdict_count",
     "verdicts_for",
