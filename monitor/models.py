@@ -65,7 +65,10 @@ class FindingRecord(SQLModel, table=True):
 
 
 class ModelIdentity(SQLModel, table=True):
-    """Each (served model, system fingerprint) seen for a task, in order: the change history."""
+    """Each identity (served model, and fingerprint when the plan alerts on them) known for a task.
+
+    A deployment may be a pool: several identities are current at once, each until it retires.
+    """
 
     id: int | None = Field(default=None, primary_key=True)
     task_id: str = Field(index=True)
@@ -73,6 +76,8 @@ class ModelIdentity(SQLModel, table=True):
     system_fingerprint: str | None = None
     first_seen: datetime = Field(default_factory=utcnow)
     run_id: int | None = None
+    last_seen: datetime | None = None
+    retired_at: datetime | None = None  # it left the pool (no share over a whole window)
 
 
 class ProbeSlot(SQLModel, table=True):

@@ -21,7 +21,7 @@ from medmon.baselines.canary import Canary
 from medmon.db import session_scope
 from medmon.probes.client import Completion, ModelClient
 from medmon.probes.errors import JuryNotConfigured, ModelCallError
-from medmon.probes.jury import JURY_SCORER, JuryOutcome, Jury
+from medmon.probes.jury import JURY_SCORER, JURY_UNAVAILABLE, JuryOutcome, Jury
 from medmon.probes.models import JudgeCall, JuryVerdict, ProbeRecord, ProbeResult, ProbeResultBase, ProbeRun, RunStatus
 from medmon.probes.redaction import TextPolicy, protect_results
 from medmon.probes.scoring import Scorer, get_scorer, looks_like_refusal
@@ -43,8 +43,10 @@ def sample_canaries(canaries: Sequence[Canary], k: int, rng: random.Random) -> l
 def _record_call(result: ProbeResultBase, completion: Completion) -> None:
     result.prompt_tokens = completion.prompt_tokens
     result.completion_tokens = completion.completion_tokens
+    result.reasoning_tokens = completion.reasoning_tokens
     result.cost_usd = completion.cost_usd
     result.latency_s = completion.latency_s
+    result.attempt_latency_s = completion.attempt_latency_s
     result.finish_reason = completion.finish_reason
     result.served_model = completion.served_model
     result.system_fingerprint = completion.system_fingerprint
@@ -59,7 +61,11 @@ def _record_jury(result: ProbeRecord, outcome: JuryOutcome) -> None:
     result.jury_agreement = outcome.agreement
     result.jury_unanimous = outcome.unanimous
     if outcome.error:
-        result.error = outcome.error  # no error_type: the production call itself succeeded
+        # The answer cannot be scored: an availability failure (the judges'), counted as an
+        # error of the run and of the error stream, never as a wrong answer and never silence.
+        result.error_type = JURY_UNAVAILABLE
+        causes = sorted({v.error or v.parse_status.value for v in outcome.verdicts})
+        result.error = f"{outcome.error}: " + "; ".join(f"{c}"[:120] for c in causes)
 
 
 def replay_decoding(canary: Canary, overrides: Mapping[str, object] | None = None) -> dict[str, object] | None:
@@ -88,10 +94,12 @@ async def probe_canary(client: ModelClient, canary: Canary, task_id: str, scorer
     except ModelCallError as exc:
         result.error_type = exc.kind
         result.error = str(exc)
-        result.attempts = exc.attempts
+        result.http_status = exc.status
+        result.latency_s = exc.latency_s
         if isinstance(exc.completion, Completion):
             _record_call(result, exc.completion)
             result.answer = exc.completion.text
+        result.attempts = exc.attempts
         return result
     _record_call(result, completion)
     result.answer = completion.text

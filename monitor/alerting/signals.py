@@ -54,13 +54,15 @@ STREAM_RULES: dict[str, Rule | str] = {
     "latency": Rule.latency_over_objective, "jury_agreement": Rule.jury_disagreement,
     "pooled_score": "category_drop", "refusal": "refusals_rising", "format": "format_drift",
     "judge_canaries": "judge_drift",
-    "judge_bias": "judge_drift",
+    "judge_bias": "judge_drift", "judge_failures": "judge_failing",
     "verbosity": "output_length_shift", "truncation": "output_length_shift", "reevaluation": "reevaluation_degraded",
     "cost_typical": "cost_rise", "latency_typical": "latency_rise", "conformance": "go_live_conformance",
 }
 # Output length, typical cost and latency are cost and service matters: they page like the other
 # operational rules, at most as a warning.
 OPERATIONAL_METRICS = frozenset({"verbosity", "truncation", "cost_typical", "latency_typical"})
+# A judge failing on its own leaves the others to score: a warning, not a page (a jury with no
+# valid judge at all is an error of the run, on the probes-failing alert).
 
 
 def task_subject(plan: Plan, task: Task) -> Subject:
@@ -95,7 +97,7 @@ def stream_signal(plan: Plan, ctx: TaskContext, update: StreamUpdate) -> Signal 
     if spec.task_id != ctx.task.id:  # a category's pooled stream or a judge's: not one task's alert
         subject = replace(subject, task=spec.task_id, benchmark="", dashboard_url=plan.alerts.dashboard_url)
     rule = _rule(spec.metric, spec.direction)
-    impact = Impact.operational if spec.metric in OPERATIONAL_METRICS else None
+    impact = Impact.operational if spec.metric.split("[", 1)[0] in OPERATIONAL_METRICS | {"judge_failures"} else None
     if update.finding is not None:
         f = update.finding
         evidence = {**f.evidence(), "baseline": spec.baseline_mean, "severity_score": f.severity}

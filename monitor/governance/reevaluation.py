@@ -21,7 +21,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from medmon.baselines import Baseline, BaselineFigures, Canary, record_baseline
 from medmon.baselines.interval import mean_interval, wilson_interval
@@ -47,7 +47,8 @@ from medmon.probes.runner import failing_run, finish_run, probe_canaries, start_
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from medmon.db import session_scope
+from medmon.db import as_utc, session_scope
+from medmon.monitor.plan.intervals import parse_interval
 
 Progress = Callable[[int, int], None]
 
@@ -246,6 +247,31 @@ def reevaluate_pending(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Cal
         return None
     return run_reevaluation(engine, plan, ctx, now=now, change_ids=ids, settings=settings, progress=progress,
                             actor=actor)
+
+
+STALE_REEVALUATION = timedelta(hours=6)  # a 'running' re-evaluation older than this crashed: it blocks nothing
+
+
+def reevaluation_due(session: Session, plan: Plan, task_id: str, now: datetime) -> bool:
+    """Whether a detected change of the task waits and nothing holds a new re-evaluation back.
+
+    At most one re-evaluation of a task is in flight, and a new one starts no sooner than the
+    policy's ``cooldown`` after the last one started: a pool that keeps changing costs one
+    full replay per cool-down, not one per run. Changes detected meanwhile stay pending and
+    the next re-evaluation answers them all.
+    """
+    pending = [c for c in pending_changes(session, task_id) if c.source == "detected"]
+    if not pending:
+        return False
+    last = session.exec(select(Reevaluation).where(Reevaluation.task_id == task_id)
+                        .order_by(col(Reevaluation.id).desc())).first()
+    if last is None:
+        return True
+    started = as_utc(last.started_at)
+    if last.status == ReevaluationStatus.running and now - started < STALE_REEVALUATION:
+        return False
+    cooldown = parse_interval(plan.governance.controls.reevaluation.cooldown) if plan.governance is not None else None
+    return cooldown is None or now - started >= cooldown
 
 
 def auto_reevaluates(plan: Plan) -> bool:

@@ -52,32 +52,64 @@ class Owners(Section):
 class Price(Section):
     input_per_mtok: float = Field(0.0, ge=0)
     output_per_mtok: float = Field(0.0, ge=0)
+    reasoning_per_mtok: float | None = Field(None, ge=0)  # reasoning tokens, when not at the output price
 
 
 class Endpoint(Section):
-    """An OpenAI-compatible chat completions endpoint."""
+    """An OpenAI-compatible chat completions endpoint (or Azure OpenAI, ``api_style: azure``).
+
+    Secrets never live in the plan: the key comes from ``api_key_env`` (``null`` for an
+    endpoint that takes none) and secret headers from ``header_env`` (header -> variable name);
+    ``headers`` and ``query`` hold values that are not secret.
+    """
 
     name: str = "production"
     base_url: HttpUrl
     model: str
-    api_key_env: str = "OPENAI_API_KEY"
+    api_key_env: str | None = "OPENAI_API_KEY"
+    api_style: Literal["openai", "azure"] = "openai"
+    api_version: str | None = None  # Azure OpenAI's api-version query parameter
+    auth_header: Literal["bearer", "api-key", "none"] = "bearer"
+    headers: dict[str, str] = Field(default_factory=dict)
+    header_env: dict[str, str] = Field(default_factory=dict)
+    query: dict[str, str] = Field(default_factory=dict)
+    token_limit_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    cost_header: str | None = None  # e.g. LiteLLM's x-litellm-response-cost, trusted over the price table
     price: Price = Price()
     timeout_s: float = Field(30.0, gt=0)
     max_concurrency: int = Field(8, ge=1)
     max_retries: int = Field(2, ge=0)
     requests_per_minute: int | None = Field(None, ge=1)
     tokens_per_minute: int | None = Field(None, ge=1)
-    temperature: float = Field(0.0, ge=0, le=2)
+    temperature: float | None = Field(0.0, ge=0, le=2)  # null: not sent (some reasoning models reject it)
     max_tokens: int = Field(512, ge=1)
     system_prompt: str | None = None
-    breaker_failures: int = Field(5, ge=1)  # consecutive failed attempts that open the circuit breaker
+    breaker_failures: int = Field(5, ge=1)  # consecutive failed calls (after retries) that open the breaker
     breaker_cooldown_s: float = Field(30.0, gt=0)  # how long an open breaker fails calls fast
+    # Who may answer: a pool of backends (a gateway balancing deployments) is one deployment.
+    expected_models: list[str] = Field(default_factory=list)
+    fingerprints: Literal["ignore", "record", "alert"] = "record"
+    identity_window_runs: int = Field(10, ge=2)
+    identity_min_share: float = Field(0.2, gt=0, le=1)
     phi_allowed: bool = False  # in-network: may receive real patient text (judging of real traffic)
 
     @field_validator("base_url")
     @classmethod
     def _url(cls, value: str) -> str:
+        if "?" in value or "#" in value:
+            raise ValueError(f"expected a base URL without a query string, got {value!r}; put query parameters "
+                             f"under 'query' (or 'api_version' with api_style: azure)")
         return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _style(self) -> Endpoint:
+        if self.api_style == "azure" and not self.api_version:
+            raise ValueError("api_style azure needs api_version (e.g. '2024-10-21')")
+        return self
+
+    def variables(self) -> list[str]:
+        """The environment variables this endpoint reads: its key and secret headers."""
+        return ([self.api_key_env] if self.api_key_env else []) + list(self.header_env.values())
 
 
 class Jury(Section):

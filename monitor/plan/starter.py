@@ -29,8 +29,15 @@ deployment:
   price: {input_per_mtok: 2.50, output_per_mtok: 10.00}
   timeout_s: 30
   max_concurrency: 8
-  temperature: 0
+  temperature: 0                    # null sends none (some reasoning models reject it)
   max_tokens: 512
+  # token_limit_param: max_completion_tokens   # OpenAI's reasoning models
+  # api_style: azure                           # Azure OpenAI: base_url https://NAME.openai.azure.com,
+  # api_version: "2024-10-21"                  #   model = the deployment name, key sent as api-key
+  # headers: {X-Team: clinical-ai}             # extra headers; secret ones from variables:
+  # header_env: {X-Org-Token: MEDMON_ORG_TOKEN}
+  # cost_header: x-litellm-response-cost       # a gateway's own cost, trusted over the price table
+  # expected_models: [gpt-4o-2024-08-06]       # every backend a pool may answer with (no change)
 
 # Steps 2-4: each clinical task, its MedHELM benchmark, canaries, baseline and thresholds.
 tasks:

@@ -56,7 +56,8 @@ def issues_of(path: Path, engine: Engine | None = None) -> list[str]:
     return [f"{i.path}: {i.message}" for i in info.value.issues]
 
 
-def test_a_governed_plan_passes_and_parses_every_step(tmp_path: Path) -> None:
+def test_a_governed_plan_passes_and_parses_every_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEDMON_TEST_KEY", "k")  # an unset key would be a note of its own
     plan = check_plan(write(tmp_path, governed()))
     assert plan.governance is not None
     assert plan.governance.controls.max_probe_interval == {"high": "1h", "medium": "1d", "low": "7d"}
@@ -220,6 +221,7 @@ def test_unknown_governance_fields_are_named(tmp_path: Path) -> None:
 def test_the_starter_plan_passes_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEDMON_WEBHOOK_URL", "http://127.0.0.1:9/hook")
     monkeypatch.setenv("MEDMON_WEBHOOK_SECRET", "s")
+    monkeypatch.setenv("MEDMON_MODEL_API_KEY", "k")
     path = tmp_path / "plan.yaml"
     path.write_text(STARTER_PLAN.replace("sqlite:///medmon.db", f"sqlite:///{tmp_path / 'm.db'}"))
     plan = check_plan(path)

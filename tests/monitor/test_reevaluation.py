@@ -106,7 +106,9 @@ def swap(serve: Callable[..., Any], engine: Engine, db_url: str) -> Callable[...
 def test_a_model_swap_leads_to_a_reevaluation_of_the_full_canary_set(swap: Callable[..., Any], engine: Engine) -> None:
     plan, outcomes = swap()
     triggered = [o for o in outcomes if o.reevaluation_id is not None]
-    assert len(triggered) == 1 and outcomes.index(triggered[0]) == 9  # its 200th request met the new model
+    # Its 200th request met the new model: one answer of twenty is not yet a real share of
+    # traffic (a pool may serve a stray answer); the next run, all new, records the change.
+    assert len(triggered) == 1 and outcomes.index(triggered[0]) == 10
     with Session(engine) as session:
         change = session.exec(select(ChangeRecord)).one()
         row = session.get(Reevaluation, triggered[0].reevaluation_id)

@@ -185,6 +185,17 @@ def subgroup_values(task: Task, canaries: Sequence[Canary]) -> list[tuple[str, s
     return out
 
 
+def _judge_failed(name: str) -> Observe:
+    """1 when the judge gave no usable verdict on a judged answer, 0 when it did, None when not judged."""
+    def observe(r: ProbeResultBase) -> float | None:
+        outcome = getattr(r, "jury", None)
+        for verdict in getattr(outcome, "verdicts", ()):
+            if verdict.judge == name:
+                return 0.0 if verdict.valid else 1.0
+        return None
+    return observe
+
+
 def _exceedance(task_id: str, metric: str, observe: Observe) -> StreamSpec:
     """An operational stream of 0/1 exceedances (over budget, over objective) watched for a rise."""
     return StreamSpec(f"{task_id}:{metric}:rise", task_id, metric, "rise", EXCEEDANCE_NULL, 0.0, observe,
@@ -296,6 +307,13 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
     specs.append(StreamSpec(f"{t}:error_rate:rise", t, "error_rate", "rise", ERROR_NULL, 0.0,
                             lambda r: 1.0 if r.error_type else 0.0, family=OPERATIONAL,
                             params={"mu0": ERROR_NULL, "sigma2": _sigma2(ERROR_NULL), "direction": "rise"}))
+    if scorer == "jury" and plan.jury is not None:
+        for judge in plan.jury.judges:
+            specs.append(StreamSpec(f"{t}:judge_failures[{judge.name}]:rise", t, f"judge_failures[{judge.name}]",
+                                    "rise", ERROR_NULL, 0.0, _judge_failed(judge.name), family=OPERATIONAL,
+                                    params={"mu0": ERROR_NULL, "sigma2": _sigma2(ERROR_NULL), "direction": "rise"},
+                                    what=f"judge {judge.name} fails to give a usable verdict (call failed or "
+                                         "output unreadable) more often"))
     if go_live:  # cost and latency against each canary's go-live calls; the budget and SLO are rules below
         n_items = len(burn_in.items) if burn_in is not None else len(canaries)
         scale = log_cost_scale(burn_in) if burn_in is not None else None
