@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import re
+from datetime import datetime
 
 import streamlit as st
 
 from medmon.dashboards.auth import Viewer
+from medmon.monitor.plan.masking import masked_plan
 from medmon.monitor.plan.model import Plan
 
-# A route's webhook URL can carry its token (Slack, Teams): it is masked wherever the plan is shown.
-_ROUTE_URL = re.compile(r"(?<![\w])(url:\s*)([^\s,}#]+)")
+__all__ = ["auth_note", "fmt", "header", "interval", "masked_plan", "when"]
 
 
 def header(plan: Plan, viewer: Viewer, title: str) -> None:
@@ -36,10 +36,11 @@ def fmt(value: float | None, spec: str = ".2f") -> str:
     return "" if value is None else format(value, spec)
 
 
+def when(value: datetime | None) -> str:
+    """A moment as people read it: ``3 Dec 14:00 UTC``; ``never`` when unknown."""
+    return "never" if value is None else f"{value.day} {value:%b %H:%M} UTC"
+
+
 def interval(low: float | None, high: float | None) -> str:
     return "" if low is None or high is None else f"{low:.2f}–{high:.2f}"
 
-
-def masked_plan(text: str) -> str:
-    """The plan text with every route ``url:`` value masked (``base_url``/``dashboard_url`` kept)."""
-    return _ROUTE_URL.sub(lambda m: m.group(1) + "•••• (masked)", text)

@@ -2,7 +2,7 @@
 
 Pages call these with a ``Session`` and get plain dataclasses back; no page writes SQL and no
 function loads rows only to aggregate them in Python. One module per page family:
-``overview``, ``task``, ``costs``, ``jury``, ``alerts`` and ``records`` (baselines, model
+``overview``, ``task``, ``costs``, ``jury``, ``alerts``, ``incidents`` and ``records`` (baselines, model
 changes, audit log).
 """
 
@@ -25,6 +25,7 @@ from medmon.monitor.read.drift import (
     drift_reports,
     latest_drift_report_view,
 )
+from medmon.monitor.read.incidents import IncidentSignal, IncidentView, open_incidents_view, past_incidents_view
 from medmon.monitor.read.jury import (
     AgreementDay,
     JudgeDay,
@@ -68,10 +69,13 @@ from medmon.monitor.read.records import (
 )
 from medmon.monitor.read.task import (
     AnswerRow,
+    CanaryText,
     RunPoint,
     Slice,
     SliceGap,
     Verdict,
+    canary_texts,
+    data_span,
     detector_states,
     findings,
     recent_answers,
@@ -84,6 +88,7 @@ from medmon.monitor.read.task import (
 __all__ = [
     "AgreementDay",
     "AnswerRow",
+    "CanaryText",
     "ApprovedPlan",
     "AuditEntry",
     "BaselineBand",
@@ -95,6 +100,8 @@ __all__ = [
     "DriftColumn",
     "DriftReportView",
     "JudgeDay",
+    "IncidentSignal",
+    "IncidentView",
     "OpenAlert",
     "PooledStream",
     "ReevaluationRow",
@@ -115,7 +122,9 @@ __all__ = [
     "audit_log",
     "baseline_band",
     "baselines_by_taxonomy",
+    "canary_texts",
     "category_streams",
+    "data_span",
     "change_history",
     "cost_by_day",
     "cost_by_task",
@@ -129,6 +138,8 @@ __all__ = [
     "judge_series",
     "latest_drift_report_view",
     "open_alerts_view",
+    "open_incidents_view",
+    "past_incidents_view",
     "past_alerts",
     "recent_answers",
     "recent_estimate",

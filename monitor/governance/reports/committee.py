@@ -18,7 +18,8 @@ from typing import Any
 from sqlalchemy import case, or_
 from sqlmodel import Session, col, func, select
 
-from medmon.alerts.models import Alert, AlertEvent, Silence
+from medmon.alerts import incident_title
+from medmon.alerts.models import Alert, AlertEvent, Incident, Silence
 from medmon.baselines import Baseline
 from medmon.baselines.interval import mean_interval, wilson_interval
 from medmon.monitor.governance.audit import AuditKind, list_events, verify
@@ -30,6 +31,7 @@ from medmon.monitor.plan.model import Plan
 from medmon.monitor.governance.reevaluation import judge, list_reevaluations
 from medmon.monitor.governance.reports.limitations import known_limitations
 from medmon.monitor.governance.reports.period import Period
+from medmon.monitor.governance.reports.recommendation import Recommendation, RecommendationRules, TaskFacts, recommend
 from medmon.monitor.governance.reports.svg import score_chart
 from medmon.db import as_utc
 from medmon.probes.models import JudgeCall, ProbeResult, ProbeRun
@@ -37,6 +39,7 @@ from medmon.probes.models import JudgeCall, ProbeResult, ProbeRun
 MONITORING = "monitoring"
 REEVALUATION = "reevaluation"
 MAX_POINTS = 400
+RECENT_WINDOW = 200  # answers: the dashboard's "score now" (medmon.monitor.read.overview.RECENT_WINDOW)
 HUMAN_KINDS = (AuditKind.alert_acknowledged, AuditKind.alert_resolved, AuditKind.alert_silenced,
                AuditKind.alert_unsilenced, AuditKind.baseline_approved, AuditKind.change_declared,
                AuditKind.plan_change, AuditKind.threshold_change, AuditKind.baseline_import)
@@ -86,6 +89,24 @@ class AlertRow:
 
 
 @dataclass
+class IncidentRow:
+    """One incident active in the period: one task, one cause, its signals, and who handled it."""
+
+    id: int
+    task: str
+    cause: str
+    title: str
+    severity: str
+    summary: str
+    opened_at: datetime
+    closed_at: datetime | None
+    signals: int
+    acknowledged_by: str | None
+    resolved_by: str | None
+    resolve_reason: str | None
+
+
+@dataclass
 class CostRow:
     task: str
     purpose: str
@@ -116,6 +137,8 @@ class CommitteeReport:
     audit: dict[str, Any]
     plan_record: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)
+    incidents: list[IncidentRow] = field(default_factory=list)
+    recommendations: list[Recommendation] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         """The report's figures as JSON-ready data (``medmon report --json``)."""
@@ -130,6 +153,11 @@ class CommitteeReport:
                        "resolved": sum(1 for a in self.alerts if a.ends_at is not None),
                        "items": [{"id": a.id, "task": a.task, "rule": a.rule, "severity": a.severity,
                                   "status": a.status, "handling": a.handling} for a in self.alerts]},
+            "recommendations": [{"task": r.task, "action": r.action, "reasons": list(r.reasons)}
+                                for r in self.recommendations],
+            "incidents": [{"id": i.id, "task": i.task, "cause": i.cause, "severity": i.severity,
+                           "opened_at": i.opened_at.isoformat(), "closed": i.closed_at is not None,
+                           "signals": i.signals} for i in self.incidents],
             "model_changes": len(self.changes),
             "reevaluations": self.reevaluations,
             "cost": {"production_usd": production,
@@ -258,6 +286,50 @@ def _alerts(session: Session, period: Period) -> list[AlertRow]:
     return rows
 
 
+def _incidents(session: Session, period: Period) -> list[IncidentRow]:
+    rows = session.exec(select(Incident).where(col(Incident.opened_at) < period.end,
+                                               or_(col(Incident.closed_at).is_(None),
+                                                   col(Incident.closed_at) >= period.start))
+                        .order_by(col(Incident.opened_at), col(Incident.id))).all()
+    counts = dict(session.exec(select(Alert.incident_id, func.count()).where(
+        col(Alert.incident_id).in_([i.id for i in rows])).group_by(Alert.incident_id)).all()) if rows else {}
+    return [IncidentRow(i.id or 0, i.task_id, i.cause, incident_title(i), i.severity.value, i.summary,
+                        as_utc(i.opened_at), as_utc(i.closed_at) if i.closed_at and as_utc(i.closed_at) < period.end
+                        else None, int(counts.get(i.id, 0)), i.acknowledged_by, i.resolved_by, i.resolve_reason)
+            for i in rows]
+
+
+def _at_end(session: Session, task_id: str, period: Period) -> tuple[float, float, float, int] | None:
+    """The task's latest RECENT_WINDOW scored monitoring answers before the period's end: where it
+    stands when the committee decides, which a month's mean dilutes with the weeks before a drop."""
+    score = col(ProbeResult.score)
+    recent = (select(ProbeResult.score).join(ProbeRun, col(ProbeRun.id) == col(ProbeResult.run_id))
+              .where(ProbeResult.task_id == task_id, score.is_not(None), _monitoring(),
+                     col(ProbeResult.created_at) >= period.start, col(ProbeResult.created_at) < period.end)
+              .order_by(col(ProbeResult.id).desc()).limit(RECENT_WINDOW).subquery())
+    n, total, total2, non_binary = session.exec(select(
+        func.count(recent.c.score), func.sum(recent.c.score), func.sum(recent.c.score * recent.c.score),
+        func.sum(case((recent.c.score.in_([0.0, 1.0]), 0), else_=1)))).one()
+    if not n:
+        return None
+    mean, lo, hi = _interval(int(n), float(total), float(total2), not non_binary)
+    return mean, lo, hi, int(n)
+
+
+def _recommendations(session: Session, plan: Plan, period: Period, tasks: list[TaskEvidence],
+                     incidents: list[IncidentRow], changes: list[dict[str, Any]]) -> list[Recommendation]:
+    """Each task's recommendation by the plan's rules (the defaults when the plan sets none)."""
+    rules = plan.governance.controls.recommendation if plan.governance else RecommendationRules()
+    facts = []
+    for t in tasks:
+        still_open = [i for i in incidents if i.task == t.task and i.closed_at is None]
+        facts.append(TaskFacts(t.task, t.n, t.estimate, t.ci_low, t.ci_high, t.min_score, t.passed, t.conclusive,
+                               t.drift_findings, tuple(i.title for i in still_open),
+                               tuple(i.cause for i in still_open), sum(1 for c in changes if c["task"] == t.task),
+                               _at_end(session, t.task, period)))
+    return recommend(facts, rules)
+
+
 def _silences(session: Session, period: Period) -> list[dict[str, Any]]:
     rows = session.exec(select(Silence).where(col(Silence.starts_at) < period.end, col(Silence.ends_at) > period.start)
                         .order_by(col(Silence.starts_at))).all()
@@ -336,8 +408,11 @@ def build_committee_report(session: Session, plan: Plan, period: Period, *, now:
         notes.append("No plan is recorded in the audit log for this period; the plan shown is the current file.")
         record = {"seq": None, "hash": None, "at": None, "actor": None, "sha256": None, "text": plan_text or "",
                   "source": "current file"}
+    tasks = _task_evidence(session, plan, period)
+    incidents = _incidents(session, period)
     return CommitteeReport(
-        plan=plan, period=period, generated_at=now, tasks=_task_evidence(session, plan, period),
+        plan=plan, period=period, generated_at=now, tasks=tasks, incidents=incidents,
+        recommendations=_recommendations(session, plan, period, tasks, incidents, changes),
         alerts=_alerts(session, period), silences=_silences(session, period), identities=identities,
         changes=changes, reevaluations=reevaluations, costs=_costs(session, period), judge_cost_usd=judge_usd,
         judge_calls=judge_calls, limitations=known_limitations(plan), decisions=decisions,
