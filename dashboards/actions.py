@@ -8,13 +8,12 @@ outbox rows and the audit entry are stored together or not at all. ``alerts`` ma
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
-
-from collections.abc import Sequence
 
 from medmon.alerts import (
     Alert,
@@ -74,19 +73,27 @@ def _incidents(ids: Sequence[int]) -> list[int]:
     return chosen
 
 
+def _on_incidents(engine: Engine, viewer: Viewer, incident_ids: Sequence[int], kind: AuditKind,
+                  act: Callable[[Session, int], Incident], details: dict[str, Any], now: datetime) -> list[Incident]:
+    """Apply ``act`` to each incident and audit it, in one transaction: all or nothing."""
+    with session_scope(engine) as session:
+        out = []
+        for incident_id in _incidents(incident_ids):
+            incident = act(session, incident_id)
+            _record_incident(session, kind, viewer, incident, details, now)
+            out.append(incident)
+    return out
+
+
 def acknowledge_incidents(engine: Engine, plan: Plan, viewer: Viewer, incident_ids: Sequence[int], note: str,
                           now: datetime) -> list[Incident]:
     """Take ownership of incidents with one note: every firing member of each is acknowledged, the
     routes hear it once per incident, and each is audited; all or nothing."""
     note = _check(viewer, note, "acknowledge", "an incident")
     policy = notify_policy(plan)
-    with session_scope(engine) as session:
-        out = []
-        for incident_id in _incidents(incident_ids):
-            incident = acknowledge_incident(session, incident_id, viewer.actor, note, now, routes=policy)
-            _record_incident(session, AuditKind.alert_acknowledged, viewer, incident, {"note": note}, now)
-            out.append(incident)
-    return out
+    return _on_incidents(engine, viewer, incident_ids, AuditKind.alert_acknowledged,
+                         lambda s, i: acknowledge_incident(s, i, viewer.actor, note, now, routes=policy),
+                         {"note": note}, now)
 
 
 def resolve_incidents(engine: Engine, plan: Plan, viewer: Viewer, incident_ids: Sequence[int], reason: str,
@@ -94,13 +101,9 @@ def resolve_incidents(engine: Engine, plan: Plan, viewer: Viewer, incident_ids: 
     """Resolve incidents with one reason: every open member resolves; all or nothing."""
     reason = _check(viewer, reason, "resolve", "an incident")
     policy = notify_policy(plan)
-    with session_scope(engine) as session:
-        out = []
-        for incident_id in _incidents(incident_ids):
-            incident = resolve_incident(session, incident_id, viewer.actor, reason, now, routes=policy)
-            _record_incident(session, AuditKind.alert_resolved, viewer, incident, {"reason": reason}, now)
-            out.append(incident)
-    return out
+    return _on_incidents(engine, viewer, incident_ids, AuditKind.alert_resolved,
+                         lambda s, i: resolve_incident(s, i, viewer.actor, reason, now, routes=policy),
+                         {"reason": reason}, now)
 
 
 def silence_incidents(engine: Engine, viewer: Viewer, incident_ids: Sequence[int], reason: str, duration: timedelta,

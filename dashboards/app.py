@@ -22,7 +22,7 @@ with st.sidebar:
         st.button("Sign out", on_click=st.logout, key="logout")
 st.navigation([
     st.Page("views/overview.py", title="Overview", url_path="overview", default=True),
-    st.Page("views/task.py", title="Task detail", url_path="task"),
+    st.Page("views/task.py", title="Task", url_path="task"),
     st.Page("views/alerts.py", title="Alerts", url_path="alerts"),
     st.Page("views/costs.py", title="Cost and latency", url_path="costs"),
     st.Page("views/jury.py", title="Jury", url_path="jury"),

@@ -34,7 +34,10 @@ header(plan, viewer, "Alerts")
 
 
 def task_link(task: str, at: datetime | None) -> str:
-    """The task page at the moment an incident fired (relative, so it works behind any address)."""
+    """The task page at the moment an incident fired (relative, so it works behind any address);
+    a category's pooled detector or a judge has no task page: the overview shows them."""
+    if task not in {t.id for t in plan.tasks}:
+        return "./"
     query = {"task": task} | ({"at": at.isoformat(timespec="minutes")} if at is not None else {})
     return f"./task?{urlencode(query)}"
 
@@ -79,6 +82,23 @@ else:
             st.success(f"{what} silenced for {silence_for} by {viewer.actor}.")
     except (NotAllowed, ValueError, LookupError) as exc:
         st.error(str(exc))
+
+
+if viewer.can_act:
+    with st.form("silence_form"):
+        st.markdown("**Silence by labels**: every alert whose labels match all the matchers, e.g. "
+                    "`task=knowledge-qa, cause=cost` or `cause=~cost|latency` (labels: deployment, task, cause, "
+                    "rule, metric, severity; `=`, `!=`, `=~`, `!~`).")
+        matchers = st.text_input("Matchers", key="silence_matchers")
+        m1, m2 = st.columns([3, 1])
+        why = m1.text_input("Reason", key="silence_reason")
+        span = m2.selectbox("For", list(SILENCE_FOR), index=1, key="silence_span")
+        if st.form_submit_button("Create silence"):
+            try:
+                made = silence_matching(engine, viewer, matchers, why, SILENCE_FOR[span], utcnow())
+                st.success(f"Silence #{made.id} until {when(made.ends_at)} by {viewer.actor}.")
+            except (NotAllowed, ValueError) as exc:
+                st.error(str(exc))
 
 
 @st.fragment(run_every=refresh_every())
@@ -140,22 +160,6 @@ def lists() -> None:
 
 
 lists()
-
-if viewer.can_act:
-    with st.form("silence_form"):
-        st.markdown("**Silence by labels**: every alert whose labels match all the matchers, e.g. "
-                    "`task=knowledge-qa, cause=cost` or `cause=~cost|latency` (labels: deployment, task, cause, "
-                    "rule, metric, severity; `=`, `!=`, `=~`, `!~`).")
-        matchers = st.text_input("Matchers", key="silence_matchers")
-        m1, m2 = st.columns([3, 1])
-        why = m1.text_input("Reason", key="silence_reason")
-        span = m2.selectbox("For", list(SILENCE_FOR), index=1, key="silence_span")
-        if st.form_submit_button("Create silence"):
-            try:
-                made = silence_matching(engine, viewer, matchers, why, SILENCE_FOR[span], utcnow())
-                st.success(f"Silence #{made.id} until {when(made.ends_at)} by {viewer.actor}.")
-            except (NotAllowed, ValueError) as exc:
-                st.error(str(exc))
 
 with Session(engine) as session:
     dead_now = dead_letter_list(session)

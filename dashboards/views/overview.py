@@ -76,7 +76,13 @@ def overview() -> None:
                "minimum; watching while evidence builds up or an incident is open; no data yet before the first "
                "probe. Score now: the latest 200 answers; at approval: the baseline evidence.")
     for r in rows[:12]:
-        st.page_link("views/task.py", label=f"{r.task}: {r.status} — open the task", query_params={"task": r.task})
+        if r.reasons and r.status != "ok":
+            with st.container(border=True):
+                st.markdown(f"**{r.task}: {r.status}**, owner {r.owner}\n\n" + "\n".join(f"- {x}" for x in r.reasons))
+                st.page_link("views/task.py", label="Open the task: what to do, charts, answers",
+                             query_params={"task": r.task})
+        else:
+            st.page_link("views/task.py", label=f"{r.task}: {r.status} — open the task", query_params={"task": r.task})
     if pooled:
         st.subheader("Category detectors")
         st.caption("Each pools the tasks of one MedHELM category, so a small drop shared by several tasks shows.")

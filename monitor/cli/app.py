@@ -171,7 +171,26 @@ def dashboard(plan_path: PlanArg, port: Annotated[int, typer.Option(help="Port o
     env = os.environ | {"MEDMON_PLAN": str(plan_path.resolve()), "MEDMON_DATABASE_URL": resolve_url(plan.storage.url),
                         "DO_NOT_TRACK": "1"}
     out.print(f"dashboard: http://127.0.0.1:{port}  (unauthenticated, bound to 127.0.0.1)")
-    raise typer.Exit(subprocess.call(dashboard_command(port), env=env))
+    raise typer.Exit(run_forwarding_signals(dashboard_command(port), env))
+
+
+def run_forwarding_signals(cmd: list[str], env: dict[str, str]) -> int:
+    """Run ``cmd`` and hand it SIGTERM and SIGINT: stopping medmon stops what it started, and medmon
+    exits with the child's code (a service manager then sees the dashboard's own exit)."""
+    import signal
+
+    child = subprocess.Popen(cmd, env=env)
+
+    def forward(signum: int, _frame: object) -> None:
+        if child.poll() is None:
+            child.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return child.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @app.command()

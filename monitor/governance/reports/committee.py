@@ -317,7 +317,8 @@ def _at_end(session: Session, task_id: str, period: Period) -> tuple[float, floa
 
 
 def _recommendations(session: Session, plan: Plan, period: Period, tasks: list[TaskEvidence],
-                     incidents: list[IncidentRow], changes: list[dict[str, Any]]) -> list[Recommendation]:
+                     incidents: list[IncidentRow], alerts: list[AlertRow], changes: list[dict[str, Any]]
+                     ) -> list[Recommendation]:
     """Each task's recommendation by the plan's rules (the defaults when the plan sets none)."""
     rules = plan.governance.controls.recommendation if plan.governance else RecommendationRules()
     facts = []
@@ -326,7 +327,9 @@ def _recommendations(session: Session, plan: Plan, period: Period, tasks: list[T
         facts.append(TaskFacts(t.task, t.n, t.estimate, t.ci_low, t.ci_high, t.min_score, t.passed, t.conclusive,
                                t.drift_findings, tuple(i.title for i in still_open),
                                tuple(i.cause for i in still_open), sum(1 for c in changes if c["task"] == t.task),
-                               _at_end(session, t.task, period)))
+                               _at_end(session, t.task, period),
+                               any(a.task == t.task and a.rule == "below_minimum" and a.ends_at is None
+                                   for a in alerts)))
     return recommend(facts, rules)
 
 
@@ -410,10 +413,11 @@ def build_committee_report(session: Session, plan: Plan, period: Period, *, now:
                   "source": "current file"}
     tasks = _task_evidence(session, plan, period)
     incidents = _incidents(session, period)
+    alerts = _alerts(session, period)
     return CommitteeReport(
         plan=plan, period=period, generated_at=now, tasks=tasks, incidents=incidents,
-        recommendations=_recommendations(session, plan, period, tasks, incidents, changes),
-        alerts=_alerts(session, period), silences=_silences(session, period), identities=identities,
+        recommendations=_recommendations(session, plan, period, tasks, incidents, alerts, changes),
+        alerts=alerts, silences=_silences(session, period), identities=identities,
         changes=changes, reevaluations=reevaluations, costs=_costs(session, period), judge_cost_usd=judge_usd,
         judge_calls=judge_calls, limitations=known_limitations(plan), decisions=decisions,
         audit={"ok": check.ok, "entries": check.entries, "head_seq": check.head_seq, "head_hash": check.head_hash,

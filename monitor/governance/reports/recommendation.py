@@ -35,6 +35,7 @@ class TaskFacts:
     open_causes: tuple[str, ...]
     model_changes: int
     at_end: tuple[float, float, float, int] | None = None  # the latest answers' mean, 95% CI and n
+    minimum_alarm_open: bool = False  # the approval-minimum rule fired and has not cleared by the period's end
 
 
 @dataclass(frozen=True)
@@ -49,10 +50,12 @@ def conditions(f: TaskFacts) -> dict[str, str]:
     held: dict[str, str] = {}
     if f.n == 0 or f.estimate is None:
         held["no_data"] = "no scored answer in the period"
-    if f.at_end is not None and f.at_end[2] < f.min_score:
+    # As the approval-minimum rule reads it: below once the whole interval is, until the estimate is back.
+    if f.at_end is not None and (f.at_end[2] < f.min_score or (f.minimum_alarm_open and f.at_end[0] < f.min_score)):
         mean, low, high, n = f.at_end
         held["below_minimum"] = (f"at the end of the period the score {mean:.2f} ({low:.2f}-{high:.2f}, latest {n} "
-                                 f"answers) is below the approved minimum {f.min_score:.2f}")
+                                 f"answers) is below the approved minimum {f.min_score:.2f}"
+                                 + ("" if high < f.min_score else "; the approval-minimum alert has not cleared"))
     elif f.ci_high is not None and f.estimate is not None and f.ci_high < f.min_score:
         held["below_minimum"] = (f"the period's score {f.estimate:.2f} ({f.ci_low:.2f}-{f.ci_high:.2f}) is below the "
                                  f"approved minimum {f.min_score:.2f}")
