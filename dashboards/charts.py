@@ -111,7 +111,8 @@ def cost_latency_chart(points: Sequence[RunPoint], *, budget: float | None, slo:
     latencies = [p.latency_max for p in points if p.latency_max is not None] + ([slo] if slo else [])
     fig.update_layout(yaxis={"title": "USD per call", "rangemode": "tozero", "tickformat": ".4~f"},
                       yaxis2={"title": "seconds", "overlaying": "y", "side": "right", "rangemode": "tozero",
-                              "range": [0, max(latencies, default=1.0) * 1.1], "showgrid": False})
+                              "range": [0, max(latencies, default=1.0) * 1.1], "showgrid": False,
+                              "tickmode": "auto", "nticks": 6, "tickformat": ".3~g"})
     return fig
 
 

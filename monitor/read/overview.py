@@ -122,7 +122,7 @@ def _stream_sentences(cause: str, streams: list[Stream], task: Task) -> list[str
         text = ("A drift detector found the score below its go-live reference" if whole
                 else "A drift detector found the score below its go-live reference in some subgroups")
         if whole and groups:
-            text += f", in every subgroup it checks alike ({len(groups)} fell with the whole)"
+            text += f", and in {len(groups)} subgroup{'s' if len(groups) != 1 else ''} with it"
         return [text]
     if cause == "subgroup_gap":
         return [f"The {s.metric[4:-1]} subgroup fell further behind the rest than at approval" for s in streams]

@@ -112,7 +112,10 @@ def test_every_page_renders_in_chromium_and_is_screenshot(database: str, seeded:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             for name, path in PAGES.items():
                 page.goto(f"{dashboard.url}{path}")
-                settle(page)
+                try:
+                    settle(page, timeout_ms=90_000)  # the first page of a cold server can be slow on a busy machine
+                except Exception as exc:
+                    raise AssertionError(f"the {name} page did not settle: {page.inner_text('body')[:2000]}") from exc
                 assert page.locator('[data-testid="stException"]').count() == 0, f"{name}: {page.inner_text('body')}"
                 assert page.locator('[data-testid="stMain"] h1').count() >= 1, name
                 shots[name] = tmp_path / f"{name}.png"
