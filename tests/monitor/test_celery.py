@@ -113,9 +113,10 @@ def test_medmon_serve_enqueues_and_medmon_worker_processes_execute(broker: str, 
         wait_for(lambda: len([r for r in runs(db) if r.status == RunStatus.complete]) >= 3, 60,
                  what="probes executed by the worker")
     finally:
-        assert scheduler.stop() == 0, scheduler.text()
+        stopped = scheduler.stop()
         worker.stop(timeout=30)
-        worker.kill()
+        worker.kill()  # even when the service failed: no worker is left consuming after the test
+    assert stopped == 0, scheduler.text()
     serve_pid, worker_pid = scheduler.proc.pid, worker.proc.pid
     claimers = {s.claimed_by.rsplit(":", 1)[1] for s in slots(db)}
     assert claimers == {str(worker_pid)}, f"probes ran in {claimers}, not in the worker {worker_pid} (serve {serve_pid})"
