@@ -41,10 +41,6 @@ def _lead_order(a: Alert) -> tuple[int, int, datetime, int]:
     return (_RANK[a.severity], lifecycle_status(a) is AlertStatus.resolved, as_utc(a.starts_at), a.id or 0)
 
 
-def incident_key(alert: Alert) -> str:
-    return alert.group_key
-
-
 def attach(session: Session, alerts: Iterable[Alert | None], now: datetime) -> set[int]:
     """Put each open alert that has no open incident into its task's open incident for its cause.
 
