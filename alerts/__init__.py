@@ -65,6 +65,7 @@ from medmon.alerts.silences import (
     silence_incident,
 )
 from medmon.alerts.status import lifecycle_status, status_of
+from medmon.alerts.wakeup import OUTBOX, OutboxListener, announce
 
 __all__ = [
     "Alert",
@@ -87,6 +88,8 @@ __all__ = [
     "NotifyLog",
     "NotifyPolicy",
     "NotifyReason",
+    "OUTBOX",
+    "OutboxListener",
     "PermanentDeliveryError",
     "RetryableDeliveryError",
     "RouteSpec",
@@ -100,6 +103,7 @@ __all__ = [
     "acknowledge_incident",
     "active_silences",
     "alert_history",
+    "announce",
     "apply_signal",
     "apply_signals",
     "beat",

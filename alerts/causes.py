@@ -88,6 +88,10 @@ _RULES = {
     "probes_failing": Cause.availability, "stale": Cause.availability, "heartbeat": Cause.availability,
     "jury_disagreement": Cause.jury, "judge_drift": Cause.jury,
     "model_change": Cause.model_change,
+    # the deployed application's own calls (OpenTelemetry traffic)
+    "traffic_cost_rise": Cause.cost, "traffic_latency_rise": Cause.latency, "traffic_length_rise": Cause.output,
+    "traffic_errors": Cause.availability, "traffic_truncation": Cause.output, "traffic_refusals": Cause.output,
+    "traffic_judged_drop": Cause.accuracy, "traffic_jury_disagreement": Cause.jury,
 }
 _METRICS = {
     "score": Cause.accuracy, "pooled_score": Cause.accuracy, "reevaluation": Cause.accuracy,

@@ -24,6 +24,7 @@ from medmon.alerts.policy import NotifyPolicy, RouteSpec
 from medmon.alerts.signal import GROUP_LABELS
 from medmon.alerts.silences import active_silences
 from medmon.alerts.status import lifecycle_status, silenced_by
+from medmon.alerts.wakeup import announce
 from medmon.db import as_utc
 
 _RANK = {Severity.critical: 0, Severity.warning: 1, Severity.info: 2}
@@ -164,6 +165,7 @@ def _enqueue(session: Session, policy: NotifyPolicy, route: RouteSpec, key: str,
                        idempotency_key=f"medmon-{digest}-{route.name}-{log.sequence}-{int(now.timestamp() * 1e6)}",
                        alert_count=len(shown), payload=body, next_attempt_at=now, created_at=now)
     session.add(row)
+    announce(session)  # the delivery worker wakes when this commits, not at its next tick
     for a in listed:
         a.last_notified_at = now
         session.add(a)

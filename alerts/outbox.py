@@ -20,6 +20,7 @@ from sqlmodel import Session, col, select
 from medmon.alerts.channels.base import Channel
 from medmon.alerts.errors import PermanentDeliveryError, RetryableDeliveryError
 from medmon.alerts.models import Notification, NotificationStatus
+from medmon.alerts.wakeup import announce
 from medmon.db import as_utc
 
 
@@ -166,6 +167,7 @@ def requeue(session: Session, notification_id: int, actor: str, note: str, now: 
     row.status, row.attempts, row.next_attempt_at = NotificationStatus.pending, 0, now
     row.requeued_by, row.requeued_at, row.requeue_note = actor, now, note
     session.add(row)
+    announce(session)
     return row
 
 

@@ -95,9 +95,13 @@ def _jury_floor(metric: MainMetric, value: float, scores: dict[str, list[float]]
     return MainMetric(metric.name, metric.split, 0.0, metric.scale_max, metric.jury, metric.rule)
 
 
-def read_run(run_dir: Path, *, suite: str = "", run_spec: dict[str, Any] | None = None) -> RunEvidence:
-    """Read one run directory into figures and a canary pack; errors name the file and key."""
-    source_files = run_source_files(run_dir)
+def read_run(run_dir: Path, *, suite: str = "", run_spec: dict[str, Any] | None = None,
+             source_files: dict[str, str] | None = None) -> RunEvidence:
+    """Read one run directory into figures and a canary pack; errors name the file and key.
+
+    ``source_files`` are the run's file digests when the caller has already hashed them.
+    """
+    source_files = source_files if source_files is not None else run_source_files(run_dir)
     spec = run_spec if run_spec is not None else read_run_spec(run_dir)
     spec_file, stats_file = run_dir / "run_spec.json", run_dir / "stats.json"
     scenario_path = run_dir / "scenario.json"

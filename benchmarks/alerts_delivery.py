@@ -1,11 +1,16 @@
 """Benchmark: alert delivery through the outbox to a local webhook receiver on 127.0.0.1.
 
-Three figures, each with a delivery worker in its own process (``--worker``, the real outbox
-and the real clock) and the signed-webhook receiver (``medmon.alerts.receiver``) in this process:
+Three figures, each with a delivery worker (``--worker``, the real outbox and the real clock) and
+the signed-webhook receiver (``medmon.alerts.receiver``) in this process:
 
 1. throughput: notifications delivered per second, draining a full outbox (many groups);
-2. latency: time from a finding (the alert change committed) to the webhook received, with
-   the worker polling every second like the service's scheduler, and polling fast;
+2. latency: time from a finding (the alert change committed) to the webhook received, findings
+   arriving at random moments, with the service's delivery path (the delivery job on a 1 s
+   APScheduler tick, run at once by ``DeliveryWaker`` when a notification is written): in the
+   same process on SQLite (how ``medmon serve`` runs), and in another process on PostgreSQL
+   (woken by ``LISTEN/NOTIFY``, as with Celery workers); beside them the tick alone across
+   processes on SQLite (what every case was before, and still SQLite's cross-process case), and
+   the floor: rendering, signing and POSTing one webhook;
 3. robustness: a 10,000-alert burst in one simulated minute, grouped per task; the receiver is
    down for a while (connections refused), comes back, the worker is killed with SIGKILL
    mid-delivery and restarted. Delivered must equal what the outbox holds, with every
@@ -13,8 +18,9 @@ and the real clock) and the signed-webhook receiver (``medmon.alerts.receiver``)
 
 Usage::
 
-    .venv/bin/python benchmarks/alerts_delivery.py [--notifications 3000] [--latency-samples 30]
+    .venv/bin/python benchmarks/alerts_delivery.py [--notifications 3000] [--latency-samples 60]
                                                    [--burst 10000] [--down-s 5] [--seed 0]
+                                                   [--postgres URL] [--only-latency]
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -56,10 +63,14 @@ from medmon.alerts import (  # noqa: E402
     flush,
     pending_count,
 )
+from apscheduler.schedulers.background import BackgroundScheduler  # noqa: E402
+from apscheduler.triggers.interval import IntervalTrigger  # noqa: E402
+
 from medmon.alerts.channels import WebhookConfig  # noqa: E402
 from medmon.alerts.receiver import ReceiverState, create_receiver  # noqa: E402
 from medmon.db import utcnow  # noqa: E402
 from medmon.monitor.storage import make_engine  # noqa: E402
+from medmon.monitor.service.delivery import DeliveryWaker, deliver_until_quiet  # noqa: E402
 from medmon.monitor.service.webserver import RunningServer, serve_in_thread  # noqa: E402
 
 SECRET_ENV = "MEDMON_BENCH_WEBHOOK_SECRET"
@@ -77,13 +88,32 @@ def signal_for(task: str, metric: str, firing: bool) -> Signal:
 
 # --- the worker process -------------------------------------------------------------------------
 
-def worker_main(database: str, url: str, every_s: float, drain: bool) -> int:
-    """Deliver with the real clock; with ``drain``, exit once the outbox is empty."""
+def worker_main(database: str, url: str, every_s: float, drain: bool, wake: bool = False,
+                stop: threading.Event | None = None) -> int:
+    """Deliver with the real clock; with ``drain``, exit once the outbox is empty.
+
+    With ``wake`` the worker is the service's: the delivery job on an APScheduler tick of
+    ``every_s``, run at once by ``DeliveryWaker`` when a notification is written (in this
+    process, or in another on PostgreSQL through ``LISTEN``). Without it, a plain loop polls the
+    outbox every ``every_s`` (the tick alone, as before).
+    """
     engine = make_engine(database, create=False)
     channel = WebhookChannel(WebhookConfig(name="hook", url=SecretStr(url), secret=SecretStr(os.environ[SECRET_ENV])))
     policy = DeliveryPolicy(base_delay_s=0.2, max_delay_s=2.0, rng=random.Random(1))
-    tick = threading.Event()
-    while True:
+    if wake:
+        scheduler = BackgroundScheduler(timezone="UTC", job_defaults={"coalesce": True, "max_instances": 1})
+        waker = DeliveryWaker(scheduler, engine)
+        scheduler.add_job(lambda: deliver_until_quiet(lambda: deliver_due(engine, {"hook": channel}, utcnow, policy),
+                                                      waker.busy),
+                          IntervalTrigger(seconds=every_s), id="deliver", misfire_grace_time=5)
+        scheduler.start()
+        waker.start()
+        (stop or threading.Event()).wait()
+        scheduler.shutdown(wait=False)
+        waker.stop()
+        return 0
+    tick = stop or threading.Event()
+    while not tick.is_set():
         report = deliver_due(engine, {"hook": channel}, utcnow, policy)
         if drain:
             with Session(engine) as session:
@@ -91,11 +121,14 @@ def worker_main(database: str, url: str, every_s: float, drain: bool) -> int:
                     return 0
         if not drain or report.delivered == 0:
             tick.wait(every_s)
+    return 0
 
 
-def start_worker(db_url: str, url: str, *, every_s: float = 0.05, drain: bool = True) -> subprocess.Popen[bytes]:
+def start_worker(db_url: str, url: str, *, every_s: float = 0.05, drain: bool = True,
+                 wake: bool = False) -> subprocess.Popen[bytes]:
     args = [sys.executable, str(Path(__file__).resolve()), "--worker", db_url, url, str(every_s)]
-    return subprocess.Popen(args + (["--drain"] if drain else []), cwd=ROOT, env={**os.environ, SECRET_ENV: SECRET})
+    args += (["--drain"] if drain else []) + (["--wake"] if wake else [])
+    return subprocess.Popen(args, cwd=ROOT, env={**os.environ, SECRET_ENV: SECRET})
 
 
 # --- helpers -------------------------------------------------------------------------------------
@@ -162,34 +195,93 @@ def throughput(workdir: Path, notifications: int) -> dict[str, float]:
             "per_second": (expected - 1) / span if span > 0 else float("nan"), "wall_s_with_start": wall}
 
 
-def latency(workdir: Path, samples: int, every_s: float, rng: random.Random) -> dict[str, float]:
-    db_url = f"sqlite:///{workdir / f'latency-{every_s}.db'}"
+def _percentiles(out: list[float]) -> dict[str, float]:
+    out = sorted(out)
+    return {"samples": len(out), "p50_ms": round(1000 * statistics.median(out), 1),
+            "p95_ms": round(1000 * out[int(0.95 * (len(out) - 1))], 1), "max_ms": round(1000 * out[-1], 1)}
+
+
+def _time_findings(engine: Engine, state: ReceiverState, samples: int, spread_s: float,
+                   rng: random.Random) -> list[float]:
+    """Commit a finding at a random moment ``samples`` times; seconds until each webhook arrived."""
+    with Session(engine) as s:  # warm-up: the worker has started once this arrives
+        apply_signal(s, signal_for("warm-up", "score", True), POLICY, utcnow())
+        s.commit()
+    wait_for(lambda: len(state.received) == 1, 60, "the warm-up notification")
+    out = []
+    for i in range(samples):
+        time.sleep(rng.uniform(0, spread_s))  # random arrivals, whatever phase the worker's tick is in
+        with Session(engine) as s:
+            found = time.time()
+            apply_signal(s, signal_for(f"lat-{i:04d}", "score", True), POLICY, utcnow())
+            s.commit()
+        wait_for(lambda n=i + 1: len(state.received) > n, 30, f"sample {i}")
+        out.append(state.received[i + 1].received_at - found)
+    return out
+
+
+def latency(db_url: str, samples: int, every_s: float, rng: random.Random, *, wake: bool,
+            in_process: bool = False) -> dict[str, float]:
+    """Finding to webhook received, the worker in its own process or (``in_process``) in this one."""
     engine = make_engine(db_url)
     app = create_receiver(SECRET)
     state: ReceiverState = app.state.receiver
     server = serve_in_thread(app)
-    proc = start_worker(db_url, f"{server.url}/alerts", every_s=every_s, drain=False)
+    target = f"{server.url}/alerts"
+    stop = threading.Event()
+    if in_process:
+        os.environ[SECRET_ENV] = SECRET
+        worker = threading.Thread(target=worker_main, args=(db_url, target, every_s, False, True, stop), daemon=True)
+        worker.start()
+    else:
+        proc = start_worker(db_url, target, every_s=every_s, drain=False, wake=wake)
+    try:
+        out = _time_findings(engine, state, samples, 2 * every_s, rng)
+    finally:
+        if in_process:
+            stop.set()
+            worker.join(10)
+        else:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(10)
+        server.stop()
+    return _percentiles(out)
+
+
+def send_floor(workdir: Path, samples: int) -> dict[str, float]:
+    """The floor: rendering, signing and POSTing one webhook to the local receiver, nothing else."""
+    server = serve_in_thread(create_receiver(SECRET))
+    channel = WebhookChannel(WebhookConfig(name="hook", url=SecretStr(f"{server.url}/alerts"),
+                                           secret=SecretStr(SECRET)))
+    engine = make_engine(f"sqlite:///{workdir / 'floor.db'}")
+    with Session(engine) as s:  # a real notification body, as a finding writes it
+        apply_signal(s, signal_for("floor", "score", True), POLICY, utcnow())
+        s.commit()
+        payload = s.exec(select(Notification)).one().payload
     out = []
     try:
-        with Session(engine) as s:  # warm-up: the worker has started once this arrives
-            apply_signal(s, signal_for("warm-up", "score", True), POLICY, utcnow())
-            s.commit()
-        wait_for(lambda: len(state.received) == 1, 60, "the warm-up notification")
         for i in range(samples):
-            time.sleep(rng.uniform(0, every_s))  # a random phase against the worker's tick
-            with Session(engine) as s:
-                found = time.time()
-                apply_signal(s, signal_for(f"lat-{i:04d}", "score", True), POLICY, utcnow())
-                s.commit()
-            wait_for(lambda n=i + 1: len(state.received) > n, 30, f"sample {i}")
-            out.append(state.received[i + 1].received_at - found)
+            started = time.perf_counter()
+            channel.send(channel.render(payload), idempotency_key=f"floor-{i}")
+            out.append(time.perf_counter() - started)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(10)
         server.stop()
-    out.sort()
-    return {"samples": len(out), "p50_ms": 1000 * statistics.median(out),
-            "p95_ms": 1000 * out[int(0.95 * (len(out) - 1))], "max_ms": 1000 * out[-1]}
+    return _percentiles(out)
+
+
+@contextmanager
+def postgres_database(server: str) -> Iterator[str]:
+    """A fresh database on ``server`` (dropped afterwards), for the cross-process figure."""
+    import psycopg
+
+    name = f"medmon_bench_{os.getpid()}"
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        yield f"{server}/{name}"
+    finally:
+        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def burst(workdir: Path, alerts: int, down_s: float, rng: random.Random) -> dict[str, float]:
@@ -245,21 +337,42 @@ def burst(workdir: Path, alerts: int, down_s: float, rng: random.Random) -> dict
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--notifications", type=int, default=3000)
-    parser.add_argument("--latency-samples", type=int, default=30)
+    parser.add_argument("--latency-samples", type=int, default=60)
     parser.add_argument("--burst", type=int, default=10_000)
     parser.add_argument("--down-s", type=float, default=5.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432",
+                        help="server for the cross-process figure ('' to skip it)")
+    parser.add_argument("--only-latency", action="store_true")
     args = parser.parse_args()
     rng = random.Random(args.seed)
+    n = args.latency_samples
     with tempfile.TemporaryDirectory(prefix="medmon-alerts-bench-") as tmp:
         workdir = Path(tmp)
-        print("throughput:", throughput(workdir, args.notifications))
-        print("latency, worker polling every 1 s:", latency(workdir, args.latency_samples, 1.0, rng))
-        print("latency, worker polling every 50 ms:", latency(workdir, args.latency_samples, 0.05, rng))
-        print("burst + receiver down + SIGKILL:", burst(workdir, args.burst, args.down_s, rng))
+        if not args.only_latency:
+            print("throughput:", throughput(workdir, args.notifications), flush=True)
+        print("latency, random arrivals, finding committed -> webhook received (tick 1 s):")
+        print("  service path, one process (SQLite; woken in process):",
+              latency(f"sqlite:///{workdir / 'lat-in.db'}", n, 1.0, rng, wake=True, in_process=True), flush=True)
+        if args.postgres:
+            with postgres_database(args.postgres) as url:
+                print("  service path, worker in another process (PostgreSQL; woken by LISTEN/NOTIFY):",
+                      latency(url, n, 1.0, rng, wake=True), flush=True)
+        print("  tick alone, worker in another process (SQLite: no cross-process wake-up; as before):",
+              latency(f"sqlite:///{workdir / 'lat-tick.db'}", n, 1.0, rng, wake=False), flush=True)
+        print("  floor: render, sign and POST one webhook, nothing else:", send_floor(workdir, n), flush=True)
+        if not args.only_latency:
+            print("burst + receiver down + SIGKILL:", burst(workdir, args.burst, args.down_s, rng))
+
+
+def _worker_process() -> int:
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    argv = sys.argv[2:]
+    return worker_main(argv[0], argv[1], float(argv[2]), "--drain" in argv[3:], "--wake" in argv[3:], stop)
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        sys.exit(worker_main(sys.argv[2], sys.argv[3], float(sys.argv[4]), "--drain" in sys.argv[5:]))
+        sys.exit(_worker_process())
     main()

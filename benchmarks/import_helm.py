@@ -8,26 +8,32 @@ annotations, and a ``groups/medhelm_scenarios.json`` leaderboard), imports it wi
 
 Usage::
 
-    .venv/bin/python benchmarks/import_helm.py [--benchmarks 37] [--instances 1000] [--seed 0]
+    .venv/bin/python benchmarks/import_helm.py [--benchmarks 37] [--instances 1000] [--seeds 0 1 2]
                                                 [--tracemalloc] [--keep DIR]
 
-Peak memory is the process's maximum resident set size (``resource.getrusage``), measured after
-generation so the import dominates it; ``--tracemalloc`` also reports the Python heap peak of
-the import (slower: tracemalloc hooks every allocation).
+For each seed it prints the import, the re-import of the unchanged files, and beside them their
+floors on the same files: the stdlib JSON parse and orjson's, and the SHA-256 of every file; then
+the medians and the ratios to those floors. Peak memory is the process's maximum resident set
+size (``resource.getrusage``); ``--tracemalloc`` also reports the Python heap peak of the import
+(slower: tracemalloc hooks every allocation).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import resource
+import statistics
 import sys
 import tempfile
 import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -267,49 +273,74 @@ def _maxrss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
+def _floors(output: Path) -> dict[str, float]:
+    """What the import cannot beat: parsing the same JSON files (stdlib, orjson) and hashing them."""
+    files = sorted(p for p in output.rglob("*.json") if p.is_file())
+    out = {}
+    for name, parse in (("json", json.loads), ("orjson", orjson.loads)):
+        started = time.perf_counter()
+        for f in files:
+            parse(f.read_bytes())
+        out[name] = time.perf_counter() - started
+    started = time.perf_counter()
+    for f in sorted(p for p in output.rglob("*") if p.is_file()):
+        hashlib.sha256(f.read_bytes()).hexdigest()
+    out["sha256"] = time.perf_counter() - started
+    return out
+
+
+def measure(out: Path, n_benchmarks: int, instances: int, seed: int, *, heap: bool) -> dict[str, float]:
+    """One seed: generate the suite, then time the floors, the import and the unchanged re-import."""
+    started = time.perf_counter()
+    output = write_suite(out, n_benchmarks, instances, seed)
+    size = sum(p.stat().st_size for p in output.rglob("*") if p.is_file())
+    print(f"seed {seed}: generated {n_benchmarks} runs x {instances} instances ({size / 1e6:.0f} MB of JSON) "
+          f"in {time.perf_counter() - started:.1f} s")
+    floors = _floors(output)
+    engine = make_engine(f"sqlite:///{out / 'bench.db'}")
+    if heap:
+        tracemalloc.start()
+    started = time.perf_counter()
+    with session_scope(engine) as session:
+        report = import_helm_path(session, output)
+    elapsed = time.perf_counter() - started
+    heap_mb = tracemalloc.get_traced_memory()[1] / 1e6 if heap else float("nan")
+    tracemalloc.stop()
+    started = time.perf_counter()
+    with session_scope(engine) as session:
+        again = import_helm_path(session, output)
+    reimport = time.perf_counter() - started
+    assert again.created == 0 and again.unchanged == report.created
+    engine.dispose()
+    print(f"  import: {report.created} baselines, {sum(b.canaries for b in report.baselines)} canaries, "
+          f"{report.leaderboard_entries} leaderboard cells in {elapsed:.2f} s "
+          f"(stdlib json parse {floors['json']:.2f} s, orjson {floors['orjson']:.2f} s); "
+          f"re-import unchanged {reimport:.2f} s (SHA-256 of the files {floors['sha256']:.2f} s)")
+    return {"import": elapsed, "reimport": reimport, "heap_mb": heap_mb, "mb": size / 1e6, **floors}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--benchmarks", type=int, default=37)
     parser.add_argument("--instances", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="one suite per seed; medians")
     parser.add_argument("--tracemalloc", action="store_true", help="also report the import's Python heap peak")
-    parser.add_argument("--keep", type=Path, help="write the suite and database here instead of a temp dir")
+    parser.add_argument("--keep", type=Path, help="write the suites and databases here instead of a temp dir")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="medmon-bench-") as tmp:
-        out = args.keep or Path(tmp)
-        started = time.perf_counter()
-        output = write_suite(out, args.benchmarks, args.instances, args.seed)
-        size = sum(p.stat().st_size for p in output.rglob("*") if p.is_file())
-        print(
-            f"generated {args.benchmarks} runs x {args.instances} instances ({size / 1e6:.0f} MB of JSON) "
-            f"in {time.perf_counter() - started:.1f} s; RSS so far {_maxrss_mb():.0f} MB"
-        )
-        engine = make_engine(f"sqlite:///{out / 'bench.db'}")
-        if args.tracemalloc:
-            tracemalloc.start()
-        started = time.perf_counter()
-        with session_scope(engine) as session:
-            report = import_helm_path(session, output)
-        elapsed = time.perf_counter() - started
-        heap = (
-            f"; Python heap peak {tracemalloc.get_traced_memory()[1] / 1e6:.0f} MB (tracemalloc)"
-            if args.tracemalloc
-            else ""
-        )
-        tracemalloc.stop()
-        print(
-            f"import: {report.created} baselines, {sum(b.canaries for b in report.baselines)} canaries, "
-            f"{report.leaderboard_entries} leaderboard cells in {elapsed:.1f} s wall; "
-            f"peak RSS {_maxrss_mb():.0f} MB{heap}"
-        )
-        started = time.perf_counter()
-        with session_scope(engine) as session:
-            again = import_helm_path(session, output)
-        print(
-            f"re-import (dedup, nothing written: {again.created} new): {time.perf_counter() - started:.1f} s wall; "
-            f"peak RSS {_maxrss_mb():.0f} MB; database {(out / 'bench.db').stat().st_size / 1e6:.0f} MB"
-        )
-        engine.dispose()
+    rows = []
+    for seed in args.seeds:
+        with tempfile.TemporaryDirectory(prefix="medmon-bench-") as tmp:
+            out = (args.keep / f"seed{seed}") if args.keep else Path(tmp)
+            out.mkdir(parents=True, exist_ok=True)
+            rows.append(measure(out, args.benchmarks, args.instances, seed, heap=args.tracemalloc))
+    med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+    print(f"median over {len(rows)} seeds ({med['mb']:.0f} MB each):")
+    print(f"  import {med['import']:.2f} s = {med['import'] / med['json']:.2f}x the stdlib JSON parse "
+          f"({med['json']:.2f} s), {med['import'] / med['orjson']:.2f}x orjson ({med['orjson']:.2f} s)")
+    print(f"  re-import of unchanged files {med['reimport']:.2f} s = {med['reimport'] / med['sha256']:.2f}x "
+          f"the SHA-256 of the files ({med['sha256']:.2f} s)")
+    heap = f"; import's Python heap peak {med['heap_mb']:.0f} MB" if args.tracemalloc else ""
+    print(f"  peak RSS of the process {_maxrss_mb():.0f} MB{heap}")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ st.navigation([
     st.Page("views/task.py", title="Task", url_path="task"),
     st.Page("views/alerts.py", title="Alerts", url_path="alerts"),
     st.Page("views/costs.py", title="Cost and latency", url_path="costs"),
+    st.Page("views/traffic.py", title="Production traffic", url_path="traffic"),
     st.Page("views/jury.py", title="Jury", url_path="jury"),
     st.Page("views/baselines.py", title="Baselines", url_path="baselines"),
     st.Page("views/changes.py", title="Model changes", url_path="changes"),

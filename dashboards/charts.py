@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
+from typing import Any
 
 import plotly.graph_objects as go
 
@@ -185,3 +186,18 @@ def judges_chart(days: Sequence[JudgeDay], scale: tuple[float, float]) -> go.Fig
         fig.add_trace(go.Scatter(x=[d.day for d in mine], y=[d.mean for d in mine], mode="lines+markers", name=judge))
     fig.update_yaxes(range=[scale[0], scale[1] + 0.05])
     return _layout(fig, "Each judge's mean score per day", "score", daily=True)
+
+
+def traffic_daily_chart(days: Sequence[Any], value: str, *, title: str, y_title: str, percent: bool = False,
+                        budget: float | None = None) -> go.Figure:
+    """One line per task of a daily traffic figure (``value`` names a ``TrafficDay`` field or property)."""
+    fig = go.Figure()
+    tasks = sorted({d.task for d in days})
+    for task in tasks:
+        mine = [d for d in days if d.task == task]
+        fig.add_trace(go.Scatter(x=[d.day for d in mine], y=[getattr(d, value) for d in mine], mode="lines+markers",
+                                 name=task or "(unmatched)"))
+    if budget is not None:
+        fig.add_hline(y=budget, line_color=THRESHOLD, line_dash="dash", annotation_text=f"daily budget {budget:g}",
+                      annotation_position="top left")
+    return _layout(fig, title, y_title, percent=percent, daily=True)

@@ -218,3 +218,128 @@ class DriftReport(SQLModel, table=True):
     html: str = ""  # the report itself, unless it was written to a file (``html_path``)
     html_path: str = ""
     json_text: str = ""
+
+
+class BaselinePin(SQLModel, table=True):
+    """The baseline a task is compared with from ``pinned_at`` on: imports alone never change it.
+
+    The first comparison pins the baseline found then (``source="go-live"``, by ``medmon``);
+    afterwards only an owner's approval pins another (an imported baseline or an adopted
+    re-evaluation), with the approver and the rationale. The newest pin before a time is the
+    baseline that was in force then, so a past period's report is judged against it.
+    """
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(index=True)
+    baseline_id: int = Field(foreign_key="baseline.id")
+    source: str  # go-live | approved | reevaluation
+    actor: str
+    rationale: str = ""
+    pinned_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class TrafficSpan(SQLModel, table=True):
+    """One call of the deployed application, received as an OpenTelemetry GenAI span.
+
+    ``task_id`` is None when no route of the plan matched (counted per model, never dropped).
+    Text is stored redacted, and only where the plan stores text. ``streamed`` marks a span the
+    detection pass has rolled up and fed to its task's streams.
+    """
+
+    __table_args__ = (UniqueConstraint("trace_id", "span_id", name="uq_trafficspan_trace_span"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    trace_id: str
+    span_id: str
+    task_id: str | None = Field(default=None, index=True)
+    service: str = ""
+    span_name: str = ""
+    operation: str = ""
+    request_model: str = ""
+    response_model: str | None = None
+    system_fingerprint: str | None = None
+    started_at: datetime
+    ended_at: datetime = Field(index=True)
+    latency_s: float
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    finish_reason: str | None = None
+    error_type: str | None = None
+    has_content: bool = False
+    refused: bool | None = None  # None: the span carried no completion text to judge by
+    prompt: str | None = None
+    completion: str | None = None
+    received_at: datetime = Field(default_factory=utcnow)
+    streamed: bool = Field(default=False, index=True)
+    judged: bool = False
+
+
+# Upper bounds (seconds) of the latency histogram buckets of a rollup: ``latency_b0`` counts calls
+# up to 0.1 s, ``latency_b11`` those over 120 s. Columns, not a list, so the database sums them.
+LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0, float("inf"))
+
+
+class TrafficRollup(SQLModel, table=True):
+    """An hour of one task's traffic on one model (``task_id`` '' for unmatched calls): what the
+    dashboard and reports read, kept after the raw spans expire."""
+
+    hour: datetime = Field(primary_key=True)
+    task_id: str = Field(primary_key=True)
+    model: str = Field(primary_key=True)
+    calls: int = 0
+    errors: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_sum_s: float = 0.0
+    latency_max_s: float = 0.0
+    latency_b0: int = 0
+    latency_b1: int = 0
+    latency_b2: int = 0
+    latency_b3: int = 0
+    latency_b4: int = 0
+    latency_b5: int = 0
+    latency_b6: int = 0
+    latency_b7: int = 0
+    latency_b8: int = 0
+    latency_b9: int = 0
+    latency_b10: int = 0
+    latency_b11: int = 0
+    truncated: int = 0
+    with_content: int = 0
+    refusals: int = 0
+
+
+class TrafficRejection(SQLModel, table=True):
+    """Spans refused at the door, counted per hour and reason (malformed, absurd, out of time...)."""
+
+    hour: datetime = Field(primary_key=True)
+    reason: str = Field(primary_key=True)
+    count: int = 0
+
+
+class TrafficReference(SQLModel, table=True):
+    """What a task's traffic looked like over its reference period: the null of its traffic streams."""
+
+    task_id: str = Field(primary_key=True)
+    period_from: datetime
+    period_to: datetime
+    calls: int
+    stats: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # per metric: median, share above
+    models: list[str] = Field(default_factory=list, sa_column=Column(JSON))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class TrafficJudgement(SQLModel, table=True):
+    """The jury's reference-free verdict on one sampled real exchange."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    span_id: int = Field(index=True)  # TrafficSpan.id
+    task_id: str = Field(index=True)
+    judged_at: datetime = Field(default_factory=utcnow, index=True)
+    score: float | None = None  # mean over judges and criteria, on the jury's scale
+    agreement: float | None = None
+    scores: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # judge -> criterion -> score
+    judge_cost_usd: float | None = None
+    error: str | None = None

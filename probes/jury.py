@@ -257,17 +257,22 @@ class Jury:
     """The judges' clients, open for a run.
 
     Use as ``async with Jury(settings) as panel: outcome = await panel.judge(canary, answer)``.
-    ``guards`` maps judge names to shared limiters and breakers (each judge has its own otherwise).
+    ``guards`` maps judge names to shared limiters and breakers (each judge has its own otherwise);
+    ``clients`` maps judge names to clients that are already open and stay open after the jury.
     """
 
     def __init__(self, settings: JurySettings, *, guards: Mapping[str, CallGuard] | None = None,
-                 telemetry: Telemetry | None = None, rng: random.Random | None = None) -> None:
+                 telemetry: Telemetry | None = None, rng: random.Random | None = None,
+                 clients: Mapping[str, ModelClient] | None = None) -> None:
         self.settings = settings
         self.telemetry = telemetry or global_telemetry()
         rng = rng or random.Random()
-        self.clients = {j.name: ModelClient(j, guard=(guards or {}).get(j.name), telemetry=self.telemetry,
-                                            rng=random.Random(rng.random()), role="judge")
-                        for j in settings.judges}
+        # Clients handed in (``medmon.probes.pool``) outlive this jury and are not closed by it.
+        self._owns_clients = clients is None
+        self.clients = dict(clients) if clients is not None else {
+            j.name: ModelClient(j, guard=(guards or {}).get(j.name), telemetry=self.telemetry,
+                                rng=random.Random(rng.random()), role="judge")
+            for j in settings.judges}
 
     async def __aenter__(self) -> Jury:
         return self
@@ -277,7 +282,8 @@ class Jury:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await asyncio.gather(*(c.aclose() for c in self.clients.values()))
+        if self._owns_clients:
+            await asyncio.gather(*(c.aclose() for c in self.clients.values()))
 
     async def judge(self, canary: Canary, answer: str) -> JuryOutcome:
         """Every judge scores ``answer`` concurrently; failures are verdicts, never exceptions."""

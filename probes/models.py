@@ -39,6 +39,11 @@ class ProbeRun(SQLModel, table=True):
     n_errors: int = 0
     mean_score: float | None = None
     error: str | None = None
+    # What produced the results: the canaries' content hash, the hash of the system prompt and
+    # decoding settings sent, and the scorer with the medmon version that implements it.
+    pack_sha256: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    prompt_sha256: str = Field(default="", sa_column_kwargs={"server_default": ""})
+    scorer_version: str = Field(default="", sa_column_kwargs={"server_default": ""})
 
 
 class ParseStatus(str, Enum):

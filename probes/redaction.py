@@ -101,16 +101,17 @@ def load_redactor(spec: str) -> Redactor:
     return func  # type: ignore[no-any-return]
 
 
-def _apply(redactor: Redactor, text: str | None, field: str) -> str | None:
+def protect_text(redactor: Redactor, text: str | None, field: str) -> str | None:
+    """``text`` redacted for storage; None when there is none or the redactor failed (never the raw text)."""
     if text is None:
         return None
     try:
         out = redactor(text)
     except Exception as exc:  # a plug-in's failure must not store the raw text
-        log.warning("redactor failed on a result's %s (%s); storing no text", field, type(exc).__name__)
+        log.warning("redactor failed on the %s (%s); storing no text", field, type(exc).__name__)
         return None
     if not isinstance(out, str):
-        log.warning("redactor returned %s for a result's %s; storing no text", type(out).__name__, field)
+        log.warning("redactor returned %s for the %s; storing no text", type(out).__name__, field)
         return None
     return out
 
@@ -123,8 +124,8 @@ def protect_results(results: Sequence[ProbeResultBase], redactor: Redactor, *,
     """
     out = []
     for r in results:
-        answer = _apply(redactor, r.answer, "answer") if store_text else None
-        error = _apply(redactor, r.error, "error") if r.error is not None else None
+        answer = protect_text(redactor, r.answer, "answer") if store_text else None
+        error = protect_text(redactor, r.error, "error") if r.error is not None else None
         if r.error is not None and error is None:
             error = r.error_type or "error"
         out.append(r.model_copy(update={"answer": answer, "error": error}))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from sqlmodel import Session
@@ -115,9 +115,14 @@ async def probe_canaries(client: ModelClient, canaries: Sequence[Canary], task_i
 
 
 def start_run(session: Session, task_id: str, *, started_at: datetime, purpose: str = "scheduled",
-              deployment: str = "production") -> ProbeRun:
-    """Open a run row first, so a crash mid-probe leaves a visible 'running' run to mark interrupted."""
-    run = ProbeRun(task_id=task_id, purpose=purpose, deployment=deployment, started_at=started_at)
+              deployment: str = "production", provenance: Mapping[str, str] | None = None) -> ProbeRun:
+    """Open a run row first, so a crash mid-probe leaves a visible 'running' run to mark interrupted.
+
+    ``provenance`` holds ``pack_sha256``, ``prompt_sha256`` and ``scorer_version``: every result
+    of the run can then say which canaries, prompt and scorer produced it.
+    """
+    run = ProbeRun(task_id=task_id, purpose=purpose, deployment=deployment, started_at=started_at,
+                   **dict(provenance or {}))
     session.add(run)
     session.flush()
     return run

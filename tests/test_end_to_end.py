@@ -112,11 +112,12 @@ def test_receiver_rejects_bad_signature(serve: Callable) -> None:
 
 
 def test_demo_runs_headless_and_alerts(tmp_path: Path) -> None:
-    """The `medmon demo` scenario itself, on a faster clock: all three degradations are caught."""
-    scenario = DemoScenario(seconds_per_probe=0.15, timeout_s=60)
+    """The `medmon demo` scenario itself, on a faster clock: all three degradations are caught, and the
+    cost rise in the simulated application's own traffic too (sent through the official OpenAI instrumentation)."""
+    scenario = DemoScenario(seconds_per_probe=0.15, timeout_s=90)
     result = run_demo(tmp_path / "demo", scenario=scenario, say=lambda _m: None)
     metrics = {a["labels"]["metric"] for b in result.delivered for a in b["alerts"] if a["status"] == "firing"}
-    assert {"score", "cost", "served_model"} <= metrics
+    assert {"score", "cost", "served_model", "traffic_cost"} <= metrics
     assert result.rejected_signatures == 0
     assert result.probe_results >= scenario.swap_after
     engine = make_engine(f"sqlite:///{result.database}")

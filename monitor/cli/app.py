@@ -136,12 +136,15 @@ def probe_run(plan_path: PlanArg,
 def serve(plan_path: PlanArg,
           health_port: Annotated[int | None, typer.Option(help="Port for /healthz and /metrics (0 picks a free "
                                                                 "one; default: the plan's service.health_port).")] = None,
+          traffic_port: Annotated[int | None, typer.Option(help="Port of the OTLP/HTTP traces receiver (0 picks a "
+                                                                 "free one; default: the plan's traffic.port).")] = None,
           stop_timeout: Annotated[float, typer.Option(help="Seconds to let probes in flight finish on SIGTERM.")] = 30.0) -> None:
     """Run the monitoring service: scheduled probes, detection and alert delivery, until stopped."""
     from medmon.monitor.service.serve import ServiceOptions, run_service
 
     try:
-        result = run_service(plan_path, options=ServiceOptions(health_port=health_port, stop_timeout_s=stop_timeout))
+        result = run_service(plan_path, options=ServiceOptions(health_port=health_port, traffic_port=traffic_port,
+                                                                   stop_timeout_s=stop_timeout))
     except MedmonError as exc:
         raise _fail(exc) from None
     if result.abandoned_runs:
@@ -254,12 +257,14 @@ def _mount_subcommands() -> None:
     from medmon.monitor.cli.audit import app as audit_app
     from medmon.monitor.cli.baseline import app as baseline_app
     from medmon.monitor.cli.change import app as change_app
-    from medmon.monitor.cli.change import approve_command
+    from medmon.monitor.cli.approvals import approve_command, proposals_command
     from medmon.monitor.cli.drift import app as drift_app
     from medmon.monitor.cli.report import report_command
     from medmon.monitor.cli.service import db_app, worker
+    from medmon.monitor.cli.traffic import app as traffic_app
 
     baseline_app.command("approve")(approve_command)
+    baseline_app.command("proposals")(proposals_command)
     app.add_typer(baseline_app, name="baseline")
     app.command()(worker)
     app.add_typer(db_app, name="db")
@@ -267,6 +272,7 @@ def _mount_subcommands() -> None:
     app.add_typer(change_app, name="change")
     app.command("report")(report_command)
     app.add_typer(drift_app, name="drift")
+    app.add_typer(traffic_app, name="traffic")
 
 
 _mount_subcommands()

@@ -1,4 +1,4 @@
-"""``medmon change``: declare a change and re-evaluate; ``medmon baseline approve``: adopt the result.
+"""``medmon change``: declare a change and re-evaluate (``medmon baseline approve`` adopts the result).
 
 A prompt, workflow or judge change cannot be seen from outside, so a person declares it; the
 full canary set of each affected task is then replayed at once and compared with its baseline.
@@ -131,7 +131,7 @@ def record_command(
         if results:
             _print_reevaluations(results)
             out.print("adopt a result as the baseline with: medmon baseline approve --task TASK "
-                      "--reevaluation ID --by OWNER_EMAIL", highlight=False)
+                      "--reevaluation ID --by OWNER_EMAIL --reason WHY", highlight=False)
         else:
             out.print("re-evaluation pending (run later with: medmon change record ... or let a detected change "
                       "trigger it)")
@@ -173,36 +173,3 @@ def reevaluations_command(plan_path: PlanOption = Path("plan.yaml"), as_json: Js
         _print_reevaluations(rows)
     else:
         out.print("no re-evaluations")
-
-
-def approve_command(
-    task: Annotated[str, typer.Option(help="The task whose baseline to replace.")],
-    reevaluation: Annotated[int, typer.Option(help="The re-evaluation to adopt (medmon change reevaluations).")],
-    by: Annotated[str, typer.Option(help="The approving owner's e-mail (task owner or clinical owner).")],
-    plan_path: PlanOption = Path("plan.yaml"),
-    reason: Annotated[str | None, typer.Option(help="Why; required to adopt a re-evaluation that failed.")] = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Adopt a re-evaluation's results as a task's baseline: an owner's recorded decision."""
-    from medmon.monitor.governance.reevaluation import approve
-
-    plan = _plan(plan_path)
-    try:
-        with session_scope(make_engine(plan.storage.url)) as session:
-            baseline = approve(session, plan, reevaluation_id=reevaluation, task_id=task, by=by, now=utcnow(),
-                               reason=reason)
-            info = {"task": task, "reevaluation": reevaluation, "baseline_id": baseline.id,
-                    "benchmark": baseline.benchmark, "model": baseline.model, "metric": baseline.metric,
-                    "version": baseline.version, "value": baseline.value, "normalized": baseline.normalized,
-                    "n": baseline.n, "approved_by": baseline.approved_by}
-    except GovernanceError as exc:
-        err.print(f"[red]refused:[/red] {exc}", highlight=False)
-        raise typer.Exit(EXIT_INPUT) from None
-    except MedmonError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(EXIT_INPUT) from None
-    if as_json:
-        typer.echo(json.dumps(info, indent=2))
-    else:
-        out.print(f"task {task}: baseline is now {info['normalized']:.3f} (n={info['n']}, {info['model']}, "
-                  f"version {info['version']}), approved by {by}; recorded in the audit log", highlight=False)

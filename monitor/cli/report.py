@@ -43,8 +43,20 @@ def report_command(
     pdf: Annotated[bool, typer.Option("--pdf/--no-pdf", help="Also print a PDF where a converter is available.")]
     = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report's figures as JSON.")] = False,
+    sign_as: Annotated[str | None, typer.Option("--sign", help="Sign the report as this owner (an e-mail the plan "
+                                                              "names); needs --hash.")] = None,
+    expect_hash: Annotated[str | None, typer.Option("--hash", help="The report hash the signer read (printed on the "
+                                                                   "report's first page).")] = None,
+    statement: Annotated[str, typer.Option(help="What the signer attests (kept in the audit log).")]
+    = "Reviewed and accepted by the committee",
 ) -> None:
-    """Write the governance committee report for a period (HTML, PDF where possible)."""
+    """Write the governance committee report for a period (HTML, PDF where possible).
+
+    The report is judged against the plan and baselines recorded as in force during the period,
+    whatever the plan file says today (a differing file is flagged). Its figures are hashed;
+    generating it is an audit entry with that hash, and ``--sign OWNER --hash HASH`` records an
+    owner's sign-off of exactly those figures.
+    """
     from medmon.monitor.plan.model import load_plan
     from medmon.monitor.governance.reports.period import parse_period
     from medmon.db import utcnow
@@ -68,7 +80,10 @@ def report_command(
         from sqlmodel import Session
 
         from medmon.monitor.cli.audit import open_database
+        from medmon.monitor.errors import GovernanceError
+        from medmon.monitor.governance.audit import local_actor
         from medmon.monitor.governance.reports.committee import build_committee_report
+        from medmon.monitor.governance.reports.record import record_generated, sign, signatures
         from medmon.monitor.governance.reports.render import render_committee
 
         try:
@@ -79,9 +94,27 @@ def report_command(
             engine = open_database(plan_path, None)
         except (MedmonError, typer.BadParameter) as exc:
             raise _fail(str(exc)) from None
+        if (sign_as is None) != (expect_hash is None):
+            raise _fail("--sign and --hash go together: sign the report whose hash you read")
         with Session(engine) as session:
-            report = build_committee_report(session, plan, chosen, now=now, plan_text=text)
-            session.commit()  # inline or pack baselines recorded for the comparison are kept
+            traffic = None
+            if plan.traffic is not None:
+                from medmon.monitor.read.traffic import traffic_summary
+
+                traffic = traffic_summary(session, chosen.start, chosen.end)
+            report = build_committee_report(session, plan, chosen, now=now, plan_text=text, traffic=traffic)
+            record_generated(session, chosen, report.sha256, report.plan_record.get("seq") if report.plan_record
+                             else None, sign_as or local_actor("medmon report"), now)
+            if sign_as is not None and expect_hash is not None:
+                if expect_hash.strip().lower() != report.sha256:
+                    raise _fail(f"--hash {expect_hash[:12]}... is not this report's hash ({report.sha256[:12]}...): "
+                                "its figures changed since that copy was made; read the new report before signing")
+                try:
+                    sign(session, report.plan, chosen, report.sha256, by=sign_as, statement=statement, now=now)
+                except GovernanceError as exc:
+                    raise _fail(str(exc)) from None
+                report.signatures = signatures(session, chosen, report.sha256)
+            session.commit()  # inline or pack baselines recorded for the comparison, and the audit entries
         target = out_path or Path(f"medmon-report-{plan.deployment.name}-{chosen.label.replace('..', '_')}.html")
         html_path, pdf_path = _write(render_committee(report), target, pdf)
         summary = report.summary()
@@ -89,6 +122,8 @@ def report_command(
     if as_json:
         typer.echo(json.dumps(summary, indent=2, default=str))
         return
+    if summary.get("sha256"):
+        out.print(f"report hash {summary['sha256']}", highlight=False)
     out.print(f"wrote {html_path}", highlight=False)
     if pdf_path is not None:
         out.print(f"wrote {pdf_path}", highlight=False)

@@ -36,11 +36,10 @@ import yaml
 from sqlalchemy import update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from medmon.monitor.models import AuditEvent, AuditHead
-from medmon.db import as_utc, session_scope
+from medmon.db import as_utc
 
 GENESIS = "0" * 64
 
@@ -59,6 +58,8 @@ class AuditKind(str, Enum):
     change_declared = "change_declared"
     reevaluation = "reevaluation"
     baseline_approved = "baseline_approved"
+    report_generated = "report_generated"
+    report_signed = "report_signed"
 
 
 def local_actor(tool: str) -> str:
@@ -335,13 +336,6 @@ def record_plan(session: Session, text: str, source: str, actor: str, now: datet
         events.append(record(session, AuditKind.threshold_change, actor, f"task:{change['task']}",
                              change | {"plan_sha256": digest}, now))
     return events
-
-
-def record_plan_file(engine: Engine, path: str | Path, actor: str, now: datetime) -> list[AuditEvent]:
-    """Record the plan file's text if it changed since it was last recorded (service start)."""
-    text = Path(path).read_text("utf-8")
-    with session_scope(engine) as session:
-        return record_plan(session, text, str(path), actor, now)
 
 
 def record_baseline_import(session: Session, report: Mapping[str, Any], actor: str, now: datetime) -> AuditEvent | None:

@@ -1,4 +1,4 @@
-"""Changes that void the evidence: a new model, fingerprint, prompt, workflow or judge.
+"""Changes that void the evidence: a new model, fingerprint, prompt, decoding, canaries, scorer, workflow or judge.
 
 A change is *detected* (the pipeline sees a new served model or system fingerprint) or
 *declared* by a person (``medmon change record``): a prompt or workflow change is invisible
@@ -26,11 +26,15 @@ class ChangeKind(str, Enum):
     prompt = "prompt"
     workflow = "workflow"
     judge = "judge"
+    decoding = "decoding"  # temperature, max tokens
+    canaries = "canaries"  # a task's canary source or benchmark
+    scorer = "scorer"
 
 
 class ChangeSource(str, Enum):
     detected = "detected"
     declared = "declared"
+    plan = "plan"  # an edit of the recorded plan (``medmon.monitor.governance.change_control``)
 
 
 def record_change(session: Session, *, task_ids: Sequence[str], kind: ChangeKind | str, source: ChangeSource | str,

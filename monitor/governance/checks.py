@@ -25,13 +25,13 @@ from sqlmodel import Session
 
 from medmon.baselines import categories, latest_baseline, resolve
 from medmon.baselines.errors import BaselineError
-from medmon.monitor.governance.audit import record_plan
+from medmon.monitor.governance.change_control import record_plan_changes
 from medmon.monitor.plan.context import adopted_baseline
 from medmon.monitor.plan.context import TaskContext, load_context
 from medmon.monitor.errors import MedmonError, PlanError, PlanIssue
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan, Task, _line_of, load_plan
-from medmon.monitor.plan.routing import check_routes
+from medmon.monitor.plan.routing import check_routes, routing_issues, unreachable_alerts
 from medmon.db import resolve_url, session_scope, utcnow
 from medmon.monitor.storage import make_engine
 from medmon.probes.errors import UnknownScorer
@@ -252,7 +252,8 @@ def check_plan(path: Path, engine: Engine | None = None, *, record_by: str | Non
 
     db = _Database(plan, engine, create_tables=record_by is not None)
     try:
-        issues = _task_issues(plan, db, line) + _governance_issues(plan, line) + check_routes(plan, line=line)
+        issues = (_task_issues(plan, db, line) + _governance_issues(plan, line) + check_routes(plan, line=line)
+                  + routing_issues(plan, line=line))
         try:
             load_redactor(plan.privacy.redactor)
         except RedactorError as exc:
@@ -263,7 +264,7 @@ def check_plan(path: Path, engine: Engine | None = None, *, record_by: str | Non
         recorder = db.get() if record_by is not None else None
         if recorder is not None and record_by is not None:
             with session_scope(recorder) as session:
-                record_plan(session, path.read_text("utf-8"), str(path), record_by, now())
+                record_plan_changes(session, path.read_text("utf-8"), str(path), record_by, now())
     finally:
         db.close()
     return plan
@@ -319,4 +320,29 @@ def plan_notes(plan: Plan) -> list[str]:
                          "probe's message would be handed to a second worker while the first still runs")
     if plan.privacy.redactor == "none" and plan.privacy.store_text:
         notes.append("privacy: answers are stored without redaction")
+    if plan.alerts.allow_unrouted:
+        lost = unreachable_alerts(plan)
+        if lost:
+            notes.append(f"alerts.allow_unrouted: {len(lost)} (task, severity) combination(s) reach no route and are "
+                         "seen only on the dashboard: " + ", ".join(f"({t}, {s})" for t, s in lost))
+    notes.extend(_traffic_notes(plan))
+    return notes
+
+
+def _traffic_notes(plan: Plan) -> list[str]:
+    """Real traffic that would silently go unwatched or unjudged."""
+    t = plan.traffic
+    if t is None:
+        return []
+    notes = []
+    if not t.routes:
+        notes.append("traffic.routes is empty: every call received is counted as unmatched, no task's traffic is watched")
+    if t.judging is not None:
+        if plan.jury is None:
+            notes.append("traffic.judging is set but the plan has no jury: real answers are not judged")
+        elif not any(j.phi_allowed for j in plan.jury.judges):
+            notes.append("traffic.judging is set but no judge is marked phi_allowed: real answers (which may hold "
+                         "patient data) go to none, so none is judged")
+        if not plan.privacy.store_text:
+            notes.append("traffic.judging is set but privacy.store_text is false: no text is kept to judge")
     return notes

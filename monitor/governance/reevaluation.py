@@ -10,13 +10,12 @@ whether the whole interval lies on the same side of both criteria; when it does 
 repeats are needed before the decision rests on the data rather than on the point estimate.
 
 Adopting the results as the task's baseline is a person's decision: :func:`approve`
-refuses anyone but the task's owner or the use case's clinical owner, and a failing
-re-evaluation needs a stated reason.
+refuses anyone but the task's owner or the use case's clinical owner and an approval without a
+rationale; an estimate below the approval minimum also needs the committee's decision.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import math
 from collections import Counter
@@ -24,23 +23,30 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from medmon.baselines import Baseline, BaselineFigures, Canary, record_baseline
+from medmon.baselines.interval import mean_interval, wilson_interval
+from medmon.monitor.errors import GovernanceError, MedmonError
+from medmon.monitor.governance.audit import AuditKind, record
+from medmon.monitor.governance.approvals import plan_task, require_approver, require_committee
+from medmon.monitor.governance.changes import ChangeSource, pending_changes
+from medmon.monitor.models import (
+    ChangeRecord,
+    ChangeStatus,
+    Reevaluation,
+    ReevaluationStatus,
+)
+from medmon.monitor.plan.context import TaskContext, pin_baseline, run_provenance, task_baseline
+from medmon.monitor.plan.model import Plan, Task
+from medmon.probes.client import ModelSettings
+from medmon.probes.jury import JURY_SCORER, JurySettings
+from medmon.probes.models import ProbeResultBase, ProbeRun, RunStatus
+from medmon.probes.pool import shared_pool
+from medmon.probes.redaction import load_redactor, protect_results
+from medmon.probes.runner import finish_run, probe_canaries, start_run
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from medmon.baselines import Baseline, BaselineFigures, Canary, record_baseline
-from medmon.baselines.interval import mean_interval, wilson_interval
-from medmon.monitor.governance.audit import AuditKind, record
-from medmon.monitor.governance.changes import pending_changes
-from medmon.monitor.plan.context import TaskContext, task_baseline
-from medmon.monitor.errors import GovernanceError, MedmonError
-from medmon.monitor.models import ChangeRecord, ChangeStatus, Reevaluation, ReevaluationStatus
-from medmon.monitor.plan.model import Plan, Task
 from medmon.db import session_scope
-from medmon.probes.client import ModelClient, ModelSettings
-from medmon.probes.jury import JURY_SCORER, Jury, JurySettings
-from medmon.probes.models import ProbeResultBase, ProbeRun, RunStatus
-from medmon.probes.redaction import load_redactor, protect_results
-from medmon.probes.runner import finish_run, probe_canaries, start_run
 
 Progress = Callable[[int, int], None]
 
@@ -125,35 +131,27 @@ def judge(n: int, mean: float | None, lo: float | None, hi: float | None, baseli
                       reasons)
 
 
-def owners_of(plan: Plan, task: Task) -> list[str]:
-    """Who may adopt a re-evaluation as a task's baseline: its owner and the clinical owner."""
-    emails = [task.owner.email] if task.owner is not None else []
-    emails.append(plan.owners.clinical.email)
-    return list(dict.fromkeys(e.lower() for e in emails))
-
-
 def _chunks(items: Sequence[Canary], size: int) -> list[Sequence[Canary]]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
 def _replay(plan: Plan, ctx: TaskContext, canaries: Sequence[Canary], settings: ModelSettings,
             progress: Progress | None) -> list[ProbeResultBase]:
+    pool = shared_pool()
+
     async def call() -> list[ProbeResultBase]:
-        jury = Jury(JurySettings.from_plan(plan.jury)) if plan.jury is not None and ctx.scorer == JURY_SCORER else None
+        jury = (pool.jury(JurySettings.from_plan(plan.jury))
+                if plan.jury is not None and ctx.scorer == JURY_SCORER else None)
+        client = pool.client(settings)
         out: list[ProbeResultBase] = []
-        async with ModelClient(settings) as client:
-            try:
-                # Chunks of the client's concurrency keep it saturated and let a progress bar move.
-                for chunk in _chunks(canaries, max(1, settings.max_concurrency)):
-                    out.extend(await probe_canaries(client, chunk, ctx.task.id, ctx.scorer, jury=jury))
-                    if progress is not None:
-                        progress(len(out), len(canaries))
-            finally:
-                if jury is not None:
-                    await jury.aclose()
+        # Chunks of the client's concurrency keep it saturated and let a progress bar move.
+        for chunk in _chunks(canaries, max(1, settings.max_concurrency)):
+            out.extend(await probe_canaries(client, chunk, ctx.task.id, ctx.scorer, jury=jury))
+            if progress is not None:
+                progress(len(out), len(canaries))
         return out
 
-    return asyncio.run(call())
+    return pool.run(call)
 
 
 def run_reevaluation(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Callable[[], datetime],
@@ -174,7 +172,8 @@ def run_reevaluation(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Calla
     redactor = load_redactor(plan.privacy.redactor)
     with session_scope(engine) as session:
         baseline = task_baseline(session, plan, ctx)
-        run = start_run(session, task.id, started_at=now(), purpose="reevaluation", deployment=plan.deployment.name)
+        run = start_run(session, task.id, started_at=now(), purpose="reevaluation", deployment=plan.deployment.name,
+                        provenance=run_provenance(plan, ctx))
         row = Reevaluation(task_id=task.id, change_id=change_ids[0] if change_ids else None, run_id=run.id,
                            repeats=repeats, baseline_id=baseline.id, baseline_value=baseline.normalized,
                            baseline_ci_low=_norm(baseline, baseline.ci_low),
@@ -251,36 +250,37 @@ def auto_reevaluates(plan: Plan) -> bool:
     return plan.governance is not None and plan.governance.controls.reevaluation.on_detected_change
 
 
+def plan_change_due(session: Session, plan: Plan, task_id: str) -> bool:
+    """Whether a plan edit left this task a change the policy re-evaluates at the next probe."""
+    if plan.governance is None or not plan.governance.controls.reevaluation.on_plan_change:
+        return False
+    return any(c.source == ChangeSource.plan.value for c in pending_changes(session, task_id))
+
+
 def approve(session: Session, plan: Plan, *, reevaluation_id: int, task_id: str, by: str, now: datetime,
-            reason: str | None = None) -> Baseline:
-    """Adopt a re-evaluation's results as the task's baseline, recorded with who approved it.
+            reason: str | None = None, committee_decision: str | None = None) -> Baseline:
+    """Adopt a re-evaluation's results as the task's baseline, recorded with who approved it and why.
 
     Raises
     ------
     GovernanceError
         The re-evaluation is unknown, belongs to another task, is not complete, the approver
-        is not an owner of the task, or it failed its thresholds and no ``reason`` was given.
+        is not an owner of the task, no ``reason`` was given, or its estimate is below the
+        approval minimum and no ``committee_decision`` allows it.
     """
     row = session.get(Reevaluation, reevaluation_id)
     if row is None:
         raise GovernanceError(f"no re-evaluation with id {reevaluation_id}")
     if row.task_id != task_id:
         raise GovernanceError(f"re-evaluation {reevaluation_id} is of task {row.task_id!r}, not {task_id!r}")
-    try:
-        task = plan.task(task_id)
-    except KeyError:
-        raise GovernanceError(f"task {task_id!r} is not in the plan") from None
+    task = plan_task(plan, task_id)
     if row.status == ReevaluationStatus.approved:
         raise GovernanceError(f"re-evaluation {reevaluation_id} was already approved by {row.approved_by}")
     if row.status != ReevaluationStatus.complete or row.estimate is None:
         raise GovernanceError(f"re-evaluation {reevaluation_id} is {row.status.value}"
                               + (f" ({row.error})" if row.error else "") + "; only a complete one can be adopted")
-    allowed = owners_of(plan, task)
-    if by.strip().lower() not in allowed:
-        raise GovernanceError(f"{by} is not an owner of task {task_id!r}; approval needs one of: {', '.join(allowed)}")
-    if row.passed is False and not (reason and reason.strip()):
-        raise GovernanceError(f"re-evaluation {reevaluation_id} failed its thresholds ({'; '.join(row.reasons)}); "
-                              "adopting it as the baseline needs a stated reason")
+    require_approver(plan, task, by, reason)
+    require_committee(task, row.estimate, committee_decision, f"re-evaluation {reevaluation_id}'s estimate")
     old = session.get(Baseline, row.baseline_id) if row.baseline_id is not None else None
     lo, hi = (old.scale_min, old.scale_max) if old is not None else (0.0, 1.0)
     span = hi - lo
@@ -294,6 +294,7 @@ def approve(session: Session, plan: Plan, *, reevaluation_id: int, task_id: str,
     baseline, _ = record_baseline(session, figures)
     baseline.approved_by = by
     session.add(baseline)
+    pin_baseline(session, task_id, baseline, source="reevaluation", actor=by, rationale=str(reason), now=now)
     row.status, row.approved_by, row.approved_at = ReevaluationStatus.approved, by, now
     row.approval_note, row.new_baseline_id = reason, baseline.id
     session.add(row)
@@ -301,7 +302,7 @@ def approve(session: Session, plan: Plan, *, reevaluation_id: int, task_id: str,
            {"reevaluation_id": row.id, "baseline_id": baseline.id, "previous_baseline_id": row.baseline_id,
             "benchmark": baseline.benchmark, "model": baseline.model, "metric": baseline.metric,
             "value": baseline.value, "normalized": baseline.normalized, "n": baseline.n,
-            "passed": row.passed, "reason": reason}, now)
+            "passed": row.passed, "reason": reason, "committee_decision": committee_decision}, now)
     session.flush()
     return baseline
 

@@ -66,6 +66,9 @@ class AlertsConfig(Section):
     # A task with no usable probe data for this many schedule intervals raises a 'stale' alert.
     stale_after_intervals: float = Field(2.0, ge=1)
     heartbeat_tolerance: Interval = "5m"
+    # ``medmon check`` refuses a plan where some alert would reach no route. A plan watched on the
+    # dashboard alone says so here, and every report and plan note repeats it.
+    allow_unrouted: bool = False
 
     @model_validator(mode="after")
     def _route_names(self) -> AlertsConfig:

@@ -73,13 +73,16 @@ class LocalValidation(Section):
 
 
 class ReevaluationPolicy(Section):
-    """What a change of model, fingerprint, prompt, workflow or judge sets off.
+    """What a change of model, fingerprint, prompt, decoding, canaries, scorer or judge sets off.
 
     ``repeats`` replays every replayable canary that many times, so a small pack still gives
     an interval narrow enough to decide on.
     """
 
     on_detected_change: bool = True
+    # A plan edit of the model, endpoint, system prompt, decoding, a task's canaries or scorer, or
+    # the jury is a declared change; the next probe of each affected task re-evaluates it.
+    on_plan_change: bool = True
     repeats: int = Field(1, ge=1, le=50)
 
 
@@ -99,6 +102,23 @@ class RecommendationRules(Section):
         "failed", "subgroup_gap", "drift", "open_incident", "model_change", "inconclusive", "no_data"])
 
 
+class ResponseTargets(Section):
+    """How soon alerts of each severity should be acknowledged and resolved; the report measures both."""
+
+    acknowledge: dict[str, str] = Field(default_factory=lambda: {"critical": "30m", "warning": "4h", "info": "1d"})
+    resolve: dict[str, str] = Field(default_factory=lambda: {"critical": "1d", "warning": "3d", "info": "7d"})
+
+    @field_validator("acknowledge", "resolve")
+    @classmethod
+    def _severities(cls, value: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(value) - {"critical", "warning", "info"})
+        if unknown:
+            raise ValueError(f"unknown severity {', '.join(unknown)}; expected critical, warning or info")
+        for text in value.values():
+            parse_interval(text)
+        return value
+
+
 class Controls(Section):
     """Step 5: how decisions are made and how often the model is looked at."""
 
@@ -108,6 +128,7 @@ class Controls(Section):
     reevaluation: ReevaluationPolicy = ReevaluationPolicy()
     escalation: str = ""
     recommendation: RecommendationRules = RecommendationRules()
+    response_targets: ResponseTargets | None = None
 
     @field_validator("max_probe_interval")
     @classmethod

@@ -22,6 +22,7 @@ from medmon.monitor.plan.intervals import INTERVAL, parse_interval
 from medmon.monitor.plan.people import Person
 from medmon.monitor.plan.alerts import AlertsConfig
 from medmon.monitor.plan.section import HttpUrl, Interval, Section
+from medmon.monitor.plan.traffic import Traffic
 
 
 class RiskTier(str, Enum):
@@ -68,6 +69,7 @@ class Endpoint(Section):
     system_prompt: str | None = None
     breaker_failures: int = Field(5, ge=1)  # consecutive failed attempts that open the circuit breaker
     breaker_cooldown_s: float = Field(30.0, gt=0)  # how long an open breaker fails calls fast
+    phi_allowed: bool = False  # in-network: may receive real patient text (judging of real traffic)
 
     @field_validator("base_url")
     @classmethod
@@ -159,6 +161,10 @@ class Thresholds(Section):
     cost_budget_per_call: float | None = Field(None, gt=0)
     latency_slo_s: float | None = Field(None, gt=0)
     min_jury_agreement: float | None = Field(None, ge=0, le=1)
+    # Equity: each subgroup's estimate should stay at or above this, and the best and worst
+    # subgroup of a tag no further apart than this (the committee report checks both).
+    subgroup_min_score: float | None = Field(None, ge=0, le=1)
+    max_subgroup_gap: float | None = Field(None, ge=0, le=1)
 
 
 class Task(Section):
@@ -256,6 +262,7 @@ class Plan(Section):
     service: ServiceConfig = ServiceConfig()
     governance: Governance | None = None
     privacy: Privacy = Privacy()
+    traffic: Traffic | None = None
 
     @model_validator(mode="after")
     def _unique_tasks(self) -> Plan:
@@ -263,6 +270,11 @@ class Plan(Section):
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
             raise ValueError(f"task ids must be unique; repeated: {', '.join(dupes)}")
+        if self.traffic is not None:
+            unknown = [f"traffic.routes[{i}].task {r.task!r}" for i, r in enumerate(self.traffic.routes)
+                       if r.task not in ids]
+            if unknown:
+                raise ValueError(f"{', '.join(unknown)}: no such task; expected one of {', '.join(ids)}")
         return self
 
     def task(self, task_id: str) -> Task:
@@ -344,6 +356,16 @@ def load_plan(path: str | Path) -> Plan:
         text = path.read_text("utf-8")
     except OSError as exc:
         raise PlanError(str(path), [PlanIssue("", f"cannot read plan file: {exc.strerror}")]) from exc
+    return parse_plan_at(text, path)
+
+
+def parse_plan_at(text: str, path: str | Path) -> Plan:
+    """Validate plan text as if read from ``path``: relative canary paths resolve against its folder.
+
+    A plan recorded in the audit log is re-read this way, so a past period's report sees the
+    plan exactly as the file said then.
+    """
+    path = Path(path)
     plan = parse_plan(text, str(path))
     tasks = []
     for t in plan.tasks:

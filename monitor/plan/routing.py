@@ -15,7 +15,10 @@ from typing import Any
 
 from pydantic import SecretStr, ValidationError
 
-from medmon.alerts import CHANNEL_TYPES, Channel, Escalation, Matcher, NotifyPolicy, RouteSpec
+from medmon.alerts import CHANNEL_TYPES, Alert, Channel, Escalation, Matcher, NotifyPolicy, Rule, RouteSpec, Subject, \
+    severity_for
+from medmon.alerts.rules import METRIC_RULES
+from medmon.baselines import resolve
 from medmon.monitor.errors import PlanError, PlanIssue
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan
@@ -142,3 +145,60 @@ def notify_policy(plan: Plan) -> NotifyPolicy:
                         group_interval=parse_interval(cfg.group_interval),
                         repeat_interval=parse_interval(cfg.repeat_interval), escalation=escalation,
                         fallback_route=fallback, max_alerts=cfg.max_alerts_per_notification)
+
+
+_RULE_METRIC = {rule: metric for metric, rule in METRIC_RULES.items()}
+
+
+def _possible_alerts(plan: Plan) -> list[tuple[str, Alert]]:
+    """Every (task, rule) alert the plan can raise, labelled and graded as the monitor would."""
+    tier = plan.use_case.risk_tier.value
+    subjects = [(task.id, Subject(deployment=plan.deployment.name, task=task.id, benchmark=task.benchmark,
+                                  category=resolve(task.benchmark).category,
+                                  severity=severity_for(tier, task.severity)))
+                for task in plan.tasks]
+    subjects.append(("monitor", Subject(deployment=plan.deployment.name, severity=severity_for(tier))))
+    alerts = []
+    for name, subject in subjects:
+        for rule in Rule:
+            signal = subject.signal(rule, _RULE_METRIC.get(rule, rule.value), firing=True, summary="")
+            alerts.append((name, Alert(fingerprint="", labels=signal.labels, task_id=subject.task, rule=rule.value,
+                                       severity=signal.severity)))
+    return alerts
+
+
+def unreachable_alerts(plan: Plan) -> list[tuple[str, str]]:
+    """The (task, severity) pairs of alerts that no route receives, by the notify policy itself.
+
+    An alert no route's matchers accept goes to ``owners.on_call_route``; when that names no
+    route, it goes nowhere. Each pair is listed once, in plan order.
+    """
+    policy = notify_policy(plan)
+    lost: list[tuple[str, str]] = []
+    for name, alert in _possible_alerts(plan):
+        if not any(policy.accepts(route, alert) for route in policy.routes if not policy.is_escalation(route)):
+            pair = (name, alert.severity.value)
+            if pair not in lost:
+                lost.append(pair)
+    return lost
+
+
+def routing_issues(plan: Plan, *, line: Callable[..., int | None] | None = None) -> list[PlanIssue]:
+    """Refusals for a plan whose alerts can reach nobody, naming the unreachable combinations."""
+    lost = unreachable_alerts(plan)
+    if not lost or plan.alerts.allow_unrouted:
+        return []
+    where = line or (lambda *loc: None)
+    pairs = ", ".join(f"({task}, {severity})" for task, severity in lost)
+    names = [r.name for r in plan.alerts.routes]
+    if not names:
+        return [PlanIssue("alerts.routes", f"no route is configured, so no alert reaches anyone: {pairs}; add a "
+                                           "route (webhook, slack, teams, pagerduty or alertmanager)",
+                          where("alerts"))]
+    issues = [PlanIssue("alerts.routes", f"these (task, severity) alerts match no route's matchers and have no "
+                                         f"on-call route to fall back to: {pairs}", where("alerts", "routes"))]
+    if plan.owners.on_call_route not in names:
+        issues.append(PlanIssue("owners.on_call_route", f"{plan.owners.on_call_route!r} names no route (routes: "
+                                f"{', '.join(names)}); alerts no route matches would go nowhere",
+                                where("owners", "on_call_route")))
+    return issues

@@ -10,7 +10,7 @@ from sqlmodel import Session, col, func, select
 
 from medmon.alerts import Alert, Incident, cause_of, last_beat
 from medmon.baselines import Baseline, latest_baseline, resolve
-from medmon.monitor.plan.context import adopted_baseline
+from medmon.monitor.plan.context import adopted_baseline, current_pin, pin_fits
 from medmon.monitor.models import DetectorState, StreamStatus
 from medmon.monitor.plan.model import Plan, Task, parse_interval
 from medmon.monitor.read._sql import as_time, score_interval
@@ -256,8 +256,12 @@ class BaselineBand:
 
 def task_baseline(session: Session, plan: Plan, task: Task) -> Baseline | None:
     """The stored baseline the task's detectors compare with, found as the service finds it but
-    without writing anything: an owner-approved re-evaluation first, then the plan's inline
+    without writing anything: the task's pin first, an owner-approved re-evaluation next, then the plan's inline
     figures (as recorded), then the newest imported or pack baseline for the benchmark."""
+    pin = current_pin(session, task.id)
+    pinned = session.get(Baseline, pin.baseline_id) if pin is not None else None
+    if pin is not None and pinned is not None and pin_fits(pin, pinned, task):
+        return pinned
     adopted = adopted_baseline(session, task.id)
     if adopted is not None:
         return adopted

@@ -10,7 +10,6 @@ runs the judges.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -20,23 +19,34 @@ from typing import Any
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
-from sqlalchemy.engine import Engine
-from sqlmodel import select
-
 from medmon.alerts import Signal, apply_signals
 from medmon.alerts.rules import detector_alarm, detector_recovered
-from medmon.monitor.detection.streams import StreamUpdate, finding_record, update_judge_canaries
+from medmon.monitor.alerting.signals import STREAM_RULES, monitor_subject
 from medmon.monitor.detection.drift.judge import judge_agreement
+from medmon.monitor.detection.streams import (
+    StreamUpdate,
+    finding_record,
+    update_judge_canaries,
+)
 from medmon.monitor.models import StreamStatus
 from medmon.monitor.plan.model import Plan, parse_interval
 from medmon.monitor.plan.routing import notify_policy
-from medmon.monitor.alerting.signals import STREAM_RULES, monitor_subject
-from medmon.db import session_scope
-from medmon.probes.judge_canaries import JUDGE_CANARIES, JudgeCanary, Rejudged, load_judge_canaries, rejudge
-from medmon.probes.jury import JURY_SCORER, Jury, JurySettings
+from medmon.probes.judge_canaries import (
+    JUDGE_CANARIES,
+    JudgeCanary,
+    Rejudged,
+    load_judge_canaries,
+    rejudge,
+)
+from medmon.probes.jury import JURY_SCORER, JurySettings
 from medmon.probes.models import ProbeRecord, ProbeRun, RunStatus
+from medmon.probes.pool import shared_pool
 from medmon.probes.redaction import load_redactor, protect_results
 from medmon.probes.runner import finish_run, start_run
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from medmon.db import session_scope
 
 log = logging.getLogger("medmon.judging")
 
@@ -114,11 +124,12 @@ def run_judge_canaries(engine: Engine, plan: Plan, *, now: Callable[[], datetime
         run_id = run.id
     assert run_id is not None
 
-    async def call() -> list[Rejudged]:
-        async with Jury(settings) as jury:
-            return await rejudge(jury, pairs_of)
+    pool = shared_pool()
 
-    rejudged = asyncio.run(call())
+    async def call() -> list[Rejudged]:
+        return await rejudge(pool.jury(settings), pairs_of)
+
+    rejudged = pool.run(call)
     records = [_record(r) for r in rejudged]
     stored = protect_results(records, load_redactor(plan.privacy.redactor), store_text=plan.privacy.store_text)
     outcome = JudgingOutcome(run_id, len(rejudged))

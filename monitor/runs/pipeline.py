@@ -2,31 +2,41 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from medmon.alerts import Signal, apply_signals
+from medmon.monitor.alerting.signals import (
+    model_change_signal,
+    stream_signal,
+    threshold_signals,
+)
+from medmon.monitor.detection.streams import (
+    StreamUpdate,
+    finding_record,
+    reset_task_streams,
+    start_reevaluation,
+    update_task_streams,
+)
+from medmon.monitor.governance.changes import record_detected_change
+from medmon.monitor.governance.reevaluation import auto_reevaluates, plan_change_due, reevaluate_pending
+from medmon.monitor.models import FindingRecord, ModelIdentity, ProbeSlot
+from medmon.monitor.plan.context import TaskContext, run_provenance, task_baseline
+from medmon.monitor.plan.model import Plan
+from medmon.monitor.plan.routing import notify_policy
+from medmon.probes.client import ModelSettings
+from medmon.probes.jury import JURY_SCORER, JurySettings
+from medmon.probes.models import ProbeResultBase, ProbeRun, RunStatus
+from medmon.probes.pool import shared_pool
+from medmon.probes.redaction import load_redactor, protect_results
+from medmon.probes.runner import finish_run, probe_canaries, sample_canaries, start_run
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from medmon.alerts import Signal, apply_signals
-from medmon.monitor.plan.context import TaskContext, task_baseline
-from medmon.monitor.detection.streams import StreamUpdate, finding_record, reset_task_streams, start_reevaluation, update_task_streams
-from medmon.monitor.governance.changes import record_detected_change
-from medmon.monitor.governance.reevaluation import auto_reevaluates, reevaluate_pending
-from medmon.monitor.models import FindingRecord, ModelIdentity, ProbeSlot
-from medmon.monitor.plan.model import Plan
-from medmon.monitor.plan.routing import notify_policy
-from medmon.monitor.alerting.signals import model_change_signal, stream_signal, threshold_signals
 from medmon.db import session_scope
-from medmon.probes.client import ModelClient, ModelSettings
-from medmon.probes.jury import JURY_SCORER, Jury, JurySettings
-from medmon.probes.models import ProbeResultBase, ProbeRun, RunStatus
-from medmon.probes.redaction import load_redactor, protect_results
-from medmon.probes.runner import finish_run, probe_canaries, sample_canaries, start_run
 
 log = logging.getLogger("medmon.pipeline")
 
@@ -87,8 +97,9 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
     task = ctx.task
     settings = settings or ModelSettings.from_endpoint(plan.deployment)
     with session_scope(engine) as session:
-        baseline = task_baseline(session, plan, ctx)
-        run = start_run(session, task.id, started_at=now(), purpose=purpose, deployment=plan.deployment.name)
+        baseline = task_baseline(session, plan, ctx, now=now())
+        run = start_run(session, task.id, started_at=now(), purpose=purpose, deployment=plan.deployment.name,
+                        provenance=run_provenance(plan, ctx))
         run_id = run.id
         slot = session.get(ProbeSlot, slot_id) if slot_id is not None else None
         if slot is not None:
@@ -99,20 +110,18 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
         on_start(run_id)
     chosen = sample_canaries(ctx.canaries, task.sample_size, rng)
 
+    pool = shared_pool()
+
     async def call() -> list[ProbeResultBase]:
-        # The judges are opened only for a jury-scored task; without a plan jury, probe_canaries
-        # raises JuryNotConfigured before any call (``medmon check`` reports it earlier).
-        jury = (Jury(JurySettings.from_plan(plan.jury))
+        # The judges are asked only for a jury-scored task; without a plan jury, probe_canaries
+        # raises JuryNotConfigured before any call (``medmon check`` reports it earlier). The
+        # clients are the process's long-lived ones (``medmon.probes.pool``).
+        jury = (pool.jury(JurySettings.from_plan(plan.jury))
                 if plan.jury is not None and ctx.scorer == JURY_SCORER else None)
-        async with ModelClient(settings) as client:
-            try:
-                return list(await probe_canaries(client, chosen, task.id, ctx.scorer, jury=jury))
-            finally:
-                if jury is not None:
-                    await jury.aclose()
+        return list(await probe_canaries(pool.client(settings), chosen, task.id, ctx.scorer, jury=jury))
 
     redactor = load_redactor(plan.privacy.redactor)
-    results = asyncio.run(call())
+    results = pool.run(call)
     outcome = ProbeOutcome(task.id, run_id, len(results), sum(1 for r in results if r.error_type), None)
     with session_scope(engine) as session:
         run = session.exec(select(ProbeRun).where(ProbeRun.id == run_id).with_for_update()).one()
@@ -145,7 +154,8 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
                 outcome.signals.append(signal)
         outcome.signals.extend(threshold_signals(session, plan, ctx))
         apply_signals(session, outcome.signals, notify_policy(plan), stamp)
-    if change is not None and auto_reevaluates(plan):
+        planned = plan_change_due(session, plan, task.id)
+    if (change is not None and auto_reevaluates(plan)) or planned:
         done = reevaluate_pending(engine, plan, ctx, now=now, settings=settings)
         outcome.reevaluation_id = done.id if done is not None else None
     return outcome

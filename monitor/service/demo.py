@@ -4,6 +4,12 @@ A SIMULATED clinical model serves bundled canaries on 127.0.0.1 and degrades on 
 (an accuracy drop, a cost rise, a silent model-version swap); scheduled probes replay the
 canaries through the ``openai`` client on an accelerated clock; detectors compare every stream
 with its baseline; alerts go, signed, to a local webhook receiver and to the dashboard.
+
+A SIMULATED clinical application (``medmon.monitor.service.demo_app``, a process of its own)
+calls the same model through an ``openai`` client traced by the official OpenTelemetry
+instrumentation, and exports its spans to medmon's traffic receiver: the cost rise shows up in
+real traffic too. It makes ``app_calls_per_probe`` calls after each probe, so the simulator's
+request count, which drives its phases, stays in step with the scenario.
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,12 +28,14 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 
 from medmon.alerts import Alert, incident_members, incident_title, list_incidents
-from medmon.monitor.governance.audit import record_plan_file
+from medmon.db import session_scope
+from medmon.monitor.governance.audit import record_plan
 from medmon.monitor.service.clock import AcceleratedClock
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan, load_plan
 from medmon.monitor.plan.routing import build_channels
-from medmon.monitor.service.scheduler import build_scheduler
+from medmon.monitor.service.receiver import create_receiver as create_traffic_receiver
+from medmon.monitor.service.scheduler import add_traffic_jobs, build_scheduler
 from medmon.monitor.storage import make_engine
 from medmon.monitor.service.webserver import RunningServer, serve_in_thread
 from medmon.probes.models import ProbeResult
@@ -34,6 +44,8 @@ from medmon.probes.simulator import Phase, create_simulator
 
 SECRET_ENV = "MEDMON_DEMO_WEBHOOK_SECRET"
 SIM_KEY_ENV = "MEDMON_DEMO_API_KEY"
+TRAFFIC_TOKEN_ENV = "MEDMON_DEMO_TRAFFIC_TOKEN"
+APP_SERVICE = "discharge-assistant"
 DEMO_PACK = "clinical_knowledge_mcq"
 
 
@@ -47,14 +59,21 @@ class DemoScenario:
     swap_after: int = 1400
     seconds_per_probe: float = 0.4
     timeout_s: float = 110.0
+    app_calls_per_probe: int = 5  # the simulated application's calls after each probe (0: no application)
+
+    def served(self, canary_requests: int) -> int:
+        """Requests the simulator has served once the canaries alone have made ``canary_requests``."""
+        return canary_requests * (self.sample_size + self.app_calls_per_probe) // self.sample_size
 
     def phases(self) -> list[Phase]:
+        """The phases, at the same probe as without the application (``*_after`` count canary requests)."""
         return [
             Phase(0, accuracy=0.85, label="baseline"),
-            Phase(self.drop_after, accuracy=0.55, label="accuracy drop"),
-            Phase(self.cost_after, accuracy=0.55, extra_completion_tokens=400, label="accuracy drop + cost rise"),
-            Phase(self.swap_after, accuracy=0.55, extra_completion_tokens=400, model="medmon-simulator/clinical-v2",
-                  fingerprint="fp_sim_0002", label="silent model swap"),
+            Phase(self.served(self.drop_after), accuracy=0.55, label="accuracy drop"),
+            Phase(self.served(self.cost_after), accuracy=0.55, extra_completion_tokens=400,
+                  label="accuracy drop + cost rise"),
+            Phase(self.served(self.swap_after), accuracy=0.55, extra_completion_tokens=400,
+                  model="medmon-simulator/clinical-v2", fingerprint="fp_sim_0002", label="silent model swap"),
         ]
 
 
@@ -122,6 +141,16 @@ governance:
 privacy:
   redactor: builtin
   store_text: true
+traffic:
+  # The SIMULATED clinical application's own calls, as OpenTelemetry GenAI spans.
+  port: 0
+  token_env: {traffic_token_env}
+  routes:
+    - {{task: knowledge-qa, service: {app_service}}}
+  reference_window: 3s
+  reference_min_calls: 60
+  detect_every: 0.5s
+  daily_budget_usd: 5
 """
 
 
@@ -172,6 +201,42 @@ def _count(engine: Engine, model: type) -> int:
         return int(s.exec(select(func.count()).select_from(model)).one())
 
 
+def _start_app(scenario: DemoScenario, sim_url: str, model: str, traffic_url: str) -> subprocess.Popen[str]:
+    """Start the application and wait until it is set up (its imports would otherwise stall the first probes)."""
+    app = subprocess.Popen([sys.executable, "-m", "medmon.monitor.service.demo_app", "--base-url", f"{sim_url}/v1",
+                             "--model", model, "--traffic", traffic_url, "--token", os.environ[TRAFFIC_TOKEN_ENV],
+                             "--pack", DEMO_PACK, "--service", APP_SERVICE],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    if app.stdout is not None:
+        app.stdout.readline()  # "ready", or "" if it failed to start (the demo then runs without it)
+    return app
+
+
+def _app_calls(app: subprocess.Popen[str], n: int) -> None:
+    """Ask the application for ``n`` calls and wait until their spans are exported."""
+    if app.poll() is not None or app.stdin is None or app.stdout is None:
+        return
+    try:
+        app.stdin.write(f"{n}\n")
+        app.stdin.flush()
+        app.stdout.readline()
+    except (BrokenPipeError, OSError):
+        pass
+
+
+def _stop_app(app: subprocess.Popen[str]) -> None:
+    if app.stdin is not None:
+        try:
+            app.stdin.close()
+        except OSError:
+            pass
+    try:
+        app.wait(10)
+    except subprocess.TimeoutExpired:
+        app.kill()
+        app.wait(5)
+
+
 def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_url: str = "http://127.0.0.1:8501",
              say: Callable[[str], None] = print, on_start: Callable[[Plan], None] | None = None) -> DemoResult:
     """Run the demo scenario to its end (every expected alert received) or its timeout."""
@@ -184,6 +249,7 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     os.environ.setdefault(SECRET_ENV, secrets.token_hex(16))
     os.environ.setdefault(SIM_KEY_ENV, "simulator-needs-no-key")
+    os.environ.setdefault(TRAFFIC_TOKEN_ENV, secrets.token_hex(16))
     pack_canaries = load_pack(DEMO_PACK).canaries
     sim_app = create_simulator(pack_canaries, scenario.phases(), seed=11)
     receiver_app = create_receiver(os.environ[SECRET_ENV])
@@ -196,6 +262,7 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
     plan_path.write_text(PLAN_TEMPLATE.format(
         base_url=f"{sim.url}/v1", key_env=SIM_KEY_ENV, pack=DEMO_PACK, sample_size=scenario.sample_size,
         receiver_url=f"{receiver.url}/alerts", secret_env=SECRET_ENV, dashboard_url=dashboard_url, db=db,
+        traffic_token_env=TRAFFIC_TOKEN_ENV, app_service=APP_SERVICE,
     ))
     plan = load_plan(plan_path)
     engine = make_engine(plan.storage.url)
@@ -203,9 +270,16 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
         on_start(plan)
     say(f"SIMULATED model (not a real LLM) on {sim.url}/v1; webhook receiver on {receiver.url}/alerts")
     say(f"plan: {plan_path}   database: {db}")
+    traffic = serve_in_thread(create_traffic_receiver(engine, plan, token=os.environ[TRAFFIC_TOKEN_ENV]))
+    servers.append(traffic)
+    app = _start_app(scenario, sim.url, plan.deployment.model, traffic.url) if scenario.app_calls_per_probe else None
+    if app is not None:
+        say(f"SIMULATED clinical application ({APP_SERVICE}) traced by the OpenTelemetry OpenAI instrumentation, "
+            f"sending its spans to {traffic.url}/v1/traces")
     contexts = [load_context(plan, t) for t in plan.tasks]
     clock = AcceleratedClock(scale=3600 / scenario.seconds_per_probe)
-    record_plan_file(engine, plan_path, "medmon demo", clock())  # the governance record starts with the plan
+    with session_scope(engine) as session:  # the governance record starts with the plan
+        record_plan(session, plan_path.read_text("utf-8"), str(plan_path), "medmon demo", clock())
     # On an accelerated clock a probe can outlast its simulated hour; APScheduler then warns that it
     # skipped the next one. That is the demo's pace, not news: keep the console for the story.
     logging.getLogger("apscheduler.scheduler").setLevel(logging.ERROR)
@@ -226,6 +300,8 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
                 degraded_at.append(time.monotonic() - started)
             events.append(msg := f"{at} simulator phase -> {label}")
             say(msg)
+        if app is not None:
+            _app_calls(app, scenario.app_calls_per_probe)
         if not getattr(outcome, "signals", []):
             return
         with Session(engine) as s:
@@ -243,8 +319,10 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
 
     scheduler = build_scheduler(engine, plan, contexts, build_channels(plan), now=clock,
                                 time_scale=clock.scale, seed=5, delivery_every_s=0.25, on_outcome=on_outcome)
+    # The receiver checks span times on the real clock (the application's); findings are dated on the demo's.
+    add_traffic_jobs(scheduler, engine, plan, clock)
     receiver_state = receiver_app.state.receiver
-    expected = {"score", "cost", "served_model"}
+    expected = {"score", "cost", "served_model"} | ({"traffic_cost"} if app is not None else set())
     first_alert: float | None = None
     scheduler.start()
     try:
@@ -262,6 +340,8 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
         from medmon.alerts import deliver_due
 
         deliver_due(engine, build_channels(plan), clock)
+        if app is not None:
+            _stop_app(app)
         for server in servers:
             server.stop()
     with Session(engine) as s:

@@ -1,4 +1,5 @@
-"""The scheduler: one probe job per task (at most one running at a time), plus alert delivery.
+"""The scheduler: one probe job per task (at most one running at a time), plus alert delivery
+(on each written notification, and every tick as a fallback: ``delivery.py``).
 
 Two builds share the job functions:
 
@@ -25,10 +26,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
+from apscheduler.events import EVENT_SCHEDULER_SHUTDOWN
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.jobstores.memory import MemoryJobStore
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
@@ -40,6 +43,7 @@ from medmon.monitor.plan.context import TaskContext
 from medmon.monitor.runs.pipeline import ProbeOutcome, run_task_probe
 from medmon.monitor.plan.model import Plan, Task, parse_interval
 from medmon.monitor.alerting.signals import alert_pass
+from medmon.monitor.service.delivery import DeliveryWaker, deliver_until_quiet
 from medmon.monitor.service.slots import explain_failure, last_fire_time, retry_candidates, run_slot, worker_identity
 from medmon.db import session_scope, utcnow
 from medmon.probes.client import ModelSettings
@@ -84,15 +88,26 @@ def probe_job(engine: Engine, plan: Plan, ctx: TaskContext, rng: random.Random, 
 
 
 def delivery_job(engine: Engine, plan: Plan, channels: Mapping[str, Channel], now: Callable[[], datetime],
-                 policy: DeliveryPolicy) -> None:
+                 policy: DeliveryPolicy, busy: threading.Event | None = None) -> None:
     """The alert pass: heartbeat and staleness rules, the notifications now due (repeats,
-    escalations, grouped changes), then deliver the outbox."""
-    try:
-        with session_scope(engine) as session:
-            alert_pass(session, plan, now())
-        deliver_due(engine, channels, now, policy)
-    except Exception:
-        log.exception("alert delivery pass failed")
+    escalations, grouped changes), then deliver the outbox; again while notifications are
+    written meanwhile (``busy`` tells the ``DeliveryWaker`` a pass is under way)."""
+    def one_pass() -> None:
+        try:
+            with session_scope(engine) as session:
+                alert_pass(session, plan, now())
+            deliver_due(engine, channels, now, policy)
+        except Exception:
+            log.exception("alert delivery pass failed")
+
+    deliver_until_quiet(one_pass, busy)
+
+
+def start_delivery_waker(scheduler: BaseScheduler, engine: Engine, jobstore: str | None) -> DeliveryWaker:
+    """Start the waker that runs the delivery job on each written notification; it stops with the scheduler."""
+    waker = DeliveryWaker(scheduler, engine, jobstore=jobstore).start()
+    scheduler.add_listener(lambda _event: waker.stop(), EVENT_SCHEDULER_SHUTDOWN)
+    return waker
 
 
 def drift_report_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> None:
@@ -106,6 +121,51 @@ def drift_report_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) ->
         log.exception("drift report pass failed")
         return
     log.info("drift reports stored for %s", ", ".join(t for t, r in done.items() if r is not None) or "no task")
+
+
+def traffic_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> None:
+    """Roll up and stream the traffic received since the last pass (``traffic.detect_every``)."""
+    from medmon.monitor.traffic.streams import traffic_job as run
+
+    try:
+        done = run(engine, plan, now())
+    except Exception:
+        log.exception("traffic pass failed; its spans stay waiting for the next pass")
+        return
+    if done.signals:
+        log.info("traffic pass: %d span(s), %d alert change(s)", done.spans, len(done.signals))
+
+
+def retention_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> None:
+    """Delete raw traffic rows past ``traffic.retention`` (rollups stay)."""
+    from medmon.monitor.traffic.retention import delete_expired
+
+    try:
+        gone = delete_expired(engine, plan, now())
+    except Exception:
+        log.exception("traffic retention pass failed")
+        return
+    log.info("traffic retention: %d expired span(s) deleted", gone)
+
+
+def add_traffic_jobs(scheduler: BackgroundScheduler, engine: Engine, plan: Plan, now: Callable[[], datetime],
+                     **where: object) -> None:
+    """The traffic pass, the daily retention pass and (with ``traffic.judging``) real-answer judging."""
+    if plan.traffic is None:
+        return
+    every = parse_interval(plan.traffic.detect_every).total_seconds()
+    scheduler.add_job(traffic_job, IntervalTrigger(seconds=every), args=[engine, plan, now], id="traffic",
+                      name="traffic pass", misfire_grace_time=max(5, round(every)), **where)
+    scheduler.add_job(retention_job, IntervalTrigger(days=1, start_date=GRID_EPOCH, timezone=timezone.utc),
+                      args=[engine, plan, now], id="traffic-retention", name="traffic retention",
+                      misfire_grace_time=3600, **where)
+    if plan.traffic.judging is not None and plan.jury is not None:
+        from medmon.monitor.traffic.judging import judging_job
+
+        judge_every = parse_interval(plan.traffic.judging.every).total_seconds()
+        scheduler.add_job(judging_job, IntervalTrigger(seconds=judge_every), args=[engine, plan, now],
+                          id="traffic-judging", name="judge real answers", misfire_grace_time=max(5, round(judge_every)),
+                          **where)
 
 
 def build_scheduler(engine: Engine, plan: Plan, contexts: Sequence[TaskContext], channels: Mapping[str, Channel], *,
@@ -131,8 +191,10 @@ def build_scheduler(engine: Engine, plan: Plan, contexts: Sequence[TaskContext],
     from medmon.monitor.runs.judging import add_judging_job
 
     add_judging_job(scheduler, engine, plan, now, time_scale=time_scale)  # only with jury.canary_schedule
+    waker = start_delivery_waker(scheduler, engine, None)
     scheduler.add_job(delivery_job, IntervalTrigger(seconds=delivery_every_s), id="deliver", name="deliver alerts",
-                      args=[engine, plan, channels, now, DeliveryPolicy(base_delay_s=max(0.2, delivery_every_s))],
+                      args=[engine, plan, channels, now, DeliveryPolicy(base_delay_s=max(0.2, delivery_every_s)),
+                            waker.busy],
                       misfire_grace_time=5)
     return scheduler
 
@@ -340,8 +402,10 @@ def build_service_scheduler(engine: Engine, plan: Plan, runtime_key: str, channe
     local = {"jobstore": "local", "executor": "local", "replace_existing": True}
     scheduler.add_job(heartbeat_job, IntervalTrigger(seconds=heartbeat_every_s), args=[runtime_key], id="heartbeat",
                       misfire_grace_time=5, next_run_time=utcnow(), **local)
+    waker = start_delivery_waker(scheduler, engine, "local")
     scheduler.add_job(delivery_job, IntervalTrigger(seconds=delivery_every_s), id="deliver", name="deliver alerts",
-                      args=[engine, plan, channels, now, DeliveryPolicy(base_delay_s=min(max(0.2, delivery_every_s), 5.0))],
+                      args=[engine, plan, channels, now,
+                            DeliveryPolicy(base_delay_s=min(max(0.2, delivery_every_s), 5.0)), waker.busy],
                       misfire_grace_time=5, **local)
     from medmon.monitor.runs.judging import add_judging_job
 
@@ -357,6 +421,7 @@ def build_service_scheduler(engine: Engine, plan: Plan, runtime_key: str, channe
                                                             timezone=timezone.utc),
                           args=[engine, plan, now], id="drift-reports", name="drift reports",
                           misfire_grace_time=max(60, round(every.total_seconds() / 4)), **local)
+    add_traffic_jobs(scheduler, engine, plan, now, **local)
     return scheduler
 
 

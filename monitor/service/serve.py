@@ -26,14 +26,17 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
-from medmon.monitor.governance.audit import local_actor, record_plan_file
+from medmon.monitor.governance.audit import local_actor
+from medmon.monitor.governance.change_control import record_plan_file
 from medmon.monitor.governance.checks import check_plan
 from medmon.monitor.plan.context import load_context
+from medmon.probes.pool import shared_pool
 from medmon.monitor.errors import StorageError
 from medmon.monitor.service.health import ServiceStatus, create_health_app
 from medmon.monitor.service.leader import Leadership, leadership_for
 from medmon.monitor.storage.migrate import ensure_current
 from medmon.monitor.service.otlp import build_otlp
+from medmon.monitor.service.receiver import create_receiver, receiver_token
 from medmon.monitor.plan.model import Plan, parse_interval
 from medmon.monitor.plan.routing import build_channels
 from medmon.monitor.service.scheduler import (
@@ -58,6 +61,7 @@ class ServiceOptions:
     """Knobs for ``run_service``; the defaults are the production ones."""
 
     health_port: int | None = None  # None: the plan's service.health_port (None there: no endpoints)
+    traffic_port: int | None = None  # None: the plan's traffic.port (no traffic section: no receiver)
     runtime_key: str = "service"
     check_every_s: float = 1.0
     stop_timeout_s: float = 30.0
@@ -71,6 +75,7 @@ class ServiceResult:
     led: bool = False
     abandoned_runs: list[int] = field(default_factory=list)
     health_url: str | None = None
+    traffic_url: str | None = None
 
 
 def wait_for_database(url: str, stop: threading.Event, retry_s: float) -> Engine | None:
@@ -141,6 +146,21 @@ def _finish(scheduler: ServiceScheduler | None, dispatch: object, engine: Engine
     return left
 
 
+def _start_receiver(engine: Engine, plan: Plan, token: str | None, opts: ServiceOptions,
+                    result: ServiceResult) -> RunningServer | None:
+    """The OTLP/HTTP traces receiver, on every replica (leader or standby): all of them ingest."""
+    if plan.traffic is None:
+        return None
+    port = opts.traffic_port if opts.traffic_port is not None else plan.traffic.port
+    if port is None:
+        return None
+    app = create_receiver(engine, plan, token=token, now=opts.now)
+    server = serve_in_thread(app, host=plan.traffic.host, port=port)
+    result.traffic_url = server.url
+    log.info("receiving OTLP/HTTP traces on %s/v1/traces", server.url)
+    return server
+
+
 def run_service(plan_path: Path, stop: threading.Event | None = None, *,
                 options: ServiceOptions | None = None) -> ServiceResult:
     """Run until SIGTERM/SIGINT (or ``stop`` is set); see the module docstring for the lifecycle."""
@@ -149,6 +169,7 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
         logging.getLogger(chatty).setLevel(logging.WARNING)
     opts = options or ServiceOptions()
     plan = check_plan(plan_path)
+    token = receiver_token(plan) if plan.traffic is not None and plan.traffic.port is not None else None
     stop = stop or threading.Event()
     abandon = threading.Event()
     if opts.install_signals and threading.current_thread() is threading.main_thread():
@@ -175,6 +196,7 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
                                  port=port)
         result.health_url = health.url
         log.info("health endpoints on %s (/healthz, /metrics)", health.url)
+    receiver = _start_receiver(engine, plan, token, opts, result)
     leadership = leadership_for(url, identity)
     status.lock = leadership.description
     poll_s = parse_interval(plan.service.standby_poll).total_seconds()
@@ -209,8 +231,12 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
         result.abandoned_runs = _finish(scheduler, dispatch, engine, opts.stop_timeout_s, abandon, opts.now)
         leadership.release()
         unregister_runtime(opts.runtime_key)
+        if not result.abandoned_runs:  # a probe still waiting on the model keeps its client
+            shared_pool().close()
         if health is not None:
             health.stop()
+        if receiver is not None:
+            receiver.stop()
         if telemetry is not None:
             telemetry.shutdown()
         engine.dispose()

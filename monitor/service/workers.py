@@ -25,6 +25,7 @@ from celery import Celery, Task
 from sqlalchemy.engine import Engine
 
 from medmon.monitor.plan.context import TaskContext
+from medmon.probes.pool import shared_pool
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.timeouts import visibility_timeout_of
 from medmon.monitor.service.slots import run_slot, worker_identity
@@ -154,4 +155,5 @@ def run_worker(plan_path: Path, *, concurrency: int = 1, hostname: str | None = 
     try:
         app.worker_main(worker_argv(plan, concurrency=concurrency, hostname=hostname, loglevel=loglevel))
     finally:
+        shared_pool().close()  # the model clients this worker kept open across its probes
         engine.dispose()

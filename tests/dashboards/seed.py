@@ -23,7 +23,7 @@ from sqlmodel import Session, col, select
 
 from medmon.alerts import DeliveryPolicy, deliver_due
 from medmon.baselines import BaselineFigures, record_baseline
-from medmon.monitor.governance.audit import record_plan_file
+from medmon.monitor.governance.change_control import record_plan_file
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.runs.pipeline import run_task_probe
 from medmon.monitor.plan.model import load_plan

@@ -40,6 +40,7 @@ def governed(**overrides: Any) -> dict[str, Any]:
         "local_validation": {"description": "200 local questions", "n": 200},
         "controls": {"decision_criteria": "all tasks above their minimum"},
     }
+    data["alerts"] = {"routes": [{"name": "default", "url": "http://127.0.0.1:9/hook"}]}
     return data
 
 

@@ -139,13 +139,19 @@ def test_only_an_owner_can_adopt_a_reevaluation_as_baseline(swap: Callable[..., 
         with pytest.raises(GovernanceError, match="tech@hospital.example is not an owner of task 'knowledge-qa'; "
                                                   "approval needs one of: owner@hospital.example"):
             approve(session, plan, reevaluation_id=rid, task_id="knowledge-qa", by="tech@hospital.example", now=now)
-        with pytest.raises(GovernanceError, match="failed its thresholds.*needs a stated reason"):
+        with pytest.raises(GovernanceError, match="needs a rationale"):
             approve(session, plan, reevaluation_id=rid, task_id="knowledge-qa", by="owner@hospital.example", now=now)
+        # a failed re-evaluation below the approval minimum: an owner's say-so is not enough
+        with pytest.raises(GovernanceError, match="below the approval minimum 0.700 of task 'knowledge-qa': "
+                                                  "approving it needs the committee's decision"):
+            approve(session, plan, reevaluation_id=rid, task_id="knowledge-qa", by="owner@hospital.example", now=now,
+                    reason="v2 is the contracted model")
         with pytest.raises(GovernanceError, match="is of task 'knowledge-qa', not 'other'"):
             approve(session, plan, reevaluation_id=rid, task_id="other", by="owner@hospital.example", now=now)
     with session_scope(engine) as session:
         baseline = approve(session, plan, reevaluation_id=rid, task_id="knowledge-qa", by="Owner@hospital.example",
-                           now=now, reason="v2 is the contracted model; a pharmacist reviews every answer meanwhile")
+                           now=now, reason="v2 is the contracted model; a pharmacist reviews every answer meanwhile",
+                           committee_decision="AI committee 2026-11-03, minute 4")
     with session_scope(engine) as session:
         row = session.get(Reevaluation, rid)
         assert row is not None and row.status == ReevaluationStatus.approved and row.approved_by == "Owner@hospital.example"
@@ -158,6 +164,7 @@ def test_only_an_owner_can_adopt_a_reevaluation_as_baseline(swap: Callable[..., 
     assert current.id == baseline.id  # the task is now compared with the adopted baseline
     assert len(approvals) == 1 and approvals[0].actor == "Owner@hospital.example"
     assert approvals[0].details["reason"].startswith("v2 is the contracted model")
+    assert approvals[0].details["committee_decision"] == "AI committee 2026-11-03, minute 4"
 
 
 def test_without_governance_a_detected_change_waits_for_a_reevaluation(swap: Callable[..., Any],
@@ -191,7 +198,8 @@ def test_declared_change_reevaluates_from_the_cli_and_an_owner_approves(serve: C
                               str(reevaluation["id"]), "--by", "ds-team@hospital.example", "--plan", str(path)])
     assert bad.exit_code == 2 and "not an owner" in bad.output
     good = runner.invoke(app, ["baseline", "approve", "--task", "knowledge-qa", "--reevaluation",
-                               str(reevaluation["id"]), "--by", "owner@hospital.example", "--plan", str(path), "--json"])
+                               str(reevaluation["id"]), "--by", "owner@hospital.example", "--plan", str(path), "--json",
+                               "--reason", "prompt v3 keeps accuracy within tolerance"])
     assert good.exit_code == 0, good.output
     assert json.loads(good.stdout)["approved_by"] == "owner@hospital.example"
     listed = json.loads(runner.invoke(app, ["change", "reevaluations", "--plan", str(path), "--json"]).stdout)

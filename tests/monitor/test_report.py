@@ -26,7 +26,8 @@ from typer.testing import CliRunner
 
 from medmon.alerts import Alert, acknowledge, resolve
 from medmon.alerts.silences import silence_alert
-from medmon.monitor.governance.audit import AuditKind, record, record_plan
+from medmon.baselines import Baseline
+from medmon.monitor.governance.audit import AuditKind, list_events, record, record_plan
 from medmon.monitor.cli.app import app
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.runs.pipeline import run_task_probe
@@ -70,6 +71,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory, module_db_url: str) -> Iterat
                                  "api_key_env": "X", "timeout_s": 5, "max_retries": 0,
                                  "price": {"input_per_mtok": 5, "output_per_mtok": 15}})
     data["tasks"][0]["owner"] = OWNER
+    data["tasks"][0]["subgroups"] = ["age_band", "sex"]
     data["governance"] = {"evidence": {"limitations": ["Local questions differ from MedQA items."]},
                           "approval": {"approved_by": OWNER, "approved_on": "2026-10-15", "committee": "AI committee"}}
     plan_path = folder / "plan.yaml"
@@ -319,3 +321,115 @@ def test_periods(case: str) -> None:
 def test_bad_periods_say_what_is_expected(bad: str) -> None:
     with pytest.raises(ValueError):
         parse_period(bad)
+
+
+def _edited_plan(demo: DemoRun, folder: Path) -> Path:
+    """The plan file as someone edits it after the period, without recording it: looser thresholds."""
+    data = yaml.safe_load(demo.plan_path.read_text())
+    data["tasks"][0]["thresholds"] |= {"min_score": 0.3, "tolerated_drop": 0.5}
+    path = folder / "plan.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_a_past_period_is_judged_by_the_plan_and_baseline_in_force_then(demo: DemoRun, tmp_path: Path) -> None:
+    from medmon.monitor.governance.approvals import approve_baseline
+
+    november, october = parse_period("2026-11"), parse_period("2026-10")
+    with Session(demo.engine) as session:
+        first = build_committee_report(session, demo.plan, november, now=datetime(2026, 12, 1, tzinfo=timezone.utc),
+                                       plan_text=demo.plan_path.read_text())
+        first_october = build_committee_report(session, demo.plan, october,
+                                               now=datetime(2026, 12, 1, tzinfo=timezone.utc))
+    assert first.tasks[0].passed is False and first.plan_file_matches is True
+    # After the period: the file's thresholds are loosened and another model's figure is imported and approved.
+    edited = _edited_plan(demo, tmp_path)
+    scores = tmp_path / "other.csv"
+    scores.write_text("model,benchmark,metric,value,n,source\nother/model-x,med_qa,exact_match,0.55,1273,x\n")
+    assert runner.invoke(app, ["baseline", "import", str(scores), "--db", demo.db_url]).exit_code == 0
+    with session_scope(demo.engine) as session:
+        proposal = session.exec(select(Baseline).where(Baseline.model == "other/model-x")).one()
+        assert proposal.id is not None
+        approve_baseline(session, demo.plan, task_id="knowledge-qa", baseline_id=proposal.id,
+                         by="owner@hospital.example", reason="figure for the replacement model",
+                         committee_decision="AI committee, December minutes 3",
+                         now=datetime(2026, 12, 5, tzinfo=timezone.utc))
+    with Session(demo.engine) as session:
+        again = build_committee_report(session, load_plan(edited), november,
+                                       now=datetime(2026, 12, 6, tzinfo=timezone.utc), plan_text=edited.read_text())
+        again_october = build_committee_report(session, load_plan(edited), october,
+                                               now=datetime(2026, 12, 6, tzinfo=timezone.utc))
+    assert again.summary()["tasks"] == first.summary()["tasks"]  # same estimate, thresholds, baseline, verdict
+    assert again.tasks[0].min_score == 0.7 and again.tasks[0].passed is False
+    assert again.tasks[0].baseline_id == first.tasks[0].baseline_id != proposal.id
+    assert again.plan_file_matches is False and again.plan_recorded is True
+    html = render_committee(again)
+    assert "differs from the plan in force during this period" in html
+    # October closed before any of it: the very same record, so the very same hash.
+    assert again_october.sha256 == first_october.sha256 and len(first_october.sha256) == 64
+
+
+def test_generating_and_signing_a_report_are_audited_with_its_hash(demo: DemoRun, tmp_path: Path) -> None:
+    out = tmp_path / "oct.html"
+    made = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-10", "--out", str(out), "--no-pdf",
+                               "--json"])
+    assert made.exit_code == 0, made.output
+    digest = json.loads(made.stdout)["sha256"]
+    assert digest in out.read_text()  # the report carries its own hash
+    stranger = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-10", "--out", str(out),
+                                   "--no-pdf", "--sign", "someone@else.example", "--hash", digest])
+    assert stranger.exit_code == 2 and "may not sign" in stranger.output
+    stale = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-10", "--out", str(out), "--no-pdf",
+                                "--sign", "owner@hospital.example", "--hash", "0" * 64])
+    assert stale.exit_code == 2 and "is not this report's hash" in stale.output
+    signed = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-10", "--out", str(out), "--no-pdf",
+                                 "--sign", "owner@hospital.example", "--hash", digest, "--statement",
+                                 "Reviewed at the November committee", "--json"])
+    assert signed.exit_code == 0, signed.output
+    summary = json.loads(signed.stdout)
+    assert summary["sha256"] == digest
+    assert [s["by"] for s in summary["signatures"]] == ["owner@hospital.example"]
+    assert "Reviewed at the November committee" in out.read_text()
+    with Session(demo.engine) as session:
+        generated = list_events(session, kind=AuditKind.report_generated, subject="report:2026-10")
+        signs = list_events(session, kind=AuditKind.report_signed, subject="report:2026-10")
+    assert {e.details["sha256"] for e in generated} == {digest} and len(generated) == 2  # refusals roll back
+    assert len(signs) == 1 and signs[0].actor == "owner@hospital.example" and signs[0].details["sha256"] == digest
+
+
+def test_the_report_holds_the_sections_a_committee_expects(demo: DemoRun) -> None:
+    with Session(demo.engine) as session:
+        report = build_committee_report(session, demo.plan, parse_period("2026-11"),
+                                        now=datetime(2026, 12, 1, tzinfo=timezone.utc))
+    summary = report.summary()
+    assert [e["status"] for e in summary["executive"]] == ["fails thresholds"]
+    asks = {d["kind"] for d in summary["decisions_requested"]}
+    assert "failing task" in asks and "re-evaluation result" in asks  # the swap's re-evaluation awaits a decision
+    assert summary["digest"]["status"] == "attention needed" and summary["digest"]["tasks"] == 1
+    trend = report.tasks[0].trend
+    assert [t["period"] for t in trend] == ["2026-08", "2026-09", "2026-10"] and trend[-1]["n"] > 0
+    equity = {(e.tag): e for e in report.equity}
+    assert set(equity) == set(demo.plan.tasks[0].subgroups) and equity
+    for row in equity.values():
+        for sub in row.subgroups:
+            assert sub.ci_low is not None and sub.ci_low <= (sub.estimate or 0) <= (sub.ci_high or 1)
+            assert sub.too_little_data is (sub.n < 30)
+    health = report.health[0]
+    assert health.runs == 50 and health.complete + health.failed + health.interrupted == 50
+    # hourly probes for two days, then nothing: the monitor's own silence shows up as staleness
+    assert health.longest_gap_hours is not None and health.longest_gap_hours > 24 and health.stale is True
+    assert health.expected_runs is not None and health.expected_runs > health.runs
+    assert "score" in " ".join(health.streams_alarmed)
+    with Session(demo.engine) as session:
+        october = build_committee_report(session, demo.plan, parse_period("2026-10"),
+                                         now=datetime(2026, 12, 1, tzinfo=timezone.utc)).health[0]
+    assert (october.runs, october.longest_gap_hours, october.stale) == (2, 1.0, False)
+    from medmon.monitor.plan.context import canaries_sha256
+
+    pack = canaries_sha256(load_pack("clinical_knowledge_mcq").canaries)
+    assert {p["pack_sha256"] for p in report.tasks[0].provenance} == {pack}  # results name the pack version
+    assert sum(p["runs"] for p in report.tasks[0].provenance) == 51  # 50 monitoring runs and the re-evaluation
+    assert all(p["scorer_version"].startswith("multiple_choice (medmon ") for p in report.tasks[0].provenance)
+    ops = summary["alert_operations"]
+    assert ops["targets_set"] is False and sum(r["alerts"] for r in ops["by_severity"]) == len(report.alerts)
+    assert summary["privacy"]["redactor"] == "builtin"

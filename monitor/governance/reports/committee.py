@@ -10,7 +10,7 @@ HTML carry the same numbers a query would give.
 
 from __future__ import annotations
 
-import math
+import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,18 +20,35 @@ from sqlmodel import Session, col, func, select
 
 from medmon.alerts import incident_title
 from medmon.alerts.models import Alert, AlertEvent, Incident, Silence
-from medmon.baselines import Baseline
-from medmon.baselines.interval import mean_interval, wilson_interval
+from medmon.baselines import resolve
 from medmon.monitor.governance.audit import AuditKind, list_events, verify
 from medmon.monitor.governance.changes import list_changes
-from medmon.monitor.plan.context import load_context, task_baseline
-from medmon.monitor.errors import MedmonError
-from medmon.monitor.models import AuditEvent, FindingRecord, ModelIdentity
+from medmon.monitor.plan.intervals import parse_interval
+from medmon.monitor.models import AuditEvent, FindingRecord, ModelIdentity, Reevaluation
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.governance.reevaluation import judge, list_reevaluations
 from medmon.monitor.governance.reports.limitations import known_limitations
+from medmon.monitor.governance.approvals import baseline_proposals
 from medmon.monitor.governance.reports.period import Period
 from medmon.monitor.governance.reports.recommendation import Recommendation, RecommendationRules, TaskFacts, recommend
+from medmon.monitor.governance.reports.record import (
+    baseline_in_force,
+    content_hash,
+    plan_in_force,
+    signatures,
+)
+from medmon.monitor.governance.reports.sections import (
+    EquityRow,
+    HealthRow,
+    equity,
+    health,
+    in_period,
+    interval,
+    monitoring,
+    provenance,
+    task_estimate,
+    trend,
+)
 from medmon.monitor.governance.reports.svg import score_chart
 from medmon.db import as_utc
 from medmon.probes.models import JudgeCall, ProbeResult, ProbeRun
@@ -70,6 +87,9 @@ class TaskEvidence:
     conclusive: bool | None
     reasons: list[str]
     drift_findings: int
+    baseline_id: int | None = None
+    trend: list[dict[str, Any]] = field(default_factory=list)
+    provenance: list[dict[str, Any]] = field(default_factory=list)
     chart: str = ""
 
 
@@ -139,6 +159,35 @@ class CommitteeReport:
     notes: list[str] = field(default_factory=list)
     incidents: list[IncidentRow] = field(default_factory=list)
     recommendations: list[Recommendation] = field(default_factory=list)
+    plan_recorded: bool = False  # the plan shown is the one recorded as in force (else today's file)
+    plan_file_matches: bool | None = None  # today's file equals the recorded plan (None: no file given)
+    executive: list[dict[str, Any]] = field(default_factory=list)
+    decisions_requested: list[dict[str, Any]] = field(default_factory=list)
+    equity: list[EquityRow] = field(default_factory=list)
+    health: list[HealthRow] = field(default_factory=list)
+    alert_operations: dict[str, Any] = field(default_factory=dict)
+    privacy: dict[str, Any] = field(default_factory=dict)
+    sha256: str = ""  # of ``figures()``: printed in the report, recorded when it is generated and signed
+    signatures: list[dict[str, Any]] = field(default_factory=list)
+    traffic: Any = None  # the application's own calls in the period (``medmon.monitor.read.traffic``), if watched
+
+    def figures(self) -> dict[str, Any]:
+        """Everything the period's record says, without the moment of generation (what the hash covers)."""
+        data = {k: v for k, v in self.summary().items() if k not in ("audit", "sha256", "signatures", "digest")}
+        data["plan"] = {"seq": (self.plan_record or {}).get("seq"), "sha256": (self.plan_record or {}).get("sha256")}
+        return json.loads(json.dumps(data, default=str))
+
+    def digest(self) -> dict[str, Any]:
+        """The board-level page: one status, one line per task, what is asked of the board."""
+        failing = [e["task"] for e in self.executive if e["status"] == "fails thresholds"]
+        critical = [a for a in self.alerts if a.severity == "critical"]
+        attention = bool(failing or self.decisions_requested or not self.audit.get("ok", True)
+                         or any(a.status != "resolved" for a in critical))
+        return {"status": "attention needed" if attention else "on track",
+                "tasks_meeting": sum(1 for e in self.executive if e["status"] == "meets thresholds"),
+                "tasks": len(self.executive), "failing": failing, "critical_alerts": len(critical),
+                "decisions_requested": len(self.decisions_requested),
+                "production_cost_usd": sum(c.cost_usd for c in self.costs), "audit_ok": self.audit.get("ok")}
 
     def summary(self) -> dict[str, Any]:
         """The report's figures as JSON-ready data (``medmon report --json``)."""
@@ -166,71 +215,58 @@ class CommitteeReport:
                      "judge_usd": self.judge_cost_usd, "judge_calls": self.judge_calls,
                      "by_task": [asdict(c) for c in self.costs]},
             "audit": self.audit,
+            "plan_in_force": {"recorded": self.plan_recorded, "file_matches": self.plan_file_matches,
+                              "seq": (self.plan_record or {}).get("seq"),
+                              "sha256": (self.plan_record or {}).get("sha256")},
+            "executive": self.executive, "decisions_requested": self.decisions_requested,
+            "equity": [asdict(e) for e in self.equity], "health": [asdict(h) for h in self.health],
+            "alert_operations": self.alert_operations, "privacy": self.privacy,
+            "digest": self.digest(), "sha256": self.sha256, "signatures": self.signatures,
+            "traffic": self.traffic.as_dict() if self.traffic is not None else None,
         }
 
 
 def _in(column: Any, period: Period) -> Any:
-    return (column >= period.start) & (column < period.end)
+    return in_period(column, period)
 
 
-def _interval(n: int, total: float, total2: float, binary: bool) -> tuple[float, float, float]:
-    mean = total / n
-    if binary:
-        lo, hi = wilson_interval(mean, n)
-    else:
-        var = max(total2 - n * mean * mean, 0.0) / (n - 1) if n > 1 else 0.0
-        lo, hi = mean_interval(mean, math.sqrt(var), n)
-    return mean, lo, hi
-
-
-def _monitoring() -> Any:
-    return col(ProbeRun.purpose) != REEVALUATION
-
-
-def _task_evidence(session: Session, plan: Plan, period: Period) -> list[TaskEvidence]:
+def _task_evidence(session: Session, plan: Plan, period: Period, now: datetime) -> list[TaskEvidence]:
     rows = []
     for task in plan.tasks:
-        ctx = load_context(plan, task)
-        try:
-            baseline: Baseline | None = task_baseline(session, plan, ctx)
-        except MedmonError:
-            baseline = None
-        score = col(ProbeResult.score)
-        n, total, total2, non_binary = session.exec(
-            select(func.count(score), func.sum(score), func.sum(score * score),
-                   func.sum(case((score.in_([0.0, 1.0]), 0), else_=1)))
-            .join(ProbeRun, col(ProbeRun.id) == col(ProbeResult.run_id))
-            .where(ProbeResult.task_id == task.id, score.is_not(None), _monitoring(),
-                   _in(col(ProbeResult.created_at), period))).one()
+        in_force = baseline_in_force(session, plan, task, period, now)
+        baseline = in_force.baseline
+        estimate = task_estimate(session, task.id, period)
         runs = session.exec(select(func.count()).select_from(ProbeRun).where(
-            ProbeRun.task_id == task.id, _monitoring(), _in(col(ProbeRun.started_at), period))).one()
+            ProbeRun.task_id == task.id, monitoring(), _in(col(ProbeRun.started_at), period))).one()
         findings = session.exec(select(func.count()).select_from(FindingRecord).where(
             FindingRecord.task_id == task.id, FindingRecord.kind == "drift",
             _in(col(FindingRecord.created_at), period))).one()
-        mean = lo = hi = None
-        if n:
-            mean, lo, hi = _interval(int(n), float(total), float(total2), not non_binary)
         base = baseline.normalized if baseline is not None else None
-        verdict = judge(int(n or 0), mean, lo, hi, base if base is not None else 0.0, task.thresholds.min_score,
-                        task.thresholds.tolerated_drop)
+        verdict = judge(estimate.n, estimate.mean, estimate.ci_low, estimate.ci_high, base if base is not None else 0.0,
+                        task.thresholds.min_score, task.thresholds.tolerated_drop)
         band = None
         if baseline is not None:
             span = (baseline.scale_max - baseline.scale_min) or 1.0
             band = ((baseline.ci_low - baseline.scale_min) / span, (baseline.ci_high - baseline.scale_min) / span)
         owner = task.owner or plan.owners.clinical
-        entry = ctx.taxonomy
+        entry = resolve(task.benchmark)
+        source = "none"
+        if baseline is not None:
+            source = (f"{baseline.source_kind} v{baseline.version} ({baseline.model}, {baseline.metric})"
+                      + (f", approved by {baseline.approved_by}" if baseline.approved_by else ""))
+            if in_force.pinned_at is not None:
+                source += f"; in force since {in_force.pinned_at:%Y-%m-%d %H:%M} UTC ({in_force.pinned_by})"
         evidence = TaskEvidence(
             task=task.id, benchmark=task.benchmark, category=entry.category, subcategory=entry.subcategory,
             owner=f"{owner.name} <{owner.email}>", human_review=task.human_review_required, schedule=task.schedule,
             baseline=base, baseline_ci=band, baseline_n=baseline.n if baseline else None,
-            baseline_source=(f"{baseline.source_kind} v{baseline.version} ({baseline.model}, {baseline.metric})"
-                             + (f", approved by {baseline.approved_by}" if baseline.approved_by else "")
-                             if baseline else "none"),
+            baseline_source=source, baseline_id=baseline.id if baseline is not None else None,
             min_score=task.thresholds.min_score, tolerated_drop=task.thresholds.tolerated_drop, runs=int(runs),
             n=verdict.n, estimate=verdict.estimate, ci_low=verdict.ci_low, ci_high=verdict.ci_high,
             difference=verdict.difference if base is not None else None,
             passed=verdict.passed if base is not None else None, conclusive=verdict.conclusive,
-            reasons=verdict.reasons, drift_findings=int(findings))
+            reasons=verdict.reasons, drift_findings=int(findings), trend=trend(session, task.id, period),
+            provenance=provenance(session, task.id, period))
         points = _series(session, task.id, period)
         # The axis spans the runs, not the whole period: two days of runs drawn on a month's axis are unreadable.
         first, last = (points[0][0], points[-1][0]) if len(points) > 1 else (period.start, period.end)
@@ -244,7 +280,7 @@ def _task_evidence(session: Session, plan: Plan, period: Period) -> list[TaskEvi
 def _series(session: Session, task_id: str, period: Period) -> list[tuple[datetime, float]]:
     """Per-run mean scores; averaged into at most MAX_POINTS time buckets for long periods."""
     rows = session.exec(select(ProbeRun.finished_at, ProbeRun.mean_score).where(
-        ProbeRun.task_id == task_id, _monitoring(), col(ProbeRun.mean_score).is_not(None),
+        ProbeRun.task_id == task_id, monitoring(), col(ProbeRun.mean_score).is_not(None),
         _in(col(ProbeRun.finished_at), period)).order_by(col(ProbeRun.finished_at))).all()
     points = [(as_utc(at), float(m)) for at, m in rows if at is not None and m is not None]
     if len(points) <= MAX_POINTS:
@@ -278,9 +314,13 @@ def _alerts(session: Session, period: Period) -> list[AlertRow]:
         handling = [f"{e.to_status} by {e.actor} at {as_utc(e.at):%Y-%m-%d %H:%M} UTC" + (f": {e.note}" if e.note
                                                                                            else "")
                     for e in history if e.actor != "medmon"]
-        ack = next((e.at for e in history if e.to_status == "acknowledged"), a.acknowledged_at)
+        ack = next((e.at for e in history if e.to_status == "acknowledged"), None)
+        if ack is None and a.acknowledged_at is not None and as_utc(a.acknowledged_at) < period.end:
+            ack = a.acknowledged_at
         ended = a.ends_at if a.ends_at is not None and as_utc(a.ends_at) < period.end else None
-        rows.append(AlertRow(a.id, a.task_id, a.rule, a.severity.value, a.status.value, a.summary,
+        acked = ack is not None and as_utc(ack) < period.end
+        status = "resolved" if ended is not None else ("acknowledged" if acked else "firing")  # as at the period's end
+        rows.append(AlertRow(a.id, a.task_id, a.rule, a.severity.value, status, a.summary,
                              as_utc(a.starts_at), ended, handling, _minutes(ack, a.starts_at),
                              _minutes(ended, a.starts_at)))
     return rows
@@ -304,7 +344,7 @@ def _at_end(session: Session, task_id: str, period: Period) -> tuple[float, floa
     stands when the committee decides, which a month's mean dilutes with the weeks before a drop."""
     score = col(ProbeResult.score)
     recent = (select(ProbeResult.score).join(ProbeRun, col(ProbeRun.id) == col(ProbeResult.run_id))
-              .where(ProbeResult.task_id == task_id, score.is_not(None), _monitoring(),
+              .where(ProbeResult.task_id == task_id, score.is_not(None), monitoring(),
                      col(ProbeResult.created_at) >= period.start, col(ProbeResult.created_at) < period.end)
               .order_by(col(ProbeResult.id).desc()).limit(RECENT_WINDOW).subquery())
     n, total, total2, non_binary = session.exec(select(
@@ -312,8 +352,9 @@ def _at_end(session: Session, task_id: str, period: Period) -> tuple[float, floa
         func.sum(case((recent.c.score.in_([0.0, 1.0]), 0), else_=1)))).one()
     if not n:
         return None
-    mean, lo, hi = _interval(int(n), float(total), float(total2), not non_binary)
-    return mean, lo, hi, int(n)
+    found = interval(int(n), float(total), float(total2), not non_binary)
+    assert found.mean is not None and found.ci_low is not None and found.ci_high is not None
+    return found.mean, found.ci_low, found.ci_high, int(n)
 
 
 def _recommendations(session: Session, plan: Plan, period: Period, tasks: list[TaskEvidence],
@@ -383,21 +424,101 @@ def _changes(session: Session, period: Period) -> tuple[list[dict[str, Any]], li
     return identities, changes, reevaluations
 
 
-def _plan_record(session: Session, period: Period) -> dict[str, Any] | None:
-    """The plan in force at the end of the period, as recorded in the audit log."""
-    event = session.exec(select(AuditEvent).where(AuditEvent.kind == AuditKind.plan_change.value,
-                                                  col(AuditEvent.at) < period.end)
-                         .order_by(col(AuditEvent.seq).desc())).first()
-    if event is None:
-        return None
-    return {"seq": event.seq, "hash": event.hash, "at": as_utc(event.at), "actor": event.actor,
-            "sha256": event.details.get("sha256"), "text": event.details.get("text", ""),
-            "source": event.details.get("source", "")}
+def _alert_operations(plan: Plan, alerts: list[AlertRow]) -> dict[str, Any]:
+    """Per severity: how many alerts, and how many were acknowledged and resolved within the plan's targets."""
+    controls = plan.governance.controls if plan.governance is not None else None
+    targets = controls.response_targets if controls is not None else None
+    rows = []
+    for severity in ("critical", "warning", "info"):
+        mine = [a for a in alerts if a.severity == severity]
+        if not mine:
+            continue
+        ack_target = _target_minutes(targets.acknowledge.get(severity)) if targets is not None else None
+        resolve_target = _target_minutes(targets.resolve.get(severity)) if targets is not None else None
+        rows.append({
+            "severity": severity, "alerts": len(mine),
+            "acknowledged": sum(1 for a in mine if a.minutes_to_ack is not None),
+            "resolved": sum(1 for a in mine if a.minutes_to_resolve is not None),
+            "ack_target_min": ack_target, "resolve_target_min": resolve_target,
+            "ack_within_target": None if ack_target is None else sum(
+                1 for a in mine if a.minutes_to_ack is not None and a.minutes_to_ack <= ack_target),
+            "resolved_within_target": None if resolve_target is None else sum(
+                1 for a in mine if a.minutes_to_resolve is not None and a.minutes_to_resolve <= resolve_target),
+        })
+    return {"targets_set": targets is not None, "by_severity": rows}
+
+
+def _target_minutes(text: str | None) -> float | None:
+    return None if text is None else parse_interval(text) / timedelta(minutes=1)
+
+
+def _decisions_requested(session: Session, plan: Plan, period: Period, tasks: list[TaskEvidence],
+                         reevaluations: list[dict[str, Any]], equity_rows: list[EquityRow]) -> list[dict[str, Any]]:
+    """What the committee is asked to decide, as things stood at the end of the period."""
+    out: list[dict[str, Any]] = []
+    for t in tasks:
+        if t.passed is False:
+            out.append({"task": t.task, "kind": "failing task", "ask": f"{t.task} fails its thresholds "
+                        f"(estimate {t.estimate:.3f} against minimum {t.min_score:.3f} and baseline "
+                        f"{t.baseline:.3f}): continue, restrict, or withdraw the use?"})
+    for p in baseline_proposals(session, plan, before=period.end):
+        out.append({"task": p.task, "kind": "baseline proposal", "ask": f"approve or reject imported baseline "
+                    f"{p.baseline_id} ({p.model}, {p.metric} v{p.version}, {p.normalized:.3f} on n={p.n}) for "
+                    f"{p.task}; until then it is compared with baseline {p.current_baseline_id}"})
+    for c in list_changes(session, until=period.end):
+        answer = session.get(Reevaluation, c.reevaluation_id) if c.reevaluation_id is not None else None
+        if answer is None or as_utc(answer.started_at) >= period.end:  # still owed when the period ended
+            out.append({"task": c.task_id, "kind": "change without re-evaluation",
+                        "ask": f"{c.kind} change {c.id} ({c.note}) has not been re-evaluated"})
+    for r in reevaluations:
+        approved_in_time = r["approved_at"] is not None and r["approved_at"] < period.end
+        if r["status"] in ("complete", "approved") and not approved_in_time:
+            out.append({"task": r["task"], "kind": "re-evaluation result",
+                        "ask": f"adopt or reject re-evaluation {r['id']} (estimate {r['estimate']:.3f}, "
+                               f"{'pass' if r['passed'] else 'fail'}) as {r['task']}'s baseline"})
+    for e in list_events(session, kind=AuditKind.threshold_change, since=period.start, until=period.end):
+        d = e.details
+        out.append({"task": str(d.get("task")), "kind": "threshold change",
+                    "ask": f"confirm {d.get('task')} {d.get('threshold')} {d.get('old')} -> {d.get('new')} "
+                           f"(recorded by {e.actor}, no approver named)"})
+    for row in equity_rows:
+        if row.gap_exceeds:
+            out.append({"task": row.task, "kind": "equity gap",
+                        "ask": f"{row.task}: the gap between {row.tag} subgroups is {row.gap:.3f}, above the plan's "
+                               f"{row.max_gap:.3f}"})
+    return out
+
+
+def _executive(tasks: list[TaskEvidence], alerts: list[AlertRow]) -> list[dict[str, Any]]:
+    out = []
+    for t in tasks:
+        status = "no data" if t.passed is None else ("meets thresholds" if t.passed else "fails thresholds")
+        open_alerts = sum(1 for a in alerts if a.task == t.task and a.status != "resolved")
+        out.append({"task": t.task, "status": status, "conclusive": t.conclusive, "passed": t.passed,
+                    "estimate": t.estimate,
+                    "difference": t.difference, "open_alerts": open_alerts})
+    return out
+
+
+def _privacy(session: Session, plan: Plan, period: Period) -> dict[str, Any]:
+    stored = session.exec(select(func.count()).select_from(ProbeResult).where(
+        col(ProbeResult.answer).is_not(None), _in(col(ProbeResult.created_at), period))).one()
+    return {"redactor": plan.privacy.redactor, "store_text": plan.privacy.store_text,
+            "answers_stored_with_text": int(stored),
+            "secrets": "Routes and endpoints appear by name; keys and URLs come from the environment"}
 
 
 def build_committee_report(session: Session, plan: Plan, period: Period, *, now: datetime,
-                           plan_text: str | None = None) -> CommitteeReport:
-    """Gather every figure of the committee report for ``period`` (reads; may record inline baselines)."""
+                           plan_text: str | None = None, traffic: Any = None) -> CommitteeReport:
+    """Gather every figure of the committee report for ``period`` (reads; may record inline baselines).
+
+    ``plan`` and ``plan_text`` are today's file: the report uses the plan recorded as in force
+    during the period instead and flags the file when it differs. ``traffic`` is the period's
+    real-traffic summary, read by the caller (the read layer sits above this one) when the plan
+    watches traffic.
+    """
+    in_force = plan_in_force(session, period, plan, plan_text)
+    plan = in_force.plan
     identities, changes, reevaluations = _changes(session, period)
     check = verify(session)
     decisions = [{"seq": e.seq, "at": as_utc(e.at), "kind": e.kind, "actor": e.actor, "subject": e.subject,
@@ -405,16 +526,11 @@ def build_committee_report(session: Session, plan: Plan, period: Period, *, now:
                  for e in list_events(session, since=period.start, until=period.end)
                  if AuditKind(e.kind) in HUMAN_KINDS]
     judge_usd, judge_calls = _judge_cost(session, period)
-    record = _plan_record(session, period)
-    notes = []
-    if record is None:
-        notes.append("No plan is recorded in the audit log for this period; the plan shown is the current file.")
-        record = {"seq": None, "hash": None, "at": None, "actor": None, "sha256": None, "text": plan_text or "",
-                  "source": "current file"}
-    tasks = _task_evidence(session, plan, period)
-    incidents = _incidents(session, period)
+    tasks = _task_evidence(session, plan, period, now)
     alerts = _alerts(session, period)
-    return CommitteeReport(
+    equity_rows = equity(session, plan, period)
+    incidents = _incidents(session, period)
+    report = CommitteeReport(
         plan=plan, period=period, generated_at=now, tasks=tasks, incidents=incidents,
         recommendations=_recommendations(session, plan, period, tasks, incidents, alerts, changes),
         alerts=alerts, silences=_silences(session, period), identities=identities,
@@ -422,7 +538,16 @@ def build_committee_report(session: Session, plan: Plan, period: Period, *, now:
         judge_calls=judge_calls, limitations=known_limitations(plan), decisions=decisions,
         audit={"ok": check.ok, "entries": check.entries, "head_seq": check.head_seq, "head_hash": check.head_hash,
                "problems": [str(p) for p in check.problems]},
-        plan_record=record, notes=notes)
+        plan_record=in_force.record, notes=in_force.notes, plan_recorded=in_force.recorded,
+        plan_file_matches=in_force.file_matches, executive=_executive(tasks, alerts),
+        decisions_requested=_decisions_requested(session, plan, period, tasks, reevaluations, equity_rows),
+        equity=equity_rows,
+        health=health(session, plan, period, stale_after=plan.alerts.stale_after_intervals, now=now),
+        alert_operations=_alert_operations(plan, alerts), privacy=_privacy(session, plan, period),
+        traffic=traffic)
+    report.sha256 = content_hash(report.figures())
+    report.signatures = signatures(session, period, report.sha256)
+    return report
 
 
 def _decision_text(event: AuditEvent) -> str:

@@ -55,3 +55,26 @@ def parse_period(text: str) -> Period:
             raise ValueError(f"period {text!r} ends before it starts")
         return Period(text, start, end)
     raise ValueError(f"expected a period like 2026-11, 2026-Q4, 2026 or 2026-11-01..2026-11-15, got {text!r}")
+
+
+def previous(period: Period) -> Period:
+    """The period just before: the previous month, quarter or year, or a range of the same length.
+
+    Examples
+    --------
+    >>> previous(parse_period("2026-01")).label, previous(parse_period("2026-Q1")).label
+    ('2025-12', '2025-Q4')
+    """
+    label = period.label
+    if re.fullmatch(r"\d{4}-\d{2}", label):
+        start = _month_start(period.start.year, period.start.month - 1)
+        return Period(f"{start:%Y-%m}", start, period.start)
+    if re.fullmatch(r"\d{4}-Q[1-4]", label):
+        start = _month_start(period.start.year, period.start.month - 3)
+        return Period(f"{start.year}-Q{(start.month - 1) // 3 + 1}", start, period.start)
+    if re.fullmatch(r"\d{4}", label):
+        start = _month_start(period.start.year - 1, 1)
+        return Period(str(start.year), start, period.start)
+    start = period.start - (period.end - period.start)
+    last = period.start - timedelta(days=1)
+    return Period(f"{start:%Y-%m-%d}..{last:%Y-%m-%d}", start, period.start)

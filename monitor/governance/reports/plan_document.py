@@ -17,7 +17,7 @@ from medmon.monitor.governance.checks import human_interval, max_gap
 from medmon.monitor.plan.governance import DEFAULT_MAX_PROBE_INTERVAL
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan
-from medmon.monitor.governance.reevaluation import owners_of
+from medmon.monitor.governance.approvals import owners_of
 from medmon.monitor.governance.reports.limitations import known_limitations
 from medmon.probes.packs import load_pack
 

@@ -1,0 +1,96 @@
+"""``medmon baseline approve`` and ``medmon baseline proposals``: evidence becomes a baseline by decision.
+
+An import never changes what a task is compared with: it is a proposal until an owner approves
+it, naming the rationale (and, below the approval minimum, the committee's decision).
+Exit codes: 0 done, 2 bad input or a refused approval.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from sqlmodel import Session
+
+from medmon.db import session_scope, utcnow
+from medmon.monitor.cli.change import EXIT_INPUT, JsonOption, PlanOption, _plan
+from medmon.monitor.errors import GovernanceError, MedmonError
+from medmon.monitor.storage import make_engine
+
+out = Console()
+err = Console(stderr=True)
+
+
+def approve_command(
+    task: Annotated[str, typer.Option(help="The task whose baseline to replace.")],
+    by: Annotated[str, typer.Option(help="The approving owner's e-mail (task owner or clinical owner).")],
+    reevaluation: Annotated[int | None, typer.Option(help="A re-evaluation to adopt (medmon change "
+                                                          "reevaluations).")] = None,
+    baseline: Annotated[int | None, typer.Option(help="An imported baseline to adopt (medmon baseline "
+                                                      "proposals).")] = None,
+    reason: Annotated[str | None, typer.Option(help="The rationale, kept in the audit log (required).")] = None,
+    committee_decision: Annotated[str | None, typer.Option(help="The committee decision allowing evidence below the "
+                                                                "approval minimum (e.g. minutes reference).")] = None,
+    plan_path: PlanOption = Path("plan.yaml"),
+    as_json: JsonOption = False,
+) -> None:
+    """Adopt a re-evaluation's results or an imported baseline as a task's baseline: an owner's recorded decision."""
+    from medmon.monitor.governance.approvals import approve_baseline
+    from medmon.monitor.governance.reevaluation import approve
+
+    if (reevaluation is None) == (baseline is None):
+        err.print("[red]error:[/red] give exactly one of --reevaluation or --baseline", highlight=False)
+        raise typer.Exit(EXIT_INPUT)
+    plan = _plan(plan_path)
+    try:
+        with session_scope(make_engine(plan.storage.url)) as session:
+            if reevaluation is not None:
+                adopted = approve(session, plan, reevaluation_id=reevaluation, task_id=task, by=by, now=utcnow(),
+                                  reason=reason, committee_decision=committee_decision)
+            else:
+                assert baseline is not None
+                adopted = approve_baseline(session, plan, task_id=task, baseline_id=baseline, by=by, reason=reason,
+                                           now=utcnow(), committee_decision=committee_decision)
+            info = {"task": task, "reevaluation": reevaluation, "baseline_id": adopted.id,
+                    "benchmark": adopted.benchmark, "model": adopted.model, "metric": adopted.metric,
+                    "version": adopted.version, "value": adopted.value, "normalized": adopted.normalized,
+                    "n": adopted.n, "approved_by": adopted.approved_by, "reason": reason,
+                    "committee_decision": committee_decision}
+    except GovernanceError as exc:
+        err.print(f"[red]refused:[/red] {exc}", highlight=False)
+        raise typer.Exit(EXIT_INPUT) from None
+    except MedmonError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(EXIT_INPUT) from None
+    if as_json:
+        typer.echo(json.dumps(info, indent=2))
+    else:
+        out.print(f"task {task}: baseline is now {info['normalized']:.3f} (n={info['n']}, {info['model']}, "
+                  f"version {info['version']}), approved by {by}; recorded in the audit log", highlight=False)
+
+
+def proposals_command(plan_path: PlanOption = Path("plan.yaml"), as_json: JsonOption = False) -> None:
+    """List imported baselines awaiting an owner's approval for a task (they change nothing until then)."""
+    from medmon.monitor.governance.approvals import baseline_proposals
+
+    plan = _plan(plan_path)
+    with Session(make_engine(plan.storage.url)) as session:
+        rows: list[dict[str, Any]] = [
+            {"task": p.task, "baseline_id": p.baseline_id, "benchmark": p.benchmark, "model": p.model,
+             "metric": p.metric, "version": p.version, "normalized": p.normalized, "n": p.n,
+             "imported_at": p.imported_at.isoformat(), "current_baseline_id": p.current_baseline_id}
+            for p in baseline_proposals(session, plan)]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title="Baselines proposed by import, awaiting approval")
+    for column in ("task", "baseline", "model", "metric", "v", "normalized", "n", "imported", "current"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(r["task"], str(r["baseline_id"]), r["model"], r["metric"], str(r["version"]),
+                      f"{r['normalized']:.3f}", str(r["n"]), r["imported_at"][:19], str(r["current_baseline_id"]))
+    out.print(table if rows else "no proposals: every task is compared with its approved baseline")

@@ -1,0 +1,78 @@
+"""The plan's ``traffic`` section: the deployed application's own calls, received as OpenTelemetry spans.
+
+Applications instrumented with the OpenTelemetry GenAI conventions (for instance the official
+``opentelemetry-instrumentation-openai-v2``) export a span per model call. ``medmon serve``
+receives them over OTLP/HTTP on a port of its own; ``routes`` say which plan task each call
+belongs to (first match wins; a call no route matches is counted per model as unmatched).
+Streams on that traffic are compared with a reference: the first ``reference_window`` of a
+task's traffic (once it holds ``reference_min_calls`` calls), or a declared period.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import Field, field_validator, model_validator
+
+from medmon.monitor.plan.section import Interval, Section
+
+
+class TrafficRoute(Section):
+    """Calls matching every given condition belong to ``task``. Patterns are shell-style globs
+    (``chat gpt-*``); ``attributes`` match span or resource attributes by exact key."""
+
+    task: str
+    service: str | None = None
+    span_name: str | None = None
+    model: str | None = None  # the requested model, or the served one
+    attributes: dict[str, str] = Field(default_factory=dict)
+
+
+class TrafficJudging(Section):
+    """Real exchanges sent to the plan's jury with reference-free criteria.
+
+    Only exchanges whose spans carry content are sampled; only judges marked ``phi_allowed``
+    receive them (real text may hold patient data).
+    """
+
+    sample_rate: float = Field(0.01, ge=0, le=1)
+    daily_cap: int = Field(200, ge=0)
+    criteria: list[str] = Field(default_factory=lambda: ["accuracy", "completeness", "clarity", "safety"],
+                                min_length=1)
+    every: Interval = "1m"
+
+
+class Traffic(Section):
+    """How real traffic comes in and what it is compared with."""
+
+    host: str = "127.0.0.1"
+    port: int | None = Field(4318, ge=0, le=65535)  # OTLP/HTTP's usual port; None: no receiver
+    token_env: str | None = "MEDMON_TRAFFIC_TOKEN"  # bearer token callers must send (None: no token)
+    routes: list[TrafficRoute] = Field(default_factory=list)
+    reference_window: Interval = "3d"  # from a task's first call
+    reference_min_calls: int = Field(200, ge=10)
+    reference_from: datetime | None = None  # a declared reference period instead of the first days
+    reference_to: datetime | None = None
+    tolerated_rise: float = Field(0.05, ge=0, lt=0.5)  # share of calls above the reference median tolerated
+    daily_budget_usd: float | None = Field(None, gt=0)  # spend of real traffic per day, shown against its days
+    retention: Interval = "30d"
+    detect_every: Interval = "5s"
+    max_tokens_per_call: int = Field(2_000_000, ge=1)  # more is refused as absurd
+    max_clock_skew: Interval = "1h"  # spans ending further in the future are refused
+    max_age: Interval = "7d"  # spans ending longer ago are refused
+    judging: TrafficJudging | None = None
+
+    @model_validator(mode="after")
+    def _period(self) -> Traffic:
+        if (self.reference_from is None) != (self.reference_to is None):
+            raise ValueError("expected both 'reference_from' and 'reference_to' for a declared reference period")
+        if self.reference_from is not None and self.reference_to is not None and self.reference_to <= self.reference_from:
+            raise ValueError("'reference_to' must come after 'reference_from'")
+        return self
+
+    @field_validator("reference_from", "reference_to")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("expected a date-time with a time zone, e.g. 2026-01-05T00:00:00Z")
+        return value

@@ -1,0 +1,114 @@
+"""The OTLP/HTTP traces receiver of ``medmon serve``: ``POST /v1/traces`` on a port of its own.
+
+It answers as the OTLP specification asks, so stock exporters behave: 200 with an
+``ExportTraceServiceResponse`` (its ``partial_success`` says how many spans were refused and
+why), 400 for a body that is not a trace export, 401 without the bearer token, 413 for a body
+over the size limit, 415 for a content type other than protobuf or JSON, and 503 with
+``Retry-After`` while the database cannot take the spans, so the exporter sends them again and
+no accepted span is lost. Error bodies are a ``google.rpc.Status`` in the request's encoding.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+from collections.abc import Callable, Mapping
+from datetime import datetime
+
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from google.rpc import code_pb2, status_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTracePartialSuccess,
+    ExportTraceServiceResponse,
+)
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from medmon.db import utcnow
+from medmon.errors import MedmonError
+from medmon.monitor.plan.model import Plan
+from medmon.monitor.traffic.ingest import Ingestor, store_calls
+from medmon.monitor.traffic.spans import JSON_TYPE, PROTOBUF, DecodeFailure, decode, decompress, parse_export
+
+log = logging.getLogger("medmon.receiver")
+
+MAX_BODY = 32 * 1024 * 1024
+RETRY_AFTER_S = 2
+
+
+class MissingToken(MedmonError):
+    """The plan names a token variable that is not set: refusing to start an open door."""
+
+
+def receiver_token(plan: Plan, environ: Mapping[str, str] | None = None) -> str | None:
+    """The bearer token from the variable the plan names (None when the plan asks for none)."""
+    env = os.environ if environ is None else environ
+    name = plan.traffic.token_env if plan.traffic is not None else None
+    if name is None:
+        return None
+    token = env.get(name)
+    if not token:
+        raise MissingToken(f"traffic.token_env: the environment variable {name} is not set; set it to the bearer "
+                           "token applications send, or set traffic.token_env to null to accept any caller")
+    return token
+
+
+def _encode(message: Message, kind: str) -> Response:
+    if kind == JSON_TYPE:
+        return Response(json_format.MessageToJson(message, indent=None), media_type=JSON_TYPE)
+    return Response(message.SerializeToString(), media_type=PROTOBUF)
+
+
+def _status(code: int, http: int, message: str, kind: str, headers: dict[str, str] | None = None) -> Response:
+    response = _encode(status_pb2.Status(code=code, message=message), kind)
+    response.status_code = http
+    if headers:
+        response.headers.update(headers)
+    return response
+
+
+def create_receiver(engine: Engine, plan: Plan, *, token: str | None,
+                    now: Callable[[], datetime] = utcnow) -> Starlette:
+    """The ASGI app receiving OTLP/HTTP traces into ``engine``."""
+    ingestor = Ingestor.from_plan(plan)
+    expected = f"Bearer {token}".encode() if token is not None else None
+
+    async def traces(request: Request) -> Response:
+        kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        reply_kind = kind if kind in (PROTOBUF, JSON_TYPE) else PROTOBUF
+        if expected is not None and not hmac.compare_digest(request.headers.get("authorization", "").encode(), expected):
+            return _status(code_pb2.UNAUTHENTICATED, 401, "missing or wrong bearer token", reply_kind)
+        if kind not in (PROTOBUF, JSON_TYPE):
+            return _status(code_pb2.INVALID_ARGUMENT, 415,
+                           f"unsupported content type {kind or '(none)'!r}; expected {PROTOBUF} or {JSON_TYPE}", PROTOBUF)
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY:  # refused before reading it
+            return _status(code_pb2.RESOURCE_EXHAUSTED, 413, f"body over {MAX_BODY} bytes; send smaller batches", kind)
+        body = await request.body()
+        if len(body) > MAX_BODY:
+            return _status(code_pb2.RESOURCE_EXHAUSTED, 413, f"body over {MAX_BODY} bytes; send smaller batches", kind)
+        try:
+            export = parse_export(decompress(body, request.headers.get("content-encoding")), kind)
+        except DecodeFailure as exc:
+            return _status(code_pb2.INVALID_ARGUMENT, 400, str(exc), kind)
+        at = now()
+        decoded = decode(export, at, ingestor.limits)
+        try:
+            await run_in_threadpool(store_calls, engine, ingestor, decoded, at)
+        except SQLAlchemyError as exc:
+            log.warning("could not store %d span(s), asking the exporter to retry: %s", len(decoded.calls),
+                        str(exc).splitlines()[0][:200])
+            return _status(code_pb2.UNAVAILABLE, 503, "storage unavailable; retry", kind,
+                           {"Retry-After": str(RETRY_AFTER_S)})
+        refused = sum(decoded.refused.values())
+        partial = ExportTracePartialSuccess(rejected_spans=refused, error_message=decoded.message()) if refused else None
+        return _encode(ExportTraceServiceResponse(partial_success=partial), kind)
+
+    return Starlette(routes=[Route("/v1/traces", traces, methods=["POST"])])

@@ -1,0 +1,114 @@
+"""Store decoded calls: routed to tasks, priced from the plan, text redacted (or dropped), once each.
+
+A span sent twice (an exporter retrying after a timeout) is stored once: (trace id, span id) is
+unique and a repeat is skipped by the database itself, so any number of ``medmon serve``
+replicas can receive at once. Refused spans are counted per hour and reason.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import insert
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, Engine
+
+from medmon.monitor.models import TrafficRejection, TrafficSpan
+from medmon.monitor.plan.model import Plan, Price
+from medmon.monitor.plan.intervals import parse_interval
+from medmon.monitor.traffic.routes import route_task
+from medmon.monitor.traffic.spans import CallRecord, Decoded, Limits
+from medmon.probes.redaction import Redactor, load_redactor, protect_text
+from medmon.probes.scoring import looks_like_refusal
+
+
+@dataclass(frozen=True)
+class Ingestor:
+    """What storing needs from the plan, resolved once (the receiver builds one at start)."""
+
+    plan: Plan
+    redactor: Redactor
+    limits: Limits
+
+    @classmethod
+    def from_plan(cls, plan: Plan) -> Ingestor:
+        t = plan.traffic
+        limits = Limits() if t is None else Limits(max_tokens=t.max_tokens_per_call,
+                                                   max_skew=parse_interval(t.max_clock_skew),
+                                                   max_age=parse_interval(t.max_age))
+        return cls(plan, load_redactor(plan.privacy.redactor), limits)
+
+    def row(self, call: CallRecord, now: datetime) -> dict[str, Any]:
+        """The stored form of a call: its task, cost, refusal flag and protected text."""
+        routes = self.plan.traffic.routes if self.plan.traffic is not None else []
+        store = self.plan.privacy.store_text
+        return {
+            "trace_id": call.trace_id, "span_id": call.span_id, "task_id": route_task(routes, call),
+            "service": call.service, "span_name": call.span_name, "operation": call.operation,
+            "request_model": call.request_model, "response_model": call.response_model,
+            "system_fingerprint": call.system_fingerprint, "started_at": call.started_at, "ended_at": call.ended_at,
+            "latency_s": call.latency_s, "input_tokens": call.input_tokens, "output_tokens": call.output_tokens,
+            "cost_usd": call_cost(self.plan.deployment.price, call.input_tokens, call.output_tokens),
+            "finish_reason": call.finish_reason, "error_type": call.error_type,
+            "has_content": call.completion is not None,
+            "refused": looks_like_refusal(call.completion) if call.completion else None,
+            "prompt": protect_text(self.redactor, call.prompt, "prompt") if store else None,
+            "completion": protect_text(self.redactor, call.completion, "completion") if store else None,
+            "received_at": now, "streamed": False, "judged": False,
+        }
+
+
+def call_cost(price: Price, input_tokens: int | None, output_tokens: int | None) -> float | None:
+    """Dollars for one call at the plan's prices per million tokens; None without token counts."""
+    if input_tokens is None and output_tokens is None:
+        return None
+    return ((input_tokens or 0) * price.input_per_mtok + (output_tokens or 0) * price.output_per_mtok) / 1e6
+
+
+def _insert(conn: Connection, table: Any) -> Any:
+    name = conn.dialect.name
+    if name == "postgresql":
+        return postgresql.insert(table)
+    if name == "sqlite":
+        return sqlite.insert(table)
+    return insert(table)
+
+
+def hour_of(at: datetime) -> datetime:
+    return at.replace(minute=0, second=0, microsecond=0)
+
+
+def count_rejections(conn: Connection, reasons: Counter[str], now: datetime) -> None:
+    """Add refused spans to the hour's counts per reason (safe with several receivers at once)."""
+    if not reasons:
+        return
+    stmt = _insert(conn, TrafficRejection.__table__)
+    stmt = stmt.on_conflict_do_update(index_elements=["hour", "reason"],
+                                      set_={"count": TrafficRejection.__table__.c["count"] + stmt.excluded["count"]})
+    conn.execute(stmt, [{"hour": hour_of(now), "reason": r, "count": n} for r, n in sorted(reasons.items())])
+
+
+def store_calls(engine: Engine, ingestor: Ingestor, decoded: Decoded, now: datetime) -> int:
+    """Store the calls of one export and count its refusals in one transaction; return calls accepted
+    (a repeat of a span already stored is accepted and skipped).
+
+    Raises the database's error when it cannot be reached: the receiver answers 503 and the
+    exporter sends the same spans again, so nothing accepted is lost.
+    """
+    rows = [ingestor.row(c, now) for c in decoded.calls]
+    with engine.begin() as conn:
+        if rows:
+            stmt = _insert(conn, TrafficSpan.__table__).on_conflict_do_nothing(index_elements=["trace_id", "span_id"])
+            conn.execute(stmt, rows)
+        count_rejections(conn, decoded.refused + decoded.skipped, now)
+    return len(rows)
+
+
+def store_records(engine: Engine, plan: Plan, calls: Sequence[CallRecord], now: datetime,
+                  refused: Counter[str] | None = None) -> int:
+    """Store calls read elsewhere (``medmon traffic import``)."""
+    return store_calls(engine, Ingestor.from_plan(plan), Decoded(list(calls), refused or Counter()), now)
