@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: docs demo test test-sqlite test-postgres services migrations-check migration-initial install system-deps clean
+.PHONY: docs demo test test-sqlite test-postgres services migrations-check migration-initial install system-deps third-party-servers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,23 @@ system-deps:
 	  if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; fi; \
 	fi
 
+# OpenAI-compatible servers nobody on the project wrote, which the tests start on 127.0.0.1:
+# llmock (chaos: 5xx bursts, 429 with Retry-After, 401) and fakellm (rule-matched answers,
+# hot-reloaded) in one environment, LiteLLM's proxy (a gateway balancing two backends) in
+# another. Their pins differ from medmon's (llmock needs a newer Starlette), so each has its own.
+SERVERS := .servers
+$(SERVERS)/chaos/.installed: | $(BIN)/python
+	$(BIN)/uv venv -q --allow-existing $(SERVERS)/chaos
+	$(BIN)/uv pip install -q --python $(SERVERS)/chaos/bin/python 'llmock==0.2.2' 'fakellm==0.3.5'
+	touch $@
+
+$(SERVERS)/litellm/.installed: | $(BIN)/python
+	$(BIN)/uv venv -q --allow-existing $(SERVERS)/litellm
+	$(BIN)/uv pip install -q --python $(SERVERS)/litellm/bin/python 'litellm[proxy]==1.80.17'
+	touch $@
+
+third-party-servers: $(SERVERS)/chaos/.installed $(SERVERS)/litellm/.installed
+
 # PostgreSQL and Redis on 127.0.0.1 (this machine kind starts both; start them if they are down).
 services:
 	@pg_isready -q -h 127.0.0.1 || pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql | head -n1) main start
@@ -44,10 +61,10 @@ services:
 # The suite runs twice: on SQLite, then with every database test on a fresh PostgreSQL database.
 test: test-sqlite test-postgres
 
-test-sqlite: $(STAMP) system-deps services
+test-sqlite: $(STAMP) system-deps services third-party-servers
 	DO_NOT_TRACK=1 $(BIN)/python -m pytest
 
-test-postgres: $(STAMP) system-deps services
+test-postgres: $(STAMP) system-deps services third-party-servers
 	MEDMON_TEST_DATABASE=postgresql DO_NOT_TRACK=1 $(BIN)/python -m pytest
 
 # Fails while the migrations and the SQLModel tables disagree (add a revision: migrations/README).
@@ -62,4 +79,4 @@ migration-initial: $(STAMP)
 	rm -f medmon-migration.db
 
 clean:
-	rm -rf $(VENV) medmon-demo .pytest_cache
+	rm -rf $(VENV) $(SERVERS) medmon-demo .pytest_cache

@@ -15,6 +15,7 @@ from medmon.baselines.errors import (
 from medmon.baselines.importer import BaselineOutcome, ImportReport, SkippedRun, import_helm_path, import_manual
 from medmon.baselines.manual import read_manual
 from medmon.baselines.models import Baseline, BaselineInstance, CanaryRecord, LeaderboardEntry
+from medmon.baselines.rescore import DISAGREEMENT_FLAG, Rescore, rescore_run
 from medmon.baselines.store import (
     BaselineFigures,
     baseline_versions,
@@ -40,6 +41,7 @@ __all__ = [
     "Canary",
     "CanaryFormatError",
     "CanaryRecord",
+    "DISAGREEMENT_FLAG",
     "HelmFormatError",
     "ImportReport",
     "LeaderboardEntry",
@@ -47,6 +49,7 @@ __all__ = [
     "ManualFormatError",
     "NoMainMetric",
     "NotHelmOutput",
+    "Rescore",
     "SkippedRun",
     "SourceError",
     "SourceFileMissing",
@@ -71,6 +74,7 @@ __all__ = [
     "record_baseline",
     "record_canaries",
     "record_leaderboard",
+    "rescore_run",
     "resolve",
     "write_canaries",
 ]

@@ -6,11 +6,14 @@ Each line of a canary file is one JSON object::
      "references": ["B"], "scorer": "exact_match",
      "tags": {"age_band": "65+", "sex": "female"},
      "baseline_score": 1.0, "baseline_runs": 5, "replayable": true,
-     "provenance": "medmon original", "tolerance": null, "choices": null}
+     "provenance": "medmon original", "tolerance": null, "choices": null,
+     "decoding": {"temperature": 0.0, "max_tokens": 1, "stop_sequences": ["\\n"]}}
 
 Only ``id`` and ``messages`` are required. ``baseline_score`` is this instance's own baseline
 outcome (mean over ``baseline_runs`` runs) when the canary came from a HELM run, which lets drift
-tests be paired. ``replayable`` is false for instances whose text HELM published as
+tests be paired. ``decoding`` holds the decoding settings the baseline was produced with (a
+HELM run's temperature, max tokens and stop sequences): a replay uses them unless the plan
+overrides them. ``replayable`` is false for instances whose text HELM published as
 ``"[redacted]"``: their scores count as evidence but they cannot be sent to the model.
 """
 
@@ -27,8 +30,9 @@ from medmon.baselines.errors import CanaryFormatError
 _ROLES = {"system", "user", "assistant", "developer"}
 _FIELDS = {
     "id", "messages", "references", "scorer", "tags", "baseline_score", "baseline_runs",
-    "replayable", "provenance", "tolerance", "choices", "pack", "benchmark",
+    "replayable", "provenance", "tolerance", "choices", "pack", "benchmark", "decoding",
 }
+_DECODING = {"temperature": (int, float), "max_tokens": (int,), "stop_sequences": (list,)}
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,7 @@ class Canary:
     choices: tuple[str, ...] | None = None
     pack: str = ""
     benchmark: str = ""
+    decoding: dict[str, Any] | None = None
 
     @property
     def prompt(self) -> str:
@@ -90,6 +95,12 @@ def canary_from_dict(data: Any, *, where: str = "<canary>") -> Canary:
     if score is not None and (not isinstance(score, int | float) or isinstance(score, bool)):
         raise CanaryFormatError(f"{where}: field 'baseline_score': expected a number or null")
     choices = data.get("choices")
+    decoding = data.get("decoding")
+    if decoding is not None:
+        if not isinstance(decoding, dict) or set(decoding) - set(_DECODING) or not all(
+                isinstance(v, _DECODING[k]) and not isinstance(v, bool) for k, v in decoding.items()):
+            raise CanaryFormatError(f"{where}: field 'decoding': expected an object with temperature (number), "
+                                    "max_tokens (integer) and stop_sequences (list of strings), each optional")
     return Canary(
         id=data["id"],
         messages=tuple({"role": m["role"], "content": m["content"]} for m in messages),
@@ -104,6 +115,7 @@ def canary_from_dict(data: Any, *, where: str = "<canary>") -> Canary:
         choices=tuple(choices) if choices else None,
         pack=str(data.get("pack") or ""),
         benchmark=str(data.get("benchmark") or ""),
+        decoding=dict(decoding) if decoding else None,
     )
 
 

@@ -41,6 +41,7 @@ class RunEvidence:
     canaries: list[Canary] = field(default_factory=list)
     jury: dict[str, JuryDetail] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    completions: dict[str, list[str | None]] = field(default_factory=dict)  # HELM's, per trial, by canary id
 
     @property
     def benchmark(self) -> str:
@@ -162,7 +163,8 @@ def read_run(run_dir: Path, *, suite: str = "", run_spec: dict[str, Any] | None 
             provenance=str(run_dir),
             adapter_method=str((spec.get("adapter_spec") or {}).get("method") or ""),
         )
-        evidence.canaries, evidence.jury = build_pack(load_json(state_file), ctx, scores, state_file)
+        evidence.canaries, evidence.jury, evidence.completions = build_pack(
+            load_json(state_file), ctx, scores, state_file)
         unreplayable = sum(not c.replayable for c in evidence.canaries)
         if unreplayable:
             notes.append(f"{unreplayable} canaries are redacted or empty: scores kept, replayable=False")

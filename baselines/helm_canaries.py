@@ -13,12 +13,17 @@ scorer                        when, and what the canary carries
 ``numeric_tolerance``         MedCalc-Bench instances whose ``extra_data`` has numeric
                               ``lower_limit``/``upper_limit``: ``tolerance = {"lower", "upper"}``
 ``set_f1``                    MIMIC-IV billing codes (``mimiciv_billing_code_f1``)
-``exact_match``               everything else (MedCalc date/categorical answers included)
+``exact_match``               everything else (MedCalc date/categorical answers included);
+                              ``quasi_exact_match`` when that is the run's main metric
 ============================  ===================================================================
 
 ``baseline_score`` is the instance's own main-metric value (mean over trials; ``baseline_runs``
-trials). Text HELM published as ``"[redacted]"`` makes the canary ``replayable=False``: its score
-still counts as evidence. Per-judge, per-criterion jury scores come from ``annotations``.
+trials). Each canary also carries the run's decoding settings (``temperature``, ``max_tokens``,
+``stop_sequences`` from the request HELM sent, else the adapter spec), so a replay asks the model
+the way HELM did. The completions HELM recorded for each instance (one per trial) are returned
+beside the pack, so an importer can score them again with the scorer production uses. Text HELM
+published as ``"[redacted]"`` makes the canary ``replayable=False``: its score still counts as
+evidence. Per-judge, per-criterion jury scores come from ``annotations``.
 """
 
 from __future__ import annotations
@@ -107,7 +112,38 @@ def _scorer_fields(state: dict[str, Any], ctx: PackContext) -> dict[str, Any]:
             return {"scorer": "numeric_tolerance", "references": correct, "tolerance": {"lower": low, "upper": high}}
     if ctx.metric.name == "mimiciv_billing_code_f1":
         return {"scorer": "set_f1", "references": correct}
-    return {"scorer": "exact_match", "references": correct}
+    # Like with like: HELM's strict exact match unless the run's main metric is the quasi one.
+    strictness = "quasi_exact_match" if ctx.metric.name == "quasi_exact_match" else "exact_match"
+    return {"scorer": strictness, "references": correct}
+
+
+DECODING_KEYS = ("temperature", "max_tokens", "stop_sequences")
+
+
+def decoding_of(state: dict[str, Any], adapter_spec: dict[str, Any]) -> dict[str, Any]:
+    """The decoding settings HELM used for one request: the request's, else the adapter spec's."""
+    request = state.get("request") or {}
+    out: dict[str, Any] = {}
+    for key in DECODING_KEYS:
+        value = request.get(key, adapter_spec.get(key))
+        if key == "stop_sequences" and isinstance(value, list) and all(isinstance(v, str) for v in value):
+            if value:
+                out[key] = list(value)
+        elif key == "temperature" and isinstance(value, int | float) and not isinstance(value, bool):
+            out[key] = float(value)
+        elif key == "max_tokens" and isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            out[key] = value
+    return out
+
+
+def completion_text(state: dict[str, Any]) -> str | None:
+    """The first completion HELM recorded for a request state, or None when the request failed."""
+    result = state.get("result") or {}
+    completions = result.get("completions") if isinstance(result, dict) else None
+    if not result.get("success", True) or not isinstance(completions, list) or not completions:
+        return None
+    text = completions[0].get("text") if isinstance(completions[0], dict) else None
+    return text if isinstance(text, str) else None
 
 
 def _tags(state: dict[str, Any], ctx: PackContext) -> dict[str, str]:
@@ -152,18 +188,21 @@ def _not_replayable(state: dict[str, Any], messages: tuple[dict[str, str], ...])
 
 def build_pack(
     scenario_state: Any, ctx: PackContext, scores: dict[str, list[float]], file: Path
-) -> tuple[list[Canary], dict[str, JuryDetail]]:
-    """Canaries for every instance on the main split, and jury detail keyed by canary id."""
+) -> tuple[list[Canary], dict[str, JuryDetail], dict[str, list[str | None]]]:
+    """Canaries for every instance on the main split, jury detail and HELM's completions by canary id."""
     states = scenario_state.get("request_states") if isinstance(scenario_state, dict) else None
     if not isinstance(states, list):
         raise HelmFormatError(file, "request_states", "key missing or not a list")
     first: dict[str, dict[str, Any]] = {}
+    completions: dict[str, list[str | None]] = {}
+    adapter_spec = scenario_state.get("adapter_spec") or {}
     for i, state in enumerate(states):
         instance = state.get("instance") if isinstance(state, dict) else None
         if not isinstance(instance, dict) or not isinstance(instance.get("id"), str):
             raise HelmFormatError(file, f"request_states[{i}].instance.id", "key missing")
         if "perturbation" in instance or str(instance.get("split") or ctx.metric.split) != ctx.metric.split:
             continue
+        completions.setdefault(instance["id"], []).append(completion_text(state))
         known = first.get(instance["id"])
         if known is None or int(state.get("train_trial_index") or 0) < int(known.get("train_trial_index") or 0):
             first[instance["id"]] = state
@@ -189,8 +228,9 @@ def build_pack(
                 choices=tuple(fields["choices"]) if fields.get("choices") else None,
                 pack=ctx.pack,
                 benchmark=ctx.benchmark,
+                decoding=decoding_of(state, adapter_spec) or None,
             )
         )
         if ctx.metric.jury:
             juries[instance_id] = jury_detail(state)
-    return canaries, juries
+    return canaries, juries, completions

@@ -31,6 +31,7 @@ def combine_runs(runs: list[RunEvidence], *, suite_dir: Path) -> RunEvidence:
     source_files: dict[str, str] = {}
     canaries = []
     jury = {}
+    completions = {}
     notes = [f"combined {len(runs)} runs of {first.benchmark}: value is the unweighted mean of run means"]
     for run in runs:
         prefix = f"{run.run_name}/"
@@ -38,6 +39,7 @@ def combine_runs(runs: list[RunEvidence], *, suite_dir: Path) -> RunEvidence:
         source_files.update({f"{run.run_dir.name}/{name}": sha for name, sha in run.figures.source_files.items()})
         canaries += [replace(c, id=prefix + c.id) for c in run.canaries]
         jury.update({prefix + i: d for i, d in run.jury.items()})
+        completions.update({prefix + i: c for i, c in run.completions.items()})
         notes += [f"{run.run_name}: {note}" for note in run.notes]
     figures = BaselineFigures(
         benchmark=first.benchmark,
@@ -67,4 +69,5 @@ def combine_runs(runs: list[RunEvidence], *, suite_dir: Path) -> RunEvidence:
         canaries=canaries,
         jury=jury,
         notes=notes,
+        completions=completions,
     )

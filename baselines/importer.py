@@ -31,6 +31,7 @@ from medmon.baselines.helm_summary import read_group_tables
 from medmon.baselines.errors import NoMainMetric, NotHelmOutput
 from medmon.baselines.manual import read_manual
 from medmon.baselines.models import Baseline, CanaryRecord
+from medmon.baselines.rescore import DISAGREEMENT_FLAG, Rescore, rescore_run
 from medmon.baselines.store import record_baseline, record_canaries, record_leaderboard
 
 Progress = Callable[[int, int, str], None]
@@ -58,6 +59,20 @@ class BaselineOutcome:
     replayable: int = 0
     source_path: str = ""
     notes: list[str] = field(default_factory=list)
+    rescored_value: float | None = None  # medmon's scorer on the source's completions, in [0, 1]
+    disagreements: int | None = None
+    compared: int | None = None
+    rescored_unparsed: int | None = None
+
+    @property
+    def disagreement_rate(self) -> float | None:
+        return self.disagreements / self.compared if self.disagreements is not None and self.compared else None
+
+    @property
+    def flagged(self) -> bool:
+        """True when HELM and medmon disagree on more than ``DISAGREEMENT_FLAG`` of the instances."""
+        rate = self.disagreement_rate
+        return rate is not None and rate > DISAGREEMENT_FLAG
 
 
 @dataclass
@@ -90,8 +105,11 @@ class ImportReport:
         return sum(not b.created for b in self.baselines)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready view, with the created/unchanged counts."""
-        return asdict(self) | {"created": self.created, "unchanged": self.unchanged}
+        """A JSON-ready view, with the created/unchanged counts and each baseline's disagreement rate."""
+        data = asdict(self) | {"created": self.created, "unchanged": self.unchanged}
+        for row, outcome in zip(data["baselines"], self.baselines, strict=True):
+            row |= {"disagreement_rate": outcome.disagreement_rate, "disagreement_flagged": outcome.flagged}
+        return data
 
 
 def _outcome(
@@ -116,6 +134,10 @@ def _outcome(
         replayable=replayable,
         source_path=baseline.source_path,
         notes=list(notes or []),
+        rescored_value=baseline.rescored_value,
+        disagreements=baseline.disagreements,
+        compared=baseline.compared,
+        rescored_unparsed=baseline.rescored_unparsed,
     )
 
 
@@ -226,6 +248,7 @@ def import_helm_path(
     model: str | None = None,
     progress: Progress | None = None,
     strict: bool = False,
+    rescore: Rescore | None = None,
 ) -> ImportReport:
     """Import HELM or MedHELM output: a ``benchmark_output`` dir, a ``runs/<suite>`` dir or one run.
 
@@ -245,6 +268,10 @@ def import_helm_path(
     strict
         In a suite, fail on a run without a usable main metric instead of skipping it (a single
         run directory always fails).
+    rescore
+        ``rescore(canary, completion)``: score HELM's recorded completions again with the scorer
+        production uses (``medmon.probes.scoring.rescore``); both figures are stored per
+        instance and the canaries' baseline scores become medmon's (``medmon.baselines.rescore``).
 
     Returns
     -------
@@ -275,6 +302,8 @@ def import_helm_path(
             evidence = _read_runs(location.runs, suite=location.suite, model=model, strict=strict,
                                   progress=progress, report=report, run_files=run_files)
             evidence = _group(evidence, location.path)
+            if rescore is not None:
+                evidence = [rescore_run(run, rescore) for run in evidence]
         else:
             report.baselines = [_unchanged_outcome(session, row) for row in stored]
             if progress is not None:

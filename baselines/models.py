@@ -44,6 +44,30 @@ class Baseline(SQLModel, table=True):
     version: int = 1
     approved_by: str | None = None
     imported_at: datetime = Field(default_factory=utcnow)
+    # The source's completions scored again by medmon (``medmon.baselines.rescore``): medmon's value
+    # in [0, 1] over the instances it could read, how many it could not read, and how many
+    # instances HELM and medmon score differently out of ``compared``.
+    rescored_value: float | None = None
+    rescored_n: int | None = None
+    rescored_unparsed: int | None = None
+    disagreements: int | None = None
+    compared: int | None = None
+
+    @property
+    def disagreement_rate(self) -> float | None:
+        """Share of instances HELM and medmon score differently, when the source was re-scored."""
+        if self.disagreements is None or not self.compared:
+            return None
+        return self.disagreements / self.compared
+
+    @property
+    def detector_normalized(self) -> float:
+        """The [0, 1] value detectors compare with: medmon's re-score when there is one.
+
+        Production answers are scored by medmon, so the baseline they are compared with must be
+        scored the same way; HELM's own figure stays the approval evidence (``value``).
+        """
+        return self.rescored_value if self.rescored_value is not None else self.normalized
 
 
 class BaselineInstance(SQLModel, table=True):
@@ -54,8 +78,11 @@ class BaselineInstance(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     baseline_id: int = Field(foreign_key="baseline.id", index=True)
     instance_id: str
-    score: float
+    score: float  # the source's own score (HELM's metric)
     runs: int = 1
+    medmon_score: float | None = None  # medmon's scorer on the source's completions, over the trials it read
+    # trials whose completion medmon could not read
+    medmon_unparsed: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
 
 
 class CanaryRecord(SQLModel, table=True):

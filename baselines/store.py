@@ -34,6 +34,13 @@ class BaselineFigures:
     source_files: dict[str, Any] = field(default_factory=dict)
     suite: str = ""
     instances: dict[str, tuple[float, int]] = field(default_factory=dict)
+    # medmon's scores of the source's own completions (``medmon.baselines.rescore``)
+    medmon_instances: dict[str, tuple[float | None, int]] = field(default_factory=dict)
+    rescored_value: float | None = None
+    rescored_n: int | None = None
+    rescored_unparsed: int | None = None
+    disagreements: int | None = None
+    compared: int | None = None
 
     @property
     def normalized(self) -> float:
@@ -69,13 +76,18 @@ def record_baseline(session: Session, figures: BaselineFigures) -> tuple[Baselin
         replicates=figures.replicates, category=entry.category, subcategory=entry.subcategory,
         in_taxonomy=entry.in_taxonomy, source_kind=figures.source_kind, source_path=figures.source_path,
         source_sha256=figures.source_sha256, source_files=figures.source_files, suite=figures.suite,
-        version=(existing[0].version + 1) if existing else 1,
+        version=(existing[0].version + 1) if existing else 1, rescored_value=figures.rescored_value,
+        rescored_n=figures.rescored_n, rescored_unparsed=figures.rescored_unparsed,
+        disagreements=figures.disagreements, compared=figures.compared,
     )
     session.add(baseline)
     session.flush()
     assert baseline.id is not None
+    medmon = figures.medmon_instances
     rows = [
-        {"baseline_id": baseline.id, "instance_id": instance_id, "score": score, "runs": runs}
+        {"baseline_id": baseline.id, "instance_id": instance_id, "score": score, "runs": runs,
+         "medmon_score": medmon.get(instance_id, (None, 0))[0],
+         "medmon_unparsed": medmon.get(instance_id, (None, 0))[1]}
         for instance_id, (score, runs) in figures.instances.items()
     ]
     if rows:  # one bulk insert: tens of thousands of instances in well under a second
@@ -98,9 +110,11 @@ def list_baselines(session: Session) -> list[Baseline]:
     return list(session.exec(select(Baseline).order_by(Baseline.benchmark, Baseline.model, col(Baseline.version))).all())
 
 
-def instance_scores(session: Session, baseline_id: int) -> dict[str, float]:
-    """Per-instance baseline scores for paired tests."""
+def instance_scores(session: Session, baseline_id: int, *, scored_by: str = "helm") -> dict[str, float]:
+    """Per-instance baseline scores: HELM's own (``scored_by="helm"``) or medmon's re-scores (``"medmon"``)."""
     rows = session.exec(select(BaselineInstance).where(BaselineInstance.baseline_id == baseline_id)).all()
+    if scored_by == "medmon":
+        return {r.instance_id: r.medmon_score for r in rows if r.medmon_score is not None}
     return {r.instance_id: r.score for r in rows}
 
 

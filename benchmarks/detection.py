@@ -21,6 +21,7 @@ Run: ``.venv/bin/python benchmarks/detection.py`` (about 5-10 minutes on 2 cores
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -35,6 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from medmon.monitor.detection.drift import MixtureSR, MixtureSRBatch  # noqa: E402
 from medmon.monitor.detection.drift.esr import BET_CAP, DEFAULT_SHIFTS  # noqa: E402
 from medmon.monitor.detection.drift.layout import baseline_margin  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from detection_service import run_all  # noqa: E402
 
 P0, DROPS = 0.80, (0.75, 0.70, 0.60)
 Draw = Callable[[int, np.ndarray], np.ndarray]  # (t, active mask) -> observations for every stream
@@ -409,39 +413,60 @@ def section_speed() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reps", type=int, default=200, help="repetitions per drop, and families of streams")
-    parser.add_argument("--streams", type=int, default=100, help="m: streams sharing the false-alarm budget")
+    parser.add_argument("--reps", type=int, default=200, help="repetitions (simulated deployments) per scenario")
     parser.add_argument("--horizon", type=int, default=20_000, help="N: no-change probes and post-change cap")
     parser.add_argument("--change-at", type=int, default=500)
-    parser.add_argument("--alpha", type=float, default=0.05)
-    parser.add_argument("--cal-reps", type=int, default=200, help="streams per bisection step for river's detectors")
-    parser.add_argument("--cal-streams", type=int, default=4000, help="no-change streams calibrating the oracle CUSUM")
-    parser.add_argument("--paired-families", type=int, default=50, help="100-stream families for the paired FA column")
-    parser.add_argument("--skip-river", action="store_true")
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--json", action="store_true", help="print one JSON object per scenario instead of tables")
+    parser.add_argument("--json-out", default="", help="also write the JSON objects, one a line, to this file")
+    parser.add_argument("--plans", default="", help="comma-separated task counts to run (1, 50); default both")
+    parser.add_argument("--scenarios", default="", help="comma-separated scenario names to run; default all")
+    parser.add_argument("--cal-streams", type=int, default=4000, help="no-change streams calibrating the oracle CUSUM")
+    parser.add_argument("--adwin-streams", type=int, default=600, help="no-change streams calibrating ADWIN")
+    parser.add_argument("--adwin-calibrations", type=int, default=5,
+                        help="pre-change distributions ADWIN is calibrated for (each takes minutes); later ones show '-'")
+    parser.add_argument("--no-grid", action="store_true", help="skip the reference-size grid")
+    parser.add_argument("--skip-river", action="store_true")
     parser.add_argument("--quick", action="store_true", help="smoke run: few repetitions, short horizon")
-    parser.add_argument("--only", default="promise,delays,paired,oneshot,speed",
-                        help="comma-separated sections to run (promise, delays, paired, oneshot, speed)")
+    parser.add_argument("--idealized", action="store_true",
+                        help="also run the idealized sections (baseline known exactly, no margin, 100 streams)")
+    # the idealized sections' own settings
+    parser.add_argument("--streams", type=int, default=100, help="idealized: m streams sharing the budget")
+    parser.add_argument("--alpha", type=float, default=0.05)
+    parser.add_argument("--cal-reps", type=int, default=200, help="idealized: streams per river bisection step")
+    parser.add_argument("--paired-families", type=int, default=50)
+    parser.add_argument("--only", default="promise,delays,paired,oneshot,speed")
     args = parser.parse_args(argv)
     if args.quick:
         args.reps, args.horizon, args.cal_reps, args.cal_streams, args.paired_families = 20, 3000, 20, 400, 5
-    rng = np.random.default_rng(args.seed)
-    self_check(rng)
+        args.adwin_streams = 60
     started = time.perf_counter()
-    print(f"# medmon detection benchmark (seed {args.seed}, {args.reps} repetitions, N = {args.horizon:,})")
-    only = set(args.only.split(","))
-    a = args.streams * args.horizon / args.alpha
-    if "promise" in only:
-        section_promise(args, rng)
-    if "delays" in only:
-        section_delays(args, rng)
-    if "paired" in only:
-        section_paired(args, rng, a)
-    if "oneshot" in only:
-        section_one_shot(args, rng)
-    if "speed" in only:
-        section_speed()
-    print(f"\nTotal time: {time.perf_counter() - started:,.0f} s")
+    out = (lambda text: None) if args.json else print
+    out(f"# medmon detection benchmark (seed {args.seed}, {args.reps} repetitions, N = {args.horizon:,})")
+    results = run_all(args, out)
+    if args.json:
+        for r in results:
+            print(json.dumps(r))
+    if args.json_out:
+        Path(args.json_out).write_text("".join(json.dumps(r) + "\n" for r in results))
+    if args.idealized:
+        rng = np.random.default_rng(args.seed)
+        self_check(rng)
+        print("\n# Idealized configuration (NOT what the service runs): baseline known exactly, no margin, "
+              f"{args.streams} streams sharing alpha = {args.alpha}")
+        only = set(args.only.split(","))
+        a = args.streams * args.horizon / args.alpha
+        if "promise" in only:
+            section_promise(args, rng)
+        if "delays" in only:
+            section_delays(args, rng)
+        if "paired" in only:
+            section_paired(args, rng, a)
+        if "oneshot" in only:
+            section_one_shot(args, rng)
+        if "speed" in only:
+            section_speed()
+    out(f"\nTotal time: {time.perf_counter() - started:,.0f} s")
 
 
 if __name__ == "__main__":

@@ -10,8 +10,11 @@ from __future__ import annotations
 import streamlit as st
 
 from medmon.dashboards.auth import require_viewer
-from medmon.dashboards.data import current_plan
+from sqlmodel import Session
+
+from medmon.dashboards.data import current_plan, engine_for
 from medmon.dashboards.layout import auth_note
+from medmon.monitor.read import suspended_tasks
 
 st.set_page_config(page_title="medmon", layout="wide")
 plan = current_plan()
@@ -20,6 +23,11 @@ with st.sidebar:
     st.caption(f"{auth_note(viewer)} · {viewer.actor}")
     if viewer.authenticated:
         st.button("Sign out", on_click=st.logout, key="logout")
+    with Session(engine_for(plan)) as session:
+        held = suspended_tasks(session)
+    for task_id, held_by in held.items():  # shown on every page while it lasts
+        st.error(f"{task_id}: SUSPENDED since {held_by.suspended_at:%Y-%m-%d %H:%M} UTC ({held_by.reason})"
+                 if held_by.status == "suspended" else f"{task_id}: suspension awaiting a second owner")
 st.navigation([
     st.Page("views/overview.py", title="Overview", url_path="overview", default=True),
     st.Page("views/task.py", title="Task", url_path="task"),
@@ -30,4 +38,6 @@ st.navigation([
     st.Page("views/baselines.py", title="Baselines", url_path="baselines"),
     st.Page("views/changes.py", title="Model changes", url_path="changes"),
     st.Page("views/governance.py", title="Governance", url_path="governance"),
+    st.Page("views/review.py", title="Clinician review", url_path="review"),
+    st.Page("views/safety.py", title="Safety", url_path="safety"),
 ]).run()

@@ -32,8 +32,9 @@ class DetectorState(SQLModel, table=True):
     threshold: float
     evidence: float = 0.0
     n: int = 0
-    recovery_runs: int = 0  # consecutive runs whose mean is back on the null's side
+    recovery_runs: int = 0  # runs back on the null's side (two-sided detectors), or quiet runs once recovered
     recovery_obs: int = Field(default=0, sa_column_kwargs={"server_default": "0"})  # and their observations
+    recovery: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # the recovery detector's state
     segment: int = 1
     state: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
     updated_at: datetime = Field(default_factory=utcnow)
@@ -64,7 +65,10 @@ class FindingRecord(SQLModel, table=True):
 
 
 class ModelIdentity(SQLModel, table=True):
-    """Each (served model, system fingerprint) seen for a task, in order: the change history."""
+    """Each identity (served model, and fingerprint when the plan alerts on them) known for a task.
+
+    A deployment may be a pool: several identities are current at once, each until it retires.
+    """
 
     id: int | None = Field(default=None, primary_key=True)
     task_id: str = Field(index=True)
@@ -72,6 +76,8 @@ class ModelIdentity(SQLModel, table=True):
     system_fingerprint: str | None = None
     first_seen: datetime = Field(default_factory=utcnow)
     run_id: int | None = None
+    last_seen: datetime | None = None
+    retired_at: datetime | None = None  # it left the pool (no share over a whole window)
 
 
 class ProbeSlot(SQLModel, table=True):
@@ -187,17 +193,27 @@ class Reevaluation(SQLModel, table=True):
 
 
 class BurnIn(SQLModel, table=True):
-    """The per-canary reference built from the first answers after go-live (or after a passed
+    """The go-live reference built from the canaries replayed after go-live (or after a passed
     re-evaluation): ``instances`` maps canary id to ``[n, sum, sum of squares, shortest output,
-    longest output]`` (``medmon.monitor.detection.drift.reference``). ``version`` grows with each restart."""
+    longest output, cost and latency samples]`` (``medmon.monitor.detection.drift.reference``) and
+    keeps growing from quiet runs; ``reference`` is the table as of the last stage (what the streams
+    test against), ``stage`` counts its doublings. ``version`` grows with each restart."""
 
     task_id: str = Field(primary_key=True)
     version: int = 1
     runs: int = 5
     complete: bool = False
     instances: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    reference: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    stage: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    alpha: float | None = None  # the margin's error, fixed at completion (baseline_alpha / tasks then)
     started_at: datetime = Field(default_factory=utcnow)
     completed_at: datetime | None = None
+
+    def restart(self, now: datetime) -> None:
+        """Build the reference again (a new version): a new approved model, or one still being built."""
+        self.version, self.instances, self.complete, self.started_at, self.completed_at = self.version + 1, {}, False, now, None
+        self.reference, self.stage, self.alpha = {}, 0, None
 
 
 class DriftReport(SQLModel, table=True):
@@ -218,6 +234,127 @@ class DriftReport(SQLModel, table=True):
     html: str = ""  # the report itself, unless it was written to a file (``html_path``)
     html_path: str = ""
     json_text: str = ""
+
+
+class ReviewItem(SQLModel, table=True):
+    """One stored answer queued for one named reviewer (a double-reviewed answer has two items).
+
+    ``stratum`` says why it was drawn (subgroup, jury-score band, judges agreeing or not) and
+    ``stratum_size`` how many candidates that stratum held, so estimates can be reweighted.
+    """
+
+    __table_args__ = (UniqueConstraint("result_id", "reviewer", name="uq_reviewitem_result_reviewer"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(index=True)
+    result_id: int = Field(index=True)
+    reviewer: str = Field(index=True)  # e-mail, lower case
+    week: str = Field(index=True)  # ISO week the item counts against, e.g. 2026-W48
+    stratum: str = ""
+    stratum_size: int = 0
+    double: bool = False
+    status: str = "open"  # open | done
+    queued_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class ClinicianReview(SQLModel, table=True):
+    """A clinician's rating of one answer on the jury's own rubric (same criteria and scale)."""
+
+    __table_args__ = (UniqueConstraint("result_id", "reviewer", name="uq_clinicianreview_result_reviewer"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    item_id: int | None = Field(default=None, index=True)
+    task_id: str = Field(index=True)
+    result_id: int = Field(index=True)
+    reviewer: str = Field(index=True)
+    scores: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # criterion -> score
+    note: str = ""
+    safety_concern: bool = False
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class AgreementRecord(SQLModel, table=True):
+    """One point of a jury-validation stream: a statistic for (task, criterion) at a time."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(index=True)
+    criterion: str
+    statistic: str  # jury_icc | jury_alpha | reviewer_icc | reviewer_alpha | bias[<judge>]
+    value: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int = 0
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class SafetyEvent(SQLModel, table=True):
+    """A possible harm: what happened, the evidence as it stood, the reporting clock and the decision."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(index=True)
+    severity: str  # death | widespread | serious | non_serious
+    what_happened: str
+    source: str  # review | incident | alert | person
+    source_ref: str = ""  # e.g. review:12, incident:3, alert:7
+    opened_by: str
+    opened_at: datetime = Field(default_factory=utcnow, index=True)
+    aware_at: datetime = Field(default_factory=utcnow)  # the clock starts here
+    jurisdiction: str = ""
+    device_status: str = ""
+    clock: str = ""  # the deadline that applies, e.g. '15d', '' for none
+    due_at: datetime | None = None
+    evidence: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # frozen when opened
+    status: str = "open"  # open | reported | closed
+    reported_at: datetime | None = None
+    report_reference: str = ""
+    decision: str = ""
+    decided_by: str = ""
+    decided_at: datetime | None = None
+
+
+class CorrectiveAction(SQLModel, table=True):
+    """What will be done about a safety event, by whom and by when; closed only by a passing check."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    event_id: int = Field(foreign_key="safetyevent.id", index=True)
+    task_id: str
+    description: str
+    owner: str
+    due_at: datetime
+    created_by: str
+    created_at: datetime = Field(default_factory=utcnow)
+    status: str = "open"  # open | closed
+    check_reevaluation_id: int | None = None  # the passing re-evaluation that closed it
+    closed_by: str = ""
+    closed_at: datetime | None = None
+
+
+class NearMiss(SQLModel, table=True):
+    """Something that could have harmed and did not, recorded against a task."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(index=True)
+    what: str
+    recorded_by: str
+    result_id: int | None = None
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class Suspension(SQLModel, table=True):
+    """A task switched off through the plan's suspend route, and how it came back."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(index=True)
+    status: str = "pending"  # pending (awaiting a second owner) | suspended | failed | resumed
+    reason: str
+    requested_by: str
+    requested_at: datetime = Field(default_factory=utcnow)
+    confirmed_by: str = ""
+    suspended_at: datetime | None = None
+    route_error: str = ""
+    resumed_by: str = ""
+    resumed_at: datetime | None = None
+    resume_basis: str = ""  # reevaluation:<id> | decision:<text>
 
 
 class BaselinePin(SQLModel, table=True):

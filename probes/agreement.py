@@ -43,6 +43,7 @@ class WindowAgreement:
     judges: int
     units: int  # (result, criterion) pairs scored by at least two judges
     reason: str | None = None
+    out_of_scale: int = 0  # stored scores outside the scale (or not whole points): excluded, counted
 
 
 def _latest_judged(session: Session, task_id: str, window: int) -> list[int]:
@@ -56,7 +57,10 @@ def window_agreement(session: Session, task_id: str, window: int = 200, *, scale
     """Ordinal Krippendorff's alpha over the task's latest ``window`` judged results.
 
     Units are (result, criterion) pairs, coders are judges; unparsed and failed verdicts are
-    missing values. Alpha needs two judges on some unit and more than one distinct score.
+    missing values. Alpha needs two judges on some unit and more than one distinct score. A
+    stored score outside ``scale_min``-``scale_max`` (a judge that ignored the scale, or a plan
+    whose scale changed) is excluded and counted in ``out_of_scale``, never passed to
+    ``krippendorff``, which rejects values outside the value domain.
     """
     if window < 1:
         raise ValueError(f"window must be at least 1, got {window}")
@@ -64,6 +68,9 @@ def window_agreement(session: Session, task_id: str, window: int = 200, *, scale
     rows = session.exec(select(JuryVerdict.result_id, JuryVerdict.criterion, JuryVerdict.judge, JuryVerdict.score)
                         .where(col(JuryVerdict.result_id).in_(ids), col(JuryVerdict.parse_status).in_(VALID),
                                col(JuryVerdict.score).is_not(None))).all() if ids else []
+    inside = [r for r in rows if scale_min <= r[3] <= scale_max and float(r[3]).is_integer()]
+    out_of_scale = len(rows) - len(inside)
+    rows = inside
     judges = sorted({r[2] for r in rows})
     units = sorted({(r[0], r[1]) for r in rows})
     counts: dict[tuple[int, str], int] = defaultdict(int)
@@ -71,9 +78,11 @@ def window_agreement(session: Session, task_id: str, window: int = 200, *, scale
         counts[(r[0], r[1])] += 1
     pairable = sum(1 for c in counts.values() if c >= 2)
     if len(judges) < 2 or not pairable:
-        return WindowAgreement(task_id, None, len(ids), len(judges), pairable, "fewer than two judges scored any item")
+        return WindowAgreement(task_id, None, len(ids), len(judges), pairable, "fewer than two judges scored any item",
+                               out_of_scale)
     if len({r[3] for r in rows}) < 2:
-        return WindowAgreement(task_id, None, len(ids), len(judges), pairable, "every score is the same value")
+        return WindowAgreement(task_id, None, len(ids), len(judges), pairable, "every score is the same value",
+                               out_of_scale)
     data = np.full((len(judges), len(units)), np.nan)
     j_index = {j: i for i, j in enumerate(judges)}
     u_index = {u: i for i, u in enumerate(units)}
@@ -82,7 +91,7 @@ def window_agreement(session: Session, task_id: str, window: int = 200, *, scale
     alpha = float(krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal",
                                      value_domain=list(range(scale_min, scale_max + 1))))
     return WindowAgreement(task_id, alpha if math.isfinite(alpha) else None, len(ids), len(judges), pairable,
-                           None if math.isfinite(alpha) else "alpha is undefined for these scores")
+                           None if math.isfinite(alpha) else "alpha is undefined for these scores", out_of_scale)
 
 
 @dataclass(frozen=True)

@@ -201,9 +201,16 @@ def _wells(rng: random.Random, p: Patient) -> Case:
     return Case(note, "What is the patient's Wells score for pulmonary embolism?", value, score=True)
 
 
+# Urea > 7 mmol/L (BTS) and BUN > 19 mg/dL (MedCalc-Bench; 6.79 mmol/L) disagree in between: a
+# canary there would have two right answers, so the generator draws again.
+CURB65_UREA_BOUNDARY = (6.7, 7.1)
+
+
 def _curb(rng: random.Random, p: Patient) -> Case:
     confused = rng.random() < 0.3
     urea, rr = _r(rng, 3.5, 14.0), rng.randint(16, 36)
+    while CURB65_UREA_BOUNDARY[0] <= urea <= CURB65_UREA_BOUNDARY[1]:
+        urea = _r(rng, 3.5, 14.0)
     sbp = rng.randint(82, 140)
     dbp = rng.randint(48, min(88, sbp - 25))
     mental = "is newly confused (AMT 6/10)" if confused else "is alert and orientated"

@@ -9,7 +9,8 @@ result's ``score``, so it sits on the same scale as every other scorer.
 An unusable verdict is data, not an exception: malformed output is asked for again once
 (``retried_ok`` when the second answer parses) and otherwise recorded as ``unparsed``; a judge
 whose call fails is ``failed`` and does not hold up the others. With no valid judge the result
-has *no* score and the error "no valid judge". MedHELM instead scores such an instance
+has *no* score and is an error of type ``jury_unavailable`` ("no valid judge"), counted with
+the run's errors and in the error stream, so a dead jury raises an availability alert. MedHELM instead scores such an instance
 ``default_score = 1.0`` (the bottom of the scale); medmon does not, because a judge outage
 would then read as a collapse in answer quality and fire a quality alert for what is an
 availability problem (which the error stream already reports).
@@ -42,6 +43,7 @@ from medmon.probes.models import ParseStatus
 from medmon.probes.telemetry import Telemetry, global_telemetry
 
 JURY_SCORER = "jury"
+JURY_UNAVAILABLE = "jury_unavailable"  # the error type of a result no judge could score
 JUDGE_MARKER = "[medmon-jury rubric v1]"
 REQUEST_TAG, RESPONSE_TAG, GOLD_TAG = "user_request", "response", "gold_response"
 DEFAULT_CRITERIA = ("accuracy", "completeness", "clarity")

@@ -3,9 +3,10 @@
 Both exist so that probing never harms the service it watches. The limiter keeps medmon under
 the provider's quota (a probe that trips the quota measures the quota, not the model). The
 breaker keeps an outage from becoming a flood: after ``failure_threshold`` consecutive failed
-attempts it *opens* and every call fails fast, without touching the network, for
-``cooldown_s``; then it lets one trial call through (*half-open*) and closes again only if that
-call succeeds.
+*calls* (each counted once, after its own retries, so a brief burst that retries absorb never
+opens it) it *opens* and every call fails fast, without touching the network, for
+``cooldown_s``; then it lets one trial call through (*half-open*) while the others wait for its
+outcome, and closes again only if that call succeeds.
 
 Both take an injected monotonic clock, so tests drive them without waiting, and both are safe
 to share between threads (APScheduler runs probe jobs in a thread pool, each with its own event
@@ -140,6 +141,7 @@ class Admission:
     allowed: bool
     state: BreakerState
     retry_in: float = 0.0
+    trial: bool = False  # this caller holds the half-open trial: its outcome decides the state
 
 
 class CircuitBreaker:
@@ -154,8 +156,8 @@ class CircuitBreaker:
     >>> breaker.admit().allowed
     False
     >>> t[0] = 10.0
-    >>> breaker.admit().state.value, breaker.admit().allowed  # one trial call, the others wait
-    ('half_open', False)
+    >>> breaker.admit().trial, breaker.admit().allowed  # one trial call, the others wait
+    (True, False)
     >>> breaker.record_success(); breaker.state.value
     'closed'
     """
@@ -192,7 +194,7 @@ class CircuitBreaker:
                 self._state, self._trial_out = BreakerState.half_open, False
             if not self._trial_out:
                 self._trial_out = True
-                return Admission(True, self._state)
+                return Admission(True, self._state, trial=True)
             return Admission(False, self._state, 0.0)
 
     def record_success(self) -> None:
@@ -206,6 +208,11 @@ class CircuitBreaker:
                     self._state == BreakerState.closed and self._failures >= self.failure_threshold):
                 self._state, self._opened_at, self._trial_out = BreakerState.open, self._clock(), False
                 self.times_opened += 1
+
+    def settled(self) -> bool:
+        """Whether no trial is out: a caller waiting on a half-open breaker may ask again."""
+        with self._lock:
+            return not (self._state == BreakerState.half_open and self._trial_out)
 
     def release(self) -> None:
         """A trial call ended without a verdict on the endpoint (e.g. a 429): let another try."""

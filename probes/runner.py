@@ -18,7 +18,7 @@ from sqlmodel import Session
 from medmon.baselines.canary import Canary
 from medmon.probes.client import Completion, ModelClient
 from medmon.probes.errors import JuryNotConfigured, ModelCallError
-from medmon.probes.jury import JURY_SCORER, JuryOutcome, Jury
+from medmon.probes.jury import JURY_SCORER, JURY_UNAVAILABLE, JuryOutcome, Jury
 from medmon.probes.models import JudgeCall, JuryVerdict, ProbeRecord, ProbeResult, ProbeResultBase, ProbeRun, RunStatus
 from medmon.probes.scoring import Scorer, get_scorer, looks_like_refusal
 from medmon.probes.telemetry import RUN_ERRORS, Telemetry
@@ -39,8 +39,10 @@ def sample_canaries(canaries: Sequence[Canary], k: int, rng: random.Random) -> l
 def _record_call(result: ProbeResultBase, completion: Completion) -> None:
     result.prompt_tokens = completion.prompt_tokens
     result.completion_tokens = completion.completion_tokens
+    result.reasoning_tokens = completion.reasoning_tokens
     result.cost_usd = completion.cost_usd
     result.latency_s = completion.latency_s
+    result.attempt_latency_s = completion.attempt_latency_s
     result.finish_reason = completion.finish_reason
     result.served_model = completion.served_model
     result.system_fingerprint = completion.system_fingerprint
@@ -55,15 +57,28 @@ def _record_jury(result: ProbeRecord, outcome: JuryOutcome) -> None:
     result.jury_agreement = outcome.agreement
     result.jury_unanimous = outcome.unanimous
     if outcome.error:
-        result.error = outcome.error  # no error_type: the production call itself succeeded
+        # The answer cannot be scored: an availability failure (the judges'), counted as an
+        # error of the run and of the error stream, never as a wrong answer and never silence.
+        result.error_type = JURY_UNAVAILABLE
+        causes = sorted({v.error or v.parse_status.value for v in outcome.verdicts})
+        result.error = f"{outcome.error}: " + "; ".join(f"{c}"[:120] for c in causes)
+
+
+def replay_decoding(canary: Canary, overrides: Mapping[str, object] | None = None) -> dict[str, object] | None:
+    """The decoding settings a canary is replayed with: its own (a HELM run's), then the plan's overrides."""
+    merged = {**(canary.decoding or {}), **(overrides or {})}
+    return merged or None
 
 
 async def probe_canary(client: ModelClient, canary: Canary, task_id: str, scorer_name: str, *,
-                       jury: Jury | None = None, scorer: Scorer | None = None) -> ProbeRecord:
+                       jury: Jury | None = None, scorer: Scorer | None = None,
+                       decoding: Mapping[str, object] | None = None) -> ProbeRecord:
     """Ask the model one canary and score its answer; a failed call is an error, not a score.
 
-    A call that reached the model but failed (an empty completion) still records its tokens,
-    cost, latency and served model: they were spent.
+    The canary is asked with its own decoding settings (a HELM run's temperature, max tokens
+    and stop sequences), overridden by ``decoding`` (the plan's). A call that reached the model
+    but failed (an empty completion) still records its tokens, cost, latency and served model:
+    they were spent.
     """
     result = ProbeRecord(
         task_id=task_id, canary_id=canary.id, pack=canary.pack, benchmark=canary.benchmark,
@@ -71,14 +86,16 @@ async def probe_canary(client: ModelClient, canary: Canary, task_id: str, scorer
         tags=dict(canary.tags),
     )
     try:
-        completion = await client.complete(list(canary.messages))
+        completion = await client.complete(list(canary.messages), decoding=replay_decoding(canary, decoding))
     except ModelCallError as exc:
         result.error_type = exc.kind
         result.error = str(exc)
-        result.attempts = exc.attempts
+        result.http_status = exc.status
+        result.latency_s = exc.latency_s
         if isinstance(exc.completion, Completion):
             _record_call(result, exc.completion)
             result.answer = exc.completion.text
+        result.attempts = exc.attempts
         return result
     _record_call(result, completion)
     result.answer = completion.text
@@ -91,11 +108,15 @@ async def probe_canary(client: ModelClient, canary: Canary, task_id: str, scorer
     score = (scorer or get_scorer(scorer_name))(canary, completion.text)
     result.score = score.value
     result.correct = score.correct
+    result.parsed = score.parsed
+    result.extracted = score.extracted[:200] if score.extracted is not None else None
+    result.parse_reason = score.reason[:200] or None
     return result
 
 
 async def probe_canaries(client: ModelClient, canaries: Sequence[Canary], task_id: str, scorer_name: str, *,
-                         jury: Jury | None = None, telemetry: Telemetry | None = None) -> list[ProbeRecord]:
+                         jury: Jury | None = None, telemetry: Telemetry | None = None,
+                         decoding: Mapping[str, object] | None = None) -> list[ProbeRecord]:
     """Probe every canary concurrently (bounded by the client's concurrency) under one run span.
 
     Raises ``JuryNotConfigured`` or ``UnknownScorer`` before any call when the scorer cannot run.
@@ -108,8 +129,8 @@ async def probe_canaries(client: ModelClient, canaries: Sequence[Canary], task_i
         scorer = get_scorer(scorer_name)
     telemetry = telemetry or client.telemetry
     with telemetry.run_span(task_id, len(canaries)) as span:
-        results = await asyncio.gather(*(probe_canary(client, c, task_id, scorer_name, jury=jury, scorer=scorer)
-                                         for c in canaries))
+        results = await asyncio.gather(*(probe_canary(client, c, task_id, scorer_name, jury=jury, scorer=scorer,
+                                                      decoding=decoding) for c in canaries))
         span.set_attribute(RUN_ERRORS, sum(1 for r in results if r.error_type))
     return list(results)
 

@@ -1,18 +1,26 @@
 """Scorers: ``score(canary, answer) -> Score``, registered by name.
 
-Semantics follow HELM's so that a probe's score is comparable with its MedHELM baseline:
+Semantics follow HELM's so that a probe's score is comparable with its MedHELM baseline (HELM's
+``evaluate_reference_metrics.py``, crfm-helm 0.5.x):
 
-- ``exact_match``: HELM's ``normalize_text`` (lower case, no punctuation, no articles, single
-  spaces), compared with every reference.
-- ``multiple_choice``: the option letter found in the answer equals the reference letter.
-- ``numeric_tolerance`` (``medcalc_bench_accuracy``): the number extracted from the answer lies
-  in ``[tolerance.lower, tolerance.upper]``; without a tolerance it must equal a numeric
-  reference; a non-numeric reference (a category) is compared as ``exact_match``.
+- ``exact_match``: HELM's ``exact_match``, the stripped answer equals a stripped reference.
+- ``quasi_exact_match``: HELM's ``quasi_exact_match``, equality after ``normalize_text`` (lower
+  case, no punctuation, no articles, single spaces); an empty answer never matches.
+- ``multiple_choice``: the option letter the answer gives equals the reference letter.
+- ``yes_no_maybe``: the label (yes, no, maybe) the answer gives equals the reference label.
+- ``numeric_tolerance`` (``medcalc_bench_accuracy``): the number the answer gives as its
+  result lies in ``[tolerance.lower, tolerance.upper]``; without a tolerance it must equal a
+  numeric reference; a non-numeric reference (a category) is compared by ``quasi_exact_match``.
 - ``token_f1``: HELM's ``f1_score``, F1 over the *sets* of normalised tokens, best reference.
-- ``set_f1`` (``mimiciv_billing_code_f1``): ICD-10 codes extracted from the answer and from
-  every reference, compared as sets; F1 is 0 when either set is empty.
+- ``set_f1`` (``mimiciv_billing_code_f1``): ICD-10 codes read from the answer and from every
+  reference, compared as sets.
 - ``readability``: Flesch-Kincaid grade of the answer mapped to [0, 1] against a target grade
   (``tolerance.upper``, default 8); see :mod:`medmon.probes.readability`.
+
+The scorers that read an answer (multiple choice, yes/no/maybe, numbers, codes) use
+:mod:`medmon.probes.extraction`. An answer they cannot read is **unparsed**: ``Score.value``
+is ``None`` and ``Score.parsed`` is ``False``, with the reason; it is neither right nor wrong,
+and its share is a stream of its own (format drift).
 
 :func:`looks_like_refusal` is not a scorer: it flags answers that decline to answer.
 """
@@ -22,25 +30,35 @@ from __future__ import annotations
 import math
 import re
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from medmon.baselines.canary import Canary
 from medmon.probes.errors import UnknownScorer
+from medmon.probes.extraction import READERS, Reading, read_choice, read_codes, read_label, read_number
 from medmon.probes.readability import flesch_kincaid_grade, grade_score
 
 
 @dataclass(frozen=True)
 class Score:
-    """A score in [0, 1]; ``correct`` is set for right-or-wrong scorers."""
+    """A score in [0, 1], or ``None`` when the answer could not be read (``parsed`` is False).
 
-    value: float
+    ``correct`` is set for right-or-wrong scorers; ``parsed`` is None for scorers that compare
+    text without reading an answer out of it; ``extracted`` is what was read, as text, and
+    ``reason`` says which rule read it or why nothing could be read.
+    """
+
+    value: float | None
     correct: bool | None = None
     detail: dict[str, object] = field(default_factory=dict)
+    parsed: bool | None = None
+    extracted: str | None = None
+    reason: str = ""
 
 
 Scorer = Callable[[Canary, str], Score]
 SCORERS: dict[str, Scorer] = {}
+READING_SCORERS = frozenset(READERS)
 
 
 def register(name: str) -> Callable[[Scorer], Scorer]:
@@ -77,130 +95,120 @@ def normalize_text(text: str) -> str:
     return " ".join(text.split())
 
 
+def _binary(ok: bool, detail: dict[str, object] | None = None) -> Score:
+    return Score(1.0 if ok else 0.0, ok, detail or {})
+
+
 @register("exact_match")
 def exact_match(canary: Canary, answer: str) -> Score:
-    """1 when the normalised answer equals any normalised reference."""
+    """HELM's strict ``exact_match``: 1 when the stripped answer equals a stripped reference."""
+    ok = bool(answer) and any(answer.strip() == ref.strip() for ref in canary.references)
+    return _binary(ok, {"answer": answer.strip()[:200]})
+
+
+@register("quasi_exact_match")
+def quasi_exact_match(canary: Canary, answer: str) -> Score:
+    """HELM's ``quasi_exact_match``: equality after ``normalize_text``; an empty answer never matches.
+
+    A reference that normalises to nothing (the letter ``A``, an article) matches an answer that
+    also normalises to nothing, as in HELM.
+    """
     got = normalize_text(answer)
-    ok = bool(got) and any(got == normalize_text(ref) for ref in canary.references)
-    return Score(1.0 if ok else 0.0, ok, {"normalized_answer": got})
+    ok = bool(answer) and any(got == normalize_text(ref) for ref in canary.references)
+    return _binary(ok, {"normalized_answer": got})
 
 
-# An option letter: bracketed "(b)"/"[B]", followed by ")", "." or ":" ("b) warfarin", "B."), or
-# a bare capital not followed by a lower-case word (so "I think" and "A beta blocker" are not
-# options I and A).
-_LETTER = r"(?:[\(\[]([A-Ja-j])[\)\]]|([A-Ja-j])[\).:](?=\s|$)|([A-J])(?=$|[,;]|\s+[^a-z\s]|\s*$))"
-_CHOICE_PATTERNS = (
-    re.compile(r"(?i:\banswer\b)(?:\s+(?i:is|would be))?\s*[:=]?\s*(?:" + _LETTER + r"|([A-Ja-j])(?=\s*$|[,;]))"),
-    re.compile(r"^\s*" + _LETTER),
-    re.compile(r"[\(\[]([A-Ja-j])[\)\]]"),
-    re.compile(r"(?i:\b(?:option|choice)\s+)([A-Ja-j])\b"),
-)
+def _read(reading: Reading, correct: bool | None, value: float | None = None,
+          detail: dict[str, object] | None = None) -> Score:
+    """A Score from a reading: unparsed when nothing was read."""
+    if not reading.parsed:
+        return Score(None, None, dict(detail or {}), parsed=False, reason=reading.reason)
+    shown = reading.value
+    if isinstance(shown, frozenset):
+        shown = ", ".join(sorted(shown))
+    elif isinstance(shown, float):
+        shown = f"{shown:g}"
+    if value is None:
+        value = 1.0 if correct else 0.0
+    return Score(value, correct, dict(detail or {}), parsed=True, extracted=str(shown), reason=reading.reason)
 
 
 def extract_choice(answer: str) -> str | None:
-    """Find the option letter in answers like 'B', '(b)', 'The answer is (B).' or 'B. Metformin'.
-
-    Rules, in order: the letter after "answer is" / "answer:"; a letter opening the answer;
-    the first bracketed letter anywhere; "option B"; a lone letter. Lower case is accepted when the letter
-    is bracketed, followed by ")", "." or ":", or alone.
+    """The option letter an answer gives, or None (see :func:`medmon.probes.extraction.read_choice`).
 
     Examples
     --------
     >>> extract_choice("The answer is (B).")
     'B'
-    >>> extract_choice("c) warfarin")
-    'C'
     >>> extract_choice("I am not sure") is None
     True
     """
-    for pattern in _CHOICE_PATTERNS:
-        match = pattern.search(answer.strip())
-        if match:
-            return next(g for g in match.groups() if g).upper()
-    stripped = answer.strip().rstrip(".").strip()
-    if len(stripped) == 1 and stripped.upper() in "ABCDEFGHIJ":
-        return stripped.upper()
-    return None
+    value = read_choice(answer).value
+    return str(value) if value is not None else None
 
 
 @register("multiple_choice")
 def multiple_choice(canary: Canary, answer: str) -> Score:
-    """1 when the option letter found in the answer is the reference letter."""
-    letter = extract_choice(answer)
+    """1 when the option letter the answer gives is the reference letter; unparsed when none is read."""
+    reading = read_choice(answer, canary.choices)
     refs = {r.strip().upper() for r in canary.references}
-    ok = letter is not None and letter in refs
-    return Score(1.0 if ok else 0.0, ok, {"extracted": letter})
+    return _read(reading, reading.value in refs, detail={"extracted": reading.value})
 
 
-# A number not glued to a word (so the 2 of "kg/m2" or "CHA2DS2" is not one): "1,234.5" has
-# thousands separators, "62,4" a decimal comma; a minus sign counts only when it does not
-# follow a digit, so "140-70" is two positive numbers.
-_NUMBER = r"(?<![\w.,])[-−]?(?:\d{1,3}(?:,\d{3})+(?!\d)(?:\.\d+)?|\d+(?:[.,]\d+)?|\.\d+)"
-_NUMBER_RE = re.compile(_NUMBER)
-_NEAR = r"(?:approximately|approx\.?|about|around|roughly|~|≈)?\s*[*(\[]*\s*"
-_ANSWER_CUE = re.compile(
-    rf"\b(?:final\s+answer|answer|result)\b(?:\s+(?:is|was|would\s+be|of))?\s*[:=]?\s*{_NEAR}({_NUMBER})", re.I
-)
-_VALUE_CUE = re.compile(rf"(?:\bis|\bwas|\bequals|(?<!out )\bof|=|≈|~|:)\s*{_NEAR}({_NUMBER})", re.I)
-_BSA_UNIT = re.compile(r"(?:/|\bper\s+)\s*1\.73\s*m(?:2|²|\^2)", re.I)
+YES_NO_MAYBE = ("yes", "no", "maybe")
 
 
-def _parse_number(token: str) -> float:
-    token = token.replace("−", "-")
-    whole = token.lstrip("-").split(",")[0]
-    if re.fullmatch(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?", token) and whole != "0":
-        return float(token.replace(",", ""))
-    return float(token.replace(",", "."))
+@register("yes_no_maybe")
+def yes_no_maybe(canary: Canary, answer: str) -> Score:
+    """1 when the label the answer gives (yes, no, maybe; or ``choices``) is the reference label."""
+    labels = tuple(c.lower() for c in canary.choices) if canary.choices else YES_NO_MAYBE
+    reading = read_label(answer, labels)
+    refs = {r.strip().lower() for r in canary.references}
+    return _read(reading, reading.value in refs, detail={"extracted": reading.value})
 
 
 def extract_number(answer: str) -> float | None:
-    """The number an answer gives, or ``None``.
-
-    Rules, in order: the last number that directly follows "answer is", "answer:" or "result
-    is"; else the last number that directly follows "is", "was", "of", "=", "≈", "~" or ":";
-    else the last number in the text. "Directly" allows "approximately"/"about" and markdown
-    or brackets in between. Percent signs and units are ignored, and "/1.73 m²" is dropped so
-    the eGFR unit is not read as a value.
+    """The number an answer gives as its result, or None (see :func:`medmon.probes.extraction.read_number`).
 
     Examples
     --------
     >>> extract_number("The creatinine clearance is 62.4 mL/min.")
     62.4
-    >>> extract_number("CrCl = (140 - 70) x 72 / (72 x 1.1) ≈ 63.6 mL/min")
-    63.6
-    >>> extract_number("62,4")
-    62.4
     >>> extract_number("no idea") is None
     True
     """
-    text = _BSA_UNIT.sub(" ", answer)
-    for cue in (_ANSWER_CUE, _VALUE_CUE):
-        cued = cue.findall(text)
-        if cued:
-            return _parse_number(cued[-1])
-    numbers = _NUMBER_RE.findall(text)
-    return _parse_number(numbers[-1]) if numbers else None
+    value = read_number(answer).value
+    return float(value) if value is not None else None
+
+
+_PLAIN_NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?|\.\d+)")
 
 
 def _reference_number(reference: str) -> float | None:
     """A reference that is exactly one number ("62.41", "-4", "1,234"), else ``None``."""
-    reference = reference.strip()
-    return _parse_number(reference) if _NUMBER_RE.fullmatch(reference) else None
+    reference = reference.strip().replace("−", "-")
+    if not _PLAIN_NUMBER.fullmatch(reference):
+        return None
+    whole = reference.lstrip("-").split(",")[0]
+    if re.fullmatch(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?", reference) and whole != "0":
+        return float(reference.replace(",", ""))
+    return float(reference.replace(",", "."))
 
 
 @register("numeric_tolerance")
 def numeric_tolerance(canary: Canary, answer: str) -> Score:
-    """MedCalc-Bench accuracy: the answer's number within the canary's tolerance.
+    """MedCalc-Bench accuracy: the answer's result within the canary's tolerance.
 
-    With ``tolerance = {"lower": l, "upper": u}`` the extracted number must satisfy
-    ``l <= x <= u``; without one it must equal a numeric reference (point scores). When the
-    first reference is not a number (a category such as "high risk"), ``exact_match`` decides.
+    With ``tolerance = {"lower": l, "upper": u}`` the number read must satisfy ``l <= x <= u``;
+    without one it must equal a numeric reference (point scores). When the first reference is
+    not a number (a category such as "high risk"), ``quasi_exact_match`` decides.
     """
     if canary.references and _reference_number(canary.references[0]) is None:
-        return exact_match(canary, answer)
-    got = extract_number(answer)
-    detail: dict[str, object] = {"extracted": got}
+        return quasi_exact_match(canary, answer)
+    reading = read_number(answer)
+    detail: dict[str, object] = {"extracted": reading.value}
     tol = canary.tolerance or {}
+    got = reading.value
     if got is None:
         ok = False
     elif "lower" in tol and "upper" in tol:
@@ -209,7 +217,7 @@ def numeric_tolerance(canary: Canary, answer: str) -> Score:
     else:
         refs = [n for n in map(_reference_number, canary.references) if n is not None]
         ok = any(math.isclose(got, n, rel_tol=1e-9, abs_tol=1e-9) for n in refs)
-    return Score(1.0 if ok else 0.0, ok, detail)
+    return _read(reading, ok, detail=detail)
 
 
 def _f1(gold: set[str], pred: set[str]) -> tuple[float, float, float]:
@@ -230,11 +238,6 @@ def token_f1(canary: Canary, answer: str) -> Score:
     return Score(best, None, {"best_reference": scores.index(best) if scores else None})
 
 
-# ICD-10-CM: a letter, two digits (or the C4A/D3A/M1A/Z3A categories), then up to four
-# characters after an optional dot (S72.001A, T78.40XA); case and the dot are normalised.
-_ICD10 = re.compile(r"(?<![A-Za-z0-9])([A-Za-z]\d{2}|[CDMZcdmz]\d[Aa])(?:\.?([0-9A-Za-z]{1,4}))?(?![A-Za-z0-9])")
-
-
 def extract_icd10_codes(text: str) -> set[str]:
     """ICD-10 codes in ``text``, upper case with the dot after the third character.
 
@@ -243,25 +246,24 @@ def extract_icd10_codes(text: str) -> set[str]:
     >>> sorted(extract_icd10_codes("Codes: e11.9, I10 and N183."))
     ['E11.9', 'I10', 'N18.3']
     """
-    codes: set[str] = set()
-    for category, suffix in _ICD10.findall(text.replace("**", "")):
-        code = category.upper()
-        codes.add(f"{code}.{suffix.upper()}" if suffix else code)
-    return codes
+    value = read_codes(text).value
+    return set(value) if value else set()
 
 
 @register("set_f1")
 def set_f1(canary: Canary, answer: str) -> Score:
     """F1 of the answer's ICD-10 codes against the union of the references' codes.
 
-    A reference may hold several codes ("E11.9, I10") or one each; duplicates count once.
+    A reference may hold several codes ("E11.9, I10") or one each; duplicates count once. An
+    answer with no code at all is unparsed.
     """
     gold = {code for reference in canary.references for code in extract_icd10_codes(reference)}
-    pred = extract_icd10_codes(answer)
+    reading = read_codes(answer)
+    pred = set(reading.value or ())
     precision, recall, f1 = _f1(gold, pred)
     detail: dict[str, object] = {"predicted": sorted(pred), "reference": sorted(gold),
                                  "precision": precision, "recall": recall}
-    return Score(f1, f1 == 1.0, detail)
+    return _read(reading, f1 == 1.0, f1, detail)
 
 
 READABILITY_TARGET_GRADE = 8.0
@@ -329,3 +331,26 @@ def looks_like_refusal(text: str) -> bool:
             words = re.findall(r"[\w']+", clause.lower())
             content += sum(1 for w in words if w not in _FILLER)
     return (refused and content < 3) or (deferred and not refused and content == 0)
+
+
+def rescore(canary: Canary, completion: str) -> float | None:
+    """Score a recorded completion (a HELM baseline's) with the canary's medmon scorer.
+
+    Returns the score, or None when the answer cannot be read or the canary is jury-scored
+    (judging needs the judges): ``medmon.baselines.rescore`` takes this as its ``rescore``.
+    """
+    if not canary.scorer or canary.scorer not in SCORERS:
+        return None
+    return SCORERS[canary.scorer](canary, completion).value
+
+
+def score_answer(scorer: str, answer: str, references: Sequence[str], *, choices: Sequence[str] | None = None,
+                 tolerance: Mapping[str, float] | None = None) -> Score:
+    """Score one answer outside any probe (``medmon score``): a throwaway canary carries the references.
+
+    Raises ``UnknownScorer`` for a name that is not registered (the jury needs its judges: use a probe).
+    """
+    canary = Canary(id="medmon-score", messages=({"role": "user", "content": ""},), references=tuple(references),
+                    scorer=scorer, tolerance=dict(tolerance) if tolerance else None,
+                    choices=tuple(choices) if choices else None)
+    return get_scorer(scorer)(canary, answer)

@@ -7,6 +7,11 @@ canaries correctly at the rate of the current phase, and its phases change with 
 requests served, so drift really happens: an accuracy drop, a cost rise (more completion
 tokens), a silent model-version swap, added latency.
 
+**Answer styles**: each phase may answer in a configurable mix of the ways real chat models
+write (``plain``; ``markdown``, ``**Answer: B**``; ``reasoning``, working then "Therefore, the
+answer is B."; ``json``, ``{"answer": "B"}``; ``hedge``, no single answer: "B or C", a range). A
+phase that changes only the mix changes how the model writes, not how often it is right.
+
 It also plays **judges**: a request whose system prompt carries the jury marker is answered
 with a JSON verdict, scored by comparing the judged response with the gold reference. Each
 judge (told apart by the requested model name) has its own behaviour: a bias, a drift after
@@ -40,7 +45,7 @@ from starlette.routing import Route
 
 from medmon.baselines.canary import Canary
 from medmon.probes.jury import DEFAULT_CRITERIA, GOLD_TAG, JUDGE_MARKER, RESPONSE_TAG
-from medmon.probes.scoring import extract_choice, normalize_text
+from medmon.probes.scoring import READING_SCORERS, extract_choice, normalize_text
 
 SIMULATOR_MODEL = "medmon-simulator/clinical-v1"
 SIMULATOR_HEADERS = {"X-Medmon-Simulator": "true"}
@@ -48,6 +53,7 @@ FAULT_KINDS = ("status", "hang", "truncated", "non_json", "empty", "prose")
 JUDGE_MODES = ("json", "prose", "prose_once", "fail")
 HANG_DEFAULT_S = 30.0
 RECENT_BODIES = 64  # request bodies kept for tests to inspect what was sent
+STYLES = ("plain", "markdown", "reasoning", "json", "hedge")
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,16 @@ class Phase:
     extra_completion_tokens: int = 0
     latency_s: float = 0.0
     label: str = "baseline"
+    styles: Mapping[str, float] | None = None  # answer style -> weight; None answers plainly
+
+    def __post_init__(self) -> None:
+        for style, weight in (self.styles or {}).items():
+            if style not in STYLES:
+                raise ValueError(f"styles: expected keys among {', '.join(STYLES)}, got {style!r}")
+            if weight < 0:
+                raise ValueError(f"styles.{style}: expected a weight >= 0, got {weight!r}")
+        if self.styles is not None and not any(self.styles.values()):
+            raise ValueError("styles: expected at least one positive weight")
 
 
 @dataclass(frozen=True)
@@ -110,6 +126,25 @@ class JudgeBehaviour:
 class AnswerKey:
     correct: str
     wrong: str
+    scorer: str = ""  # styles apply to answers a scorer reads (letters, labels, numbers, codes)
+
+
+CANNOT = "I cannot determine this from the information given."
+
+
+def _wrong(c: Canary, correct: str) -> str:
+    """A wrong answer the canary's scorer can read (so a wrong answer is wrong, not unparsed)."""
+    if c.scorer == "numeric_tolerance":
+        try:
+            value = float(correct)
+        except ValueError:
+            return CANNOT
+        return f"{value + max(1.0, abs(value) * 0.5):g}"
+    if c.scorer == "yes_no_maybe":
+        return next(label for label in ("no", "yes", "maybe") if label != correct.strip().lower())
+    if c.scorer == "set_f1":
+        return "Z00.00"
+    return CANNOT
 
 
 def answer_key(canaries: Iterable[Canary]) -> dict[str, AnswerKey]:
@@ -123,9 +158,44 @@ def answer_key(canaries: Iterable[Canary]) -> dict[str, AnswerKey]:
             options = [chr(ord("A") + i) for i in range(len(c.choices) if c.choices else 4)]
             wrong = next(o for o in options if o != correct.strip().upper())
         else:
-            wrong = "I cannot determine this from the information given."
-        key[c.prompt] = AnswerKey(correct, wrong)
+            wrong = _wrong(c, correct)
+        key[c.prompt] = AnswerKey(correct, wrong, c.scorer or "")
     return key
+
+
+def styled(text: str, style: str, key: AnswerKey) -> str:
+    """``text`` (an answer) written in ``style``; free-text answers are always written plainly.
+
+    Examples
+    --------
+    >>> styled("B", "markdown", AnswerKey("B", "C", "multiple_choice"))
+    '**Answer: B**'
+    """
+    if style == "plain" or key.scorer not in READING_SCORERS:
+        return text
+    if style == "markdown":
+        return f"**Answer: {text}**"
+    if style == "reasoning":
+        return ("Let me work through this step by step. I will check each piece of information in the "
+                f"question against what I know, and rule out what does not fit.\n\nTherefore, the answer is {text}.")
+    if style == "json":
+        return json.dumps({"answer": text, "explanation": "simulated reasoning"})
+    # hedge: no single answer a clinician could act on
+    other = key.wrong if text == key.correct else key.correct
+    if key.scorer == "numeric_tolerance" and _is_number(text) and _is_number(other):
+        low, high = sorted((float(text), float(other)))
+        return f"Somewhere between {low:g} and {high:g}, depending on the assumptions."
+    if key.scorer == "set_f1":
+        return "The codes depend on documentation that is not in the note."
+    return f"It could be {text} or {other}; I would need more information to choose."
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass
@@ -157,6 +227,14 @@ class SimulatorState:
         """Queue faults; each applies to the next ``count`` requests it matches."""
         with self.lock:
             self.faults.extend(faults)
+
+    def style_for(self, phase: Phase) -> str:
+        """Draw this answer's style from the phase's mix (no draw when the phase has none)."""
+        if not phase.styles:
+            return "plain"
+        with self.lock:
+            styles = [k for k, w in phase.styles.items() if w > 0]
+            return self.rng.choices(styles, weights=[phase.styles[k] for k in styles])[0]
 
     def next_request(self, model: str | None = None, body: dict[str, Any] | None = None) -> tuple[Phase, Fault | None, float]:
         """Count a request (keeping its body among the recent ones) and take the first matching fault."""
@@ -292,7 +370,7 @@ def create_simulator(canaries: Iterable[Canary], phases: Sequence[Phase] | None 
             if known is None:
                 text = "This is a simulated model; it has no answer for this prompt."
             else:
-                text = known.correct if draw < phase.accuracy else known.wrong
+                text = styled(known.correct if draw < phase.accuracy else known.wrong, state.style_for(phase), known)
         if fault is not None and fault.kind == "empty":
             text = ""
         prompt_tokens = sum(_tokens(str(m.get("content", ""))) for m in messages)
@@ -321,6 +399,7 @@ def create_simulator(canaries: Iterable[Canary], phases: Sequence[Phase] | None 
             return {"simulated": True, "requests": state.requests, "requests_by_model": dict(state.by_model),
                     "max_in_flight": state.max_in_flight,
                     "phase": phase.label, "model": phase.model, "accuracy": phase.accuracy,
+                    "styles": dict(phase.styles) if phase.styles else {"plain": 1.0},
                     "latency_s": phase.latency_s + state.extra_latency_s,
                     "faults": [asdict(f) for f in state.faults],
                     "judges": {k: asdict(v) for k, v in state.judges.items()}}

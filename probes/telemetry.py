@@ -73,7 +73,7 @@ class CallRecord:
     """What a finished (or failed) model call reports to telemetry."""
 
     request_model: str
-    temperature: float
+    temperature: float | None
     max_tokens: int
     duration_s: float
     response_model: str | None = None
@@ -128,9 +128,8 @@ class Telemetry:
 
     def finish_call(self, span: Span, record: CallRecord) -> None:
         """Set the response attributes on the call span and record both histograms."""
-        attrs: dict[str, Any] = {REQUEST_TEMPERATURE: record.temperature, REQUEST_MAX_TOKENS: record.max_tokens,
-                                 CALL_ATTEMPTS: record.attempts}
-        optional = {RESPONSE_MODEL: record.response_model, RESPONSE_ID: record.response_id,
+        attrs: dict[str, Any] = {REQUEST_MAX_TOKENS: record.max_tokens, CALL_ATTEMPTS: record.attempts}
+        optional = {REQUEST_TEMPERATURE: record.temperature, RESPONSE_MODEL: record.response_model, RESPONSE_ID: record.response_id,
                     USAGE_INPUT_TOKENS: record.input_tokens, USAGE_OUTPUT_TOKENS: record.output_tokens,
                     OPENAI_SYSTEM_FINGERPRINT: record.system_fingerprint}
         attrs |= {k: v for k, v in optional.items() if v is not None}

@@ -13,7 +13,8 @@ DOCTESTED = [
     "medmon.alerts.dedup", "medmon.alerts.matchers", "medmon.alerts.rules", "medmon.alerts.signal", "medmon.alerts.signing",
     "medmon.baselines.helm_files", "medmon.baselines.helm_stats", "medmon.baselines.interval", "medmon.baselines.win_rate",
     "medmon.monitor.service.clock", "medmon.monitor.detection.drift.esr", "medmon.monitor.detection.drift.judge", "medmon.monitor.detection.drift.judge_bias", "medmon.monitor.plan.intervals",
-    "medmon.probes.scoring",
+    "medmon.probes.scoring", "medmon.probes.client", "medmon.probes.limits", "medmon.monitor.detection.identity",
+    "medmon.monitor.runs.pipeline", "medmon.monitor.cli.simulate",
 ]
 
 

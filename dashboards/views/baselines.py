@@ -9,7 +9,7 @@ from sqlmodel import Session
 from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.data import current_plan, engine_for
 from medmon.dashboards.layout import header
-from medmon.monitor.read import baselines_by_taxonomy
+from medmon.monitor.read import DISAGREEMENT_FLAG, baselines_by_taxonomy
 
 plan = current_plan()
 viewer = require_viewer(plan)
@@ -26,12 +26,24 @@ else:
         "category": b.category, "subcategory": b.subcategory or "", "benchmark": b.benchmark,
         "task": used.get(b.benchmark, ""), "model": b.model, "metric": b.metric, "version": b.version,
         "value": b.value, "scale": f"{b.scale_min:g}-{b.scale_max:g}", "normalised": b.normalized, "n": b.n,
+        "scored by medmon": b.rescored_value, "HELM vs medmon differ": b.disagreement_rate,
+        "unreadable": b.rescored_unparsed,
         "95% CI": f"{b.ci_low:.3f}-{b.ci_high:.3f}", "source": b.source_kind, "suite": b.suite,
         "source path": b.source_path, "SHA-256": b.source_sha256, "approved by": b.approved_by or "",
         "imported": b.imported_at} for b in rows]), hide_index=True, width="stretch", key="baselines",
         column_config={"value": st.column_config.NumberColumn(format="%.3f"),
-                       "normalised": st.column_config.NumberColumn(format="%.3f")})
-    st.caption("Each version is kept: importing the same files again changes nothing; new content adds a version.")
+                       "normalised": st.column_config.NumberColumn(format="%.3f"),
+                       "scored by medmon": st.column_config.NumberColumn(format="%.3f"),
+                       "HELM vs medmon differ": st.column_config.NumberColumn(format="percent")})
+    st.caption("Each version is kept: importing the same files again changes nothing; new content adds a version. "
+               "A HELM run's completions are scored again by medmon's scorer on import; detectors compare "
+               "production with medmon's figure, so both are read the same way.")
+    flagged = [b for b in rows if b.disagreement_rate is not None and b.disagreement_rate > DISAGREEMENT_FLAG]
+    for b in flagged:
+        st.warning(f"{b.benchmark} · {b.model} · v{b.version}: HELM and medmon score {b.disagreements} of "
+                   f"{b.compared} instances differently ({b.disagreement_rate:.1%}, above {DISAGREEMENT_FLAG:.0%}); "
+                   f"{b.rescored_unparsed} completion(s) could not be read. Check `medmon score` on a few of them "
+                   "before trusting a comparison with HELM's figure.")
     st.subheader("Source files")
     for b in rows:
         if not b.source_files:

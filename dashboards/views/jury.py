@@ -12,7 +12,9 @@ from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.charts import agreement_chart, judges_chart
 from medmon.dashboards.data import current_plan, engine_for, refresh_every
 from medmon.dashboards.layout import fmt, header
-from medmon.monitor.read import agreement_series, judge_series, unread_verdicts, verdict_count, window_alphas
+from medmon.dashboards.oversight import MEDHELM_NOTE, agreement_frame
+from medmon.monitor.read import (agreement_series, agreement_table, judge_series, unread_verdicts, verdict_count,
+                                window_alphas)
 from medmon.db import utcnow
 
 plan = current_plan()
@@ -33,6 +35,7 @@ def jury() -> None:
             judges = judge_series(session, since)
             unread = unread_verdicts(session)
             alphas = window_alphas(session, [t.id for t in plan.tasks], scale_min=scale[0], scale_max=scale[1])
+            clinicians = agreement_table(session)
     if plan.jury is None and not calls:
         st.info("No jury configured: this plan scores every task without LLM judges.")
         return
@@ -46,10 +49,17 @@ def jury() -> None:
     if judged:
         st.dataframe(pd.DataFrame([{
             "task": a.task_id, "Krippendorff's alpha (ordinal)": fmt(a.alpha, ".3f") or (a.reason or ""),
-            "answers": a.results, "judges": a.judges, "items scored by 2+ judges": a.units} for a in judged]),
+            "answers": a.results, "judges": a.judges, "items scored by 2+ judges": a.units,
+            "scores outside the scale (excluded)": a.out_of_scale} for a in judged]),
             hide_index=True, width="stretch", key="alphas")
         st.caption("Alpha over each task's latest 200 judged answers discounts agreement expected by chance; "
                    "MedHELM reports LLM-jury agreement with clinicians as moderate (ICC 0.47).")
+    st.subheader("Against clinicians")
+    if clinicians:
+        st.table(agreement_frame(clinicians))
+    else:
+        st.write("No clinician reviews rated by the jury yet (see Clinician review).")
+    st.caption(MEDHELM_NOTE + " Floors in the plan's oversight.agreement raise 'jury_not_validated'.")
     minimum = min((t.thresholds.min_jury_agreement for t in plan.tasks
                    if t.thresholds.min_jury_agreement is not None), default=None)
     st.plotly_chart(agreement_chart(agreement, minimum), key="agreement")

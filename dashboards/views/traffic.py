@@ -13,7 +13,7 @@ from medmon.dashboards.charts import traffic_daily_chart
 from medmon.dashboards.data import current_plan, engine_for, refresh_every
 from medmon.dashboards.layout import fmt, header
 from medmon.db import utcnow
-from medmon.monitor.read.traffic import traffic_summary
+from medmon.monitor.read import traffic_summary
 
 PERIODS = {"7 days": 7, "30 days": 30, "90 days": 90}
 

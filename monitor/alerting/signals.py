@@ -52,12 +52,17 @@ MIN_ESTIMATE_N = 30
 STREAM_RULES: dict[str, Rule | str] = {
     "score": Rule.drift_drop, "error_rate": Rule.probes_failing, "cost": Rule.cost_over_budget,
     "latency": Rule.latency_over_objective, "jury_agreement": Rule.jury_disagreement,
-    "pooled_score": "category_drop", "refusal": "refusals_rising", "judge_canaries": "judge_drift",
-    "judge_bias": "judge_drift",
+    "pooled_score": "category_drop", "refusal": "refusals_rising", "format": "format_drift",
+    "judge_canaries": "judge_drift",
+    "judge_bias": "judge_drift", "judge_failures": "judge_failing",
     "verbosity": "output_length_shift", "truncation": "output_length_shift", "reevaluation": "reevaluation_degraded",
+    "cost_typical": "cost_rise", "latency_typical": "latency_rise", "conformance": "go_live_conformance",
 }
-# Output length is a cost matter: it pages like the other operational rules, at most as a warning.
-OPERATIONAL_METRICS = frozenset({"verbosity", "truncation"})
+# Output length, typical cost and latency are cost and service matters: they page like the other
+# operational rules, at most as a warning.
+OPERATIONAL_METRICS = frozenset({"verbosity", "truncation", "cost_typical", "latency_typical"})
+# A judge failing on its own leaves the others to score: a warning, not a page (a jury with no
+# valid judge at all is an error of the run, on the probes-failing alert).
 
 
 def task_subject(plan: Plan, task: Task) -> Subject:
@@ -92,7 +97,7 @@ def stream_signal(plan: Plan, ctx: TaskContext, update: StreamUpdate) -> Signal 
     if spec.task_id != ctx.task.id:  # a category's pooled stream or a judge's: not one task's alert
         subject = replace(subject, task=spec.task_id, benchmark="", dashboard_url=plan.alerts.dashboard_url)
     rule = _rule(spec.metric, spec.direction)
-    impact = Impact.operational if spec.metric in OPERATIONAL_METRICS else None
+    impact = Impact.operational if spec.metric.split("[", 1)[0] in OPERATIONAL_METRICS | {"judge_failures"} else None
     if update.finding is not None:
         f = update.finding
         evidence = {**f.evidence(), "baseline": spec.baseline_mean, "severity_score": f.severity}
@@ -113,10 +118,10 @@ def threshold_signals(session: Session, plan: Plan, ctx: TaskContext) -> list[Si
     mean, low, high, n = recent_estimate(session, ctx.task.id)
     estimate = Estimate(mean, low, high, n) if mean is not None else None
     signal = below_minimum(task_subject(plan, ctx.task), estimate, ctx.task.thresholds.min_score, min_n=MIN_ESTIMATE_N)
-    return _transitions(session, [signal] if signal is not None else [])
+    return transitions(session, [signal] if signal is not None else [])
 
 
-def _transitions(session: Session, signals: list[Signal]) -> list[Signal]:
+def transitions(session: Session, signals: list[Signal]) -> list[Signal]:
     """Only the signals that change something: firing where no alert is open, clearing where one is.
 
     These rules are evaluated on every probe or pass; passing on the rest would re-apply the
@@ -149,7 +154,7 @@ def stale_signals(session: Session, plan: Plan, now: datetime, *, since: datetim
             col(ProbeRun.n_canaries) > col(ProbeRun.n_errors))).one()
         out.append(stale(task_subject(plan, task), as_utc(last) if last else None, allowed_gap(plan, task, now), now,
                          since=since))
-    return _transitions(session, out)
+    return transitions(session, out)
 
 
 def alert_pass(session: Session, plan: Plan, now: datetime) -> list[Notification]:
@@ -163,7 +168,7 @@ def alert_pass(session: Session, plan: Plan, now: datetime) -> list[Notification
     previous = last_beat(session, HEARTBEAT)
     signals: list[Signal] = []
     missed = heartbeat_missed(monitor_subject(plan), as_utc(previous.beat_at) if previous else None, tolerance, now)
-    signals += _transitions(session, [missed] if missed is not None else [])
+    signals += transitions(session, [missed] if missed is not None else [])
     pulse = beat(session, HEARTBEAT, now, tolerance=tolerance)
     signals += stale_signals(session, plan, now, since=as_utc(pulse.since))
     record_signals(session, signals, now)

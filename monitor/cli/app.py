@@ -1,7 +1,9 @@
 """The ``medmon`` command line. Each command parses options, calls one function, and prints.
 
 Exit codes: 0 success, 1 the job ran and found a problem (e.g. alerts firing in ``probe run``),
-2 bad input (plan, files, options), 3 a service or endpoint could not be reached.
+2 bad input (plan, files, options, an unset variable the plan names), 3 a service or endpoint
+could not be reached, 4 the endpoint answered but refused every call (a bad key, no access, an
+unknown model or a parameter it rejects): the fix is in the plan or the secrets, not the network.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ app = typer.Typer(help="medmon: watch a deployed clinical LLM against its MedHEL
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
-EXIT_FOUND, EXIT_INPUT, EXIT_UNREACHABLE = 1, 2, 3
+EXIT_FOUND, EXIT_INPUT, EXIT_UNREACHABLE, EXIT_REFUSED = 1, 2, 3, 4
 
 
 def _fail(exc: MedmonError, code: int = EXIT_INPUT) -> typer.Exit:
@@ -64,13 +66,17 @@ def init(path: Annotated[Path, typer.Argument(help="Where to write the plan.")] 
 
 
 @app.command()
-def check(plan_path: PlanArg, as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
+def check(plan_path: PlanArg, as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+          require_env: Annotated[bool, typer.Option(
+              "--require-env", help="Check the environment the plan will run in: an unset variable it names "
+                                    "(endpoint keys and headers, route secrets) is an error, not a note.")] = False) -> None:
     """Validate a plan: every problem with its field path and line; exit 2 if any."""
     from medmon.monitor.governance.audit import local_actor
     from medmon.monitor.governance.checks import check_plan, plan_notes
 
     try:
-        plan = check_plan(plan_path, record_by=local_actor("medmon check"))  # audits a changed plan if its db exists
+        plan = check_plan(plan_path, record_by=local_actor("medmon check"),  # audits a changed plan if its db exists
+                          require_env=require_env)
     except PlanError as exc:
         if as_json:
             out.print_json(json.dumps({"ok": False, "source": exc.source,
@@ -92,13 +98,23 @@ app.add_typer(probe_app, name="probe")
 @probe_app.command("run")
 def probe_run(plan_path: PlanArg,
               task: Annotated[list[str] | None, typer.Option(help="Only these task ids (repeatable).")] = None,
+              deliver: Annotated[bool, typer.Option(
+                  "--deliver/--no-deliver", help="Send the notifications the run creates to the plan's routes (the "
+                                                 "default, so a cron-driven deployment pages someone); with "
+                                                 "--no-deliver they wait in the outbox for 'medmon serve'.")] = True,
               as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
-    """Probe every task (or the named ones) once now, store and evaluate the results."""
+    """Probe every task (or the named ones) once now, store and evaluate the results, deliver alerts.
+
+    Failed calls are summarised by cause (e.g. '20 x HTTP 401 Incorrect API key'). Exit 3 when
+    a task's every call failed to reach the endpoint, 4 when the endpoint refused them.
+    """
     import random
 
     from rich.progress import Progress
 
+    from medmon.alerts import DeliveryPolicy, deliver_due
     from medmon.monitor.plan.context import load_context
+    from medmon.monitor.plan.routing import build_channels, require_endpoint_env
     from medmon.monitor.runs.pipeline import run_task_probe
     from medmon.monitor.plan.model import load_plan
     from medmon.db import utcnow
@@ -106,6 +122,8 @@ def probe_run(plan_path: PlanArg,
 
     try:
         plan = load_plan(plan_path)
+        require_endpoint_env(plan)  # every call would fail with 401: refuse now, naming the variable
+        channels = build_channels(plan) if deliver else {}
         engine = make_engine(plan.storage.url)
         contexts = [load_context(plan, t) for t in plan.tasks if not task or t.id in task]
     except MedmonError as exc:
@@ -116,17 +134,29 @@ def probe_run(plan_path: PlanArg,
         for ctx in contexts:
             outcomes.append(run_task_probe(engine, plan, ctx, rng=random.Random(), now=utcnow, purpose="manual"))
             progress.advance(bar)
+    report = deliver_due(engine, channels, utcnow, DeliveryPolicy()) if channels else None
     rows = [{"task": o.task_id, "run": o.run_id, "results": o.results, "errors": o.errors,
-             "mean_score": o.mean_score, "alerts": [s.summary for s in o.signals if s.firing]} for o in outcomes]
+             "mean_score": o.mean_score, "failures": o.causes, "alerts": [s.summary for s in o.signals if s.firing]}
+            for o in outcomes]
+    delivery = None if report is None else {"delivered": report.delivered, "retrying": report.retried + report.waiting,
+                                            "dead": report.dead}
     if as_json:
-        out.print_json(json.dumps(rows))
+        out.print_json(json.dumps({"runs": rows, "delivery": delivery}))
     else:
         for r in rows:
             out.print(f"{r['task']}: run {r['run']}, {r['results']} results, {r['errors']} errors, "
                       f"mean score {r['mean_score'] if r['mean_score'] is None else round(r['mean_score'], 3)}")
+            for cause, count in r["failures"].items():
+                out.print(f"  {count} x {cause}", highlight=False, markup=False)
             for a in r["alerts"]:
                 out.print(f"  [red]ALERT[/red] {a}")
-    if any(o.errors == o.results for o in outcomes):
+        if delivery is not None and any(delivery.values()):
+            out.print(f"notifications: {delivery['delivered']} delivered, {delivery['retrying']} left for retry "
+                      f"by 'medmon serve', {delivery['dead']} dead")
+    failed = [o for o in outcomes if o.results and o.errors == o.results]
+    if any(o.refused * 2 > o.errors for o in failed):
+        raise typer.Exit(EXIT_REFUSED)
+    if failed:
         raise typer.Exit(EXIT_UNREACHABLE)
     if any(r["alerts"] for r in rows):
         raise typer.Exit(EXIT_FOUND)
@@ -259,8 +289,11 @@ def _mount_subcommands() -> None:
     from medmon.monitor.cli.change import app as change_app
     from medmon.monitor.cli.approvals import approve_command, proposals_command
     from medmon.monitor.cli.drift import app as drift_app
+    from medmon.monitor.cli.oversight import app as oversight_app
     from medmon.monitor.cli.report import report_command
+    from medmon.monitor.cli.score import score_command
     from medmon.monitor.cli.service import db_app, worker
+    from medmon.monitor.cli.simulate import simulate
     from medmon.monitor.cli.traffic import app as traffic_app
 
     baseline_app.command("approve")(approve_command)
@@ -272,7 +305,10 @@ def _mount_subcommands() -> None:
     app.add_typer(change_app, name="change")
     app.command("report")(report_command)
     app.add_typer(drift_app, name="drift")
+    app.command()(simulate)
+    app.add_typer(oversight_app, name="oversight")
     app.add_typer(traffic_app, name="traffic")
+    app.command("score")(score_command)
 
 
 _mount_subcommands()

@@ -20,6 +20,7 @@ from rich.table import Table
 from sqlmodel import Session
 
 from medmon.baselines import (
+    DISAGREEMENT_FLAG,
     BaselineError,
     ImportReport,
     baseline_versions,
@@ -34,6 +35,7 @@ from medmon.monitor.governance.audit import local_actor, record_baseline_import
 from medmon.monitor.errors import MedmonError
 from medmon.db import resolve_url, session_scope, utcnow
 from medmon.monitor.storage import make_engine
+from medmon.probes.scoring import rescore
 
 app = typer.Typer(
     help="Import and inspect pre-deployment baselines: HELM/MedHELM output or published scores.",
@@ -65,6 +67,15 @@ def _ci(low: float, high: float) -> str:
     return f"[{low:.3g}, {high:.3g}]"
 
 
+def _disagreement(disagreements: int | None, compared: int | None) -> str:
+    """'3/400 differ (0.8%)', with a flag above DISAGREEMENT_FLAG; '-' when not re-scored."""
+    if disagreements is None or not compared:
+        return "-"
+    rate = disagreements / compared
+    flag = " FLAG" if rate > DISAGREEMENT_FLAG else ""
+    return f"{disagreements}/{compared} differ ({rate:.1%}){flag}"
+
+
 def _print_report(report: ImportReport) -> None:
     console = Console(soft_wrap=True)
     title = f"Imported {report.kind} evidence from {report.source}" + (
@@ -81,6 +92,7 @@ def _print_report(report: ImportReport) -> None:
         "n",
         "95% CI",
         "canaries",
+        "HELM vs medmon",
         "status",
     ):
         table.add_column(column)
@@ -98,6 +110,7 @@ def _print_report(report: ImportReport) -> None:
                     str(b.n),
                     _ci(*b.ci),
                     f"{b.replayable}/{b.canaries}" if b.canaries else "-",
+                    _disagreement(b.disagreements, b.compared),
                     "new" if b.created else "unchanged",
                 ),
             )
@@ -145,7 +158,8 @@ def import_command(
                 def advance(done: int, total: int, label: str) -> None:
                     bar.update(task, completed=done, total=total, description=label[:60])
 
-                report = import_helm_path(session, path, suite=suite, model=model, progress=advance, strict=strict)
+                report = import_helm_path(session, path, suite=suite, model=model, progress=advance, strict=strict,
+                                          rescore=rescore)
         record_baseline_import(session, report.to_dict(), local_actor("medmon baseline import"), utcnow())
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
@@ -155,7 +169,8 @@ def import_command(
 
 def _row(b: Any) -> dict[str, Any]:
     data: dict[str, Any] = b.model_dump(mode="json")
-    return data
+    rate = b.disagreement_rate
+    return data | {"disagreement_rate": rate, "disagreement_flagged": rate is not None and rate > DISAGREEMENT_FLAG}
 
 
 @app.command("list")
@@ -236,6 +251,15 @@ def show_command(
             f"canaries {v['replayable_canaries']}/{v['canaries']} replayable; sha256 {v['source_sha256'][:12]}",
             markup=False,
         )
+        if v["disagreements"] is not None:
+            console.print(
+                f"  scored again by medmon: {v['rescored_value']:.3f} over {v['rescored_n']} instances "
+                f"({v['rescored_unparsed']} with an unreadable completion); HELM and medmon "
+                f"{_disagreement(v['disagreements'], v['compared'])}; detectors use medmon's scores",
+                markup=False,
+            ) if v["rescored_value"] is not None else console.print(
+                f"  scored again by medmon: no readable completion; HELM and medmon "
+                f"{_disagreement(v['disagreements'], v['compared'])}", markup=False)
     for c in cells:
         console.print(
             f"leaderboard {c['group']} / {c['table_title']}: {c['model']} {c['column']} = {c['value']:.4g}",

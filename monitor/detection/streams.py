@@ -17,36 +17,47 @@ built with: the same data after a restart gives the same decisions, and a change
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
-from medmon.baselines import Baseline, resolve
+from medmon.baselines import Baseline, Canary, resolve
 from medmon.monitor.plan.context import TaskContext
 from medmon.monitor.detection.drift import (
     JudgeAgreementSR, JudgeBiasSR, MixtureSR, OneShotPaired, PairedSR, PooledSR, RiverDrift, SubgroupGapSR,
 )
 from medmon.monitor.detection.drift.budget import INFO, OPERATIONAL, QUALITY, Budget
 from medmon.monitor.detection.drift.finding import Finding
-from medmon.monitor.detection.drift.layout import StreamSpec, baseline_margin, margin_z, task_streams
+from medmon.monitor.detection.drift.recovery import Recovery, RecoveryState
+from medmon.monitor.detection.drift.layout import (
+    StreamSpec, baseline_margin, exact_baseline_margin, margin_z, reference_alpha, task_streams,
+)
 from medmon.monitor.detection.drift.reference import (
-    References, burn_in_add, burn_in_complete, burn_in_references, from_json, helm_references, to_json,
+    References, answers as reference_answers, stage_alpha, burn_in_add, burn_in_complete, burn_in_references, from_json,
+    helm_references, to_json,
 )
 from medmon.monitor.models import BurnIn, DetectorState, FindingRecord, StreamStatus
 from medmon.monitor.plan.model import Plan
 from medmon.probes.models import ProbeResultBase
 
-__all__ = ["StreamSpec", "StreamUpdate", "baseline_margin", "plan_budget", "reset_task_streams",
+__all__ = ["StreamSpec", "StreamUpdate", "baseline_margin", "go_live_replay", "plan_budget", "reset_task_streams",
            "start_reevaluation", "stream_thresholds", "task_streams", "update_judge_canaries", "update_stream",
            "update_task_streams"]
 
+# Recovery: a degraded stream is back once a mixture CUSUM betting on the null's side reaches
+# this threshold (``medmon.monitor.detection.drift.recovery``): at the null's boundary at least this
+# many observations pass between false recoveries, and far more while a drop lasts.
+RECOVERY_THRESHOLD = 1e4
+# A recovered stream returns to ok after this many quiet runs (evidence below WATCHING_EVIDENCE).
+QUIET_RUNS = 3
+# Detectors without a recovery null (the two-sided judge bias) recover on this many consecutive
+# runs back inside the null band, together holding at least RECOVERY_MIN_OBS observations.
 RECOVERY_RUNS = 3
-# A small stream (a subgroup with a few canaries per run) can see three runs back on the null's
-# side by chance while it is still degraded; recovery also needs this many observations.
 RECOVERY_MIN_OBS = 50
 WATCHING_EVIDENCE = 0.5
 DETECTORS: dict[str, Any] = {c.name: c for c in (MixtureSR, PairedSR, SubgroupGapSR, JudgeAgreementSR,
@@ -111,53 +122,82 @@ def _seen(detector: Any) -> int:
 
 
 def _row(session: Session, spec: StreamSpec, params: dict[str, Any], threshold: float) -> DetectorState:
+    """The stream's stored row; a new one (a new segment) when its null or detector changed.
+
+    The threshold is not part of the null: a budget edit (a task, judge or category added, a new
+    budget) rescales it and keeps the evidence gathered so far.
+    """
     row = session.get(DetectorState, spec.key)
-    if row is not None and row.params == params and row.detector == spec.detector:
+    stored = {k: v for k, v in (row.params if row is not None else {}).items() if k != "threshold"}
+    if row is not None and stored == params and row.detector == spec.detector:
+        row.threshold = threshold
         return row
-    # A new baseline, reference or budget starts a new segment: evidence against the old null is void.
-    return DetectorState(key=spec.key, task_id=spec.task_id, metric=spec.metric, direction=spec.direction,
-                         null_mean=spec.null_mean, baseline_mean=spec.baseline_mean, threshold=threshold,
-                         segment=row.segment + 1 if row is not None else 1, detector=spec.detector,
-                         family=spec.family, params=params, status=row.status if row is not None else StreamStatus.ok)
+    # A new baseline or reference starts a new segment: evidence against the old null is void.
+    if row is None:
+        return DetectorState(key=spec.key, task_id=spec.task_id, metric=spec.metric, direction=spec.direction,
+                             null_mean=spec.null_mean, baseline_mean=spec.baseline_mean, threshold=threshold,
+                             segment=1, detector=spec.detector, family=spec.family, params=params)
+    row.segment, row.state, row.evidence, row.n, row.recovery = row.segment + 1, {}, 0.0, 0, {}
+    row.null_mean, row.baseline_mean, row.threshold = spec.null_mean, spec.baseline_mean, threshold
+    row.detector, row.family, row.params = spec.detector, spec.family, params
+    return row
 
 
-def _settle(row: DetectorState, detector: Any, finding: Finding | None, run_mean: float | None,
-            n_obs: int | None = None) -> tuple[StreamStatus, Finding | None]:
-    """The stream's next status; a finding while already degraded is not raised again.
+def _settle(row: DetectorState, detector: Any, finding: Finding | None, xs: Sequence[float]) -> tuple[StreamStatus, Finding | None]:
+    """The stream's next status from this run's finding and observations ``xs`` (detector's scale).
 
-    A degraded stream recovers after ``RECOVERY_RUNS`` consecutive runs whose mean is back on
-    the null's side (``detector.holds``), together holding at least ``RECOVERY_MIN_OBS`` observations (``n_obs`` is
-    this run's; None for a stream whose run mean already pools many, such as a category's).
+    One alert per episode: a degraded stream is not raised again, and it recovers only on
+    evidence of its own that it is back (``Recovery``, started at the alarm), never on a few
+    lucky runs. A recovered stream returns to ok after ``QUIET_RUNS`` quiet runs.
     """
     status = row.status
-    if finding is not None and status == StreamStatus.degraded:
-        return status, None  # one alert per episode, until the stream recovers
     if finding is not None:
-        row.recovery_runs, row.recovery_obs = 0, 0
-        return StreamStatus.degraded, finding
-    if status == StreamStatus.degraded and run_mean is not None:
-        if detector.holds(run_mean):
-            row.recovery_runs += 1
-            row.recovery_obs += RECOVERY_MIN_OBS if n_obs is None else n_obs
-        else:
-            row.recovery_runs, row.recovery_obs = 0, 0
-        if row.recovery_runs >= RECOVERY_RUNS and row.recovery_obs >= RECOVERY_MIN_OBS:
-            row.recovery_runs, row.recovery_obs = 0, 0
+        row.recovery, row.recovery_runs, row.recovery_obs = {}, 0, 0  # fresh evidence of the drop
+        return StreamStatus.degraded, (None if status == StreamStatus.degraded else finding)
+    if status == StreamStatus.degraded:
+        null = getattr(detector, "recovery_null", None)
+        if null is None:
+            return _settle_by_runs(row, detector, xs), None
+        recovery = Recovery(null, RECOVERY_THRESHOLD, RecoveryState.from_dict(row.recovery) if row.recovery else None)
+        back = recovery.update(xs)
+        row.recovery = {} if back else recovery.state.to_dict()
+        if back:
             detector.reset()
             return StreamStatus.recovered, None
         return status, None
-    if status != StreamStatus.degraded:
-        if detector.evidence >= WATCHING_EVIDENCE:
-            return StreamStatus.watching, None
-        if status == StreamStatus.watching:
+    if detector.evidence >= WATCHING_EVIDENCE:
+        row.recovery_runs = 0
+        return StreamStatus.watching, None
+    if status == StreamStatus.watching:
+        return StreamStatus.ok, None
+    if status == StreamStatus.recovered:
+        row.recovery_runs += 1
+        if row.recovery_runs >= QUIET_RUNS:
+            row.recovery_runs = 0
             return StreamStatus.ok, None
     return status, None
+
+
+def _settle_by_runs(row: DetectorState, detector: Any, xs: Sequence[float]) -> StreamStatus:
+    """Recovery of a detector without a recovery null: consecutive runs back inside its null band."""
+    if not xs:
+        return row.status
+    if detector.holds(sum(xs) / len(xs)):
+        row.recovery_runs += 1
+        row.recovery_obs += len(xs)
+    else:
+        row.recovery_runs, row.recovery_obs = 0, 0
+    if row.recovery_runs >= RECOVERY_RUNS and row.recovery_obs >= RECOVERY_MIN_OBS:
+        row.recovery_runs, row.recovery_obs = 0, 0
+        detector.reset()
+        return StreamStatus.recovered
+    return row.status
 
 
 def update_stream(session: Session, spec: StreamSpec, threshold: float, results: Sequence[ProbeResultBase],
                   now: datetime) -> StreamUpdate:
     """Feed one run's observations to a stream's persisted detector and store its new state."""
-    params = {**spec.params, "threshold": threshold, "null_mean": spec.null_mean}
+    params = {**spec.params, "null_mean": spec.null_mean}
     row = _row(session, spec, params, threshold)
     detector = build_detector(spec.detector, spec.params, threshold, row.state or None)
     previous = row.status
@@ -174,7 +214,7 @@ def update_stream(session: Session, spec: StreamSpec, threshold: float, results:
     if spec.family == INFO:  # river: information only, the stream's status never moves
         status, kind, alert = StreamStatus.ok, "distribution", False
     else:
-        status, finding = _settle(row, detector, finding, run_mean, len(xs))
+        status, finding = _settle(row, detector, finding, xs)
         kind, alert = "drift", True
     row.status, row.evidence, row.n = status, float(detector.evidence), _seen(detector)
     row.state, row.updated_at = detector.state.to_dict(), now
@@ -184,47 +224,123 @@ def update_stream(session: Session, spec: StreamSpec, threshold: float, results:
                         kind, alert, summary, tuple(xs))
 
 
-def _references(session: Session, plan: Plan, ctx: TaskContext,
-                results: Sequence[ProbeResultBase], now: datetime) -> tuple[References | None, References | None]:
-    """HELM references and the completed burn-in *before* this run; then add the run to an open burn-in.
+def _quiet(session: Session, task_id: str) -> bool:
+    """No stream of the task is watching or degraded: its answers may grow the go-live reference."""
+    busy = (StreamStatus.watching, StreamStatus.degraded)
+    return session.exec(select(DetectorState.key).where(DetectorState.task_id == task_id,
+                                                        col(DetectorState.status).in_(busy))).first() is None
 
-    A run that completes the burn-in is not tested against the references it helped build.
+
+def _references(session: Session, plan: Plan, ctx: TaskContext, results: Sequence[ProbeResultBase],
+                now: datetime) -> tuple[References | None, References | None, References | None]:
+    """The paired references and the go-live reference *before* this run; then grow the reference.
+
+    Returns ``(paired references, go-live reference, go-live reference completed by this run)``.
+    Without a go-live reference (``detection.reference.repeats`` 0) the paired references
+    are HELM's. Otherwise this run's answers join the reference table while it is being built,
+    and afterwards while every stream of the task is quiet, up to ``max_repeats`` answers per
+    canary; the reference the streams test against is frozen at completion and again at each
+    doubling of its answers (a new null: a new segment). A run is never tested against a
+    reference it helped build.
     """
     det = plan.detection
-    helm = helm_references(ctx.canaries, det.burn_in_coverage)
-    if det.burn_in_runs < 2:
-        return helm, None
+    if det.reference.repeats < 1:
+        return helm_references(ctx.canaries, det.reference.coverage), None, None
     row = session.get(BurnIn, ctx.task.id)
     if row is None:
-        row = BurnIn(task_id=ctx.task.id, runs=det.burn_in_runs, started_at=now)
-    burn = burn_in_references(from_json(row.instances), row.runs, row.version) if row.complete else None
-    if not row.complete:
-        table = from_json(row.instances)
+        row = BurnIn(task_id=ctx.task.id, runs=det.reference.repeats, started_at=now)
+    if row.complete and not row.reference:  # a reference completed before stages were kept
+        row.reference = row.instances
+    current = (burn_in_references(from_json(row.reference), row.runs, row.version, row.stage, row.alpha)
+               if row.complete else None)
+    pool = [c.id for c in ctx.canaries if c.replayable]
+    table = from_json(row.instances)
+    cap = det.reference.max_repeats * len(pool)
+    completed = None
+    if not row.complete or (_quiet(session, ctx.task.id) and reference_answers(table) < cap):
         for r in results:
             if r.error_type is None and r.score is not None:
-                burn_in_add(table, r.canary_id, float(r.score), r.completion_tokens)
+                burn_in_add(table, r.canary_id, float(r.score), r.completion_tokens, r.cost_usd, r.latency_s)
         row.instances = to_json(table)
-        pool = [c.id for c in ctx.canaries if c.replayable]
-        if burn_in_complete(table, pool, row.runs, det.burn_in_coverage):
-            row.complete, row.completed_at = True, now
-        session.add(row)
-    return helm or burn, burn
+        if not row.complete and burn_in_complete(table, pool, row.runs, det.reference.coverage):
+            row.complete, row.completed_at, row.reference, row.stage = True, now, row.instances, 0
+            row.alpha = stage_alpha(reference_alpha(plan), row.runs, det.reference.max_repeats)
+            completed = burn_in_references(table, row.runs, row.version)
+        elif row.complete and reference_answers(table) >= 2 * reference_answers(from_json(row.reference)):
+            row.reference, row.stage = row.instances, row.stage + 1
+    session.add(row)
+    return current, current, completed
 
 
 def _restart_burn_in(session: Session, task_id: str, now: datetime) -> None:
     row = session.get(BurnIn, task_id)
     if row is not None:
-        row.version, row.instances, row.complete, row.started_at, row.completed_at = row.version + 1, {}, False, now, None
+        row.restart(now)
         session.add(row)
+
+
+def go_live_replay(session: Session, plan: Plan, ctx: TaskContext, k: int) -> list[Canary] | None:
+    """The ``k`` canaries a probe run replays while the go-live reference is built, else None.
+
+    The least answered canaries come first, so the reference covers every canary ``repeats``
+    times in the fewest runs instead of waiting for random draws to reach them all.
+    """
+    if plan.detection.reference.repeats < 1:
+        return None
+    row = session.get(BurnIn, ctx.task.id)
+    if row is not None and row.complete:
+        return None
+    table = from_json(row.instances) if row is not None else {}
+    pool = [c for c in ctx.canaries if c.replayable]
+    pool.sort(key=lambda c: (int(table[c.id][0]) if c.id in table else 0, c.id))
+    return pool[:k] or None
+
+
+def conformance_update(plan: Plan, ctx: TaskContext, go_live: References) -> StreamUpdate | None:
+    """Compare the completed go-live reference with the canaries' HELM per-instance scores, once.
+
+    A finding either way (the committee sees the check was made); it alerts only when production
+    at go-live is worse than the evidence: the 95% interval of the mean paired difference lies
+    wholly below ``-min_margin``.
+    """
+    helm = helm_references(ctx.canaries, plan.detection.reference.coverage)
+    if helm is None:
+        return None
+    common = [cid for cid in go_live.items if cid in helm.items]
+    if len(common) < 2:
+        return None
+    n = len(common)
+    diffs = [go_live.items[c].mean - helm.items[c].mean for c in common]
+    mean = sum(diffs) / n
+    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
+    low, high = mean - 1.96 * sd / math.sqrt(n), mean + 1.96 * sd / math.sqrt(n)
+    worse = high < -plan.detection.min_margin
+    t = ctx.task.id
+    spec = StreamSpec(f"{t}:conformance:golive", t, "conformance", "drop", -plan.detection.min_margin, helm.mean,
+                      lambda r: None, "conformance", family=INFO,
+                      what="at go-live, production scored below the HELM evidence on the same canaries")
+    finding = Finding(detector="go_live_conformance", direction="drop", statistic=mean / max(sd / math.sqrt(n), 1e-9),
+                      threshold=-1.96, estimate=mean, ci_low=low, ci_high=high, n=n,
+                      null_mean=-plan.detection.min_margin, quantity="paired difference",
+                      decision="degraded" if worse else "passed")
+    verdict = "below" if worse else "in line with"
+    summary = (f"{t}: go-live reference {verdict} the HELM evidence on {n} canaries "
+               f"(paired difference {mean:+.3f}, 95% CI {low:+.3f} to {high:+.3f})")
+    return StreamUpdate(spec, StreamStatus.degraded if worse else StreamStatus.ok, StreamStatus.ok, finding, None,
+                        0.0, n, "conformance", worse, summary)
 
 
 def update_task_streams(session: Session, plan: Plan, ctx: TaskContext, baseline: Baseline,
                         results: Sequence[ProbeResultBase], now: datetime) -> list[StreamUpdate]:
     """Feed one run to every stream of the task, its category's pooled stream and any re-evaluation."""
-    refs, burn = _references(session, plan, ctx, results, now)
+    refs, burn, completed = _references(session, plan, ctx, results, now)
     specs = task_streams(plan, ctx.task, baseline, ctx.canaries, refs=refs, burn_in=burn, scorer=ctx.scorer)
     thresholds = stream_thresholds(plan, specs)
     updates = []
+    if completed is not None:
+        conformance = conformance_update(plan, ctx, completed)
+        if conformance is not None:
+            updates.append(conformance)
     for spec in specs:
         if spec.active:
             updates.append(update_stream(session, spec, thresholds.get(spec.key, 0.0), results, now))
@@ -254,19 +370,21 @@ def _update_pooled(session: Session, plan: Plan, ctx: TaskContext, member: Strea
                       "drop", 0.0, 0.0, lambda r: None, "pooled_sr", {"members": members, "max_lag": 50},
                       what=f"scores across the {category} category fell below their baselines "
                            f"(pooled over {len(members)} tasks)")
-    params = {**spec.params, "threshold": threshold, "null_mean": 0.0}
+    params = {**spec.params, "null_mean": 0.0}
     row = _row(session, spec, params, threshold)
     detector = build_detector("pooled_sr", spec.params, threshold, row.state or None)
     previous = row.status
     params_m = member.spec.params  # the member's null on the scale of its observations
     mu0 = (1 - params_m["margin"]) / 2 if member.spec.detector == "paired_sr" else params_m["mu0"]
     finding = detector.push(ctx.task.id, member.xs, mu0, params_m["sigma2"])
-    status, finding = _settle(row, detector, finding, detector.last_x)
+    steps = detector.steps  # the pool's observations: each step's mean shortfall
+    status, finding = _settle(row, detector, finding, steps)
     row.status, row.evidence, row.n = status, float(detector.evidence), _seen(detector)
     row.state, row.updated_at = detector.state.to_dict(), now
     session.add(row)
-    return StreamUpdate(spec, status, previous, finding, detector.last_x, float(detector.evidence), _seen(detector),
-                        summary=f"{spec.what}" if finding is not None else "")
+    run_mean = sum(steps) / len(steps) if steps else None
+    return StreamUpdate(spec, status, previous, finding, run_mean, float(detector.evidence), _seen(detector),
+                        summary=f"{spec.what}" if finding is not None else "", xs=tuple(steps))
 
 
 ONE_SHOT = "reevaluation"
@@ -276,22 +394,29 @@ def start_reevaluation(session: Session, plan: Plan, ctx: TaskContext, baseline:
                        reason: str = "") -> DetectorState:
     """Start the one-shot paired test of a task after a known change (model, fingerprint, prompt, judge).
 
-    The test pairs each following answer with the canary's HELM or burn-in reference when one
-    exists, else with the baseline mean. An unfinished burn-in restarts: it would mix two models.
+    The test pairs each following answer with the canary's go-live reference (the approved
+    model's answers), else its HELM per-instance score, else the benchmark's mean. A go-live
+    reference still being built restarts: it would mix two models.
     """
     det, task = plan.detection, ctx.task
-    refs = helm_references(ctx.canaries, det.burn_in_coverage)
+    refs, exact = None, False
     burn = session.get(BurnIn, task.id)
-    if refs is None and burn is not None and burn.complete:
-        refs = burn_in_references(from_json(burn.instances), burn.runs, burn.version)
-    if burn is not None and not burn.complete:
+    if burn is not None and burn.complete:
+        refs = burn_in_references(from_json(burn.reference or burn.instances), burn.runs, burn.version, burn.stage,
+                                  burn.alpha)
+        exact = True
+    elif burn is not None:
         _restart_burn_in(session, task.id, now)
-    p0 = baseline.normalized
-    z = margin_z(plan)
+    refs = refs or helm_references(ctx.canaries, det.reference.coverage)
+    p0 = baseline.detector_normalized
+    alpha = reference_alpha(plan)
     if refs is not None:
-        margin, sigma2, reference = refs.margin(det.min_margin, z), refs.sigma2_x(), refs.key()
+        margin = refs.exact_margin(refs.alpha or stage_alpha(alpha, det.reference.repeats, det.reference.max_repeats),
+                                   det.min_margin) if exact else \
+            refs.margin(det.min_margin, margin_z(plan))
+        sigma2, reference = refs.sigma2_x(), refs.key()
     else:
-        margin, sigma2 = baseline_margin(p0, baseline.n, det.min_margin, z), max(p0 * (1 - p0) / 4, 0.01)
+        margin, sigma2 = exact_baseline_margin(p0, baseline.n, alpha, det.min_margin), max(p0 * (1 - p0) / 4, 0.01)
         reference = "baseline"
     tolerance = max(task.thresholds.tolerated_drop, margin + 0.01)
     params = {"margin": margin, "tolerance": tolerance, "alpha": det.reevaluation_alpha, "sigma2": sigma2,
@@ -313,7 +438,12 @@ def _update_one_shot(session: Session, plan: Plan, ctx: TaskContext, baseline: B
     if row is None or row.detector != "oneshot_paired" or (row.state or {}).get("decision"):
         return None
     p = row.params
-    items = refs.items if refs is not None and refs.key() == p["reference"] else {}
+    items: Mapping[str, Any] = {}
+    if refs is not None and refs.key() == p["reference"]:
+        items = refs.items
+    elif str(p["reference"]).startswith("helm"):
+        helm = helm_references(ctx.canaries, plan.detection.reference.coverage)
+        items = helm.items if helm is not None else {}
     test = build_detector("oneshot_paired", {k: p[k] for k in ("margin", "tolerance", "alpha", "sigma2", "max_n")},
                           0.0, row.state or None)
     finding, xs = None, []
@@ -340,7 +470,7 @@ def _update_one_shot(session: Session, plan: Plan, ctx: TaskContext, baseline: B
                    f"{finding.ci_low:+.3f} to {finding.ci_high:+.3f}, n={finding.n})")
         status = StreamStatus.degraded if d == "degraded" else StreamStatus.ok
         alert = d == "degraded"
-        if d == "passed" and plan.detection.burn_in_runs >= 2:
+        if d == "passed" and plan.detection.reference.repeats >= 1:
             _restart_burn_in(session, task.id, now)  # the new model becomes the reference
     row.status, row.evidence, row.n = status, float(test.evidence), test.state.n
     row.state, row.updated_at = test.state.to_dict(), now
@@ -355,7 +485,7 @@ def reset_task_streams(session: Session, task_id: str, now: datetime) -> int:
     rows = session.exec(select(DetectorState).where(DetectorState.task_id == task_id)).all()
     for row in rows:
         row.state, row.segment, row.evidence, row.updated_at = {}, row.segment + 1, 0.0, now
-        row.status, row.recovery_runs, row.recovery_obs = StreamStatus.ok, 0, 0
+        row.status, row.recovery_runs, row.recovery_obs, row.recovery = StreamStatus.ok, 0, 0, {}
         session.add(row)
     return len(rows)
 

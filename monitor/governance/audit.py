@@ -58,6 +58,11 @@ class AuditKind(str, Enum):
     change_declared = "change_declared"
     reevaluation = "reevaluation"
     baseline_approved = "baseline_approved"
+    clinician_review = "clinician_review"
+    safety_event = "safety_event"  # opened, re-graded, reported or decided
+    corrective_action = "corrective_action"  # added, or closed by its effectiveness check
+    near_miss = "near_miss"
+    suspension = "suspension"  # requested, confirmed, sent, failed or resumed
     report_generated = "report_generated"
     report_signed = "report_signed"
 

@@ -57,12 +57,15 @@ def record_change(session: Session, *, task_ids: Sequence[str], kind: ChangeKind
 
 
 def record_detected_change(session: Session, task_id: str, old: tuple[str, str | None],
-                           new: tuple[str, str | None], run_id: int, now: datetime) -> ChangeRecord:
-    """The pipeline saw a different served model (or the same model with a new fingerprint)."""
+                           new: tuple[str, str | None], run_id: int, now: datetime, *,
+                           how: str = "joined") -> ChangeRecord:
+    """The pipeline saw a new served model (or fingerprint) take a real share, or a known one leave."""
     kind = ChangeKind.model if old[0] != new[0] else ChangeKind.fingerprint
     note = f"served model {old[0]} ({old[1] or 'no fingerprint'}) -> {new[0]} ({new[1] or 'no fingerprint'})"
+    if how == "left":
+        note = f"served model {old[0]} ({old[1] or 'no fingerprint'}) left the pool; now {new[0]}"
     details = {"previous_model": old[0], "previous_fingerprint": old[1], "served_model": new[0],
-               "system_fingerprint": new[1], "run_id": run_id}
+               "system_fingerprint": new[1], "run_id": run_id, "how": how}
     return record_change(session, task_ids=[task_id], kind=kind, source=ChangeSource.detected, actor="medmon",
                          note=note, now=now, details=details)[0]
 

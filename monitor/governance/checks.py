@@ -31,7 +31,7 @@ from medmon.monitor.plan.context import TaskContext, load_context
 from medmon.monitor.errors import MedmonError, PlanError, PlanIssue
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan, Task, _line_of, load_plan
-from medmon.monitor.plan.routing import check_routes, routing_issues, unreachable_alerts
+from medmon.monitor.plan.routing import check_endpoints, check_routes, routing_issues, unreachable_alerts
 from medmon.db import resolve_url, session_scope, utcnow
 from medmon.monitor.storage import make_engine
 from medmon.probes.errors import UnknownScorer
@@ -222,7 +222,7 @@ def human_interval(gap: timedelta) -> str:
 
 
 def check_plan(path: Path, engine: Engine | None = None, *, record_by: str | None = None,
-               now: Callable[[], datetime] = utcnow) -> Plan:
+               now: Callable[[], datetime] = utcnow, require_env: bool = False) -> Plan:
     """Load and validate a plan, then everything it refers to; raise PlanError with every issue.
 
     Parameters
@@ -237,6 +237,10 @@ def check_plan(path: Path, engine: Engine | None = None, *, record_by: str | Non
         changed since it was last recorded: the diff and any threshold change, with who ran it.
     now
         The clock for that audit entry.
+    require_env
+        Check the environment the plan will run in: every variable it names (endpoint keys and
+        headers, route secrets) must be set. Otherwise unset endpoint variables are notes
+        (``plan_notes``): a plan is often checked where its secrets are not.
     """
     data, node = _raw(path)
     ids = _task_ids(data)
@@ -252,8 +256,10 @@ def check_plan(path: Path, engine: Engine | None = None, *, record_by: str | Non
 
     db = _Database(plan, engine, create_tables=record_by is not None)
     try:
-        issues = (_task_issues(plan, db, line) + _governance_issues(plan, line) + check_routes(plan, line=line)
-                  + routing_issues(plan, line=line))
+        issues = _task_issues(plan, db, line) + _governance_issues(plan, line)
+        issues += check_routes(plan, line=line, require_env=require_env) + routing_issues(plan, line=line)
+        if require_env:
+            issues += check_endpoints(plan, line=line)
         try:
             load_redactor(plan.privacy.redactor)
         except RedactorError as exc:
@@ -311,6 +317,10 @@ def plan_notes(plan: Plan) -> list[str]:
         entry = resolve(task.benchmark)
         if not entry.in_taxonomy:
             notes.append(f"task {task.id!r}: benchmark {task.benchmark!r} is outside the MedHELM taxonomy")
+        if task.decoding is not None and task.decoding.overrides():
+            shown = ", ".join(f"{k} {v!r}" for k, v in task.decoding.overrides().items())
+            notes.append(f"task {task.id!r}: decoding overridden by the plan ({shown}); canaries from a HELM run "
+                         "are not replayed with the settings their baseline was produced with")
     if plan.service.executor == "celery":
         from medmon.monitor.plan.timeouts import longest_probe_s, visibility_timeout_of
 
@@ -318,8 +328,17 @@ def plan_notes(plan: Plan) -> list[str]:
             notes.append(f"service.visibility_timeout ({plan.service.visibility_timeout}) is shorter than the longest "
                          f"probe can take (about {longest_probe_s(plan):.0f}s when every call times out): a slow "
                          "probe's message would be handed to a second worker while the first still runs")
+    unset = check_endpoints(plan) + [i for i in check_routes(plan, require_env=True) if i.message.endswith("not set")]
+    for issue in unset:
+        notes.append(f"{issue.path}: {issue.message} here; 'serve' and 'probe run' refuse to start without it "
+                     "(check the environment it runs in with --require-env)")
     if plan.privacy.redactor == "none" and plan.privacy.store_text:
         notes.append("privacy: answers are stored without redaction")
+    reviewed = {t for r in plan.oversight.reviewers for t in r.tasks}
+    for task in plan.tasks:
+        if task.human_review_required and task.id not in reviewed:
+            notes.append(f"task {task.id!r} requires human review but no reviewer in oversight.reviewers is "
+                         "assigned to it: none of its answers will be queued")
     if plan.alerts.allow_unrouted:
         lost = unreachable_alerts(plan)
         if lost:

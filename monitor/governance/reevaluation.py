@@ -21,7 +21,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from medmon.baselines import Baseline, BaselineFigures, Canary, record_baseline
 from medmon.baselines.interval import mean_interval, wilson_interval
@@ -30,6 +30,7 @@ from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.governance.approvals import plan_task, require_approver, require_committee
 from medmon.monitor.governance.changes import ChangeSource, pending_changes
 from medmon.monitor.models import (
+    BurnIn,
     ChangeRecord,
     ChangeStatus,
     Reevaluation,
@@ -46,7 +47,8 @@ from medmon.probes.runner import finish_run, probe_canaries, start_run
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from medmon.db import session_scope
+from medmon.db import as_utc, session_scope
+from medmon.monitor.plan.intervals import parse_interval
 
 Progress = Callable[[int, int], None]
 
@@ -145,8 +147,9 @@ def _replay(plan: Plan, ctx: TaskContext, canaries: Sequence[Canary], settings: 
         client = pool.client(settings)
         out: list[ProbeResultBase] = []
         # Chunks of the client's concurrency keep it saturated and let a progress bar move.
+        decoding = ctx.task.decoding.overrides() if ctx.task.decoding is not None else None
         for chunk in _chunks(canaries, max(1, settings.max_concurrency)):
-            out.extend(await probe_canaries(client, chunk, ctx.task.id, ctx.scorer, jury=jury))
+            out.extend(await probe_canaries(client, chunk, ctx.task.id, ctx.scorer, jury=jury, decoding=decoding))
             if progress is not None:
                 progress(len(out), len(canaries))
         return out
@@ -245,6 +248,31 @@ def reevaluate_pending(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Cal
                             actor=actor)
 
 
+STALE_REEVALUATION = timedelta(hours=6)  # a 'running' re-evaluation older than this crashed: it blocks nothing
+
+
+def reevaluation_due(session: Session, plan: Plan, task_id: str, now: datetime) -> bool:
+    """Whether a detected change of the task waits and nothing holds a new re-evaluation back.
+
+    At most one re-evaluation of a task is in flight, and a new one starts no sooner than the
+    policy's ``cooldown`` after the last one started: a pool that keeps changing costs one
+    full replay per cool-down, not one per run. Changes detected meanwhile stay pending and
+    the next re-evaluation answers them all.
+    """
+    pending = [c for c in pending_changes(session, task_id) if c.source == "detected"]
+    if not pending:
+        return False
+    last = session.exec(select(Reevaluation).where(Reevaluation.task_id == task_id)
+                        .order_by(col(Reevaluation.id).desc())).first()
+    if last is None:
+        return True
+    started = as_utc(last.started_at)
+    if last.status == ReevaluationStatus.running and now - started < STALE_REEVALUATION:
+        return False
+    cooldown = parse_interval(plan.governance.controls.reevaluation.cooldown) if plan.governance is not None else None
+    return cooldown is None or now - started >= cooldown
+
+
 def auto_reevaluates(plan: Plan) -> bool:
     """Whether a detected change re-evaluates at once (the governance section's policy)."""
     return plan.governance is not None and plan.governance.controls.reevaluation.on_detected_change
@@ -260,6 +288,9 @@ def plan_change_due(session: Session, plan: Plan, task_id: str) -> bool:
 def approve(session: Session, plan: Plan, *, reevaluation_id: int, task_id: str, by: str, now: datetime,
             reason: str | None = None, committee_decision: str | None = None) -> Baseline:
     """Adopt a re-evaluation's results as the task's baseline, recorded with who approved it and why.
+
+    The task's go-live reference is built again from the next probes: the drift streams then
+    test against what the adopted model does on the canaries.
 
     Raises
     ------
@@ -298,6 +329,10 @@ def approve(session: Session, plan: Plan, *, reevaluation_id: int, task_id: str,
     row.status, row.approved_by, row.approved_at = ReevaluationStatus.approved, by, now
     row.approval_note, row.new_baseline_id = reason, baseline.id
     session.add(row)
+    burn = session.get(BurnIn, task_id)
+    if burn is not None:  # the adopted model gets a go-live reference of its own
+        burn.restart(now)
+        session.add(burn)
     record(session, AuditKind.baseline_approved, by, f"task:{task_id}",
            {"reevaluation_id": row.id, "baseline_id": baseline.id, "previous_baseline_id": row.baseline_id,
             "benchmark": baseline.benchmark, "model": baseline.model, "metric": baseline.metric,

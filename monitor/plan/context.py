@@ -51,7 +51,7 @@ def load_context(plan: Plan, task: Task) -> TaskContext:
     else:
         assert task.canaries.path is not None
         canaries = tuple(read_canaries(task.canaries.path, pack=task.canaries.path.stem, benchmark=task.benchmark))
-        scorer, card = "exact_match", {}
+        scorer, card = "quasi_exact_match", {}
     scorer = task.scorer or canaries[0].scorer or scorer
     return TaskContext(task=task, canaries=tuple(canaries), scorer=scorer, taxonomy=resolve(task.benchmark),
                        pack_baseline=dict(card), pack_sha256=canaries_sha256(tuple(canaries)))

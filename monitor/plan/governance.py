@@ -27,7 +27,7 @@ from pydantic import Field, field_validator
 
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.people import Person
-from medmon.monitor.plan.section import Section
+from medmon.monitor.plan.section import Interval, Section
 
 RISK_TIERS = ("high", "medium", "low")
 DEFAULT_MAX_PROBE_INTERVAL = {"high": "1h", "medium": "1d", "low": "7d"}
@@ -84,6 +84,9 @@ class ReevaluationPolicy(Section):
     # the jury is a declared change; the next probe of each affected task re-evaluates it.
     on_plan_change: bool = True
     repeats: int = Field(1, ge=1, le=50)
+    # At most one re-evaluation of a task in flight, and none sooner than this after the last
+    # one started: changes detected meanwhile wait (pending) and are answered together.
+    cooldown: Interval = "1h"
 
 
 CONDITIONS = Literal["below_minimum", "failed", "inconclusive", "drift", "subgroup_gap", "open_incident",

@@ -21,6 +21,7 @@ from medmon.monitor.plan.governance import Governance, Privacy
 from medmon.monitor.plan.intervals import INTERVAL, parse_interval
 from medmon.monitor.plan.people import Person
 from medmon.monitor.plan.alerts import AlertsConfig
+from medmon.monitor.plan.oversight import Oversight
 from medmon.monitor.plan.section import HttpUrl, Interval, Section
 from medmon.monitor.plan.traffic import Traffic
 
@@ -49,32 +50,64 @@ class Owners(Section):
 class Price(Section):
     input_per_mtok: float = Field(0.0, ge=0)
     output_per_mtok: float = Field(0.0, ge=0)
+    reasoning_per_mtok: float | None = Field(None, ge=0)  # reasoning tokens, when not at the output price
 
 
 class Endpoint(Section):
-    """An OpenAI-compatible chat completions endpoint."""
+    """An OpenAI-compatible chat completions endpoint (or Azure OpenAI, ``api_style: azure``).
+
+    Secrets never live in the plan: the key comes from ``api_key_env`` (``null`` for an
+    endpoint that takes none) and secret headers from ``header_env`` (header -> variable name);
+    ``headers`` and ``query`` hold values that are not secret.
+    """
 
     name: str = "production"
     base_url: HttpUrl
     model: str
-    api_key_env: str = "OPENAI_API_KEY"
+    api_key_env: str | None = "OPENAI_API_KEY"
+    api_style: Literal["openai", "azure"] = "openai"
+    api_version: str | None = None  # Azure OpenAI's api-version query parameter
+    auth_header: Literal["bearer", "api-key", "none"] = "bearer"
+    headers: dict[str, str] = Field(default_factory=dict)
+    header_env: dict[str, str] = Field(default_factory=dict)
+    query: dict[str, str] = Field(default_factory=dict)
+    token_limit_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    cost_header: str | None = None  # e.g. LiteLLM's x-litellm-response-cost, trusted over the price table
     price: Price = Price()
     timeout_s: float = Field(30.0, gt=0)
     max_concurrency: int = Field(8, ge=1)
     max_retries: int = Field(2, ge=0)
     requests_per_minute: int | None = Field(None, ge=1)
     tokens_per_minute: int | None = Field(None, ge=1)
-    temperature: float = Field(0.0, ge=0, le=2)
+    temperature: float | None = Field(0.0, ge=0, le=2)  # null: not sent (some reasoning models reject it)
     max_tokens: int = Field(512, ge=1)
     system_prompt: str | None = None
-    breaker_failures: int = Field(5, ge=1)  # consecutive failed attempts that open the circuit breaker
+    breaker_failures: int = Field(5, ge=1)  # consecutive failed calls (after retries) that open the breaker
     breaker_cooldown_s: float = Field(30.0, gt=0)  # how long an open breaker fails calls fast
+    # Who may answer: a pool of backends (a gateway balancing deployments) is one deployment.
+    expected_models: list[str] = Field(default_factory=list)
+    fingerprints: Literal["ignore", "record", "alert"] = "record"
+    identity_window_runs: int = Field(10, ge=2)
+    identity_min_share: float = Field(0.2, gt=0, le=1)
     phi_allowed: bool = False  # in-network: may receive real patient text (judging of real traffic)
 
     @field_validator("base_url")
     @classmethod
     def _url(cls, value: str) -> str:
+        if "?" in value or "#" in value:
+            raise ValueError(f"expected a base URL without a query string, got {value!r}; put query parameters "
+                             f"under 'query' (or 'api_version' with api_style: azure)")
         return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _style(self) -> Endpoint:
+        if self.api_style == "azure" and not self.api_version:
+            raise ValueError("api_style azure needs api_version (e.g. '2024-10-21')")
+        return self
+
+    def variables(self) -> list[str]:
+        """The environment variables this endpoint reads: its key and secret headers."""
+        return ([self.api_key_env] if self.api_key_env else []) + list(self.header_env.values())
 
 
 class Jury(Section):
@@ -155,6 +188,22 @@ class BaselineRef(Section):
         return self
 
 
+class Decoding(Section):
+    """Decoding settings that override what a task's canaries carry (a HELM run's, by default).
+
+    A canary imported from a HELM run replays the temperature, max tokens and stop sequences HELM
+    sent; a field set here replaces the canaries' value for every call of the task (shown by
+    ``medmon check``). Unset fields keep the canaries', then the deployment's, settings.
+    """
+
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_tokens: int | None = Field(None, ge=1)
+    stop_sequences: list[str] | None = Field(None, max_length=4)
+
+    def overrides(self) -> dict[str, object]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
 class Thresholds(Section):
     min_score: float = Field(ge=0, le=1)
     tolerated_drop: float = Field(0.05, ge=0, le=1)
@@ -181,6 +230,7 @@ class Task(Section):
     subgroups: list[str] = Field(default_factory=list)
     severity: Literal["critical", "warning", "info"] | None = None
     runbook_url: str | None = None  # the local procedure for this task's incidents, linked beside medmon's own
+    decoding: Decoding | None = None
 
     @field_validator("schedule")
     @classmethod
@@ -198,17 +248,46 @@ class Task(Section):
         return parse_interval(self.schedule) if INTERVAL.match(self.schedule) else None
 
 
+class GoLiveReference(Section):
+    """What the approved model did on the canaries themselves: the null of every score stream.
+
+    When a task starts monitoring (and after an adopted re-evaluation) its probes replay the
+    canaries least answered so far until ``coverage`` of them have ``repeats`` answers each; the
+    reference then keeps growing from quiet runs (no stream watching or degraded), its margin
+    re-set at each doubling, until every canary has about ``max_repeats`` answers.
+    """
+
+    repeats: int = Field(5, ge=0)  # K answers per canary at go-live (0: no reference, the benchmark's mean is the null)
+    coverage: float = Field(0.9, gt=0, le=1)  # share of canaries that must reach ``repeats``
+    max_repeats: int = Field(40, ge=1)  # the burn-in: growth stops at about this many answers per canary
+
+
 class Detection(Section):
     """The false-alarm budget: expected probes between false alarms across the deployment."""
 
     probes_between_false_alarms: float = Field(200_000, gt=1)
     min_margin: float = Field(0.01, ge=0, lt=0.5)
-    # Chance that any task's baseline error alone (an optimistic baseline) sets off a stream.
+    # Chance that any task's reference error alone (an optimistic reference) sets off a stream.
     baseline_alpha: float = Field(0.05, gt=0, lt=1)
     # A separate budget for error rate, cost over budget and latency over objective (None: shared).
     operational_probes_between_false_alarms: float | None = Field(None, gt=1)
-    burn_in_runs: int = Field(5, ge=0)  # answers per canary after go-live that form the paired reference (0: off)
-    burn_in_coverage: float = Field(0.9, gt=0, le=1)  # share of canaries that must reach burn_in_runs
+    reference: GoLiveReference = GoLiveReference()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _burn_in_names(cls, data: Any) -> Any:
+        """``burn_in_runs`` / ``burn_in_coverage``, the earlier names, still read as ``reference.*``."""
+        if not isinstance(data, dict) or not {"burn_in_runs", "burn_in_coverage"} & data.keys():
+            return data
+        data = dict(data)
+        ref = dict(data.get("reference") or {})
+        if "burn_in_runs" in data:
+            ref.setdefault("repeats", data.pop("burn_in_runs"))
+        if "burn_in_coverage" in data:
+            ref.setdefault("coverage", data.pop("burn_in_coverage"))
+        data["reference"] = ref
+        return data
+
     reevaluation_alpha: float = Field(0.05, gt=0, lt=1)  # error of each one-shot verdict after a change
     reevaluation_max_probes: int = Field(1000, ge=1)  # observations before the one-shot test gives up
     distribution_checks: bool = True  # river detectors on output length and latency (information only)
@@ -262,6 +341,7 @@ class Plan(Section):
     service: ServiceConfig = ServiceConfig()
     governance: Governance | None = None
     privacy: Privacy = Privacy()
+    oversight: Oversight = Oversight()
     traffic: Traffic | None = None
 
     @model_validator(mode="after")
@@ -270,6 +350,11 @@ class Plan(Section):
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
             raise ValueError(f"task ids must be unique; repeated: {', '.join(dupes)}")
+        named = [(f"reviewer {r.email}", t) for r in self.oversight.reviewers for t in r.tasks]
+        named += [("oversight.review.tasks", t) for t in self.oversight.review.tasks]
+        unknown = [f"{where}: {t!r}" for where, t in named if t not in ids]
+        if unknown:
+            raise ValueError(f"oversight names tasks the plan does not have: {'; '.join(unknown)}")
         if self.traffic is not None:
             unknown = [f"traffic.routes[{i}].task {r.task!r}" for i, r in enumerate(self.traffic.routes)
                        if r.task not in ids]

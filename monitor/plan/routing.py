@@ -103,6 +103,39 @@ def check_routes(plan: Plan, environ: Mapping[str, str] | None = None, *,
     return issues
 
 
+def endpoint_variables(plan: Plan) -> list[tuple[str, str]]:
+    """(field path, variable) of every environment variable the deployment and judges read."""
+    endpoints = [("deployment", plan.deployment)]
+    if plan.jury is not None:
+        endpoints += [(f"jury.judges[{i}]", j) for i, j in enumerate(plan.jury.judges)]
+    found = []
+    for where, endpoint in endpoints:
+        if endpoint.api_key_env:
+            found.append((f"{where}.api_key_env", endpoint.api_key_env))
+        found += [(f"{where}.header_env.{header}", var) for header, var in endpoint.header_env.items()]
+    return found
+
+
+def check_endpoints(plan: Plan, environ: Mapping[str, str] | None = None, *,
+                    line: Callable[..., int | None] | None = None) -> list[PlanIssue]:
+    """Each unset (or empty) variable an endpoint reads, as an issue naming the field and the variable."""
+    env = os.environ if environ is None else environ
+    issues = []
+    for path, var in endpoint_variables(plan):
+        if not env.get(var):
+            parts = [int(p) if p.isdigit() else p for p in path.replace("[", ".").replace("]", "").split(".")]
+            issues.append(PlanIssue(path, f"environment variable {var} is not set",
+                                    line(*parts[:-1]) if line is not None else None))
+    return issues
+
+
+def require_endpoint_env(plan: Plan, environ: Mapping[str, str] | None = None) -> None:
+    """Refuse to call the endpoints while a variable they read is unset (every call would fail with 401)."""
+    issues = check_endpoints(plan, environ)
+    if issues:
+        raise PlanError("plan", issues)
+
+
 def build_channels(plan: Plan, environ: Mapping[str, str] | None = None) -> dict[str, Channel]:
     """One channel per route; any missing variable or bad URL is a PlanError naming the route."""
     env = os.environ if environ is None else environ

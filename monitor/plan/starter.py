@@ -29,8 +29,15 @@ deployment:
   price: {input_per_mtok: 2.50, output_per_mtok: 10.00}
   timeout_s: 30
   max_concurrency: 8
-  temperature: 0
+  temperature: 0                    # null sends none (some reasoning models reject it)
   max_tokens: 512
+  # token_limit_param: max_completion_tokens   # OpenAI's reasoning models
+  # api_style: azure                           # Azure OpenAI: base_url https://NAME.openai.azure.com,
+  # api_version: "2024-10-21"                  #   model = the deployment name, key sent as api-key
+  # headers: {X-Team: clinical-ai}             # extra headers; secret ones from variables:
+  # header_env: {X-Org-Token: MEDMON_ORG_TOKEN}
+  # cost_header: x-litellm-response-cost       # a gateway's own cost, trusted over the price table
+  # expected_models: [gpt-4o-2024-08-06]       # every backend a pool may answer with (no change)
 
 # Steps 2-4: each clinical task, its MedHELM benchmark, canaries, baseline and thresholds.
 tasks:
@@ -58,6 +65,7 @@ alerts:
 
 detection:
   probes_between_false_alarms: 200000   # the false-alarm budget for the whole deployment
+  reference: {repeats: 5, max_repeats: 40}   # go-live: each canary replayed 5 times, growing to 40 while quiet
 
 storage:
   url: sqlite:///medmon.db              # MEDMON_DATABASE_URL overrides; PostgreSQL in production
@@ -99,4 +107,15 @@ governance:
 privacy:
   redactor: builtin
   store_text: true
+
+# Human oversight: clinicians rate a weekly sample of stored answers on the jury's rubric, their
+# agreement with the jury is watched against floors, safety events run on the Art. 73 clocks,
+# and an owner can suspend the deployment through a signed webhook (see docs: Human oversight).
+oversight:
+  reviewers:
+    - {name: Dr. Sam Lee, email: sam.lee@hospital.example, tasks: [knowledge-qa]}
+  review: {rate: 0.1, weekly_quota: 20, double_rate: 0.2}
+  agreement: {min_icc: 0.3, max_judge_bias: 1.0}
+  safety: {jurisdiction: EU, device_status: high_risk_ai, warn_before: 2d}
+  # suspend: {url_env: MEDMON_SUSPEND_URL, secret_env: MEDMON_SUSPEND_SECRET}
 """

@@ -2,10 +2,11 @@
 
 Pages call these with a ``Session`` and get plain dataclasses back; no page writes SQL and no
 function loads rows only to aggregate them in Python. One module per page family:
-``overview``, ``task``, ``costs``, ``jury``, ``alerts``, ``incidents`` and ``records`` (baselines, model
-changes, audit log).
+``overview``, ``task``, ``costs``, ``jury``, ``alerts``, ``incidents``, ``traffic`` and ``records``
+(baselines, model changes, audit log).
 """
 
+from medmon.baselines import DISAGREEMENT_FLAG  # the flag on HELM vs medmon disagreement, for the Baselines page
 from medmon.monitor.read.alerts import (
     DeadLetter,
     OpenAlert,
@@ -38,6 +39,19 @@ from medmon.monitor.read.jury import (
     verdict_count,
     verdicts_for,
     window_alphas,
+)
+from medmon.monitor.read.oversight import (
+    AgreementRow,
+    EventRow,
+    ReviewCard,
+    ReviewProgress,
+    agreement_table,
+    near_misses,
+    next_review,
+    review_progress,
+    safety_events,
+    suspended_tasks,
+    suspensions,
 )
 from medmon.monitor.read.overview import (
     BaselineBand,
@@ -84,9 +98,11 @@ from medmon.monitor.read.task import (
     slice_gaps,
     subgroup_slices,
 )
+from medmon.monitor.read.traffic import TrafficDay, TrafficGroup, TrafficSummary, traffic_summary
 
 __all__ = [
     "AgreementDay",
+    "AgreementRow",
     "AnswerRow",
     "ApprovedPlan",
     "AuditEntry",
@@ -96,15 +112,19 @@ __all__ = [
     "ChangeRow",
     "CostDay",
     "CostTask",
+    "DISAGREEMENT_FLAG",
     "DeadLetter",
     "DriftColumn",
     "DriftReportView",
+    "EventRow",
     "IncidentSignal",
     "IncidentView",
     "JudgeDay",
     "OpenAlert",
     "PooledStream",
     "ReevaluationRow",
+    "ReviewCard",
+    "ReviewProgress",
     "RunPoint",
     "ServedModel",
     "ServicePulse",
@@ -112,9 +132,13 @@ __all__ = [
     "Slice",
     "SliceGap",
     "TaskRow",
+    "TrafficDay",
+    "TrafficGroup",
+    "TrafficSummary",
     "UnreadVerdict",
     "Verdict",
     "agreement_series",
+    "agreement_table",
     "alert_events",
     "alerts_list",
     "approved_plan",
@@ -137,6 +161,8 @@ __all__ = [
     "judge_cost_by_task",
     "judge_series",
     "latest_drift_report_view",
+    "near_misses",
+    "next_review",
     "open_alerts_view",
     "open_incidents_view",
     "past_alerts",
@@ -144,7 +170,9 @@ __all__ = [
     "recent_answers",
     "recent_estimate",
     "reevaluations",
+    "review_progress",
     "run_series",
+    "safety_events",
     "score_history",
     "served_model_history",
     "service_pulse",
@@ -152,8 +180,11 @@ __all__ = [
     "slice_gaps",
     "stream_name",
     "subgroup_slices",
+    "suspended_tasks",
+    "suspensions",
     "task_baseline",
     "task_overview",
+    "traffic_summary",
     "unread_verdicts",
     "verdict_count",
     "verdicts_for",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -14,16 +15,19 @@ from medmon.monitor.alerting.signals import (
     stream_signal,
     threshold_signals,
 )
+from medmon.monitor.detection.identity import observe_identities
 from medmon.monitor.detection.streams import (
     StreamUpdate,
     finding_record,
+    go_live_replay,
     reset_task_streams,
     start_reevaluation,
     update_task_streams,
 )
 from medmon.monitor.governance.changes import record_detected_change
-from medmon.monitor.governance.reevaluation import auto_reevaluates, plan_change_due, reevaluate_pending
-from medmon.monitor.models import FindingRecord, ModelIdentity, ProbeSlot
+from medmon.monitor.governance.reevaluation import (auto_reevaluates, plan_change_due, reevaluate_pending,
+                                                    reevaluation_due)
+from medmon.monitor.models import FindingRecord, ProbeSlot
 from medmon.monitor.plan.context import TaskContext, run_provenance, task_baseline
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.routing import notify_policy
@@ -34,9 +38,9 @@ from medmon.probes.pool import shared_pool
 from medmon.probes.redaction import load_redactor, protect_results
 from medmon.probes.runner import finish_run, probe_canaries, sample_canaries, start_run
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import select
 
-from medmon.db import session_scope
+from medmon.db import as_utc, session_scope
 
 log = logging.getLogger("medmon.pipeline")
 
@@ -52,33 +56,30 @@ class ProbeOutcome:
     signals: list[Signal] = field(default_factory=list)
     reevaluation_id: int | None = None  # the re-evaluation a detected model change set off
     superseded: bool = False  # the run was marked interrupted while probing: results discarded
+    causes: dict[str, int] = field(default_factory=dict)  # why calls failed, grouped: {"HTTP 401 ...": 20}
+    refused: int = 0  # calls the endpoint answered with a refusal (bad key, unknown model, bad parameter)
+
+
+def failure_cause(result: ProbeResultBase) -> str:
+    """One line that groups failed results by what really happened.
+
+    Examples
+    --------
+    >>> failure_cause(ProbeResultBase(task_id="t", canary_id="c", error_type="refused",
+    ...                               error="HTTP 401 Incorrect API key provided: ***", http_status=401))
+    'HTTP 401 Incorrect API key provided: ***'
+    >>> failure_cause(ProbeResultBase(task_id="t", canary_id="c", error_type="circuit_open", error="circuit open ..."))
+    'circuit open: not attempted'
+    """
+    if result.error_type == "circuit_open":
+        return "circuit open: not attempted"
+    text = (result.error or result.error_type or "error").split("; not retried", 1)[0]
+    return text if result.http_status is not None or result.error_type == "jury_unavailable" else \
+        f"{result.error_type}: {text}"[:160]
 
 
 def route_names(plan: Plan) -> list[str]:
     return [r.name for r in plan.alerts.routes]
-
-
-def _model_change(session: Session, task_id: str, results: list[ProbeResultBase], run_id: int,
-                  now: datetime) -> tuple[tuple[str, str | None], tuple[str, str | None]] | None:
-    """Record a new (served model, fingerprint) and return (previous, new) when it changed.
-
-    Calls run concurrently, so the order of results says nothing about which answer came last:
-    any answer served by an identity other than the last recorded one is the change.
-    """
-    served = [(r.served_model, r.system_fingerprint) for r in results if r.served_model]
-    if not served:
-        return None
-    last = session.exec(select(ModelIdentity).where(ModelIdentity.task_id == task_id)
-                        .order_by(col(ModelIdentity.id).desc())).first()
-    known = (last.served_model, last.system_fingerprint) if last is not None else None
-    current = next((identity for identity in served if identity != known), None)
-    if current is None:
-        return None
-    session.add(ModelIdentity(task_id=task_id, served_model=current[0], system_fingerprint=current[1],
-                              first_seen=now, run_id=run_id))
-    if last is None:
-        return None
-    return (last.served_model, last.system_fingerprint), (current[0], current[1])  # type: ignore[return-value]
 
 
 def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.Random,
@@ -105,10 +106,11 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
         if slot is not None:
             slot.run_id = run_id
             session.add(slot)
+        replay = go_live_replay(session, plan, ctx, task.sample_size)  # the go-live reference comes first
     assert run_id is not None
     if on_start is not None:
         on_start(run_id)
-    chosen = sample_canaries(ctx.canaries, task.sample_size, rng)
+    chosen = replay if replay is not None else sample_canaries(ctx.canaries, task.sample_size, rng)
 
     pool = shared_pool()
 
@@ -118,11 +120,16 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
         # clients are the process's long-lived ones (``medmon.probes.pool``).
         jury = (pool.jury(JurySettings.from_plan(plan.jury))
                 if plan.jury is not None and ctx.scorer == JURY_SCORER else None)
-        return list(await probe_canaries(pool.client(settings), chosen, task.id, ctx.scorer, jury=jury))
+        decoding = task.decoding.overrides() if task.decoding is not None else None
+        return list(await probe_canaries(pool.client(settings), chosen, task.id, ctx.scorer, jury=jury,
+                                         decoding=decoding))
 
     redactor = load_redactor(plan.privacy.redactor)
     results = pool.run(call)
-    outcome = ProbeOutcome(task.id, run_id, len(results), sum(1 for r in results if r.error_type), None)
+    failed = [r for r in results if r.error_type]
+    outcome = ProbeOutcome(task.id, run_id, len(results), len(failed), None,
+                           causes=dict(Counter(failure_cause(r) for r in failed).most_common()),
+                           refused=sum(1 for r in failed if r.error_type == "refused"))
     with session_scope(engine) as session:
         run = session.exec(select(ProbeRun).where(ProbeRun.id == run_id).with_for_update()).one()
         if run.status != RunStatus.running:
@@ -136,14 +143,20 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
         # Stored copies are redacted (or text-free); detectors below still see every score.
         finish_run(session, run, protect_results(results, redactor, store_text=plan.privacy.store_text), stamp)
         outcome.mean_score = run.mean_score
-        change = _model_change(session, task.id, results, run_id, stamp)
-        if change is not None:
+        report = observe_identities(session, plan.deployment, task.id, results, run_id, stamp)
+        change = (report.change.old, report.change.new) if report.change is not None else None
+        if report.new_fingerprints:
+            session.add(FindingRecord(task_id=task.id, metric="system_fingerprint", kind="fingerprint", run_id=run_id,
+                                      summary=f"new system fingerprint(s) {', '.join(report.new_fingerprints)} "
+                                              "(recorded; the plan does not treat fingerprints as a change)",
+                                      evidence={"fingerprints": list(report.new_fingerprints)}, created_at=stamp))
+        if change is not None and report.change is not None:
             signal = model_change_signal(plan, ctx, *change)
             session.add(FindingRecord(task_id=task.id, metric="served_model", kind="model_change", run_id=run_id,
                                       summary=signal.summary, evidence=signal.evidence, created_at=stamp))
             reset_task_streams(session, task.id, stamp)
             start_reevaluation(session, plan, ctx, baseline, stamp, reason=signal.summary)  # one-shot paired test
-            record_detected_change(session, task.id, *change, run_id, stamp)  # audited; owes a re-evaluation
+            record_detected_change(session, task.id, *change, run_id, stamp, how=report.change.how)  # owes a re-evaluation
             outcome.signals.append(signal)
         for update in update_task_streams(session, plan, ctx, baseline, results, stamp):
             outcome.updates.append(update)
@@ -155,7 +168,11 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
         outcome.signals.extend(threshold_signals(session, plan, ctx))
         apply_signals(session, outcome.signals, notify_policy(plan), stamp)
         planned = plan_change_due(session, plan, task.id)
-    if (change is not None and auto_reevaluates(plan)) or planned:
+    due = planned
+    if auto_reevaluates(plan) and not due:
+        with session_scope(engine) as session:
+            due = reevaluation_due(session, plan, task.id, as_utc(now()))
+    if due:  # a plan change the policy re-evaluates, or detected changes with none in flight and the cool-down over
         done = reevaluate_pending(engine, plan, ctx, now=now, settings=settings)
         outcome.reevaluation_id = done.id if done is not None else None
     return outcome

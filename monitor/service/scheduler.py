@@ -42,6 +42,7 @@ from medmon.alerts import Channel, DeliveryPolicy, deliver_due
 from medmon.monitor.plan.context import TaskContext
 from medmon.monitor.runs.pipeline import ProbeOutcome, run_task_probe
 from medmon.monitor.plan.model import Plan, Task, parse_interval
+from medmon.monitor.alerting.oversight import oversight_pass
 from medmon.monitor.alerting.signals import alert_pass
 from medmon.monitor.service.delivery import DeliveryWaker, deliver_until_quiet
 from medmon.monitor.service.slots import explain_failure, last_fire_time, retry_candidates, run_slot, worker_identity
@@ -108,6 +109,17 @@ def start_delivery_waker(scheduler: BaseScheduler, engine: Engine, jobstore: str
     waker = DeliveryWaker(scheduler, engine, jobstore=jobstore).start()
     scheduler.add_listener(lambda _event: waker.stop(), EVENT_SCHEDULER_SHUTDOWN)
     return waker
+
+
+def oversight_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> None:
+    """Human oversight (``oversight.pass_every``): queue reviews, recompute the jury's agreement with
+    clinicians where reviews arrived, safety clocks. Its own job, so the statistics (and the first
+    ``import pingouin``, seconds) never delay alert delivery; the next alert pass notifies."""
+    try:
+        with session_scope(engine) as session:
+            oversight_pass(session, plan, now())
+    except Exception:
+        log.exception("oversight pass failed")
 
 
 def drift_report_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> None:
@@ -196,6 +208,9 @@ def build_scheduler(engine: Engine, plan: Plan, contexts: Sequence[TaskContext],
                       args=[engine, plan, channels, now, DeliveryPolicy(base_delay_s=max(0.2, delivery_every_s)),
                             waker.busy],
                       misfire_grace_time=5)
+    every = parse_interval(plan.oversight.pass_every).total_seconds()
+    scheduler.add_job(oversight_job, IntervalTrigger(seconds=max(every / time_scale, 0.5)), id="oversight",
+                      name="human oversight", args=[engine, plan, now], misfire_grace_time=5)
     return scheduler
 
 
@@ -415,6 +430,9 @@ def build_service_scheduler(engine: Engine, plan: Plan, runtime_key: str, channe
     scheduler.add_job(recovery_job, IntervalTrigger(seconds=recovery_every_s, jitter=recovery_every_s / 2),
                       args=[runtime_key], id="recover",
                       misfire_grace_time=5, next_run_time=utcnow(), **local)
+    scheduler.add_job(oversight_job, IntervalTrigger(seconds=parse_interval(plan.oversight.pass_every).total_seconds()),
+                      args=[engine, plan, now], id="oversight", name="human oversight", misfire_grace_time=30,
+                      **local)
     if plan.detection.drift_report_every is not None:
         every = parse_interval(plan.detection.drift_report_every)
         scheduler.add_job(drift_report_job, IntervalTrigger(seconds=every.total_seconds(), start_date=GRID_EPOCH,

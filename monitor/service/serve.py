@@ -38,7 +38,7 @@ from medmon.monitor.storage.migrate import ensure_current
 from medmon.monitor.service.otlp import build_otlp
 from medmon.monitor.service.receiver import create_receiver, receiver_token
 from medmon.monitor.plan.model import Plan, parse_interval
-from medmon.monitor.plan.routing import build_channels
+from medmon.monitor.plan.routing import build_channels, require_endpoint_env
 from medmon.monitor.service.scheduler import (
     InProcessDispatch,
     ServiceRuntime,
@@ -169,6 +169,7 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
         logging.getLogger(chatty).setLevel(logging.WARNING)
     opts = options or ServiceOptions()
     plan = check_plan(plan_path)
+    require_endpoint_env(plan)  # every call would fail with 401: refuse now, naming the variable
     token = receiver_token(plan) if plan.traffic is not None and plan.traffic.port is not None else None
     stop = stop or threading.Event()
     abandon = threading.Event()

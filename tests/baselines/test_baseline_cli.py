@@ -55,6 +55,20 @@ def test_list_and_show(helm_output: Path, db: str) -> None:
     assert text.exit_code == 0 and "ADHD-Behavior" in text.stdout and "canaries 8/8 replayable" in text.stdout
 
 
+def test_import_and_show_report_how_often_helm_and_medmon_disagree(helm_output: Path, db: str) -> None:
+    imported = runner.invoke(app, ["import", str(helm_output), "--db", db])
+    assert imported.exit_code == 0, imported.output
+    assert "8/8 differ (100.0%) FLAG" in imported.stdout and "0/6 differ (0.0%)" in imported.stdout
+    report = json.loads(runner.invoke(app, ["import", str(helm_output), "--db", db, "--json"]).stdout)
+    flags = {b["benchmark"]: (b["disagreement_rate"], b["disagreement_flagged"]) for b in report["baselines"]}
+    assert flags == {"shc_ptbm_med": (1.0, True), "EXACT-MATCH-DEMO": (0.0, False), "LLM-JURY-DEMO": (None, False)}
+    (version,) = json.loads(runner.invoke(app, ["show", "shc_ptbm_med", "--db", db, "--json"]).stdout)["versions"]
+    assert (version["disagreements"], version["compared"], version["rescored_unparsed"]) == (8, 8, 8)
+    assert version["disagreement_flagged"] is True
+    text = runner.invoke(app, ["show", "EXACT-MATCH-DEMO", "--db", db]).stdout
+    assert "scored again by medmon" in text and "0/6 differ (0.0%)" in text and "detectors use medmon's scores" in text
+
+
 def test_show_unknown_benchmark_exits_2(db: str) -> None:
     result = runner.invoke(app, ["show", "no_such_bench", "--db", db])
     assert result.exit_code == 2 and "no_such_bench: no baseline stored" in result.stderr

@@ -147,7 +147,8 @@ def _add_helm_baseline(session: Session) -> None:
     record_baseline(session, BaselineFigures(
         benchmark="head_qa", model="openai/gpt-4o-2024-05-13", metric="exact_match", value=0.83,
         n=1000, source_kind="helm", source_path="benchmark_output/runs/v2.0.0/head_qa:model=openai_gpt-4o",
-        source_sha256="3f1c" + "0" * 60, suite="v2.0.0",
+        source_sha256="3f1c" + "0" * 60, suite="v2.0.0", rescored_value=0.81, rescored_n=994, rescored_unparsed=6,
+        disagreements=31, compared=1000,
         source_files={"run_spec.json": "a1" * 32, "stats.json": "b2" * 32, "scenario_state.json": "c3" * 32}))
 
 

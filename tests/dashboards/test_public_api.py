@@ -16,8 +16,12 @@ DASHBOARDS = sorted((ROOT / "dashboards").rglob("*.py"))
 VIEWS = sorted((ROOT / "dashboards" / "views").glob("*.py"))
 READ = sorted((ROOT / "monitor" / "read").glob("*.py"))
 # medmon.monitor.plan.routing turns the plan into the alerts package's notification policy for an action.
+# Human oversight records people's decisions (ratings, safety events, suspensions) through the
+# governance functions that check and audit them, and reads its rubric and MedHELM's figures from the plan.
 DASHBOARD_MAY_IMPORT = {"medmon.monitor.read", "medmon.monitor.plan.model", "medmon.monitor.storage", "medmon.db",
                         "medmon.monitor.governance.audit", "medmon.monitor.plan.routing", "medmon.alerts",
+                        "medmon.monitor.governance.review", "medmon.monitor.governance.safety",
+                        "medmon.monitor.governance", "medmon.monitor.plan.oversight", "medmon.monitor.errors",
                         "medmon.monitor.plan.masking"}  # the plan text as it may be shown (route URLs masked)
 
 

@@ -9,13 +9,14 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from scipy.stats import binomtest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from medmon.baselines import Baseline, Canary, resolve
 from medmon.monitor.plan.context import TaskContext
 from medmon.monitor.detection.streams import (
-    RECOVERY_MIN_OBS, RECOVERY_RUNS, StreamUpdate, plan_budget, start_reevaluation, stream_thresholds, task_streams,
+    QUIET_RUNS, RECOVERY_MIN_OBS, RECOVERY_RUNS, StreamUpdate, plan_budget, reset_task_streams, start_reevaluation, stream_thresholds, task_streams,
     update_judge_canaries, update_stream, update_task_streams,
 )
 from medmon.monitor.detection.drift.budget import INFO
@@ -96,7 +97,10 @@ def test_unpaired_score_stays_quiet_at_baseline_then_raises_on_a_drop(engine: En
     assert at is not None and at <= 8
     f = next(u.finding for u in drop[at] if u.spec.key == "knowledge-qa:score:drop")
     assert f.statistic >= f.threshold and f.ci_low <= f.estimate <= f.ci_high and f.estimate < 0.65
-    assert f.null_mean == pytest.approx(0.78 - 0.0370, abs=1e-3)  # baseline minus 2 SE of a 500-item baseline
+    # no go-live reference in this plan: the benchmark's score minus its exact (Clopper-Pearson) margin,
+    # here from scipy's binomial test, one-sided at baseline_alpha = 0.05 for the plan's one task
+    exact = binomtest(390, 500).proportion_ci(confidence_level=0.90, method="exact").low
+    assert f.null_mean == pytest.approx(exact, abs=1e-6)
     with Session(engine) as s:
         assert s.get(DetectorState, "knowledge-qa:score:drop").status == StreamStatus.degraded
 
@@ -354,23 +358,129 @@ def test_pipeline_runs_the_one_shot_test_after_a_served_model_change(serve: Call
     assert row is not None and row.status == StreamStatus.degraded and row.params["reason"].startswith("knowledge-qa")
 
 
-def test_a_small_degraded_stream_recovers_only_on_enough_observations(engine: Engine) -> None:
-    """Three lucky runs of four answers are no recovery; runs back at the baseline adding up to
-    ``RECOVERY_MIN_OBS`` answers are."""
-    spec = StreamSpec("t:score:drop", "t", "score", "drop", 0.7, 0.8, lambda r: r.score, params={"mu0": 0.7,
-                                                                                                 "sigma2": 0.21})
+def _stream_runner(engine: Engine, spec: StreamSpec, threshold: float = 1e4) -> Callable[..., StreamUpdate]:
+    clock = iter(T0 + timedelta(hours=i) for i in range(100_000))
 
     def run(*scores: float) -> StreamUpdate:
         with session_scope(engine) as s:
             results = [ProbeResultBase(task_id="t", canary_id=f"c{i}", score=x) for i, x in enumerate(scores)]
-            return update_stream(s, spec, 100.0, results, T0)
+            return update_stream(s, spec, threshold, results, next(clock))
+    return run
 
-    statuses = [run(0.0, 0.0, 1.0, 0.0).status for _ in range(12)]
-    assert statuses[-1] == StreamStatus.degraded
-    lucky = [run(1.0, 1.0, 1.0, 0.0).status for _ in range(RECOVERY_RUNS)]  # 12 answers at 0.75
-    assert lucky == [StreamStatus.degraded] * RECOVERY_RUNS
-    back = [run(1.0, 1.0, 1.0, 0.0).status for _ in range(-(-RECOVERY_MIN_OBS // 4) - RECOVERY_RUNS)]
-    assert back[-1] == StreamStatus.recovered and back[:-1] == [StreamStatus.degraded] * (len(back) - 1)
+
+def test_an_alert_stays_up_while_the_drop_lasts_and_recovers_on_evidence(engine: Engine) -> None:
+    """A lasting drop raises one alert and stays degraded through lucky runs; recovery needs
+    evidence of its own, and a recovered stream returns to ok after a quiet spell."""
+    spec = StreamSpec("t:score:drop", "t", "score", "drop", 0.75, 0.8, lambda r: r.score,
+                      params={"mu0": 0.75, "sigma2": 0.19})
+    run, rng = _stream_runner(engine, spec), random.Random(12)
+    degraded = [run(*(float(rng.random() < 0.68) for _ in range(20))) for _ in range(300)]  # 6,000 answers at 0.68
+    first = next(i for i, u in enumerate(degraded) if u.finding is not None)
+    assert sum(u.finding is not None for u in degraded) == 1
+    assert all(u.status == StreamStatus.degraded for u in degraded[first:])
+    lucky_runs = sum(1 for u in degraded[first:] if u.run_mean is not None and u.run_mean >= 0.75)
+    assert lucky_runs >= 50  # the old rule (runs back at the null) would have recovered many times
+    assert run(*[1.0] * 20).status == StreamStatus.degraded  # one perfect run is no recovery
+    back = [run(*(float(rng.random() < 0.9) for _ in range(20))).status for _ in range(200)]
+    at = back.index(StreamStatus.recovered)
+    assert 2 <= at < 150 and set(back[:at]) == {StreamStatus.degraded}
+    assert back[at + 1:at + QUIET_RUNS] == [StreamStatus.recovered] * (QUIET_RUNS - 1)
+    assert back[at + QUIET_RUNS] == StreamStatus.ok
     with Session(engine) as s:
         row = s.get(DetectorState, "t:score:drop")
-        assert row is not None and (row.recovery_runs, row.recovery_obs) == (0, 0)
+        assert row is not None and row.segment == 1 and not row.recovery
+
+
+def test_a_two_sided_stream_recovers_only_on_enough_observations(engine: Engine, make_plan: Callable) -> None:
+    """The judge-bias stream has no one-sided recovery null: three lucky runs of four verdicts are
+    no recovery; runs inside the band adding up to ``RECOVERY_MIN_OBS`` verdicts are."""
+    jury = {"judges": [{"name": "j1", "base_url": "http://127.0.0.1:9/v1", "model": "judge"}]}
+    plan = make_plan(detection=QUIET, jury=jury)
+    rng = random.Random(13)
+
+    def bias(offset: float, k: int) -> StreamStatus:
+        verdicts = [(min(5.0, gold + offset), gold) for gold in (float(rng.randint(1, 3)) for _ in range(k))]
+        with session_scope(engine) as s:
+            return update_judge_canaries(s, plan, "j1", verdicts, T0, canaries=4)[1].status
+
+    statuses = [bias(0.0, 4) for _ in range(12)] + [bias(2.0, 4) for _ in range(30)]
+    assert statuses[-1] == StreamStatus.degraded
+    assert [bias(0.0, 4) for _ in range(RECOVERY_RUNS)] == [StreamStatus.degraded] * RECOVERY_RUNS
+    back = [bias(0.0, 4) for _ in range(-(-RECOVERY_MIN_OBS // 4) - RECOVERY_RUNS)]
+    assert back[-1] == StreamStatus.recovered and back[:-1] == [StreamStatus.degraded] * (len(back) - 1)
+
+
+def test_pooled_category_stays_degraded_through_a_lasting_drop_and_recovers_on_its_steps(
+        engine: Engine, make_plan: Callable) -> None:
+    plan = make_plan(detection=QUIET, tasks=[_task("qa", "med_qa"), _task("head", "head_qa")])
+    pool = canaries(helm=False)
+    base, rng = baseline(0.78), random.Random(14)
+    ctxs = [context(plan, pool, i) for i in range(2)]
+    key = "category:clinical-decision-support:pooled_score:drop"
+
+    def rounds(p: Callable[[Canary], float], count: int, start: int) -> list[StreamUpdate]:
+        out = []
+        for i in range(count):
+            for ctx in ctxs:
+                with session_scope(engine) as s:
+                    ups = update_task_streams(s, plan, ctx, base, answers(rng, pool, 20, p, task_id=ctx.task.id),
+                                              T0 + timedelta(hours=start + i))
+                out += [u for u in ups if u.spec.key == key]
+        return out
+
+    drop = rounds(lambda c: as_before(c) - 0.2, 60, 0)
+    assert sum(u.finding is not None for u in drop) == 1
+    first = next(i for i, u in enumerate(drop) if u.finding is not None)
+    assert all(u.status == StreamStatus.degraded for u in drop[first:])
+    assert sum(len(u.xs) for u in drop) == 20 * 60  # the pool observes its steps, not one value per run
+    back = rounds(lambda c: 0.9, 60, 100)
+    assert StreamStatus.recovered in [u.status for u in back]
+
+
+def test_a_budget_change_keeps_the_evidence_and_a_new_null_opens_a_segment(engine: Engine, make_plan: Callable) -> None:
+    detection = {"distribution_checks": False, "reference": {"repeats": 3}}
+    one = make_plan(detection=detection)
+    two = make_plan(detection={**detection, "probes_between_false_alarms": 1e6},
+                    tasks=[_task(), _task("head", "head_qa")])
+    pool = canaries(20, helm=False)
+    base, rng = baseline(0.78), random.Random(15)
+    key = "knowledge-qa:score:drop"
+    feed(engine, one, context(one, pool), base, [answers(rng, pool, 20, as_before) for _ in range(6)])
+    with Session(engine) as s:
+        assert s.get(BurnIn, "knowledge-qa").complete
+    feed(engine, one, context(one, pool), base, [answers(rng, pool, 20, lambda c: 0.5) for _ in range(2)], start=6)
+    with Session(engine) as s:
+        before = s.get(DetectorState, key)
+        assert before is not None and before.evidence > 0 and before.n >= 40
+        segment, threshold, null, n = before.segment, before.threshold, before.null_mean, before.n
+    # a second task and a new budget: every threshold moves, the null and the evidence stay
+    feed(engine, two, context(two, pool), base, [answers(rng, pool, 20, lambda c: 0.5)], start=8)
+    with Session(engine) as s:
+        after = s.get(DetectorState, key)
+        assert after is not None and (after.segment, after.n, after.null_mean) == (segment, n + 20, null)
+        assert after.threshold > threshold
+    # a new reference (a passed re-evaluation restarts it) is a new null: a new segment once it is built
+    with session_scope(engine) as s:
+        row = s.get(BurnIn, "knowledge-qa")
+        row.version, row.instances, row.reference, row.complete = row.version + 1, {}, {}, False
+        s.add(row)
+    feed(engine, two, context(two, pool), base, [answers(rng, pool, 20, as_before) for _ in range(6)], start=9)
+    with Session(engine) as s:
+        moved = s.get(DetectorState, key)
+        assert moved is not None and moved.segment == segment + 1
+
+
+def test_a_model_change_opens_a_segment_for_every_stream_of_the_task(engine: Engine, make_plan: Callable) -> None:
+    plan = make_plan(detection=QUIET)
+    pool = canaries(helm=False)
+    ctx, base, rng = context(plan, pool), baseline(0.78), random.Random(16)
+    feed(engine, plan, ctx, base, [answers(rng, pool, 20, lambda c: 0.3) for _ in range(10)])
+    with Session(engine) as s:
+        before = {r.key: r.segment for r in s.exec(select(DetectorState)).all()}
+        assert s.get(DetectorState, "knowledge-qa:score:drop").status == StreamStatus.degraded
+    with session_scope(engine) as s:
+        assert reset_task_streams(s, "knowledge-qa", T0 + timedelta(hours=20)) == len(before)
+    with Session(engine) as s:
+        rows = s.exec(select(DetectorState)).all()
+        assert {r.key: r.segment for r in rows} == {k: v + 1 for k, v in before.items()}
+        assert all(r.status == StreamStatus.ok and not r.state and r.evidence == 0 for r in rows)

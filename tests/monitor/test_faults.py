@@ -211,7 +211,9 @@ def test_sqlite_disk_full_is_a_clear_error_and_leaves_the_database_intact(tmp_pa
     def _cap(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
         dbapi_connection.execute(f"PRAGMA max_page_count = {pages}")  # the disk is now full
 
-    dispatch = InProcessDispatch(full, plan, [ctx], now=lambda: H0)
+    # a probe of 200 answers: more than any slack left inside the pages of the full file
+    big = _sim_plan(make_plan, url, sample_size=200)
+    dispatch = InProcessDispatch(full, big, [load_context(big, big.tasks[0])], now=lambda: H0)
     with caplog.at_level(logging.ERROR, logger="medmon"):
         dispatch("knowledge-qa", H0 + timedelta(minutes=10), False)
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from medmon.baselines import BaselineFigures, record_baseline
 from medmon.monitor.governance.checks import check_plan, max_gap, plan_notes
 from medmon.monitor.cli.app import app
-from medmon.monitor.service.demo import PLAN_TEMPLATE
+from medmon.monitor.service.demo import APP_SERVICE, PLAN_TEMPLATE, TRAFFIC_TOKEN_ENV
 from medmon.monitor.errors import PlanError
 from medmon.monitor.plan.model import load_plan, parse_plan
 from medmon.monitor.plan.starter import STARTER_PLAN
@@ -56,7 +56,8 @@ def issues_of(path: Path, engine: Engine | None = None) -> list[str]:
     return [f"{i.path}: {i.message}" for i in info.value.issues]
 
 
-def test_a_governed_plan_passes_and_parses_every_step(tmp_path: Path) -> None:
+def test_a_governed_plan_passes_and_parses_every_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEDMON_TEST_KEY", "k")  # an unset key would be a note of its own
     plan = check_plan(write(tmp_path, governed()))
     assert plan.governance is not None
     assert plan.governance.controls.max_probe_interval == {"high": "1h", "medium": "1d", "low": "7d"}
@@ -220,6 +221,7 @@ def test_unknown_governance_fields_are_named(tmp_path: Path) -> None:
 def test_the_starter_plan_passes_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEDMON_WEBHOOK_URL", "http://127.0.0.1:9/hook")
     monkeypatch.setenv("MEDMON_WEBHOOK_SECRET", "s")
+    monkeypatch.setenv("MEDMON_MODEL_API_KEY", "k")
     path = tmp_path / "plan.yaml"
     path.write_text(STARTER_PLAN.replace("sqlite:///medmon.db", f"sqlite:///{tmp_path / 'm.db'}"))
     plan = check_plan(path)
@@ -234,6 +236,7 @@ def test_the_demo_plan_passes_check(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     path.write_text(PLAN_TEMPLATE.format(base_url="http://127.0.0.1:9/v1", key_env="K", pack="clinical_knowledge_mcq",
                                          sample_size=20, receiver_url="http://127.0.0.1:9/alerts",
                                          secret_env="MEDMON_DEMO_WEBHOOK_SECRET", dashboard_url="http://127.0.0.1:8501",
-                                         db=tmp_path / "demo.db"))
+                                         db=tmp_path / "demo.db", traffic_token_env=TRAFFIC_TOKEN_ENV,
+                                         app_service=APP_SERVICE))
     plan = check_plan(path)
     assert plan.governance is not None and plan.governance.controls.reevaluation.on_detected_change

@@ -208,8 +208,8 @@ def test_cli_writes_the_report_and_its_json_summary(demo: DemoRun, tmp_path: Pat
     assert summary["tasks"][0]["n"] == want["n"] and summary["outputs"] == {"html": str(out), "pdf": None}
     page = out.read_text()
     for heading in ("1. Use case and owners", "2. Each task", "3. Incidents and how they were handled",
-                    "4. Model changes and re-evaluations", "5. Cost", "6. Limitations of the evidence",
-                    "7. The monitoring plan as approved", "8. Audit log integrity"):
+                    "4. Model changes and re-evaluations", "5. Cost", "6. Human oversight", "7. Limitations of the evidence",
+                    "8. The monitoring plan as approved", "9. Audit log integrity"):
         assert heading in page
     bad = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-13", "--no-pdf"])
     assert bad.exit_code == 2 and "month must be 01-12" in bad.output

@@ -6,6 +6,8 @@ simulator saw (retries), and that a failed call never yields a completion to sco
 
 from __future__ import annotations
 
+import asyncio
+import json
 import random
 import time
 from collections.abc import Callable
@@ -172,7 +174,7 @@ def test_client_errors_are_not_retried(sim: tuple[Any, str]) -> None:
     app, url = sim
     sim_state(app).inject(Fault("status", status=400))
     err = call(settings(url, max_retries=3))
-    assert isinstance(err, ModelCallError) and err.kind == "error" and "HTTP 400" in str(err)
+    assert isinstance(err, ModelCallError) and err.kind == "refused" and "HTTP 400" in str(err)
     assert sim_state(app).requests == 1
 
 
@@ -214,13 +216,18 @@ def test_circuit_breaker_fails_fast_during_an_outage_and_recovers(sim: tuple[Any
     assert guard.breaker.state == BreakerState.closed and state.requests == 4
 
 
-def test_retries_stop_when_the_breaker_opens(sim: tuple[Any, str]) -> None:
+def test_a_call_counts_once_against_the_breaker_after_its_retries(sim: tuple[Any, str]) -> None:
     app, url = sim
     sim_state(app).inject(Fault("status", status=502, count=100))
     guard = CallGuard.build(failure_threshold=2, cooldown_s=60, clock=FakeClock())
     err = call(settings(url, max_retries=5), guard=guard)
-    assert isinstance(err, ModelCallError) and err.kind == "circuit_open" and err.attempts == 2
-    assert sim_state(app).requests == 2
+    assert isinstance(err, ModelCallError) and err.kind == "unavailable" and err.attempts == 6
+    assert err.status == 502 and "HTTP 502" in str(err)
+    assert sim_state(app).requests == 6 and guard.breaker.state == BreakerState.closed
+    err = call(settings(url, max_retries=5), guard=guard)  # the second failed call opens it
+    assert guard.breaker.state == BreakerState.open and err.kind == "unavailable"
+    err = call(settings(url, max_retries=5), guard=guard)
+    assert err.kind == "circuit_open" and err.attempts == 0 and sim_state(app).requests == 12
 
 
 def test_rate_limits_do_not_open_the_breaker(sim: tuple[Any, str]) -> None:
@@ -336,3 +343,113 @@ def test_clients_of_one_endpoint_share_its_limits_and_breaker(sim: tuple[Any, st
     state.inject(Fault("status", status=500, count=100))
     assert [call(s).kind for _ in range(2)] == ["unavailable", "unavailable"]  # two runs meet the outage
     assert call(s).kind == "circuit_open" and state.requests == 2  # a third run fails fast
+
+
+def test_half_open_lets_one_trial_through_while_the_others_wait_for_it(sim: tuple[Any, str]) -> None:
+    app, url = sim
+    state = sim_state(app)
+    clock = FakeClock()
+    guard = CallGuard.build(failure_threshold=1, cooldown_s=30, clock=clock)
+    s = settings(url, max_retries=0)
+    state.inject(Fault("status", status=503))
+    assert call(s, guard=guard).kind == "unavailable" and guard.breaker.state == BreakerState.open
+    clock.advance(30)  # the endpoint recovered: five calls arrive together while the breaker tests it
+    state.inject(Fault("empty", delay_s=0.3))
+
+    async def together() -> list[Any]:
+        async with ModelClient(s, guard=guard, sleep=RecordingSleep()) as client:
+            async def one() -> Any:
+                try:
+                    return await client.complete(MESSAGES)
+                except ModelCallError as exc:
+                    return exc
+            return list(await asyncio.gather(*(one() for _ in range(5))))
+
+    outcomes = run(together())
+    kinds = sorted(getattr(o, "kind", "ok") for o in outcomes)
+    # The trial (a slow, empty answer: the endpoint is up) closes the breaker; the four that
+    # waited for it then go through. Before, they failed at once as circuit_open with 0 attempts.
+    assert kinds == ["empty_completion", "ok", "ok", "ok", "ok"] and guard.breaker.state == BreakerState.closed
+    assert state.requests == 6
+
+
+def test_a_call_refused_by_the_breaker_mid_retry_reports_its_real_error(sim: tuple[Any, str]) -> None:
+    app, url = sim
+    sim_state(app).inject(Fault("status", status=503, count=100))
+    guard = CallGuard.build(failure_threshold=1, cooldown_s=60, clock=FakeClock())
+
+    class Sleep(RecordingSleep):
+        async def __call__(self, seconds: float) -> None:
+            guard.breaker.record_failure()  # while this call backs off, another call's failure opens the breaker
+            await super().__call__(seconds)
+
+    err = call(settings(url, max_retries=3), guard=guard, sleep=Sleep())
+    assert isinstance(err, ModelCallError) and err.kind == "unavailable" and err.status == 503
+    assert "HTTP 503" in str(err) and "circuit open" in str(err) and err.attempts == 1
+
+
+def test_latency_is_the_whole_call_and_the_last_attempt_is_kept_apart(sim: tuple[Any, str]) -> None:
+    app, url = sim
+    sim_state(app).inject(Fault("status", status=500, delay_s=0.4))
+    completion = call(settings(url, max_retries=1, timeout_s=5))
+    assert completion.attempts == 2
+    assert completion.latency_s >= 0.4 > completion.attempt_latency_s
+
+
+REASONING_BODY = {"id": "chatcmpl-1", "object": "chat.completion", "model": "o3-mini-2025-01-31",
+                  "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "B"}}],
+                  "usage": {"prompt_tokens": 100, "completion_tokens": 300,
+                            "completion_tokens_details": {"reasoning_tokens": 250}}}
+
+
+def _sent(httpserver: Any) -> tuple[Any, dict[str, Any]]:
+    request, _ = httpserver.log[-1]
+    return request, json.loads(request.get_data())
+
+
+def test_azure_openai_deployment_with_api_version_key_header_and_reasoning_parameters(httpserver: Any) -> None:
+    from medmon.monitor.plan.model import Endpoint
+
+    httpserver.expect_request("/openai/deployments/o3-mini-prod/chat/completions", method="POST",
+                              query_string={"api-version": "2024-10-21"}).respond_with_json(REASONING_BODY)
+    endpoint = Endpoint(base_url=httpserver.url_for("/").rstrip("/"), model="o3-mini-prod", api_key_env="AZ_KEY",
+                        api_style="azure", api_version="2024-10-21", temperature=None,
+                        token_limit_param="max_completion_tokens", header_env={"X-Org-Token": "AZ_ORG"},
+                        headers={"X-Team": "clinical-ai"},
+                        price={"input_per_mtok": 1.1, "output_per_mtok": 4.4, "reasoning_per_mtok": 8.8})
+    s = replace(ModelSettings.from_endpoint(endpoint, environ={"AZ_KEY": "azure-secret", "AZ_ORG": "org-secret"}),
+                max_tokens=2000)
+    completion = call(s)
+    request, body = _sent(httpserver)
+    assert request.headers["api-key"] == "azure-secret" and "Authorization" not in request.headers
+    assert request.headers["X-Org-Token"] == "org-secret" and request.headers["X-Team"] == "clinical-ai"
+    assert body["max_completion_tokens"] == 2000 and "max_tokens" not in body and "temperature" not in body
+    assert completion.reasoning_tokens == 250 and completion.served_model == "o3-mini-2025-01-31"
+    assert completion.cost_usd == pytest.approx((100 * 1.1 + 50 * 4.4 + 250 * 8.8) / 1e6)
+    assert "azure-secret" not in repr(s) and "org-secret" not in repr(s)
+
+
+def test_a_gateway_with_query_parameters_an_api_key_header_and_its_own_cost_header(httpserver: Any) -> None:
+    httpserver.expect_request("/v1/chat/completions", query_string={"tenant": "north"}).respond_with_json(
+        REASONING_BODY | {"model": "backend-a"}, headers={"x-litellm-response-cost": "0.00042"})
+    s = settings(httpserver.url_for("/").rstrip("/"), auth_header="api-key", query={"tenant": "north"},
+                 cost_header="x-litellm-response-cost")
+    completion = call(s)
+    request, body = _sent(httpserver)
+    assert request.headers["api-key"] == "sk-test-secret-value" and "Authorization" not in request.headers
+    assert body["max_tokens"] == 512 and body["temperature"] == 0.0
+    assert completion.cost_usd == pytest.approx(0.00042)  # the gateway's own figure, not the price table's
+
+
+def test_error_bodies_of_every_shape_give_a_short_message_without_the_key(httpserver: Any) -> None:
+    s = settings(httpserver.url_for("/").rstrip("/"), max_retries=0)
+    shapes = [({"error": {"message": "Incorrect API key provided: sk-test-secret-value"}}, 401),
+              ({"error": "model 'x' not found"}, 404), ({"detail": "Not authenticated"}, 403),
+              ({"message": "bad temperature"}, 400)]
+    found = []
+    for body, status in shapes:
+        httpserver.clear()
+        httpserver.expect_request("/v1/chat/completions").respond_with_json(body, status=status)
+        found.append(str(call(s)))
+    assert found == ["HTTP 401 Incorrect API key provided: ***", "HTTP 404 model 'x' not found",
+                     "HTTP 403 Not authenticated", "HTTP 400 bad temperature"]

@@ -231,28 +231,48 @@ def test_verdicts_and_the_judges_ledger_are_stored_apart_from_production_cost(en
     assert len(rows) == 4
 
 
+def _store_table(s: Session, table: dict[str, list[int | None]]) -> None:
+    stamp = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    probe_run = start_run(s, "t", started_at=stamp)
+    results = []
+    for i in range(len(next(iter(table.values()))) // 2):
+        r = ProbeResult(run_id=probe_run.id, task_id="t", canary_id=f"c{i}")
+        s.add(r)
+        results.append(r)
+    s.flush()
+    for judge, scores in table.items():
+        for i, result in enumerate(results):
+            call = JudgeCall(result_id=result.id, task_id="t", judge=judge, parse_status=ParseStatus.ok)
+            s.add(call)
+            s.flush()
+            for j, criterion in enumerate(("accuracy", "clarity")):
+                score = scores[i * 2 + j]
+                s.add(JuryVerdict(result_id=result.id, call_id=call.id, task_id="t", judge=judge,
+                                  criterion=criterion, score=score,
+                                  parse_status=ParseStatus.ok if score is not None else ParseStatus.unparsed))
+    s.commit()
+
+
+def test_scores_outside_the_scale_are_excluded_and_counted_not_a_crash(engine: Engine) -> None:
+    """A stored 0 or 7 on a 1-5 scale made krippendorff raise 'out-of-domain values' (and the Jury page with it)."""
+    table = {"judge-a": [5, 4, 2, 3, 1, 4], "judge-b": [5, 3, 7, 3, 2, 4], "judge-c": [4, 0, 1, 3, None, 5]}
+    with Session(engine) as s:
+        _store_table(s, table)
+        got = window_agreement(s, "t", window=10)
+    clean = {j: [v if v is not None and 1 <= v <= 5 else None for v in row] for j, row in table.items()}
+    matrix = np.array([[np.nan if v is None else v for v in row] for row in clean.values()], dtype=float)
+    expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal", value_domain=[1, 2, 3, 4, 5])
+    assert got.out_of_scale == 2
+    assert got.alpha is not None and math.isclose(got.alpha, expected, rel_tol=1e-9)
+    with pytest.raises(ValueError, match="out-of-domain"):  # what the page used to meet
+        raw = np.array([[np.nan if v is None else v for v in row] for row in table.values()], dtype=float)
+        krippendorff.alpha(reliability_data=raw, level_of_measurement="ordinal", value_domain=[1, 2, 3, 4, 5])
+
+
 def test_window_agreement_matches_krippendorff_on_the_same_matrix(engine: Engine) -> None:
     table = {"judge-a": [5, 4, 2, 3, 1, 4], "judge-b": [5, 3, 2, 3, 2, 4], "judge-c": [4, 4, 1, 3, None, 5]}
     with Session(engine) as s:
-        stamp = datetime(2026, 11, 1, tzinfo=timezone.utc)
-        probe_run = start_run(s, "t", started_at=stamp)
-        results = []
-        for i in range(3):
-            r = ProbeResult(run_id=probe_run.id, task_id="t", canary_id=f"c{i}")
-            s.add(r)
-            results.append(r)
-        s.flush()
-        for judge, scores in table.items():
-            for i, result in enumerate(results):
-                call = JudgeCall(result_id=result.id, task_id="t", judge=judge, parse_status=ParseStatus.ok)
-                s.add(call)
-                s.flush()
-                for j, criterion in enumerate(("accuracy", "clarity")):
-                    score = scores[i * 2 + j]
-                    s.add(JuryVerdict(result_id=result.id, call_id=call.id, task_id="t", judge=judge,
-                                      criterion=criterion, score=score,
-                                      parse_status=ParseStatus.ok if score is not None else ParseStatus.unparsed))
-        s.commit()
+        _store_table(s, table)
         got = window_agreement(s, "t", window=10)
     matrix = np.array([[np.nan if v is None else v for v in row] for row in table.values()], dtype=float)
     expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal", value_domain=[1, 2, 3, 4, 5])

@@ -163,13 +163,19 @@ def test_pipeline_judges_a_jury_task_and_stores_verdicts(engine: Engine, sim: tu
     assert all(r.jury_agreement == pytest.approx(1 - (1 + 0 + 1) / 3 / 4) for r in results)
 
 
-def test_pipeline_records_no_score_when_no_judge_answers(engine: Engine, sim: tuple[Any, str], tmp_path: Path) -> None:
+def test_a_dead_jury_is_an_availability_error_never_silence(engine: Engine, sim: tuple[Any, str],
+                                                            tmp_path: Path) -> None:
     app, url = sim
     sim_state(app).judges.update({m: JudgeBehaviour(mode="fail") for m in JUDGE_MODELS})
     plan = jury_plan(tmp_path, url)
     outcome = run_task_probe(engine, plan, load_context(plan, plan.tasks[0]), rng=random.Random(2), now=lambda: STAMP)
-    assert outcome.mean_score is None and outcome.errors == 0  # the production model answered
+    assert outcome.mean_score is None and outcome.errors == 6  # no answer could be scored: each is an error
     with Session(engine) as s:
         results = s.exec(select(ProbeResult)).all()
-    assert all(r.score is None and r.error == "no valid judge" and r.error_type is None for r in results)
-    assert all(r.answer for r in results)
+        run = s.exec(select(ProbeRun)).one()
+    assert run.n_errors == 6
+    assert all(r.score is None and r.error_type == "jury_unavailable" for r in results)
+    assert all(r.error.startswith("no valid judge: ") and "HTTP 500" in r.error for r in results)
+    assert all(r.answer for r in results)  # the production model did answer
+    failing = {u.spec.metric: u.n for u in outcome.updates if u.spec.metric.startswith("judge_failures")}
+    assert failing == {f"judge_failures[{j.name}]": 6 for j in plan.jury.judges}  # each judge's own stream

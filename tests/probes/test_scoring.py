@@ -30,13 +30,26 @@ SCORE_3 = canary("3", tolerance={"lower": 3, "upper": 3})
 
 # (scorer, canary, answer, expected value); the id says which rule the case checks.
 CASES = [
-    # exact_match: HELM normalisation, any reference
-    pytest.param("exact_match", canary("yes"), "Yes.", 1.0, id="exact-case-and-punctuation"),
-    pytest.param("exact_match", canary("yes"), "  YES \n", 1.0, id="exact-whitespace"),
-    pytest.param("exact_match", canary("maybe", "possibly"), "Possibly", 1.0, id="exact-any-reference"),
-    pytest.param("exact_match", canary("yes"), "Yes, because the trial was positive.", 0.0, id="exact-extra-words"),
+    # quasi_exact_match: HELM normalisation, any reference
+    pytest.param("quasi_exact_match", canary("yes"), "Yes.", 1.0, id="quasi-case-and-punctuation"),
+    pytest.param("quasi_exact_match", canary("yes"), "  YES \n", 1.0, id="quasi-whitespace"),
+    pytest.param("quasi_exact_match", canary("maybe", "possibly"), "Possibly", 1.0, id="quasi-any-reference"),
+    pytest.param("quasi_exact_match", canary("yes"), "Yes, because the trial was positive.", 0.0, id="quasi-extra-words"),
+    pytest.param("quasi_exact_match", canary("yes"), "", 0.0, id="quasi-empty"),
+    pytest.param("quasi_exact_match", canary("no"), "the no", 1.0, id="quasi-articles-dropped"),
+    pytest.param("quasi_exact_match", canary("A"), "A", 1.0, id="quasi-reference-normalising-to-nothing"),
+    pytest.param("quasi_exact_match", canary("The"), "an", 1.0, id="quasi-articles-both-empty-as-helm"),
+    # exact_match: HELM's strict metric, only surrounding white space is forgiven
+    pytest.param("exact_match", canary("yes"), "yes", 1.0, id="exact-equal"),
+    pytest.param("exact_match", canary("yes"), "  yes \n", 1.0, id="exact-strips-whitespace"),
+    pytest.param("exact_match", canary("yes"), "Yes", 0.0, id="exact-case-matters"),
+    pytest.param("exact_match", canary("yes"), "yes.", 0.0, id="exact-punctuation-matters"),
+    pytest.param("exact_match", canary("A"), "A", 1.0, id="exact-letter-a"),
     pytest.param("exact_match", canary("yes"), "", 0.0, id="exact-empty"),
-    pytest.param("exact_match", canary("no"), "the no", 1.0, id="exact-articles-dropped"),
+    # yes_no_maybe: the label the answer gives
+    pytest.param("yes_no_maybe", canary("no"), "**No.** The interval includes 1.", 1.0, id="label-markdown-lead"),
+    pytest.param("yes_no_maybe", canary("maybe"), "Final answer: maybe", 1.0, id="label-answer-cue"),
+    pytest.param("yes_no_maybe", canary("yes"), "No", 0.0, id="label-wrong"),
     # multiple_choice: the letter wherever it is written
     pytest.param("multiple_choice", canary("B"), "The answer is (B).", 1.0, id="mc-answer-is-bracketed"),
     pytest.param("multiple_choice", canary("B"), "(b)", 1.0, id="mc-lower-bracketed"),
@@ -46,7 +59,9 @@ CASES = [
     pytest.param("multiple_choice", canary("B"), "  B  ", 1.0, id="mc-whitespace"),
     pytest.param("multiple_choice", canary("B"), "Option B is correct", 1.0, id="mc-option-word"),
     pytest.param("multiple_choice", canary("B"), "The answer is C.", 0.0, id="mc-wrong-letter"),
-    pytest.param("multiple_choice", canary("B"), "", 0.0, id="mc-empty"),
+    pytest.param("multiple_choice", canary("B"), "**Answer: B**", 1.0, id="mc-markdown"),
+    pytest.param("multiple_choice", canary("B"), "It is not C, it is B.", 1.0, id="mc-negation"),
+    pytest.param("multiple_choice", canary("B"), '{"answer": "B"}', 1.0, id="mc-json"),
     # numeric_tolerance: the number inside the tolerance
     pytest.param("numeric_tolerance", CRCL, "62.4", 1.0, id="num-bare"),
     pytest.param("numeric_tolerance", CRCL, "The creatinine clearance is 62.4 mL/min.", 1.0, id="num-sentence-unit"),
@@ -58,9 +73,8 @@ CASES = [
                  id="num-working-then-result"),
     pytest.param("numeric_tolerance", CRCL, "The answer is 63.6 mL/min, which is low for a 70-year-old.", 1.0,
                  id="num-answer-cue-beats-later-numbers"),
-    pytest.param("numeric_tolerance", CRCL, "I cannot determine this from the information given.", 0.0,
-                 id="num-no-number"),
-    pytest.param("numeric_tolerance", CRCL, "", 0.0, id="num-empty"),
+    pytest.param("numeric_tolerance", CRCL, "CrCl is 63.6 mL/min. Note the serum creatinine was 1.1 mg/dL.", 1.0,
+                 id="num-result-before-restated-input"),
     pytest.param("numeric_tolerance", canary("1234.5", tolerance={"lower": 1172.8, "upper": 1296.2}),
                  "1,234.5 mg", 1.0, id="num-thousands-separator"),
     pytest.param("numeric_tolerance", SCORE_3, "3", 1.0, id="num-score-exact"),
@@ -94,8 +108,7 @@ CASES = [
     # predicted {I10}: precision 1, recall 1/2, F1 = 2 * 0.5 / 1.5 = 0.667
     pytest.param("set_f1", canary("E11.9, I10"), "I10", 2 / 3, id="codes-missing-code"),
     pytest.param("set_f1", canary("S72.001A, W19.XXXA"), "s72.001a, W19.XXXA", 1.0, id="codes-seventh-character"),
-    pytest.param("set_f1", canary("E11.9, I10"), "", 0.0, id="codes-empty"),
-    pytest.param("set_f1", canary("E11.9"), "Type 2 diabetes without complications", 0.0, id="codes-prose-only"),
+    pytest.param("set_f1", canary("E11.9, I10"), "Z00.00", 0.0, id="codes-wrong-code"),
     # readability: grade at or under the target scores 1
     pytest.param("readability", canary(), "Take one tablet twice a day with food. Call us if you feel dizzy.", 1.0,
                  id="read-plain"),
@@ -108,8 +121,41 @@ CASES = [
 @pytest.mark.parametrize(("scorer", "case", "answer", "expected"), CASES)
 def test_scorer_cases(scorer: str, case: Canary, answer: str, expected: float) -> None:
     score = get_scorer(scorer)(case, answer)
+    assert score.value is not None, score.reason
     assert math.isclose(score.value, expected, abs_tol=1e-9), score.detail
     assert 0.0 <= score.value <= 1.0
+
+
+UNPARSED = [
+    pytest.param("multiple_choice", canary("B"), "B or C", "two options", id="mc-two-letters"),
+    pytest.param("multiple_choice", canary("B"), "", "empty answer", id="mc-empty"),
+    pytest.param("multiple_choice", canary("E"), "E. coli is the likely organism.", "no option letter",
+                 id="mc-e-coli-is-not-option-e"),
+    pytest.param("numeric_tolerance", CRCL, "60-65 mL/min", "a range", id="num-range"),
+    pytest.param("numeric_tolerance", CRCL, "I cannot determine this from the information given.", "no number",
+                 id="num-no-number"),
+    pytest.param("numeric_tolerance", CRCL, "", "empty answer", id="num-empty"),
+    pytest.param("yes_no_maybe", canary("yes"), "It could be yes or no.", "several labels", id="label-two"),
+    pytest.param("set_f1", canary("E11.9"), "Type 2 diabetes without complications", "no ICD-10 code",
+                 id="codes-prose-only"),
+    pytest.param("set_f1", canary("E11.9, I10"), "", "empty answer", id="codes-empty"),
+]
+
+
+@pytest.mark.parametrize(("scorer", "case", "answer", "reason"), UNPARSED)
+def test_unreadable_answers_are_unparsed_not_wrong(scorer: str, case: Canary, answer: str, reason: str) -> None:
+    score = get_scorer(scorer)(case, answer)
+    assert score.value is None and score.correct is None and score.parsed is False
+    assert reason in score.reason
+
+
+def test_a_read_answer_says_what_was_read_and_how() -> None:
+    score = get_scorer("multiple_choice")(canary("B"), "Let me think... Therefore, the answer is **B**.")
+    assert (score.parsed, score.extracted, score.correct) == (True, "B", True)
+    assert score.reason == "answer cue"
+    number = get_scorer("numeric_tolerance")(CRCL, "CrCl is 63.6 mL/min, above the threshold of 30 mL/min")
+    assert (number.extracted, number.correct) == ("63.6", True)
+    assert get_scorer("quasi_exact_match")(canary("yes"), "Yes").parsed is None
 
 
 def test_every_registered_scorer_is_documented_and_tested() -> None:
@@ -132,10 +178,11 @@ def test_right_or_wrong_scorers_set_correct() -> None:
     assert get_scorer("numeric_tolerance")(CRCL, "62.4").correct is True
     assert get_scorer("numeric_tolerance")(CRCL, "99").correct is False
     assert get_scorer("set_f1")(canary("I10"), "I10").correct is True
+    assert get_scorer("yes_no_maybe")(canary("no"), "no").correct is True
     assert get_scorer("token_f1")(canary("x"), "x").correct is None
 
 
-def test_numeric_detail_reports_extraction_and_bounds() -> None:
+def test_numeric_detail_reports_extraction_and_bounds() -> None:  # noqa: D103
     detail = get_scorer("numeric_tolerance")(CRCL, "about 70").detail
     assert detail == {"extracted": 70.0, "lower": 59.29, "upper": 65.53}
 
@@ -154,7 +201,7 @@ def test_set_f1_detail() -> None:
         pytest.param("1,234", 1234.0, id="thousands"),
         pytest.param("0,125", 0.125, id="zero-comma-is-decimal"),
         pytest.param("-3", -3.0, id="negative"),
-        pytest.param("140-70", 70.0, id="hyphen-between-digits-is-not-a-sign"),
+        pytest.param("140-70", None, id="hyphen-between-digits-is-a-range-not-a-sign"),
         pytest.param("BMI is 24.2 kg/m2", 24.2, id="unit-digit-ignored"),
         pytest.param("eGFR 54 mL/min/1.73 m2", 54.0, id="bsa-unit-dropped"),
         pytest.param("The score of 3 out of 9", 3.0, id="out-of-not-a-cue"),
@@ -162,8 +209,12 @@ def test_set_f1_detail() -> None:
         pytest.param("Final answer: **63.6** mL/min (weight 72 kg, age 70)", 63.6, id="answer-cue-markdown"),
         pytest.param("The answer depends on weight: with 72 kg, CrCl is 63.6", 63.6, id="answer-cue-needs-number"),
         pytest.param("The answer is approximately 63.6, e.g. for an age of 70", 63.6, id="answer-cue-beats-value-cue"),
-        # documented limitation: with no cue the last number wins
-        pytest.param("62.4 mL/min (normal 90-120)", 120.0, id="no-cue-takes-last-number"),
+        pytest.param("62.4 mL/min (normal 90-120)", 62.4, id="reference-range-is-not-the-result"),
+        pytest.param("CrCl is 63.6 mL/min, above the threshold of 30 mL/min", 63.6, id="threshold-is-not-the-result"),
+        pytest.param("44.4 kg/m^2", 44.4, id="unit-power-is-not-a-number"),
+        pytest.param("The CURB-65 score is zero.", 0.0, id="number-word-and-score-name"),
+        pytest.param("6.36e1", 63.6, id="scientific-notation"),
+        pytest.param("6.36 x 10^1", 63.6, id="times-ten-to-the"),
         pytest.param("no number here", None, id="none"),
     ],
 )
@@ -197,7 +248,8 @@ def test_normalize_text_unchanged() -> None:
 @pytest.mark.parametrize(
     ("word", "syllables"),
     [("take", 1), ("table", 2), ("medicine", 3), ("stopped", 1), ("wanted", 2), ("glasses", 2), ("times", 1),
-     ("changes", 2), ("day", 1), ("free", 1), ("people", 2), ("monitoring", 4), ("a", 1), ("12", 1)],
+     ("changes", 2), ("day", 1), ("free", 1), ("people", 2), ("monitoring", 4), ("a", 1), ("12", 1),
+     ("while", 1), ("male", 1), ("female", 2), ("schedule", 2), ("follow-up", 3)],
 )
 def test_count_syllables(word: str, syllables: int) -> None:
     assert count_syllables(word) == syllables
@@ -210,11 +262,11 @@ def test_flesch_kincaid_hand_computed() -> None:
     assert text_counts(text) == (2, 14, 16)
     # 0.39 * 14/2 + 11.8 * 16/14 - 15.59 = 2.73 + 13.4857 - 15.59 = 0.6257
     assert flesch_kincaid_grade(text) == pytest.approx(0.39 * 7 + 11.8 * 16 / 14 - 15.59)
-    # 5 words, 1 sentence, syllables 6 + 6 + 4 + 4 + 4 = 24 (the heuristic counts "anticoagulation" as 6)
+    # 5 words, 1 sentence, syllables 6 + 7 + 4 + 4 + 4 = 25 (CMU dictionary; pyphen for anticoagulation)
     dense = "Pharmacological anticoagulation necessitates meticulous monitoring."
-    assert text_counts(dense) == (1, 5, 24)
-    # 0.39 * 5 + 11.8 * 24/5 - 15.59 = 1.95 + 56.64 - 15.59 = 43.0
-    assert flesch_kincaid_grade(dense) == pytest.approx(43.0)
+    assert text_counts(dense) == (1, 5, 25)
+    # 0.39 * 5 + 11.8 * 25/5 - 15.59 = 1.95 + 59.0 - 15.59 = 45.36
+    assert flesch_kincaid_grade(dense) == pytest.approx(45.36)
 
 
 def test_bullets_count_as_sentences() -> None:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from medmon.monitor.detection.drift.finding import Finding
+from medmon.monitor.detection.drift.finding import Finding, RecoveryNull
 
 DEFAULT_SHIFTS = (0.02, 0.05, 0.10, 0.20, 0.30)
 BET_CAP = 0.95  # keeps every e-value at least 0.05: one observation never wipes a bet out
@@ -174,8 +174,13 @@ class MixtureSR:
         self.state = MixtureSRState.fresh(len(self.shifts), self.state.total)
 
     def holds(self, run_mean: float) -> bool:
-        """Whether a run's mean observation is back on the null's side (for recovery)."""
+        """Whether a run's mean observation is back on the null's side."""
         return run_mean >= self.mu0 if self.direction == "drop" else run_mean <= self.mu0
+
+    @property
+    def recovery_null(self) -> RecoveryNull:
+        """The null a degraded stream must be shown back on (``medmon.monitor.detection.drift.recovery``)."""
+        return RecoveryNull(self.mu0, self.direction, self.sigma2)
 
     def update(self, x: float) -> Finding | None:
         """Add one observation; return a Finding when the statistic crosses the threshold."""

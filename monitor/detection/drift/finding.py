@@ -46,3 +46,14 @@ class Finding:
                 "threshold": self.threshold, "estimate": self.estimate, "ci_low": self.ci_low,
                 "ci_high": self.ci_high, "n": self.n, "null_mean": self.null_mean,
                 "change_point": self.change_point, "quantity": self.quantity, "decision": self.decision}
+
+
+@dataclass(frozen=True)
+class RecoveryNull:
+    """Where a stream's null lies on the scale of its observations ``[lo, hi]``, and its direction."""
+
+    mu0: float
+    direction: str  # the stream's: drop (alarm below mu0) or rise (above)
+    sigma2: float
+    lo: float = 0.0
+    hi: float = 1.0

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from medmon.monitor.detection.drift.esr import DEFAULT_SHIFTS, MixtureSR, MixtureSRState
-from medmon.monitor.detection.drift.finding import Finding
+from medmon.monitor.detection.drift.finding import Finding, RecoveryNull
 
 
 @dataclass
@@ -106,6 +106,10 @@ class SubgroupGapSR:
 
     def holds(self, run_mean: float) -> bool:
         return self._core.holds(run_mean)
+
+    @property
+    def recovery_null(self) -> RecoveryNull:
+        return self._core.recovery_null
 
     def update(self, x: tuple[bool, float]) -> Finding | None:
         """Add one ``(in_group, value)`` observation; step once both sides have some."""

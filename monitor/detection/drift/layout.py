@@ -1,5 +1,9 @@
 """Which streams a task has, what each observes, and its null hypothesis.
 
+Score streams are tested against the go-live reference (``reference``): what the approved
+model did on these canaries. The benchmark's aggregate is approval evidence; it is the null only
+where the plan turns the go-live reference off (``detection.reference.repeats`` 0).
+
 The layout depends only on the plan, the task's canaries and its baseline, never on what has
 been observed so far: a stream that needs per-instance references (paired, subgroups, gaps,
 output-length exceedances) exists from the start, inactive until the references do, so the
@@ -17,15 +21,21 @@ from typing import Any
 
 from medmon.baselines import Baseline, Canary
 from medmon.monitor.detection.drift.budget import INFO, OPERATIONAL, QUALITY
-from medmon.monitor.detection.drift.reference import References, exceedance_null
+from medmon.monitor.detection.drift.reference import (
+    References, cost_null, cost_score, exceedance_null, log_cost_scale, lower_bound, stage_alpha,
+)
 from medmon.monitor.plan.model import Plan, Task
 from medmon.probes.models import ProbeResultBase
+from medmon.probes.scoring import READING_SCORERS
 
 ERROR_NULL = 0.05  # tolerated share of failed calls before availability is in question
 EXCEEDANCE_NULL = 0.10  # tolerated share of calls over the cost budget or latency objective
 REFUSAL_NULL = 0.05  # tolerated share of refusals
+FORMAT_NULL = 0.05  # tolerated share of answers the scorer cannot read
+COST_SIGMA2 = 1 / 36  # variance of a clipped log-cost score near the null: (1 SD / (2 x 3 SD))^2
 MIN_SUBGROUP_CANARIES = 3  # a subgroup value needs this many canaries to be a stream of its own
-BINARY_SCORERS = frozenset({"exact_match", "multiple_choice", "numeric_tolerance"})
+BINARY_SCORERS = frozenset({"exact_match", "quasi_exact_match", "multiple_choice", "numeric_tolerance",
+                            "yes_no_maybe"})
 Observe = Callable[[ProbeResultBase], Any]
 
 
@@ -81,6 +91,22 @@ def margin_z(plan: Plan) -> float:
     return max(2.0, NormalDist().inv_cdf(1 - plan.detection.baseline_alpha / max(len(plan.tasks), 1)))
 
 
+def reference_alpha(plan: Plan) -> float:
+    """Chance allowed to one task's reference being optimistic beyond its margin: ``baseline_alpha / tasks``."""
+    return plan.detection.baseline_alpha / max(len(plan.tasks), 1)
+
+
+def exact_baseline_margin(p: float, n: int, alpha: float, min_margin: float) -> float:
+    """``p`` minus its Clopper-Pearson lower bound on ``n`` items (a 0/1 benchmark score), at least ``min_margin``.
+
+    Examples
+    --------
+    >>> round(exact_baseline_margin(0.95, 300, 0.05, 0.0), 4)     # Wald's 2 SE would say 0.0252
+    0.0218
+    """
+    return max(min_margin, p - lower_bound(p * n, p * n, n, alpha, binary=True))
+
+
 def _ok(r: ProbeResultBase) -> bool:
     return r.error_type is None and r.score is not None
 
@@ -116,6 +142,33 @@ def _exceeds(refs: References | None, longer: bool) -> Observe:
     return observe
 
 
+def _unparsed(r: ProbeResultBase) -> float | None:
+    """1 for an answer the scorer could not read; refusals and failed calls have streams of their own."""
+    if r.error_type is not None or r.refused or r.parsed is None:
+        return None
+    return float(not r.parsed)
+
+
+def _cost_vs_reference(refs: References | None, scale: float | None) -> Observe:
+    """A call's log cost against its canary's go-live mean, in clipped reference SDs (``cost_score``)."""
+    def observe(r: ProbeResultBase) -> Any:
+        ref = refs.items.get(r.canary_id) if refs is not None else None
+        if ref is None or scale is None or r.error_type is not None or not r.cost_usd or len(ref.cost) != 3:
+            return None
+        return cost_score(math.log(r.cost_usd), ref.cost[1] / ref.cost[0], scale)
+    return observe
+
+
+def _slower_than_reference(refs: References | None) -> Observe:
+    """``1{latency > the canary's slowest go-live call}``: exact under exchangeability, robust to jitter."""
+    def observe(r: ProbeResultBase) -> Any:
+        ref = refs.items.get(r.canary_id) if refs is not None else None
+        if ref is None or r.error_type is not None or r.latency_s is None or not ref.latency:
+            return None
+        return float(r.latency_s > max(ref.latency))
+    return observe
+
+
 def _sigma2(p: float) -> float:
     return max(p * (1 - p), 0.01)
 
@@ -130,6 +183,17 @@ def subgroup_values(task: Task, canaries: Sequence[Canary]) -> list[tuple[str, s
         if len(eligible) >= 2:
             out += [(tag, v, [c.id for c in pool if c.tags.get(tag) == v]) for v in eligible]
     return out
+
+
+def _judge_failed(name: str) -> Observe:
+    """1 when the judge gave no usable verdict on a judged answer, 0 when it did, None when not judged."""
+    def observe(r: ProbeResultBase) -> float | None:
+        outcome = getattr(r, "jury", None)
+        for verdict in getattr(outcome, "verdicts", ()):
+            if verdict.judge == name:
+                return 0.0 if verdict.valid else 1.0
+        return None
+    return observe
 
 
 def _exceedance(task_id: str, metric: str, observe: Observe) -> StreamSpec:
@@ -149,35 +213,55 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
     """
     det = plan.detection
     t = task.id
-    p0 = baseline.normalized
-    tolerance = task.thresholds.tolerated_drop / 2
+    p0 = baseline.detector_normalized
+    alpha = reference_alpha(plan)
     z = margin_z(plan)
-    margin = max(baseline_margin(p0, baseline.n, det.min_margin, z), tolerance)
-    mu0 = min(max(p0 - margin, 0.01), 0.99)
-    bounded = scorer not in BINARY_SCORERS and refs is not None and refs.source == "helm"
-    sigma2 = _sigma2(p0)
-    if bounded and refs is not None:  # per-item baseline variance, where the items are known
-        means = [r.mean for r in refs.items.values()]
-        between = sum((m - refs.mean) ** 2 for m in means) / max(len(means), 1)
-        within = sum(refs.run_variance(r) for r in refs.items.values()) / max(len(means), 1)
-        sigma2 = max(between + within, 0.005)
+    go_live = det.reference.repeats >= 1
+    if go_live and burn_in is not None:  # the approved model's own answers on these canaries
+        # fixed when the reference completed: adding a task later does not move this null
+        alpha = burn_in.alpha or stage_alpha(alpha, det.reference.repeats, det.reference.max_repeats)
+        margin = burn_in.exact_margin(alpha, det.min_margin)
+        n_ref = max(burn_in.answers, 1)
+        ref_mean = sum(r.mean * r.runs for r in burn_in.items.values()) / n_ref
+        mu0 = min(max(ref_mean - margin, 0.01), 0.99)
+        sigma2 = max(burn_in.answer_variance(), 0.005)  # observed, not p(1 - p)
+        score = StreamSpec(f"{t}:score:drop", t, "score", "drop", mu0, ref_mean, lambda r: r.score if _ok(r) else None,
+                           params={"mu0": mu0, "sigma2": sigma2, "reference": burn_in.key()}, primary=True,
+                           what="score fell below the go-live reference")
+    elif go_live:  # the reference is being built: nothing to test against yet
+        score = StreamSpec(f"{t}:score:drop", t, "score", "drop", 0.5, p0, lambda r: None,
+                           params={"mu0": 0.5, "sigma2": 0.25}, active=False, primary=True)
+    else:  # no go-live reference: the benchmark's score, with an exact margin
+        margin = exact_baseline_margin(p0, baseline.n, alpha, det.min_margin)
+        mu0 = min(max(p0 - margin, 0.01), 0.99)
+        bounded = scorer not in BINARY_SCORERS and refs is not None and refs.source == "helm"
+        sigma2 = _sigma2(p0)
+        if bounded and refs is not None:  # per-item baseline variance, where the items are known
+            means = [r.mean for r in refs.items.values()]
+            between = sum((m - refs.mean) ** 2 for m in means) / max(len(means), 1)
+            within = sum(refs.run_variance(r) for r in refs.items.values()) / max(len(means), 1)
+            sigma2 = max(between + within, 0.005)
+        score = StreamSpec(f"{t}:score:drop", t, "score", "drop", mu0, p0, lambda r: r.score if _ok(r) else None,
+                           params={"mu0": mu0, "sigma2": sigma2}, primary=not (refs is not None and refs.source == "helm"))
+    specs = [score]
     paired_ready = refs is not None
-    paired_possible = paired_ready or det.burn_in_runs >= 2
-    specs = [StreamSpec(f"{t}:score:drop", t, "score", "drop", mu0, p0,
-                        lambda r: r.score if _ok(r) else None, params={"mu0": mu0, "sigma2": sigma2},
-                        primary=not (refs is not None and refs.source == "helm"))]
+    paired_possible = paired_ready or go_live
 
     def paired_params(sub: References | None) -> tuple[dict[str, Any], float]:
         if sub is None or not sub.items:
-            return {"margin": tolerance or det.min_margin, "sigma2": 0.05}, -(tolerance or det.min_margin)
-        m = max(sub.margin(det.min_margin, z), tolerance)
+            return {"margin": det.min_margin, "sigma2": 0.05}, -det.min_margin
+        if sub.source == "helm":  # HELM's per-instance means (no go-live reference): a normal bound on their bias
+            m = sub.margin(det.min_margin, z)
+        else:
+            m = sub.exact_margin(sub.alpha or stage_alpha(alpha, det.reference.repeats, det.reference.max_repeats),
+                                 det.min_margin)
         return {"margin": m, "sigma2": sub.sigma2_x(), "reference": sub.key()}, -m
 
     if paired_possible:
         params, null = paired_params(refs)
         specs.append(StreamSpec(f"{t}:score_paired:drop", t, "score", "drop", null, 0.0, _paired(refs), "paired_sr",
-                                params, what="score dropped below each canary's own baseline outcome (paired)",
-                                active=paired_ready, primary=refs is not None and refs.source == "helm"))
+                                params, what="score dropped below each canary's own reference outcome (paired)",
+                                active=paired_ready, primary=not go_live and refs is not None and refs.source == "helm"))
         for tag, value, ids in subgroup_values(task, canaries):
             sub = refs.subset(ids) if refs is not None else None
             rest = refs.subset(set(refs.items) - set(ids)) if refs is not None else None
@@ -185,8 +269,8 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
             label = f"{tag}={value}"
             specs.append(StreamSpec(f"{t}:score[{label}]:drop", t, f"score[{label}]", "drop", null, 0.0,
                                     _paired(refs, tag, value), "paired_sr", params, active=paired_ready,
-                                    what=f"score dropped below baseline for the {label} subgroup (paired)"))
-            gap_margin = max(det.min_margin, tolerance, z * math.hypot(sub.bias_sd(), rest.bias_sd())
+                                    what=f"score dropped below its reference for the {label} subgroup (paired)"))
+            gap_margin = max(det.min_margin, z * math.hypot(sub.bias_sd(), rest.bias_sd())
                              if sub is not None and rest is not None and rest.items else 0.0)
             gap_sigma2 = max(params["sigma2"] / 2, 0.001)
             specs.append(StreamSpec(f"{t}:gap[{label}]:rise", t, f"gap[{label}]", "rise", gap_margin, 0.0,
@@ -194,8 +278,8 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
                                     {"margin": gap_margin, "sigma2": gap_sigma2, "value_range": 2.0},
                                     active=paired_ready,
                                     what=f"the {label} subgroup fell further behind the rest than at baseline"))
-    if det.burn_in_runs >= 2:
-        k = det.burn_in_runs
+    if go_live:
+        k = burn_in.min_runs if burn_in is not None else det.reference.repeats
         n_items = len(burn_in.items) if burn_in is not None else len(canaries)
         q = exceedance_null(k, n_items)
         for name, longer, what in (("verbosity", True, "answers grew longer than every reference answer"),
@@ -208,6 +292,11 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
                             lambda r: float(r.refused) if r.error_type is None else None,
                             params={"mu0": REFUSAL_NULL, "sigma2": _sigma2(REFUSAL_NULL), "direction": "rise"},
                             what="the model refuses to answer more often"))
+    if scorer in READING_SCORERS:
+        specs.append(StreamSpec(f"{t}:format:rise", t, "format", "rise", FORMAT_NULL, 0.0, _unparsed,
+                                params={"mu0": FORMAT_NULL, "sigma2": _sigma2(FORMAT_NULL), "direction": "rise"},
+                                what="the model changed how it answers: more answers the scorer cannot read "
+                                     "(format drift, not a wrong answer)"))
     agreement = task.thresholds.min_jury_agreement
     if agreement is not None and plan.jury is not None:
         a0 = min(max(agreement, 0.01), 0.99)
@@ -218,6 +307,29 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
     specs.append(StreamSpec(f"{t}:error_rate:rise", t, "error_rate", "rise", ERROR_NULL, 0.0,
                             lambda r: 1.0 if r.error_type else 0.0, family=OPERATIONAL,
                             params={"mu0": ERROR_NULL, "sigma2": _sigma2(ERROR_NULL), "direction": "rise"}))
+    if scorer == "jury" and plan.jury is not None:
+        for judge in plan.jury.judges:
+            specs.append(StreamSpec(f"{t}:judge_failures[{judge.name}]:rise", t, f"judge_failures[{judge.name}]",
+                                    "rise", ERROR_NULL, 0.0, _judge_failed(judge.name), family=OPERATIONAL,
+                                    params={"mu0": ERROR_NULL, "sigma2": _sigma2(ERROR_NULL), "direction": "rise"},
+                                    what=f"judge {judge.name} fails to give a usable verdict (call failed or "
+                                         "output unreadable) more often"))
+    if go_live:  # cost and latency against each canary's go-live calls; the budget and SLO are rules below
+        n_items = len(burn_in.items) if burn_in is not None else len(canaries)
+        scale = log_cost_scale(burn_in) if burn_in is not None else None
+        q = cost_null(burn_in) if burn_in is not None else 0.6
+        specs.append(StreamSpec(f"{t}:cost_typical:rise", t, "cost_typical", "rise", q, 0.5,
+                                _cost_vs_reference(burn_in, scale), family=OPERATIONAL,
+                                params={"mu0": q, "sigma2": COST_SIGMA2, "direction": "rise"},
+                                what="typical cost per call rose above the go-live reference (log cost per canary)",
+                                active=scale is not None))
+        counts = [len(r.latency) for r in burn_in.items.values() if r.latency] if burn_in is not None else []
+        q = exceedance_null(min(counts) if counts else det.reference.repeats, n_items)
+        specs.append(StreamSpec(f"{t}:latency_typical:rise", t, "latency_typical", "rise", q, 0.0,
+                                _slower_than_reference(burn_in), family=OPERATIONAL,
+                                params={"mu0": q, "sigma2": _sigma2(q), "direction": "rise"},
+                                what="calls grew slower than every go-live call of the same canary",
+                                active=bool(counts)))
     budget = task.thresholds.cost_budget_per_call
     if budget is not None:
         specs.append(_exceedance(t, "cost", lambda r: None if r.cost_usd is None else float(r.cost_usd > budget)))

@@ -30,7 +30,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from medmon.monitor.detection.drift.esr import BET_CAP, DEFAULT_SHIFTS, MixtureSRState
-from medmon.monitor.detection.drift.finding import Finding
+from medmon.monitor.detection.drift.finding import Finding, RecoveryNull
+
+# Variance of one step's mean shortfall that sizes the recovery bets, until a step has been seen.
+POOLED_STEP_SIGMA2 = 0.05
 
 
 @dataclass
@@ -91,7 +94,9 @@ class PooledSR:
         for m in self.members:
             self.state.queues.setdefault(m, [])
         self.last_x: float | None = None
+        self.steps: list[float] = []
         self.null_mean = 0.0
+        self._step_sigma2 = POOLED_STEP_SIGMA2  # members' mean null variance over their count, at the last step
 
     @property
     def statistic(self) -> float:
@@ -105,11 +110,20 @@ class PooledSR:
         self.state.core = MixtureSRState.fresh(len(self.shifts), self.state.core.total)
 
     def holds(self, run_mean: float) -> bool:
-        """Whether the members' mean shortfall is back on the null's side (for recovery)."""
+        """Whether the members' mean shortfall is back on the null's side."""
         return run_mean >= 0.0 if self.direction == "drop" else run_mean <= 0.0
 
+    @property
+    def recovery_null(self) -> RecoveryNull:
+        """Recovery watches each step's mean shortfall (in [-1, 1]) come back above zero."""
+        return RecoveryNull(0.0, self.direction, self._step_sigma2, -1.0, 1.0)
+
     def push(self, member: str, xs: Sequence[float], mu0: float, sigma2: float) -> Finding | None:
-        """Queue a member's observations and take every step that is ready; return the last alarm."""
+        """Queue a member's observations and take every step that is ready; return the last alarm.
+
+        ``steps`` then holds the mean shortfall of every step taken, the pool's observations.
+        """
+        self.steps = []
         if member not in self.state.queues:
             return None  # not a member of this pool
         self.state.queues[member].extend([float(x), mu0, sigma2] for x in xs if not math.isnan(x))
@@ -120,6 +134,8 @@ class PooledSR:
                 return finding
             step = {m: tuple(q.pop(0)) for m, q in ready.items()}
             finding = self.update(step) or finding  # type: ignore[arg-type]
+            if self.last_x is not None:
+                self.steps.append(self.last_x)
 
     def update(self, x: Mapping[str, tuple[float, float, float]]) -> Finding | None:
         """One step from ``{member: (x, mu0, sigma2)}``; the e-value is the members' mean."""
@@ -137,6 +153,7 @@ class PooledSR:
                 total += 1.0 + min(n * shift / max(s2, 1e-6), cap) * gap
             evalues.append(total / n)
         shortfall = sum(v - mu0 for v, mu0, _ in items) / n
+        self._step_sigma2 = max(sum(s2 for _, _, s2 in items) / n / n, 1e-4)
         self.last_x = shortfall
         core = self.state.core
         core.advance(evalues, shortfall)

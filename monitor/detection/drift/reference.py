@@ -1,21 +1,33 @@
-"""Per-instance baseline references for paired streams, their margin, and the burn-in that builds them.
+"""The go-live reference: what the approved model did on these canaries, and its exact margin.
 
-A paired stream compares each answer with its own canary's baseline outcome ``c_i``, the mean of
-``K_i`` baseline runs. Two sources:
+Every score stream of a task is tested against what the approved model did on *the same
+canaries* at go-live, never against a benchmark's aggregate over other items. The reference is
+built by replaying each canary ``K`` times (``detection.reference.repeats``) when the task starts
+monitoring, and keeps growing from quiet runs (``burn_in_add``); each canary ``i`` has ``c_i``, the
+mean of its ``K_i`` answers. Two uses:
 
-- ``helm``: the canaries came from a HELM run and carry ``baseline_score`` / ``baseline_runs``;
-- ``burn-in``: the baseline has no per-instance data, so the first probes after go-live are the
-  reference: once (nearly) every canary has been answered ``K`` times, ``c_i`` is its mean, and
-  the per-instance output-length range gives the exceedance references for cost.
+- unpaired, the score stream's null is the reference mean minus its margin;
+- paired, each answer is compared with its own canary's ``c_i``; the paired null allows the same
+  margin, since pairing inherits the reference's bias ``mean_i (c_i - p_i)``.
 
-Pairing alone inherits the reference's bias ``b = mean_i (c_i - p_i)`` (a canary set measured once
-carries its sampling error forever; lower variance only finds that error sooner), so every
-paired null includes a margin ``delta = max(min_margin, z * SD(b))`` (``z`` at least 2, more
-when many tasks each carry their own reference: see ``medmon.monitor.detection.drift.layout.margin_z``) with
-``SD(b) = sqrt(sum_i v_i / K_i) / N`` and ``v_i`` the per-run variance of instance ``i``:
-known from the burn-in's sums of squares, ``c(1 - c) K / (K - 1)`` (unbiased for 0/1 scores, an
-upper bound for bounded ones) when ``K >= 2``, and the pooled bound ``p(1 - p)`` with a doubled
-minimum when ``K = 1``, where a single run says nothing about an item's own variability.
+The margin is exact: the reference mean minus a one-sided lower confidence bound from the
+reference's own answers, Clopper-Pearson for 0/1 scores and the empirical Bernstein bound of
+Maurer & Pontil (2009) for bounded ones (with the observed variance, not ``p(1 - p)``). A mean of
+``K`` answers on each of ``n`` canaries is a Poisson-binomial count, whose tails the binomial's
+dominate (Hoeffding 1956), so Clopper-Pearson on the total count keeps its coverage.
+
+Canaries from a HELM run also carry ``baseline_score`` / ``baseline_runs``: those serve as the
+reference only where the plan turns the go-live reference off, and otherwise are compared with it
+once, at go-live (conformance). Per-canary output-length ranges, log-cost sums and latency samples
+give the verbosity, truncation, cost and latency streams.
+
+References
+----------
+Clopper, C. J., Pearson, E. S. (1934). The use of confidence or fiducial limits illustrated in the
+case of the binomial. Biometrika.
+Maurer, A., Pontil, M. (2009). Empirical Bernstein bounds and sample variance penalization. COLT.
+Hoeffding, W. (1956). On the distribution of the number of successes in independent trials.
+Annals of Mathematical Statistics.
 """
 
 from __future__ import annotations
@@ -28,6 +40,52 @@ from typing import Any
 from medmon.baselines.canary import Canary
 
 MIN_VARIANCE = 0.0025  # floor for the bet-sizing variance of a paired x (items may look deterministic)
+SAMPLES = 15  # latencies kept per canary (the slowest is the bound)
+COST_CLIP = 3.0  # a call's log cost is scored in reference SDs from its canary's mean, clipped here
+
+
+def lower_bound(total: float, total2: float, n: int, alpha: float, binary: bool) -> float:
+    """One-sided ``1 - alpha`` lower confidence bound for the mean of ``n`` answers in [0, 1].
+
+    ``total`` and ``total2`` are the sums of the answers and of their squares. Clopper-Pearson
+    when every answer is 0 or 1, else the empirical Bernstein bound (Maurer & Pontil 2009, Thm 4).
+
+    Examples
+    --------
+    >>> round(lower_bound(240, 240, 300, 0.05, binary=True), 4)     # 80% of 300
+    0.7582
+    >>> round(lower_bound(150, 119, 200, 0.05, binary=False), 3)    # mean 0.75, SD 0.18
+    0.672
+    """
+    if n <= 0:
+        return 0.0
+    if binary:
+        from scipy.stats import beta
+
+        k = int(round(total))
+        return 0.0 if k <= 0 else float(beta.ppf(alpha, k, n - k + 1))
+    if n < 2:
+        return 0.0
+    mean = total / n
+    var = max(total2 / n - mean * mean, 0.0) * n / (n - 1)
+    log_term = math.log(2 / alpha)
+    return max(0.0, mean - math.sqrt(2 * var * log_term / n) - 7 * log_term / (3 * (n - 1)))
+
+
+def stage_alpha(alpha: float, repeats: int, max_repeats: int) -> float:
+    """The error allowed to the reference's margin at each of its stages.
+
+    A reference that grows is bounded again at each doubling of its answers, from ``repeats`` to
+    ``max_repeats`` per canary: ``1 + floor(log2(max_repeats / repeats))`` stages, each given an
+    equal share of ``alpha``, so the margin covers at every stage at once.
+
+    Examples
+    --------
+    >>> stage_alpha(0.05, 5, 40)    # stages at 5, 10, 20 and 40 answers per canary
+    0.0125
+    """
+    stages = 1 + max(0, math.floor(math.log2(max(max_repeats, repeats) / max(repeats, 1)) + 1e-9))
+    return alpha / stages
 
 
 @dataclass(frozen=True)
@@ -39,6 +97,9 @@ class InstanceRef:
     var: float | None = None  # per-run variance, when the runs themselves were seen
     out_min: float | None = None  # shortest and longest output (tokens) over the runs
     out_max: float | None = None
+    total2: float | None = None  # sum of squared scores, when the runs themselves were seen
+    cost: tuple[float, ...] = ()  # (calls, sum, sum of squares) of log cost in dollars
+    latency: tuple[float, ...] = ()  # seconds, of the first ``SAMPLES`` calls
 
 
 @dataclass(frozen=True)
@@ -48,10 +109,41 @@ class References:
     source: str  # helm | burn-in
     version: int
     items: Mapping[str, InstanceRef] = field(default_factory=dict)
+    stage: int = 0  # doublings of a growing go-live reference
+    alpha: float | None = None  # each stage's margin error, fixed when the reference was first frozen
 
     def subset(self, ids: Iterable[str]) -> References:
         keep = set(ids)
-        return References(self.source, self.version, {k: v for k, v in self.items.items() if k in keep})
+        return References(self.source, self.version, {k: v for k, v in self.items.items() if k in keep}, self.stage,
+                          self.alpha)
+
+    @property
+    def answers(self) -> int:
+        return sum(r.runs for r in self.items.values())
+
+    @property
+    def binary(self) -> bool:
+        """Whether every reference answer was 0 or 1 (sum of squares equal to the sum)."""
+        return all(r.total2 is None or abs(r.total2 - r.mean * r.runs) < 1e-9 for r in self.items.values())
+
+    def exact_margin(self, alpha: float, min_margin: float = 0.0) -> float:
+        """Reference mean minus its exact lower bound at ``alpha`` (see the module docstring)."""
+        n = self.answers
+        if n == 0:
+            return 0.5
+        total = sum(r.mean * r.runs for r in self.items.values())
+        total2 = sum(r.total2 if r.total2 is not None else r.mean * r.runs for r in self.items.values())
+        bound = lower_bound(total, total2, n, alpha, self.binary)
+        return min(max(min_margin, total / n - bound), 0.5)
+
+    def answer_variance(self) -> float:
+        """Variance of one answer on a canary drawn at random: the unpaired stream's bet sizing."""
+        n = self.answers
+        if n < 2:
+            return 0.25
+        total = sum(r.mean * r.runs for r in self.items.values())
+        total2 = sum(r.total2 if r.total2 is not None else r.mean * r.runs for r in self.items.values())
+        return max(total2 / n - (total / n) ** 2, 0.0)
 
     @property
     def min_runs(self) -> int:
@@ -89,7 +181,7 @@ class References:
         return max(total / n / 4, MIN_VARIANCE)
 
     def key(self) -> str:
-        return f"{self.source}:{self.version}"
+        return f"{self.source}:{self.version}" + (f".{self.stage}" if self.stage else "")
 
 
 def helm_references(canaries: Iterable[Canary], coverage: float = 0.9) -> References | None:
@@ -102,19 +194,34 @@ def helm_references(canaries: Iterable[Canary], coverage: float = 0.9) -> Refere
     return References("helm", 1, known)
 
 
-# Burn-in: each instance accumulates [n, sum, sum2, out_min, out_max] of its scored answers.
-BurnInTable = dict[str, list[float]]
+# The go-live reference table: each canary accumulates
+# [n, sum, sum2, out_min, out_max, [calls, sum, sum2 of log cost], latencies].
+BurnInTable = dict[str, list[Any]]
 
 
-def burn_in_add(table: BurnInTable, canary_id: str, score: float, output_tokens: int | None) -> None:
-    """Add one scored answer to the burn-in table."""
-    row = table.setdefault(canary_id, [0, 0.0, 0.0, math.inf, -math.inf])
+def burn_in_add(table: BurnInTable, canary_id: str, score: float, output_tokens: int | None,
+                cost: float | None = None, latency: float | None = None) -> None:
+    """Add one scored answer to the reference table (log-cost sums; the first ``SAMPLES`` latencies)."""
+    row = table.setdefault(canary_id, [0, 0.0, 0.0, math.inf, -math.inf, [], []])
+    if len(row) < 7:
+        row.extend([[], []][: 7 - len(row)])
     row[0] += 1
     row[1] += score
     row[2] += score * score
     if output_tokens is not None:
         row[3] = min(row[3], output_tokens)
         row[4] = max(row[4], output_tokens)
+    if cost is not None and cost > 0:
+        if len(row[5]) != 3:
+            row[5] = [0, 0.0, 0.0]
+        log_cost = math.log(cost)
+        row[5] = [row[5][0] + 1, row[5][1] + log_cost, row[5][2] + log_cost * log_cost]
+    if latency is not None and len(row[6]) < SAMPLES:
+        row[6].append(float(latency))
+
+
+def answers(table: Mapping[str, list[Any]]) -> int:
+    return int(sum(v[0] for v in table.values()))
 
 
 def burn_in_complete(table: Mapping[str, list[float]], pool: Iterable[str], runs: int, coverage: float) -> bool:
@@ -124,16 +231,60 @@ def burn_in_complete(table: Mapping[str, list[float]], pool: Iterable[str], runs
     return bool(ids) and done >= coverage * len(ids)
 
 
-def burn_in_references(table: Mapping[str, list[float]], runs: int, version: int) -> References:
-    """References from a completed burn-in: instances with at least ``runs`` answers."""
+def burn_in_references(table: Mapping[str, list[Any]], runs: int, version: int, stage: int = 0,
+                       alpha: float | None = None) -> References:
+    """References from a completed go-live reference table: instances with at least ``runs`` answers."""
     items = {}
-    for cid, (n, total, total2, lo, hi) in table.items():
+    for cid, row in table.items():
+        n, total, total2, lo, hi = row[:5]
         if n < runs:
             continue
         mean = total / n
         var = max(total2 / n - mean * mean, 0.0) * n / (n - 1) if n > 1 else None
-        items[cid] = InstanceRef(mean, int(n), var, None if math.isinf(lo) else lo, None if math.isinf(hi) else hi)
-    return References("burn-in", version, items)
+        costs, lats = (tuple(row[5]) if len(row[5]) == 3 else (), tuple(row[6])) if len(row) >= 7 else ((), ())
+        items[cid] = InstanceRef(mean, int(n), var, None if math.isinf(lo) else lo, None if math.isinf(hi) else hi,
+                                 total2, costs, lats)
+    return References("burn-in", version, items, stage, alpha)
+
+
+def log_cost_scale(refs: References) -> float | None:
+    """Pooled within-canary SD of log cost in the reference (None without two calls on some canary)."""
+    ss, dof = 0.0, 0
+    for r in refs.items.values():
+        if len(r.cost) == 3 and r.cost[0] >= 2:
+            n, total, total2 = r.cost
+            ss += max(total2 - total * total / n, 0.0)
+            dof += int(n) - 1
+    return math.sqrt(ss / dof) if dof > 0 and ss > 0 else None
+
+
+def cost_score(log_cost: float, mean: float, scale: float) -> float:
+    """A call's log cost in reference SDs from its canary's mean, clipped to ``COST_CLIP`` and mapped to [0, 1].
+
+    Clipping bounds the heavy tail (one very long answer moves the stream by at most one clipped
+    step); at the canary's mean the score is 1/2.
+
+    Examples
+    --------
+    >>> cost_score(0.0, 0.0, 1.0), cost_score(10.0, 0.0, 1.0)
+    (0.5, 1.0)
+    """
+    z = max(-COST_CLIP, min(COST_CLIP, (log_cost - mean) / scale))
+    return 0.5 + z / (2 * COST_CLIP)
+
+
+def cost_null(refs: References) -> float:
+    """Null mean of ``cost_score``: 1/2 plus two SDs of the canaries' estimated means, on its scale.
+
+    Under no change a call's log cost minus its canary's reference mean has mean zero (the mean
+    of logs is unbiased and the call is independent of the reference); the error of those means,
+    averaged over the canaries drawn, has SD ``sqrt(mean_i 1/n_i / N)`` reference SDs.
+    """
+    counts = [r.cost[0] for r in refs.items.values() if len(r.cost) == 3 and r.cost[0] >= 1]
+    if not counts:
+        return 0.6
+    sd = math.sqrt(sum(1 / c for c in counts) / len(counts) / len(counts))
+    return min(0.5 + 2 * sd / (2 * COST_CLIP), 0.9)
 
 
 def exceedance_null(runs: int, n_items: int) -> float:
@@ -157,10 +308,11 @@ def exceedance_null(runs: int, n_items: int) -> float:
 
 def to_json(table: BurnInTable) -> dict[str, Any]:
     """JSON has no infinity: unknown output ranges are stored as null."""
-    return {k: [v[0], v[1], v[2], None if math.isinf(v[3]) else v[3], None if math.isinf(v[4]) else v[4]]
+    return {k: [v[0], v[1], v[2], None if math.isinf(v[3]) else v[3], None if math.isinf(v[4]) else v[4], *v[5:]]
             for k, v in table.items()}
 
 
 def from_json(data: Mapping[str, Any]) -> BurnInTable:
-    return {k: [v[0], v[1], v[2], math.inf if v[3] is None else v[3], -math.inf if v[4] is None else v[4]]
+    return {k: [v[0], v[1], v[2], math.inf if v[3] is None else v[3], -math.inf if v[4] is None else v[4],
+                *([list(x) for x in v[5:7]] if len(v) >= 7 else [[], []])]
             for k, v in data.items()}

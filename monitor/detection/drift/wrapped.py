@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from medmon.monitor.detection.drift.esr import MixtureSR, MixtureSRState
+from medmon.monitor.detection.drift.finding import RecoveryNull
 
 
 class WrappedSR:
@@ -39,3 +40,7 @@ class WrappedSR:
 
     def holds(self, run_mean: float) -> bool:
         return self._core.holds(run_mean)
+
+    @property
+    def recovery_null(self) -> RecoveryNull:
+        return self._core.recovery_null

@@ -28,6 +28,7 @@ from medmon.monitor.models import AuditEvent, FindingRecord, ModelIdentity, Reev
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.governance.reevaluation import judge, list_reevaluations
 from medmon.monitor.governance.reports.limitations import known_limitations
+from medmon.monitor.governance.reports.oversight import OversightSection, build_oversight_section
 from medmon.monitor.governance.approvals import baseline_proposals
 from medmon.monitor.governance.reports.period import Period
 from medmon.monitor.governance.reports.recommendation import Recommendation, RecommendationRules, TaskFacts, recommend
@@ -169,6 +170,7 @@ class CommitteeReport:
     privacy: dict[str, Any] = field(default_factory=dict)
     sha256: str = ""  # of ``figures()``: printed in the report, recorded when it is generated and signed
     signatures: list[dict[str, Any]] = field(default_factory=list)
+    oversight: OversightSection = field(default_factory=OversightSection)
     traffic: Any = None  # the application's own calls in the period (``medmon.monitor.read.traffic``), if watched
 
     def figures(self) -> dict[str, Any]:
@@ -222,6 +224,7 @@ class CommitteeReport:
             "equity": [asdict(e) for e in self.equity], "health": [asdict(h) for h in self.health],
             "alert_operations": self.alert_operations, "privacy": self.privacy,
             "digest": self.digest(), "sha256": self.sha256, "signatures": self.signatures,
+            "human_oversight": self.oversight.summary(),
             "traffic": self.traffic.as_dict() if self.traffic is not None else None,
         }
 
@@ -544,6 +547,7 @@ def build_committee_report(session: Session, plan: Plan, period: Period, *, now:
         equity=equity_rows,
         health=health(session, plan, period, stale_after=plan.alerts.stale_after_intervals, now=now),
         alert_operations=_alert_operations(plan, alerts), privacy=_privacy(session, plan, period),
+        oversight=build_oversight_section(session, plan, period, min(now, period.end)),
         traffic=traffic)
     report.sha256 = content_hash(report.figures())
     report.signatures = signatures(session, period, report.sha256)

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
@@ -100,3 +101,10 @@ def to_pdf(html_path: Path, pdf_path: Path, *, timeout_s: float = 120.0) -> Path
         weasyprint.HTML(filename=str(html_path)).write_pdf(str(pdf_path))
         return pdf_path
     return None
+
+
+def render_safety_event(document: dict[str, Any], generated_at: datetime) -> str:
+    """A safety event (``medmon.monitor.governance.safety.event_document``) as one printable HTML page."""
+    template = environment().get_template("safety_event.html.j2")
+    return template.render(e=document, generated_at=generated_at,
+                           simulated=str(document["evidence"]["model"]["requested"]).startswith("medmon-simulator"))

@@ -4,7 +4,7 @@ Adds the incident table and each alert's incident. Alerts open at upgrade join a
 next time their rule reports on them.
 
 Revision ID: d2687a38959a
-Revises: 0a13f094dc64
+Revises: 876b9b8ca663
 Create Date: 2026-11-30 19:08:10
 """
 
@@ -17,7 +17,7 @@ from sqlalchemy.dialects import postgresql
 
 
 revision: str = 'd2687a38959a'
-down_revision: str | None = '0a13f094dc64'
+down_revision: str | None = '876b9b8ca663'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

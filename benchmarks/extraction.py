@@ -1,0 +1,68 @@
+"""Answer extraction accuracy on the labelled corpus: how often medmon reads an answer as a clinician does.
+
+Reads ``tests/probes/corpus/answers.jsonl`` (417 answers in real chat models' styles) and
+``holdout.jsonl`` (68 answers written after the readers were tuned) with the readers the
+scorers use, and prints, per scorer, how many answers were read as labelled, the share, and
+the target (99% for multiple choice, 97% for numbers), then the CPU time of one reading.
+``--misread`` lists the answers read differently. Exit code 1 when a target is missed.
+
+    .venv/bin/python benchmarks/extraction.py [--misread]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from medmon.probes.extraction import read_answer
+
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "probes" / "corpus"
+TARGETS = {"multiple_choice": 0.99, "numeric_tolerance": 0.97, "yes_no_maybe": 0.97, "set_f1": 0.97}
+
+
+def as_expected(row: dict[str, Any]) -> tuple[bool, Any]:
+    value = read_answer(row["scorer"], row["answer"], row.get("choices")).value
+    value = sorted(value) if isinstance(value, frozenset) else value
+    expected = row["expected"]
+    if isinstance(value, float) and expected is not None:
+        return math.isclose(value, expected, abs_tol=1e-9), value
+    return value == expected, value
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--misread", action="store_true", help="list each answer read differently from its label")
+    args = parser.parse_args()
+    missed_target = False
+    for name in ("answers.jsonl", "holdout.jsonl"):
+        rows = [json.loads(line) for line in (CORPUS / name).read_text("utf-8").splitlines() if line.strip()]
+        print(f"{name}: {len(rows)} labelled answers")
+        print(f"  {'scorer':<18} {'read as labelled':>17} {'share':>7} {'target':>7}")
+        for scorer, target in TARGETS.items():
+            mine = [r for r in rows if r["scorer"] == scorer]
+            results = [(r, *as_expected(r)) for r in mine]
+            good = sum(ok for _, ok, _ in results)
+            share = good / len(mine)
+            missed_target |= share < target
+            print(f"  {scorer:<18} {good:>8} / {len(mine):<6} {share:>7.1%} {target:>7.0%}")
+            if args.misread:
+                for r, ok, value in results:
+                    if not ok:
+                        print(f"    misread {r['id']}: {r['answer'][:70]!r} -> {value!r}, labelled {r['expected']!r}")
+    rows = [json.loads(line) for line in (CORPUS / "answers.jsonl").read_text("utf-8").splitlines() if line.strip()]
+    started = time.process_time()
+    for _ in range(5):
+        for r in rows:
+            read_answer(r["scorer"], r["answer"], r.get("choices"))
+    per = (time.process_time() - started) / (5 * len(rows))
+    print(f"CPU per reading: {per * 1e6:.0f} us (mean over {5 * len(rows)} readings of the corpus)")
+    return 1 if missed_target else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""The go-live reference: replayed canaries, growth while quiet, exact margins, conformance with
+HELM, and the typical cost and latency streams against each canary's go-live median."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from medmon.baselines import Canary
+from medmon.db import session_scope
+from medmon.monitor.detection.drift.reference import (
+    InstanceRef, References, burn_in_add, burn_in_references, from_json, lower_bound, stage_alpha,
+)
+from medmon.monitor.detection.streams import go_live_replay, update_task_streams
+from medmon.monitor.models import BurnIn, DetectorState
+from medmon.probes.models import ProbeResultBase
+from tests.monitor.test_detection import T0, _task, answers, as_before, baseline, canaries, context, feed, first_alarm
+
+REF = {"distribution_checks": False, "reference": {"repeats": 3, "coverage": 1.0, "max_repeats": 12}}
+
+
+def replayed(plan: Any, ctx: Any, engine: Engine, rng: random.Random, p: Callable[[Canary], float],
+             **fields: Any) -> list[ProbeResultBase]:
+    """A run as the pipeline makes it: the go-live replay's canaries while the reference is built."""
+    with Session(engine) as s:
+        chosen = go_live_replay(s, plan, ctx, ctx.task.sample_size)
+    if chosen is None:
+        return answers(rng, ctx.canaries, ctx.task.sample_size, p, **fields)
+    values = {"completion_tokens": 50, "cost_usd": 0.001, "latency_s": 1.0} | fields
+    return [ProbeResultBase(task_id=ctx.task.id, canary_id=c.id, score=float(rng.random() < p(c)), tags=dict(c.tags),
+                            **values) for c in chosen]
+
+
+def test_the_go_live_replay_covers_every_canary_k_times_then_the_reference_grows_while_quiet(
+        engine: Engine, make_plan: Callable) -> None:
+    plan = make_plan(detection=REF)
+    pool = canaries(20, helm=False)
+    ctx, base, rng = context(plan, pool), baseline(0.78), random.Random(21)
+    key = "knowledge-qa:score:drop"
+    runs = []
+    for i in range(3):  # 20 canaries x 3 answers, 20 per run: exactly 3 runs
+        runs += feed(engine, plan, ctx, base, [replayed(plan, ctx, engine, rng, as_before)], start=i)
+    with Session(engine) as s:
+        row = s.get(BurnIn, "knowledge-qa")
+        assert row.complete and row.stage == 0 and row.alpha == pytest.approx(0.05 / 3)  # stages at 3, 6, 12 answers
+        assert sorted(v[0] for v in from_json(row.reference).values()) == [3] * 20
+    assert all(u.spec.key != key for run in runs for u in run)  # nothing to test against while it was built
+    # Quiet runs keep growing the reference; at twice its answers the null is re-set (stage 1, a new segment)
+    grown = feed(engine, plan, ctx, base, [answers(rng, pool, 20, as_before) for _ in range(4)], start=3)
+    nulls = [next(u.spec.null_mean for u in run if u.spec.key == key) for run in grown]
+    with Session(engine) as s:
+        row, state = s.get(BurnIn, "knowledge-qa"), s.get(DetectorState, key)
+        assert row.stage == 1 and sum(v[0] for v in from_json(row.reference).values()) >= 120
+        assert state.segment == 2
+    margins = [ref - null for ref, null in zip([u.spec.baseline_mean for run in grown for u in run
+                                                if u.spec.key == key], nulls)]
+    assert margins[-1] < margins[0]  # the margin shrinks as the reference grows
+    # Growth stops while a stream is degraded: a drop never becomes part of the reference
+    feed(engine, plan, ctx, base, [answers(rng, pool, 20, lambda c: 0.1) for _ in range(6)], start=7)
+    with Session(engine) as s:
+        before = sum(v[0] for v in s.get(BurnIn, "knowledge-qa").instances.values())
+    feed(engine, plan, ctx, base, [answers(rng, pool, 20, lambda c: 0.1)], start=13)
+    with Session(engine) as s:
+        assert s.get(DetectorState, key).status.value == "degraded"
+        assert sum(v[0] for v in s.get(BurnIn, "knowledge-qa").instances.values()) == before
+
+
+@pytest.mark.parametrize("production,worse", [(as_before, False), (lambda c: 0.5 * as_before(c), True)],
+                         ids=["conforms", "worse_than_helm"])
+def test_go_live_conformance_compares_the_reference_with_helm_once(engine: Engine, make_plan: Callable,
+                                                                   production: Callable, worse: bool) -> None:
+    plan = make_plan(detection=REF)
+    pool = canaries(20, helm=True)
+    ctx, base, rng = context(plan, pool), baseline(0.78), random.Random(22)
+    found = []
+    for i in range(8):
+        for u in feed(engine, plan, ctx, base, [replayed(plan, ctx, engine, rng, production)], start=i)[0]:
+            if u.kind == "conformance":
+                found.append((i, u))
+    assert len(found) == 1 and found[0][0] == 2  # once, on the run that completes the reference
+    u = found[0][1]
+    assert u.finding.quantity == "paired difference" and u.finding.n == 20
+    assert u.alert is worse and (u.finding.decision == "degraded") is worse
+    assert u.finding.ci_low <= u.finding.estimate <= u.finding.ci_high
+    if worse:
+        assert u.finding.ci_high < 0 and "below the HELM evidence" in u.summary
+
+
+def test_exact_margins_cover_as_stated_where_wald_does_not() -> None:
+    """One-sided 95% lower bounds over 4,000 simulated references: Clopper-Pearson (checked against
+    scipy's binomial test) and empirical Bernstein keep their coverage; Wald's does not at p = 0.95."""
+    rng, alpha, reps = np.random.default_rng(23), 0.05, 4000
+    assert lower_bound(285, 285, 300, alpha, True) == pytest.approx(
+        binomtest(285, 300).proportion_ci(confidence_level=0.90, method="exact").low)
+    for p, n in ((0.95, 300), (0.80, 160), (0.99, 640), (0.5, 60)):
+        k = rng.binomial(n, p, size=reps)
+        cp = np.array([lower_bound(x, x, n, alpha, True) for x in k])
+        assert (cp <= p).mean() >= 1 - alpha - 0.01, (p, n)
+    k = rng.binomial(300, 0.95, size=reps)
+    wald = k / 300 - 1.645 * np.sqrt(k / 300 * (1 - k / 300) / 300)
+    assert (wald <= 0.95).mean() < 1 - alpha - 0.005  # the Wald bound covers less often than stated
+    # bounded scores (F1, jury): Beta(6, 2) per answer, mean 0.75, with their observed variance
+    for n in (60, 300):
+        x = rng.beta(6, 2, size=(reps // 4, n))
+        eb = np.array([lower_bound(r.sum(), (r * r).sum(), n, alpha, False) for r in x])
+        assert (eb <= 0.75).mean() >= 1 - alpha
+    # a go-live reference of K = 5 answers on 32 near-deterministic canaries (stratified, Poisson-binomial)
+    p_items = np.where(rng.random(32) < 0.8, 0.97, 0.03)
+    covered = 0
+    for _ in range(reps // 4):
+        counts = rng.binomial(5, p_items)
+        refs = References("burn-in", 1, {f"c{i}": InstanceRef(c / 5, 5, total2=float(c)) for i, c in enumerate(counts)})
+        covered += refs.mean - refs.exact_margin(alpha) <= p_items.mean()
+    assert covered / (reps // 4) >= 1 - alpha
+    assert stage_alpha(alpha, 3, 12) == alpha / 3 and stage_alpha(alpha, 5, 5) == alpha
+
+
+@pytest.mark.parametrize("name,field_name,factor", [("cost", "cost_usd", 1.5), ("latency", "latency_s", 3.0)])
+def test_cost_and_latency_rise_against_each_canarys_go_live_calls(engine: Engine, make_plan: Callable,
+                                                                  name: str, field_name: str, factor: float) -> None:
+    """Lognormal values whose scale differs from canary to canary: typical cost 50% higher, or
+    calls three times slower, alarm; the budget or objective (set far above) never trips."""
+    task = _task() | {"thresholds": {"min_score": 0.6, "cost_budget_per_call": 1.0, "latency_slo_s": 1000}}
+    plan = make_plan(detection=REF, tasks=[task])
+    pool = canaries(20, helm=False)
+    ctx, base, rng = context(plan, pool), baseline(0.78), random.Random(24)
+    scale = {c.id: math.exp(rng.gauss(0, 1)) for c in pool}
+
+    def run(factor: float, replay: bool) -> list[ProbeResultBase]:
+        out = replayed(plan, ctx, engine, rng, as_before) if replay else answers(rng, pool, 20, as_before)
+        for r in out:
+            setattr(r, field_name, scale[r.canary_id] * factor * math.exp(rng.gauss(0, 0.6)))  # heavy right tail
+        return out
+
+    feed(engine, plan, ctx, base, [run(1.0, True) for _ in range(3)])
+    key = f"knowledge-qa:{name}_typical:rise"
+    quiet = feed(engine, plan, ctx, base, [run(1.0, False) for _ in range(30)], start=3)
+    assert first_alarm(quiet, key) is None and any(u.spec.key == key for u in quiet[0])
+    with Session(engine) as s:
+        null = s.get(DetectorState, key).null_mean
+    assert 0.0 < null < 0.7
+    risen = feed(engine, plan, ctx, base, [run(factor, False) for _ in range(40)], start=33)
+    at = first_alarm(risen, key)
+    assert at is not None
+    f = next(u.finding for u in risen[at] if u.spec.key == key)
+    assert f.estimate > null
+    assert first_alarm(risen, f"knowledge-qa:{name}:rise") is None
+
+
+def test_a_reference_table_from_before_costs_were_kept_still_reads(engine: Engine) -> None:
+    old = {"c1": [3, 2.0, 2.0, 40, 60], "c2": [3, 3.0, 3.0, None, None]}
+    table = from_json(old)
+    refs = burn_in_references(table, 3, 1)
+    assert refs.items["c1"].cost == () and refs.items["c1"].out_max == 60 and math.isinf(table["c2"][3])
+    burn_in_add(table, "c1", 1.0, 50, 0.002, 1.0)  # an old row takes the new fields on its next answer
+    assert burn_in_references(table, 3, 1).items["c1"].cost == (1, pytest.approx(math.log(0.002)),
+                                                                pytest.approx(math.log(0.002) ** 2))
+    assert refs.binary and refs.answers == 6
