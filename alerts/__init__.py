@@ -1,19 +1,34 @@
-"""Governance alerts: rules turn findings into signals, signals into alerts with a lifecycle, and
-alert changes into grouped notifications delivered through a durable outbox.
+"""Governance alerts: rules turn findings into signals, signals into alerts with a lifecycle, alerts
+about one task and one cause into an incident, and incident changes into notifications delivered
+through a durable outbox.
 
-Actions a person takes (for the dashboard): ``acknowledge``, ``resolve``, ``silence_alert``,
-``create_silence``, ``expire_silence``, ``requeue``; what they look at: ``open_alerts``,
-``status_of``, ``alert_history``, ``active_silences``, ``dead_letters``.
+Actions a person takes (for the dashboard): ``acknowledge_incident``, ``resolve_incident``,
+``silence_incident`` (and the same per alert: ``acknowledge``, ``resolve``, ``silence_alert``),
+``create_silence``, ``expire_silence``, ``requeue``; what they look at: ``open_incidents``,
+``incident_members``, ``open_alerts``, ``status_of``, ``alert_history``, ``active_silences``,
+``dead_letters``. The incident API is described in ``medmon.alerts.incidents``.
 """
 
+from medmon.alerts.causes import Cause, cause_of
 from medmon.alerts.channels import CHANNEL_TYPES, Channel, WebhookChannel
 from medmon.alerts.dedup import NotifyReason, decide
 from medmon.alerts.dispatch import flush
 from medmon.alerts.errors import AlertError, DeliveryError, PermanentDeliveryError, RetryableDeliveryError
 from medmon.alerts.heartbeat import beat, last_beat
 from medmon.alerts.history import alert_history
+from medmon.alerts.incidents import (
+    get_incident,
+    incident_body,
+    incident_members,
+    incident_status,
+    list_incidents,
+    open_incidents,
+    incident_runbook,
+    incident_title,
+)
 from medmon.alerts.lifecycle import (
     acknowledge,
+    acknowledge_incident,
     apply_signal,
     apply_signals,
     open_alerts,
@@ -21,6 +36,7 @@ from medmon.alerts.lifecycle import (
     pending_count,
     record_signals,
     resolve,
+    resolve_incident,
 )
 from medmon.alerts.matchers import Matcher
 from medmon.alerts.models import (
@@ -28,6 +44,7 @@ from medmon.alerts.models import (
     AlertEvent,
     AlertStatus,
     Heartbeat,
+    Incident,
     Notification,
     NotificationStatus,
     NotifyLog,
@@ -39,7 +56,14 @@ from medmon.alerts.policy import Escalation, NotifyPolicy, RouteSpec
 from medmon.alerts.rules import Estimate, Rule, Subject
 from medmon.alerts.signal import Signal, fingerprint, group_key, severity_for
 from medmon.alerts.signing import sign, verify
-from medmon.alerts.silences import active_silences, create_silence, expire_silence, list_silences, silence_alert
+from medmon.alerts.silences import (
+    active_silences,
+    create_silence,
+    expire_silence,
+    list_silences,
+    silence_alert,
+    silence_incident,
+)
 from medmon.alerts.status import lifecycle_status, status_of
 from medmon.alerts.wakeup import OUTBOX, OutboxListener, announce
 
@@ -49,6 +73,7 @@ __all__ = [
     "AlertEvent",
     "AlertStatus",
     "CHANNEL_TYPES",
+    "Cause",
     "Channel",
     "DeliveryError",
     "DeliveryPolicy",
@@ -56,6 +81,7 @@ __all__ = [
     "Escalation",
     "Estimate",
     "Heartbeat",
+    "Incident",
     "Matcher",
     "Notification",
     "NotificationStatus",
@@ -74,12 +100,14 @@ __all__ = [
     "Subject",
     "WebhookChannel",
     "acknowledge",
+    "acknowledge_incident",
     "active_silences",
     "alert_history",
     "announce",
     "apply_signal",
     "apply_signals",
     "beat",
+    "cause_of",
     "create_silence",
     "dead_letters",
     "decide",
@@ -87,20 +115,30 @@ __all__ = [
     "expire_silence",
     "fingerprint",
     "flush",
+    "get_incident",
     "group_key",
+    "incident_body",
+    "incident_members",
+    "incident_runbook",
+    "incident_status",
+    "incident_title",
     "last_beat",
     "lifecycle_status",
+    "list_incidents",
     "list_silences",
     "open_alerts",
     "open_fingerprints",
+    "open_incidents",
     "pending_count",
     "prune_delivered",
     "record_signals",
     "requeue",
     "resolve",
+    "resolve_incident",
     "severity_for",
     "sign",
     "silence_alert",
+    "silence_incident",
     "status_of",
     "verify",
 ]

@@ -18,7 +18,8 @@ from sqlmodel import Session, col, select
 
 from medmon.alerts.dedup import Decision, GroupState, NotifyReason, Timers, Told, decide
 from medmon.alerts.history import record_event
-from medmon.alerts.models import Alert, AlertStatus, Notification, NotifyLog, Severity, Silence
+from medmon.alerts.incidents import incident_body
+from medmon.alerts.models import Alert, AlertStatus, Incident, Notification, NotifyLog, Severity, Silence
 from medmon.alerts.policy import NotifyPolicy, RouteSpec
 from medmon.alerts.signal import GROUP_LABELS
 from medmon.alerts.silences import active_silences
@@ -146,6 +147,9 @@ def _enqueue(session: Session, policy: NotifyPolicy, route: RouteSpec, key: str,
     shown.sort(key=lambda a: (a.fingerprint not in decision.news, _RANK[a.severity], as_utc(a.starts_at), a.id or 0))
     cap = policy.max_alerts_for(route)
     body = group_body(key, route.name, decision.reason, shown, decision.news, now, max_alerts=cap)
+    incident = _incident_of(session, shown)
+    if incident is not None:
+        body["incident"] = incident_body(incident, [a for a in members if a.incident_id == incident.id])
     listed = shown[:cap]
     if log is None:
         log = NotifyLog(group_key=key, route=route.name, sent_at=now)
@@ -168,11 +172,18 @@ def _enqueue(session: Session, policy: NotifyPolicy, route: RouteSpec, key: str,
     return row
 
 
+def _incident_of(session: Session, shown: Sequence[Alert]) -> Incident | None:
+    """The incident a notification is about: the newest one among its alerts."""
+    ids = [a.incident_id for a in shown if a.incident_id is not None]
+    return session.get(Incident, max(ids)) if ids else None
+
+
 def alert_body(alert: Alert) -> dict[str, Any]:
     """One alert as every channel receives it: what, where, who owns it, the evidence, a link."""
     status = lifecycle_status(alert)
     return {
         "fingerprint": alert.fingerprint,
+        "incident_id": alert.incident_id,
         "status": status.value,
         "labels": dict(alert.labels),
         "severity": alert.severity.value,

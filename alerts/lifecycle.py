@@ -16,7 +16,8 @@ from sqlmodel import Session, col, func, select
 
 from medmon.alerts.dispatch import flush
 from medmon.alerts.history import record_event
-from medmon.alerts.models import Alert, AlertEvent, AlertStatus, Notification, NotificationStatus
+from medmon.alerts.incidents import attach, get_incident, incident_members, refresh
+from medmon.alerts.models import Alert, AlertEvent, AlertStatus, Incident, Notification, NotificationStatus
 from medmon.alerts.policy import NotifyPolicy
 from medmon.alerts.signal import Signal
 from medmon.alerts.status import lifecycle_status, sync_status
@@ -51,6 +52,7 @@ def record_signals(session: Session, signals: Sequence[Signal], now: datetime) -
             assert alert.id is not None
             session.add(AlertEvent(alert_id=alert.id, at=now, actor="medmon", from_status=None,
                                    to_status=AlertStatus.firing.value, note=signal.summary))
+    refresh(session, attach(session, alerts, now), now)
     session.flush()
     return alerts
 
@@ -115,6 +117,7 @@ def _history(session: Session, alert: Alert, to: AlertStatus, now: datetime, not
 
 def _update(alert: Alert, signal: Signal, now: datetime) -> None:
     alert.labels = dict(signal.labels)
+    alert.group_key = signal.group_key
     alert.severity = signal.severity
     alert.summary = signal.summary
     alert.owner = signal.owner
@@ -155,6 +158,7 @@ def acknowledge(session: Session, alert_id: int, actor: str, note: str, now: dat
     record_event(session, alert, AlertStatus.acknowledged, now, actor, note)
     sync_status(alert)
     session.add(alert)
+    _refresh_incident(session, alert, now)
     _notify_now(session, routes, now, {alert.group_key})
     return alert
 
@@ -181,8 +185,83 @@ def resolve(session: Session, alert_id: int, actor: str, reason: str, routes: Ro
     record_event(session, alert, AlertStatus.resolved, now, actor, reason)
     sync_status(alert)
     session.add(alert)
+    _refresh_incident(session, alert, now)
     _notify_now(session, routes, now, {alert.group_key})
     return alert
+
+
+def _refresh_incident(session: Session, alert: Alert, now: datetime) -> None:
+    if alert.incident_id is not None:
+        session.flush()
+        refresh(session, [alert.incident_id], now)
+
+
+def _open_incident(session: Session, incident_id: int, actor: str, text: str, what: str) -> Incident:
+    incident = get_incident(session, incident_id)
+    if incident.closed_at is not None:
+        raise ValueError(f"incident {incident_id} is resolved; there is nothing to {what}")
+    if not actor.strip():
+        raise ValueError(f"a person must be named to {what} an incident")
+    if not text.strip():
+        raise ValueError(f"a reason is required to {what} an incident")
+    return incident
+
+
+def acknowledge_incident(session: Session, incident_id: int, actor: str, note: str, now: datetime, *,
+                         routes: Routing | None = None) -> Incident:
+    """A person takes ownership of an incident: every firing member is acknowledged with one note.
+
+    Members that join the incident later are acknowledged with it. Routes that were told it
+    fired hear it was acknowledged, in one notification.
+
+    Raises
+    ------
+    LookupError
+        No incident has ``incident_id``.
+    ValueError
+        The incident is resolved or already acknowledged, or ``actor`` or ``note`` is empty.
+    """
+    incident = _open_incident(session, incident_id, actor, note, "acknowledge")
+    if incident.acknowledged_at is not None:
+        raise ValueError(f"incident {incident_id} is already acknowledged by {incident.acknowledged_by}")
+    for alert in incident_members(session, incident_id):
+        if lifecycle_status(alert) is AlertStatus.firing:
+            alert.acknowledged_by, alert.acknowledged_at, alert.ack_note = actor, now, note
+            record_event(session, alert, AlertStatus.acknowledged, now, actor, f"incident #{incident_id}: {note}")
+            sync_status(alert)
+            session.add(alert)
+    incident.acknowledged_by, incident.acknowledged_at, incident.ack_note = actor, now, note
+    session.add(incident)
+    _notify_now(session, routes, now, {incident.key})
+    return incident
+
+
+def resolve_incident(session: Session, incident_id: int, actor: str, reason: str, now: datetime, *,
+                     routes: Routing | None = None) -> Incident:
+    """A person resolves an incident with a reason: every open member resolves, the incident closes.
+
+    A later finding about the same task and cause opens a new incident.
+
+    Raises
+    ------
+    LookupError
+        No incident has ``incident_id``.
+    ValueError
+        The incident is already resolved, or ``actor`` or ``reason`` is empty.
+    """
+    incident = _open_incident(session, incident_id, actor, reason, "resolve")
+    for alert in incident_members(session, incident_id):
+        if alert.ends_at is None:
+            alert.ends_at, alert.resolved_by, alert.resolve_reason = now, actor, reason
+            record_event(session, alert, AlertStatus.resolved, now, actor, f"incident #{incident_id}: {reason}")
+            sync_status(alert)
+            session.add(alert)
+    incident.resolved_by, incident.resolve_reason = actor, reason
+    session.add(incident)
+    session.flush()
+    refresh(session, [incident_id], now)
+    _notify_now(session, routes, now, {incident.key})
+    return incident
 
 
 def open_alerts(session: Session) -> list[Alert]:

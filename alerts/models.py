@@ -1,6 +1,7 @@
 """Tables owned by the alerts package.
 
-``Alert`` (identity and lifecycle timestamps), ``AlertEvent`` (every transition, with its actor),
+``Incident`` (one task, one cause: the alerts that point at one problem, acknowledged and
+resolved as one), ``Alert`` (identity and lifecycle timestamps), ``AlertEvent`` (every transition, with its actor),
 ``Silence`` (label matchers with an expiry), ``NotifyLog`` (what each route was last told about
 each group, the memory deduplication compares against), ``Notification`` (the outbox) and
 ``Heartbeat`` (when the monitor last showed it was alive).
@@ -31,6 +32,35 @@ class Severity(str, Enum):
     info = "info"
 
 
+class Incident(SQLModel, table=True):
+    """One problem of one task: the open alerts that share a cause, as one thing people act on.
+
+    ``key`` is ``deployment/task/cause`` (the notification group); an incident is open while
+    ``closed_at`` is None, and a member firing after it closed opens a new incident with the
+    same key and a new id. ``severity`` and ``summary`` follow the most serious open member.
+    People acknowledge and resolve the incident; that acknowledges or resolves every member.
+    """
+
+    id: int | None = Field(default=None, primary_key=True)
+    key: str = Field(index=True)
+    deployment: str = ""
+    task_id: str = Field(default="", index=True)
+    cause: str = ""
+    severity: Severity = Severity.warning
+    summary: str = ""
+    owner: str = ""
+    category: str = ""
+    dashboard_url: str = ""
+    opened_at: datetime = Field(default_factory=utcnow)
+    last_seen_at: datetime = Field(default_factory=utcnow)
+    closed_at: datetime | None = Field(default=None, index=True)
+    acknowledged_by: str | None = None
+    acknowledged_at: datetime | None = None
+    ack_note: str | None = None
+    resolved_by: str | None = None
+    resolve_reason: str | None = None
+
+
 class Alert(SQLModel, table=True):
     """One alert, identified by the fingerprint of its labels; a repeat finding updates it.
 
@@ -42,6 +72,7 @@ class Alert(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     fingerprint: str = Field(index=True, unique=True)
     group_key: str = Field(default="", index=True)
+    incident_id: int | None = Field(default=None, foreign_key="incident.id", index=True)
     labels: dict[str, str] = Field(default_factory=dict, sa_column=Column(JSON))
     task_id: str = Field(index=True)
     rule: str

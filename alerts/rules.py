@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
+from medmon.alerts.causes import cause_of
 from medmon.alerts.models import Severity
 from medmon.alerts.signal import Signal
 
@@ -96,6 +97,7 @@ class Subject:
         name = rule.value if isinstance(rule, Rule) else rule
         labels = {"deployment": self.deployment, "task": self.task, "metric": metric, "rule": name,
                   "benchmark": self.benchmark, "category": self.category}
+        labels["cause"] = cause_of(labels).value
         severity = severity_of(impact if impact is not None else impact_of(rule), self.severity)
         return Signal(labels=labels, firing=firing, severity=severity, summary=summary,
                       owner=self.owner, category=self.category, dashboard_url=self.dashboard_url,

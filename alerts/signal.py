@@ -7,10 +7,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from medmon.alerts.causes import cause_of
 from medmon.alerts.models import Severity
 
 IDENTIFYING_LABELS = ("deployment", "task", "metric", "rule")
-GROUP_LABELS = ("deployment", "task")
+GROUP_LABELS = ("deployment", "task", "cause")
 MONITOR_GROUP = "_monitor"
 
 
@@ -21,16 +22,16 @@ def fingerprint(labels: dict[str, str]) -> str:
 
 
 def group_key(labels: dict[str, str]) -> str:
-    """The group an alert is notified with: one per task of a deployment.
+    """The group an alert is notified with: its incident's key, one per task and cause.
 
-    Alerts about the monitor itself (no task) share one group per deployment.
+    Alerts about the monitor itself (no task) share the deployment's ``_monitor`` task.
 
     Examples
     --------
-    >>> group_key({"deployment": "production", "task": "dosing", "metric": "score"})
-    'production/dosing'
+    >>> group_key({"deployment": "production", "task": "dosing", "metric": "score", "rule": "drift_drop"})
+    'production/dosing/accuracy'
     """
-    return f"{labels.get('deployment', '')}/{labels.get('task') or MONITOR_GROUP}"
+    return f"{labels.get('deployment', '')}/{labels.get('task') or MONITOR_GROUP}/{cause_of(labels).value}"
 
 
 @dataclass(frozen=True)

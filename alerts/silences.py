@@ -15,8 +15,8 @@ from sqlmodel import Session, col, select
 
 from medmon.alerts.history import record_event
 from medmon.alerts.matchers import Matcher
-from medmon.alerts.models import Alert, AlertStatus, Silence
-from medmon.alerts.signal import IDENTIFYING_LABELS
+from medmon.alerts.models import Alert, AlertStatus, Incident, Silence
+from medmon.alerts.signal import IDENTIFYING_LABELS, MONITOR_GROUP
 from medmon.alerts.status import lifecycle_status, silence_matches
 from medmon.db import as_utc
 
@@ -54,6 +54,23 @@ def silence_alert(session: Session, alert_id: int, actor: str, reason: str, unti
     if alert.ends_at is not None:
         raise ValueError(f"alert {alert_id} is resolved; there is nothing to silence")
     matchers = [Matcher.parse(f"{k}={alert.labels.get(k, '')}") for k in IDENTIFYING_LABELS]
+    return create_silence(session, matchers, ends_at=until, reason=reason, created_by=actor, now=now)
+
+
+def silence_incident(session: Session, incident_id: int, actor: str, reason: str, until: datetime,
+                     now: datetime) -> Silence:
+    """Silence one incident (its deployment, task and cause, by equality) until ``until``.
+
+    The silence covers every member, and members that join the incident while it lasts.
+    """
+    incident = session.get(Incident, incident_id)
+    if incident is None:
+        raise LookupError(f"no incident with id {incident_id}")
+    if incident.closed_at is not None:
+        raise ValueError(f"incident {incident_id} is resolved; there is nothing to silence")
+    task = "" if incident.task_id == MONITOR_GROUP else incident.task_id
+    matchers = [Matcher.parse(f"{k}={v}") for k, v in
+                (("deployment", incident.deployment), ("task", task), ("cause", incident.cause))]
     return create_silence(session, matchers, ends_at=until, reason=reason, created_by=actor, now=now)
 
 

@@ -8,13 +8,28 @@ outbox rows and the audit entry are stored together or not at all. ``alerts`` ma
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from medmon.alerts import Alert, Notification, acknowledge, requeue, resolve
+from medmon.alerts import (
+    Alert,
+    Incident,
+    Matcher,
+    Notification,
+    Silence,
+    acknowledge,
+    acknowledge_incident,
+    create_silence,
+    incident_members,
+    requeue,
+    resolve,
+    resolve_incident,
+    silence_incident,
+)
 from medmon.alerts import silence_alert as silence_one
 from medmon.dashboards.auth import Viewer
 from medmon.monitor.governance.audit import AuditKind, record
@@ -34,12 +49,96 @@ def _record(session: Session, kind: AuditKind, viewer: Viewer, alert: Alert, det
                             "authenticated": viewer.authenticated, "via": "dashboard"}, now)
 
 
-def _check(viewer: Viewer, text: str, what: str) -> str:
+def _check(viewer: Viewer, text: str, what: str, thing: str = "an alert") -> str:
     if not viewer.can_act:
         raise NotAllowed(viewer.why_not or f"{viewer.actor} may not {what} alerts")
     if not text.strip():
-        raise ValueError(f"a reason is required to {what} an alert")
+        raise ValueError(f"a reason is required to {what} {thing}")
     return text.strip()
+
+
+def _record_incident(session: Session, kind: AuditKind, viewer: Viewer, incident: Incident, details: dict[str, Any],
+                     now: datetime) -> None:
+    members = incident_members(session, incident.id or 0)
+    record(session, kind, viewer.actor, f"incident:{incident.id}",
+           details | {"task": incident.task_id, "cause": incident.cause, "key": incident.key,
+                      "alerts": [a.id for a in members], "authenticated": viewer.authenticated, "via": "dashboard"},
+           now)
+
+
+def _incidents(ids: Sequence[int]) -> list[int]:
+    chosen = list(dict.fromkeys(ids))
+    if not chosen:
+        raise ValueError("choose at least one incident")
+    return chosen
+
+
+def _on_incidents(engine: Engine, viewer: Viewer, incident_ids: Sequence[int], kind: AuditKind,
+                  act: Callable[[Session, int], Incident], details: dict[str, Any], now: datetime) -> list[Incident]:
+    """Apply ``act`` to each incident and audit it, in one transaction: all or nothing."""
+    with session_scope(engine) as session:
+        out = []
+        for incident_id in _incidents(incident_ids):
+            incident = act(session, incident_id)
+            _record_incident(session, kind, viewer, incident, details, now)
+            out.append(incident)
+    return out
+
+
+def acknowledge_incidents(engine: Engine, plan: Plan, viewer: Viewer, incident_ids: Sequence[int], note: str,
+                          now: datetime) -> list[Incident]:
+    """Take ownership of incidents with one note: every firing member of each is acknowledged, the
+    routes hear it once per incident, and each is audited; all or nothing."""
+    note = _check(viewer, note, "acknowledge", "an incident")
+    policy = notify_policy(plan)
+    return _on_incidents(engine, viewer, incident_ids, AuditKind.alert_acknowledged,
+                         lambda s, i: acknowledge_incident(s, i, viewer.actor, note, now, routes=policy),
+                         {"note": note}, now)
+
+
+def resolve_incidents(engine: Engine, plan: Plan, viewer: Viewer, incident_ids: Sequence[int], reason: str,
+                      now: datetime) -> list[Incident]:
+    """Resolve incidents with one reason: every open member resolves; all or nothing."""
+    reason = _check(viewer, reason, "resolve", "an incident")
+    policy = notify_policy(plan)
+    return _on_incidents(engine, viewer, incident_ids, AuditKind.alert_resolved,
+                         lambda s, i: resolve_incident(s, i, viewer.actor, reason, now, routes=policy),
+                         {"reason": reason}, now)
+
+
+def silence_incidents(engine: Engine, viewer: Viewer, incident_ids: Sequence[int], reason: str, duration: timedelta,
+                      now: datetime) -> list[Silence]:
+    """Silence incidents for ``duration`` with one reason: they stay visible but notify nobody."""
+    reason = _check(viewer, reason, "silence", "an incident")
+    if duration <= timedelta(0):
+        raise ValueError("a silence needs a positive duration")
+    with session_scope(engine) as session:
+        out = []
+        for incident_id in _incidents(incident_ids):
+            silence = silence_incident(session, incident_id, viewer.actor, reason, now + duration, now)
+            incident = session.get(Incident, incident_id)
+            assert incident is not None
+            _record_incident(session, AuditKind.alert_silenced, viewer, incident,
+                             {"reason": reason, "silence_id": silence.id, "until": (now + duration).isoformat()}, now)
+            out.append(silence)
+    return out
+
+
+def silence_matching(engine: Engine, viewer: Viewer, matchers: str, reason: str, duration: timedelta,
+                     now: datetime) -> Silence:
+    """Silence every alert whose labels match ``matchers`` (``task=dosing, cause=~cost|latency``)."""
+    reason = _check(viewer, reason, "silence", "alerts")
+    if duration <= timedelta(0):
+        raise ValueError("a silence needs a positive duration")
+    parsed = [Matcher.parse(m.strip()) for m in matchers.split(",") if m.strip()]
+    with session_scope(engine) as session:
+        silence = create_silence(session, parsed, ends_at=now + duration, reason=reason, created_by=viewer.actor,
+                                 now=now)
+        record(session, AuditKind.alert_silenced, viewer.actor, f"silence:{silence.id}",
+               {"reason": reason, "silence_id": silence.id, "matchers": [str(m) for m in parsed],
+                "until": (now + duration).isoformat(), "authenticated": viewer.authenticated, "via": "dashboard"},
+               now)
+    return silence
 
 
 def acknowledge_alert(engine: Engine, plan: Plan, viewer: Viewer, alert_id: int, note: str, now: datetime) -> Alert:

@@ -30,7 +30,7 @@ with st.sidebar:
                  if held_by.status == "suspended" else f"{task_id}: suspension awaiting a second owner")
 st.navigation([
     st.Page("views/overview.py", title="Overview", url_path="overview", default=True),
-    st.Page("views/task.py", title="Task detail", url_path="task"),
+    st.Page("views/task.py", title="Task", url_path="task"),
     st.Page("views/alerts.py", title="Alerts", url_path="alerts"),
     st.Page("views/costs.py", title="Cost and latency", url_path="costs"),
     st.Page("views/traffic.py", title="Production traffic", url_path="traffic"),

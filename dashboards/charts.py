@@ -4,7 +4,8 @@ and the approval threshold, so a reader sees whether a dip is noise or a departu
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import date
+from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any
 
 import plotly.graph_objects as go
@@ -17,6 +18,29 @@ THRESHOLD = "#c62828"
 ESTIMATE = "#1565c0"
 BAND = "rgba(21, 101, 192, 0.18)"
 DAY_MS = 86_400_000
+MARKER_COLORS = {"incident": THRESHOLD, "model change": "#6d4c41"}
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A moment worth seeing on a time chart: an incident opened, the served model changed."""
+
+    at: datetime
+    kind: str  # "incident" or "model change"
+    text: str
+
+
+def _mark(fig: go.Figure, markers: Sequence[Marker], *, y: float, yaxis: str = "y") -> None:
+    """A dotted vertical line per marker, and a hoverable symbol at its top saying what happened."""
+    for kind in dict.fromkeys(m.kind for m in markers):
+        mine = [m for m in markers if m.kind == kind]
+        color = MARKER_COLORS.get(kind, "#546e7a")
+        for m in mine:
+            fig.add_shape(type="line", x0=m.at, x1=m.at, y0=0, y1=1, yref="paper", line={"color": color,
+                                                                                        "dash": "dot", "width": 1})
+        fig.add_trace(go.Scatter(x=[m.at for m in mine], y=[y] * len(mine), mode="markers", name=kind, yaxis=yaxis,
+                                 marker={"symbol": "triangle-down", "size": 11, "color": color},
+                                 text=[m.text for m in mine], hovertemplate="%{text}<extra></extra>"))
 
 
 def _layout(fig: go.Figure, title: str, y_title: str, *, percent: bool = False, daily: bool = False) -> go.Figure:
@@ -31,8 +55,10 @@ def _layout(fig: go.Figure, title: str, y_title: str, *, percent: bool = False, 
 
 
 def score_chart(points: Sequence[RunPoint], *, baseline: float | None, baseline_ci: tuple[float, float] | None,
-                threshold: float, alarm_line: float | None = None, title: str = "Score per probe run") -> go.Figure:
-    """Run means with their 95% intervals against the baseline band and the approval threshold."""
+                threshold: float, alarm_line: float | None = None, title: str = "Score per probe run",
+                markers: Sequence[Marker] = ()) -> go.Figure:
+    """Run means with their 95% intervals against the baseline band and the approved minimum,
+    with incidents and model changes marked where they happened."""
     fig = go.Figure()
     scored = [p for p in points if p.mean is not None]
     xs = [p.at for p in scored]
@@ -47,7 +73,7 @@ def score_chart(points: Sequence[RunPoint], *, baseline: float | None, baseline_
         fig.add_hline(y=alarm_line, line_color="#6d4c41", line_dash="dot",
                       annotation_text=f"detector reference {alarm_line:.2f}", annotation_position="bottom right")
     fig.add_hline(y=threshold, line_color=THRESHOLD, line_dash="dash",
-                  annotation_text=f"approval threshold {threshold:.2f}", annotation_position="bottom right")
+                  annotation_text=f"approved minimum {threshold:.2f}", annotation_position="bottom right")
     if scored:
         fig.add_trace(go.Scatter(x=xs + xs[::-1], y=[p.ci_high for p in scored] + [p.ci_low for p in scored][::-1],
                                  fill="toself", fillcolor=BAND, line={"width": 0}, hoverinfo="skip",
@@ -56,28 +82,39 @@ def score_chart(points: Sequence[RunPoint], *, baseline: float | None, baseline_
                                  line={"color": ESTIMATE}, marker={"size": 5},
                                  customdata=[[p.n, p.purpose] for p in scored],
                                  hovertemplate="%{y:.2f} (n=%{customdata[0]}, %{customdata[1]})<extra></extra>"))
-    fig.update_yaxes(range=[0, 1.02])
+    _mark(fig, markers, y=1.0)
+    fig.update_yaxes(range=[0, 1.05])
     return _layout(fig, title, "score")
 
 
-def cost_latency_chart(points: Sequence[RunPoint], *, budget: float | None, slo: float | None) -> go.Figure:
-    """Mean cost per call and mean latency per run, against the budget and the objective."""
+def cost_latency_chart(points: Sequence[RunPoint], *, budget: float | None, slo: float | None,
+                       markers: Sequence[Marker] = ()) -> go.Figure:
+    """Mean cost per call (left axis, USD) and latency (right axis, seconds) per run, against the
+    budget and the objective, with incidents and model changes marked."""
     fig = go.Figure()
     xs = [p.at for p in points]
-    fig.add_trace(go.Scatter(x=xs, y=[p.cost_per_call for p in points], name="cost per call (USD)",
-                             line={"color": "#6a1b9a"}))
-    fig.add_trace(go.Scatter(x=xs, y=[p.latency_mean for p in points], name="mean latency (s)", yaxis="y2",
-                             line={"color": "#ef6c00"}))
-    fig.add_trace(go.Scatter(x=xs, y=[p.latency_max for p in points], name="max latency (s)", yaxis="y2",
-                             line={"color": "#ef6c00", "dash": "dot"}))
+    fig.add_trace(go.Scatter(x=xs, y=[p.cost_per_call for p in points], name="cost per call (USD, left)",
+                             line={"color": "#6a1b9a"}, hovertemplate="%{y:.4f} USD<extra></extra>"))
+    fig.add_trace(go.Scatter(x=xs, y=[p.latency_mean for p in points], name="mean latency (s, right)", yaxis="y2",
+                             line={"color": "#ef6c00"}, hovertemplate="%{y:.2f} s<extra></extra>"))
+    fig.add_trace(go.Scatter(x=xs, y=[p.latency_max for p in points], name="max latency (s, right)", yaxis="y2",
+                             line={"color": "#ef6c00", "dash": "dot"}, hovertemplate="%{y:.2f} s<extra></extra>"))
     if budget is not None:
-        fig.add_hline(y=budget, line_color=THRESHOLD, line_dash="dash", annotation_text=f"budget {budget:g} USD/call")
+        fig.add_hline(y=budget, line_color="#6a1b9a", line_dash="dash", annotation_text=f"budget {budget:g} USD/call",
+                      annotation_position="top left")
     if slo is not None:
-        fig.add_trace(go.Scatter(x=[xs[0], xs[-1]] if xs else [], y=[slo, slo], yaxis="y2", mode="lines",
-                                 name=f"latency objective {slo:g} s", line={"color": "#ef6c00", "dash": "dash"}))
-    fig.update_layout(yaxis2={"title": "seconds", "overlaying": "y", "side": "right", "rangemode": "tozero"})
-    fig.update_yaxes(rangemode="tozero")
-    return _layout(fig, "Cost and latency per probe run", "USD per call")
+        fig.add_hline(y=slo, yref="y2", line_color="#ef6c00", line_dash="dash",
+                      annotation_text=f"latency objective {slo:g} s", annotation_position="top right")
+    costs = [p.cost_per_call for p in points if p.cost_per_call is not None] + ([budget] if budget else [])
+    _mark(fig, markers, y=max(costs, default=1.0) * 1.05)
+    _layout(fig, "Cost and latency per probe run", "USD per call")
+    # After _layout, which titles every y axis alike: the right axis is in seconds.
+    latencies = [p.latency_max for p in points if p.latency_max is not None] + ([slo] if slo else [])
+    fig.update_layout(yaxis={"title": "USD per call", "rangemode": "tozero", "tickformat": ".4~f"},
+                      yaxis2={"title": "seconds", "overlaying": "y", "side": "right", "rangemode": "tozero",
+                              "range": [0, max(latencies, default=1.0) * 1.1], "showgrid": False,
+                              "tickmode": "auto", "nticks": 6, "tickformat": ".3~g"})
+    return fig
 
 
 def slices_chart(slices: Sequence[Slice], tag: str) -> go.Figure:

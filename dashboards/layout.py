@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 
 import streamlit as st
 
 from medmon.dashboards.auth import Viewer
+from medmon.monitor.plan.masking import masked_plan
 from medmon.monitor.plan.model import Plan
-from medmon.monitor.plan.privacy import mask_plan_text
 
+__all__ = ["auth_note", "fmt", "header", "interval", "masked_plan", "when"]
 
 
 def header(plan: Plan, viewer: Viewer, title: str) -> None:
@@ -38,10 +40,11 @@ def fmt(value: float | None, spec: str = ".2f") -> str:
     return "" if value is None else format(value, spec)
 
 
+def when(value: datetime | None) -> str:
+    """A moment as people read it: ``3 Dec 14:00 UTC``; ``never`` when unknown."""
+    return "never" if value is None else f"{value.day} {value:%b %H:%M} UTC"
+
+
 def interval(low: float | None, high: float | None) -> str:
     return "" if low is None or high is None else f"{low:.2f}–{high:.2f}"
 
-
-def masked_plan(text: str) -> str:
-    """The plan text with every route ``url:`` value masked (``base_url``/``dashboard_url`` kept)."""
-    return mask_plan_text(text)

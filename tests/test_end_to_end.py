@@ -13,9 +13,10 @@ import httpx
 import pytest
 from sqlmodel import Session, func, select
 
-from medmon.alerts import Alert, AlertStatus, deliver_due
+from medmon.alerts import Alert, AlertStatus, acknowledge_incident, deliver_due, incident_members
 from medmon.alerts.receiver import create_receiver
 from medmon.alerts.signing import signed_headers
+from medmon.db import session_scope, utcnow
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.service.demo import DemoScenario, run_demo
 from medmon.monitor.runs.pipeline import run_task_probe
@@ -132,3 +133,18 @@ def test_demo_runs_headless_and_alerts(tmp_path: Path) -> None:
         first_degraded_run = s.exec(select(func.min(ProbeRun.started_at)).where(ProbeRun.id > scenario.drop_after // 20)).one()
         early = s.exec(select(Alert).where(Alert.starts_at < first_degraded_run)).all()
     assert [(a.summary, a.starts_at) for a in early] == []  # nothing fired while the model held its baseline
+    # One problem, one incident: the accuracy drop's signals (paired, unpaired, below minimum, every
+    # subgroup falling with the whole) are the evidence of one accuracy incident, not ten alerts.
+    still_open = [i for i in result.incidents if i.status == "open"]
+    assert len(still_open) <= 4, [i.line() for i in result.incidents]
+    assert {i.title for i in still_open} >= {"knowledge-qa: accuracy", "knowledge-qa: cost",
+                                             "knowledge-qa: model change"}
+    accuracy = next(i for i in still_open if i.title == "knowledge-qa: accuracy")
+    assert {"drift_drop", "below_minimum", "subgroup_drop"} <= set(accuracy.signals)
+    assert "subgroup_gap" not in {r for i in result.incidents for r in i.signals}  # every subgroup fell alike
+    with session_scope(engine) as s:
+        acknowledge_incident(s, accuracy.id, "dr.owner", "suspending the use case pending review", utcnow())
+    with Session(engine) as s:
+        members = incident_members(s, accuracy.id)
+        assert len(members) == len(accuracy.signals) >= 3
+        assert {a.status for a in members} == {AlertStatus.acknowledged}

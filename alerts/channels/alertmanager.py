@@ -1,6 +1,10 @@
 """Prometheus Alertmanager API v2: ``POST /api/v2/alerts`` with a JSON array of alerts.
 
-Each alert carries its labels (plus ``alertname`` = the rule and ``severity``), annotations
+A notification about a medmon incident posts one Alertmanager alert for it: labels
+``alertname`` (the cause, e.g. ``accuracy``), ``deployment``, ``task``, ``cause``,
+``severity`` and ``incident`` (its id), so Alertmanager deduplicates on the incident as
+medmon does; the member signals are listed in the ``signals`` annotation. A notification
+without an incident posts each alert with its labels (plus ``alertname`` = the rule and ``severity``), annotations
 (summary, owner, MedHELM category, dashboard link, evidence), ``startsAt``, ``generatorURL`` and,
 once resolved, ``endsAt``. A firing alert has no ``endsAt``: Alertmanager then resolves it by
 itself ``resolve_timeout`` (5 minutes by default) after the last post, so this route's repeat
@@ -50,6 +54,9 @@ class AlertmanagerChannel:
         return f"AlertmanagerChannel(name={self.name!r})"
 
     def render(self, notification: dict[str, Any]) -> list[dict[str, Any]]:
+        incident = notification.get("incident")
+        if incident is not None and notification["alerts"]:
+            return [self._incident_alert(incident, notification["alerts"])]
         out = []
         for a in notification["alerts"]:
             labels = {**a["labels"], "alertname": a["rule"] or "medmon", "severity": a["severity"]}
@@ -61,6 +68,28 @@ class AlertmanagerChannel:
                 item["generatorURL"] = a["dashboard_url"]
             out.append(item)
         return out
+
+    @staticmethod
+    def _incident_alert(incident: dict[str, Any], alerts: list[dict[str, Any]]) -> dict[str, Any]:
+        lead = alerts[0]
+        labels = {"alertname": incident["cause"], "deployment": lead["labels"].get("deployment", ""),
+                  "task": incident["task"], "cause": incident["cause"], "severity": incident["severity"],
+                  "incident": str(incident["id"]), "category": lead["category"]}
+        notes = {"summary": incident["summary"], "title": incident["title"], "owner": incident["owner"],
+                 "runbook": incident["runbook"], "dashboard_url": incident["dashboard_url"],
+                 "signals": "\n".join(f"[{a['status']}] {a['summary']}" for a in alerts)}
+        if incident.get("acknowledged_by"):
+            notes["acknowledged_by"] = f"{incident['acknowledged_by']}: {incident['ack_note'] or ''}"
+        if incident.get("resolve_reason"):
+            notes["resolve_reason"] = f"{incident['resolved_by']}: {incident['resolve_reason']}"
+        item: dict[str, Any] = {"labels": {k: str(v) for k, v in labels.items() if v != ""},
+                                "annotations": {k: str(v) for k, v in notes.items() if v},
+                                "startsAt": incident["opened_at"]}
+        if incident["status"] == "resolved" and incident["closed_at"]:
+            item["endsAt"] = incident["closed_at"]
+        if incident["dashboard_url"]:
+            item["generatorURL"] = incident["dashboard_url"]
+        return item
 
     def send(self, body: list[dict[str, Any]], *, idempotency_key: str) -> None:
         if body:

@@ -1,9 +1,11 @@
-"""PagerDuty Events API v2: trigger, acknowledge and resolve, one event per alert.
+"""PagerDuty Events API v2: trigger, acknowledge and resolve, one event per medmon incident.
 
-``dedup_key`` is the alert's fingerprint, so every event about one alert lands on the same
-incident: a repeated trigger appends to it, ``acknowledge`` and ``resolve`` act on it. Only
-alerts that are news in a notification produce events (PagerDuty keeps the incident open by
-itself, so repeats send nothing). The routing key is a secret read from the environment and
+``dedup_key`` is the medmon incident's (``medmon:<deployment/task/cause>#<id>``), so every
+event about one problem lands on one PagerDuty incident: the paired and unpaired detectors,
+the approval minimum and the subgroups of one accuracy drop page once; ``acknowledge`` and
+``resolve`` act on it. A notification without an incident (written before incidents existed)
+sends one event per alert, keyed by its fingerprint. Only news produces events (PagerDuty keeps
+the incident open by itself, so repeats send nothing). The routing key is a secret read from the environment and
 is added at send time, so rendered bodies never hold it. PagerDuty answers 202; 400 is a
 malformed event (permanent); 429 means back off; 5xx is retried.
 """
@@ -41,6 +43,9 @@ class PagerDutyChannel:
         return f"PagerDutyChannel(name={self.name!r})"
 
     def render(self, notification: dict[str, Any]) -> list[dict[str, Any]]:
+        incident = notification.get("incident")
+        if incident is not None:
+            return self._render_incident(incident, notification["alerts"])
         events = []
         for a in notification["alerts"]:
             if not a.get("new"):
@@ -64,6 +69,32 @@ class PagerDutyChannel:
                     event["links"] = [{"href": a["dashboard_url"], "text": "medmon dashboard"}]
             events.append(event)
         return events
+
+    def _render_incident(self, incident: dict[str, Any], alerts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if not any(a.get("new") for a in alerts):
+            return []
+        event: dict[str, Any] = {"event_action": _ACTION[incident["status"]],
+                                 "dedup_key": f"medmon:{incident['key']}#{incident['id']}"}
+        if incident["status"] == "firing":
+            lead = alerts[0]
+            event["payload"] = {
+                "summary": incident["summary"][:1024] or incident["title"],
+                "source": f"{self.config.source}/{lead['labels'].get('deployment', '')}",
+                "severity": _SEVERITY.get(incident["severity"], "warning"),
+                "timestamp": incident["opened_at"],
+                "component": incident["task"],
+                "group": lead["category"],
+                "class": incident["cause"],
+                "custom_details": {"owner": incident["owner"], "what to do": incident["runbook"],
+                                   "signals": [{"rule": a["rule"], "status": a["status"], "summary": a["summary"],
+                                                "evidence": a["evidence"]} for a in alerts],
+                                   "escalated": any(a["escalated"] for a in alerts)},
+            }
+            event["client"] = "medmon"
+            if incident["dashboard_url"]:
+                event["client_url"] = incident["dashboard_url"]
+                event["links"] = [{"href": incident["dashboard_url"], "text": "medmon dashboard"}]
+        return [event]
 
     def send(self, body: list[dict[str, Any]], *, idempotency_key: str) -> None:
         key = self.config.routing_key.get_secret_value()

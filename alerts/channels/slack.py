@@ -56,13 +56,18 @@ class SlackChannel:
     def render(self, notification: dict[str, Any]) -> dict[str, Any]:
         alerts = notification["alerts"]
         counts = notification["counts"]
+        incident = notification.get("incident")
         task = notification["group_labels"].get("task") or "monitor"
-        title = f"medmon {notification['event']}: {task} ({counts['firing']} firing"
+        what = f"incident #{incident['id']} {incident['title']}" if incident else task
+        title = f"medmon {notification['event']}: {what} ({counts['firing']} firing"
         title += f", {counts['acknowledged']} acknowledged" if counts["acknowledged"] else ""
         title += f", {counts['resolved']} resolved)" if counts["resolved"] else ")"
         listed = alerts[: self.config.max_listed]
         blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": title[:150]}}]
         blocks += [_alert_block(a) for a in listed]
+        if incident and incident["runbook"]:
+            blocks.append({"type": "section", "text": {"type": "mrkdwn",
+                                                       "text": f"*What to do:* {_esc(incident['runbook'])}"[:3000]}})
         more = len(alerts) - len(listed) + notification["truncated_alerts"]
         context = f"group `{_esc(notification['group_key'])}` · sent {notification['sent_at']}"
         if more:

@@ -1,19 +1,28 @@
-"""Alerts: open and past alerts; acknowledge, resolve or silence with a reason; dead letters."""
+"""Alerts: open incidents, grouped with the signals that are their evidence; acknowledge, resolve or
+silence several at once with one reason; silences by label matchers; past incidents; dead letters."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
+from urllib.parse import urlencode
 
 import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
-from medmon.dashboards.actions import NotAllowed, acknowledge_alert, requeue_dead_letter, resolve_alert, silence_alert
+from medmon.dashboards.actions import (
+    NotAllowed,
+    acknowledge_incidents,
+    requeue_dead_letter,
+    resolve_incidents,
+    silence_incidents,
+    silence_matching,
+)
 from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.data import current_plan, engine_for, refresh_every
-from medmon.dashboards.layout import header
-from medmon.monitor.read import alert_events, dead_letter_list, open_alerts_view, past_alerts, silences
+from medmon.dashboards.layout import header, when
 from medmon.db import utcnow
+from medmon.monitor.read import IncidentView, dead_letter_list, open_incidents_view, past_incidents_view, silences
 
 SILENCE_FOR = {"1 hour": timedelta(hours=1), "4 hours": timedelta(hours=4), "1 day": timedelta(days=1),
                "1 week": timedelta(weeks=1)}
@@ -23,16 +32,32 @@ viewer = require_viewer(plan)
 engine = engine_for(plan)
 header(plan, viewer, "Alerts")
 
-with Session(engine) as session:
-    open_now = open_alerts_view(session, utcnow())
 
-st.subheader("Act on an alert")
+def task_link(task: str, at: datetime | None) -> str:
+    """The task page at the moment an incident fired (relative, so it works behind any address);
+    a category's pooled detector or a judge has no task page: the overview shows them."""
+    if task not in {t.id for t in plan.tasks}:
+        return "./"
+    query = {"task": task} | ({"at": at.isoformat(timespec="minutes")} if at is not None else {})
+    return f"./task?{urlencode(query)}"
+
+
+def _label(i: IncidentView) -> str:
+    return f"#{i.id} · {i.severity} · {i.status} · {i.title} ({len(i.signals)} signal(s))"
+
+
+with Session(engine) as session:
+    open_now = open_incidents_view(session, utcnow())
+
+st.subheader("Act on incidents")
 if not open_now:
-    st.write("No open alert.")
+    st.write("No open incident.")
 else:
-    labels = {a.id: f"#{a.id} · {a.severity} · {a.status} · {a.summary}" for a in open_now}
-    chosen = st.selectbox("Alert", list(labels), format_func=lambda i: labels[i], key="alert")
-    reason = st.text_input("Reason (recorded with your name in the alert's history and the audit log)",
+    labels = {i.id: _label(i) for i in open_now}
+    chosen = st.multiselect("Incidents (one reason covers every incident chosen and all their signals)",
+                            list(labels), format_func=lambda i: labels[i], key="incidents",
+                            default=[open_now[0].id] if len(open_now) == 1 else [])
+    reason = st.text_input("Reason (recorded with your name in each incident's history and the audit log)",
                            key="reason")
     c1, c2, c3, c4 = st.columns(4)
     disabled = not viewer.can_act
@@ -43,49 +68,79 @@ else:
                                label_visibility="collapsed", disabled=disabled)
     if disabled:
         st.info(viewer.why_not)
+    names = ", ".join(f"#{i}" for i in chosen)
+    what = f"Incident {names}" if len(chosen) == 1 else f"Incidents {names}"
     try:
         if ack:
-            acknowledge_alert(engine, plan, viewer, chosen, reason, utcnow())
-            st.success(f"Alert #{chosen} acknowledged by {viewer.actor}.")
+            acknowledge_incidents(engine, plan, viewer, chosen, reason, utcnow())
+            st.success(f"{what} acknowledged by {viewer.actor}.")
         elif res:
-            resolve_alert(engine, plan, viewer, chosen, reason, utcnow())
-            st.success(f"Alert #{chosen} resolved by {viewer.actor}.")
+            resolve_incidents(engine, plan, viewer, chosen, reason, utcnow())
+            st.success(f"{what} resolved by {viewer.actor}.")
         elif sil:
-            silence_alert(engine, viewer, chosen, reason, SILENCE_FOR[silence_for], utcnow())
-            st.success(f"Alert #{chosen} silenced for {silence_for} by {viewer.actor}.")
+            silence_incidents(engine, viewer, chosen, reason, SILENCE_FOR[silence_for], utcnow())
+            st.success(f"{what} silenced for {silence_for} by {viewer.actor}.")
     except (NotAllowed, ValueError, LookupError) as exc:
         st.error(str(exc))
-    with Session(engine) as session:
-        events = alert_events(session, chosen)
-    st.caption(f"History of alert #{chosen}")
-    st.dataframe(pd.DataFrame([{"at": e.at, "actor": e.actor, "from": e.from_status or "", "to": e.to_status,
-                                "note": e.note} for e in events]), hide_index=True, width="stretch", key="history")
+
+
+if viewer.can_act:
+    with st.form("silence_form"):
+        st.markdown("**Silence by labels**: every alert whose labels match all the matchers, e.g. "
+                    "`task=knowledge-qa, cause=cost` or `cause=~cost|latency` (labels: deployment, task, cause, "
+                    "rule, metric, severity; `=`, `!=`, `=~`, `!~`).")
+        matchers = st.text_input("Matchers", key="silence_matchers")
+        m1, m2 = st.columns([3, 1])
+        why = m1.text_input("Reason", key="silence_reason")
+        span = m2.selectbox("For", list(SILENCE_FOR), index=1, key="silence_span")
+        if st.form_submit_button("Create silence"):
+            try:
+                made = silence_matching(engine, viewer, matchers, why, SILENCE_FOR[span], utcnow())
+                st.success(f"Silence #{made.id} until {when(made.ends_at)} by {viewer.actor}.")
+            except (NotAllowed, ValueError) as exc:
+                st.error(str(exc))
 
 
 @st.fragment(run_every=refresh_every())
 def lists() -> None:
     now = utcnow()
     with Session(engine) as session:
-        current = open_alerts_view(session, now)
-        past = past_alerts(session)
+        current = open_incidents_view(session, now)
+        past = past_incidents_view(session, now)
         muted = silences(session, now)
         dead = dead_letter_list(session)
-    st.subheader(f"Open alerts ({len(current)})")
+    st.subheader(f"Open incidents ({len(current)})")
     if current:
         st.dataframe(pd.DataFrame([{
-            "id": a.id, "severity": a.severity, "status": a.status, "task": a.task, "rule": a.rule,
-            "summary": a.summary, "owner": a.owner, "since": a.since, "last seen": a.last_seen,
-            "acknowledged by": a.acknowledged_by or "", "note": a.note or "",
-            "silenced until": a.silenced_until} for a in current]),
-            hide_index=True, width="stretch", key="open_alerts")
+            "id": i.id, "severity": i.severity, "status": i.status, "incident": i.title, "summary": i.summary,
+            "signals": len(i.signals), "owner": i.owner, "since": i.opened_at, "task page": task_link(i.task, i.opened_at),
+            "acknowledged by": i.acknowledged_by or "", "note": i.ack_note or "",
+            "silenced until": i.silenced_until} for i in current]),
+            hide_index=True, width="stretch", key="open_incidents", column_config={
+                "task page": st.column_config.LinkColumn(display_text="open the task", help="the task page at the "
+                                                         "moment the incident fired"),
+                "since": st.column_config.DatetimeColumn(format="D MMM HH:mm"),
+                "silenced until": st.column_config.DatetimeColumn(format="D MMM HH:mm")})
+        for i in current:
+            with st.expander(f"#{i.id} {i.title}: {len(i.signals)} signal(s), what to do"):
+                st.write(i.runbook)
+                st.dataframe(pd.DataFrame([{
+                    "alert": m.alert_id, "rule": m.rule, "stream": m.metric, "status": m.status,
+                    "severity": m.severity, "since": m.since, "summary": m.summary} for m in i.signals]),
+                    hide_index=True, width="stretch", key=f"signals_{i.id}",
+                    column_config={"since": st.column_config.DatetimeColumn(format="D MMM HH:mm")})
     else:
         st.write("None.")
-    st.subheader(f"Past alerts ({len(past)})")
+    st.subheader(f"Past incidents ({len(past)})")
     if past:
         st.dataframe(pd.DataFrame([{
-            "id": a.id, "severity": a.severity.value, "task": a.task_id, "rule": a.rule, "summary": a.summary,
-            "started": a.starts_at, "ended": a.ends_at, "resolved by": a.resolved_by or "medmon",
-            "reason": a.resolve_reason or ""} for a in past]), hide_index=True, width="stretch", key="past_alerts")
+            "id": i.id, "severity": i.severity, "incident": i.title, "summary": i.summary, "opened": i.opened_at,
+            "closed": i.closed_at, "resolved by": i.resolved_by or "medmon", "reason": i.resolve_reason or "",
+            "signals": len(i.signals), "task page": task_link(i.task, i.opened_at)} for i in past]),
+            hide_index=True, width="stretch", key="past_incidents", column_config={
+                "task page": st.column_config.LinkColumn(display_text="open the task"),
+                "opened": st.column_config.DatetimeColumn(format="D MMM HH:mm"),
+                "closed": st.column_config.DatetimeColumn(format="D MMM HH:mm")})
     else:
         st.write("None.")
     if muted:

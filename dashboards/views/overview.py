@@ -11,7 +11,7 @@ from sqlmodel import Session
 from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.data import current_plan, engine_for, refresh_every
 from medmon.dashboards.layout import header, interval
-from medmon.monitor.read import category_streams, open_alerts_view, service_pulse, task_overview
+from medmon.monitor.read import category_streams, open_incidents_view, service_pulse, task_overview
 from medmon.db import utcnow
 
 plan = current_plan()
@@ -29,7 +29,7 @@ def _ago(delta: timedelta) -> str:
 def overview() -> None:
     with Session(engine) as session:
         rows = task_overview(session, plan)
-        alerts = open_alerts_view(session, utcnow())
+        incidents = open_incidents_view(session, utcnow())
         pooled = category_streams(session)
         pulse = service_pulse(session, plan)
     now = utcnow()
@@ -45,45 +45,59 @@ def overview() -> None:
         st.caption(f"Monitor service alive: last heartbeat {_ago(now - pulse.beat_at)} ago.")
     degraded = [r for r in rows if r.status == "degraded"]
     watching = [r for r in rows if r.status == "watching"]
+    no_data = [r for r in rows if r.status == "no data yet"]
     if degraded:
         st.error(f"{len(degraded)} task(s) degraded: {', '.join(r.task for r in degraded)}")
     elif watching:
         st.warning(f"{len(watching)} task(s) under watch: {', '.join(r.task for r in watching)}")
+    elif no_data:
+        st.info(f"No data yet for {len(no_data)} of {len(rows)} task(s): {', '.join(r.task for r in no_data)}. "
+                "Nothing can be said about a task before its first probe (`medmon probe run` or `medmon serve`).")
     else:
         st.success("Every task holds its baseline.")
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Tasks", len(rows))
     c2.metric("Degraded", len(degraded))
     c3.metric("Watching", len(watching))
-    c4.metric("Open alerts", len(alerts))
+    c4.metric("Open incidents", len(incidents))
     table = pd.DataFrame([{
-        "task": r.task, "status": r.status, "current": r.estimate, "95% CI": interval(r.ci_low, r.ci_high),
-        "baseline": r.baseline, "approval threshold": r.min_score, "open alerts": r.open_alerts,
-        "last probe": r.last_probe, "owner": r.owner, "risk tier": r.risk_tier, "category": r.category,
-        "subcategory": r.subcategory, "n": r.n, "why": r.reason} for r in rows])
+        "task": r.task, "status": r.status, "why": r.reason, "score now": r.estimate,
+        "95% CI": interval(r.ci_low, r.ci_high), "approved minimum": r.min_score, "at approval": r.baseline,
+        "open incidents": r.open_incidents, "owner": r.owner, "last probe": r.last_probe, "answers": r.n,
+        "risk tier": r.risk_tier, "category": r.category, "subcategory": r.subcategory} for r in rows])
     st.dataframe(table, hide_index=True, width="stretch", column_config={
-        "baseline": st.column_config.NumberColumn(format="%.2f"),
-        "current": st.column_config.NumberColumn(format="%.2f", help="mean score of the latest 200 answers"),
-        "approval threshold": st.column_config.NumberColumn(format="%.2f"),
-        "last probe": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm z"),
+        "why": st.column_config.TextColumn(width="large", help="every reason, most serious first"),
+        "at approval": st.column_config.NumberColumn(format="%.2f", help="the baseline the task was approved on"),
+        "score now": st.column_config.NumberColumn(format="%.2f", help="mean score of the latest 200 answers"),
+        "approved minimum": st.column_config.NumberColumn(format="%.2f"),
+        "last probe": st.column_config.DatetimeColumn(format="D MMM YYYY HH:mm"),
     })
-    st.caption("Status: degraded when a drift detector has alarmed or the recent interval lies under the approval "
-               "threshold; watching while evidence builds up or an alert is open.")
+    st.caption("Status: degraded when a drift detector has alarmed or the recent interval lies under the approved "
+               "minimum; watching while evidence builds up or an incident is open; no data yet before the first "
+               "probe. Score now: the latest 200 answers; at approval: the baseline evidence.")
     for r in rows[:12]:
-        st.page_link("views/task.py", label=f"{r.task}: {r.status} — open the task", query_params={"task": r.task})
+        if r.reasons and r.status != "ok":
+            with st.container(border=True):
+                st.markdown(f"**{r.task}: {r.status}**, owner {r.owner}\n\n" + "\n".join(f"- {x}" for x in r.reasons))
+                st.page_link("views/task.py", label="Open the task: what to do, charts, answers",
+                             query_params={"task": r.task})
+        else:
+            st.page_link("views/task.py", label=f"{r.task}: {r.status} — open the task", query_params={"task": r.task})
     if pooled:
         st.subheader("Category detectors")
         st.caption("Each pools the tasks of one MedHELM category, so a small drop shared by several tasks shows.")
         st.dataframe(pd.DataFrame([{"category": p.category, "stream": p.key.rsplit(":", 2)[-2], "status": p.status,
                                     "evidence": p.evidence, "alarm threshold": p.threshold, "n": p.n}
                                    for p in pooled]), hide_index=True, width="stretch")
-    st.subheader(f"Open alerts ({len(alerts)})")
-    if not alerts:
+    st.subheader(f"Open incidents ({len(incidents)})")
+    if not incidents:
         st.write("None.")
     else:
-        st.dataframe(pd.DataFrame([{"severity": a.severity, "status": a.status, "task": a.task, "summary": a.summary,
-                                    "owner": a.owner, "since": a.since} for a in alerts]),
-                     hide_index=True, width="stretch")
+        st.dataframe(pd.DataFrame([{"severity": i.severity, "status": i.status, "incident": f"#{i.id} {i.title}",
+                                    "summary": i.summary, "signals": len(i.signals), "owner": i.owner,
+                                    "since": i.opened_at} for i in incidents]),
+                     hide_index=True, width="stretch", column_config={
+                         "since": st.column_config.DatetimeColumn(format="D MMM HH:mm")})
         st.page_link("views/alerts.py", label="Acknowledge, resolve or silence on the Alerts page")
 
 

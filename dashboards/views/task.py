@@ -1,25 +1,32 @@
-"""Task detail: the score over time against baseline and threshold, the detector's evidence,
-cost and latency, subgroup slices, and the latest canary answers with the jury's verdicts."""
+"""Task: the committee's page for one task. It leads with the decision (status and every reason,
+most serious first, open incidents and what to do, the owner), then the score, cost and latency
+over a chosen time range with incidents marked, the subgroups, and recent answers beside their
+questions; the detectors' statistics are one click away for those who want them."""
 
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
 from medmon.dashboards.auth import require_viewer
-from medmon.dashboards.charts import cost_latency_chart, score_chart, slices_chart
+from medmon.dashboards.charts import Marker, cost_latency_chart, score_chart, slices_chart
 from medmon.dashboards.data import current_plan, engine_for, refresh_every
-from medmon.dashboards.layout import fmt, header, interval
+from medmon.dashboards.layout import fmt, header, interval, when
+from medmon.db import utcnow
 from medmon.monitor.read import (
     baseline_band,
+    canary_texts,
+    data_span,
     detector_states,
     drift_report_html,
     findings,
     latest_drift_report_view,
+    open_incidents_view,
+    past_incidents_view,
     recent_answers,
     run_series,
     slice_gaps,
@@ -28,74 +35,109 @@ from medmon.monitor.read import (
     task_overview,
 )
 
+RANGES = {"last 24 hours": timedelta(days=1), "last 7 days": timedelta(days=7), "last 30 days": timedelta(days=30),
+          "everything": None}
+BOX = {"degraded": st.error, "watching": st.warning, "no data yet": st.info, "ok": st.success}
+
 plan = current_plan()
 viewer = require_viewer(plan)
 engine = engine_for(plan)
-header(plan, viewer, "Task detail")
+header(plan, viewer, "Task")
 ids = [t.id for t in plan.tasks]
 wanted = st.query_params.get("task")
 left, right = st.columns([3, 1])
 task_id = left.selectbox("Task", ids, index=ids.index(wanted) if wanted in ids else 0, key="task")
-runs = right.selectbox("Runs shown", [50, 200, 1000], index=1, key="runs")
+at_param = st.query_params.get("at")
+moment: datetime | None = None
+if at_param:
+    try:
+        moment = datetime.fromisoformat(at_param)
+    except ValueError:
+        st.warning(f"The address's time {at_param!r} is not an ISO date and time; showing the latest data.")
+span_name = right.selectbox("Time range", list(RANGES), index=1, key="range",
+                            help="A link from an incident centres the range on when it fired.")
 task = plan.task(task_id)
 st.query_params["task"] = task_id  # the address names the task, so it can be shared
 
 
-def _progress(evidence: float, threshold: float) -> float:
+def _progress(evidence: float, threshold: float, degraded: bool) -> float:
     """How far a detector's evidence has come towards its alarm, on a log scale (1 = alarm)."""
+    if degraded:
+        return 1.0
     if evidence <= 1 or threshold <= 1:
         return 0.0
     return min(math.log(evidence) / math.log(threshold), 1.0)
 
 
+def _window(last: datetime | None) -> tuple[datetime | None, datetime | None]:
+    span = RANGES[span_name]
+    if span is None or last is None:
+        return None, None
+    if moment is not None:
+        return moment - span / 2, moment + span / 2
+    return last - span, None
+
+
 @st.fragment(run_every=refresh_every())
 def detail() -> None:
+    now = utcnow()
     with Session(engine) as session:
         row = task_overview(session, plan, [task_id])[0]
         band = baseline_band(session, plan, task_id)
-        points = run_series(session, task_id, runs=runs, latency_slo_s=task.thresholds.latency_slo_s)
+        first, last = data_span(session, task_id)
+        since, until = _window(last)
+        points = run_series(session, task_id, runs=2000, latency_slo_s=task.thresholds.latency_slo_s,
+                            since=since, until=until)
         states = detector_states(session, task_id)
         found = findings(session, task_id, limit=20)
         slices = subgroup_slices(session, task_id, task.subgroups)
         answers = recent_answers(session, task_id, limit=20)
-    st.markdown(f"**{task_id}** · {row.category} › {row.subcategory or '—'} · benchmark `{task.benchmark}` · "
-                f"owner {row.owner} · status **{row.status}**" + (f" ({row.reason})" if row.reason else ""))
-    c = st.columns(4)
-    c[0].metric("Current score", fmt(row.estimate), help="latest 200 scored answers")
-    c[1].metric("95% CI", interval(row.ci_low, row.ci_high))
-    c[2].metric("Baseline", fmt(band.value if band else None))
-    c[3].metric("Approval threshold", fmt(task.thresholds.min_score))
-    score_state = next((s for s in states if s.metric == "score" and s.direction == "drop"), None)
-    st.plotly_chart(score_chart(points, baseline=band.value if band else None,
-                                baseline_ci=(band.ci_low, band.ci_high) if band else None,
-                                threshold=task.thresholds.min_score,
-                                alarm_line=score_state.null_mean if score_state else None), key="score_chart")
-    if band is not None:
-        st.caption(f"Baseline: {band.source_kind} evidence for {band.model}, version {band.version}, n={band.n}. "
-                   "The detector compares each run with its reference (the baseline less a tolerance for the "
-                   "baseline's own sampling error) and alarms when the evidence crosses its threshold.")
+        incidents = open_incidents_view(session, now, task_id=task_id)
+        past = past_incidents_view(session, now, task_id=task_id, limit=50)
 
-    st.subheader("Detector evidence")
-    if not states:
-        st.write("No detector has run for this task yet.")
+    lines = "\n".join(f"- {r}" for r in row.reasons) or "- Every detector holds its reference."
+    BOX[row.status](f"**{task_id}: {row.status}**\n\n{lines}")
+    owner = task.owner or plan.owners.clinical
+    st.markdown(f"Owner **{owner.name}** ({owner.email}) · {row.category} › {row.subcategory or '-'} · benchmark "
+                f"`{task.benchmark}` · risk tier {plan.use_case.risk_tier.value} · last probe {when(row.last_probe)}")
+
+    if incidents:
+        st.subheader("What to do")
+        for inc in incidents:
+            with st.container(border=True):
+                st.markdown(f"**#{inc.id} {inc.title}** · {inc.severity} · {inc.status} since {when(inc.opened_at)} · "
+                            f"{len(inc.signals)} signal(s) agree")
+                st.write(inc.runbook)
+                if task.runbook_url:
+                    st.markdown(f"Local procedure for this task: [{task.runbook_url}]({task.runbook_url})")
+        st.page_link("views/alerts.py", label="Acknowledge, resolve or silence these incidents on the Alerts page")
+
+    c = st.columns(4)
+    c[0].metric("Score now", fmt(row.estimate), help=f"mean of the latest {row.n} scored answers")
+    c[1].metric("95% CI", interval(row.ci_low, row.ci_high))
+    c[2].metric("At approval", fmt(band.value if band else None), help="the baseline the task was approved on")
+    c[3].metric("Approved minimum", fmt(task.thresholds.min_score))
+
+    markers = [Marker(i.opened_at, "model change" if i.cause == "model_change" else "incident",
+                      f"#{i.id} {i.title}: {i.summary}") for i in [*incidents, *past] if i.opened_at is not None]
+    if points:
+        shown = f"{points[0].at:%d %b %H:%M} to {points[-1].at:%d %b %H:%M} UTC" if points[0].at and points[-1].at else ""
+        st.caption(f"{len(points)} probe runs, {shown}" + (f" (centred on {moment:%d %b %H:%M})" if moment else "")
+                   + f"; data from {when(first)} to {when(last)}.")
+        score_state = next((s for s in states if s.metric == "score" and s.direction == "drop"), None)
+        st.plotly_chart(score_chart(points, baseline=band.value if band else None,
+                                    baseline_ci=(band.ci_low, band.ci_high) if band else None,
+                                    threshold=task.thresholds.min_score,
+                                    alarm_line=score_state.null_mean if score_state else None,
+                                    markers=markers), key="score_chart")
+        if band is not None:
+            st.caption(f"At approval: {band.source_kind} evidence for {band.model}, version {band.version}, "
+                       f"n={band.n}. The drift detectors compare each run with the go-live reference and alarm when "
+                       "their evidence crosses a threshold set by the plan's false-alarm budget.")
+    elif last is not None:
+        st.info(f"No probe run in the {span_name} shown; data runs from {when(first)} to {when(last)}.")
     else:
-        st.dataframe(pd.DataFrame([{
-            "stream": stream_name(s.key, task_id), "status": s.status.value,
-            "evidence": s.evidence, "alarm threshold": s.threshold,
-            "progress to alarm": _progress(s.evidence, s.threshold), "reference": s.null_mean,
-            "baseline": s.baseline_mean, "n": s.n, "segment": s.segment, "updated": s.updated_at} for s in states]),
-            hide_index=True, width="stretch", column_config={
-                "evidence": st.column_config.NumberColumn(format="%.3g"),
-                "alarm threshold": st.column_config.NumberColumn(format="%.3g"),
-                "progress to alarm": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f"),
-                "reference": st.column_config.NumberColumn(format="%.3f"),
-                "baseline": st.column_config.NumberColumn(format="%.3f")}, key="detectors")
-    if found:
-        st.dataframe(pd.DataFrame([{
-            "at": f.created_at, "kind": f.kind, "stream": f.metric, "estimate": f.estimate,
-            "95% CI": interval(f.ci_low, f.ci_high), "reference": f.null_mean, "statistic": f.statistic,
-            "threshold": f.threshold, "n": f.n, "summary": f.summary} for f in found]),
-            hide_index=True, width="stretch", key="findings")
+        st.info("No probe has run for this task yet: there is nothing to chart.")
 
     st.subheader("Cost and latency")
     if points:
@@ -107,9 +149,9 @@ def detail() -> None:
         c[2].metric("Errors", sum(p.errors for p in points))
         c[3].metric("Over latency objective", sum(p.over_slo for p in points))
         st.plotly_chart(cost_latency_chart(points, budget=task.thresholds.cost_budget_per_call,
-                                           slo=task.thresholds.latency_slo_s), key="cost_chart")
+                                           slo=task.thresholds.latency_slo_s, markers=markers), key="cost_chart")
     else:
-        st.write("No probe has run yet.")
+        st.write("No probe run to show.")
 
     st.subheader("Subgroup slices")
     if not task.subgroups:
@@ -118,26 +160,67 @@ def detail() -> None:
         st.write(f"No recent answer carries the tags {', '.join(task.subgroups)}.")
     else:
         gaps = slice_gaps(slices)
+        st.caption("A subgroup is a problem of its own when its gap to the others widens beyond the gap at "
+                   "approval; when every subgroup falls with the whole, the accuracy incident covers it.")
         st.dataframe(pd.DataFrame([{
-            "tag": g.tag, "gap now": g.gap, "gap in baseline": g.baseline_gap, "widening": g.widening,
+            "tag": g.tag, "gap now": g.gap, "gap at approval": g.baseline_gap, "widening": g.widening,
             "worst": g.worst, "best": g.best} for g in gaps]), hide_index=True, width="stretch", key="gaps",
             column_config={k: st.column_config.NumberColumn(format="%.3f")
-                           for k in ("gap now", "gap in baseline", "widening")})
+                           for k in ("gap now", "gap at approval", "widening")})
         cols = st.columns(len(task.subgroups))
         for col_, tag in zip(cols, task.subgroups, strict=True):
             col_.plotly_chart(slices_chart(slices, tag), key=f"slice_{tag}")
 
-    st.subheader("Recent canary answers")
+    st.subheader("Recent answers, beside their questions")
     if not answers:
         st.write("No answers yet.")
     else:
+        texts = canary_texts(plan, task_id)
         st.dataframe(pd.DataFrame([{
-            "at": a.at, "canary": a.canary_id, "answer": (a.answer or "")[:200], "score": a.score,
-            "correct": a.correct, "error": a.error_type or "", "served model": a.served_model or "",
+            "at": a.at, "canary": a.canary_id,
+            "question": (texts[a.canary_id].prompt if a.canary_id in texts else "")[:300],
+            "reference": " | ".join(texts[a.canary_id].references) if a.canary_id in texts else "",
+            "answer": (a.answer or "")[:300],
+            "scorer read": ("unreadable" if a.parsed is False else a.extracted or ""),
+            "score": a.score, "correct": a.correct, "error": a.error_type or "", "served model": a.served_model or "",
             "tags": ", ".join(f"{k}={v}" for k, v in sorted(a.tags.items())),
             "judges": "; ".join(f"{v.judge}/{v.criterion}: {fmt(v.score, 'g') or v.parse_status}"
                                 for v in a.verdicts) or "no jury verdict"} for a in answers]),
-            hide_index=True, width="stretch", key="answers")
+            hide_index=True, width="stretch", key="answers", column_config={
+                "question": st.column_config.TextColumn(width="large"),
+                "answer": st.column_config.TextColumn(width="medium"),
+                "at": st.column_config.DatetimeColumn(format="D MMM HH:mm")})
+        st.caption("Questions and references as stored in the canary pack (imported canaries were redacted on "
+                   "import); answers as stored after the plan's redactor.")
+
+    with st.expander("Statistics: detector evidence, findings and past incidents"):
+        if not states:
+            st.write("No detector has run for this task yet.")
+        else:
+            st.dataframe(pd.DataFrame([{
+                "stream": stream_name(s.key, task_id), "status": s.status.value,
+                "progress to alarm": _progress(s.evidence, s.threshold, s.status.value == "degraded"),
+                "evidence": s.evidence, "alarm threshold": s.threshold, "reference": s.null_mean,
+                "at approval": s.baseline_mean, "n": s.n, "segment": s.segment, "updated": s.updated_at}
+                for s in states]),
+                hide_index=True, width="stretch", column_config={
+                    "evidence": st.column_config.NumberColumn(format="%.3g", help="the detector's e-value or "
+                                                              "statistic; it alarms at the threshold"),
+                    "alarm threshold": st.column_config.NumberColumn(format="%.3g"),
+                    "progress to alarm": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f"),
+                    "reference": st.column_config.NumberColumn(format="%.3f"),
+                    "at approval": st.column_config.NumberColumn(format="%.3f")}, key="detectors")
+        if found:
+            st.dataframe(pd.DataFrame([{
+                "at": f.created_at, "kind": f.kind, "stream": f.metric, "estimate": f.estimate,
+                "95% CI": interval(f.ci_low, f.ci_high), "reference": f.null_mean, "statistic": f.statistic,
+                "threshold": f.threshold, "n": f.n, "summary": f.summary} for f in found]),
+                hide_index=True, width="stretch", key="findings")
+        if past:
+            st.dataframe(pd.DataFrame([{
+                "incident": f"#{i.id} {i.title}", "opened": i.opened_at, "closed": i.closed_at,
+                "resolved by": i.resolved_by or "", "reason": i.resolve_reason or "", "signals": len(i.signals)}
+                for i in past]), hide_index=True, width="stretch", key="past_incidents")
 
 
 def _at(value: datetime | None) -> str:

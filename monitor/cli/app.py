@@ -9,6 +9,7 @@ unknown model or a parameter it rejects): the fix is in the plan or the secrets,
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from importlib import resources
 import os
 import subprocess
@@ -252,7 +253,26 @@ def dashboard(plan_path: PlanArg,
     mode = "sign-in: OIDC" if signed_in else ("unauthenticated, local actions allowed" if local
                                                else "unauthenticated, read-only")
     out.print(f"dashboard: http://{address}:{port}  ({mode}, listening on {address})")
-    raise typer.Exit(subprocess.call(dashboard_command(port, address, dashboard_hosts(plan, address)), env=env))
+    raise typer.Exit(run_forwarding_signals(dashboard_command(port, address, dashboard_hosts(plan, address)), env))
+
+
+def run_forwarding_signals(cmd: list[str], env: dict[str, str]) -> int:
+    """Run ``cmd`` and hand it SIGTERM and SIGINT: stopping medmon stops what it started, and medmon
+    exits with the child's code (a service manager then sees the dashboard's own exit)."""
+    import signal
+
+    child = subprocess.Popen(cmd, env=env)
+
+    def forward(signum: int, _frame: object) -> None:
+        if child.poll() is None:
+            child.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return child.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @app.command()
@@ -285,16 +305,21 @@ def demo(no_dashboard: Annotated[bool, typer.Option("--no-dashboard", help="Run 
         raise _fail(exc) from None
     summary = {"seconds": round(result.seconds, 1), "probe_results": result.probe_results,
                "degraded_at_s": result.degraded_at_s, "first_alert_s": result.first_alert_s,
+               "incidents": [asdict(i) for i in result.incidents],
                "alerts": result.alerts, "webhooks_received": len(result.delivered),
                "bad_signatures": result.rejected_signatures, "plan": str(result.plan_path),
                "database": str(result.database)}
+    open_command = f"medmon dashboard {result.plan_path}"
     if as_json:
-        out.print_json(json.dumps(summary))
+        out.print_json(json.dumps(summary | {"dashboard_command": open_command}))
     else:
-        out.print(f"\n[bold]demo finished[/bold] in {summary['seconds']}s: {result.probe_results} probe results stored")
-        out.print(f"webhooks received (signed, verified): {len(result.delivered)}; bad signatures: {result.rejected_signatures}")
-        for a in result.alerts:
-            out.print(f"  {a}", highlight=False)
+        out.print(f"\n[bold]demo finished[/bold] in {summary['seconds']}s: {result.probe_results} probe results stored; "
+                  f"{len(result.delivered)} signed webhooks received, {result.rejected_signatures} bad signatures")
+        out.print(f"{len(result.incidents)} incident(s) from {len(result.alerts)} alert signal(s):")
+        for i in result.incidents:
+            out.print(f"  {i.line()}", highlight=False)
+        if not proc:
+            out.print(f"open the dashboard on this database with:\n  {open_command}", highlight=False)
     if proc:
         if sys.stdin.isatty():
             out.print(f"dashboard still at http://127.0.0.1:{port} — press Ctrl-C to stop")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
+from typing import Literal
 
 from pydantic import Field, field_validator
 
@@ -88,6 +89,22 @@ class ReevaluationPolicy(Section):
     cooldown: Interval = "1h"
 
 
+CONDITIONS = Literal["below_minimum", "failed", "inconclusive", "drift", "subgroup_gap", "open_incident",
+                    "model_change", "no_data"]
+
+
+class RecommendationRules(Section):
+    """How the committee report recommends per task: suspend when a ``suspend_when`` condition
+    holds over the period, continue with conditions when a ``conditions_when`` one does, else
+    continue. Conditions: below_minimum (the whole 95% interval under the approved minimum),
+    failed (thresholds not met), inconclusive (interval straddles one), drift (a drift finding),
+    subgroup_gap, open_incident, model_change, no_data."""
+
+    suspend_when: list[CONDITIONS] = Field(default_factory=lambda: ["below_minimum"])
+    conditions_when: list[CONDITIONS] = Field(default_factory=lambda: [
+        "failed", "subgroup_gap", "drift", "open_incident", "model_change", "inconclusive", "no_data"])
+
+
 class ResponseTargets(Section):
     """How soon alerts of each severity should be acknowledged and resolved; the report measures both."""
 
@@ -113,6 +130,7 @@ class Controls(Section):
     max_probe_interval: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_MAX_PROBE_INTERVAL))
     reevaluation: ReevaluationPolicy = ReevaluationPolicy()
     escalation: str = ""
+    recommendation: RecommendationRules = RecommendationRules()
     response_targets: ResponseTargets | None = None
 
     @field_validator("max_probe_interval")

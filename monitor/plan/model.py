@@ -238,6 +238,7 @@ class Task(Section):
     human_review_required: bool = False
     subgroups: list[str] = Field(default_factory=list)
     severity: Literal["critical", "warning", "info"] | None = None
+    runbook_url: str | None = None  # the local procedure for this task's incidents, linked beside medmon's own
     decoding: Decoding | None = None
 
     @field_validator("schedule")

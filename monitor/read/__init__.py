@@ -2,8 +2,8 @@
 
 Pages call these with a ``Session`` and get plain dataclasses back; no page writes SQL and no
 function loads rows only to aggregate them in Python. One module per page family:
-``overview``, ``task``, ``costs``, ``jury``, ``alerts``, ``traffic`` and ``records`` (baselines,
-model changes, audit log).
+``overview``, ``task``, ``costs``, ``jury``, ``alerts``, ``incidents``, ``traffic`` and ``records``
+(baselines, model changes, audit log).
 """
 
 from medmon.baselines import DISAGREEMENT_FLAG  # the flag on HELM vs medmon disagreement, for the Baselines page
@@ -26,6 +26,7 @@ from medmon.monitor.read.drift import (
     drift_reports,
     latest_drift_report_view,
 )
+from medmon.monitor.read.incidents import IncidentSignal, IncidentView, open_incidents_view, past_incidents_view
 from medmon.monitor.read.jury import (
     AgreementDay,
     JudgeDay,
@@ -82,10 +83,13 @@ from medmon.monitor.read.records import (
 )
 from medmon.monitor.read.task import (
     AnswerRow,
+    CanaryText,
     RunPoint,
     Slice,
     SliceGap,
     Verdict,
+    canary_texts,
+    data_span,
     detector_states,
     findings,
     recent_answers,
@@ -103,6 +107,7 @@ __all__ = [
     "ApprovedPlan",
     "AuditEntry",
     "BaselineBand",
+    "CanaryText",
     "ChainStatus",
     "ChangeRow",
     "CostDay",
@@ -112,6 +117,8 @@ __all__ = [
     "DriftColumn",
     "DriftReportView",
     "EventRow",
+    "IncidentSignal",
+    "IncidentView",
     "JudgeDay",
     "OpenAlert",
     "PooledStream",
@@ -139,10 +146,12 @@ __all__ = [
     "audit_log",
     "baseline_band",
     "baselines_by_taxonomy",
+    "canary_texts",
     "category_streams",
     "change_history",
     "cost_by_day",
     "cost_by_task",
+    "data_span",
     "dead_letter_list",
     "detector_states",
     "drift_report_html",
@@ -155,7 +164,9 @@ __all__ = [
     "near_misses",
     "next_review",
     "open_alerts_view",
+    "open_incidents_view",
     "past_alerts",
+    "past_incidents_view",
     "recent_answers",
     "recent_estimate",
     "reevaluations",

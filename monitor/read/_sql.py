@@ -64,10 +64,15 @@ def score_interval(mean: float | None, n: int) -> tuple[float | None, float | No
     return lo, hi
 
 
-def latest_runs(task_id: str, limit: int) -> Any:
-    """A subquery of the ids of a task's latest ``limit`` runs (any purpose)."""
-    return (select(ProbeRun.id).where(ProbeRun.task_id == task_id)
-            .order_by(col(ProbeRun.id).desc()).limit(limit).scalar_subquery())
+def latest_runs(task_id: str, limit: int, *, since: datetime | None = None, until: datetime | None = None) -> Any:
+    """A subquery of the ids of a task's latest ``limit`` runs (any purpose), started between
+    ``since`` and ``until`` when given."""
+    query = select(ProbeRun.id).where(ProbeRun.task_id == task_id)
+    if since is not None:
+        query = query.where(col(ProbeRun.started_at) >= since)
+    if until is not None:
+        query = query.where(col(ProbeRun.started_at) <= until)
+    return query.order_by(col(ProbeRun.id).desc()).limit(limit).scalar_subquery()
 
 
 def safe_float(value: object) -> float | None:

@@ -8,8 +8,7 @@ from datetime import datetime, timedelta
 
 from sqlmodel import Session, col, func, select
 
-from medmon.alerts import Alert, last_beat
-from medmon.alerts.lifecycle import OPEN
+from medmon.alerts import Alert, Incident, cause_of, last_beat
 from medmon.baselines import Baseline, latest_baseline, resolve
 from medmon.monitor.plan.context import adopted_baseline, current_pin, pin_fits
 from medmon.monitor.models import DetectorState, StreamStatus
@@ -17,7 +16,7 @@ from medmon.monitor.plan.model import Plan, Task, parse_interval
 from medmon.monitor.read._sql import as_time, score_interval
 from medmon.probes.models import ProbeResult, ProbeRun
 
-STATUS_RANK = {"degraded": 0, "watching": 1, "ok": 2}
+STATUS_RANK = {"degraded": 0, "watching": 1, "no data yet": 2, "ok": 3}
 RECENT_WINDOW = 200
 
 
@@ -38,9 +37,14 @@ class TaskRow:
     owner: str
     risk_tier: str
     last_probe: datetime | None
-    open_alerts: int
+    open_incidents: int
     min_score: float = 0.0
-    reason: str = ""
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def reason(self) -> str:
+        """Every reason in one line, most serious first."""
+        return "; ".join(self.reasons)
 
 
 def recent_estimate(session: Session, task_id: str,
@@ -69,27 +73,123 @@ def stream_name(key: str, task_id: str) -> str:
     return f"{name} ({direction})" if name else rest
 
 
-def _status(streams: list[tuple[str, StreamStatus]], ci_high: float | None, min_score: float,
-            open_alerts: int) -> tuple[str, str]:
-    """The task's status and the reason for it, in words a committee member can act on.
+# Most serious first: a clinical problem before an operational one.
+CAUSE_ORDER = ("accuracy", "subgroup_gap", "availability", "model_change", "output", "jury", "cost", "latency")
+_STREAM_SENTENCE = {
+    "verbosity": "answers grew longer than every reference answer more often than at go-live",
+    "truncation": "answers grew shorter than every reference answer more often than at go-live",
+    "refusal": "the model refuses to answer more often than at go-live",
+    "output_length": "the length of answers changed",
+    "unparsed": "more answers can no longer be read by the scorer",
+    "error_rate": "more model calls fail than at go-live",
+    "latency_distribution": "the latency of calls changed",
+    "jury_agreement": "the judges agree less than the plan's minimum",
+}
 
-    degraded: a detector alarmed, or the whole interval of the recent estimate lies under the
-    approval threshold; watching: evidence is building up, or an alert is still open; ok
-    otherwise (a recovered stream counts as ok).
+
+@dataclass(frozen=True)
+class Stream:
+    """A detector of the task as the status reads it: its name, metric and state."""
+
+    name: str
+    metric: str
+    status: StreamStatus
+
+
+@dataclass(frozen=True)
+class OpenProblem:
+    """An open incident of the task: its cause, the lead signal's words, and when it opened."""
+
+    cause: str
+    summary: str
+    since: datetime | None
+
+
+def _when(value: datetime | None) -> str:
+    return "" if value is None else f" since {value.day} {value:%b %H:%M}"
+
+
+def _plain(summary: str, task_id: str) -> str:
+    text = summary.removeprefix(f"{task_id}: ")
+    return text[:1].upper() + text[1:]
+
+
+def _stream_sentences(cause: str, streams: list[Stream], task: Task) -> list[str]:
+    """One sentence per cause for the streams that alarmed."""
+    if cause == "accuracy":
+        groups = [s for s in streams if "[" in s.metric]
+        whole = [s for s in streams if "[" not in s.metric]
+        text = ("A drift detector found the score below its go-live reference" if whole
+                else "A drift detector found the score below its go-live reference in some subgroups")
+        if whole and groups:
+            text += f", and in {len(groups)} subgroup{'s' if len(groups) != 1 else ''} with it"
+        return [text]
+    if cause == "subgroup_gap":
+        return [f"The {s.metric[4:-1]} subgroup fell further behind the rest than at approval" for s in streams]
+    if cause == "cost":
+        budget = task.thresholds.cost_budget_per_call
+        return [f"More calls cost over the budget{f' of ${budget:g}' if budget else ''} than at go-live"]
+    if cause == "latency":
+        slo = task.thresholds.latency_slo_s
+        out = []
+        if any(s.metric == "latency" for s in streams):
+            out.append(f"More calls are slower than the{f' {slo:g} s' if slo else ''} objective than at go-live")
+        out += [_STREAM_SENTENCE[s.metric][:1].upper() + _STREAM_SENTENCE[s.metric][1:] for s in streams
+                if s.metric != "latency" and s.metric in _STREAM_SENTENCE]
+        return out
+    out = []
+    for s in streams:
+        base = s.metric.split("[", 1)[0]
+        words = _STREAM_SENTENCE.get(base, f"the {base.replace('_', ' ')} detector alarmed")
+        out.append(words[:1].upper() + words[1:])
+    return out
+
+
+def task_status(task: Task, streams: Sequence[Stream], estimate: tuple[float, float, float] | None,
+                baseline: float | None, problems: Sequence[OpenProblem], probed: bool,
+                below_since: datetime | None = None) -> tuple[str, list[str]]:
+    """The task's status and every reason for it, most serious first, in sentences.
+
+    degraded: a detector alarmed, or the whole 95% interval of the recent score lies under the
+    approved minimum; watching: evidence is building up, or an incident is still open;
+    ``no data yet`` before the first probe (never ok: nothing says the task is fine); ok otherwise.
     """
-    degraded = sorted({name for name, s in streams if s == StreamStatus.degraded})
-    if degraded:
-        return "degraded", "detector alarm: " + ", ".join(degraded)
-    if ci_high is not None and ci_high < min_score:
-        return "degraded", f"recent score interval is under the approval threshold {min_score:.2f}"
-    watching = sorted({name for name, s in streams if s == StreamStatus.watching})
+    reasons: list[tuple[int, str]] = []
+    covered: set[str] = set()
+    minimum = task.thresholds.min_score
+    if estimate is not None and estimate[2] < minimum:
+        value, low, high = estimate
+        text = f"Score {value:.2f} ({low:.2f}-{high:.2f}) is below the approved minimum {minimum:.2f}{_when(below_since)}"
+        if baseline is not None:
+            text += f" (it was {baseline:.2f} at approval)"
+        reasons.append((-1, text))
+        covered.add("accuracy_minimum")
+    degraded = [s for s in streams if s.status == StreamStatus.degraded]
+    for cause in CAUSE_ORDER:
+        mine = [s for s in degraded if cause_of({"metric": s.metric}).value == cause]
+        if mine:
+            covered.add(cause)
+            reasons += [(CAUSE_ORDER.index(cause), t) for t in _stream_sentences(cause, mine, task)]
+    for p in problems:
+        if p.cause in covered or (p.cause == "accuracy" and "accuracy_minimum" in covered):
+            continue
+        covered.add(p.cause)
+        rank = CAUSE_ORDER.index(p.cause) if p.cause in CAUSE_ORDER else len(CAUSE_ORDER)
+        reasons.append((rank, _plain(p.summary, task.id) + _when(p.since)))
+    reasons.sort(key=lambda r: r[0])
+    texts = [t for _, t in reasons]
+    if degraded or "accuracy_minimum" in covered:
+        return "degraded", texts
+    watching = sorted({s.name for s in streams if s.status == StreamStatus.watching})
     if watching:
-        return "watching", "evidence building: " + ", ".join(watching)
-    if open_alerts:
-        return "watching", f"{open_alerts} open alert(s)"
-    if any(s == StreamStatus.recovered for _, s in streams):
-        return "ok", "recovered"
-    return "ok", ""
+        texts.append("Detectors are still gathering evidence: " + ", ".join(watching))
+    if texts:
+        return "watching", texts
+    if not probed:
+        return "no data yet", ["No probe has run for this task yet"]
+    if any(s.status == StreamStatus.recovered for s in streams):
+        return "ok", ["Recovered: every detector is back at its reference"]
+    return "ok", []
 
 
 def task_overview(session: Session, plan: Plan, task_ids: Sequence[str] | None = None) -> list[TaskRow]:
@@ -100,32 +200,37 @@ def task_overview(session: Session, plan: Plan, task_ids: Sequence[str] | None =
     """
     tasks = [t for t in plan.tasks if task_ids is None or t.id in task_ids]
     ids = [t.id for t in tasks]
-    streams: dict[str, list[tuple[str, StreamStatus]]] = {i: [] for i in ids}
-    for task_id, key, status in session.exec(
-            select(DetectorState.task_id, DetectorState.key, DetectorState.status)
+    streams: dict[str, list[Stream]] = {i: [] for i in ids}
+    for task_id, key, metric, status in session.exec(
+            select(DetectorState.task_id, DetectorState.key, DetectorState.metric, DetectorState.status)
             .where(col(DetectorState.task_id).in_(ids))).all():
-        streams[task_id].append((stream_name(key, task_id), StreamStatus(status)))
+        streams[task_id].append(Stream(stream_name(key, task_id), metric, StreamStatus(status)))
     last_probe = {t: as_time(v) for t, v in session.exec(
         select(ProbeRun.task_id, func.max(ProbeRun.finished_at)).where(col(ProbeRun.task_id).in_(ids))
         .group_by(ProbeRun.task_id)).all()}
-    alerts = {t: int(c) for t, c in session.exec(
-        select(Alert.task_id, func.count()).where(col(Alert.task_id).in_(ids), col(Alert.status).in_(OPEN))
+    problems: dict[str, list[OpenProblem]] = {i: [] for i in ids}
+    for inc in session.exec(select(Incident).where(col(Incident.task_id).in_(ids), col(Incident.closed_at).is_(None))
+                            .order_by(col(Incident.opened_at))).all():
+        problems[inc.task_id].append(OpenProblem(inc.cause, inc.summary, as_time(inc.opened_at)))
+    below = {t: as_time(v) for t, v in session.exec(
+        select(Alert.task_id, func.min(Alert.starts_at)).where(col(Alert.task_id).in_(ids), Alert.rule == "below_minimum",
+                                                               col(Alert.ends_at).is_(None))
         .group_by(Alert.task_id)).all()}
     rows = []
     for task in tasks:
         entry = resolve(task.benchmark)
         baseline = task_baseline(session, plan, task)
         estimate, lo, hi, n = recent_estimate(session, task.id)
-        open_alerts = alerts.get(task.id, 0)
-        status, reason = _status(streams[task.id], hi if estimate is not None else None,
-                                 task.thresholds.min_score, open_alerts)
+        status, reasons = task_status(task, streams[task.id], (estimate, lo, hi) if estimate is not None else None,
+                                      baseline.normalized if baseline else None, problems[task.id],
+                                      task.id in last_probe, below.get(task.id))
         owner = task.owner or plan.owners.clinical
         rows.append(TaskRow(task.id, entry.category, entry.subcategory, task.benchmark,
                             baseline.normalized if baseline else None, estimate,
                             lo if estimate is not None else None, hi if estimate is not None else None, n,
                             status, owner.name, plan.use_case.risk_tier.value, last_probe.get(task.id),
-                            open_alerts, task.thresholds.min_score, reason))
-    rows.sort(key=lambda r: (STATUS_RANK[r.status], -r.open_alerts, _gap(r), r.task))
+                            len(problems[task.id]), task.thresholds.min_score, tuple(reasons)))
+    rows.sort(key=lambda r: (STATUS_RANK[r.status], -r.open_incidents, _gap(r), r.task))
     return rows
 
 

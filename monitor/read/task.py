@@ -10,7 +10,10 @@ from typing import Any
 from sqlalchemy import case
 from sqlmodel import Session, col, func, select
 
+from medmon.errors import MedmonError
 from medmon.monitor.models import DetectorState, FindingRecord
+from medmon.monitor.plan.context import load_context
+from medmon.monitor.plan.model import Plan
 from medmon.monitor.read.jury import Verdict, verdicts_for
 from medmon.monitor.read._sql import as_time, latest_runs, safe_float, score_interval
 from medmon.probes.models import ProbeResult, ProbeRun
@@ -36,9 +39,10 @@ class RunPoint:
     over_slo: int
 
 
-def run_series(session: Session, task_id: str, *, runs: int = 300,
-               latency_slo_s: float | None = None) -> list[RunPoint]:
-    """The task's latest ``runs`` runs, oldest first: score with interval, errors, cost, latency.
+def run_series(session: Session, task_id: str, *, runs: int = 300, latency_slo_s: float | None = None,
+               since: datetime | None = None, until: datetime | None = None) -> list[RunPoint]:
+    """The task's latest ``runs`` runs (started between ``since`` and ``until`` when given), oldest
+    first: score with interval, errors, cost, latency.
 
     One ``GROUP BY run_id`` over the results of those runs (found through the run index), so
     the page gets a few hundred rows whatever the table's size.
@@ -50,7 +54,7 @@ def run_series(session: Session, task_id: str, *, runs: int = 300,
                     func.sum(ProbeResult.cost_usd), func.avg(ProbeResult.cost_usd), func.avg(ProbeResult.latency_s),
                     func.max(ProbeResult.latency_s), over)
              .join(ProbeRun, col(ProbeRun.id) == col(ProbeResult.run_id))
-             .where(col(ProbeResult.run_id).in_(latest_runs(task_id, runs)))
+             .where(col(ProbeResult.run_id).in_(latest_runs(task_id, runs, since=since, until=until)))
              .group_by(ProbeResult.run_id, ProbeRun.purpose).order_by(ProbeResult.run_id))
     points = []
     for run_id, purpose, at, calls, n, total, errors, cost, cost_avg, lat, lat_max, over_n in session.exec(query).all():
@@ -171,14 +175,45 @@ class AnswerRow:
     cost_usd: float | None
     tags: dict[str, Any] = field(default_factory=dict)
     verdicts: tuple[Verdict, ...] = ()
+    extracted: str | None = None  # what the scorer read from the answer (e.g. the chosen letter)
+    parsed: bool | None = None  # False: the scorer could not read the answer (unparsed, not wrong)
 
 
 def recent_answers(session: Session, task_id: str, *, limit: int = 20) -> list[AnswerRow]:
-    """The task's latest ``limit`` answers, newest first, with the jury's verdicts attached."""
+    """The task's latest ``limit`` answers, newest first, with the jury's verdicts attached.
+
+    ``extracted`` and ``parsed`` carry the scorer's reading where the stored result has it.
+    """
 
     rows = session.exec(select(ProbeResult).where(ProbeResult.task_id == task_id)
                         .order_by(col(ProbeResult.id).desc()).limit(limit)).all()
     verdicts = verdicts_for(session, [r.id for r in rows if r.id is not None])
     return [AnswerRow(r.id or 0, as_time(r.created_at), r.canary_id, r.answer, r.score, r.correct, r.error_type,
-                      r.served_model, r.latency_s, r.cost_usd, dict(r.tags or {}), tuple(verdicts.get(r.id or 0, ())))
+                      r.served_model, r.latency_s, r.cost_usd, dict(r.tags or {}), tuple(verdicts.get(r.id or 0, ())),
+                      getattr(r, "extracted", None), getattr(r, "parsed", None))
             for r in rows]
+
+
+def data_span(session: Session, task_id: str) -> tuple[datetime | None, datetime | None]:
+    """When the task's first and latest probe runs started (None, None before any)."""
+    first, last = session.exec(select(func.min(ProbeRun.started_at), func.max(ProbeRun.started_at))
+                               .where(ProbeRun.task_id == task_id)).one()
+    return as_time(first), as_time(last)
+
+
+@dataclass(frozen=True)
+class CanaryText:
+    """What a canary asks and what counts as right: its question and references."""
+
+    prompt: str
+    references: tuple[str, ...]
+
+
+def canary_texts(plan: Plan, task_id: str) -> dict[str, CanaryText]:
+    """The task's canaries by id, as stored in their pack or file (imported canaries were
+    redacted when imported); empty when the canary source cannot be read."""
+    try:
+        ctx = load_context(plan, plan.task(task_id))
+    except (MedmonError, OSError, ValueError):
+        return {}
+    return {c.id: CanaryText(c.prompt, tuple(c.references)) for c in ctx.canaries}

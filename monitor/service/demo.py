@@ -14,6 +14,7 @@ request count, which drives its phases, stays in step with the scenario.
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import subprocess
@@ -26,7 +27,9 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 
-from medmon.alerts import Alert
+from medmon.alerts import Alert, incident_members, incident_title, list_incidents
+from medmon.db import session_scope
+from medmon.monitor.governance.audit import record_plan
 from medmon.monitor.service.clock import AcceleratedClock
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan, load_plan
@@ -115,11 +118,12 @@ alerts:
   routes:
     - {{name: demo-receiver, type: webhook, url: {receiver_url}, secret_env: {secret_env}}}
   repeat_interval: 12h
-  # The accelerated clock runs ~40 simulated minutes between alert passes: no heartbeat gap to report.
-  heartbeat_tolerance: 1d
+  # The accelerated clock runs ~40 simulated minutes between alert passes, and a busy machine can hold
+  # a pass back for seconds, which are simulated days: only a week-long gap is the monitor stopping.
+  heartbeat_tolerance: 7d
   # On a busy machine a probe can outlast its accelerated hour and the next one is skipped:
   # simulated hours pass without data that a real deployment would not lose.
-  stale_after_intervals: 24
+  stale_after_intervals: 72
   dashboard_url: {dashboard_url}
 storage:
   url: sqlite:///{db}
@@ -130,7 +134,7 @@ governance:
     benchmarks: [med_qa]
   evidence:
     summary: Illustrative figures for the simulated model (not a published result).
-    limitations: [The simulator answers from a fixed key; it demonstrates monitoring, not a model.]
+    limitations: ["The simulator answers from a fixed key; it demonstrates monitoring, not a model."]
   controls:
     decision_criteria: Every task at or above its approval minimum, within its tolerated drop.
     reevaluation: {{on_detected_change: true, repeats: 1}}
@@ -150,6 +154,33 @@ traffic:
 """
 
 
+@dataclass(frozen=True)
+class DemoIncident:
+    """One incident at the end of the demo, with the rules of its member signals."""
+
+    id: int
+    title: str
+    severity: str
+    status: str
+    summary: str
+    signals: list[str]
+
+    def line(self) -> str:
+        n = len(self.signals)
+        return f"#{self.id} {self.severity:8} {self.status:12} {self.title} ({n} signal{'s' if n != 1 else ''})"
+
+
+def demo_incidents(session: Session) -> list[DemoIncident]:
+    """Every incident in the database, oldest first."""
+    out = []
+    for inc in reversed(list_incidents(session)):
+        members = incident_members(session, inc.id or 0)
+        status = "resolved" if inc.closed_at else "acknowledged" if inc.acknowledged_at else "open"
+        out.append(DemoIncident(inc.id or 0, incident_title(inc), inc.severity.value, status, inc.summary,
+                                [a.rule for a in members]))
+    return out
+
+
 @dataclass
 class DemoResult:
     plan_path: Path
@@ -157,6 +188,7 @@ class DemoResult:
     seconds: float
     probe_results: int
     alerts: list[str]
+    incidents: list[DemoIncident]
     delivered: list[dict[str, object]]
     rejected_signatures: int
     first_alert_s: float | None
@@ -246,27 +278,44 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
             f"sending its spans to {traffic.url}/v1/traces")
     contexts = [load_context(plan, t) for t in plan.tasks]
     clock = AcceleratedClock(scale=3600 / scenario.seconds_per_probe)
+    with session_scope(engine) as session:  # the governance record starts with the plan
+        record_plan(session, plan_path.read_text("utf-8"), str(plan_path), "medmon demo", clock())
+    # On an accelerated clock a probe can outlast its simulated hour; APScheduler then warns that it
+    # skipped the next one. That is the demo's pace, not news: keep the console for the story.
+    logging.getLogger("apscheduler.scheduler").setLevel(logging.ERROR)
     state = sim_app.state.sim
     events: list[str] = []
     started = time.monotonic()
     degraded_at: list[float] = []
     phase_label = [state.phase().label]
 
+    told: dict[int, int] = {}  # incident id -> member signals already reported
+
     def on_outcome(outcome: object) -> None:
         label = state.phase().label
+        at = f"[{time.monotonic() - started:5.1f}s]"
         if label != phase_label[0]:
             phase_label[0] = label
             if not degraded_at:
                 degraded_at.append(time.monotonic() - started)
-            msg = f"[{time.monotonic() - started:5.1f}s] simulator phase -> {label}"
-            events.append(msg)
-            say(msg)
-        for signal in getattr(outcome, "signals", []):
-            msg = f"[{time.monotonic() - started:5.1f}s] ALERT {'firing' if signal.firing else 'resolved'}: {signal.summary}"
-            events.append(msg)
+            events.append(msg := f"{at} simulator phase -> {label}")
             say(msg)
         if app is not None:
             _app_calls(app, scenario.app_calls_per_probe)
+        if not getattr(outcome, "signals", []):
+            return
+        with Session(engine) as s:
+            for inc in demo_incidents(s):
+                before = told.get(inc.id)
+                if before is None:
+                    msg = f"{at} INCIDENT #{inc.id} opened ({inc.severity}): {inc.title} — {inc.summary}"
+                elif len(inc.signals) > before:
+                    msg = f"{at}   #{inc.id} {inc.title}: {len(inc.signals)} signals agree"
+                else:
+                    continue
+                told[inc.id] = len(inc.signals)
+                events.append(msg)
+                say(msg)
 
     scheduler = build_scheduler(engine, plan, contexts, build_channels(plan), now=clock,
                                 time_scale=clock.scale, seed=5, delivery_every_s=0.25, on_outcome=on_outcome)
@@ -297,9 +346,11 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
             server.stop()
     with Session(engine) as s:
         alerts = [f"{a.severity.value:8} {a.status.value:9} {a.summary}" for a in s.exec(select(Alert)).all()]
+        incidents = demo_incidents(s)
     with receiver_state.lock:
         delivered = [r.body for r in receiver_state.received]
     return DemoResult(plan_path=plan_path, database=db, seconds=time.monotonic() - started,
-                      probe_results=_count(engine, ProbeResult), alerts=alerts, delivered=delivered,
+                      probe_results=_count(engine, ProbeResult), alerts=alerts, incidents=incidents,
+                      delivered=delivered,
                       rejected_signatures=receiver_state.rejected, first_alert_s=first_alert,
                       degraded_at_s=degraded_at[0] if degraded_at else None, events=events)

@@ -22,8 +22,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from medmon.alerts import NotifyPolicy, RouteSpec, apply_signal, deliver_due, flush
+from medmon.alerts import NotifyPolicy, RouteSpec, apply_signals, deliver_due, flush
 from medmon.alerts.channels import AlertmanagerChannel, AlertmanagerConfig
+from medmon.alerts.rules import Rule
 from medmon.monitor.service.webserver import RunningServer
 from tests.alerts.helpers import FakeClock, clear, fire
 from tests.conftest import stop_process
@@ -101,16 +102,20 @@ def test_alertmanager_receives_firing_then_resolved(engine: Engine, alertmanager
     policy = NotifyPolicy(routes=(RouteSpec("am", group_interval=timedelta(seconds=10),
                                             repeat_interval=timedelta(minutes=1), repeat_acknowledged=True),))
     channels = {"am": AlertmanagerChannel(AlertmanagerConfig(name="am", url=SecretStr(alertmanager)))}
-    with Session(engine) as s:
-        apply_signal(s, fire(task="dosing", summary="dosing: score dropped below its baseline"), policy, clock())
+    with Session(engine) as s:  # two rules see one accuracy drop: one incident, one Alertmanager alert
+        apply_signals(s, [fire(task="dosing", summary="dosing: score dropped below its baseline"),
+                          fire(task="dosing", rule=Rule.below_minimum, summary="dosing: below the approved minimum")],
+                      policy, clock())
         s.commit()
     assert deliver_due(engine, channels, clock).delivered == 1
     wait_for(lambda: any(w["status"] == "firing" for w in got), 20, "a firing webhook from Alertmanager")
     firing = next(w for w in got if w["status"] == "firing")
     (alert,) = firing["alerts"]
-    assert alert["labels"]["alertname"] == "drift_drop" and alert["labels"]["task"] == "dosing"
-    assert alert["labels"]["severity"] == "critical"
+    assert alert["labels"]["alertname"] == "accuracy" and alert["labels"]["task"] == "dosing"
+    assert alert["labels"]["severity"] == "critical" and alert["labels"]["incident"].isdigit()
     assert alert["annotations"]["summary"] == "dosing: score dropped below its baseline"
+    assert alert["annotations"]["signals"].splitlines() == ["[firing] dosing: score dropped below its baseline",
+                                                            "[firing] dosing: below the approved minimum"]
     assert alert["generatorURL"] == "http://127.0.0.1:8501/task?task=dosing"
     assert alert["endsAt"] == "0001-01-01T00:00:00Z"
 
@@ -120,7 +125,8 @@ def test_alertmanager_receives_firing_then_resolved(engine: Engine, alertmanager
         clock.advance(seconds=31)
         assert [n.event for n in flush(s, policy, clock())] == ["repeat"]
         clock.advance(seconds=10)
-        apply_signal(s, clear(task="dosing"), policy, clock())  # resolved: posted with endsAt
+        apply_signals(s, [clear(task="dosing"), clear(task="dosing", rule=Rule.below_minimum)], policy,
+                      clock())  # the incident closes: posted with endsAt
         s.commit()
     assert deliver_due(engine, channels, clock).delivered == 2
     wait_for(lambda: any(w["status"] == "resolved" for w in got), 20, "a resolved webhook from Alertmanager")

@@ -24,6 +24,7 @@ from werkzeug import Request, Response
 from medmon.alerts import (
     CHANNEL_TYPES,
     Alert,
+    Incident,
     DeliveryError,
     Notification,
     NotifyPolicy,
@@ -31,15 +32,17 @@ from medmon.alerts import (
     PermanentDeliveryError,
     RetryableDeliveryError,
     Severity,
-    acknowledge,
+    acknowledge_incident,
     apply_signal,
+    apply_signals,
     deliver_due,
-    resolve,
+    resolve_incident,
 )
 from medmon.alerts.channels import PagerDutyChannel, PagerDutyConfig, SlackChannel, SlackConfig, TeamsChannel, TeamsConfig
 from medmon.alerts.dispatch import group_body
 from standardwebhooks import Webhook, WebhookVerificationError
 
+from medmon.alerts.incidents import incident_body
 from medmon.alerts.signing import verify
 from tests.alerts.helpers import FakeClock, fire
 
@@ -51,11 +54,12 @@ HMAC_SECRET = "hmac-SECRET-value-77"
 ROUTING_KEY = "R0UTINGKEYSECRET0123456789abcdef"
 
 
-def _alert(i: int, status: str, severity: Severity, metric: str, summary: str) -> Alert:
+def _alert(i: int, status: str, severity: Severity, metric: str, rule: str, summary: str) -> Alert:
     start = NOW - timedelta(hours=3 - i)
-    a = Alert(id=i, fingerprint=f"fp{i:014d}", group_key="production/dosing", task_id="dosing", rule="drift_drop",
-              labels={"deployment": "production", "task": "dosing", "metric": metric, "rule": "drift_drop",
-                      "benchmark": "medcalc_bench", "category": "Clinical Decision Support"},
+    a = Alert(id=i, fingerprint=f"fp{i:014d}", group_key="production/dosing/accuracy", incident_id=7, task_id="dosing",
+              rule=rule, labels={"deployment": "production", "task": "dosing", "metric": metric, "rule": rule,
+                                 "benchmark": "medcalc_bench", "category": "Clinical Decision Support",
+                                 "cause": "accuracy"},
               severity=severity, summary=summary, owner="Dr. Owner <owner@hospital.example>",
               category="Clinical Decision Support", dashboard_url="http://127.0.0.1:8501/task?task=dosing",
               evidence={"estimate": 0.61, "ci_low": 0.55, "ci_high": 0.67, "n": 120}, starts_at=start)
@@ -67,11 +71,18 @@ def _alert(i: int, status: str, severity: Severity, metric: str, summary: str) -
 
 
 def sample_notification() -> dict[str, Any]:
-    alerts = [_alert(1, "firing", Severity.critical, "score", "dosing: score dropped below its baseline"),
-              _alert(2, "acknowledged", Severity.warning, "cost", "dosing: cost per call exceeds its budget"),
-              _alert(3, "resolved", Severity.warning, "latency", "dosing: latency recovered")]
-    return group_body("production/dosing", "route", NotifyReason.new_firing, alerts, {"fp00000000000001",
-                                                                                      "fp00000000000003"}, NOW)
+    """One accuracy incident of three signals: news first (a drop firing, a subgroup recovered)."""
+    alerts = [_alert(1, "firing", Severity.critical, "score", "drift_drop", "dosing: score dropped below its baseline"),
+              _alert(2, "acknowledged", Severity.warning, "score", "below_minimum",
+                     "dosing: recent score 0.61 is below the approved minimum 0.70"),
+              _alert(3, "resolved", Severity.warning, "score[sex=F]", "subgroup_drop",
+                     "dosing: score[sex=F] recovered")]
+    incident = Incident(id=7, key="production/dosing/accuracy", deployment="production", task_id="dosing",
+                        cause="accuracy", severity=Severity.critical, summary=alerts[0].summary,
+                        owner=alerts[0].owner, dashboard_url=alerts[0].dashboard_url, opened_at=NOW - timedelta(hours=2))
+    body = group_body("production/dosing/accuracy", "route", NotifyReason.new_firing, alerts,
+                      {"fp00000000000001", "fp00000000000003"}, NOW)
+    return body | {"incident": incident_body(incident, alerts)}
 
 
 def make_channel(kind: str, url: str, **extra: Any) -> Any:
@@ -179,7 +190,9 @@ def test_slack_answers_ok_and_gets_blocks(httpserver: HTTPServer) -> None:
     channel = SlackChannel(SlackConfig(name="slack", url=SecretStr(httpserver.url_for(f"/services/{URL_TOKEN}"))))
     channel.send(channel.render(sample_notification()), idempotency_key="k")
     assert got[0]["text"].startswith("[FIRING] dosing: score dropped")
-    assert [b["type"] for b in got[0]["blocks"]] == ["header", "section", "section", "section", "context"]
+    assert [b["type"] for b in got[0]["blocks"]] == ["header", "section", "section", "section", "section", "context"]
+    assert got[0]["blocks"][0]["text"]["text"].startswith("medmon firing: incident #7 dosing: accuracy")
+    assert got[0]["blocks"][4]["text"]["text"].startswith("*What to do:* Check whether the served model")
     assert "&lt;dose&gt; &amp; units" in got[0]["blocks"][2]["text"]["text"]  # mrkdwn escaped
 
 
@@ -238,33 +251,36 @@ class PagerDutyMock:
                         headers={"Retry-After": "7"} if code == 429 else {})
 
 
-def test_pagerduty_trigger_acknowledge_resolve_share_a_dedup_key(engine: Engine, clock: FakeClock,
-                                                                  httpserver: HTTPServer) -> None:
+def test_pagerduty_trigger_acknowledge_resolve_share_the_incident_dedup_key(engine: Engine, clock: FakeClock,
+                                                                           httpserver: HTTPServer) -> None:
     mock = PagerDutyMock()
     httpserver.expect_request("/v2/enqueue", method="POST").respond_with_handler(mock)
     channel = PagerDutyChannel(PagerDutyConfig(name="pd", url=SecretStr(httpserver.url_for("/v2/enqueue")),
                                                routing_key=SecretStr(ROUTING_KEY)))
     policy = NotifyPolicy.for_routes(["pd"])
-    with Session(engine) as s:
-        alert = apply_signal(s, fire(), policy, clock())
+    with Session(engine) as s:  # the drift detector and the approval minimum see one accuracy drop
+        drift, minimum = apply_signals(s, [fire(), fire(rule="below_minimum")], policy, clock())
         s.commit()
-        assert alert is not None and alert.id is not None
-        fingerprint, alert_id = alert.fingerprint, alert.id
+        assert drift is not None and minimum is not None and drift.incident_id == minimum.incident_id
+        incident_id = drift.incident_id
+        assert incident_id is not None
     deliver_due(engine, {"pd": channel}, clock)
     clock.advance(minutes=10)  # past group_interval
     with Session(engine) as s:
-        acknowledge(s, alert_id, "dr.owner", "on it", clock(), routes=policy)
+        acknowledge_incident(s, incident_id, "dr.owner", "on it", clock(), routes=policy)
         s.commit()
     deliver_due(engine, {"pd": channel}, clock)
     clock.advance(minutes=10)
     with Session(engine) as s:
-        resolve(s, alert_id, "dr.owner", "fixed the prompt", policy, clock())
+        resolve_incident(s, incident_id, "dr.owner", "fixed the prompt", clock(), routes=policy)
         s.commit()
     deliver_due(engine, {"pd": channel}, clock)
+    key = f"medmon:production/dosing/accuracy#{incident_id}"
     assert [(e["event_action"], e["dedup_key"]) for e in mock.events] == [
-        ("trigger", fingerprint), ("acknowledge", fingerprint), ("resolve", fingerprint)]
+        ("trigger", key), ("acknowledge", key), ("resolve", key)]
     trigger = mock.events[0]
     assert trigger["payload"]["severity"] == "critical" and trigger["payload"]["component"] == "dosing"
+    assert [d["rule"] for d in trigger["payload"]["custom_details"]["signals"]] == ["drift_drop", "below_minimum"]
     assert trigger["routing_key"] == ROUTING_KEY
     clock.advance(hours=5)
     with Session(engine) as s:
@@ -287,7 +303,11 @@ def test_pagerduty_errors(httpserver: HTTPServer, status: int, error: type[Deliv
 def test_pagerduty_sends_only_news() -> None:
     channel = make_channel("pagerduty", "http://127.0.0.1:9/")
     actions = [(e["event_action"], e["dedup_key"]) for e in channel.render(sample_notification())]
-    assert actions == [("trigger", "fp00000000000001"), ("resolve", "fp00000000000003")]
+    assert actions == [("trigger", "medmon:production/dosing/accuracy#7")]  # one event for the incident
+    legacy = sample_notification()
+    del legacy["incident"]  # written before incidents existed: one event per alert that is news
+    assert [(e["event_action"], e["dedup_key"]) for e in channel.render(legacy)] == [
+        ("trigger", "fp00000000000001"), ("resolve", "fp00000000000003")]
     repeat = sample_notification() | {"alerts": [a | {"new": False} for a in sample_notification()["alerts"]]}
     assert channel.render(repeat) == []
 
@@ -308,7 +328,8 @@ def test_webhook_signature_verifies_over_the_exact_bytes(httpserver: HTTPServer)
     assert headers["Idempotency-Key"] == headers["Webhook-Id"] == "key-1"
     assert "X-Medmon-Signature" not in headers
     stock = Webhook(HMAC_SECRET.encode())
-    assert stock.verify(raw, headers)["group_key"] == "production/dosing"
+    payload = stock.verify(raw, headers)
+    assert payload["group_key"] == "production/dosing/accuracy" and payload["incident"]["id"] == 7
     timestamp = int(headers["Webhook-Timestamp"])
     assert verify(raw, headers, HMAC_SECRET, now=timestamp) == "key-1"
     for tampered_body, tampered in ((raw + b" ", headers), (raw, headers | {"Webhook-Id": "key-2"}),

@@ -39,21 +39,21 @@ def test_group_wait_collects_alerts_into_one_notification(engine: Engine, clock:
     with Session(engine) as s:
         apply_signal(s, fire(metric="score"), policy, clock())
         clock.advance(seconds=10)
-        apply_signal(s, fire(metric="refusal", rule="refusals_rising"), policy, clock())
+        apply_signal(s, fire(rule="below_minimum"), policy, clock())  # the same accuracy incident
         assert rows(s) == []  # still inside group_wait
         clock.advance(seconds=21)
         out = flush(s, policy, clock())
         assert [(n.event, n.alert_count) for n in out] == [("firing", 2)]
-        assert {a["labels"]["metric"] for a in out[0].payload["alerts"]} == {"score", "refusal"}
+        assert {a["labels"]["rule"] for a in out[0].payload["alerts"]} == {"drift_drop", "below_minimum"}
 
 
 def test_group_interval_holds_news_then_sends_it_together(engine: Engine, policy: NotifyPolicy,
                                                           clock: FakeClock) -> None:
     with Session(engine) as s:
         apply_signal(s, fire(metric="score"), policy, clock())
-        for metric in ["cost", "latency", "refusal"]:  # one a minute
+        for metric in ["score[sex=F]", "score[sex=M]", "score[age=65+]"]:  # one a minute, one incident
             clock.advance(minutes=1)
-            apply_signal(s, fire(metric=metric, rule=f"{metric}_rule"), policy, clock())
+            apply_signal(s, fire(metric=metric, rule="subgroup_drop"), policy, clock())
         assert len(rows(s)) == 1
         clock.advance(minutes=2)  # 5 minutes after the first notification
         out = flush(s, policy, clock())
@@ -97,8 +97,8 @@ def test_routes_matchers_and_fallback(engine: Engine, clock: FakeClock) -> None:
     with Session(engine) as s:
         apply_signals(s, [fire(task="dosing", severity=Severity.critical),
                           fire(task="billing", severity=Severity.warning)], policy, clock())
-        assert sorted((n.route, n.group_key) for n in rows(s)) == [("oncall", "production/billing"),
-                                                                    ("pager", "production/dosing")]
+        assert sorted((n.route, n.group_key) for n in rows(s)) == [("oncall", "production/billing/accuracy"),
+                                                                    ("pager", "production/dosing/accuracy")]
 
 
 def test_unacknowledged_critical_escalates_once(engine: Engine, clock: FakeClock) -> None:
@@ -113,7 +113,8 @@ def test_unacknowledged_critical_escalates_once(engine: Engine, clock: FakeClock
         assert flush(s, policy, clock()) == []
         clock.advance(minutes=1)
         out = flush(s, policy, clock())
-        assert [(n.route, n.event, n.group_key) for n in out] == [("pagerduty", "escalated", "production/dosing")]
+        assert [(n.route, n.event, n.group_key) for n in out] == [("pagerduty", "escalated",
+                                                                                   "production/dosing/accuracy")]
         assert crit.escalated_to == "pagerduty" and warn.escalated_at is None
         assert "escalated to route pagerduty" in alert_history(s, crit.id)[-1].note
         clock.advance(hours=1)

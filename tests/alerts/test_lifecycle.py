@@ -153,14 +153,16 @@ def test_open_alerts_newest_first(engine: Engine, policy: NotifyPolicy, clock: F
         assert [a.task_id for a in open_alerts(s)] == ["c", "b"]
 
 
-def test_one_probe_findings_make_one_notification_per_task(engine: Engine, policy: NotifyPolicy,
-                                                           clock: FakeClock) -> None:
+def test_one_probe_findings_make_one_notification_per_incident(engine: Engine, policy: NotifyPolicy,
+                                                               clock: FakeClock) -> None:
     with Session(engine) as s:
-        apply_signals(s, [fire(metric="score"), fire(metric="cost", rule="cost_over_budget"),
-                          fire(task="triage")], policy, clock())
+        apply_signals(s, [fire(metric="score"), fire(rule="below_minimum"),
+                          fire(metric="cost", rule="cost_over_budget"), fire(task="triage")], policy, clock())
         s.commit()
         rows = s.exec(select(Notification).order_by(Notification.group_key)).all()
-        assert [(n.group_key, n.alert_count) for n in rows] == [("production/dosing", 2), ("production/triage", 1)]
+        assert [(n.group_key, n.alert_count) for n in rows] == [("production/dosing/accuracy", 2),
+                                                                ("production/dosing/cost", 1),
+                                                                ("production/triage/accuracy", 1)]
 
 
 def test_clock_in_the_record_is_the_injected_one(engine: Engine, policy: NotifyPolicy, clock: FakeClock) -> None:

@@ -121,7 +121,7 @@ def test_fingerprint_ignores_evidence_and_wording() -> None:
     b = detector_alarm(subject(), "score", {"estimate": 0.4, "ci_low": 0.3, "ci_high": 0.5, "null_mean": 0.8, "n": 90})
     other_task = detector_alarm(subject("triage"), "score", dict(a.evidence))
     assert a.fingerprint == b.fingerprint == fingerprint(a.labels) != other_task.fingerprint
-    assert a.group_key == "production/dosing"
+    assert a.group_key == "production/dosing/accuracy"
 
 
 def test_model_change() -> None:

@@ -122,7 +122,7 @@ def test_alert_pass_reports_a_heartbeat_gap_then_clears_it(engine: Engine, make_
         run(s, "knowledge-qa", -3)  # (a probe ran right after the restart)
         notes = alert_pass(s, plan, clock())
         s.commit()
-        assert [(n.event, n.group_key) for n in notes] == [("firing", "production/_monitor")]
+        assert [(n.event, n.group_key) for n in notes] == [("firing", "production/_monitor/availability")]
         alert = s.exec(select(Alert).where(Alert.rule == "heartbeat")).one()
         assert alert.severity == Severity.warning and "no heartbeat for 3h00m" in alert.summary
         assert alert.owner == "Tech <tech@hospital.example>"

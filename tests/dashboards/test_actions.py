@@ -1,5 +1,6 @@
-"""Acknowledge, resolve, silence and requeue through the page: the database, the alert's history
-and the audit log all record who did it and why; sign-in decides who may."""
+"""Acknowledge, resolve, silence and requeue through the page, an incident (and all its signals) at
+a time or several with one reason: the database, each alert's history and the audit log all
+record who did it and why; sign-in decides who may."""
 
 from __future__ import annotations
 
@@ -11,9 +12,18 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 from streamlit.testing.v1 import AppTest
 
-from medmon.alerts import Alert, AlertStatus, Notification, NotificationStatus, Silence
+from medmon.alerts import (
+    Alert,
+    AlertStatus,
+    Incident,
+    Matcher,
+    Notification,
+    NotificationStatus,
+    Silence,
+    incident_members,
+)
 from medmon.alerts.models import AlertEvent
-from medmon.dashboards.actions import NotAllowed, acknowledge_alert
+from medmon.dashboards.actions import NotAllowed, acknowledge_incidents
 from medmon.dashboards.auth import Viewer
 from medmon.monitor.governance.audit import list_events, verify
 from medmon.monitor.plan.model import load_plan
@@ -24,14 +34,22 @@ NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)
 
 
 def _critical(engine: Engine, task: str = "knowledge-qa") -> int:
+    """The task's open accuracy incident (the drift detector's alert is one of its signals)."""
     with Session(engine) as s:
         alert = s.exec(select(Alert).where(Alert.task_id == task, Alert.rule == "drift_drop")).one()
-    assert alert.id is not None and alert.status == AlertStatus.firing
-    return alert.id
+        assert alert.incident_id is not None and alert.status == AlertStatus.firing
+        incident = s.get(Incident, alert.incident_id)
+    assert incident is not None and incident.cause == "accuracy" and incident.closed_at is None
+    return alert.incident_id
 
 
-def _act(at: AppTest, alert_id: int, reason: str, button: str) -> AppTest:
-    at.selectbox(key="alert").set_value(alert_id)
+def _members(engine: Engine, incident_id: int) -> list[Alert]:
+    with Session(engine) as s:
+        return incident_members(s, incident_id)
+
+
+def _act(at: AppTest, incident_id: int | list[int], reason: str, button: str) -> AppTest:
+    at.multiselect(key="incidents").set_value(incident_id if isinstance(incident_id, list) else [incident_id])
     at.text_input(key="reason").input(reason)
     at.button(key=button).click().run()
     assert not at.exception, [e.value for e in at.exception]
@@ -47,48 +65,52 @@ def test_acknowledge_records_the_local_user_in_alert_history_and_audit(
         seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest],
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("USER", "nurse.lead")
-    alert_id = _critical(seeded_engine)
-    at = _act(open_page("alerts"), alert_id, "Reviewing with pharmacy today", "ack")
-    assert at.success[0].value == f"Alert #{alert_id} acknowledged by nurse.lead (unauthenticated)."
+    incident_id = _critical(seeded_engine)
+    members = _members(seeded_engine, incident_id)
+    assert len(members) >= 2  # the drift detectors and the approval minimum see one drop
+    at = _act(open_page("alerts"), incident_id, "Reviewing with pharmacy today", "ack")
+    assert at.success[0].value == f"Incident #{incident_id} acknowledged by nurse.lead (unauthenticated)."
     with Session(seeded_engine) as s:
-        alert = s.get(Alert, alert_id)
-        assert alert is not None
-        assert alert.status == AlertStatus.acknowledged
-        assert (alert.acknowledged_by, alert.ack_note) == ("nurse.lead (unauthenticated)", "Reviewing with pharmacy today")
+        for alert in incident_members(s, incident_id):  # one acknowledgement covers every signal
+            assert alert.status == AlertStatus.acknowledged
+            assert (alert.acknowledged_by, alert.ack_note) == ("nurse.lead (unauthenticated)",
+                                                               "Reviewing with pharmacy today")
         entries = list_events(s, kind="alert_acknowledged")
         assert verify(s).ok
-    last = _events(seeded_engine, alert_id)[-1]
+    last = _events(seeded_engine, members[0].id or 0)[-1]
     assert (last.actor, last.to_status, last.note) == ("nurse.lead (unauthenticated)", "acknowledged",
-                                                       "Reviewing with pharmacy today")
-    assert [(e.actor, e.subject) for e in entries] == [("nurse.lead (unauthenticated)", f"alert:{alert_id}")]
+                                                       f"incident #{incident_id}: Reviewing with pharmacy today")
+    assert [(e.actor, e.subject) for e in entries] == [("nurse.lead (unauthenticated)", f"incident:{incident_id}")]
     assert entries[0].details["authenticated"] is False and entries[0].details["note"] == "Reviewing with pharmacy today"
-    history = at.dataframe[0].value  # the alert's history, shown right under the action
-    assert history["to"].iloc[-1] == "acknowledged"
+    assert sorted(entries[0].details["alerts"]) == sorted(a.id for a in members)
+    table = [df.value for df in at.dataframe if "acknowledged by" in df.value.columns][0].set_index("id")
+    assert table.loc[incident_id, "status"] == "acknowledged"
 
 
 def test_resolve_records_the_reason(seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
-    alert_id = _critical(seeded_engine, "dose-calc")
-    at = _act(open_page("alerts"), alert_id, "Vendor rolled back to v1; re-evaluation passed", "resolve")
-    assert at.success[0].value.startswith(f"Alert #{alert_id} resolved by")
+    incident_id = _critical(seeded_engine, "dose-calc")
+    at = _act(open_page("alerts"), incident_id, "Vendor rolled back to v1; re-evaluation passed", "resolve")
+    assert at.success[0].value.startswith(f"Incident #{incident_id} resolved by")
     with Session(seeded_engine) as s:
-        alert = s.get(Alert, alert_id)
-        assert alert is not None and alert.status == AlertStatus.resolved and alert.ends_at is not None
-        assert alert.resolve_reason == "Vendor rolled back to v1; re-evaluation passed"
+        incident = s.get(Incident, incident_id)
+        assert incident is not None and incident.closed_at is not None
+        for alert in incident_members(s, incident_id):
+            assert alert.status == AlertStatus.resolved and alert.ends_at is not None
+            assert alert.resolve_reason == "Vendor rolled back to v1; re-evaluation passed"
         entries = list_events(s, kind="alert_resolved")
         assert verify(s).ok
-    assert [e.subject for e in entries] == [f"alert:{alert_id}"]
-    assert _events(seeded_engine, alert_id)[-1].to_status == "resolved"
+    assert [e.subject for e in entries] == [f"incident:{incident_id}"]
     past = [df.value for df in at.dataframe if "resolved by" in df.value.columns][0]
-    assert alert_id in set(past["id"])
+    assert incident_id in set(past["id"])
 
 
 def test_silence_mutes_the_alert_and_is_audited(seeded: Seeded, seeded_engine: Engine,
                                                 open_page: Callable[..., AppTest]) -> None:
-    alert_id = _critical(seeded_engine)
+    incident_id = _critical(seeded_engine)
     at = open_page("alerts")
     at.selectbox(key="silence_for").set_value("1 day")
-    at = _act(at, alert_id, "Known vendor incident INC-4411", "silence")
-    assert at.success[0].value.startswith(f"Alert #{alert_id} silenced for 1 day by")
+    at = _act(at, incident_id, "Known vendor incident INC-4411", "silence")
+    assert at.success[0].value.startswith(f"Incident #{incident_id} silenced for 1 day by")
     with Session(seeded_engine) as s:
         silence = s.exec(select(Silence)).one()
         entries = list_events(s, kind="alert_silenced")
@@ -97,20 +119,52 @@ def test_silence_mutes_the_alert_and_is_audited(seeded: Seeded, seeded_engine: E
     span = silence.ends_at - silence.starts_at
     assert span.total_seconds() == pytest.approx(86400)
     assert entries[0].details["silence_id"] == silence.id
+    assert [m.to_dict() for m in map(Matcher.from_dict, silence.matchers)] == [
+        {"name": "deployment", "op": "=", "value": "production"}, {"name": "task", "op": "=", "value": "knowledge-qa"},
+        {"name": "cause", "op": "=", "value": "accuracy"}]
     open_table = [df.value for df in at.dataframe if "silenced until" in df.value.columns][0]
-    assert open_table.set_index("id").loc[alert_id, "status"] == "silenced"
+    assert open_table.set_index("id").loc[incident_id, "status"] == "silenced"
 
 
 def test_an_action_without_a_reason_changes_nothing(seeded: Seeded, seeded_engine: Engine,
                                                     open_page: Callable[..., AppTest]) -> None:
-    alert_id = _critical(seeded_engine)
+    incident_id = _critical(seeded_engine)
+    alert_id = _members(seeded_engine, incident_id)[0].id or 0
     before = len(_events(seeded_engine, alert_id))
-    at = _act(open_page("alerts"), alert_id, "   ", "ack")
-    assert at.error[0].value == "a reason is required to acknowledge an alert"
+    at = _act(open_page("alerts"), incident_id, "   ", "ack")
+    assert at.error[0].value == "a reason is required to acknowledge an incident"
     with Session(seeded_engine) as s:
         assert s.get(Alert, alert_id).status == AlertStatus.firing  # type: ignore[union-attr]
         assert list_events(s, kind="alert_acknowledged") == []
     assert len(_events(seeded_engine, alert_id)) == before
+
+
+def test_one_reason_acknowledges_several_incidents_at_once(seeded: Seeded, seeded_engine: Engine,
+                                                           open_page: Callable[..., AppTest]) -> None:
+    chosen = [_critical(seeded_engine), _critical(seeded_engine, "dose-calc")]
+    at = _act(open_page("alerts"), chosen, "Committee reviewing both tasks on Friday", "ack")
+    assert at.success[0].value.startswith(f"Incidents #{chosen[0]}, #{chosen[1]} acknowledged by")
+    with Session(seeded_engine) as s:
+        assert {a.status for i in chosen for a in incident_members(s, i)} == {AlertStatus.acknowledged}
+        assert sorted(e.subject for e in list_events(s, kind="alert_acknowledged")) == sorted(
+            f"incident:{i}" for i in chosen)
+
+
+def test_a_silence_by_label_matchers_mutes_what_it_matches(seeded: Seeded, seeded_engine: Engine,
+                                                           open_page: Callable[..., AppTest]) -> None:
+    at = open_page("alerts")
+    at.text_input(key="silence_matchers").input("task=dose-calc, cause=~accuracy|cost")
+    at.text_input(key="silence_reason").input("Pharmacy change freeze")
+    next(b for b in at.button if b.label == "Create silence").click().run()
+    assert not at.exception and at.success[0].value.startswith("Silence #")
+    open_table = [df.value for df in at.dataframe if "silenced until" in df.value.columns][0]
+    by_id = open_table.set_index("id")
+    dose = _critical(seeded_engine, "dose-calc")
+    assert by_id.loc[dose, "status"] == "silenced"
+    assert by_id.loc[_critical(seeded_engine), "status"] != "silenced"
+    with Session(seeded_engine) as s:
+        (entry,) = list_events(s, kind="alert_silenced")
+    assert entry.details["matchers"] == ["task=dose-calc", "cause=~accuracy|cost"]
 
 
 def test_requeue_sends_a_dead_letter_again(seeded: Seeded, seeded_engine: Engine,
@@ -141,14 +195,14 @@ def test_with_sign_in_configured_nothing_shows_until_signed_in(seeded: Seeded,
 
 def test_a_signed_in_owner_acts_under_their_email(seeded: Seeded, seeded_engine: Engine,
                                                   open_page: Callable[..., AppTest]) -> None:
-    alert_id = _critical(seeded_engine, "dose-calc")
+    incident_id = _critical(seeded_engine, "dose-calc")
     at = open_page("alerts", secrets=AUTH_SECRETS, user={"is_logged_in": True, "email": CALC_OWNER.upper(),
                                                              "email_verified": True})
-    at = _act(at, alert_id, "Pharmacy reviewing calculations", "ack")
+    at = _act(at, incident_id, "Pharmacy reviewing calculations", "ack")
     with Session(seeded_engine) as s:
-        alert = s.get(Alert, alert_id)
+        incident = s.get(Incident, incident_id)
         entries = list_events(s, kind="alert_acknowledged")
-    assert alert is not None and alert.acknowledged_by == CALC_OWNER
+    assert incident is not None and incident.acknowledged_by == CALC_OWNER
     assert entries[0].actor == CALC_OWNER and entries[0].details["authenticated"] is True
 
 
@@ -161,7 +215,8 @@ def test_a_signed_in_non_owner_may_look_but_not_act(seeded: Seeded, seeded_engin
     assert not [b for b in at.button if b.label == "Send again"]
     viewer = Viewer(OUTSIDER, OUTSIDER, True, False, "not an owner")
     with pytest.raises(NotAllowed):
-        acknowledge_alert(seeded_engine, load_plan(seeded.plan_path), viewer, _critical(seeded_engine), "I looked", NOW)
+        acknowledge_incidents(seeded_engine, load_plan(seeded.plan_path), viewer, [_critical(seeded_engine)],
+                              "I looked", NOW)
     with Session(seeded_engine) as s:
         assert list_events(s, kind="alert_acknowledged") == []
 

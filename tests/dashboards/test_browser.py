@@ -1,7 +1,8 @@
-"""The dashboard served on 127.0.0.1 and used through Chromium: acknowledge an alert on the page,
-screenshot the overview, and watch it refresh itself when the alert is resolved elsewhere; the
-overview and task screenshots become the documentation's pictures (docs/images/); with
-OIDC sign-in configured, nothing shows until the provider has signed the user in.
+"""The dashboard served on 127.0.0.1 and used through Chromium: acknowledge an incident (all its
+signals) on the page and watch the overview refresh itself when it is resolved elsewhere; every
+page screenshot at 1,400 px on a monitored and on an empty database, and those pictures become the
+documentation's (docs/images/); with OIDC sign-in configured, nothing shows until the provider has
+signed the user in.
 Playwright from PyPI drives Debian's /usr/bin/chromium."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+import yaml
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from starlette.applications import Starlette
@@ -21,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
-from medmon.alerts import Alert, AlertStatus, open_alerts, resolve
+from medmon.alerts import Alert, AlertStatus, incident_members, open_incidents, resolve_incident
 from medmon.monitor.governance.audit import list_events
 from medmon.db import session_scope
 from medmon.monitor.service.webserver import RunningServer
@@ -34,15 +36,23 @@ pytestmark = [pytest.mark.browser,
                                  "(apt-get install -y --no-install-recommends chromium)")]
 
 
-def test_acknowledge_through_the_page_and_screenshot_the_overview(seeded: Seeded, seeded_engine: Engine,
-                                                                  tmp_path: Path) -> None:
+TALL = """() => { const main = document.querySelector('[data-testid="stMain"]');
+  const block = main && main.querySelector('[data-testid="stMainBlockContainer"]');
+  return Math.max(main ? main.scrollHeight : 0, block ? block.scrollHeight : 0); }"""
+PAGES = {"overview": "", "task": "/task?task=knowledge-qa", "alerts": "/alerts", "costs": "/costs", "jury": "/jury",
+         "baselines": "/baselines", "changes": "/changes", "governance": "/governance"}
+
+
+def test_acknowledge_an_incident_through_the_page_and_watch_the_overview_follow(
+        seeded: Seeded, seeded_engine: Engine, tmp_path: Path) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     with Session(seeded_engine) as s:
         alert = s.exec(select(Alert).where(Alert.task_id == "knowledge-qa", Alert.rule == "drift_drop")).one()
-    assert alert.status == AlertStatus.firing
-    shot = tmp_path / "overview.png"
-    task_shot = tmp_path / "task.png"
+        incident_id = alert.incident_id
+        assert incident_id is not None
+        members = [a.id for a in incident_members(s, incident_id)]
+    assert alert.status == AlertStatus.firing and len(members) >= 2
     with served_dashboard(seeded.plan_path, seeded.db_url, tmp_path / "streamlit.log") as dashboard, \
             sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -50,43 +60,77 @@ def test_acknowledge_through_the_page_and_screenshot_the_overview(seeded: Seeded
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(f"{dashboard.url}/alerts")
             settle(page)
-            page.get_by_role("combobox", name="Alert").click()
-            page.get_by_role("option", name=re.compile(rf"^#{alert.id} · critical")).click()
+            page.get_by_role("combobox", name=re.compile("^Incidents")).click()
+            page.get_by_role("option", name=re.compile(rf"^#{incident_id} · critical")).click()
+            page.keyboard.press("Escape")
             settle(page)
-            page.get_by_label("Reason (recorded with your name in the alert's history and the audit log)").fill(
+            page.get_by_label("Reason (recorded with your name in each incident's history and the audit log)").fill(
                 "Reviewing with the vendor")
             page.keyboard.press("Enter")  # commits the text input, as a person tabbing away would
             settle(page)
             page.get_by_role("button", name="Acknowledge").click()
-            expect(page.get_by_text(f"Alert #{alert.id} acknowledged by")).to_be_visible(timeout=30_000)
+            expect(page.get_by_text(f"Incident #{incident_id} acknowledged by")).to_be_visible(timeout=30_000)
             page.goto(dashboard.url)
             settle(page)
             expect(page.get_by_text("task(s) degraded").first).to_be_visible()
             expect(page.get_by_role("button", name="Deploy")).to_have_count(0)  # no developer toolbar
-            page.screenshot(path=str(shot), full_page=True)
-            # While the page stays open, someone else resolves the alert: the page refreshes itself.
+            # While the page stays open, someone else resolves the incident: the page refreshes itself.
             with Session(seeded_engine) as s:
-                before = len(open_alerts(s))
-            expect(page.get_by_text(f"Open alerts ({before})")).to_be_visible()
+                before = len(open_incidents(s))
+            expect(page.get_by_text(f"Open incidents ({before})")).to_be_visible()
             with session_scope(seeded_engine) as s:
-                resolve(s, alert.id, "owner@hospital.example", "Vendor fixed it", None, datetime.now(timezone.utc))
-            expect(page.get_by_text(f"Open alerts ({before - 1})")).to_be_visible(timeout=30_000)
-            page.goto(f"{dashboard.url}/task?task=knowledge-qa")  # where an alert's link opens
-            settle(page)
-            expect(page.get_by_text("Detector evidence")).to_be_visible()
-            page.screenshot(path=str(task_shot), full_page=True)
+                resolve_incident(s, incident_id, "owner@hospital.example", "Vendor fixed it", datetime.now(timezone.utc))
+            expect(page.get_by_text(f"Open incidents ({before - 1})")).to_be_visible(timeout=30_000)
         finally:
             browser.close()
-    assert dark_pixels(shot) > 500, "the overview screenshot is blank"
-    assert dark_pixels(task_shot) > 500, "the task screenshot is blank"
-    save_for_docs(shot, "overview.png")
-    save_for_docs(task_shot, "task.png")
     with Session(seeded_engine) as s:
-        after = s.get(Alert, alert.id)
+        after = [s.get(Alert, i) for i in members]
         audited = list_events(s, kind="alert_acknowledged")
-    assert after is not None and after.acknowledged_by is not None and after.status == AlertStatus.resolved
-    assert after.ack_note == "Reviewing with the vendor" and (after.acknowledged_by or "").endswith("(unauthenticated)")
-    assert [e.subject for e in audited] == [f"alert:{alert.id}"]
+    assert all(a is not None and a.status == AlertStatus.resolved for a in after)
+    assert all(a is not None and a.ack_note == "Reviewing with the vendor" for a in after)  # one acknowledgement
+    assert all(a is not None and (a.acknowledged_by or "").endswith("(unauthenticated)") for a in after)
+    assert [e.subject for e in audited] == [f"incident:{incident_id}"]
+
+
+@pytest.mark.parametrize("database", ["seeded", "empty"])
+def test_every_page_renders_in_chromium_and_is_screenshot(database: str, seeded: Seeded, tmp_path: Path) -> None:
+    """Every page at 1,400 px on a monitored database and on an empty one: no error on the page,
+    something drawn; the screenshots become the documentation's pictures."""
+    from playwright.sync_api import sync_playwright
+
+    plan_path, db_url = seeded.plan_path, seeded.db_url
+    if database == "empty":
+        data = yaml.safe_load(seeded.plan_path.read_text())
+        data["storage"] = {"url": f"sqlite:///{tmp_path / 'empty.db'}"}
+        plan_path = tmp_path / "empty-plan.yaml"
+        plan_path.write_text(yaml.safe_dump(data))
+        db_url = data["storage"]["url"]
+    shots = {}
+    with served_dashboard(plan_path, db_url, tmp_path / "streamlit.log") as dashboard, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            for name, path in PAGES.items():
+                page.goto(f"{dashboard.url}{path}")
+                try:
+                    settle(page, timeout_ms=90_000)  # the first page of a cold server can be slow on a busy machine
+                except Exception as exc:
+                    raise AssertionError(f"the {name} page did not settle: {page.inner_text('body')[:2000]}") from exc
+                assert page.locator('[data-testid="stException"]').count() == 0, f"{name}: {page.inner_text('body')}"
+                assert page.locator('[data-testid="stMain"] h1').count() >= 1, name
+                shots[name] = tmp_path / f"{name}.png"
+                # Streamlit scrolls inside its main area, so a full-page shot stops at the window: grow the
+                # window to the content's height first, then put it back for the next page.
+                height = page.evaluate(TALL)
+                page.set_viewport_size({"width": 1400, "height": max(1000, min(int(height) + 80, 12000))})
+                settle(page)
+                page.screenshot(path=str(shots[name]), full_page=True)
+                page.set_viewport_size({"width": 1400, "height": 1000})
+        finally:
+            browser.close()
+    for name, png in shots.items():
+        assert dark_pixels(png) > 500, f"the {name} screenshot is blank"
+        save_for_docs(png, f"{name}.png" if database == "seeded" else f"{name}-empty.png")
 
 
 def _fake_provider() -> Starlette:

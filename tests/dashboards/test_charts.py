@@ -1,11 +1,12 @@
 """The score chart shows what a committee compares each run with: the baseline and its band,
-the detector's reference, and the approval threshold, each labelled where it can be read."""
+the detector's reference, and the approved minimum, each labelled where it can be read; incidents
+and model changes are marked where they happened; cost and latency each keep their own axis."""
 
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
 
-from medmon.dashboards.charts import agreement_chart, score_chart
+from medmon.dashboards.charts import Marker, agreement_chart, cost_latency_chart, score_chart
 from medmon.monitor.read import AgreementDay, RunPoint
 
 T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
@@ -25,7 +26,7 @@ def test_score_chart_draws_baseline_band_reference_and_threshold_with_labels() -
     labels = {a.text: a.yanchor for a in fig.layout.annotations}
     assert labels == {"baseline 0.85 (band: 95% CI 0.82-0.87)": "bottom",  # above its line
                       "detector reference 0.81": "top",  # below its line, away from the baseline's label
-                      "approval threshold 0.70": "top"}
+                      "approved minimum 0.70": "top"}
     lines = sorted(s.y0 for s in fig.layout.shapes if s.type == "line")
     assert lines == [0.7, 0.81, 0.85]
     assert [t.name for t in fig.data] == ["run 95% CI", "run mean"]
@@ -33,7 +34,7 @@ def test_score_chart_draws_baseline_band_reference_and_threshold_with_labels() -
 
 def test_without_a_baseline_interval_the_baseline_label_stands_alone() -> None:
     fig = score_chart([_point(0, 0.9)], baseline=0.85, baseline_ci=None, threshold=0.7)
-    assert {a.text for a in fig.layout.annotations} == {"baseline 0.85", "approval threshold 0.70"}
+    assert {a.text for a in fig.layout.annotations} == {"baseline 0.85", "approved minimum 0.70"}
     assert not [s for s in fig.layout.shapes if s.type == "rect"]
 
 
@@ -44,3 +45,24 @@ def test_daily_charts_tick_once_a_day_on_short_spans() -> None:
     month = [AgreementDay(day=date(2026, 10, 1) + timedelta(days=i), items=20, agreement=0.9, unanimous=0.6)
              for i in range(60)]
     assert agreement_chart(month, minimum=0.8).layout.xaxis.dtick is None  # plotly spaces the ticks itself
+
+
+def test_incidents_and_model_changes_are_marked_on_the_score_and_cost_charts() -> None:
+    points = [_point(i, 0.9 if i < 3 else 0.5) for i in range(6)]
+    markers = [Marker(T0 + timedelta(hours=3), "incident", "#2 dosing: accuracy"),
+               Marker(T0 + timedelta(hours=5), "model change", "#4 dosing: model change")]
+    for fig in (score_chart(points, baseline=0.85, baseline_ci=None, threshold=0.7, markers=markers),
+                cost_latency_chart(points, budget=0.002, slo=5.0, markers=markers)):
+        marked = {t.name: (list(t.x), list(t.text)) for t in fig.data if t.name in ("incident", "model change")}
+        assert marked == {"incident": ([T0 + timedelta(hours=3)], ["#2 dosing: accuracy"]),
+                          "model change": ([T0 + timedelta(hours=5)], ["#4 dosing: model change"])}
+        verticals = [s.x0 for s in fig.layout.shapes if s.type == "line" and s.x0 == s.x1 and s.yref == "paper"]
+        assert verticals == [T0 + timedelta(hours=3), T0 + timedelta(hours=5)]
+
+
+def test_cost_and_latency_keep_their_own_axis_titles() -> None:
+    fig = cost_latency_chart([_point(i, 0.9) for i in range(3)], budget=0.002, slo=5.0)
+    assert fig.layout.yaxis.title.text == "USD per call"
+    assert fig.layout.yaxis2.title.text == "seconds" and fig.layout.yaxis2.overlaying == "y"
+    assert fig.layout.yaxis2.range[1] >= 5.0  # the objective is on the chart
+    assert [t.yaxis for t in fig.data if t.name.startswith(("mean latency", "max latency"))] == ["y2", "y2"]

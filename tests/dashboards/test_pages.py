@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 from streamlit.testing.v1 import AppTest
 
-from medmon.alerts import Alert, Notification, NotificationStatus, beat
+from medmon.alerts import Alert, Incident, Notification, NotificationStatus, beat
 from medmon.alerts.lifecycle import OPEN
 from medmon.monitor.read.overview import SCHEDULER_HEARTBEAT
 from medmon.monitor.alerting.signals import HEARTBEAT
@@ -48,14 +48,16 @@ def test_overview_puts_degraded_tasks_first_with_their_evidence(seeded: Seeded, 
     table = at.dataframe[0].value
     assert set(table["task"]) == {"knowledge-qa", "dose-calc"}
     assert list(table["status"]) == ["degraded", "degraded"]
-    assert all(r.startswith("detector alarm") for r in table["why"])
+    assert all(r.startswith(("Score ", "A drift detector found the score")) for r in table["why"])
     with Session(seeded_engine) as s:
-        open_count = dict(s.exec(select(Alert.task_id, func.count())
-                                 .where(col(Alert.status).in_(OPEN), col(Alert.task_id).in_(list(table["task"])))
-                                 .group_by(Alert.task_id)).all())
-    assert dict(zip(table["task"], table["open alerts"], strict=True)) == open_count
-    assert (table["current"] < table["baseline"]).all()
-    assert dict(zip(table["task"], table["approval threshold"], strict=True)) == {"knowledge-qa": 0.7, "dose-calc": 0.6}
+        open_count = dict(s.exec(select(Incident.task_id, func.count())
+                                 .where(col(Incident.closed_at).is_(None),
+                                        col(Incident.task_id).in_(list(table["task"])))
+                                 .group_by(Incident.task_id)).all())
+    assert dict(zip(table["task"], table["open incidents"], strict=True)) == open_count
+    assert (table["score now"] < table["at approval"]).all()
+    assert dict(zip(table["task"], table["approved minimum"], strict=True)) == {"knowledge-qa": 0.7, "dose-calc": 0.6}
+    assert list(table.columns[:3]) == ["task", "status", "why"]  # what matters first, visible at 1,400 px
     assert "SIMULATED" in _texts(at) and "Unauthenticated" in _texts(at)
 
 
@@ -68,14 +70,18 @@ def test_task_detail_shows_score_band_evidence_slices_and_answers(seeded: Seeded
     detectors = frame(at, "progress to alarm")
     score = detectors[detectors["stream"] == "score (drop)"].iloc[0]
     # the score stream is compared with the go-live reference (the seeded probes built it), not the benchmark's 0.85
-    assert score["status"] == "degraded" and score["reference"] < score["baseline"]
+    assert score["status"] == "degraded" and score["reference"] < score["at approval"]
     with Session(seeded_engine) as s:
         table = s.get(BurnIn, "knowledge-qa").reference
-    assert score["baseline"] == pytest.approx(sum(v[1] for v in table.values()) / sum(v[0] for v in table.values()))
+    assert score["at approval"] == pytest.approx(sum(v[1] for v in table.values()) / sum(v[0] for v in table.values()))
+    assert score["progress to alarm"] == 1.0  # an alarmed detector is all the way there
+    assert at.error[0].value.startswith("**knowledge-qa: degraded**")
+    assert at.expander[0].label.startswith("Statistics")
     gaps = frame(at, "gap now")
     assert set(gaps["tag"]) == {"age_band", "sex"}
     answers = frame(at, "judges")
     assert len(answers) == 20
+    assert (answers["question"].str.len() > 20).all() and (answers["reference"].str.len() > 0).all()
     assert set(answers["served model"]) == {"medmon-simulator/clinical-v2"}
     assert answers["judges"].str.contains("judge-a/accuracy").sum() == 20  # the seeded jury judged these
 
@@ -116,16 +122,26 @@ def test_an_alerts_link_opens_its_task(seeded: Seeded) -> None:
     assert (frame(at, "judges")["canary"].str.startswith("calc-")).all()
 
 
-def test_alerts_page_lists_open_alerts_and_dead_letters(seeded: Seeded, seeded_engine: Engine,
-                                                        open_page: Callable[..., AppTest]) -> None:
+def test_alerts_page_lists_open_incidents_with_their_signals_and_dead_letters(
+        seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
     at = open_page("alerts")
     with Session(seeded_engine) as s:
-        n_open = s.exec(select(func.count()).select_from(Alert).where(col(Alert.status).in_(OPEN))).one()
+        n_open = s.exec(select(func.count()).select_from(Incident).where(col(Incident.closed_at).is_(None))).one()
+        n_alerts = s.exec(select(func.count()).select_from(Alert).where(col(Alert.status).in_(OPEN))).one()
         n_dead = s.exec(select(func.count()).select_from(Notification)
                         .where(Notification.status == NotificationStatus.dead)).one()
     table = frame(at, "silenced until")
     assert len(table) == n_open > 0
+    assert n_alerts > n_open  # several signals of one problem are one incident
     assert table["severity"].iloc[0] == "critical"  # worst first
+    assert table["signals"].sum() == n_alerts
+    links = table["task page"]
+    on_tasks = links[~table["incident"].str.startswith("category:")]
+    assert len(on_tasks) >= 2
+    assert on_tasks.str.fullmatch(r"\./task\?task=(knowledge-qa|dose-calc)&at=\d{4}-\d\d-\d\dT\d\d%3A\d\d.*").all()
+    assert set(links[table["incident"].str.startswith("category:")]) <= {"./"}  # pooled: shown on the overview
+    signals = [df.value for df in at.dataframe if "rule" in df.value.columns]
+    assert len(signals) == n_open and sum(len(f) for f in signals) == n_alerts
     dead = frame(at, "last error")
     assert len(dead) == n_dead > 0
     assert set(dead["route"]) == {"pager"} and dead["last error"].str.len().min() > 0
@@ -227,5 +243,10 @@ def test_every_page_renders_an_empty_database(page: str, tmp_path: Path, monkeyp
     assert at.title[0].value  # the page drew its header and stopped nowhere
     if page == "jury":
         assert at.info[0].value.startswith("No jury configured")
-    if page == "overview":
-        assert at.success[0].value == "Every task holds its baseline."
+    if page == "overview":  # a task never probed is not a task that holds its baseline
+        assert not at.success
+        assert at.info[-1].value.startswith("No data yet for 1 of 1 task(s)")
+        assert set(at.dataframe[0].value["status"]) == {"no data yet"}
+    if page == "task":
+        assert at.info[-1].value.startswith("No probe has run for this task yet")
+        assert "No probe has run for this task yet" in at.info[0].value

@@ -9,6 +9,8 @@ import hashlib
 import json
 import random
 import re
+import shutil
+import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -205,7 +207,7 @@ def test_cli_writes_the_report_and_its_json_summary(demo: DemoRun, tmp_path: Pat
     want = expected_evidence(demo.engine, *NOVEMBER)
     assert summary["tasks"][0]["n"] == want["n"] and summary["outputs"] == {"html": str(out), "pdf": None}
     page = out.read_text()
-    for heading in ("1. Use case and owners", "2. Each task", "3. Alerts and how they were handled",
+    for heading in ("1. Use case and owners", "2. Each task", "3. Incidents and how they were handled",
                     "4. Model changes and re-evaluations", "5. Cost", "6. Human oversight", "7. Limitations of the evidence",
                     "8. The monitoring plan as approved", "9. Audit log integrity"):
         assert heading in page
@@ -270,14 +272,47 @@ def test_the_report_masks_urls_as_the_dashboard_does_and_blanks_secrets(
     assert "endpoint said: invalid key ***" in html
 
 
+def test_the_report_recommends_per_task_by_the_plan_rules_and_groups_alerts_into_incidents(demo: DemoRun) -> None:
+    with Session(demo.engine) as session:
+        report = build_committee_report(session, demo.plan, parse_period("2026-11"),
+                                        now=datetime(2026, 12, 1, tzinfo=timezone.utc))
+    (rec,) = report.recommendations
+    task = report.tasks[0]
+    # The month's mean mixes the weeks before the drop; the latest answers are under the minimum.
+    assert task.ci_high is not None and task.ci_high > task.min_score
+    assert rec.action == "suspend" and rec.reasons[0].startswith("at the end of the period the score 0.5")
+    assert "latest 200 answers) is below the approved minimum 0.70" in rec.reasons[0]
+    assert any(r.startswith("the served model changed") for r in rec.reasons)
+    assert {i.cause for i in report.incidents} >= {"accuracy", "model_change"}
+    assert sum(i.signals for i in report.incidents) == len(report.alerts) > len(report.incidents)
+    html = render_committee(report)
+    assert 'data-recommendation="knowledge-qa"' in html and "Committee decision and sign-off" in html
+    assert html.index('id="recommendation"') < html.index('id="summary"')  # the decision leads
+    assert html.index('id="plan-summary"') < html.index('id="appendix-plan"')  # the plan's YAML is an appendix
+    assert report.summary()["recommendations"] == [{"task": "knowledge-qa", "action": "suspend",
+                                                    "reasons": list(rec.reasons)}]
+
+
 @pytest.mark.slow
-@pytest.mark.skipif(find_chromium() is None, reason="no Chromium to print a PDF with")
-def test_pdf_is_printed_where_chromium_exists(demo: DemoRun, tmp_path: Path) -> None:
+@pytest.mark.skipif(find_chromium() is None or shutil.which("pdftotext") is None,
+                    reason="no Chromium to print a PDF with, or no pdftotext (poppler-utils) to read it")
+def test_pdf_has_page_numbers_recommendations_and_a_sign_off_block(demo: DemoRun, tmp_path: Path) -> None:
     out = tmp_path / "nov.html"
     result = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-11", "--out", str(out), "--json"])
     assert result.exit_code == 0, result.output
     pdf = Path(json.loads(result.stdout)["outputs"]["pdf"])
     assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 10_000
+    pages = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True,
+                           check=True).stdout.split("\f")
+    pages = [p for p in pages if p.strip()]
+    total = len(pages)
+    assert total >= 3
+    for number, page in enumerate(pages, start=1):  # poppler reads the footer Chromium printed on every page
+        assert re.search(rf"Page {number} of {total}\s*$", page.rstrip()), page[-300:]
+    text = "\n".join(pages)
+    assert re.search(r"knowledge-qa\s+Suspend\s+.{0,3}At the end of the period the score", text), text[:3000]
+    assert "Committee decision and sign-off" in text and "Clinical owner" in text and "Signature" in text
+    assert "Appendix A. The monitoring plan as recorded" in pages[-1] or "Appendix A" in pages[-2]
 
 
 PERIODS = {

@@ -18,7 +18,8 @@ from typing import Any
 from sqlalchemy import case, or_
 from sqlmodel import Session, col, func, select
 
-from medmon.alerts.models import Alert, AlertEvent, Silence
+from medmon.alerts import incident_title
+from medmon.alerts.models import Alert, AlertEvent, Incident, Silence
 from medmon.baselines import resolve
 from medmon.monitor.governance.audit import AuditKind, list_events, verify
 from medmon.monitor.governance.changes import list_changes
@@ -31,6 +32,7 @@ from medmon.monitor.governance.reports.limitations import known_limitations
 from medmon.monitor.governance.reports.oversight import OversightSection, build_oversight_section
 from medmon.monitor.governance.approvals import baseline_proposals
 from medmon.monitor.governance.reports.period import Period
+from medmon.monitor.governance.reports.recommendation import Recommendation, RecommendationRules, TaskFacts, recommend
 from medmon.monitor.governance.reports.record import (
     baseline_in_force,
     content_hash,
@@ -43,8 +45,9 @@ from medmon.monitor.governance.reports.sections import (
     equity,
     health,
     in_period,
-    provenance,
+    interval,
     monitoring,
+    provenance,
     task_estimate,
     trend,
 )
@@ -55,6 +58,7 @@ from medmon.probes.models import JudgeCall, ProbeResult, ProbeRun
 MONITORING = "monitoring"
 REEVALUATION = "reevaluation"
 MAX_POINTS = 400
+RECENT_WINDOW = 200  # answers: the dashboard's "score now" (medmon.monitor.read.overview.RECENT_WINDOW)
 HUMAN_KINDS = (AuditKind.alert_acknowledged, AuditKind.alert_resolved, AuditKind.alert_silenced,
                AuditKind.alert_unsilenced, AuditKind.baseline_approved, AuditKind.change_declared,
                AuditKind.plan_change, AuditKind.threshold_change, AuditKind.baseline_import)
@@ -107,6 +111,24 @@ class AlertRow:
 
 
 @dataclass
+class IncidentRow:
+    """One incident active in the period: one task, one cause, its signals, and who handled it."""
+
+    id: int
+    task: str
+    cause: str
+    title: str
+    severity: str
+    summary: str
+    opened_at: datetime
+    closed_at: datetime | None
+    signals: int
+    acknowledged_by: str | None
+    resolved_by: str | None
+    resolve_reason: str | None
+
+
+@dataclass
 class CostRow:
     task: str
     purpose: str
@@ -137,6 +159,8 @@ class CommitteeReport:
     audit: dict[str, Any]
     plan_record: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)
+    incidents: list[IncidentRow] = field(default_factory=list)
+    recommendations: list[Recommendation] = field(default_factory=list)
     plan_recorded: bool = False  # the plan shown is the one recorded as in force (else today's file)
     plan_file_matches: bool | None = None  # today's file equals the recorded plan (None: no file given)
     executive: list[dict[str, Any]] = field(default_factory=list)
@@ -181,6 +205,11 @@ class CommitteeReport:
                        "resolved": sum(1 for a in self.alerts if a.ends_at is not None),
                        "items": [{"id": a.id, "task": a.task, "rule": a.rule, "severity": a.severity,
                                   "status": a.status, "handling": a.handling} for a in self.alerts]},
+            "recommendations": [{"task": r.task, "action": r.action, "reasons": list(r.reasons)}
+                                for r in self.recommendations],
+            "incidents": [{"id": i.id, "task": i.task, "cause": i.cause, "severity": i.severity,
+                           "opened_at": i.opened_at.isoformat(), "closed": i.closed_at is not None,
+                           "signals": i.signals} for i in self.incidents],
             "model_changes": len(self.changes),
             "reevaluations": self.reevaluations,
             "cost": {"production_usd": production,
@@ -299,6 +328,54 @@ def _alerts(session: Session, period: Period) -> list[AlertRow]:
                              as_utc(a.starts_at), ended, handling, _minutes(ack, a.starts_at),
                              _minutes(ended, a.starts_at)))
     return rows
+
+
+def _incidents(session: Session, period: Period) -> list[IncidentRow]:
+    rows = session.exec(select(Incident).where(col(Incident.opened_at) < period.end,
+                                               or_(col(Incident.closed_at).is_(None),
+                                                   col(Incident.closed_at) >= period.start))
+                        .order_by(col(Incident.opened_at), col(Incident.id))).all()
+    counts = dict(session.exec(select(Alert.incident_id, func.count()).where(
+        col(Alert.incident_id).in_([i.id for i in rows])).group_by(Alert.incident_id)).all()) if rows else {}
+    return [IncidentRow(i.id or 0, i.task_id, i.cause, incident_title(i), i.severity.value, i.summary,
+                        as_utc(i.opened_at), as_utc(i.closed_at) if i.closed_at and as_utc(i.closed_at) < period.end
+                        else None, int(counts.get(i.id, 0)), i.acknowledged_by, i.resolved_by, i.resolve_reason)
+            for i in rows]
+
+
+def _at_end(session: Session, task_id: str, period: Period) -> tuple[float, float, float, int] | None:
+    """The task's latest RECENT_WINDOW scored monitoring answers before the period's end: where it
+    stands when the committee decides, which a month's mean dilutes with the weeks before a drop."""
+    score = col(ProbeResult.score)
+    recent = (select(ProbeResult.score).join(ProbeRun, col(ProbeRun.id) == col(ProbeResult.run_id))
+              .where(ProbeResult.task_id == task_id, score.is_not(None), monitoring(),
+                     col(ProbeResult.created_at) >= period.start, col(ProbeResult.created_at) < period.end)
+              .order_by(col(ProbeResult.id).desc()).limit(RECENT_WINDOW).subquery())
+    n, total, total2, non_binary = session.exec(select(
+        func.count(recent.c.score), func.sum(recent.c.score), func.sum(recent.c.score * recent.c.score),
+        func.sum(case((recent.c.score.in_([0.0, 1.0]), 0), else_=1)))).one()
+    if not n:
+        return None
+    found = interval(int(n), float(total), float(total2), not non_binary)
+    assert found.mean is not None and found.ci_low is not None and found.ci_high is not None
+    return found.mean, found.ci_low, found.ci_high, int(n)
+
+
+def _recommendations(session: Session, plan: Plan, period: Period, tasks: list[TaskEvidence],
+                     incidents: list[IncidentRow], alerts: list[AlertRow], changes: list[dict[str, Any]]
+                     ) -> list[Recommendation]:
+    """Each task's recommendation by the plan's rules (the defaults when the plan sets none)."""
+    rules = plan.governance.controls.recommendation if plan.governance else RecommendationRules()
+    facts = []
+    for t in tasks:
+        still_open = [i for i in incidents if i.task == t.task and i.closed_at is None]
+        facts.append(TaskFacts(t.task, t.n, t.estimate, t.ci_low, t.ci_high, t.min_score, t.passed, t.conclusive,
+                               t.drift_findings, tuple(i.title for i in still_open),
+                               tuple(i.cause for i in still_open), sum(1 for c in changes if c["task"] == t.task),
+                               _at_end(session, t.task, period),
+                               any(a.task == t.task and a.rule == "below_minimum" and a.ends_at is None
+                                   for a in alerts)))
+    return recommend(facts, rules)
 
 
 def _silences(session: Session, period: Period) -> list[dict[str, Any]]:
@@ -456,8 +533,10 @@ def build_committee_report(session: Session, plan: Plan, period: Period, *, now:
     tasks = _task_evidence(session, plan, period, now)
     alerts = _alerts(session, period)
     equity_rows = equity(session, plan, period)
+    incidents = _incidents(session, period)
     report = CommitteeReport(
-        plan=plan, period=period, generated_at=now, tasks=tasks,
+        plan=plan, period=period, generated_at=now, tasks=tasks, incidents=incidents,
+        recommendations=_recommendations(session, plan, period, tasks, incidents, alerts, changes),
         alerts=alerts, silences=_silences(session, period), identities=identities,
         changes=changes, reevaluations=reevaluations, costs=_costs(session, period), judge_cost_usd=judge_usd,
         judge_calls=judge_calls, limitations=known_limitations(plan), decisions=decisions,

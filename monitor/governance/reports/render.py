@@ -18,6 +18,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from medmon.monitor.governance.reports.plan_document import PlanDocument
+from medmon.monitor.plan.masking import masked_plan
 from medmon.monitor.governance.reports.committee import CommitteeReport
 from medmon.monitor.plan.privacy import scrub_plan_secrets
 
@@ -55,7 +56,7 @@ def decision(passed: bool | None, conclusive: bool | None) -> Markup:
 def environment() -> Environment:
     env = Environment(loader=PackageLoader("medmon.monitor.governance.reports", "templates"), autoescape=select_autoescape(default=True),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(f3=_f3, usd=_usd, dt=_dt, minutes=_minutes)
+    env.filters.update(f3=_f3, usd=_usd, dt=_dt, minutes=_minutes, masked=masked_plan)
     env.globals["decision"] = decision
     return env
 

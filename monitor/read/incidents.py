@@ -1,0 +1,90 @@
+"""Incidents as people look at them: what went wrong, how bad, whose, since when, what to do, and
+the signals that are its evidence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlmodel import Session
+
+from medmon.alerts import (
+    Incident,
+    active_silences,
+    incident_members,
+    incident_runbook,
+    incident_status,
+    incident_title,
+    list_incidents,
+    open_incidents,
+)
+from medmon.alerts.status import silenced_by, status_of
+from medmon.monitor.read._sql import as_time
+
+
+@dataclass(frozen=True)
+class IncidentSignal:
+    """One member alert: which rule saw the problem, and what it said."""
+
+    alert_id: int
+    rule: str
+    metric: str
+    status: str
+    severity: str
+    summary: str
+    since: datetime | None
+
+
+@dataclass(frozen=True)
+class IncidentView:
+    id: int
+    title: str
+    cause: str
+    task: str
+    severity: str
+    status: str
+    summary: str
+    owner: str
+    opened_at: datetime | None
+    last_seen: datetime | None
+    closed_at: datetime | None
+    acknowledged_by: str | None
+    ack_note: str | None
+    resolved_by: str | None
+    resolve_reason: str | None
+    silenced_until: datetime | None
+    runbook: str
+    signals: tuple[IncidentSignal, ...]
+
+    @property
+    def open(self) -> bool:
+        return self.closed_at is None
+
+
+def _view(session: Session, inc: Incident, now: datetime, silences: list) -> IncidentView:
+    members = incident_members(session, inc.id or 0)
+    live = [a for a in members if a.ends_at is None]
+    muted = [silenced_by(a, silences, now) for a in live]
+    until = min((as_time(s.ends_at) for s in muted if s is not None), default=None) if muted and all(muted) else None
+    signals = tuple(IncidentSignal(a.id or 0, a.rule, a.labels.get("metric", ""), status_of(a, silences, now).value,
+                                   a.severity.value, a.summary, as_time(a.starts_at)) for a in members)
+    return IncidentView(inc.id or 0, incident_title(inc), inc.cause, inc.task_id, inc.severity.value,
+                        incident_status(inc, members, silences, now).value, inc.summary, inc.owner,
+                        as_time(inc.opened_at), as_time(inc.last_seen_at), as_time(inc.closed_at),
+                        inc.acknowledged_by, inc.ack_note, inc.resolved_by, inc.resolve_reason, until,
+                        incident_runbook(inc), signals)
+
+
+def open_incidents_view(session: Session, now: datetime, *, task_id: str | None = None) -> list[IncidentView]:
+    """Open incidents, most serious first, then newest; of one task when ``task_id`` is given."""
+    silences = active_silences(session, now)
+    return [_view(session, i, now, silences) for i in open_incidents(session)
+            if task_id is None or i.task_id == task_id]
+
+
+def past_incidents_view(session: Session, now: datetime, *, task_id: str | None = None,
+                        limit: int = 100) -> list[IncidentView]:
+    """Closed incidents, newest first."""
+    silences = active_silences(session, now)
+    rows = [i for i in list_incidents(session, task_id=task_id, limit=limit * 2) if i.closed_at is not None]
+    return [_view(session, i, now, silences) for i in rows[:limit]]

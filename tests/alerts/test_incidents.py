@@ -1,0 +1,139 @@
+"""Incidents: one per task and cause, with the signals that point at it as members; one
+notification, one acknowledgement and one resolution cover them all; a subgroup is its own
+incident only when its gap to the rest widens."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from medmon.alerts import (
+    AlertStatus,
+    Notification,
+    NotifyPolicy,
+    acknowledge_incident,
+    active_silences,
+    alert_history,
+    apply_signals,
+    incident_members,
+    incident_status,
+    open_incidents,
+    resolve_incident,
+    silence_incident,
+    status_of,
+)
+from tests.alerts.helpers import FakeClock, clear, fire
+
+ACCURACY_DROP = [fire(metric="score"), fire(rule="below_minimum"),
+                 *(fire(metric=f"score[{g}]", rule="subgroup_drop") for g in ("sex=F", "sex=M", "age=65+"))]
+
+
+def notifications(session: Session) -> list[Notification]:
+    return list(session.exec(select(Notification).order_by(Notification.id)).all())
+
+
+def test_one_accuracy_drop_is_one_incident_whatever_the_number_of_signals(engine: Engine, policy: NotifyPolicy,
+                                                                          clock: FakeClock) -> None:
+    with Session(engine) as s:
+        alerts = apply_signals(s, [*ACCURACY_DROP, fire(metric="cost", rule="cost_over_budget"),
+                                   fire(metric="gap[sex=F]", rule="subgroup_gap")], policy, clock())
+        s.commit()
+        incidents = open_incidents(s)
+        assert sorted(i.cause for i in incidents) == ["accuracy", "cost", "subgroup_gap"]
+        accuracy = next(i for i in incidents if i.cause == "accuracy")
+        assert {a.incident_id for a in alerts[:5]} == {accuracy.id}
+        assert [a.rule for a in incident_members(s, accuracy.id or 0)][:1] == ["drift_drop"]
+        assert len(incident_members(s, accuracy.id or 0)) == 5
+        sent = notifications(s)
+        assert sorted((n.group_key, n.alert_count) for n in sent) == [
+            ("production/dosing/accuracy", 5), ("production/dosing/cost", 1), ("production/dosing/subgroup_gap", 1)]
+        body = next(n.payload for n in sent if n.group_key.endswith("/accuracy"))
+        assert body["incident"]["id"] == accuracy.id and body["incident"]["title"] == "dosing: accuracy"
+        assert body["incident"]["open_members"] == 5 and body["incident"]["runbook"].startswith("Check whether")
+
+
+def test_one_acknowledgement_covers_every_member_and_those_that_join_later(engine: Engine, policy: NotifyPolicy,
+                                                                          clock: FakeClock) -> None:
+    with Session(engine) as s:
+        apply_signals(s, ACCURACY_DROP[:4], policy, clock())
+        (incident,) = open_incidents(s)
+        clock.advance(minutes=10)
+        acknowledge_incident(s, incident.id or 0, "dr.owner", "reviewing with the vendor", clock(), routes=policy)
+        s.commit()
+        members = incident_members(s, incident.id or 0)
+        assert [a.status for a in members] == [AlertStatus.acknowledged] * 4
+        assert all(a.acknowledged_by == "dr.owner" for a in members)
+        assert alert_history(s, members[0].id or 0)[-1].note == f"incident #{incident.id}: reviewing with the vendor"
+        assert [n.event for n in notifications(s)] == ["firing", "acknowledged"]  # one each, not one per signal
+        assert notifications(s)[-1].payload["incident"]["acknowledged_by"] == "dr.owner"
+
+        clock.advance(minutes=10)  # one more subgroup falls: more evidence of the same problem, no new page
+        (late,) = apply_signals(s, ACCURACY_DROP[4:], policy, clock())
+        s.commit()
+        assert late is not None and late.incident_id == incident.id and late.status == AlertStatus.acknowledged
+        assert late.ack_note == f"covered by incident #{incident.id}: reviewing with the vendor"
+        assert [n.event for n in notifications(s)] == ["firing", "acknowledged"]
+        with pytest.raises(ValueError, match="already acknowledged"):
+            acknowledge_incident(s, incident.id or 0, "someone", "again", clock())
+
+
+def test_resolving_the_incident_resolves_every_member_and_a_return_opens_a_new_one(
+        engine: Engine, policy: NotifyPolicy, clock: FakeClock) -> None:
+    with Session(engine) as s:
+        apply_signals(s, ACCURACY_DROP, policy, clock())
+        (incident,) = open_incidents(s)
+        first_id = incident.id or 0
+        clock.advance(minutes=10)
+        with pytest.raises(ValueError, match="reason is required"):
+            resolve_incident(s, first_id, "dr.owner", " ", clock())
+        resolve_incident(s, first_id, "dr.owner", "prompt rolled back", clock(), routes=policy)
+        s.commit()
+        assert open_incidents(s) == []
+        assert all(a.status == AlertStatus.resolved for a in incident_members(s, first_id))
+        assert incident.closed_at is not None and incident.resolve_reason == "prompt rolled back"
+        assert [n.event for n in notifications(s)] == ["firing", "resolved"]
+        with pytest.raises(ValueError, match="resolved"):
+            acknowledge_incident(s, first_id, "dr.owner", "late", clock())
+
+        clock.advance(hours=1)
+        apply_signals(s, ACCURACY_DROP[:1], policy, clock())
+        s.commit()
+        (again,) = open_incidents(s)
+        assert again.id != first_id and again.key == incident.key
+        assert [a.rule for a in incident_members(s, again.id or 0)] == ["drift_drop"]
+
+
+def test_an_incident_closes_by_itself_when_its_last_member_recovers(engine: Engine, policy: NotifyPolicy,
+                                                                    clock: FakeClock) -> None:
+    with Session(engine) as s:
+        apply_signals(s, ACCURACY_DROP[:2], policy, clock())
+        (incident,) = open_incidents(s)
+        clock.advance(hours=1)
+        apply_signals(s, [clear()], policy, clock())
+        assert incident.closed_at is None  # below_minimum still fires
+        clock.advance(hours=1)
+        apply_signals(s, [clear(rule="below_minimum")], policy, clock())
+        s.commit()
+        assert incident.closed_at == clock() and incident.resolved_by == "medmon"
+        assert open_incidents(s) == []
+
+
+def test_silencing_an_incident_mutes_every_member_including_new_ones(engine: Engine, policy: NotifyPolicy,
+                                                                     clock: FakeClock) -> None:
+    with Session(engine) as s:
+        apply_signals(s, [*ACCURACY_DROP[:2], fire(metric="cost", rule="cost_over_budget")], policy, clock())
+        accuracy = next(i for i in open_incidents(s) if i.cause == "accuracy")
+        silence_incident(s, accuracy.id or 0, "dr.owner", "vendor fix due tomorrow", clock() + timedelta(days=1),
+                         clock())
+        apply_signals(s, ACCURACY_DROP[2:3], policy, clock())
+        s.commit()
+        silences = active_silences(s, clock())
+        members = incident_members(s, accuracy.id or 0)
+        assert len(members) == 3
+        assert [status_of(a, silences, clock()) for a in members] == [AlertStatus.silenced] * 3
+        assert incident_status(accuracy, members, silences, clock()) == AlertStatus.silenced
+        cost = next(i for i in open_incidents(s) if i.cause == "cost")
+        assert incident_status(cost, incident_members(s, cost.id or 0), silences, clock()) == AlertStatus.firing
