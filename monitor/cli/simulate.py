@@ -34,8 +34,9 @@ def parse_phase(text: str) -> object:
 
     Examples
     --------
-    >>> parse_phase("200:0.55:sim-v2")
-    Phase(after_requests=200, accuracy=0.55, model='sim-v2', fingerprint='fp_sim_0001', extra_completion_tokens=0, latency_s=0.0, label='from request 200')
+    >>> phase = parse_phase("200:0.55:sim-v2")
+    >>> phase.after_requests, phase.accuracy, phase.model, phase.label
+    (200, 0.55, 'sim-v2', 'from request 200')
     """
     from medmon.probes.simulator import Phase
 
