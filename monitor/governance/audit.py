@@ -274,7 +274,8 @@ def _malformed(seq: Any, at: Any, kind: Any, actor: Any, subject: Any, details: 
 def coverage_problems(session: Session) -> list[AuditProblem]:
     """Records the log must cover but does not: the check that holds without an anchor.
 
-    Every human action on an alert, declared or detected change, finished re-evaluation and
+    Every human action on an alert (or on an incident, whose one entry names each alert it covers
+    in ``details["alerts"]``), declared or detected change, finished re-evaluation and
     approval writes its audit entry in the same transaction, so a record without its entry means
     entries were deleted (a truncated or emptied log), however consistent the remaining chain is.
     """
@@ -293,8 +294,11 @@ def coverage_problems(session: Session) -> list[AuditProblem]:
             seen_reevaluations.add(d["reevaluation_id"])
         elif kind == AuditKind.baseline_approved.value and isinstance(d.get("reevaluation_id"), int):
             seen_approvals.add(d["reevaluation_id"])
-        else:
-            alert_actions[(kind, subject)] = alert_actions.get((kind, subject), 0) + 1
+        else:  # an action on an incident is one entry naming every alert it covers
+            covered = [f"alert:{i}" for i in d.get("alerts") or [] if isinstance(i, int)] \
+                if subject.startswith("incident:") else [subject]
+            for one in covered:
+                alert_actions[(kind, one)] = alert_actions.get((kind, one), 0) + 1
     problems: list[AuditProblem] = []
 
     def missing(what: str, ids: list[int]) -> None:

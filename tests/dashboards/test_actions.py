@@ -87,6 +87,19 @@ def test_acknowledge_records_the_local_user_in_alert_history_and_audit(
     assert table.loc[incident_id, "status"] == "acknowledged"
 
 
+def test_an_incident_entry_covers_its_alerts_and_deleting_it_is_found(seeded: Seeded, seeded_engine: Engine) -> None:
+    incident_id = _critical(seeded_engine)
+    members = sorted(a.id or 0 for a in _members(seeded_engine, incident_id))
+    owner = Viewer(CALC_OWNER, CALC_OWNER, True, True)
+    acknowledge_incidents(seeded_engine, load_plan(seeded.plan_path), owner, [incident_id], "on it", NOW)
+    with Session(seeded_engine) as s:
+        assert verify(s).ok  # one entry for the incident stands for each member's acknowledgement
+        s.delete(list_events(s, kind="alert_acknowledged")[-1])
+        s.commit()
+        problems = [p.what for p in verify(s).problems]
+    assert f"alert {', '.join(str(i) for i in members)} have no audit entry: entries were deleted" in problems
+
+
 def test_resolve_records_the_reason(seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
     incident_id = _critical(seeded_engine, "dose-calc")
     at = _act(open_page("alerts"), incident_id, "Vendor rolled back to v1; re-evaluation passed", "resolve")
@@ -244,7 +257,7 @@ def test_without_sign_in_the_dashboard_is_read_only_unless_started_to_allow_loca
     assert "listening on 127.0.0.1: read-only" in at.caption[0].value
     viewer = Viewer("someone (unauthenticated)", None, False, False, "read-only")
     with pytest.raises(NotAllowed):
-        acknowledge_alert(seeded_engine, load_plan(seeded.plan_path), viewer, _critical(seeded_engine), "x", NOW)
+        acknowledge_incidents(seeded_engine, load_plan(seeded.plan_path), viewer, [_critical(seeded_engine)], "x", NOW)
 
 
 def test_local_actions_are_refused_when_listening_beyond_loopback(seeded: Seeded,
