@@ -35,7 +35,7 @@ def gateway(serve: Callable[..., Any], seeded: Seeded, monkeypatch: pytest.Monke
 
     async def hook(request: Request) -> Response:
         body = await request.body()
-        if not verify(body, request.headers.get("x-medmon-signature", ""), SECRET,
+        if not verify(body, request.headers, SECRET,
                       now=int(datetime.now(timezone.utc).timestamp())):
             return Response(status_code=401)
         calls.append(json.loads(body))
@@ -50,7 +50,8 @@ def gateway(serve: Callable[..., Any], seeded: Seeded, monkeypatch: pytest.Monke
 
 
 def _as(open_page: Callable[..., AppTest], email: str) -> AppTest:
-    return open_page("safety", secrets=AUTH_SECRETS, user={"is_logged_in": True, "email": email})
+    return open_page("safety", secrets=AUTH_SECRETS, user={"is_logged_in": True, "email": email,
+                                                                 "email_verified": True})
 
 
 def test_two_owners_suspend_a_high_risk_task_and_resume_is_refused_without_a_passing_reevaluation(
