@@ -16,6 +16,7 @@ from medmon.monitor.governance.reevaluation import reevaluation_due
 from medmon.monitor.models import Reevaluation, ReevaluationStatus
 from medmon.monitor.plan.model import Endpoint, parse_plan
 from medmon.probes.models import ProbeRecord
+from medmon.probes.redaction import TextPolicy
 from medmon.probes.runner import finish_run, start_run
 from tests.conftest import plan_dict
 
@@ -35,7 +36,7 @@ class Pool:
             run = start_run(session, "t", started_at=now)
             results = [ProbeRecord(task_id="t", canary_id=f"c{i}", served_model=m, system_fingerprint=f, score=1.0)
                        for i, (m, f) in enumerate(identities)]
-            finish_run(session, run, results, now)
+            finish_run(session, run, results, now, policy=TextPolicy())  # the plan's default: builtin redactor
             assert run.id is not None
             report = observe_identities(session, self.endpoint, "t", results, run.id, now)
             session.commit()
