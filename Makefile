@@ -62,10 +62,10 @@ services:
 test: test-sqlite test-postgres
 
 test-sqlite: $(STAMP) system-deps services third-party-servers
-	DO_NOT_TRACK=1 $(BIN)/python -m pytest
+	MEDMON_TEST_REQUIRE_SERVERS=1 DO_NOT_TRACK=1 $(BIN)/python -m pytest
 
 test-postgres: $(STAMP) system-deps services third-party-servers
-	MEDMON_TEST_DATABASE=postgresql DO_NOT_TRACK=1 $(BIN)/python -m pytest
+	MEDMON_TEST_REQUIRE_SERVERS=1 MEDMON_TEST_DATABASE=postgresql DO_NOT_TRACK=1 $(BIN)/python -m pytest
 
 # Fails while the migrations and the SQLModel tables disagree (add a revision: migrations/README).
 migrations-check: $(STAMP)
