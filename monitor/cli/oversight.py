@@ -17,6 +17,7 @@ from sqlmodel import Session
 
 from medmon.db import session_scope, utcnow
 from medmon.monitor.cli.audit import open_database
+from medmon.monitor.cli.plan_arg import PlanArg
 from medmon.monitor.errors import GovernanceError, MedmonError
 from medmon.monitor.plan.model import Plan, load_plan
 from medmon.monitor.plan.oversight import MEDHELM_JURY_ICC
@@ -29,7 +30,6 @@ out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 EXIT_ATTENTION, EXIT_INPUT = 1, 2
 
-PlanArg = Annotated[Path, typer.Argument(help="The monitoring plan (YAML).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 
@@ -127,7 +127,7 @@ def events_command(plan_path: PlanArg, as_json: JsonOption = False) -> None:
 
 @app.command("export")
 def export_command(plan_path: PlanArg, event_id: Annotated[int, typer.Argument(help="The safety event's number.")],
-                   out_path: Annotated[Path | None, typer.Option("--out", help="JSON file to write (the HTML and "
+                   out_path: Annotated[Path | None, typer.Option("--output", "-o", "--out", help="JSON file to write (the HTML and "
                                                                                "PDF go beside it).")] = None,
                    pdf: Annotated[bool, typer.Option("--pdf/--no-pdf", help="Also print a PDF.")] = True) -> None:
     """Export a safety event for the hospital's incident system: JSON, and HTML with a PDF where Chromium exists."""

@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from medmon.monitor.cli.plan_arg import PlanArg
 from medmon.monitor.errors import MedmonError
 
 app = typer.Typer(help="Real traffic: OpenTelemetry GenAI spans of the deployed application.", no_args_is_help=True)
@@ -21,7 +22,6 @@ out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 EXIT_PARTIAL, EXIT_INPUT = 1, 2
 
-PlanArg = Annotated[Path, typer.Argument(help="The monitoring plan (YAML) with a 'traffic' section.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 
