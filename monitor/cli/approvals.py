@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from sqlmodel import Session
 
+from medmon.monitor.cli.tables import fitted
 from medmon.db import session_scope, utcnow
 from medmon.monitor.cli.change import EXIT_INPUT, JsonOption, _plan
 from medmon.monitor.cli.plan_arg import LegacyPlanOption, OptionalPlanArg
@@ -99,4 +100,4 @@ def proposals_command(plan_path: OptionalPlanArg = None, as_json: JsonOption = F
     for r in rows:
         table.add_row(r["task"], str(r["baseline_id"]), r["model"], r["metric"], str(r["version"]),
                       f"{r['normalized']:.3f}", str(r["n"]), r["imported_at"][:19], str(r["current_baseline_id"]))
-    out.print(table if rows else "no proposals: every task is compared with its approved baseline")
+    out.print(fitted(table, out) if rows else "no proposals: every task is compared with its approved baseline")

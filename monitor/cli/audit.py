@@ -16,6 +16,7 @@ from rich.table import Table
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from medmon.monitor.cli.tables import fitted
 from medmon.monitor.cli.plan_arg import LegacyPlanOption, OptionalPlanArg, chosen_plan
 from medmon.monitor.governance.audit import AuditKind, event_dict, list_events, verify
 from medmon.monitor.errors import MedmonError
@@ -87,7 +88,7 @@ def list_command(plan: OptionalPlanArg = None, db: DbOption = None,
         table.add_column(column)
     for r in rows:
         table.add_row(str(r["seq"]), r["at"][:19], r["kind"], r["actor"], r["subject"], r["hash"][:12])
-    out.print(table if rows else "no audit entries")
+    out.print(fitted(table, out) if rows else "no audit entries")
 
 
 @app.command("verify")

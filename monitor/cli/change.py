@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from sqlmodel import Session
 
+from medmon.monitor.cli.tables import fitted
 from medmon.monitor.cli.plan_arg import LegacyPlanOption, OptionalPlanArg, chosen_plan
 from medmon.monitor.governance.audit import local_actor
 from medmon.monitor.governance.changes import ChangeKind, ChangeSource, list_changes, record_change
@@ -72,7 +73,7 @@ def _print_reevaluations(rows: list[dict[str, Any]]) -> None:
                       _fmt(r["baseline"]), "-" if r["difference"] is None else f"{r['difference']:+.3f}",
                       _fmt(r["min_score"]), decision if not r["error"] else f"failed: {r['error']}",
                       r["approved_by"] or "-")
-    out.print(table)
+    out.print(fitted(table, out))
 
 
 @app.command("record")
@@ -162,7 +163,7 @@ def list_command(plan_path: OptionalPlanArg = None, as_json: JsonOption = False,
     for r in rows:
         table.add_row(str(r["id"]), r["task"], r["kind"], r["source"], r["actor"], r["at"][:19], r["status"],
                       str(r["reevaluation_id"] or "-"), r["note"])
-    out.print(table if rows else "no changes recorded")
+    out.print(fitted(table, out) if rows else "no changes recorded")
 
 
 @app.command("reevaluations")
