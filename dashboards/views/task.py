@@ -250,6 +250,8 @@ def drift_report() -> None:
                                 "threshold": c.threshold, "drifted": c.drifted} for c in report.columns]),
                  hide_index=True, width="stretch", key="drift_columns",
                  column_config={"p-value": st.column_config.NumberColumn(format="%.3g")})
+    for name, note in report.notes.items():
+        st.caption(f"**{name}**: {note}")
     if not report.html_available:
         st.write(f"The report's HTML is missing ({report.html_path or 'not stored'}).")
         return
