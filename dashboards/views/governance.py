@@ -11,6 +11,7 @@ from sqlmodel import Session
 from medmon.dashboards.auth import owner_emails, require_viewer
 from medmon.dashboards.data import current_plan, engine_for, plan_path, plan_text, refresh_every
 from medmon.dashboards.layout import header, masked_plan
+from medmon.dashboards.tables import show_table
 from medmon.monitor.read import approved_plan, audit_chain, audit_log
 
 plan = current_plan()
@@ -33,7 +34,7 @@ st.markdown(f"- **Clinical owner:** {plan.owners.clinical.name} ({plan.owners.cl
 st.caption("May acknowledge, resolve and silence alerts: " + ", ".join(sorted(owner_emails(plan))))
 
 st.subheader("Tasks and thresholds")
-st.dataframe(pd.DataFrame([{
+show_table(pd.DataFrame([{
     "task": t.id, "benchmark": t.benchmark, "owner": (t.owner or plan.owners.clinical).name,
     "approval threshold": t.thresholds.min_score, "tolerated drop": t.thresholds.tolerated_drop,
     "cost budget per call": t.thresholds.cost_budget_per_call, "latency objective (s)": t.thresholds.latency_slo_s,
@@ -81,7 +82,7 @@ else:
                  f"replaying every canary {c.reevaluation.repeats} time(s)")
     st.markdown("\n".join(lines))
     if gov.evidence.sources:
-        st.dataframe(pd.DataFrame([{"benchmark": e.benchmark, "source": e.source, "metric": e.metric or "",
+        show_table(pd.DataFrame([{"benchmark": e.benchmark, "source": e.source, "metric": e.metric or "",
                                     "value": e.value, "n": e.n, "data access": e.data_access or "", "notes": e.notes}
                                    for e in gov.evidence.sources]), hide_index=True, width="stretch")
 
@@ -125,7 +126,7 @@ def audit_section() -> None:
     if not entries:
         st.write("No audit entry yet.")
     else:
-        st.dataframe(pd.DataFrame([{
+        show_table(pd.DataFrame([{
             "seq": e.seq, "at": e.at, "kind": e.kind, "actor": e.actor, "subject": e.subject,
             "details": json.dumps(e.details, sort_keys=True, default=str), "hash": e.entry_hash[:16]}
             for e in entries]), hide_index=True, width="stretch", key="audit")
