@@ -54,6 +54,7 @@ class Traffic(Section):
     reference_from: datetime | None = None  # a declared reference period instead of the first days
     reference_to: datetime | None = None
     tolerated_rise: float = Field(0.05, ge=0, lt=0.5)  # share of calls above the reference median tolerated
+    volume_tolerance: float = Field(0.2, ge=0, lt=0.9)  # calls per hour may fall or rise this much beyond the margin
     daily_budget_usd: float | None = Field(None, gt=0)  # spend of real traffic per day, shown against its days
     retention: Interval = "30d"
     detect_every: Interval = "5s"
