@@ -108,7 +108,7 @@ def clinic_counts(seed: int, start: datetime, hours: int, peak: float, *, weeken
 
 
 def calls_in_hours(seed: int, counts: Sequence[tuple[datetime, int]], *, model: str = MODEL,
-                   service: str = "discharge-app") -> list[CallRecord]:
+                   service: str = "discharge-app", attributes: dict[str, str] | None = None) -> list[CallRecord]:
     """One decoded GenAI call per counted call, spread evenly over its hour."""
     rng = random.Random(seed)
     out = []
@@ -120,5 +120,5 @@ def calls_in_hours(seed: int, counts: Sequence[tuple[datetime, int]], *, model: 
                                   request_model=model, response_model=model, system_fingerprint="fp1",
                                   started_at=end - timedelta(seconds=1), ended_at=end, input_tokens=300,
                                   output_tokens=rng.randint(100, 300), finish_reason="stop", error_type=None,
-                                  prompt=None, completion=None))
+                                  prompt=None, completion=None, attributes=dict(attributes or {})))
     return out
