@@ -16,8 +16,10 @@ from rich.console import Console
 from rich.table import Table
 from sqlmodel import Session
 
+from medmon.monitor.cli.tables import fitted
 from medmon.db import session_scope, utcnow
-from medmon.monitor.cli.change import EXIT_INPUT, JsonOption, PlanOption, _plan
+from medmon.monitor.cli.change import EXIT_INPUT, JsonOption, _plan
+from medmon.monitor.cli.plan_arg import LegacyPlanOption, OptionalPlanArg
 from medmon.monitor.errors import GovernanceError, MedmonError
 from medmon.monitor.storage import make_engine
 
@@ -26,6 +28,8 @@ err = Console(stderr=True)
 
 
 def approve_command(
+    plan_path: OptionalPlanArg = None,
+    *,
     task: Annotated[str, typer.Option(help="The task whose baseline to replace.")],
     by: Annotated[str, typer.Option(help="The approving owner's e-mail (task owner or clinical owner).")],
     reevaluation: Annotated[int | None, typer.Option(help="A re-evaluation to adopt (medmon change "
@@ -35,8 +39,8 @@ def approve_command(
     reason: Annotated[str | None, typer.Option(help="The rationale, kept in the audit log (required).")] = None,
     committee_decision: Annotated[str | None, typer.Option(help="The committee decision allowing evidence below the "
                                                                 "approval minimum (e.g. minutes reference).")] = None,
-    plan_path: PlanOption = Path("plan.yaml"),
     as_json: JsonOption = False,
+    legacy_plan: LegacyPlanOption = None,
 ) -> None:
     """Adopt a re-evaluation's results or an imported baseline as a task's baseline: an owner's recorded decision."""
     from medmon.monitor.governance.approvals import approve_baseline
@@ -46,7 +50,7 @@ def approve_command(
     if (reevaluation is None) == (baseline is None):
         err.print("[red]error:[/red] give exactly one of --reevaluation or --baseline", highlight=False)
         raise typer.Exit(EXIT_INPUT)
-    plan = _plan(plan_path)
+    _, plan = _plan(plan_path, legacy_plan, "baseline approve")
     try:
         with session_scope(make_engine(plan.storage.url)) as session:
             if reevaluation is not None:
@@ -75,11 +79,12 @@ def approve_command(
                   f"version {info['version']}), approved by {by}; recorded in the audit log", highlight=False)
 
 
-def proposals_command(plan_path: PlanOption = Path("plan.yaml"), as_json: JsonOption = False) -> None:
+def proposals_command(plan_path: OptionalPlanArg = None, as_json: JsonOption = False,
+                      legacy_plan: LegacyPlanOption = None) -> None:
     """List imported baselines awaiting an owner's approval for a task (they change nothing until then)."""
     from medmon.monitor.governance.approvals import baseline_proposals
 
-    plan = _plan(plan_path)
+    _, plan = _plan(plan_path, legacy_plan, "baseline proposals")
     with Session(make_engine(plan.storage.url)) as session:
         rows: list[dict[str, Any]] = [
             {"task": p.task, "baseline_id": p.baseline_id, "benchmark": p.benchmark, "model": p.model,
@@ -95,4 +100,4 @@ def proposals_command(plan_path: PlanOption = Path("plan.yaml"), as_json: JsonOp
     for r in rows:
         table.add_row(r["task"], str(r["baseline_id"]), r["model"], r["metric"], str(r["version"]),
                       f"{r['normalized']:.3f}", str(r["n"]), r["imported_at"][:19], str(r["current_baseline_id"]))
-    out.print(table if rows else "no proposals: every task is compared with its approved baseline")
+    out.print(fitted(table, out) if rows else "no proposals: every task is compared with its approved baseline")

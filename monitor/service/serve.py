@@ -217,7 +217,8 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
                     if left:
                         log.info("marked %d probe run(s) left running by a previous leader as interrupted", left)
                 register_runtime(opts.runtime_key, runtime)
-                scheduler = build_service_scheduler(engine, plan, opts.runtime_key, build_channels(plan), now=opts.now)
+                scheduler = build_service_scheduler(engine, plan, opts.runtime_key, build_channels(plan), now=opts.now,
+                                                    plan_path=plan_path, plan_text=plan_path.read_text("utf-8"))
             scheduler.resume()
             log.info("leading as %s: %d task(s) from %s, executor %s", identity, len(plan.tasks), plan_path,
                      plan.service.executor)
