@@ -30,7 +30,7 @@ import math
 import random
 from typing import Any
 
-from medmon.monitor.detection.drift.esr import MixtureSRState
+from medmon.monitor.detection.drift.esr import MixtureSR, MixtureSRState
 from medmon.monitor.detection.drift.finding import Finding, RecoveryNull
 
 DROP_SHIFTS = (0.2, 0.4, 0.7, 0.95)  # down to 80%, 60%, 30% and 5% of the null: a dip to a collapse
@@ -54,8 +54,11 @@ def nb_log_ratio(c: float, mu1: float, mu0: float, phi: float) -> float:
     return r * math.log((r + mu0) / (r + mu1)) + c * math.log(mu1 * (r + mu0) / (mu0 * (r + mu1)))
 
 
-class CountSR:
+class CountSR(MixtureSR):
     """Detect a drop (or rise) of counts below (above) their per-period null means.
+
+    The Shiryaev-Roberts bookkeeping (statistic, evidence, reset) is ``MixtureSR``'s; the bets
+    are negative binomial likelihood ratios instead of bounded ones.
 
     Observations are ``(count, mu0, expected)``: the period's count, its null mean (margins
     included) and the reference's expected count, whose ratio ``count / expected`` is the
@@ -95,27 +98,11 @@ class CountSR:
         if not 0 < null_ratio < RATIO_CAP:
             raise ValueError(f"null_ratio must be in (0, {RATIO_CAP}), got {null_ratio}")
         self.phi, self.threshold, self.direction, self.null_ratio = phi, threshold, direction, null_ratio
-        self._factors = [1 - s for s in DROP_SHIFTS] if direction == "drop" else [1 + s for s in RISE_SHIFTS]
+        self.mu0 = null_ratio  # the null on the ratio scale: what ``holds`` and ``null_mean`` read
+        self.shifts = DROP_SHIFTS if direction == "drop" else RISE_SHIFTS
+        self._factors = [1 - s for s in self.shifts] if direction == "drop" else [1 + s for s in self.shifts]
         self.state = state or MixtureSRState.fresh(len(self._factors))
         self.last_x: float | None = None
-
-    @property
-    def null_mean(self) -> float:
-        return self.null_ratio
-
-    @property
-    def statistic(self) -> float:
-        return self.state.statistic
-
-    @property
-    def evidence(self) -> float:
-        return math.log(max(self.statistic, 1.0)) / math.log(self.threshold)
-
-    def reset(self) -> None:
-        self.state = MixtureSRState.fresh(len(self._factors), self.state.total)
-
-    def holds(self, run_mean: float) -> bool:
-        return run_mean >= self.null_ratio if self.direction == "drop" else run_mean <= self.null_ratio
 
     @property
     def recovery_null(self) -> RecoveryNull:
