@@ -13,11 +13,13 @@ from it, so a past period is judged by the thresholds in force then.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import yaml
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from medmon.monitor.errors import GovernanceError
@@ -31,6 +33,7 @@ LOOSER_WHEN_LOWER = ("min_score", "min_jury_agreement", "subgroup_min_score")
 LOOSER_WHEN_HIGHER = ("tolerated_drop", "cost_budget_per_call", "latency_slo_s", "max_subgroup_gap")
 # Loosening these lowers an approval minimum: the committee decides, as for baselines below it.
 COMMITTEE_THRESHOLDS = ("min_score", "subgroup_min_score")
+log = logging.getLogger("medmon.thresholds")
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,21 @@ def with_thresholds_in_force(session: Session, plan: Plan, before: datetime | No
             task = task.model_copy(update={"thresholds": Thresholds.model_validate(in_force.thresholds)})
         tasks.append(task)
     return plan.model_copy(update={"tasks": tasks})
+
+
+def in_force(engine: Engine, plan: Plan) -> Plan:
+    """What the service and workers judge with: ``plan`` with each task's approved thresholds.
+
+    Every task whose file thresholds still await approval is logged, so an operator who edited
+    the plan sees why detection did not follow.
+    """
+    with Session(engine) as session:
+        current = with_thresholds_in_force(session, plan)
+    for task, used in zip(plan.tasks, current.tasks, strict=True):
+        if used.thresholds != task.thresholds:
+            log.warning("task %s: the plan's thresholds await an owner's approval (medmon approvals list); "
+                        "detection uses the approved ones: %s", task.id, used.thresholds.model_dump(exclude_none=True))
+    return current
 
 
 def _looser(name: str, old: Any, new: Any) -> bool:

@@ -25,12 +25,11 @@ from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
 
 from medmon.monitor.governance.audit import local_actor
 from medmon.monitor.governance.change_control import record_plan_file
 from medmon.monitor.governance.checks import check_plan
-from medmon.monitor.governance.thresholds import with_thresholds_in_force
+from medmon.monitor.governance.thresholds import in_force
 from medmon.monitor.plan.context import load_context
 from medmon.probes.pool import shared_pool
 from medmon.monitor.errors import StorageError
@@ -78,17 +77,6 @@ class ServiceResult:
     abandoned_runs: list[int] = field(default_factory=list)
     health_url: str | None = None
     traffic_url: str | None = None
-
-
-def in_force(engine: Engine, plan: Plan) -> Plan:
-    """The plan with each task's approved thresholds, logging every edit still awaiting approval."""
-    with Session(engine) as session:
-        current = with_thresholds_in_force(session, plan)
-    for task, used in zip(plan.tasks, current.tasks, strict=True):
-        if used.thresholds != task.thresholds:
-            log.warning("task %s: the plan's thresholds await an owner's approval (medmon approvals list); "
-                        "detection uses the approved ones: %s", task.id, used.thresholds.model_dump(exclude_none=True))
-    return current
 
 
 def wait_for_database(url: str, stop: threading.Event, retry_s: float) -> Engine | None:

@@ -148,7 +148,7 @@ def run_worker(plan_path: Path, *, concurrency: int = 1, hostname: str | None = 
     from medmon.monitor.plan.context import load_context
     from medmon.monitor.storage import make_engine
 
-    from medmon.monitor.service.serve import in_force
+    from medmon.monitor.governance.thresholds import in_force
 
     plan = check_plan(plan_path)
     engine = make_engine(plan.storage.url)

@@ -17,9 +17,13 @@ from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, list_events, record_plan, verify
 from medmon.monitor.governance.reports.committee import build_committee_report
 from medmon.monitor.governance.reports.period import parse_period
-from medmon.monitor.governance.thresholds import approve_thresholds, threshold_proposals, thresholds_in_force
+from medmon.monitor.governance.thresholds import (
+    approve_thresholds,
+    in_force,
+    threshold_proposals,
+    thresholds_in_force,
+)
 from medmon.monitor.plan.model import load_plan, parse_plan
-from medmon.monitor.service.serve import in_force
 from medmon.monitor.storage import make_engine
 from tests.conftest import plan_dict
 
