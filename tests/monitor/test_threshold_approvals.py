@@ -40,7 +40,7 @@ def _plan_file(tmp_path: Path, db_url: str, **thresholds: Any) -> Path:
 
 
 def _approvals(path: Path, *args: str) -> Any:
-    return runner.invoke(app, ["approvals", *args, "--plan", str(path)])
+    return runner.invoke(app, ["approvals", args[0], str(path), *args[1:]])
 
 
 def test_an_edited_threshold_is_a_proposal_until_an_owner_approves_it(tmp_path: Path, db_url: str) -> None:
