@@ -339,7 +339,7 @@ def _mount_subcommands() -> None:
     from medmon.monitor.cli.audit import app as audit_app
     from medmon.monitor.cli.baseline import app as baseline_app
     from medmon.monitor.cli.change import app as change_app
-    from medmon.monitor.cli.approvals import approve_command, proposals_command
+    from medmon.monitor.cli.approvals import approvals_app, approve_command, proposals_command
     from medmon.monitor.cli.drift import app as drift_app
     from medmon.monitor.cli.oversight import app as oversight_app
     from medmon.monitor.cli.report import report_command
@@ -351,6 +351,7 @@ def _mount_subcommands() -> None:
     baseline_app.command("approve")(approve_command)
     baseline_app.command("proposals")(proposals_command)
     app.add_typer(baseline_app, name="baseline")
+    app.add_typer(approvals_app, name="approvals")
     app.command()(worker)
     app.add_typer(db_app, name="db")
     app.add_typer(audit_app, name="audit")

@@ -148,8 +148,11 @@ def run_worker(plan_path: Path, *, concurrency: int = 1, hostname: str | None = 
     from medmon.monitor.plan.context import load_context
     from medmon.monitor.storage import make_engine
 
+    from medmon.monitor.governance.thresholds import in_force
+
     plan = check_plan(plan_path)
     engine = make_engine(plan.storage.url)
+    plan = in_force(engine, plan)  # the thresholds an owner approved, as the service uses
     app = make_celery(broker_url(plan), queue=plan.service.queue, visibility_timeout_s=visibility_timeout_of(plan))
     register_worker_runtime(app, worker_runtime(engine, plan, [load_context(plan, t) for t in plan.tasks]))
     try:
