@@ -20,9 +20,13 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from medmon.monitor.cli.plan_arg import PlanArg
 from medmon.monitor.errors import MedmonError, PlanError
 
-app = typer.Typer(help="medmon: watch a deployed clinical LLM against its MedHELM evidence.",
+app = typer.Typer(help="medmon: watch a deployed clinical LLM against its MedHELM evidence.\n\n"
+                       "Every command that reads a plan takes it as its first argument: medmon COMMAND PLAN "
+                       "[OPTIONS] (or set MEDMON_PLAN). The older '--plan PLAN' of audit, change and baseline "
+                       "approve/proposals still works, with a deprecation warning.",
                   no_args_is_help=True, add_completion=False)
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -33,9 +37,6 @@ EXIT_FOUND, EXIT_INPUT, EXIT_UNREACHABLE, EXIT_REFUSED = 1, 2, 3, 4
 def _fail(exc: MedmonError, code: int = EXIT_INPUT) -> typer.Exit:
     err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
     return typer.Exit(code)
-
-
-PlanArg = Annotated[Path, typer.Argument(help="The monitoring plan (YAML).")]
 
 
 def _print_version(value: bool) -> None:
@@ -358,7 +359,7 @@ def _mount_subcommands() -> None:
     from medmon.monitor.cli.audit import app as audit_app
     from medmon.monitor.cli.baseline import app as baseline_app
     from medmon.monitor.cli.change import app as change_app
-    from medmon.monitor.cli.approvals import approve_command, proposals_command
+    from medmon.monitor.cli.approvals import approvals_app, approve_command, proposals_command
     from medmon.monitor.cli.drift import app as drift_app
     from medmon.monitor.cli.oversight import app as oversight_app
     from medmon.monitor.cli.report import report_command
@@ -370,6 +371,7 @@ def _mount_subcommands() -> None:
     baseline_app.command("approve")(approve_command)
     baseline_app.command("proposals")(proposals_command)
     app.add_typer(baseline_app, name="baseline")
+    app.add_typer(approvals_app, name="approvals")
     app.command()(worker)
     app.add_typer(db_app, name="db")
     app.add_typer(audit_app, name="audit")

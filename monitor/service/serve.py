@@ -29,6 +29,7 @@ from sqlalchemy.engine import Engine
 from medmon.monitor.governance.audit import local_actor
 from medmon.monitor.governance.change_control import record_plan_file
 from medmon.monitor.governance.checks import check_plan
+from medmon.monitor.governance.thresholds import in_force
 from medmon.monitor.plan.context import load_context
 from medmon.probes.pool import shared_pool
 from medmon.monitor.errors import StorageError
@@ -185,6 +186,7 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
         return result
     ensure_current(engine, stamp=False)  # refuse an old schema before writing anything; the leader stamps
     record_plan_file(engine, plan_path, local_actor("medmon serve"), opts.now())  # audits a changed plan
+    plan = in_force(engine, plan)  # an edited threshold waits for an owner's approval
     identity = worker_identity()
     dispatch, runtime = _make_dispatch(engine, plan, opts.now)
     status = ServiceStatus(identity=identity, executor=plan.service.executor, heartbeat=lambda: runtime.heartbeat,
@@ -220,7 +222,8 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
                     if left:
                         log.info("marked %d probe run(s) left running by a previous leader as interrupted", left)
                 register_runtime(opts.runtime_key, runtime)
-                scheduler = build_service_scheduler(engine, plan, opts.runtime_key, build_channels(plan), now=opts.now)
+                scheduler = build_service_scheduler(engine, plan, opts.runtime_key, build_channels(plan), now=opts.now,
+                                                    plan_path=plan_path, plan_text=plan_path.read_text("utf-8"))
             scheduler.resume()
             log.info("leading as %s: %d task(s) from %s, executor %s", identity, len(plan.tasks), plan_path,
                      plan.service.executor)

@@ -151,6 +151,7 @@ def run_worker(plan_path: Path, *, concurrency: int = 1, hostname: str | None = 
     from celery import signals
 
     from medmon.monitor.governance.checks import check_plan
+    from medmon.monitor.governance.thresholds import in_force
     from medmon.monitor.plan.context import load_context
     from medmon.monitor.plan.privacy import mask_logs
     from medmon.monitor.storage import make_engine
@@ -162,6 +163,7 @@ def run_worker(plan_path: Path, *, concurrency: int = 1, hostname: str | None = 
     plan = check_plan(plan_path)
     mask_logs(plan)
     engine = make_engine(plan.storage.url)
+    plan = in_force(engine, plan)  # the thresholds an owner approved, as the service uses
     app = make_celery(broker_url(plan), queue=plan.service.queue, visibility_timeout_s=visibility_timeout_of(plan))
     register_worker_runtime(app, worker_runtime(engine, plan, [load_context(plan, t) for t in plan.tasks]))
     try:
