@@ -480,3 +480,21 @@ class TrafficJudgement(SQLModel, table=True):
     scores: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # judge -> criterion -> score
     judge_cost_usd: float | None = None
     error: str | None = None
+
+
+class ScheduledReport(SQLModel, table=True):
+    """A period's scheduled committee report, written once: the period is the key.
+
+    The service's leader inserts the row in the transaction that records the report and
+    queues its notice, so a second replica, a restart or a clock set back finds the period done.
+    """
+
+    period: str = Field(primary_key=True)
+    due_at: datetime
+    generated_at: datetime
+    generated_by: str
+    sha256: str
+    html_path: str
+    pdf_path: str | None = None
+    status: str = ""  # the report's digest status: "on track" or "attention needed"
+    notification_id: int | None = None
