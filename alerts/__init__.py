@@ -51,7 +51,15 @@ from medmon.alerts.models import (
     Severity,
     Silence,
 )
-from medmon.alerts.outbox import DeliveryPolicy, DeliveryReport, dead_letters, deliver_due, prune_delivered, requeue
+from medmon.alerts.outbox import (
+    DeliveryPolicy,
+    DeliveryReport,
+    dead_letters,
+    deliver_due,
+    enqueue_notice,
+    prune_delivered,
+    requeue,
+)
 from medmon.alerts.policy import Escalation, NotifyPolicy, RouteSpec
 from medmon.alerts.rules import Estimate, Rule, Subject
 from medmon.alerts.signal import Signal, fingerprint, group_key, severity_for
@@ -112,6 +120,7 @@ __all__ = [
     "dead_letters",
     "decide",
     "deliver_due",
+    "enqueue_notice",
     "expire_silence",
     "fingerprint",
     "flush",

@@ -150,11 +150,12 @@ class Notification(SQLModel, table=True):
 
     ``alert_id`` is the first alert listed (news first, then by severity and age); ``payload``
     lists the alerts the notification is about. ``event`` is firing, resolved, repeat,
-    acknowledged or escalated.
+    acknowledged or escalated; ``report`` is a committee report's notice (no alert: ``alert_id``
+    is empty and the payload says which period, hash and files).
     """
 
     id: int | None = Field(default=None, primary_key=True)
-    alert_id: int = Field(foreign_key="alert.id", index=True)
+    alert_id: int | None = Field(default=None, foreign_key="alert.id", index=True)
     group_key: str = Field(default="", index=True)
     route: str
     idempotency_key: str = Field(unique=True)

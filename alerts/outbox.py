@@ -13,6 +13,7 @@ import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
@@ -145,6 +146,21 @@ def dead_letters(session: Session, *, limit: int = 200) -> list[Notification]:
     """Notifications that will not be delivered without a person, newest first, with their last error."""
     return list(session.exec(select(Notification).where(Notification.status == NotificationStatus.dead)
                              .order_by(col(Notification.id).desc()).limit(limit)).all())
+
+
+def enqueue_notice(session: Session, route: str, key: str, event: str, payload: dict[str, Any],
+                   now: datetime) -> Notification:
+    """Queue a notice that is not about an alert (a committee report's) in the caller's transaction.
+
+    It goes through the same lanes, retries, signing and dead letters as alert news; ``key`` is
+    its idempotency key and group, so queuing the same notice twice fails on the unique key.
+    """
+    row = Notification(alert_id=None, group_key=key, route=route, idempotency_key=key, event=event,
+                       alert_count=0, payload=payload, next_attempt_at=now, created_at=now)
+    session.add(row)
+    session.flush()
+    announce(session)
+    return row
 
 
 def requeue(session: Session, notification_id: int, actor: str, note: str, now: datetime) -> Notification:

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 from sqlmodel import Session, func, select
+from typer.testing import CliRunner
 
 from medmon.alerts import Alert, AlertStatus, acknowledge_incident, deliver_due, incident_members
 from medmon.alerts.receiver import create_receiver
@@ -21,7 +22,9 @@ from medmon.monitor.plan.context import load_context
 from medmon.monitor.service.demo import DemoScenario, run_demo
 from medmon.monitor.runs.pipeline import run_task_probe
 from medmon.monitor.plan.routing import build_channels
+from medmon.monitor.cli.app import app
 from medmon.monitor.storage import make_engine
+from medmon.monitor.storage.migrate import head_revision
 from medmon.probes.models import ProbeResult, ProbeRun
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
@@ -148,3 +151,7 @@ def test_demo_runs_headless_and_alerts(tmp_path: Path) -> None:
         members = incident_members(s, accuracy.id)
         assert len(members) == len(accuracy.signals) >= 3
         assert {a.status for a in members} == {AlertStatus.acknowledged}
+    # The demo's database knows its schema revision (stamped when the demo created it).
+    current = CliRunner().invoke(app, ["db", "current", "--url", f"sqlite:///{result.database}"])
+    assert current.exit_code == 0, current.output
+    assert f"current: {head_revision()}  newest: {head_revision()}" in current.stdout

@@ -92,7 +92,7 @@ st.subheader("Monitoring plan as approved")
 if approved is None:
     st.warning("No plan has been recorded in the audit log yet (the service records it when it starts).")
     with st.expander(f"{plan_path()} as it is now (route URLs masked)"):
-        st.code(masked_plan(current_text), language="yaml")
+        st.code(masked_plan(current_text, plan), language="yaml")
 else:
     st.caption(f"Recorded as audit entry {approved.seq} on {approved.at:%Y-%m-%d %H:%M %Z} by {approved.actor} · "
                f"SHA-256 {approved.sha256[:16]}… · route URLs are masked")
@@ -100,7 +100,7 @@ else:
         st.warning(f"The plan file {plan_path()} differs from the plan as recorded: the change is recorded "
                    "when the service next starts.")
     with st.expander("The plan text (route URLs masked)"):
-        st.code(masked_plan(approved.text), language="yaml")
+        st.code(masked_plan(approved.text, plan), language="yaml")
 
 
 # Verifying walks the whole chain; past this many entries it runs when asked, not on every refresh.

@@ -16,6 +16,8 @@ from rich.table import Table
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from medmon.monitor.cli.tables import fitted
+from medmon.monitor.cli.plan_arg import LegacyPlanOption, OptionalPlanArg, chosen_plan
 from medmon.monitor.governance.audit import AuditKind, event_dict, list_events, verify
 from medmon.monitor.errors import MedmonError
 from medmon.monitor.plan.model import load_plan
@@ -27,7 +29,6 @@ out = Console()
 err = Console(stderr=True)
 EXIT_TAMPERED, EXIT_INPUT = 1, 2
 
-PlanOption = Annotated[Path | None, typer.Option("--plan", help="Plan whose database to read (its storage.url).")]
 DbOption = Annotated[str | None, typer.Option("--db", help="Database URL (default: the plan's, MEDMON_DATABASE_URL, "
                                                            "else sqlite:///medmon.db).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
@@ -39,11 +40,12 @@ def open_database(plan_path: Path | None, db: str | None) -> Engine:
     if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
         path = Path(url.removeprefix("sqlite:///")).expanduser()
         if not path.exists():
-            raise typer.BadParameter(f"no database at {path}", param_hint="--db/--plan")
+            raise typer.BadParameter(f"no database at {path}", param_hint="--db/PLAN")
     return make_engine(url)
 
 
-def _engine(plan_path: Path | None, db: str | None) -> Engine:
+def _engine(positional: Path | None, legacy: Path | None, db: str | None, command: str) -> Engine:
+    plan_path = chosen_plan(positional, legacy, command, required=False)
     try:
         return open_database(plan_path, db)
     except (MedmonError, typer.BadParameter) as exc:
@@ -63,16 +65,16 @@ def _since(text: str | None) -> datetime | None:
 
 
 @app.command("list")
-def list_command(plan: PlanOption = None, db: DbOption = None,
+def list_command(plan: OptionalPlanArg = None, db: DbOption = None,
                  kind: Annotated[AuditKind | None, typer.Option(help="Only entries of this kind.")] = None,
                  subject: Annotated[str | None, typer.Option(help="Only subjects starting with this, e.g. task:qa.")]
                  = None,
                  since: Annotated[str | None, typer.Option(help="Only entries at or after this ISO time (UTC).")]
                  = None,
                  limit: Annotated[int, typer.Option(min=1, help="The newest N entries.")] = 50,
-                 as_json: JsonOption = False) -> None:
-    """List audit entries, oldest first (the newest ``--limit``)."""
-    engine = _engine(plan, db)
+                 as_json: JsonOption = False, legacy_plan: LegacyPlanOption = None) -> None:
+    """List audit entries, oldest first (the newest ``--limit``), from the plan's database (or ``--db``)."""
+    engine = _engine(plan, legacy_plan, db, "audit list")
     with Session(engine) as session:
         events = list_events(session, kind=kind, subject=subject, since=_since(since), limit=limit)
         rows = [event_dict(e) for e in events]
@@ -86,15 +88,16 @@ def list_command(plan: PlanOption = None, db: DbOption = None,
         table.add_column(column)
     for r in rows:
         table.add_row(str(r["seq"]), r["at"][:19], r["kind"], r["actor"], r["subject"], r["hash"][:12])
-    out.print(table if rows else "no audit entries")
+    out.print(fitted(table, out) if rows else "no audit entries")
 
 
 @app.command("verify")
-def verify_command(plan: PlanOption = None, db: DbOption = None,
+def verify_command(plan: OptionalPlanArg = None, db: DbOption = None,
                    expect: Annotated[str | None, typer.Option(help="SEQ:HASH noted earlier (a report's head): "
                                                                    "that entry must still carry that hash.")] = None,
-                   as_json: JsonOption = False) -> None:
-    """Recompute the hash chain; exit 1 and say where if any entry was edited, deleted or inserted."""
+                   as_json: JsonOption = False, legacy_plan: LegacyPlanOption = None) -> None:
+    """Recompute the hash chain of the plan's database (or ``--db``); exit 1 and say where if any entry
+    was edited, deleted or inserted."""
     anchor = None
     if expect is not None:
         seq, _, digest = expect.partition(":")
@@ -102,7 +105,7 @@ def verify_command(plan: PlanOption = None, db: DbOption = None,
             err.print("[red]error:[/red] --expect: expected SEQ:HASH (a 64-character SHA-256)", highlight=False)
             raise typer.Exit(EXIT_INPUT)
         anchor = (int(seq), digest)
-    engine = _engine(plan, db)
+    engine = _engine(plan, legacy_plan, db, "audit verify")
     with Session(engine) as session:
         report = verify(session, anchor)
     if as_json:

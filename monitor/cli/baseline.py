@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from sqlmodel import Session
 
+from medmon.monitor.cli.tables import fitted
 from medmon.baselines import (
     DISAGREEMENT_FLAG,
     BaselineError,
@@ -77,7 +78,7 @@ def _disagreement(disagreements: int | None, compared: int | None) -> str:
 
 
 def _print_report(report: ImportReport) -> None:
-    console = Console(soft_wrap=True)
+    console = Console()  # wraps within the terminal: an 80-column one shows every line whole
     title = f"Imported {report.kind} evidence from {report.source}" + (
         f" (suite {report.suite})" if report.suite else ""
     )
@@ -115,7 +116,7 @@ def _print_report(report: ImportReport) -> None:
                 ),
             )
         )
-    console.print(table)
+    console.print(fitted(table, console))
     for b in report.baselines:
         for note in b.notes:
             console.print(f"note: {b.benchmark}: {note}", markup=False)
@@ -202,7 +203,8 @@ def list_command(db: DbOption = None, as_json: JsonOption = False) -> None:
                 ),
             )
         )
-    Console(soft_wrap=True).print(table if rows else "no baselines stored", markup=False)
+    console = Console()
+    console.print(fitted(table, console) if rows else "no baselines stored", markup=False)
 
 
 @app.command("show")

@@ -18,6 +18,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from sqlmodel import Session
 
+from medmon.monitor.cli.tables import fitted
+from medmon.monitor.cli.plan_arg import LegacyPlanOption, OptionalPlanArg, chosen_plan
 from medmon.monitor.governance.audit import local_actor
 from medmon.monitor.governance.changes import ChangeKind, ChangeSource, list_changes, record_change
 from medmon.monitor.errors import GovernanceError, MedmonError
@@ -32,13 +34,15 @@ out = Console()
 err = Console(stderr=True)
 EXIT_FOUND, EXIT_INPUT = 1, 2
 
-PlanOption = Annotated[Path, typer.Option("--plan", envvar="MEDMON_PLAN", help="The monitoring plan (YAML).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 
-def _plan(path: Path) -> Plan:
+def _plan(positional: Path | None, legacy: Path | None, command: str) -> tuple[Path, Plan]:
+    """The plan given first (or through the deprecated ``--plan``, or the old implicit ./plan.yaml), loaded."""
+    path = chosen_plan(positional, legacy, command, implicit=Path("plan.yaml"))
+    assert path is not None
     try:
-        return load_plan(path)
+        return path, load_plan(path)
     except MedmonError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(EXIT_INPUT) from None
@@ -69,15 +73,17 @@ def _print_reevaluations(rows: list[dict[str, Any]]) -> None:
                       _fmt(r["baseline"]), "-" if r["difference"] is None else f"{r['difference']:+.3f}",
                       _fmt(r["min_score"]), decision if not r["error"] else f"failed: {r['error']}",
                       r["approved_by"] or "-")
-    out.print(table)
+    out.print(fitted(table, out))
 
 
 @app.command("record")
 def record_command(
+    plan_path: OptionalPlanArg = None,
+    *,
     kind: Annotated[ChangeKind, typer.Option(help="What changed.")],
     task: Annotated[list[str], typer.Option(help="Affected task id (repeatable).")],
     note: Annotated[str, typer.Option(help="What changed and why (kept in the audit log).")],
-    plan_path: PlanOption = Path("plan.yaml"),
+    legacy_plan: LegacyPlanOption = None,
     by: Annotated[str | None, typer.Option(help="Who declares it (default: this user and host).")] = None,
     repeats: Annotated[int | None, typer.Option(min=1, max=50, help="Replays of every canary (default: the "
                                                                    "plan's governance policy, else 1).")] = None,
@@ -89,7 +95,7 @@ def record_command(
     from medmon.monitor.plan.context import load_context
     from medmon.monitor.governance.reevaluation import run_reevaluation
 
-    plan = _plan(plan_path)
+    plan_path, plan = _plan(plan_path, legacy_plan, "change record")
     unknown = [t for t in task if t not in {x.id for x in plan.tasks}]
     if unknown:
         err.print(f"[red]error:[/red] --task: not in {plan_path}: {', '.join(unknown)}; tasks are "
@@ -130,7 +136,7 @@ def record_command(
         out.print(f"recorded {kind.value} change for {', '.join(change_ids)} (by {actor})", highlight=False)
         if results:
             _print_reevaluations(results)
-            out.print("adopt a result as the baseline with: medmon baseline approve --task TASK "
+            out.print("adopt a result as the baseline with: medmon baseline approve PLAN --task TASK "
                       "--reevaluation ID --by OWNER_EMAIL --reason WHY", highlight=False)
         else:
             out.print("re-evaluation pending (run later with: medmon change record ... or let a detected change "
@@ -140,9 +146,10 @@ def record_command(
 
 
 @app.command("list")
-def list_command(plan_path: PlanOption = Path("plan.yaml"), as_json: JsonOption = False) -> None:
+def list_command(plan_path: OptionalPlanArg = None, as_json: JsonOption = False,
+                 legacy_plan: LegacyPlanOption = None) -> None:
     """List every recorded change (detected and declared) with its re-evaluation."""
-    plan = _plan(plan_path)
+    _, plan = _plan(plan_path, legacy_plan, "change list")
     with Session(make_engine(plan.storage.url)) as session:
         rows = [{"id": c.id, "task": c.task_id, "kind": c.kind, "source": c.source, "actor": c.actor,
                  "note": c.note, "at": c.created_at.isoformat(), "status": c.status.value,
@@ -156,15 +163,16 @@ def list_command(plan_path: PlanOption = Path("plan.yaml"), as_json: JsonOption 
     for r in rows:
         table.add_row(str(r["id"]), r["task"], r["kind"], r["source"], r["actor"], r["at"][:19], r["status"],
                       str(r["reevaluation_id"] or "-"), r["note"])
-    out.print(table if rows else "no changes recorded")
+    out.print(fitted(table, out) if rows else "no changes recorded")
 
 
 @app.command("reevaluations")
-def reevaluations_command(plan_path: PlanOption = Path("plan.yaml"), as_json: JsonOption = False) -> None:
+def reevaluations_command(plan_path: OptionalPlanArg = None, as_json: JsonOption = False,
+                          legacy_plan: LegacyPlanOption = None) -> None:
     """List every re-evaluation with its comparison against the baseline."""
     from medmon.monitor.governance.reevaluation import list_reevaluations
 
-    plan = _plan(plan_path)
+    _, plan = _plan(plan_path, legacy_plan, "change reevaluations")
     with Session(make_engine(plan.storage.url)) as session:
         rows = [reevaluation_row(r) for r in list_reevaluations(session)]
     if as_json:

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from medmon.monitor.cli.plan_arg import PlanArg
 from medmon.monitor.errors import MedmonError
 
 app = typer.Typer(help="evidently drift reports of output length, latency, score and cost.", no_args_is_help=True)
@@ -23,7 +24,6 @@ out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 EXIT_INPUT = 2
 
-PlanArg = Annotated[Path, typer.Argument(help="The monitoring plan (YAML).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 
@@ -50,7 +50,7 @@ def report(plan_path: PlanArg,
            task: Annotated[str, typer.Option(help="The task id to report on.")],
            window: Annotated[int, typer.Option(help="Answers in each window (reference: the first; "
                                                     "current: the latest).")] = 200,
-           out_path: Annotated[Path | None, typer.Option("--out", help="Also write the HTML report here.")] = None,
+           out_path: Annotated[Path | None, typer.Option("--output", "-o", "--out", help="Also write the HTML report here.")] = None,
            as_json: JsonOpt = False) -> None:
     """Make a drift report of one task now, store it for the dashboard, and write its HTML."""
     from sqlmodel import Session

@@ -15,8 +15,10 @@ from rich.console import Console
 from rich.table import Table
 from sqlmodel import Session
 
+from medmon.monitor.cli.tables import fitted
 from medmon.db import session_scope, utcnow
 from medmon.monitor.cli.audit import open_database
+from medmon.monitor.cli.plan_arg import PlanArg
 from medmon.monitor.errors import GovernanceError, MedmonError
 from medmon.monitor.plan.model import Plan, load_plan
 from medmon.monitor.plan.oversight import MEDHELM_JURY_ICC
@@ -29,7 +31,6 @@ out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 EXIT_ATTENTION, EXIT_INPUT = 1, 2
 
-PlanArg = Annotated[Path, typer.Argument(help="The monitoring plan (YAML).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 
@@ -91,7 +92,7 @@ def agreement_command(plan_path: PlanArg, as_json: JsonOption = False) -> None:
             table.add_row(r.task_id, r.criterion, r.statistic, "" if r.value is None else f"{r.value:.2f}",
                           "" if r.ci_low is None or r.ci_high is None else f"{r.ci_low:.2f} to {r.ci_high:.2f}",
                           str(r.n))
-        out.print(table)
+        out.print(fitted(table, out))
         out.print(f"MedHELM: jury-clinician ICC {MEDHELM_JURY_ICC}." if rows else
                   "No agreement figures yet: too few answers rated by both clinicians and judges.")
     if below:
@@ -120,14 +121,14 @@ def events_command(plan_path: PlanArg, as_json: JsonOption = False) -> None:
             table.add_row(f"#{r.event.id}", r.event.task_id, r.event.severity, r.event.status,
                           f"{r.clock.due_at:%Y-%m-%d %H:%M}" if r.clock.due_at else "", r.clock.label,
                           str(sum(1 for a in r.actions if a.status != "closed")), r.event.what_happened)
-        out.print(table if rows else "No safety event has been opened.")
+        out.print(fitted(table, out) if rows else "No safety event has been opened.")
     if urgent:
         raise typer.Exit(EXIT_ATTENTION)
 
 
 @app.command("export")
 def export_command(plan_path: PlanArg, event_id: Annotated[int, typer.Argument(help="The safety event's number.")],
-                   out_path: Annotated[Path | None, typer.Option("--out", help="JSON file to write (the HTML and "
+                   out_path: Annotated[Path | None, typer.Option("--output", "-o", "--out", help="JSON file to write (the HTML and "
                                                                                "PDF go beside it).")] = None,
                    pdf: Annotated[bool, typer.Option("--pdf/--no-pdf", help="Also print a PDF.")] = True) -> None:
     """Export a safety event for the hospital's incident system: JSON, and HTML with a PDF where Chromium exists."""

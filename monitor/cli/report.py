@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from medmon.monitor.cli.plan_arg import PlanArg
 from medmon.monitor.errors import MedmonError
 
 out = Console(soft_wrap=True)
@@ -24,25 +25,53 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(EXIT_INPUT)
 
 
-def _write(html: str, out_path: Path, pdf: bool) -> tuple[Path, Path | None]:
+def _write(html: str, out_path: Path, pdf: bool) -> tuple[Path | None, Path | None]:
+    """Write the report where ``--output`` says: an ``.pdf`` name gets only the PDF (the HTML is
+    printed from a temporary folder); any other name gets the HTML, and its ``.pdf`` sibling
+    unless ``--no-pdf``."""
+    import tempfile
+
     from medmon.monitor.governance.reports.render import to_pdf
 
     out_path.parent.mkdir(parents=True, exist_ok=True)
+    if out_path.suffix.lower() == ".pdf":
+        with tempfile.TemporaryDirectory(prefix="medmon-report-") as folder:
+            html_path = Path(folder) / "report.html"
+            html_path.write_text(html, "utf-8")
+            made = to_pdf(html_path, out_path)
+        if made is None:
+            raise _fail(f"--output {out_path}: no PDF converter (Chromium or WeasyPrint) is installed; "
+                        "write HTML instead (--output NAME.html)")
+        return None, made
     out_path.write_text(html, "utf-8")
     return out_path, (to_pdf(out_path, out_path.with_suffix(".pdf")) if pdf else None)
 
 
+def _deprecated_plan_flag(value: bool) -> bool:
+    if value:
+        err.print("warning: 'medmon report --plan' is deprecated; it is spelled --plan-document (the plan "
+                  "itself is the first argument)", highlight=False, markup=False)
+    return value
+
+
 def report_command(
-    plan_path: Annotated[Path, typer.Argument(help="The monitoring plan (YAML).")],
+    plan_path: PlanArg,
     period: Annotated[str | None, typer.Option(help="2026-11, 2026-Q4, 2026 or 2026-11-01..2026-11-15 "
                                                     "(default: the current month).")] = None,
-    plan_document: Annotated[bool, typer.Option("--plan-document", "--plan",
-                                                help="Write the post-deployment monitoring plan document instead.")]
-    = False,
-    out_path: Annotated[Path | None, typer.Option("--out", help="HTML file to write.")] = None,
-    pdf: Annotated[bool, typer.Option("--pdf/--no-pdf", help="Also print a PDF where a converter is available.")]
-    = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report's figures as JSON.")] = False,
+    plan_document: Annotated[bool, typer.Option("--plan-document",
+                                                help="Write the post-deployment monitoring plan document (what is "
+                                                     "monitored, how, who answers) instead of the committee "
+                                                     "report.")] = False,
+    out_path: Annotated[Path | None, typer.Option("--output", "-o", "--out",
+                                                  help="File to write: NAME.html (and NAME.pdf beside it unless "
+                                                       "--no-pdf) or NAME.pdf. Nothing is written without it.")]
+    = None,
+    pdf: Annotated[bool, typer.Option("--pdf/--no-pdf", help="With an .html --output, also print a PDF beside it "
+                                                             "where a converter is available.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report's figures as JSON (writes no file "
+                                                         "unless --output is given too).")] = False,
+    old_plan_flag: Annotated[bool, typer.Option("--plan", hidden=True, callback=_deprecated_plan_flag,
+                                                help="Deprecated spelling of --plan-document.")] = False,
     sign_as: Annotated[str | None, typer.Option("--sign", help="Sign the report as this owner (an e-mail the plan "
                                                               "names); needs --hash.")] = None,
     expect_hash: Annotated[str | None, typer.Option("--hash", help="The report hash the signer read (printed on the "
@@ -50,17 +79,25 @@ def report_command(
     statement: Annotated[str, typer.Option(help="What the signer attests (kept in the audit log).")]
     = "Reviewed and accepted by the committee",
 ) -> None:
-    """Write the governance committee report for a period (HTML, PDF where possible).
+    """Write the governance committee report for a period to --output (HTML, PDF where possible).
+
+    medmon report PLAN --period 2026-11 --output report.html writes report.html and report.pdf;
+    --json prints the figures instead (and writes only with --output); --plan-document makes the
+    monitoring plan document rather than the committee report.
 
     The report is judged against the plan and baselines recorded as in force during the period,
     whatever the plan file says today (a differing file is flagged). Its figures are hashed;
-    generating it is an audit entry with that hash, and ``--sign OWNER --hash HASH`` records an
+    generating it is an audit entry with that hash, and --sign OWNER --hash HASH records an
     owner's sign-off of exactly those figures.
     """
     from medmon.monitor.plan.model import load_plan
     from medmon.monitor.governance.reports.period import parse_period
     from medmon.db import utcnow
 
+    plan_document = plan_document or old_plan_flag
+    if out_path is None and not as_json:
+        raise _fail("say where to write the report: --output NAME.html (or NAME.pdf), or --json to print its "
+                    "figures")
     try:
         plan = load_plan(plan_path)
     except MedmonError as exc:
@@ -72,8 +109,7 @@ def report_command(
         from medmon.monitor.governance.reports.render import render_plan_document
 
         document = build_plan_document(plan, text, str(plan_path), now=now)
-        target = out_path or Path(f"monitoring-plan-{plan.deployment.name}.html")
-        html_path, pdf_path = _write(render_plan_document(document), target, pdf)
+        html = render_plan_document(document)
         summary: dict[str, object] = {"document": "monitoring-plan", "sha256": document.sha256,
                                       "tasks": [t["id"] for t in document.tasks]}
     else:
@@ -115,16 +151,17 @@ def report_command(
                     raise _fail(str(exc)) from None
                 report.signatures = signatures(session, chosen, report.sha256)
             session.commit()  # inline or pack baselines recorded for the comparison, and the audit entries
-        target = out_path or Path(f"medmon-report-{plan.deployment.name}-{chosen.label.replace('..', '_')}.html")
-        html_path, pdf_path = _write(render_committee(report), target, pdf)
+        html = render_committee(report)
         summary = report.summary()
-    summary["outputs"] = {"html": str(html_path), "pdf": str(pdf_path) if pdf_path else None}
+    html_path, pdf_path = _write(html, out_path, pdf) if out_path is not None else (None, None)
+    summary["outputs"] = {"html": str(html_path) if html_path else None, "pdf": str(pdf_path) if pdf_path else None}
     if as_json:
         typer.echo(json.dumps(summary, indent=2, default=str))
         return
     if summary.get("sha256"):
         out.print(f"report hash {summary['sha256']}", highlight=False)
-    out.print(f"wrote {html_path}", highlight=False)
+    if html_path is not None:
+        out.print(f"wrote {html_path}", highlight=False)
     if pdf_path is not None:
         out.print(f"wrote {pdf_path}", highlight=False)
     elif pdf:

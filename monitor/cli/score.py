@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from medmon.monitor.cli.tables import fitted
 from medmon.baselines import CanaryFormatError
 from medmon.baselines.canary import read_jsonl
 from medmon.probes.errors import UnknownScorer
@@ -113,7 +114,7 @@ def _print(rows: list[dict[str, Any]], as_json: bool) -> None:
         table.add_column(column)
     for view in shown:
         table.add_row(*map(escape, view.values()))
-    console.print(table)
+    console.print(fitted(table, console))
 
 
 def score_command(

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from medmon.monitor.cli.plan_arg import PlanArg
 from medmon.monitor.errors import MedmonError
 
 out = Console(soft_wrap=True)
@@ -26,7 +27,8 @@ def _database_url(plan_path: Path | None, url: str | None) -> str:
     return resolve_url(load_plan(plan_path).storage.url if plan_path is not None else None)
 
 
-PlanOpt = Annotated[Path | None, typer.Argument(help="The monitoring plan (its storage.url); MEDMON_DATABASE_URL wins.")]
+PlanOpt = Annotated[Path | None, typer.Argument(metavar="PLAN", envvar="MEDMON_PLAN", show_envvar=True,
+                                               help="The monitoring plan (its storage.url); MEDMON_DATABASE_URL wins.")]
 UrlOpt = Annotated[str | None, typer.Option("--url", help="Database URL (instead of the plan's).")]
 
 
@@ -66,7 +68,7 @@ def db_current(plan_path: PlanOpt = None, url: UrlOpt = None) -> None:
         raise typer.Exit(1)
 
 
-def worker(plan_path: Annotated[Path, typer.Argument(help="The monitoring plan (YAML).")],
+def worker(plan_path: PlanArg,
            concurrency: Annotated[int, typer.Option(help="Probes at once in this process.")] = 1,
            hostname: Annotated[str | None, typer.Option(help="Celery node name, e.g. probe1@%h.")] = None) -> None:
     """Run a Celery worker that executes the probes a 'service: {executor: celery}' plan schedules."""

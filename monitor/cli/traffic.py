@@ -14,6 +14,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from medmon.monitor.cli.tables import fitted
+from medmon.monitor.cli.plan_arg import PlanArg
 from medmon.monitor.errors import MedmonError
 
 app = typer.Typer(help="Real traffic: OpenTelemetry GenAI spans of the deployed application.", no_args_is_help=True)
@@ -21,7 +23,6 @@ out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 EXIT_PARTIAL, EXIT_INPUT = 1, 2
 
-PlanArg = Annotated[Path, typer.Argument(help="The monitoring plan (YAML) with a 'traffic' section.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 
@@ -107,7 +108,7 @@ def status_command(plan_path: PlanArg,
     for g in summary.groups:
         table.add_row(g.task or "(unmatched)", g.model, f"{g.calls}", f"{g.error_rate:.1%}", f"{g.truncation_rate:.1%}",
                       f"{g.cost_usd:.2f}", f"{g.p50_s:.2f}", f"{g.p95_s:.2f}")
-    out.print(table)
+    out.print(fitted(table, out))
     if summary.refused:
         out.print("refused at the door: " + ", ".join(f"{n} {r}" for r, n in sorted(summary.refused.items())),
                   highlight=False)

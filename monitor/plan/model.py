@@ -24,6 +24,7 @@ from medmon.monitor.plan.intervals import INTERVAL, parse_interval
 from medmon.monitor.plan.people import Person
 from medmon.monitor.plan.alerts import AlertsConfig
 from medmon.monitor.plan.oversight import Oversight
+from medmon.monitor.plan.reports import ReportsConfig
 from medmon.monitor.plan.section import HttpUrl, Interval, Section
 from medmon.monitor.plan.traffic import Traffic
 
@@ -378,6 +379,7 @@ class Plan(Section):
     dashboard: DashboardConfig = DashboardConfig()
     oversight: Oversight = Oversight()
     traffic: Traffic | None = None
+    reports: ReportsConfig | None = None
 
     @model_validator(mode="after")
     def _unique_tasks(self) -> Plan:
@@ -395,6 +397,15 @@ class Plan(Section):
                        if r.task not in ids]
             if unknown:
                 raise ValueError(f"{', '.join(unknown)}: no such task; expected one of {', '.join(ids)}")
+        if self.reports is not None:
+            routes = {r.name: r for r in self.alerts.routes}
+            route = routes.get(self.reports.route)
+            if route is None:
+                raise ValueError(f"reports.route {self.reports.route!r} is not one of alerts.routes: "
+                                 f"{', '.join(routes) or '(none defined)'}")
+            if route.type != "webhook":
+                raise ValueError(f"reports.route {self.reports.route!r} is a {route.type} route; report notices "
+                                 "go to a webhook route (they carry the period, hash and file location, not alerts)")
         return self
 
     def task(self, task_id: str) -> Task:

@@ -92,7 +92,7 @@ class DeadLetter:
     """A notification that could not be delivered, with the last error the channel gave."""
 
     id: int
-    alert_id: int
+    alert_id: int | None  # None: a committee report notice
     route: str
     event: str
     attempts: int

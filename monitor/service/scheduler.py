@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 from apscheduler.events import EVENT_SCHEDULER_SHUTDOWN
 from apscheduler.executors.pool import ThreadPoolExecutor
@@ -36,9 +37,10 @@ from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.engine import Engine
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from medmon.alerts import Channel, DeliveryPolicy, deliver_due
+from medmon.monitor.governance.reports.period import Period
 from medmon.monitor.plan.context import TaskContext
 from medmon.monitor.runs.pipeline import ProbeOutcome, run_task_probe
 from medmon.monitor.plan.model import Plan, Task, parse_interval
@@ -158,6 +160,23 @@ def retention_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> No
         log.exception("traffic retention pass failed")
         return
     log.info("traffic retention: %d expired span(s) deleted", gone)
+
+
+def report_job(engine: Engine, plan: Plan, now: Callable[[], datetime], plan_path: Path | None,
+               plan_text: str | None) -> None:
+    """Write the committee report whose schedule has passed (``reports``), once per period."""
+    from medmon.monitor.service.reports import generate_due_report
+
+    traffic = None
+    if plan.traffic is not None:
+        from medmon.monitor.read.traffic import traffic_summary
+
+        def traffic(session: Session, period: Period) -> object:
+            return traffic_summary(session, period.start, period.end)
+    try:
+        generate_due_report(engine, plan, now(), plan_text=plan_text, plan_path=plan_path, traffic=traffic)
+    except Exception:
+        log.exception("scheduled committee report failed; the next pass tries again")
 
 
 def add_traffic_jobs(scheduler: BackgroundScheduler, engine: Engine, plan: Plan, now: Callable[[], datetime],
@@ -397,7 +416,8 @@ class ServiceScheduler(BackgroundScheduler):
 def build_service_scheduler(engine: Engine, plan: Plan, runtime_key: str, channels: Mapping[str, Channel], *,
                             now: Callable[[], datetime] = utcnow, delivery_every_s: float = 1.0,
                             recovery_every_s: float = 2.0, heartbeat_every_s: float = 1.0,
-                            jobstore_retry_s: float = 2.0) -> ServiceScheduler:
+                            jobstore_retry_s: float = 2.0, plan_path: Path | None = None,
+                            plan_text: str | None = None) -> ServiceScheduler:
     """The service's scheduler, started paused with its stored jobs reconciled with the plan.
 
     The caller registers the runtime under ``runtime_key`` and calls ``resume()``. A stored
@@ -440,6 +460,12 @@ def build_service_scheduler(engine: Engine, plan: Plan, runtime_key: str, channe
                           args=[engine, plan, now], id="drift-reports", name="drift reports",
                           misfire_grace_time=max(60, round(every.total_seconds() / 4)), **local)
     add_traffic_jobs(scheduler, engine, plan, now, **local)
+    if plan.reports is not None:  # on start (a schedule missed while stopped), then every few minutes
+        from medmon.monitor.service.reports import CHECK_EVERY_S
+
+        scheduler.add_job(report_job, IntervalTrigger(seconds=CHECK_EVERY_S), args=[engine, plan, now, plan_path, plan_text],
+                          id="committee-report", name="scheduled committee report", misfire_grace_time=60,
+                          next_run_time=utcnow(), **local)
     return scheduler
 
 

@@ -28,13 +28,26 @@ def make_engine(url: str | None = None, *, create: bool = True) -> Engine:
     return engine
 
 
-def create_tables(engine: Engine) -> None:
-    """Create every table that does not exist yet."""
+def create_tables(engine: Engine, *, stamp: bool = True) -> None:
+    """Create every table that does not exist yet.
+
+    A database created here from nothing is stamped with the newest migration, so every database
+    medmon makes (the demo's, ``probe run``'s, the service's) answers ``medmon db current``.
+    One that already held medmon's tables without a revision (made before migrations) is left
+    for ``medmon db upgrade`` to adopt; ``stamp=False`` makes such a database on purpose.
+    """
+    from sqlalchemy import inspect
+
     import_all_models()
     try:
+        existing = set(inspect(engine).get_table_names()) - {"apscheduler_jobs", "alembic_version"}
         SQLModel.metadata.create_all(engine)
     except Exception as exc:  # translated once, at the boundary
         raise StorageError(f"cannot create tables at {engine.url.render_as_string()}: {exc}") from exc
+    if stamp and not existing:
+        from medmon.monitor.storage.migrate import stamp_created
+
+        stamp_created(engine)
 
 
 def import_all_models() -> None:

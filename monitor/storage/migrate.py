@@ -7,6 +7,7 @@ with the first revision (the schema every such database has) and then upgraded.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlmodel import SQLModel
 
 from medmon.monitor.errors import StorageError
@@ -37,10 +38,36 @@ def alembic_config() -> Config:
     return config
 
 
+@functools.cache
+def _scripts() -> ScriptDirectory:
+    """The shipped revisions, read once per process (stamping every new database rereads nothing)."""
+    return ScriptDirectory.from_config(alembic_config())
+
+
 def head_revision() -> str:
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    head = _scripts().get_current_head()
     assert head is not None
     return head
+
+
+def stamp_created(engine: Engine) -> None:
+    """Record the newest revision on a database whose tables ``create_all`` has just made.
+
+    Those tables are exactly the newest revision's schema (``tests/monitor/test_migrations.py``
+    holds the two equal), so ``medmon db current`` and ``db upgrade`` then know where it stands.
+    Another process creating the same database at the same moment may win the race to stamp:
+    that is fine as long as the database ends at the newest revision.
+    """
+    try:
+        with engine.begin() as connection:
+            context = MigrationContext.configure(connection)
+            if context.get_current_revision() is None:
+                context.stamp(_scripts(), "head")
+    except SQLAlchemyError as exc:
+        with engine.connect() as connection:
+            if current_revision(connection) == head_revision():
+                return
+        raise StorageError(f"cannot record the schema revision at {engine.url.render_as_string()}: {exc}") from exc
 
 
 def current_revision(connection: Connection) -> str | None:
@@ -112,7 +139,7 @@ def ensure_current(engine: Engine, *, stamp: bool = True) -> str:
             if diff:
                 raise StorageError(f"the database schema at {engine.url.render_as_string()} is older than this "
                                    f"medmon ({len(diff)} difference(s), e.g. {diff[0]}): run 'medmon db upgrade'")
-        elif ScriptDirectory.from_config(alembic_config()).get_revision(current) is None:
+        elif _scripts().get_revision(current) is None:
             raise StorageError(f"the database schema at {engine.url.render_as_string()} is at revision {current}, "
                                "which this medmon does not know: a newer medmon upgraded it; upgrade medmon")
         else:

@@ -101,3 +101,23 @@ def test_manual_import_and_default_database(tmp_path: Path, monkeypatch: pytest.
     assert f"from manual [/x] leaderboard [b] [{path}:2]" in shown.stdout.replace("\n", "")
     again = runner.invoke(app, ["import", str(path)])
     assert again.exit_code == 0 and "0 new, 1 unchanged" in again.stdout
+
+
+def test_tables_fit_80_columns_with_every_key_field_whole(helm_output: Path, db: str) -> None:
+    narrow = CliRunner(env={"COLUMNS": "80"})
+    imported = narrow.invoke(app, ["import", str(helm_output), "--db", db])
+    listed = narrow.invoke(app, ["list", "--db", db])
+    for result in (imported, listed):
+        assert result.exit_code == 0, result.output
+        too_long = [line for line in result.stdout.splitlines() if len(line) > 80]
+        assert too_long == [], too_long
+        assert "…" not in result.stdout  # nothing cut short
+        for field in ("EXACT-MATCH-DEMO", "LLM-JURY-DEMO", "shc_ptbm_med", "simple/model1", "exact_match",
+                      "jury_score", "0.750", "[0, 0.324]"):
+            assert field in result.stdout, (field, result.stdout)
+    assert "8/8 differ (100.0%) FLAG" in imported.stdout and "3 new, 0 unchanged" in imported.stdout
+    # Each value sits on the line of its column's name, so "0.750" is read as the normalized score.
+    assert any(line.split() == ["normalized", "0.750"] for line in listed.stdout.splitlines())
+    wide = runner.invoke(app, ["list", "--db", db])  # 220 columns: the table itself, one row a baseline
+    row = next(line for line in wide.stdout.splitlines() if "shc_ptbm_med" in line)
+    assert "simple/model1" in row and "exact_match" in row and "[0, 0.324]" in row

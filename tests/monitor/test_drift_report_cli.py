@@ -81,7 +81,7 @@ def test_report_is_stored_written_and_listed(plan_file: Path, engine: Engine, tm
                                              fast_render: None) -> None:
     seed(engine, TASK, runs=30, longer_from=20, failed_per_run=2)
     out = tmp_path / "out" / "report.html"
-    made = drift("report", str(plan_file), "--task", TASK, "--out", str(out), "--json")
+    made = drift("report", str(plan_file), "--task", TASK, "--output", str(out), "--json")
     assert made.exit_code == 0, made.output
     body = json.loads(made.stdout)
     assert body["task"] == TASK and body["drifted"] == ["output_tokens"] and body["html"] == str(out)
@@ -178,7 +178,7 @@ def test_evidently_report_flags_longer_outputs_through_the_cli(plan_file: Path, 
                                                                tmp_path: Path) -> None:
     seed(engine, TASK, runs=30, longer_from=20)
     out = tmp_path / "report.html"
-    made = drift("report", str(plan_file), "--task", TASK, "--out", str(out), "--json")
+    made = drift("report", str(plan_file), "--task", TASK, "--output", str(out), "--json")
     assert made.exit_code == 0, made.output
     body = json.loads(made.stdout)
     assert set(body["drifted"]) == {"output_tokens", "cost_usd"}  # latency and score did not move

@@ -97,19 +97,19 @@ def test_an_import_for_another_model_does_not_replace_the_task_baseline(tmp_path
         after = task_baseline(session, plan, ctx)
     assert after.id == before.id and after.normalized == pytest.approx(0.85)  # pinned: an import is a proposal
 
-    listed = runner.invoke(app, ["baseline", "proposals", "--plan", str(path), "--json"])
+    listed = runner.invoke(app, ["baseline", "proposals", str(path), "--json"])
     assert listed.exit_code == 0, listed.output
     proposals = json.loads(listed.stdout)
     assert [(p["task"], p["model"]) for p in proposals] == [("knowledge-qa", "other/model-x")]
     proposed = proposals[0]["baseline_id"]
 
-    stranger = runner.invoke(app, ["baseline", "approve", "--plan", str(path), "--task", "knowledge-qa", "--baseline",
+    stranger = runner.invoke(app, ["baseline", "approve", str(path), "--task", "knowledge-qa", "--baseline",
                                    str(proposed), "--by", "someone@else.example", "--reason", "newer figure"])
     assert stranger.exit_code == 2 and "not an owner" in stranger.output
-    silent = runner.invoke(app, ["baseline", "approve", "--plan", str(path), "--task", "knowledge-qa", "--baseline",
+    silent = runner.invoke(app, ["baseline", "approve", str(path), "--task", "knowledge-qa", "--baseline",
                                  str(proposed), "--by", OWNER["email"]])
     assert silent.exit_code == 2 and "rationale" in silent.output
-    done = runner.invoke(app, ["baseline", "approve", "--plan", str(path), "--task", "knowledge-qa", "--baseline",
+    done = runner.invoke(app, ["baseline", "approve", str(path), "--task", "knowledge-qa", "--baseline",
                                str(proposed), "--by", OWNER["email"], "--reason", "vendor's certified figure"])
     assert done.exit_code == 0, done.output
     with session_scope(engine) as session:

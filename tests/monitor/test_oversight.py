@@ -410,7 +410,7 @@ def test_cli_lists_events_with_their_clocks_and_exports_one_as_json_html_and_pdf
     [row] = json.loads(listed.stdout)
     assert (row["id"], row["severity"], row["clock"]) == (event.id, "widespread", "due_soon")
     target = tmp_path / "out" / "event.json"
-    done = runner.invoke(app, ["oversight", "export", str(plan_path), str(event.id), "--out", str(target)])
+    done = runner.invoke(app, ["oversight", "export", str(plan_path), str(event.id), "--output", str(target)])
     assert done.exit_code == 0, done.output
     document = json.loads(target.read_text())
     assert document["schema"] == "medmon.safety_event/1" and document["source_ref"] == "incident:3"

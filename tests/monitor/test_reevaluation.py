@@ -195,23 +195,23 @@ def test_declared_change_reevaluates_from_the_cli_and_an_owner_approves(serve: C
                                          .model_dump(mode="json", exclude_none=True)))
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(data))
-    result = runner.invoke(app, ["change", "record", "--kind", "prompt", "--task", "knowledge-qa", "--note",
-                                 "system prompt v3: cite guidelines", "--plan", str(path), "--repeats", "2", "--json",
+    result = runner.invoke(app, ["change", "record", str(path), "--kind", "prompt", "--task", "knowledge-qa", "--note",
+                                 "system prompt v3: cite guidelines", "--repeats", "2", "--json",
                                  "--by", "ds-team@hospital.example"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     reevaluation = summary["reevaluations"][0]
     replayable = sum(c.replayable for c in PACK.canaries)
     assert reevaluation["n"] == 2 * replayable and reevaluation["passed"] is True
-    bad = runner.invoke(app, ["baseline", "approve", "--task", "knowledge-qa", "--reevaluation",
-                              str(reevaluation["id"]), "--by", "ds-team@hospital.example", "--plan", str(path)])
+    bad = runner.invoke(app, ["baseline", "approve", str(path), "--task", "knowledge-qa", "--reevaluation",
+                              str(reevaluation["id"]), "--by", "ds-team@hospital.example"])
     assert bad.exit_code == 2 and "not an owner" in bad.output
-    good = runner.invoke(app, ["baseline", "approve", "--task", "knowledge-qa", "--reevaluation",
-                               str(reevaluation["id"]), "--by", "owner@hospital.example", "--plan", str(path), "--json",
+    good = runner.invoke(app, ["baseline", "approve", str(path), "--task", "knowledge-qa", "--reevaluation",
+                               str(reevaluation["id"]), "--by", "owner@hospital.example", "--json",
                                "--reason", "prompt v3 keeps accuracy within tolerance"])
     assert good.exit_code == 0, good.output
     assert json.loads(good.stdout)["approved_by"] == "owner@hospital.example"
-    listed = json.loads(runner.invoke(app, ["change", "reevaluations", "--plan", str(path), "--json"]).stdout)
+    listed = json.loads(runner.invoke(app, ["change", "reevaluations", str(path), "--json"]).stdout)
     assert listed[0]["approved_by"] == "owner@hospital.example"
     with Session(engine) as session:
         declared = list_events(session, kind=AuditKind.change_declared)
@@ -224,8 +224,8 @@ def test_declared_change_reevaluates_from_the_cli_and_an_owner_approves(serve: C
 def test_change_record_rejects_unknown_tasks(tmp_path: Path, db_url: str) -> None:
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(plan_dict(storage={"url": db_url})))
-    result = runner.invoke(app, ["change", "record", "--kind", "judge", "--task", "nope", "--note", "x",
-                                 "--plan", str(path)])
+    result = runner.invoke(app, ["change", "record", str(path), "--kind", "judge", "--task", "nope", "--note",
+                                 "x"])
     assert result.exit_code == 2 and "--task: not in" in result.output and "knowledge-qa" in result.output
     engine = make_engine(db_url)
     with Session(engine) as session:

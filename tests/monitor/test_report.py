@@ -200,7 +200,7 @@ def test_october_holds_only_the_october_runs(demo: DemoRun) -> None:
 
 def test_cli_writes_the_report_and_its_json_summary(demo: DemoRun, tmp_path: Path) -> None:
     out = tmp_path / "nov.html"
-    result = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-11", "--out", str(out), "--no-pdf",
+    result = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-11", "--output", str(out), "--no-pdf",
                                  "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
@@ -211,7 +211,7 @@ def test_cli_writes_the_report_and_its_json_summary(demo: DemoRun, tmp_path: Pat
                     "4. Model changes and re-evaluations", "5. Cost", "6. Human oversight", "7. Limitations of the evidence",
                     "8. The monitoring plan as approved", "9. Audit log integrity"):
         assert heading in page
-    bad = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-13", "--no-pdf"])
+    bad = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-13", "--json"])
     assert bad.exit_code == 2 and "month must be 01-12" in bad.output
 
 
@@ -221,7 +221,7 @@ def test_plan_document_from_the_plan_file(demo: DemoRun, tmp_path: Path) -> None
     plan_path = tmp_path / "plan.yaml"
     plan_path.write_text(yaml.safe_dump(data))
     out = tmp_path / "plan.html"
-    result = runner.invoke(app, ["report", str(plan_path), "--plan", "--out", str(out), "--no-pdf", "--json"])
+    result = runner.invoke(app, ["report", str(plan_path), "--plan-document", "--output", str(out), "--no-pdf", "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert summary["sha256"] == hashlib.sha256(plan_path.read_bytes()).hexdigest()
@@ -267,7 +267,7 @@ def test_the_report_masks_urls_as_the_dashboard_does_and_blanks_secrets(
     html = render_committee(report)
     for secret in ("TOKEN9", "DBPASS42", "sk-live-PAPERsecret77"):
         assert secret not in html
-    assert report.plan_record["text"] == masked_plan(plan_text)
+    assert report.plan_record["text"] == masked_plan(plan_text, report.plan)
     assert "http://llm.internal/v1" in html  # the model's address is not a secret
     assert "endpoint said: invalid key ***" in html
 
@@ -298,7 +298,7 @@ def test_the_report_recommends_per_task_by_the_plan_rules_and_groups_alerts_into
                     reason="no Chromium to print a PDF with, or no pdftotext (poppler-utils) to read it")
 def test_pdf_has_page_numbers_recommendations_and_a_sign_off_block(demo: DemoRun, tmp_path: Path) -> None:
     out = tmp_path / "nov.html"
-    result = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-11", "--out", str(out), "--json"])
+    result = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-11", "--output", str(out), "--json"])
     assert result.exit_code == 0, result.output
     pdf = Path(json.loads(result.stdout)["outputs"]["pdf"])
     assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 10_000
@@ -386,18 +386,18 @@ def test_a_past_period_is_judged_by_the_plan_and_baseline_in_force_then(demo: De
 
 def test_generating_and_signing_a_report_are_audited_with_its_hash(demo: DemoRun, tmp_path: Path) -> None:
     out = tmp_path / "oct.html"
-    made = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-10", "--out", str(out), "--no-pdf",
+    made = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-10", "--output", str(out), "--no-pdf",
                                "--json"])
     assert made.exit_code == 0, made.output
     digest = json.loads(made.stdout)["sha256"]
     assert digest in out.read_text()  # the report carries its own hash
-    stranger = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-10", "--out", str(out),
+    stranger = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-10", "--output", str(out),
                                    "--no-pdf", "--sign", "someone@else.example", "--hash", digest])
     assert stranger.exit_code == 2 and "may not sign" in stranger.output
-    stale = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-10", "--out", str(out), "--no-pdf",
+    stale = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-10", "--output", str(out), "--no-pdf",
                                 "--sign", "owner@hospital.example", "--hash", "0" * 64])
     assert stale.exit_code == 2 and "is not this report's hash" in stale.output
-    signed = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-10", "--out", str(out), "--no-pdf",
+    signed = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-10", "--output", str(out), "--no-pdf",
                                  "--sign", "owner@hospital.example", "--hash", digest, "--statement",
                                  "Reviewed at the November committee", "--json"])
     assert signed.exit_code == 0, signed.output

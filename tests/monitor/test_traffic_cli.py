@@ -75,7 +75,7 @@ def test_import_jsonl_reports_bad_lines_stores_the_rest_and_status_and_report_sh
     assert summary["refused"] == {"absurd_tokens": 2}  # refused by each of the two imports
     out = tmp_path / "report.html"
     rep = runner.invoke(app, ["report", str(plan_path), "--period", f"{time.gmtime().tm_year}-{time.gmtime().tm_mon:02d}",
-                              "--out", str(out), "--no-pdf", "--json"])
+                              "--output", str(out), "--no-pdf", "--json"])
     assert rep.exit_code == 0, rep.output
     assert json.loads(rep.stdout)["traffic"]["calls"] == 7
     html = out.read_text()
