@@ -132,7 +132,7 @@ st.subheader("Monitoring plan as approved")
 if approved is None:
     st.warning("No plan has been recorded in the audit log yet (the service records it when it starts).")
     with st.expander(f"{plan_path()} as it is now (route URLs masked)"):
-        st.code(masked_plan(current_text), language="yaml")
+        st.code(masked_plan(current_text, plan), language="yaml")
 else:
     st.caption(f"Recorded as audit entry {approved.seq} on {approved.at:%Y-%m-%d %H:%M %Z} by {approved.actor} · "
                f"SHA-256 {approved.sha256[:16]}… · route URLs are masked")
@@ -140,7 +140,7 @@ else:
         st.warning(f"The plan file {plan_path()} differs from the plan as recorded: the change is recorded "
                    "when the service next starts.")
     with st.expander("The plan text (route URLs masked)"):
-        st.code(masked_plan(approved.text), language="yaml")
+        st.code(masked_plan(approved.text, plan), language="yaml")
 
 
 st.subheader("Committee reports and sign-off")

@@ -26,7 +26,7 @@ from medmon.monitor.governance.changes import list_changes
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.models import AuditEvent, FindingRecord, ModelIdentity, Reevaluation
 from medmon.monitor.plan.model import Plan
-from medmon.monitor.plan.privacy import mask_plan_text
+from medmon.monitor.plan.masking import masked_plan
 from medmon.monitor.governance.reevaluation import judge, list_reevaluations
 from medmon.monitor.governance.reports.limitations import known_limitations
 from medmon.monitor.governance.reports.oversight import OversightSection, build_oversight_section
@@ -555,9 +555,9 @@ def build_committee_report(session: Session, plan: Plan, period: Period, *, now:
         judge_calls=judge_calls, limitations=known_limitations(plan), decisions=decisions,
         audit={"ok": check.ok, "entries": check.entries, "head_seq": check.head_seq, "head_hash": check.head_hash,
                "problems": [str(p) for p in check.problems], "answers_viewed": _answer_views(session, period)},
-        # URLs can carry credentials (a Slack or Teams webhook URL is one): masked as on the
-        # dashboard; the SHA-256 shown is of the plan as recorded.
-        plan_record=(in_force.record | {"text": mask_plan_text(str(in_force.record.get("text") or ""))}
+        # URLs can carry credentials (a Slack or Teams webhook URL is one): masked by the function
+        # the dashboard uses; the SHA-256 shown is of the plan as recorded.
+        plan_record=(in_force.record | {"text": masked_plan(str(in_force.record.get("text") or ""), plan)}
                      if in_force.record else None), notes=in_force.notes, plan_recorded=in_force.recorded,
         plan_file_matches=in_force.file_matches, executive=_executive(tasks, alerts),
         decisions_requested=_decisions_requested(session, plan, period, tasks, reevaluations, equity_rows),
