@@ -69,7 +69,9 @@ RUNBOOKS = {
         "usual cause."),
     Cause.availability: (
         "Probes fail or no usable data arrives: check the endpoint, its API key and the monitor service's logs "
-        "(`medmon serve`). Until data flows again the dashboard's figures are not current."),
+        "(`medmon serve`). Until data flows again the dashboard's figures are not current. When real traffic "
+        "collapsed or surged, check the application and its integration with the model (and its trace exporter) "
+        "before the model."),
     Cause.jury: (
         "The judges disagree or drifted: their scores are not reliable until checked; review a sample of answers "
         "by hand and check the judge endpoints."),
@@ -92,6 +94,10 @@ _RULES = {
     "traffic_cost_rise": Cause.cost, "traffic_latency_rise": Cause.latency, "traffic_length_rise": Cause.output,
     "traffic_errors": Cause.availability, "traffic_truncation": Cause.output, "traffic_refusals": Cause.output,
     "traffic_judged_drop": Cause.accuracy, "traffic_jury_disagreement": Cause.jury,
+    # calls per hour: a collapse is the application not reaching the model (an outage, a broken
+    # integration or exporter); a surge is most often a retry loop or misrouted traffic, which fails
+    # calls and meets rate limits: both are about whether the service is usable as deployed.
+    "traffic_collapse": Cause.availability, "traffic_surge": Cause.availability,
 }
 _METRICS = {
     "score": Cause.accuracy, "pooled_score": Cause.accuracy, "reevaluation": Cause.accuracy,
@@ -101,6 +107,10 @@ _METRICS = {
     "error_rate": Cause.availability, "freshness": Cause.availability, "heartbeat": Cause.availability,
     "jury_agreement": Cause.jury, "judge_canaries": Cause.jury, "judge_bias": Cause.jury,
     "served_model": Cause.model_change,
+    "traffic_cost": Cause.cost, "traffic_latency": Cause.latency, "traffic_output_tokens": Cause.output,
+    "traffic_error_rate": Cause.availability, "traffic_truncation": Cause.output, "traffic_refusal": Cause.output,
+    "traffic_served_model": Cause.model_change, "traffic_judged_score": Cause.accuracy,
+    "traffic_jury_agreement": Cause.jury, "traffic_calls": Cause.availability,
 }
 
 

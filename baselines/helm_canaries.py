@@ -146,6 +146,13 @@ def completion_text(state: dict[str, Any]) -> str | None:
     return text if isinstance(text, str) else None
 
 
+def _one_copy(shared: dict[str, dict[str, Any]], value: dict[str, Any]) -> dict[str, Any]:
+    """One object for equal tag and decoding maps across a pack: a suite holds tens of thousands of
+    canaries in memory until it is stored, nearly all with the same few maps (canaries are frozen
+    and nothing mutates these maps)."""
+    return shared.setdefault(repr(sorted(value.items())), value)
+
+
 def _tags(state: dict[str, Any], ctx: PackContext) -> dict[str, str]:
     instance = state["instance"]
     tags = {"source": "helm", "split": ctx.metric.split}
@@ -208,6 +215,7 @@ def build_pack(
             first[instance["id"]] = state
     canaries: list[Canary] = []
     juries: dict[str, JuryDetail] = {}
+    shared: dict[str, dict[str, Any]] = {}
     for instance_id in sorted(first):
         state = first[instance_id]
         messages = _messages(state)
@@ -219,7 +227,7 @@ def build_pack(
                 messages=messages,
                 references=tuple(fields["references"]),
                 scorer=fields["scorer"],
-                tags=_tags(state, ctx),
+                tags=_one_copy(shared, _tags(state, ctx)),
                 baseline_score=sum(trials) / len(trials) if trials else None,
                 baseline_runs=len(trials),
                 replayable=not _not_replayable(state, messages),
@@ -228,7 +236,7 @@ def build_pack(
                 choices=tuple(fields["choices"]) if fields.get("choices") else None,
                 pack=ctx.pack,
                 benchmark=ctx.benchmark,
-                decoding=decoding_of(state, adapter_spec) or None,
+                decoding=_one_copy(shared, decoding_of(state, adapter_spec)) or None,
             )
         )
         if ctx.metric.jury:

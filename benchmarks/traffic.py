@@ -15,11 +15,16 @@
 4. **Detection delay.** The traffic pass (as the service runs it) on 1,000 calls an hour: a day
    of reference, then the median cost per call up 20%; calls until the cost alert, over
    several seeds, and the same run without a rise (false alarms).
+5. **Call volume.** The traffic pass on a clinical rhythm peaking at 1,000 calls an hour (busy
+   8:00-18:00, a twentieth of that at night; day-to-day and hour-to-hour spread of 5% each, then
+   Poisson): three days of real spans as the reference (hour of the day), then hour after hour
+   the counts the rollup step writes; calls halved in working hours from a Thursday 08:00:
+   working hours until the collapse alert; and ``--volume-days`` days without change: false alarms.
 
 Usage::
 
-    .venv/bin/python benchmarks/traffic.py [--parts ingest,e2e,page,delay] [--backends sqlite,postgresql]
-        [--spans 100000] [--trials 5] [--pg-server postgresql://postgres@127.0.0.1:5432]
+    .venv/bin/python benchmarks/traffic.py [--parts ingest,e2e,page,delay,volume] [--backends sqlite,postgresql]
+        [--spans 100000] [--trials 5] [--volume-days 60] [--pg-server postgresql://postgres@127.0.0.1:5432]
 """
 
 from __future__ import annotations
@@ -58,7 +63,9 @@ from medmon.monitor.traffic.ingest import Ingestor, store_calls  # noqa: E402
 from medmon.monitor.traffic.spans import CallRecord, Decoded, Limits  # noqa: E402
 from medmon.monitor.traffic.streams import traffic_pass  # noqa: E402
 from tests.conftest import plan_dict  # noqa: E402
-from tests.monitor.traffic_helpers import export_body, genai_attributes, make_spans  # noqa: E402
+from tests.monitor.traffic_helpers import (  # noqa: E402
+    calls_in_hours, clinic_counts, export_body, genai_attributes, make_spans, working_hour,
+)
 
 BATCH = 512
 MODEL = "medmon-simulator/clinical-v1"
@@ -316,6 +323,53 @@ def _drain(engine: Any, plan: Plan, now: datetime) -> bool:
             return alarm
 
 
+# 5. call volume -----------------------------------------------------------------------------------------
+
+def _volume_alarm(engine: Any, plan: Plan, now: datetime) -> bool:
+    with session_scope(engine) as s:
+        done = traffic_pass(s, plan, now)
+    return any(u.finding is not None and u.spec.metric == "traffic_calls" for u in done.updates)
+
+
+def volume(workdir: Path, trials: int, days: int, peak: int = 1000) -> dict[str, Any]:
+    """Working hours until a halving is found, and false alarms over ``days`` days without change, per seed."""
+    t0 = datetime(2026, 3, 2, tzinfo=timezone.utc)  # a Monday
+    delays: list[int | None] = []
+    false_alarms, hours_clean = 0, 0
+    for seed in range(trials):
+        for change in (0.5, 1.0):
+            db = workdir / f"volume-{seed}-{change}.db"
+            db.unlink(missing_ok=True)
+            url = f"sqlite:///{db}"
+            plan = Plan.model_validate(plan_data(url, reference_window="3d"))
+            engine = make_engine(url)
+            ingestor = Ingestor(plan, lambda s: s, Limits(max_age=timedelta(days=3650)))
+            reference = clinic_counts(seed, t0, 72, peak)
+            store_calls(engine, ingestor, Decoded(calls_in_hours(seed, reference, service="app", attributes={"medmon.task": "discharge"})), t0)
+            _drain(engine, plan, t0 + timedelta(days=3, minutes=11))
+            start = t0 + timedelta(days=3)
+            span = 24 if change != 1.0 else 24 * days
+            hours = clinic_counts(seed + 1000, start, span, peak, change_at=start + timedelta(hours=8), change=change)
+            working, alarms = 0, 0
+            for hour, n in hours:
+                with session_scope(engine) as s:  # the hour's calls, as the rollup step writes them
+                    s.add(TrafficRollup(hour=hour, task_id="discharge", model=MODEL, calls=n))
+                working += hour >= start + timedelta(hours=8) and working_hour(hour)
+                if _volume_alarm(engine, plan, hour + timedelta(hours=1, minutes=11)):
+                    alarms += 1
+                    if change != 1.0:
+                        break
+            if change != 1.0:
+                delays.append(working if alarms else None)
+            else:
+                false_alarms += alarms
+                hours_clean += len(hours)
+            engine.dispose()
+    found = [d for d in delays if d is not None]
+    return {"peak": peak, "trials": trials, "detected": len(found), "median_hours": statistics.median(found) if found else None,
+            "max_hours": max(found) if found else None, "false_alarms": false_alarms, "hours_clean": hours_clean}
+
+
 @contextmanager
 def database(backend: str, folder: Path, name: str, pg_server: str) -> Iterator[str]:
     if backend == "postgresql":
@@ -327,11 +381,12 @@ def database(backend: str, folder: Path, name: str, pg_server: str) -> Iterator[
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", default="ingest,e2e,page,delay")
+    parser.add_argument("--parts", default="ingest,e2e,page,delay,volume")
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--spans", type=int, default=100_000)
     parser.add_argument("--page-spans", type=int, default=10_000_000)
     parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--volume-days", type=int, default=60, help="days without change per seed (call volume)")
     parser.add_argument("--pg-server", default="postgresql://postgres@127.0.0.1:5432")
     args = parser.parse_args()
     parts = args.parts.split(",")
@@ -363,6 +418,12 @@ def main() -> None:
                   f"detected {r['detected']}/{r['trials']}, median {r['median_calls']} calls "
                   f"({r['median_hours']:.2f} h), max {r['max_hours']:.2f} h; without a rise: "
                   f"{r['false_alarms_without_rise']} false alarm(s) in {r['hours_without_rise']:.0f} h", flush=True)
+        if "volume" in parts:
+            r = volume(folder, args.trials, args.volume_days)
+            print(f"call volume halved in working hours at {r['peak']} calls/h (day-night cycle): detected "
+                  f"{r['detected']}/{r['trials']}, median {r['median_hours']} working hour(s), max {r['max_hours']}; "
+                  f"without change: {r['false_alarms']} false alarm(s) in {r['hours_clean']} h "
+                  f"({r['hours_clean'] / 24:.0f} days)", flush=True)
 
 
 if __name__ == "__main__":

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import streamlit as st
 
-from medmon.dashboards.auth import require_viewer
+from medmon.dashboards.auth import require_viewer, sign_in_secrets
 from sqlmodel import Session
 
 from medmon.dashboards.data import current_plan, engine_for
 from medmon.dashboards.layout import auth_note
+from medmon.monitor.plan.privacy import secret_values
 from medmon.monitor.read import suspended_tasks
+from medmon.scrub import setup_logging
 
 st.set_page_config(page_title="medmon", layout="wide")
 plan = current_plan()
+# Streamlit's loggers and the root logger of this process mask every secret (plan and sign-in).
+setup_logging(secrets=secret_values(plan) + sign_in_secrets())
 viewer = require_viewer(plan)
 with st.sidebar:
     st.caption(f"{auth_note(viewer)} · {viewer.actor}")

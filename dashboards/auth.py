@@ -115,6 +115,26 @@ def auth_configured() -> bool:
         return False
 
 
+def sign_in_secrets() -> tuple[str, ...]:
+    """The secret values of the ``[auth]`` section (client and cookie secrets, at any depth), to
+    keep out of the dashboard's log lines; nothing when there is no readable section."""
+    found: list[str] = []
+
+    def walk(section: Mapping[str, object]) -> None:
+        for key, value in section.items():
+            if isinstance(value, Mapping):
+                walk(value)
+            elif isinstance(value, str) and "secret" in key.lower():
+                found.append(value)
+
+    try:
+        if "auth" in st.secrets:
+            walk(st.secrets["auth"])
+    except (StreamlitSecretNotFoundError, FileNotFoundError):
+        pass
+    return tuple(found)
+
+
 def local_actor(environ: dict[str, str] | None = None) -> str:
     """The local account name for actions taken on an unauthenticated dashboard."""
     env = os.environ if environ is None else environ

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from medmon.probes.errors import ProbeError
+from medmon.scrub import mask_text, scrub_secrets
 from medmon.probes.jury import JuryOutcome
 from medmon.probes.models import ProbeResultBase
 
@@ -159,23 +160,6 @@ def protect_text(redactor: Redactor, text: str | None, field: str) -> str | None
     return out
 
 
-SECRET_MASK = "***"
-_MIN_SECRET = 4  # shorter values would blank ordinary words; no real key is that short
-
-
-def scrub_secrets(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret value replaced by ``***`` (longest first, so none is half-masked).
-
-    Examples
-    --------
-    >>> scrub_secrets("401: invalid key sk-live-123", ["sk-live-123"])
-    '401: invalid key ***'
-    """
-    for value in sorted({s for s in secrets if s and len(s) >= _MIN_SECRET}, key=len, reverse=True):
-        text = text.replace(value, SECRET_MASK)
-    return text
-
-
 @dataclass(frozen=True)
 class TextPolicy:
     """What becomes of a text before it is stored: secrets blanked, then redacted or dropped.
@@ -198,7 +182,7 @@ class TextPolicy:
         """An error message as stored: redacted, or ``fallback`` when the redactor fails."""
         if text is None:
             return None
-        out = protect_text(self.redactor, scrub_secrets(text, self.secrets), "error")
+        out = protect_text(self.redactor, mask_text(text, self.secrets), "error")
         return fallback if out is None else out
 
     def jury(self, outcome: JuryOutcome) -> JuryOutcome:

@@ -49,8 +49,23 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _options(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
-                                                   help="Print medmon's version and exit.")] = False) -> None:
+                                                   help="Print medmon's version and exit.")] = False,
+             log_level: Annotated[str | None, typer.Option(
+                 "--log-level", envvar="MEDMON_LOG_LEVEL",
+                 help="DEBUG, INFO, WARNING, ERROR: what is logged to stderr (default: INFO for serve and worker, "
+                      "WARNING otherwise). Secrets are masked in every line, libraries' included.")] = None,
+             log_file: Annotated[Path | None, typer.Option(
+                 "--log-file", help="Also append log lines to this file (masked the same way).")] = None) -> None:
     """medmon: watch a deployed clinical LLM against its MedHELM evidence."""
+    from medmon.scrub import setup_logging
+
+    try:
+        setup_logging(log_level, log_file=log_file)
+    except (ValueError, OSError) as exc:
+        err.print(f"error: --log-level/--log-file: {exc}", markup=False, highlight=False)
+        raise typer.Exit(EXIT_INPUT) from None
+    if log_level:  # the dashboard's own process logs at the same level
+        os.environ["MEDMON_LOG_LEVEL"] = log_level
 
 
 @app.command()
@@ -115,6 +130,7 @@ def probe_run(plan_path: PlanArg,
 
     from medmon.alerts import DeliveryPolicy, deliver_due
     from medmon.monitor.plan.context import load_context
+    from medmon.monitor.plan.privacy import mask_logs
     from medmon.monitor.plan.routing import build_channels, require_endpoint_env
     from medmon.monitor.runs.pipeline import run_task_probe
     from medmon.monitor.plan.model import load_plan
@@ -123,6 +139,7 @@ def probe_run(plan_path: PlanArg,
 
     try:
         plan = load_plan(plan_path)
+        mask_logs(plan)
         require_endpoint_env(plan)  # every call would fail with 401: refuse now, naming the variable
         channels = build_channels(plan) if deliver else {}
         engine = make_engine(plan.storage.url)
@@ -236,10 +253,13 @@ def dashboard(plan_path: PlanArg,
     from medmon.monitor.plan.model import dashboard_hosts, load_plan
     from medmon.db import resolve_url
 
+    from medmon.monitor.plan.privacy import mask_logs
+
     try:
         plan = load_plan(plan_path)
     except PlanError as exc:
         raise _fail(exc) from None
+    mask_logs(plan)
     files = streamlit_secret_files()
     signed_in = auth_section_found(files)
     if plan.dashboard.auth == "oidc" and not signed_in:
@@ -339,7 +359,7 @@ def _mount_subcommands() -> None:
     from medmon.monitor.cli.audit import app as audit_app
     from medmon.monitor.cli.baseline import app as baseline_app
     from medmon.monitor.cli.change import app as change_app
-    from medmon.monitor.cli.approvals import approve_command, proposals_command
+    from medmon.monitor.cli.approvals import approvals_app, approve_command, proposals_command
     from medmon.monitor.cli.drift import app as drift_app
     from medmon.monitor.cli.oversight import app as oversight_app
     from medmon.monitor.cli.report import report_command
@@ -351,6 +371,7 @@ def _mount_subcommands() -> None:
     baseline_app.command("approve")(approve_command)
     baseline_app.command("proposals")(proposals_command)
     app.add_typer(baseline_app, name="baseline")
+    app.add_typer(approvals_app, name="approvals")
     app.command()(worker)
     app.add_typer(db_app, name="db")
     app.add_typer(audit_app, name="audit")

@@ -101,3 +101,94 @@ def proposals_command(plan_path: OptionalPlanArg = None, as_json: JsonOption = F
         table.add_row(r["task"], str(r["baseline_id"]), r["model"], r["metric"], str(r["version"]),
                       f"{r['normalized']:.3f}", str(r["n"]), r["imported_at"][:19], str(r["current_baseline_id"]))
     out.print(fitted(table, out) if rows else "no proposals: every task is compared with its approved baseline")
+
+
+# --- thresholds: a plan edit proposes, an owner approves ----------------------------------------
+
+approvals_app = typer.Typer(help="Decisions awaiting an owner: threshold changes and imported baselines.",
+                            no_args_is_help=True)
+
+
+def _recorded_engine(positional: Path | None, legacy: Path | None, command: str) -> tuple[Any, Any]:
+    """The plan and its database, with the plan file recorded (so its edits are the proposals)."""
+    from medmon.monitor.governance.audit import local_actor
+    from medmon.monitor.governance.change_control import record_plan_file
+
+    plan_path, plan = _plan(positional, legacy, command)
+    engine = make_engine(plan.storage.url)
+    record_plan_file(engine, plan_path, local_actor("medmon approvals"), utcnow())
+    return plan, engine
+
+
+@approvals_app.command("list")
+def list_command(plan_path: OptionalPlanArg = None, as_json: JsonOption = False,
+                 legacy_plan: LegacyPlanOption = None) -> None:
+    """List what awaits an owner's decision: threshold edits (not in force until approved) and imported baselines.
+
+    The plan file is recorded first, so an edit made since the last 'medmon check' is listed too.
+    """
+    from medmon.monitor.governance.approvals import baseline_proposals
+    from medmon.monitor.governance.thresholds import threshold_proposals, thresholds_in_force
+
+    plan, engine = _recorded_engine(plan_path, legacy_plan, "approvals list")
+    with Session(engine) as session:
+        thresholds = []
+        for p in threshold_proposals(session):
+            source = thresholds_in_force(session, p.task)
+            thresholds.append({"task": p.task, "threshold": p.threshold, "in_force": p.in_force,
+                               "proposed": p.proposed, "looser": p.looser, "plan_seq": p.plan_seq,
+                               "proposed_by": p.proposed_by, "proposed_at": p.proposed_at.isoformat(),
+                               "in_force_since": source.at.isoformat() if source else None,
+                               "in_force_source": source.source if source else None})
+        baselines = [{"task": p.task, "baseline_id": p.baseline_id, "model": p.model, "normalized": p.normalized,
+                      "n": p.n, "current_baseline_id": p.current_baseline_id}
+                     for p in baseline_proposals(session, plan)]
+    if as_json:
+        typer.echo(json.dumps({"thresholds": thresholds, "baselines": baselines}, indent=2))
+        return
+    table = Table(title="Threshold changes awaiting approval (the value in force judges the task until then)")
+    for column in ("task", "threshold", "in force", "proposed", "loosens", "plan seq", "proposed by"):
+        table.add_column(column)
+    for r in thresholds:
+        table.add_row(r["task"], r["threshold"], str(r["in_force"]), str(r["proposed"]), "yes" if r["looser"] else "",
+                      str(r["plan_seq"]), r["proposed_by"])
+    out.print(fitted(table, out) if thresholds else "no threshold changes await approval", highlight=False)
+    out.print(f"{len(baselines)} imported baseline(s) await approval (medmon baseline proposals)" if baselines
+              else "no imported baselines await approval", highlight=False)
+
+
+@approvals_app.command("thresholds")
+def approve_thresholds_command(
+    plan_path: OptionalPlanArg = None,
+    *,
+    task: Annotated[str, typer.Option(help="The task whose proposed thresholds to put in force.")],
+    by: Annotated[str, typer.Option(help="The approving owner's e-mail (task owner or clinical owner).")],
+    reason: Annotated[str | None, typer.Option(help="The rationale, kept in the audit log (required).")] = None,
+    committee_decision: Annotated[str | None, typer.Option(help="The committee decision allowing a lower approval "
+                                                                "minimum (min_score, subgroup_min_score).")] = None,
+    as_json: JsonOption = False,
+    legacy_plan: LegacyPlanOption = None,
+) -> None:
+    """Approve a task's edited thresholds: from now on detection and reports judge the task by them.
+
+    A running 'medmon serve' uses them from its next start. Exit 2 when refused (not an owner, no
+    rationale, nothing proposed, or a lowered minimum without --committee-decision).
+    """
+    from medmon.monitor.governance.thresholds import approve_thresholds
+
+    plan, engine = _recorded_engine(plan_path, legacy_plan, "approvals thresholds")
+    try:
+        with session_scope(engine) as session:
+            event = approve_thresholds(session, plan, task_id=task, by=by, reason=reason, now=utcnow(),
+                                       committee_decision=committee_decision)
+            info = {"task": task, "approved_by": by, "seq": event.seq, "thresholds": event.details["thresholds"],
+                    "changes": event.details["changes"], "reason": reason, "committee_decision": committee_decision}
+    except GovernanceError as exc:
+        err.print(f"[red]refused:[/red] {exc}", highlight=False)
+        raise typer.Exit(EXIT_INPUT) from None
+    if as_json:
+        typer.echo(json.dumps(info, indent=2))
+        return
+    changed = ", ".join(f"{c['threshold']} {c['old']} -> {c['new']}" for c in info["changes"])
+    out.print(f"task {task}: {changed} approved by {by} (audit seq {info['seq']}); restart 'medmon serve' to "
+              "apply them to detection", highlight=False)

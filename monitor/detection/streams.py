@@ -29,7 +29,7 @@ from sqlmodel import Session, col, select
 from medmon.baselines import Baseline, Canary, resolve
 from medmon.monitor.plan.context import TaskContext
 from medmon.monitor.detection.drift import (
-    JudgeAgreementSR, JudgeBiasSR, MixtureSR, OneShotPaired, PairedSR, PooledSR, RiverDrift, SubgroupGapSR,
+    CountSR, JudgeAgreementSR, JudgeBiasSR, MixtureSR, OneShotPaired, PairedSR, PooledSR, RiverDrift, SubgroupGapSR,
 )
 from medmon.monitor.detection.drift.budget import INFO, OPERATIONAL, QUALITY, Budget
 from medmon.monitor.detection.drift.finding import Finding
@@ -61,7 +61,7 @@ RECOVERY_RUNS = 3
 RECOVERY_MIN_OBS = 50
 WATCHING_EVIDENCE = 0.5
 DETECTORS: dict[str, Any] = {c.name: c for c in (MixtureSR, PairedSR, SubgroupGapSR, JudgeAgreementSR,
-                                                 JudgeBiasSR, OneShotPaired, RiverDrift, PooledSR)}
+                                                 JudgeBiasSR, OneShotPaired, RiverDrift, PooledSR, CountSR)}
 _NO_THRESHOLD = {"river", "oneshot_paired"}
 
 

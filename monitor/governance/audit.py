@@ -66,6 +66,8 @@ class AuditKind(str, Enum):
     suspension = "suspension"  # requested, confirmed, sent, failed or resumed
     report_generated = "report_generated"
     report_signed = "report_signed"
+    threshold_approved = "threshold_approved"
+    answers_viewed = "answers_viewed"  # a signed-in person opened a task's answers on the dashboard
 
 
 def local_actor(tool: str) -> str:

@@ -258,6 +258,7 @@ def check_plan(path: Path, engine: Engine | None = None, *, record_by: str | Non
     try:
         issues = _task_issues(plan, db, line) + _governance_issues(plan, line)
         issues += check_routes(plan, line=line, require_env=require_env) + routing_issues(plan, line=line)
+        issues += _price_issues(plan, line)
         if require_env:
             issues += check_endpoints(plan, line=line)
         try:
@@ -274,6 +275,17 @@ def check_plan(path: Path, engine: Engine | None = None, *, record_by: str | Non
     finally:
         db.close()
     return plan
+
+
+def _price_issues(plan: Plan, line: Callable[..., int | None]) -> list[PlanIssue]:
+    """A routed (or the approved) model that ``traffic.prices`` does not price: its calls would cost nothing."""
+    if plan.traffic is None:
+        return []
+    def path(loc: tuple[object, ...]) -> str:
+        return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+    return [PlanIssue(path(loc), f"model {model!r} has no entry in traffic.prices: add its price, or an entry with "
+                      "'unpriced: true' if its calls cost nothing", line(*loc))
+            for loc, model in plan.traffic.unpriced_models(plan.deployment.model)]
 
 
 def _task_issues(plan: Plan, db: _Database, line: Callable[..., int | None]) -> list[PlanIssue]:

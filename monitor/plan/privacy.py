@@ -9,52 +9,54 @@ text is stored, logged or printed.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from medmon.monitor.plan.model import Plan
-from medmon.probes.redaction import TextPolicy, load_redactor, scrub_secrets
-
-# A route's webhook URL can carry its token (Slack, Teams) and the storage URL a password: every
-# ``url:`` value is masked wherever plan text is shown (``base_url`` and ``dashboard_url`` kept).
-_URL_VALUE = re.compile(r"(?<![\w])(url:\s*)([^\s,}#]+)")
-MASK = "•••• (masked)"
-
-
-def mask_plan_text(text: str) -> str:
-    """The plan text with every ``url:`` value masked, as the dashboard and the reports show it.
-
-    Examples
-    --------
-    >>> mask_plan_text("routes: [{name: s, url: https://hooks.slack.com/T/B/x}], base_url: http://llm/v1")
-    'routes: [{name: s, url: •••• (masked)}], base_url: http://llm/v1'
-    """
-    return _URL_VALUE.sub(lambda m: m.group(1) + MASK, text)
-
+from medmon.db import ENV_URL as DATABASE_URL_ENV
+from medmon.probes.redaction import TextPolicy, load_redactor
+from medmon.scrub import mask_text, secret_filter
 
 def scrub_plan_secrets(text: str, plan: Plan, environ: Mapping[str, str] | None = None) -> str:
     """``text`` with every secret the plan refers to blanked (for pages and reports)."""
-    return scrub_secrets(text, secret_values(plan, environ))
+    return mask_text(text, secret_values(plan, environ))
 
 
 def secret_values(plan: Plan, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """The values of every secret the plan refers to, as set in the environment now."""
+    """The values of every secret the plan refers to, as set in the environment now.
+
+    API keys and secret headers of the model and judges, route URLs, signing secrets and routing
+    keys, the suspend route's URL and secret, the traffic receiver's token, the broker URL, and
+    the password of the storage URL (the plan's, or ``MEDMON_DATABASE_URL`` which wins over it).
+    """
     env = os.environ if environ is None else environ
-    names = [plan.deployment.api_key_env, plan.service.broker_url_env]
+    names = [*plan.deployment.variables(), plan.service.broker_url_env]
     if plan.jury is not None:
-        names += [j.api_key_env for j in plan.jury.judges]
+        names += [name for judge in plan.jury.judges for name in judge.variables()]
     for route in plan.alerts.routes:
         names += [n for n in (route.url_env, route.secret_env, route.routing_key_env) if n]
+    suspend = plan.oversight.suspend
+    if suspend is not None:
+        names += [n for n in (suspend.url_env, suspend.secret_env) if n]
+    if plan.traffic is not None and plan.traffic.token_env:
+        names.append(plan.traffic.token_env)
     values = [env.get(n, "") for n in names]
     values += [str(route.url) for route in plan.alerts.routes if route.url is not None and route.type in ("slack", "teams")]
-    try:
-        password = urlsplit(plan.storage.url).password
-    except ValueError:
-        password = None
-    if password:
-        values.append(password)
+    if suspend is not None and suspend.url is not None:
+        values.append(str(suspend.url))
+    for url in (plan.storage.url, env.get(DATABASE_URL_ENV, "")):
+        try:
+            password = urlsplit(url).password
+        except ValueError:
+            password = None
+        if password:
+            values.append(password)
     return tuple(sorted({v for v in values if v}))
+
+
+def mask_logs(plan: Plan, environ: Mapping[str, str] | None = None) -> None:
+    """Mask every secret this plan refers to in the log lines of this process from now on."""
+    secret_filter().add(secret_values(plan, environ))
 
 
 def text_policy(plan: Plan, environ: Mapping[str, str] | None = None) -> TextPolicy:

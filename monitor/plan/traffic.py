@@ -11,6 +11,7 @@ task's traffic (once it holds ``reference_min_calls`` calls), or a declared peri
 from __future__ import annotations
 
 from datetime import datetime
+from fnmatch import fnmatchcase
 
 from pydantic import Field, field_validator, model_validator
 
@@ -42,6 +43,23 @@ class TrafficJudging(Section):
     every: Interval = "1m"
 
 
+class TrafficPrice(Section):
+    """The price of calls a given model served (a shell-style glob on ``gen_ai.response.model``, else the
+    requested model), per million tokens; ``unpriced: true`` says on purpose that its calls have no cost
+    (an in-house model), so they are not mistaken for a forgotten price."""
+
+    model: str
+    input_per_mtok: float = Field(0.0, ge=0)
+    output_per_mtok: float = Field(0.0, ge=0)
+    unpriced: bool = False
+
+    @model_validator(mode="after")
+    def _either(self) -> TrafficPrice:
+        if self.unpriced and (self.input_per_mtok or self.output_per_mtok):
+            raise ValueError("expected either prices or 'unpriced: true', not both")
+        return self
+
+
 class Traffic(Section):
     """How real traffic comes in and what it is compared with."""
 
@@ -54,6 +72,7 @@ class Traffic(Section):
     reference_from: datetime | None = None  # a declared reference period instead of the first days
     reference_to: datetime | None = None
     tolerated_rise: float = Field(0.05, ge=0, lt=0.5)  # share of calls above the reference median tolerated
+    volume_tolerance: float = Field(0.2, ge=0, lt=0.9)  # calls per hour may fall or rise this much beyond the margin
     daily_budget_usd: float | None = Field(None, gt=0)  # spend of real traffic per day, shown against its days
     retention: Interval = "30d"
     detect_every: Interval = "5s"
@@ -61,6 +80,28 @@ class Traffic(Section):
     max_clock_skew: Interval = "1h"  # spans ending further in the future are refused
     max_age: Interval = "7d"  # spans ending longer ago are refused
     judging: TrafficJudging | None = None
+    # Prices per served model, first match wins; empty: the deployment's price for every call.
+    prices: list[TrafficPrice] = Field(default_factory=list)
+
+    def price_for(self, model: str) -> TrafficPrice | None:
+        """The first ``prices`` entry whose pattern matches ``model``; None when none does."""
+        return next((p for p in self.prices if fnmatchcase(model, p.model)), None)
+
+    def unpriced_models(self, approved: str) -> list[tuple[tuple[object, ...], str]]:
+        """Models the plan routes or approves that no ``prices`` entry covers: (field location, model).
+
+        A route's model pattern counts as covered when an entry's pattern matches it as written
+        (``gpt-4o*`` by ``gpt-4o*`` or ``*``). Nothing to check while ``prices`` is empty.
+        """
+        if not self.prices:
+            return []
+        found: list[tuple[tuple[object, ...], str]] = []
+        if self.price_for(approved) is None:
+            found.append((("traffic", "prices"), approved))
+        for i, route in enumerate(self.routes):
+            if route.model is not None and self.price_for(route.model) is None:
+                found.append((("traffic", "routes", i, "model"), route.model))
+        return found
 
     @model_validator(mode="after")
     def _period(self) -> Traffic:

@@ -29,6 +29,7 @@ from sqlalchemy.engine import Engine
 from medmon.monitor.governance.audit import local_actor
 from medmon.monitor.governance.change_control import record_plan_file
 from medmon.monitor.governance.checks import check_plan
+from medmon.monitor.governance.thresholds import in_force
 from medmon.monitor.plan.context import load_context
 from medmon.probes.pool import shared_pool
 from medmon.monitor.errors import StorageError
@@ -38,6 +39,7 @@ from medmon.monitor.storage.migrate import ensure_current
 from medmon.monitor.service.otlp import build_otlp
 from medmon.monitor.service.receiver import create_receiver, receiver_token
 from medmon.monitor.plan.model import Plan, parse_interval
+from medmon.monitor.plan.privacy import mask_logs
 from medmon.monitor.plan.routing import build_channels, require_endpoint_env
 from medmon.monitor.service.scheduler import (
     InProcessDispatch,
@@ -50,6 +52,7 @@ from medmon.monitor.service.scheduler import (
 )
 from medmon.monitor.service.slots import worker_identity
 from medmon.db import resolve_url, utcnow
+from medmon.scrub import setup_logging
 from medmon.monitor.storage import make_engine
 from medmon.monitor.service.webserver import RunningServer, serve_in_thread
 
@@ -164,11 +167,12 @@ def _start_receiver(engine: Engine, plan: Plan, token: str | None, opts: Service
 def run_service(plan_path: Path, stop: threading.Event | None = None, *,
                 options: ServiceOptions | None = None) -> ServiceResult:
     """Run until SIGTERM/SIGINT (or ``stop`` is set); see the module docstring for the lifecycle."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for chatty in ("apscheduler", "alembic", "httpx2", "httpx"):  # per-job and per-request lines drown the service's own
-        logging.getLogger(chatty).setLevel(logging.WARNING)
+    if setup_logging(default=logging.INFO) > logging.DEBUG:
+        for chatty in ("apscheduler", "alembic", "httpx2", "httpx"):  # per-job and per-request lines drown the service's own
+            logging.getLogger(chatty).setLevel(logging.WARNING)
     opts = options or ServiceOptions()
     plan = check_plan(plan_path)
+    mask_logs(plan)  # from here on no log line carries a secret the plan refers to
     require_endpoint_env(plan)  # every call would fail with 401: refuse now, naming the variable
     token = receiver_token(plan) if plan.traffic is not None and plan.traffic.port is not None else None
     stop = stop or threading.Event()
@@ -182,6 +186,7 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
         return result
     ensure_current(engine, stamp=False)  # refuse an old schema before writing anything; the leader stamps
     record_plan_file(engine, plan_path, local_actor("medmon serve"), opts.now())  # audits a changed plan
+    plan = in_force(engine, plan)  # an edited threshold waits for an owner's approval
     identity = worker_identity()
     dispatch, runtime = _make_dispatch(engine, plan, opts.now)
     status = ServiceStatus(identity=identity, executor=plan.service.executor, heartbeat=lambda: runtime.heartbeat,
@@ -239,6 +244,9 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
             health.stop()
         if receiver is not None:
             receiver.stop()
+            judging = getattr(receiver.server.config.app.state, "judging", None)  # judging from memory
+            if judging is not None:
+                judging.stop()
         if telemetry is not None:
             telemetry.shutdown()
         engine.dispose()

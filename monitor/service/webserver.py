@@ -28,7 +28,10 @@ def serve_in_thread(app: object, *, host: str = "127.0.0.1", port: int = 0, time
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     actual = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=2)  # type: ignore[arg-type]
+    # log_config=None: uvicorn's records propagate to the root handlers, where secrets are masked,
+    # instead of going to handlers of its own.
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",  # type: ignore[arg-type]
+                            timeout_graceful_shutdown=2, log_config=None)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name=f"http-{actual}")
     thread.start()

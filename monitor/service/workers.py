@@ -142,18 +142,33 @@ def worker_argv(plan: Plan, *, concurrency: int = 1, hostname: str | None = None
     return argv
 
 
-def run_worker(plan_path: Path, *, concurrency: int = 1, hostname: str | None = None, loglevel: str = "INFO") -> None:
-    """``medmon worker``: consume probe messages until stopped (Celery handles SIGTERM: warm shutdown)."""
-    from medmon.monitor.governance.checks import check_plan
-    from medmon.monitor.plan.context import load_context
-    from medmon.monitor.storage import make_engine
+def run_worker(plan_path: Path, *, concurrency: int = 1, hostname: str | None = None, loglevel: str | None = None) -> None:
+    """``medmon worker``: consume probe messages until stopped (Celery handles SIGTERM: warm shutdown).
 
+    Logging is set up (secrets masked) before Celery's: Celery then keeps the root handler, and
+    its own task logger, which does not propagate, gets the same filter from Celery's signal.
+    """
+    from celery import signals
+
+    from medmon.monitor.governance.checks import check_plan
+    from medmon.monitor.governance.thresholds import in_force
+    from medmon.monitor.plan.context import load_context
+    from medmon.monitor.plan.privacy import mask_logs
+    from medmon.monitor.storage import make_engine
+    from medmon.scrub import install_filter, setup_logging
+
+    level = setup_logging(loglevel, default=logging.INFO)
+    signals.after_setup_logger.connect(lambda **_: install_filter(), weak=False)
+    signals.after_setup_task_logger.connect(lambda **_: install_filter(), weak=False)
     plan = check_plan(plan_path)
+    mask_logs(plan)
     engine = make_engine(plan.storage.url)
+    plan = in_force(engine, plan)  # the thresholds an owner approved, as the service uses
     app = make_celery(broker_url(plan), queue=plan.service.queue, visibility_timeout_s=visibility_timeout_of(plan))
     register_worker_runtime(app, worker_runtime(engine, plan, [load_context(plan, t) for t in plan.tasks]))
     try:
-        app.worker_main(worker_argv(plan, concurrency=concurrency, hostname=hostname, loglevel=loglevel))
+        app.worker_main(worker_argv(plan, concurrency=concurrency, hostname=hostname,
+                                    loglevel=logging.getLevelName(level)))
     finally:
         shared_pool().close()  # the model clients this worker kept open across its probes
         engine.dispose()

@@ -7,6 +7,7 @@ replicas can receive at once. Refused spans are counted per hour and reason.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,10 +21,14 @@ from sqlalchemy.engine import Connection, Engine
 from medmon.monitor.models import TrafficRejection, TrafficSpan
 from medmon.monitor.plan.model import Plan, Price
 from medmon.monitor.plan.intervals import parse_interval
+from medmon.monitor.plan.traffic import TrafficPrice
 from medmon.monitor.traffic.routes import route_task
 from medmon.monitor.traffic.spans import CallRecord, Decoded, Limits
 from medmon.probes.redaction import Redactor, load_redactor, protect_text
 from medmon.probes.scoring import looks_like_refusal
+
+
+log = logging.getLogger("medmon.traffic")
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,19 @@ class Ingestor:
                                                    max_age=parse_interval(t.max_age))
         return cls(plan, load_redactor(plan.privacy.redactor), limits)
 
+    def cost(self, call: CallRecord) -> float | None:
+        """Dollars for the call: at the served model's price in ``traffic.prices`` (else the requested
+        model's), or the deployment's price for every call when the plan lists none."""
+        t = self.plan.traffic
+        if t is None or not t.prices:
+            return call_cost(self.plan.deployment.price, call.input_tokens, call.output_tokens)
+        model = call.response_model or call.request_model
+        price = t.price_for(model)
+        if price is None:
+            _unpriced(model)
+            return None
+        return None if price.unpriced else call_cost(price, call.input_tokens, call.output_tokens)
+
     def row(self, call: CallRecord, now: datetime) -> dict[str, Any]:
         """The stored form of a call: its task, cost, refusal flag and protected text."""
         routes = self.plan.traffic.routes if self.plan.traffic is not None else []
@@ -52,7 +70,7 @@ class Ingestor:
             "request_model": call.request_model, "response_model": call.response_model,
             "system_fingerprint": call.system_fingerprint, "started_at": call.started_at, "ended_at": call.ended_at,
             "latency_s": call.latency_s, "input_tokens": call.input_tokens, "output_tokens": call.output_tokens,
-            "cost_usd": call_cost(self.plan.deployment.price, call.input_tokens, call.output_tokens),
+            "cost_usd": self.cost(call),
             "finish_reason": call.finish_reason, "error_type": call.error_type,
             "has_content": call.completion is not None,
             "refused": looks_like_refusal(call.completion) if call.completion else None,
@@ -62,7 +80,17 @@ class Ingestor:
         }
 
 
-def call_cost(price: Price, input_tokens: int | None, output_tokens: int | None) -> float | None:
+def _unpriced(model: str) -> None:
+    """Say once per model and process that its calls get no cost (a model the plan's prices miss)."""
+    if model not in _WARNED:
+        _WARNED.add(model)
+        log.warning("traffic.prices has no entry for model %r: its calls are stored without a cost", model)
+
+
+_WARNED: set[str] = set()
+
+
+def call_cost(price: Price | TrafficPrice, input_tokens: int | None, output_tokens: int | None) -> float | None:
     """Dollars for one call at the plan's prices per million tokens; None without token counts."""
     if input_tokens is None and output_tokens is None:
         return None

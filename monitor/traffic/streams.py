@@ -37,6 +37,7 @@ from medmon.monitor.models import LATENCY_BUCKETS, FindingRecord, StreamStatus, 
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.routing import notify_policy
 from medmon.monitor.traffic.reference import MEDIAN_METRICS, RATE_METRICS, ensure_reference
+from medmon.monitor.traffic.volume import METRIC as VOLUME, due_hours, ensure_volume, mark_tested, volume_specs
 
 log = logging.getLogger("medmon.traffic")
 
@@ -52,8 +53,9 @@ WHAT = {
 RULES = {"traffic_cost": "traffic_cost_rise", "traffic_latency": "traffic_latency_rise",
          "traffic_output_tokens": "traffic_length_rise", "traffic_error_rate": "traffic_errors",
          "traffic_truncation": "traffic_truncation", "traffic_refusal": "traffic_refusals",
-         "traffic_judged_score": "traffic_judged_drop", "traffic_jury_agreement": "traffic_jury_disagreement"}
-OPERATIONAL_RULES = frozenset({"traffic_cost", "traffic_latency", "traffic_output_tokens", "traffic_error_rate"})
+         "traffic_judged_score": "traffic_judged_drop", "traffic_jury_agreement": "traffic_jury_disagreement",
+         f"{VOLUME}:drop": "traffic_collapse", f"{VOLUME}:rise": "traffic_surge"}
+OPERATIONAL_RULES = frozenset({"traffic_cost", "traffic_latency", "traffic_output_tokens", "traffic_error_rate", VOLUME})
 
 
 @dataclass
@@ -155,7 +157,7 @@ def signal_of(plan: Plan, update: StreamUpdate) -> Signal | None:
     """A traffic stream's alarm as a firing signal, its recovery as a clearing one, else nothing."""
     subject = task_subject(plan, plan.task(update.spec.task_id))
     metric = update.spec.metric
-    rule = RULES.get(metric, f"{metric}_rise")
+    rule = RULES.get(f"{metric}:{update.spec.direction}") or RULES.get(metric, f"{metric}_rise")
     impact = Impact.operational if metric in OPERATIONAL_RULES else None
     if update.finding is not None:
         f = update.finding
@@ -191,23 +193,41 @@ def _model_changes(session: Session, plan: Plan, ref: TrafficReference, spans: S
     return out
 
 
-def _feed_task(session: Session, plan: Plan, ref: TrafficReference, spans: Sequence[Any],
-               now: datetime, out: TrafficPass) -> None:
-    after = [s for s in spans if as_utc(s.ended_at) > as_utc(ref.period_to)]
-    if not after:
-        return
-    after.sort(key=lambda s: (s.ended_at, s.id or 0))
-    specs = traffic_specs(plan, ref)
-    threshold = traffic_threshold(plan, len(specs))
+def _task_threshold(plan: Plan, ref: TrafficReference) -> float:
+    """The threshold of each of a task's span streams and call-volume streams (one share each)."""
+    return traffic_threshold(plan, len(traffic_specs(plan, ref)) + 2)
+
+
+def _feed(session: Session, plan: Plan, specs: Sequence[StreamSpec], threshold: float, items: Sequence[Any],
+          now: datetime, out: TrafficPass) -> None:
     for spec in specs:
-        update = update_stream(session, spec, threshold, after, now)  # type: ignore[arg-type]
+        update = update_stream(session, spec, threshold, items, now)  # type: ignore[arg-type]
         out.updates.append(update)
         signal = signal_of(plan, update)
         if update.finding is not None:
             session.add(finding_record(update, None, signal.summary if signal else update.summary, now))
         if signal is not None:
             out.signals.append(signal)
+
+
+def _feed_task(session: Session, plan: Plan, ref: TrafficReference, spans: Sequence[Any],
+               now: datetime, out: TrafficPass) -> None:
+    after = [s for s in spans if as_utc(s.ended_at) > as_utc(ref.period_to)]
+    if not after:
+        return
+    after.sort(key=lambda s: (s.ended_at, s.id or 0))
+    _feed(session, plan, traffic_specs(plan, ref), _task_threshold(plan, ref), after, now, out)
     out.signals.extend(_model_changes(session, plan, ref, after, now))
+
+
+def _feed_volume(session: Session, plan: Plan, ref: TrafficReference, now: datetime, out: TrafficPass) -> None:
+    """Test the task's finished hours not yet tested against the same hours of its reference."""
+    if ensure_volume(session, ref) is None:
+        return
+    hours = due_hours(session, ref, now)
+    if hours:
+        _feed(session, plan, volume_specs(plan, ref), _task_threshold(plan, ref), hours, now, out)
+        mark_tested(session, ref, hours)
 
 
 def traffic_pass(session: Session, plan: Plan, now: datetime, *, batch: int = BATCH) -> TrafficPass:
@@ -224,9 +244,8 @@ def traffic_pass(session: Session, plan: Plan, now: datetime, *, batch: int = BA
     task_ids = {t.id for t in plan.tasks}
     refs = {task_id: ensure_reference(session, plan.traffic, task_id, now)  # a period may end without new spans
             for task_id in sorted({r.task for r in plan.traffic.routes} & task_ids)}
-    if not spans:
-        return out
-    _rollup(session, spans)
+    if spans:
+        _rollup(session, spans)
     by_task: dict[str, list[Any]] = defaultdict(list)
     for s in spans:
         if s.task_id is None:
@@ -237,8 +256,13 @@ def traffic_pass(session: Session, plan: Plan, now: datetime, *, batch: int = BA
         if task_id not in task_ids:
             continue  # routed by an older plan: kept in the rollups, not streamed
         ref = refs.get(task_id) or ensure_reference(session, plan.traffic, task_id, now)
+        refs[task_id] = ref
         if ref is not None:
             _feed_task(session, plan, ref, rows, now, out)
+    if len(spans) < batch:  # every waiting span is rolled up: finished hours can be counted
+        for ref in refs.values():
+            if ref is not None:
+                _feed_volume(session, plan, ref, now, out)
     ids = [s.id for s in spans]
     for i in range(0, len(ids), 1000):
         session.execute(update(table).where(table.c.id.in_(ids[i:i + 1000])).values(streamed=True))

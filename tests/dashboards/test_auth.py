@@ -57,7 +57,7 @@ def test_route_urls_are_masked_but_model_and_dashboard_urls_stay() -> None:
             "    - {name: slack, type: slack, url: https://hooks.slack.com/services/T0/B0/SECRET}\n"
             "    - name: hook\n      url: https://hooks.example/abc?token=SECRET # on-call\n"
             "  dashboard_url: http://127.0.0.1:8501\n")
-    masked = masked_plan(text)
+    masked = masked_plan(text, None)
     assert "SECRET" not in masked
     assert masked.count("•••• (masked)") == 2
     assert "base_url: http://llm.internal/v1" in masked and "dashboard_url: http://127.0.0.1:8501" in masked

@@ -267,7 +267,7 @@ def test_the_report_masks_urls_as_the_dashboard_does_and_blanks_secrets(
     html = render_committee(report)
     for secret in ("TOKEN9", "DBPASS42", "sk-live-PAPERsecret77"):
         assert secret not in html
-    assert report.plan_record["text"] == masked_plan(plan_text)
+    assert report.plan_record["text"] == masked_plan(plan_text, report.plan)
     assert "http://llm.internal/v1" in html  # the model's address is not a secret
     assert "endpoint said: invalid key ***" in html
 

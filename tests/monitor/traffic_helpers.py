@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
 from typing import Any
+
+import numpy as np
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
@@ -14,6 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from medmon.monitor.plan.model import Plan
+from medmon.monitor.traffic.spans import CallRecord
 from tests.conftest import plan_dict
 
 MODEL = "medmon-simulator/clinical-v1"
@@ -67,3 +72,53 @@ def traffic_plan(db_url: str, **traffic: Any) -> Plan:
                                                {"task": "discharge", "service": "discharge-app"}], **traffic},
     )
     return Plan.model_validate(data)
+
+
+def clinic_rate(hour: datetime, peak: float, weekends: bool = False) -> float:
+    """Expected calls in one hour of a clinical application: busy 8:00-18:00, quiet at night.
+
+    ``weekends``: Saturdays and Sundays see 40% of a weekday's traffic.
+    """
+    h = hour.hour
+    share = 1.0 if 8 <= h < 18 else 0.5 if h in (7, 18, 19) else 0.25 if 20 <= h < 23 else 0.05
+    return peak * share * (0.4 if weekends and hour.weekday() >= 5 else 1.0)
+
+
+def working_hour(hour: datetime) -> bool:
+    return 8 <= hour.hour < 18
+
+
+def clinic_counts(seed: int, start: datetime, hours: int, peak: float, *, weekends: bool = False,
+                  change_at: datetime | None = None, change: float = 1.0,
+                  when: Callable[[datetime], bool] = working_hour) -> list[tuple[datetime, int]]:
+    """Simulated calls per hour: the clinic's rhythm, a day-to-day and an hour-to-hour factor (5% SD each,
+    so more spread than Poisson), Poisson counts; from ``change_at`` the hours ``when`` selects get
+    ``change`` times their calls."""
+    rng = np.random.default_rng(seed)
+    out, day_factor, day = [], 1.0, None
+    for i in range(hours):
+        hour = start + timedelta(hours=i)
+        if hour.date() != day:
+            day, day_factor = hour.date(), float(rng.lognormal(0.0, 0.05))
+        rate = clinic_rate(hour, peak, weekends) * day_factor * float(rng.gamma(400.0, 1 / 400.0))
+        if change_at is not None and hour >= change_at and when(hour):
+            rate *= change
+        out.append((hour, int(rng.poisson(rate))))
+    return out
+
+
+def calls_in_hours(seed: int, counts: Sequence[tuple[datetime, int]], *, model: str = MODEL,
+                   service: str = "discharge-app", attributes: dict[str, str] | None = None) -> list[CallRecord]:
+    """One decoded GenAI call per counted call, spread evenly over its hour."""
+    rng = random.Random(seed)
+    out = []
+    for hour, n in counts:
+        for i in range(n):
+            end = hour + timedelta(seconds=(i + 0.5) * 3600 / n)
+            out.append(CallRecord(trace_id=f"{rng.getrandbits(128):032x}", span_id=f"{rng.getrandbits(64):016x}",
+                                  service=service, span_name=f"chat {model}", operation="chat",
+                                  request_model=model, response_model=model, system_fingerprint="fp1",
+                                  started_at=end - timedelta(seconds=1), ended_at=end, input_tokens=300,
+                                  output_tokens=rng.randint(100, 300), finish_reason="stop", error_type=None,
+                                  prompt=None, completion=None, attributes=dict(attributes or {})))
+    return out

@@ -5,6 +5,7 @@ returns a :class:`Finding` from ``update(x)`` when it concludes, and keeps its s
 dataclass (``.state``) that round-trips through JSON into ``DetectorState``.
 """
 
+from medmon.monitor.detection.drift.counts import CountSR
 from medmon.monitor.detection.drift.esr import MixtureSR, MixtureSRState
 from medmon.monitor.detection.drift.esr_batch import MixtureSRBatch
 from medmon.monitor.detection.drift.finding import Finding
@@ -17,6 +18,7 @@ from medmon.monitor.detection.drift.pooled import PooledSR, PooledState
 from medmon.monitor.detection.drift.river_adapter import RiverDrift, RiverState
 
 __all__ = [
+    "CountSR",
     "Finding",
     "GapState",
     "JudgeAgreementSR",

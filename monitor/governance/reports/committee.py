@@ -26,11 +26,12 @@ from medmon.monitor.governance.changes import list_changes
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.models import AuditEvent, FindingRecord, ModelIdentity, Reevaluation
 from medmon.monitor.plan.model import Plan
-from medmon.monitor.plan.privacy import mask_plan_text
+from medmon.monitor.plan.masking import masked_plan
 from medmon.monitor.governance.reevaluation import judge, list_reevaluations
 from medmon.monitor.governance.reports.limitations import known_limitations
 from medmon.monitor.governance.reports.oversight import OversightSection, build_oversight_section
 from medmon.monitor.governance.approvals import baseline_proposals
+from medmon.monitor.governance.thresholds import threshold_proposals, with_thresholds_in_force
 from medmon.monitor.governance.reports.period import Period
 from medmon.monitor.governance.reports.recommendation import Recommendation, RecommendationRules, TaskFacts, recommend
 from medmon.monitor.governance.reports.record import (
@@ -61,7 +62,8 @@ MAX_POINTS = 400
 RECENT_WINDOW = 200  # answers: the dashboard's "score now" (medmon.monitor.read.overview.RECENT_WINDOW)
 HUMAN_KINDS = (AuditKind.alert_acknowledged, AuditKind.alert_resolved, AuditKind.alert_silenced,
                AuditKind.alert_unsilenced, AuditKind.baseline_approved, AuditKind.change_declared,
-               AuditKind.plan_change, AuditKind.threshold_change, AuditKind.baseline_import)
+               AuditKind.plan_change, AuditKind.threshold_change, AuditKind.baseline_import,
+               AuditKind.threshold_approved)
 
 
 @dataclass
@@ -480,11 +482,11 @@ def _decisions_requested(session: Session, plan: Plan, period: Period, tasks: li
             out.append({"task": r["task"], "kind": "re-evaluation result",
                         "ask": f"adopt or reject re-evaluation {r['id']} (estimate {r['estimate']:.3f}, "
                                f"{'pass' if r['passed'] else 'fail'}) as {r['task']}'s baseline"})
-    for e in list_events(session, kind=AuditKind.threshold_change, since=period.start, until=period.end):
-        d = e.details
-        out.append({"task": str(d.get("task")), "kind": "threshold change",
-                    "ask": f"confirm {d.get('task')} {d.get('threshold')} {d.get('old')} -> {d.get('new')} "
-                           f"(recorded by {e.actor}, no approver named)"})
+    for p in threshold_proposals(session, before=period.end):
+        out.append({"task": p.task, "kind": "threshold change",
+                    "ask": f"approve or reject {p.task} {p.threshold} {p.in_force} -> {p.proposed}"
+                           f"{' (loosens it)' if p.looser else ''}, proposed by {p.proposed_by} in the plan "
+                           f"recorded at audit seq {p.plan_seq}; until then {p.in_force} is in force"})
     for row in equity_rows:
         if row.gap_exceeds:
             out.append({"task": row.task, "kind": "equity gap",
@@ -502,6 +504,17 @@ def _executive(tasks: list[TaskEvidence], alerts: list[AlertRow]) -> list[dict[s
                     "estimate": t.estimate,
                     "difference": t.difference, "open_alerts": open_alerts})
     return out
+
+
+def _answer_views(session: Session, period: Period) -> dict[str, Any]:
+    """Who was shown stored answers on the dashboard in the period (one entry per session, task and page)."""
+    views = list_events(session, kind=AuditKind.answers_viewed, since=period.start, until=period.end)
+    by_task: dict[str, int] = {}
+    for e in views:
+        task = str(e.details.get("task", ""))
+        by_task[task] = by_task.get(task, 0) + 1
+    return {"views": len(views), "viewers": sorted({e.actor for e in views}), "by_task": dict(sorted(by_task.items())),
+            "unauthenticated": sum(1 for e in views if not e.details.get("authenticated"))}
 
 
 def _privacy(session: Session, plan: Plan, period: Period) -> dict[str, Any]:
@@ -522,7 +535,7 @@ def build_committee_report(session: Session, plan: Plan, period: Period, *, now:
     watches traffic.
     """
     in_force = plan_in_force(session, period, plan, plan_text)
-    plan = in_force.plan
+    plan = with_thresholds_in_force(session, in_force.plan, before=period.end)  # approved ones, not the edit
     identities, changes, reevaluations = _changes(session, period)
     check = verify(session)
     decisions = [{"seq": e.seq, "at": as_utc(e.at), "kind": e.kind, "actor": e.actor, "subject": e.subject,
@@ -541,10 +554,10 @@ def build_committee_report(session: Session, plan: Plan, period: Period, *, now:
         changes=changes, reevaluations=reevaluations, costs=_costs(session, period), judge_cost_usd=judge_usd,
         judge_calls=judge_calls, limitations=known_limitations(plan), decisions=decisions,
         audit={"ok": check.ok, "entries": check.entries, "head_seq": check.head_seq, "head_hash": check.head_hash,
-               "problems": [str(p) for p in check.problems]},
-        # URLs can carry credentials (a Slack or Teams webhook URL is one): masked as on the
-        # dashboard; the SHA-256 shown is of the plan as recorded.
-        plan_record=(in_force.record | {"text": mask_plan_text(str(in_force.record.get("text") or ""))}
+               "problems": [str(p) for p in check.problems], "answers_viewed": _answer_views(session, period)},
+        # URLs can carry credentials (a Slack or Teams webhook URL is one): masked by the function
+        # the dashboard uses; the SHA-256 shown is of the plan as recorded.
+        plan_record=(in_force.record | {"text": masked_plan(str(in_force.record.get("text") or ""), plan)}
                      if in_force.record else None), notes=in_force.notes, plan_recorded=in_force.recorded,
         plan_file_matches=in_force.file_matches, executive=_executive(tasks, alerts),
         decisions_requested=_decisions_requested(session, plan, period, tasks, reevaluations, equity_rows),
@@ -560,6 +573,10 @@ def build_committee_report(session: Session, plan: Plan, period: Period, *, now:
 
 def _decision_text(event: AuditEvent) -> str:
     d = event.details or {}
+    if event.kind == AuditKind.threshold_approved.value:
+        changed = ", ".join(f"{c.get('threshold')} {c.get('old')} -> {c.get('new')}" for c in d.get("changes") or [])
+        committee = f"; committee: {d['committee_decision']}" if d.get("committee_decision") else ""
+        return f"thresholds approved: {changed} ({d.get('reason')}{committee})"
     for key in ("note", "reason", "summary"):
         if d.get(key):
             return str(d[key])

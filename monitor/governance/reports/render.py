@@ -18,7 +18,6 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from medmon.monitor.governance.reports.plan_document import PlanDocument
-from medmon.monitor.plan.masking import masked_plan
 from medmon.monitor.governance.reports.committee import CommitteeReport
 from medmon.monitor.plan.privacy import scrub_plan_secrets
 
@@ -56,7 +55,7 @@ def decision(passed: bool | None, conclusive: bool | None) -> Markup:
 def environment() -> Environment:
     env = Environment(loader=PackageLoader("medmon.monitor.governance.reports", "templates"), autoescape=select_autoescape(default=True),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(f3=_f3, usd=_usd, dt=_dt, minutes=_minutes, masked=masked_plan)
+    env.filters.update(f3=_f3, usd=_usd, dt=_dt, minutes=_minutes)
     env.globals["decision"] = decision
     return env
 

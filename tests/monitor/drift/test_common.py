@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from medmon.monitor.detection.drift import (
-    Finding, JudgeAgreementSR, JudgeBiasSR, MixtureSR, OneShotPaired, PairedSR, PooledSR, RiverDrift, SubgroupGapSR,
+    CountSR, Finding, JudgeAgreementSR, JudgeBiasSR, MixtureSR, OneShotPaired, PairedSR, PooledSR, RiverDrift, SubgroupGapSR,
 )
 
-DETECTORS = [MixtureSR, PairedSR, SubgroupGapSR, PooledSR, JudgeAgreementSR, JudgeBiasSR, OneShotPaired, RiverDrift]
+DETECTORS = [MixtureSR, PairedSR, SubgroupGapSR, PooledSR, JudgeAgreementSR, JudgeBiasSR, OneShotPaired, RiverDrift, CountSR]
 CHANGE_AT = {OneShotPaired: 0}  # where each test drift stream changes; 300 unless listed
 ALARMS = ("alarm", "degraded")
 

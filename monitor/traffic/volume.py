@@ -1,0 +1,208 @@
+"""Calls per hour against the same hours of the reference: a traffic collapse or surge.
+
+Clinical use follows the clock: busy on weekday mornings, quiet at night. So each finished hour's
+call count is compared with the reference's count for the *same hour*: the same hour of the day,
+and the same weekday too when the reference covers at least ``WEEK`` (seven days); a shorter
+reference compares by hour of the day only (a weekend then looks like a drop unless the reference
+held one: declare a week or more when weekends differ).
+
+What the reference gives per slot (hour of day, or weekday and hour) is the mean count ``m`` over
+its ``d`` days, and for the task one dispersion ``phi`` (variance ``m + phi m^2``), pooled over the
+slots by the method of moments and raised by its own sampling error plus a floor, because a
+hospital's traffic varies more than Poisson (meetings, ward rounds, a busy day). Each hour is then
+tested by ``CountSR`` (negative binomial e-values) against a null that carries the slot mean's
+sampling error (``z`` standard errors, as the other traffic nulls) and the plan's
+``traffic.volume_tolerance``:
+
+- drop: ``mu0 = (m - z se) (1 - tolerance)``, an hour whose ``mu0`` is under ``MIN_EXPECTED`` calls
+  is too quiet to show a drop and is skipped;
+- rise: ``mu0 = (m + z se) (1 + tolerance)``,
+
+with ``se = sqrt((m + phi m^2 + 1) / d)`` (the ``+ 1`` keeps a slot the reference saw empty from
+being taken for an exact zero). The two streams share the task's traffic budget like the others.
+
+An hour is tested once it is ``GRACE`` past its end (exporters send in batches) and once no span
+is waiting to be rolled up; spans arriving later still count in the rollups, not in the test. At
+most ``MAX_CATCH_UP`` of past hours are tested at once: hours the monitor itself was not running
+are not the application's outage.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlmodel import Session, col, func, select
+
+from medmon.db import as_utc
+from medmon.monitor.detection.drift.budget import OPERATIONAL
+from medmon.monitor.detection.drift.layout import StreamSpec, margin_z
+from medmon.monitor.models import TrafficReference, TrafficRollup
+from medmon.monitor.plan.model import Plan
+
+HOUR = timedelta(hours=1)
+WEEK = timedelta(days=7)
+GRACE = timedelta(minutes=10)
+MAX_CATCH_UP = timedelta(hours=24)
+MIN_HOURS = 24  # full hours a reference needs before its volume is a null
+MIN_EXPECTED = 5.0
+PHI_FLOOR = 0.0025  # at least 5% of extra-Poisson variation per hour
+METRIC = "traffic_calls"
+WHAT = {
+    "drop": "far fewer real calls arrive than in the same hours of the reference (traffic collapse: "
+            "an outage or a broken integration?)",
+    "rise": "far more real calls arrive than in the same hours of the reference (traffic surge: "
+            "a retry loop, a new use or misrouted traffic?)",
+}
+
+
+@dataclass(frozen=True)
+class HourCount:
+    """One finished hour of a task's traffic and what the reference expected of it."""
+
+    hour: datetime
+    calls: int
+    expected: float  # the reference's mean count for this slot
+    days: int  # how many reference hours that mean stands on
+
+
+def floor_hour(t: datetime) -> datetime:
+    return as_utc(t).replace(minute=0, second=0, microsecond=0)
+
+
+def _slot(hour: datetime, weekly: bool) -> str:
+    return f"{hour.weekday()}-{hour.hour:02d}" if weekly else f"{hour.hour:02d}"
+
+
+def _hour_counts(session: Session, task_id: str, start: datetime, end: datetime) -> dict[datetime, int]:
+    """Calls per hour of a task in ``[start, end)``, from the rollups (all models)."""
+    rows = session.exec(select(TrafficRollup.hour, func.sum(TrafficRollup.calls)).where(
+        TrafficRollup.task_id == task_id, col(TrafficRollup.hour) >= start, col(TrafficRollup.hour) < end)
+        .group_by(col(TrafficRollup.hour))).all()
+    return {as_utc(h): int(n or 0) for h, n in rows}
+
+
+def _hours(start: datetime, end: datetime) -> list[datetime]:
+    out, h = [], start
+    while h < end:
+        out.append(h)
+        h += HOUR
+    return out
+
+
+def dispersion(groups: Sequence[Sequence[int]]) -> tuple[float, int]:
+    """Pooled method-of-moments dispersion ``phi`` of counts grouped by slot, and its degrees of freedom.
+
+    ``E[sum (c - mean)^2] = (d - 1)(m + phi m^2)`` in each slot of ``d`` counts.
+
+    Examples
+    --------
+    >>> dispersion([[100, 100, 100], [50, 50]])   # no variation at all: not even Poisson's
+    (0.0, 3)
+    >>> round(dispersion([[80, 120], [40, 60]])[0], 3)
+    0.032
+    """
+    ss = excess = weight = 0.0
+    df = 0
+    for counts in groups:
+        d = len(counts)
+        if d < 2:
+            continue
+        m = sum(counts) / d
+        ss += sum((c - m) ** 2 for c in counts)
+        excess += (d - 1) * m
+        weight += (d - 1) * m * m
+        df += d - 1
+    if weight <= 0:
+        return 0.0, df
+    return max(0.0, (ss - excess) / weight), df
+
+
+def volume_reference(session: Session, ref: TrafficReference) -> dict[str, Any] | None:
+    """Per slot mean and days, and the dispersion, from the reference period's full hours (None: too short)."""
+    start = floor_hour(ref.period_from) + (HOUR if floor_hour(ref.period_from) < as_utc(ref.period_from) else timedelta())
+    end = floor_hour(ref.period_to)
+    hours = _hours(start, end)
+    if len(hours) < MIN_HOURS:
+        return None
+    weekly = end - start >= WEEK
+    counts = _hour_counts(session, ref.task_id, start, end)
+    slots: dict[str, list[int]] = defaultdict(list)
+    daily: dict[str, list[int]] = defaultdict(list)
+    for h in hours:
+        slots[_slot(h, weekly)].append(counts.get(h, 0))
+        daily[_slot(h, False)].append(counts.get(h, 0))
+    phi, df = dispersion(list(slots.values()))
+    if df == 0:  # one week only: weekdays have one day each; hours of the day pooled (conservative)
+        phi, df = dispersion(list(daily.values()))
+    phi_up = phi * (1 + 2 * math.sqrt(2 / max(df, 1))) + PHI_FLOOR
+    return {"slots": "weekday and hour" if weekly else "hour of day", "weekly": weekly,
+            "mean": {s: sum(v) / len(v) for s, v in slots.items()}, "days": {s: len(v) for s, v in slots.items()},
+            "phi": phi_up, "phi_estimate": phi, "df": df, "hours": len(hours), "tested_to": end.isoformat()}
+
+
+def _null(h: HourCount, phi: float, z: float, tolerance: float, direction: str) -> float:
+    m = h.expected
+    se = math.sqrt((m + phi * m * m + 1) / max(h.days, 1))
+    return (m - z * se) * (1 - tolerance) if direction == "drop" else (m + z * se) * (1 + tolerance)
+
+
+def volume_specs(plan: Plan, ref: TrafficReference) -> list[StreamSpec]:
+    """The task's two call-volume streams (drop, rise) once its reference holds a day of full hours."""
+    assert plan.traffic is not None
+    vol = ref.stats.get("volume")
+    if not vol:
+        return []
+    z, tol, phi = margin_z(plan), plan.traffic.volume_tolerance, float(vol["phi"])
+    specs = []
+    for direction in ("drop", "rise"):
+        def observe(h: HourCount, direction: str = direction) -> tuple[float, float, float] | None:
+            mu0 = _null(h, phi, z, tol, direction)
+            if direction == "drop" and mu0 < MIN_EXPECTED:
+                return None
+            return float(h.calls), max(mu0, 1.0), max(h.expected, 1.0)
+        ratio = 1 - tol if direction == "drop" else 1 + tol
+        specs.append(StreamSpec(f"{ref.task_id}:{METRIC}:{direction}", ref.task_id, METRIC, direction, ratio, 1.0,
+                                observe, "count_sr",
+                                {"phi": phi, "direction": direction, "null_ratio": ratio,
+                                 "reference": ref.period_to.isoformat()},
+                                OPERATIONAL, what=WHAT[direction]))
+    return specs
+
+
+def ensure_volume(session: Session, ref: TrafficReference) -> dict[str, Any] | None:
+    """The reference's volume part, measured the first time it is asked for."""
+    if "volume" not in ref.stats:
+        vol = volume_reference(session, ref)
+        if vol is None:
+            return None
+        ref.stats = {**ref.stats, "volume": vol}
+        session.add(ref)
+    return ref.stats["volume"]
+
+
+def due_hours(session: Session, ref: TrafficReference, now: datetime) -> list[HourCount]:
+    """The finished hours not yet tested (oldest first), each with its count and expectation."""
+    vol = ref.stats["volume"]
+    last = floor_hour(now - GRACE)  # hours ending by now - GRACE are finished
+    start = max(datetime.fromisoformat(vol["tested_to"]), last - MAX_CATCH_UP)
+    hours = _hours(start, last)
+    if not hours:
+        return []
+    counts = _hour_counts(session, ref.task_id, hours[0], last)
+    out = []
+    for h in hours:
+        slot = _slot(h, vol["weekly"])
+        out.append(HourCount(h, counts.get(h, 0), float(vol["mean"].get(slot, 0.0)), int(vol["days"].get(slot, 0))))
+    return out
+
+
+def mark_tested(session: Session, ref: TrafficReference, hours: Sequence[HourCount]) -> None:
+    if hours:
+        vol = {**ref.stats["volume"], "tested_to": (hours[-1].hour + HOUR).isoformat()}
+        ref.stats = {**ref.stats, "volume": vol}
+        session.add(ref)
