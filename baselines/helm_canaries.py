@@ -192,14 +192,15 @@ def build_pack(
     """Canaries for every instance on the main split, jury detail and HELM's completions by canary id."""
     states = scenario_state.get("request_states") if isinstance(scenario_state, dict) else None
     if not isinstance(states, list):
-        raise HelmFormatError(file, "request_states", "key missing or not a list")
+        raise HelmFormatError(file, "request_states", "key missing or not a list", at=["request_states"])
     first: dict[str, dict[str, Any]] = {}
     completions: dict[str, list[str | None]] = {}
     adapter_spec = scenario_state.get("adapter_spec") or {}
     for i, state in enumerate(states):
         instance = state.get("instance") if isinstance(state, dict) else None
         if not isinstance(instance, dict) or not isinstance(instance.get("id"), str):
-            raise HelmFormatError(file, f"request_states[{i}].instance.id", "key missing")
+            raise HelmFormatError(file, f"request_states[{i}].instance.id", "key missing or not a string",
+                                  at=["request_states", i, "instance", "id"])
         if "perturbation" in instance or str(instance.get("split") or ctx.metric.split) != ctx.metric.split:
             continue
         completions.setdefault(instance["id"], []).append(completion_text(state))
