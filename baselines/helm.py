@@ -112,7 +112,7 @@ def read_run(run_dir: Path, *, suite: str = "", run_spec: dict[str, Any] | None 
     entry = resolve(benchmark)
     rows = load_json(stats_file, role="run statistics")
     stats = plain_stats(rows, stats_file)
-    metric = choose_main_metric(spec, stats, entry, stats_file)
+    metric = choose_main_metric(spec, stats, entry, stats_file, rows)
     value, n = run_value_and_n(stats, metric)
     if n is not None and n < 1:
         raise HelmFormatError(stats_file, f"num_instances (split {metric.split}).mean",

@@ -110,12 +110,22 @@ def _split_for(stats: dict[tuple[str, str], dict[str, Any]], name: str) -> str |
 
 
 def choose_main_metric(
-    run_spec: dict[str, Any], stats: dict[tuple[str, str], dict[str, Any]], entry: TaxonomyEntry, file: Path
+    run_spec: dict[str, Any], stats: dict[tuple[str, str], dict[str, Any]], entry: TaxonomyEntry, file: Path,
+    rows: list[Any] | None = None,
 ) -> MainMetric:
-    """Pick the main metric by the rules in this module's docstring."""
+    """Pick the main metric by the rules in this module's docstring.
+
+    ``rows`` (the file's list, of which ``stats`` holds the entries) lets an error name the line.
+    """
     if entry.in_taxonomy and entry.main_metric:
         name, split = entry.main_metric, entry.main_split
-        if not _has_value(stats.get((name, split))):
+        written_stat = stats.get((name, split))
+        if written_stat is not None and not _has_value(written_stat):
+            field = "count" if not (_finite(written_stat.get("count")) and written_stat["count"] > 0) else "mean"
+            raise HelmFormatError(file, f"{name} (split {split}).{field}",
+                                  "expected a finite number" + (" above 0" if field == "count" else ""),
+                                  at=None if rows is None else [stat_index(rows, written_stat), field])
+        if not _has_value(written_stat):
             written = sorted({n for (n, s) in stats if s == split}) or sorted({n for n, _ in stats})
             raise UnknownMetric(
                 file,

@@ -229,6 +229,32 @@ def test_a_main_metric_outside_its_scale_names_the_line(tmp_path: Path, db_url: 
     assert f"stats.json: line {line}: {main['name']['name']}.mean: value 7.5 outside" in result.output, result.output
 
 
+def test_a_non_finite_main_metric_names_the_line_not_a_missing_metric(tmp_path: Path, db_url: str) -> None:
+    run = copy_run(tmp_path)
+    _edit_stat(run, "exact_match", mean=float("inf"))
+    _edit_json(run / "stats.json", lambda _: None)
+    result = import_run(run, db_url)
+    line = _line_of(run / "stats.json", '"mean": Infinity')
+    assert result.exit_code == 2, result.output
+    assert f"stats.json: line {line}: exact_match (split test).mean: expected a finite number" in result.output
+
+
+def test_a_request_state_of_an_unforeseen_shape_names_its_line(tmp_path: Path, db_url: str) -> None:
+    run = copy_run(tmp_path)
+
+    def edit(state: dict[str, Any]) -> None:
+        state["request_states"][1]["instance"]["input"] = 5
+
+    _edit_json(run / "scenario_state.json", edit)
+    lines = (run / "scenario_state.json").read_text().splitlines()
+    # The oracle: written with indent=2, the states of the top-level "request_states" list open at 4 spaces.
+    assert lines[1].startswith('  "') and any(t == '  "request_states": [' for t in lines)
+    line = [i for i, t in enumerate(lines, 1) if t == "    {"][1]
+    result = import_run(run, db_url)
+    assert result.exit_code == 2, result.output
+    assert f"scenario_state.json: line {line}: request_states[1]: unexpected value" in result.output, result.output
+
+
 def test_a_yaml_integer_too_long_to_convert_names_the_line(tmp_path: Path) -> None:
     plan = tmp_path / "plan.yaml"
     text = yaml.safe_dump(plan_dict(), sort_keys=False).replace("sample_size: 20\n",
