@@ -148,6 +148,13 @@ def completion_text(state: dict[str, Any]) -> str | None:
     return text if isinstance(text, str) else None
 
 
+def _one_copy(shared: dict[str, dict[str, Any]], value: dict[str, Any]) -> dict[str, Any]:
+    """One object for equal tag and decoding maps across a pack: a suite holds tens of thousands of
+    canaries in memory until it is stored, nearly all with the same few maps (canaries are frozen
+    and nothing mutates these maps)."""
+    return shared.setdefault(repr(sorted(value.items())), value)
+
+
 def _tags(state: dict[str, Any], ctx: PackContext) -> dict[str, str]:
     instance = state["instance"]
     tags = {"source": "helm", "split": ctx.metric.split}
@@ -213,9 +220,10 @@ def build_pack(
                 first[instance["id"]], position[instance["id"]] = state, i
     canaries: list[Canary] = []
     juries: dict[str, JuryDetail] = {}
+    shared: dict[str, dict[str, Any]] = {}
     for instance_id in sorted(first):
         with _state_named(file, position[instance_id]):
-            canary, jury = _canary(first[instance_id], instance_id, scores, ctx, adapter_spec)
+            canary, jury = _canary(first[instance_id], instance_id, scores, ctx, adapter_spec, shared)
         canaries.append(canary)
         if jury is not None:
             juries[instance_id] = jury
@@ -233,8 +241,9 @@ def _state_named(file: Path, i: int) -> Iterator[None]:
 
 
 def _canary(state: dict[str, Any], instance_id: str, scores: dict[str, list[float]], ctx: PackContext,
-            adapter_spec: dict[str, Any]) -> tuple[Canary, JuryDetail | None]:
-    """One instance's canary (and its jury detail when the metric is a jury's)."""
+            adapter_spec: dict[str, Any], shared: dict[str, dict[str, Any]]) -> tuple[Canary, JuryDetail | None]:
+    """One instance's canary (and its jury detail when the metric is a jury's); equal tags and
+    decodings share one object through ``shared``."""
     messages = _messages(state)
     trials = scores.get(instance_id, [])
     fields = _scorer_fields(state, ctx)
@@ -243,7 +252,7 @@ def _canary(state: dict[str, Any], instance_id: str, scores: dict[str, list[floa
         messages=messages,
         references=tuple(fields["references"]),
         scorer=fields["scorer"],
-        tags=_tags(state, ctx),
+        tags=_one_copy(shared, _tags(state, ctx)),
         baseline_score=sum(trials) / len(trials) if trials else None,
         baseline_runs=len(trials),
         replayable=not _not_replayable(state, messages),
@@ -252,6 +261,6 @@ def _canary(state: dict[str, Any], instance_id: str, scores: dict[str, list[floa
         choices=tuple(fields["choices"]) if fields.get("choices") else None,
         pack=ctx.pack,
         benchmark=ctx.benchmark,
-        decoding=decoding_of(state, adapter_spec) or None,
+        decoding=_one_copy(shared, decoding_of(state, adapter_spec)) or None,
     )
     return canary, jury_detail(state) if ctx.metric.jury else None

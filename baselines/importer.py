@@ -160,6 +160,7 @@ def _read_runs(
     progress: Progress | None,
     report: ImportReport,
     run_files: dict[Path, dict[str, str]],
+    keep_completions: bool,
 ) -> list[RunEvidence]:
     evidence: list[RunEvidence] = []
     models_seen: set[str] = set()
@@ -170,8 +171,10 @@ def _read_runs(
             models_seen.add(adapter["model"])
             if model is None or model in (adapter["model"], adapter.get("model_deployment")):
                 try:
-                    evidence.append(read_run(run_dir, suite=suite, run_spec=spec,
-                                             source_files=run_files.get(run_dir)))
+                    run = read_run(run_dir, suite=suite, run_spec=spec, source_files=run_files.get(run_dir))
+                    if not keep_completions:  # only rescoring reads them: every run is held until stored
+                        run.completions = {}
+                    evidence.append(run)
                 except NoMainMetric as exc:
                     if strict or len(runs) == 1:
                         raise
@@ -312,7 +315,8 @@ def import_helm_path(
         if evidence is None:  # a first import, or a new or changed run: read and group every run
             report.skipped.clear()
             evidence = _read_runs(location.runs, suite=location.suite, model=model, strict=strict,
-                                  progress=progress, report=report, run_files=run_files)
+                                  progress=progress, report=report, run_files=run_files,
+                                  keep_completions=rescore is not None)
             evidence = _group(evidence, location.path)
             if rescore is not None:
                 evidence = [rescore_run(run, rescore) for run in evidence]

@@ -69,4 +69,4 @@ def rescore_run(run: RunEvidence, rescore: Rescore) -> RunEvidence:
     notes.append(f"HELM's completions scored again with medmon's scorer: {disagree} of {compared} instances "
                  f"disagree ({rate:.1%}), {unparsed} not readable"
                  + (f"; above the {DISAGREEMENT_FLAG:.0%} flag" if rate > DISAGREEMENT_FLAG else ""))
-    return replace(run, figures=figures, canaries=canaries, notes=notes)
+    return replace(run, figures=figures, canaries=canaries, notes=notes, completions={})  # scored: not kept

@@ -55,6 +55,7 @@ def write_plan(path: Path, sim_url: str, db_url: str, queue: str, tasks: int, sa
                    "schedule": "1h", "sample_size": sample_size, "baseline": {"value": 0.85, "n": 500},
                    "thresholds": {"min_score": 0.7}} for i in range(tasks)],
         "storage": {"url": db_url},
+        "alerts": {"allow_unrouted": True},  # throughput only: alerts are stored, none is sent
         "service": {"executor": "celery", "queue": queue, "seed": 1, "broker_url_env": "MEDMON_BENCH_BROKER"},
     }))
     return path

@@ -54,7 +54,7 @@ from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResul
 APP = ROOT / "dashboards" / "app.py"
 PAGES = ["overview", "task", "alerts", "costs", "jury", "baselines", "changes", "governance"]
 # Wider views a user can choose: (label, page, selectbox key, value), timed on the rerun they cause.
-VARIANTS = [("task, 1000 runs", "task", "runs", 1000), ("costs, 30 days", "costs", "period", "30 days"),
+VARIANTS = [("task, everything", "task", "range", "everything"), ("costs, 30 days", "costs", "period", "30 days"),
             ("costs, 90 days", "costs", "period", "90 days"), ("jury, 90 days", "jury", "jury_days", 90)]
 PER_RUN = 20
 JUDGED_PER_TASK = 500

@@ -13,9 +13,14 @@ Usage::
 
 For each seed it prints the import, the re-import of the unchanged files, and beside them their
 floors on the same files: the stdlib JSON parse and orjson's, and the SHA-256 of every file; then
-the medians and the ratios to those floors. Peak memory is the process's maximum resident set
-size (``resource.getrusage``); ``--tracemalloc`` also reports the Python heap peak of the import
-(slower: tracemalloc hooks every allocation).
+the medians and the ratios to those floors.
+
+The import runs in a fresh child process of its own (``python import_helm.py --child``), so its
+memory is the import's alone, not the generator's or the floors' parses: the child reports its
+resident set before the import (interpreter and medmon loaded) and its peak
+(``resource.getrusage(RUSAGE_SELF).ru_maxrss``) after it. ``--tracemalloc`` runs the import once
+more in another child under tracemalloc and reports the Python heap peak (slower: tracemalloc
+hooks every allocation, so the timed import never runs under it).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import json
 import random
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -273,6 +279,40 @@ def _maxrss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
+def _rss_mb() -> float:
+    """The resident set now (``/proc/self/statm``), for the child's starting point."""
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return pages * resource.getpagesize() / (1 << 20)
+
+
+def child_import(output: Path, database: str, heap: bool) -> dict[str, float]:
+    """The import alone, in this (fresh) process: wall time, resident set before and peak after."""
+    engine = make_engine(database)
+    before = _rss_mb()
+    if heap:
+        tracemalloc.start()
+    started = time.perf_counter()
+    with session_scope(engine) as session:
+        report = import_helm_path(session, output)
+        created = report.created
+        canaries = sum(b.canaries for b in report.baselines)
+        cells = report.leaderboard_entries
+    elapsed = time.perf_counter() - started
+    heap_mb = tracemalloc.get_traced_memory()[1] / 1e6 if heap else float("nan")
+    tracemalloc.stop()
+    engine.dispose()
+    return {"import": elapsed, "rss_before_mb": before, "peak_rss_mb": _maxrss_mb(), "heap_mb": heap_mb,
+            "created": created, "canaries": canaries, "cells": cells}
+
+
+def _in_child(output: Path, database: str, *, heap: bool = False) -> dict[str, float]:
+    args = [sys.executable, str(Path(__file__).resolve()), "--child", str(output), database]
+    done = subprocess.run(args + (["--tracemalloc"] if heap else []), capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"the import's child process failed (exit {done.returncode}):\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def _floors(output: Path) -> dict[str, float]:
     """What the import cannot beat: parsing the same JSON files (stdlib, orjson) and hashing them."""
     files = sorted(p for p in output.rglob("*.json") if p.is_file())
@@ -290,33 +330,32 @@ def _floors(output: Path) -> dict[str, float]:
 
 
 def measure(out: Path, n_benchmarks: int, instances: int, seed: int, *, heap: bool) -> dict[str, float]:
-    """One seed: generate the suite, then time the floors, the import and the unchanged re-import."""
+    """One seed: generate the suite, time the floors, then the import (in a fresh child process)
+    and the re-import of the unchanged files."""
     started = time.perf_counter()
     output = write_suite(out, n_benchmarks, instances, seed)
     size = sum(p.stat().st_size for p in output.rglob("*") if p.is_file())
     print(f"seed {seed}: generated {n_benchmarks} runs x {instances} instances ({size / 1e6:.0f} MB of JSON) "
           f"in {time.perf_counter() - started:.1f} s")
     floors = _floors(output)
-    engine = make_engine(f"sqlite:///{out / 'bench.db'}")
-    if heap:
-        tracemalloc.start()
-    started = time.perf_counter()
-    with session_scope(engine) as session:
-        report = import_helm_path(session, output)
-    elapsed = time.perf_counter() - started
-    heap_mb = tracemalloc.get_traced_memory()[1] / 1e6 if heap else float("nan")
-    tracemalloc.stop()
+    database = f"sqlite:///{out / 'bench.db'}"
+    child = _in_child(output, database)
+    heap_mb = _in_child(output, f"sqlite:///{out / 'heap.db'}", heap=True)["heap_mb"] if heap else float("nan")
+    engine = make_engine(database)
     started = time.perf_counter()
     with session_scope(engine) as session:
         again = import_helm_path(session, output)
     reimport = time.perf_counter() - started
-    assert again.created == 0 and again.unchanged == report.created
+    assert again.created == 0 and again.unchanged == child["created"]
     engine.dispose()
-    print(f"  import: {report.created} baselines, {sum(b.canaries for b in report.baselines)} canaries, "
-          f"{report.leaderboard_entries} leaderboard cells in {elapsed:.2f} s "
-          f"(stdlib json parse {floors['json']:.2f} s, orjson {floors['orjson']:.2f} s); "
-          f"re-import unchanged {reimport:.2f} s (SHA-256 of the files {floors['sha256']:.2f} s)")
-    return {"import": elapsed, "reimport": reimport, "heap_mb": heap_mb, "mb": size / 1e6, **floors}
+    print(f"  import: {child['created']} baselines, {child['canaries']} canaries, {child['cells']} leaderboard "
+          f"cells in {child['import']:.2f} s (stdlib json parse {floors['json']:.2f} s, orjson "
+          f"{floors['orjson']:.2f} s); re-import unchanged {reimport:.2f} s (SHA-256 of the files "
+          f"{floors['sha256']:.2f} s)")
+    print(f"  import's process: resident {child['rss_before_mb']:.0f} MB before, peak {child['peak_rss_mb']:.0f} MB"
+          + (f"; Python heap peak {heap_mb:.0f} MB" if heap else ""))
+    return {"import": child["import"], "reimport": reimport, "heap_mb": heap_mb, "mb": size / 1e6,
+            "rss_before_mb": child["rss_before_mb"], "peak_rss_mb": child["peak_rss_mb"], **floors}
 
 
 def main() -> None:
@@ -339,9 +378,14 @@ def main() -> None:
           f"({med['json']:.2f} s), {med['import'] / med['orjson']:.2f}x orjson ({med['orjson']:.2f} s)")
     print(f"  re-import of unchanged files {med['reimport']:.2f} s = {med['reimport'] / med['sha256']:.2f}x "
           f"the SHA-256 of the files ({med['sha256']:.2f} s)")
-    heap = f"; import's Python heap peak {med['heap_mb']:.0f} MB" if args.tracemalloc else ""
-    print(f"  peak RSS of the process {_maxrss_mb():.0f} MB{heap}")
+    heap = f"; Python heap peak {med['heap_mb']:.0f} MB" if args.tracemalloc else ""
+    print(f"  import's own process: peak RSS {med['peak_rss_mb']:.0f} MB ({med['rss_before_mb']:.0f} MB before "
+          f"the import, +{med['peak_rss_mb'] - med['rss_before_mb']:.0f} MB){heap}")
+    print(f"  peak RSS of this process (generator, floors, re-import) {_maxrss_mb():.0f} MB")
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        print(json.dumps(child_import(Path(sys.argv[2]), sys.argv[3], "--tracemalloc" in sys.argv[4:])))
+    else:
+        main()

@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
+from medmon.dashboards.actions import note_answers_viewed
 from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.data import current_plan, engine_for
 from medmon.dashboards.layout import header
@@ -62,6 +63,10 @@ else:
         st.text("\n".join(card.references))
     st.markdown("**Answer** (as stored, redacted)")
     st.text(card.answer)
+    seen = f"answers_viewed:review:{card.result_id}"  # once per session and answer, not per rerun
+    if not st.session_state.get(seen):
+        note_answers_viewed(engine, viewer, card.task_id, "review", [card.result_id], utcnow())
+        st.session_state[seen] = True
     with st.form(key=f"rate_{card.item_id}"):
         scores = {c: st.radio(c, list(range(low, high + 1)), index=None, horizontal=True, key=f"{c}_{card.item_id}")
                   for c in criteria}

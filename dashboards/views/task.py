@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
+from medmon.dashboards.actions import note_answers_viewed
 from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.charts import Marker, cost_latency_chart, score_chart, slices_chart
 from medmon.dashboards.data import current_plan, engine_for, refresh_every
@@ -175,6 +176,10 @@ def detail() -> None:
     if not answers:
         st.write("No answers yet.")
     else:
+        seen = f"answers_viewed:{task_id}"  # audited once per session and task, not on every refresh
+        if not st.session_state.get(seen):
+            note_answers_viewed(engine, viewer, task_id, "task", [a.result_id for a in answers], now)
+            st.session_state[seen] = True
         texts = canary_texts(plan, task_id)
         st.dataframe(pd.DataFrame([{
             "at": a.at, "canary": a.canary_id,
