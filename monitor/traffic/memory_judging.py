@@ -87,8 +87,10 @@ def claim(engine: Engine, plan: Plan, batch: Sequence[Exchange], now: datetime) 
     cap = plan.traffic.judging.daily_cap
     start = _day_start(now)
     with session_scope(engine) as s:
-        spans = {(r.trace_id, r.span_id): r.id for r in s.exec(select(TrafficSpan).where(
-            col(TrafficSpan.span_id).in_([x.span_id for x in batch]))).all()}
+        t = TrafficSpan
+        spans = {(trace, span): i for i, trace, span in s.exec(select(t.id, t.trace_id, t.span_id).where(
+            col(t.trace_id).in_({x.trace_id for x in batch}),  # the (trace id, span id) index
+            col(t.span_id).in_([x.span_id for x in batch]))).all()}
         done = set(s.exec(select(TrafficJudgement.span_id).where(
             col(TrafficJudgement.span_id).in_([i for i in spans.values() if i is not None]))).all())
         rows = []
