@@ -133,6 +133,7 @@ def probe_run(plan_path: PlanArg,
     from medmon.monitor.plan.privacy import mask_logs
     from medmon.monitor.plan.routing import build_channels, require_endpoint_env
     from medmon.monitor.runs.pipeline import run_task_probe
+    from medmon.monitor.governance.thresholds import in_force
     from medmon.monitor.plan.model import load_plan
     from medmon.db import utcnow
     from medmon.monitor.storage import make_engine
@@ -143,6 +144,7 @@ def probe_run(plan_path: PlanArg,
         require_endpoint_env(plan)  # every call would fail with 401: refuse now, naming the variable
         channels = build_channels(plan) if deliver else {}
         engine = make_engine(plan.storage.url)
+        plan = in_force(engine, plan)  # judged by the approved thresholds, as the service judges
         contexts = [load_context(plan, t) for t in plan.tasks if not task or t.id in task]
     except MedmonError as exc:
         raise _fail(exc) from None
