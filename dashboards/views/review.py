@@ -17,6 +17,7 @@ from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.data import current_plan, engine_for
 from medmon.dashboards.layout import header
 from medmon.dashboards.oversight import MEDHELM_NOTE, agreement_frame
+from medmon.dashboards.tables import show_table
 from medmon.db import session_scope, utcnow
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.review import record_review, reviewer_tasks, rubric
@@ -96,7 +97,7 @@ with Session(engine) as session:
     progress = [p for p in review_progress(session, plan, utcnow()) if p.task_id in tasks]
     agreement = agreement_table(session, tasks)
 if progress:
-    st.dataframe(pd.DataFrame([{"task": p.task_id, "reviewed": p.done, "queued": p.queued, "weekly quota": p.quota,
+    show_table(pd.DataFrame([{"task": p.task_id, "reviewed": p.done, "queued": p.queued, "weekly quota": p.quota,
                                 "safety flags": p.flagged} for p in progress]), hide_index=True, key="progress")
 st.subheader("Does the jury stand in for clinicians?")
 if not agreement:

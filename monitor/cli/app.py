@@ -341,10 +341,8 @@ def demo(no_dashboard: Annotated[bool, typer.Option("--no-dashboard", help="Run 
         out.print(f"{len(result.incidents)} incident(s) from {len(result.alerts)} alert signal(s):")
         for i in result.incidents:
             out.print(f"  {i.line()}", highlight=False)
-        if not proc:
-            out.print(f"open the dashboard on this database with:\n  {open_command}", highlight=False)
     if proc:
-        if sys.stdin.isatty():
+        if sys.stdin.isatty() and not as_json:
             out.print(f"dashboard still at http://127.0.0.1:{port} — press Ctrl-C to stop")
             try:
                 proc[0].wait()
@@ -352,6 +350,8 @@ def demo(no_dashboard: Annotated[bool, typer.Option("--no-dashboard", help="Run 
                 pass
         for p in proc:
             p.terminate()
+    if not as_json:  # the last line, whichever way the demo ended: how to look at what it found
+        out.print(f"open the dashboard on this database with:\n  {open_command}", highlight=False)
     if not result.alerts:
         raise typer.Exit(EXIT_FOUND)
 

@@ -315,7 +315,8 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
                     continue
                 told[inc.id] = len(inc.signals)
                 events.append(msg)
-                say(msg)
+                if before is None:  # a signal joining an open incident is evidence, not news: the summary counts them
+                    say(msg)
 
     scheduler = build_scheduler(engine, plan, contexts, build_channels(plan), now=clock,
                                 time_scale=clock.scale, seed=5, delivery_every_s=0.25, on_outcome=on_outcome)
