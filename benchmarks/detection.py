@@ -427,6 +427,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--adwin-reps", type=int, default=0, help="ADWIN's deployments per drop (default: --reps)")
     parser.add_argument("--adwin-cache", default="",
                         help="JSON file keeping ADWIN's calibrations between runs (same streams, horizon and seed)")
+    parser.add_argument("--adwin-check", action="store_true",
+                        help="re-run ADWIN directly on its quiet streams at the chosen delta (no-change rows)")
     parser.add_argument("--workers", type=int, default=2, help="processes running ADWIN (at most 2; 0: inline)")
     parser.add_argument("--no-grid", action="store_true", help="skip the reference-size grid")
     parser.add_argument("--skip-river", action="store_true")

@@ -172,6 +172,17 @@ def calibrate(runner: Runner, quiet: Any, streams: int, horizon: int, seed: int,
     return Calibration(np.asarray(critical), streams)
 
 
+def quiet_share(runner: Runner, quiet: Any, streams: int, horizon: int, seed: int, delta: float) -> float:
+    """Share of the calibration's own quiet streams on which ADWIN at ``delta``, run directly, alarms within N.
+
+    It checks the critical-delta shortcut: it must equal ``Calibration.share`` at ``delta``.
+    """
+    chunks = [(seed + c, min(CHUNK, streams - c * CHUNK)) for c in range(math.ceil(streams / CHUNK))]
+    jobs = [Job(quiet, s, n, horizon, horizon, 0, (delta,) * n, tuple(range(n))) for s, n in chunks]
+    found = [f for res in runner.map(jobs, "ADWIN check") for f in res]
+    return float(np.mean(np.isfinite(found)))
+
+
 def delays(runner: Runner, sc: Any, delta: float, reps: int, horizon: int, change: int, seed: int) -> np.ndarray:
     """Probes from the change to ADWIN's first alarm after it, for ``reps`` streams (inf if none within N)."""
     chunks = [(seed + c, min(CHUNK, reps - c * CHUNK)) for c in range(math.ceil(reps / CHUNK))]

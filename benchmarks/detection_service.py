@@ -36,7 +36,7 @@ from medmon.monitor.plan.model import Plan, parse_plan
 from medmon.monitor.plan.starter import STARTER_PLAN
 from medmon.probes.packs import load_pack
 
-from detection_adwin import Calibration, Runner, calibrate, delays
+from detection_adwin import Calibration, Runner, calibrate, delays, quiet_share
 
 SCORER = "multiple_choice"
 
@@ -392,19 +392,23 @@ def oracle(sc: Scenario, target: float, reps: int, horizon: int, change: int, rn
     return float(capped.mean()), float(np.median(capped))
 
 
-def adwin_calibration(runner: Runner, sc: Scenario, args: Any, seed: int) -> Calibration:
-    """ADWIN's quiet-stream calibration for ``sc``'s pre-change distribution, kept in ``--adwin-cache`` if given."""
+def adwin_calibration(runner: Runner, sc: Scenario, args: Any, seed: int) -> tuple[Calibration, int | None]:
+    """ADWIN's quiet-stream calibration for ``sc``'s pre-change distribution and the seed of its streams.
+
+    Kept in ``--adwin-cache`` if given (the seed is None for an entry written without it).
+    """
     key = f"{sc.kind}:{sc.p0}:{args.adwin_streams}:{args.horizon}:{args.seed}"
     path = Path(args.adwin_cache) if getattr(args, "adwin_cache", "") else None
     cache = json.loads(path.read_text()) if path is not None and path.exists() else {}
     if key in cache:
-        return Calibration(np.asarray(cache[key]), args.adwin_streams)
+        entry = cache[key] if isinstance(cache[key], dict) else {"critical": cache[key], "seed": None}
+        return Calibration(np.asarray(entry["critical"]), args.adwin_streams), entry["seed"]
     quiet = Scenario(f"quiet {sc.p0}", sc.p0, None, sc.kind)
     cal = calibrate(runner, quiet, args.adwin_streams, args.horizon, seed, need=max(30, int(0.02 * args.adwin_streams)))
     if path is not None:
-        cache[key] = cal.critical.tolist()
+        cache[key] = {"critical": cal.critical.tolist(), "seed": seed}
         path.write_text(json.dumps(cache))
-    return cal
+    return cal, seed
 
 
 def run_all(args: Any, out: Callable[[str], None]) -> list[dict[str, Any]]:
@@ -426,6 +430,7 @@ def run_all(args: Any, out: Callable[[str], None]) -> list[dict[str, Any]]:
     only = set(args.scenarios.split(",")) if args.scenarios else None
     runner = None if args.skip_river else Runner(args.workers)
     calibrations: dict[tuple[float, str], Calibration] = {}  # ADWIN's quiet streams per pre-change distribution
+    seeds: dict[tuple[float, str], int | None] = {}
     for tasks, plan in plans:
         if args.plans and str(tasks) not in args.plans.split(","):
             continue
@@ -441,11 +446,21 @@ def run_all(args: Any, out: Callable[[str], None]) -> list[dict[str, Any]]:
                                                args.cal_streams)
             if runner is not None and sc.kind != "cost":
                 key = (sc.p0, sc.kind)
+                seed = int(rng.integers(2**31))
                 if key not in calibrations:
-                    calibrations[key] = adwin_calibration(runner, sc, args, int(rng.integers(2**31)))
+                    calibrations[key], seeds[key] = adwin_calibration(runner, sc, args, seed)
                 delta, how = calibrations[key].delta_for(target)
                 res.extra.update(adwin_delta=delta, adwin_calibration=how,
                                  adwin_quiet_share=calibrations[key].share(math.log10(delta) + 1e-12))
+                if args.adwin_check and not sc.changes:
+                    quiet = Scenario(f"quiet {sc.p0}", sc.p0, None, sc.kind)
+                    same = seeds[key] is not None  # else on fresh streams: an out-of-sample check
+                    at, _ = calibrations[key].delta_for(max(target, 20 / args.adwin_streams))  # a level simulated
+                    res.extra["adwin_check_delta"] = at
+                    res.extra["adwin_check_share"] = calibrations[key].share(math.log10(at) + 1e-12)
+                    res.extra["adwin_quiet_share_direct"] = quiet_share(runner, quiet, args.adwin_streams, args.horizon,
+                                                                        seeds[key] if same else seed, at)
+                    res.extra["adwin_check_streams"] = "the calibration's own" if same else "fresh"
                 if sc.changes:
                     d = delays(runner, sc, delta, args.adwin_reps or args.reps, args.horizon, args.change_at,
                                int(rng.integers(2**31)))
@@ -487,7 +502,13 @@ def fmt(v: float | None) -> str:
 
 def row(r: Result) -> str:
     delay = f"{fmt(r.mean_delay)} / {fmt(r.median_delay)}" if r.mean_delay is not None else "-"
+    adwin = f"{fmt(r.adwin_mean_delay)} / {fmt(r.adwin_median_delay)}"
+    if r.adwin_mean_delay is None and "adwin_quiet_share" in r.extra:  # no change: ADWIN's false alarms
+        adwin = f"quiet streams alarming: {r.extra['adwin_quiet_share']:.4f}"
+        if "adwin_quiet_share_direct" in r.extra:
+            adwin += (f"; at delta {r.extra['adwin_check_delta']:.3g}: {r.extra['adwin_check_share']:.4f}, run directly "
+                      f"on {r.extra['adwin_check_streams']} streams {r.extra['adwin_quiet_share_direct']:.4f}")
     return (f"| {r.plan} | {r.name} | {r.false_alarm_rate:.3f} | {r.budget_share:.3f} | {delay} | "
             f"{'-' if r.detected_share is None else f'{r.detected_share:.0%}'} | {fmt(r.oracle_mean_delay)} / {fmt(r.oracle_median_delay)} | "
-            f"{fmt(r.adwin_mean_delay)} / {fmt(r.adwin_median_delay)} | {'-' if r.alerts_per_persistent_drop is None else f'{r.alerts_per_persistent_drop:.2f}'} | "
+            f"{adwin} | {'-' if r.alerts_per_persistent_drop is None else f'{r.alerts_per_persistent_drop:.2f}'} | "
             f"{'-' if r.degraded_share_after_detection is None else f'{r.degraded_share_after_detection:.1%}'} |")

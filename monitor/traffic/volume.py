@@ -131,7 +131,7 @@ def volume_reference(session: Session, ref: TrafficReference) -> dict[str, Any] 
     hours = _hours(start, end)
     if len(hours) < MIN_HOURS:
         return None
-    weekly = end - start >= WEEK
+    weekly = as_utc(ref.period_to) - as_utc(ref.period_from) >= WEEK  # a 7d window loses its partial first hour
     counts = _hour_counts(session, ref.task_id, start, end)
     slots: dict[str, list[int]] = defaultdict(list)
     workweek: dict[str, list[int]] = defaultdict(list)
@@ -163,6 +163,8 @@ def volume_specs(plan: Plan, ref: TrafficReference) -> list[StreamSpec]:
     specs = []
     for direction in ("drop", "rise"):
         def observe(h: HourCount, direction: str = direction) -> tuple[float, float, float] | None:
+            if h.days < 1:
+                return None  # a slot the reference never saw (its partial first hour): nothing to compare with
             mu0 = _null(h, phi, z, tol, direction)
             if direction == "drop" and mu0 < MIN_EXPECTED:
                 return None
