@@ -16,9 +16,11 @@ Tree::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from medmon.errors import MedmonError
+from medmon.files import UnsafeInput, json_line, read_text
 
 
 class BaselineError(MedmonError):
@@ -32,11 +34,13 @@ class CanaryFormatError(BaselineError):
 class SourceError(BaselineError):
     """Evidence that cannot be imported, located by ``file`` and ``key``."""
 
-    def __init__(self, file: Path | str, key: str, message: str) -> None:
+    def __init__(self, file: Path | str, key: str, message: str, *, line: int | None = None) -> None:
         self.file = str(file)
         self.key = key
         self.detail = message
-        super().__init__(f"{self.file}: {key}: {message}" if key else f"{self.file}: {message}")
+        self.line = line
+        where = f"{self.file}: line {line}" if line is not None else self.file
+        super().__init__(f"{where}: {key}: {message}" if key else f"{where}: {message}")
 
 
 class SourceFileMissing(SourceError):
@@ -48,7 +52,20 @@ class MalformedJSON(SourceError):
 
 
 class HelmFormatError(SourceError):
-    """A HELM file without an expected key, or with a value of the wrong shape."""
+    """A HELM file without an expected key, or with a value of the wrong shape.
+
+    ``at`` is the JSON key path of the value (``[3, "mean"]``); the file is then read again to
+    name the line, which costs nothing until something is wrong.
+    """
+
+    def __init__(self, file: Path | str, key: str, message: str, *, at: Sequence[str | int] | None = None) -> None:
+        line = None
+        if at is not None:
+            try:
+                line = json_line(read_text(Path(file)), at)
+            except (OSError, UnsafeInput):
+                line = None
+        super().__init__(file, key, message, line=line)
 
 
 class NoMainMetric(SourceError):

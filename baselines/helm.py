@@ -23,6 +23,7 @@ from medmon.baselines.helm_stats import (
     merged_instance_scores,
     plain_stats,
     run_value_and_n,
+    stat_index,
 )
 from medmon.baselines.errors import HelmFormatError
 from medmon.baselines.store import BaselineFigures
@@ -66,7 +67,7 @@ def benchmark_of(run_spec: dict[str, Any], scenario: dict[str, Any] | None, file
     """The run's benchmark: the join of ``run_spec.groups`` with the taxonomy (module docstring)."""
     groups = run_spec.get("groups") or []
     if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
-        raise HelmFormatError(file, "groups", "expected a list of group names")
+        raise HelmFormatError(file, "groups", "expected a list of group names", at=["groups"])
     for group in groups:
         if resolve(group).in_taxonomy:
             return str(group)
@@ -109,12 +110,14 @@ def read_run(run_dir: Path, *, suite: str = "", run_spec: dict[str, Any] | None 
     scenario = load_json(scenario_path) if scenario_path.is_file() else None
     benchmark = benchmark_of(spec, scenario if isinstance(scenario, dict) else None, spec_file)
     entry = resolve(benchmark)
-    stats = plain_stats(load_json(stats_file, role="run statistics"), stats_file)
-    metric = choose_main_metric(spec, stats, entry, stats_file)
+    rows = load_json(stats_file, role="run statistics")
+    stats = plain_stats(rows, stats_file)
+    metric = choose_main_metric(spec, stats, entry, stats_file, rows)
     value, n = run_value_and_n(stats, metric)
     if n is not None and n < 1:
-        raise HelmFormatError(stats_file, f"num_instances (split {metric.split})",
-                              f"{n}; expected a positive number of instances")
+        raise HelmFormatError(stats_file, f"num_instances (split {metric.split}).mean",
+                              f"{n}; expected a positive number of instances",
+                              at=[stat_index(rows, stats[("num_instances", metric.split)]), "mean"])
     per_instance_file = run_dir / "per_instance_stats.json"
     scores = merged_instance_scores(load_json(per_instance_file), metric, per_instance_file)
     notes: list[str] = []
@@ -131,8 +134,9 @@ def read_run(run_dir: Path, *, suite: str = "", run_spec: dict[str, Any] | None 
     if not metric.scale_min <= value <= metric.scale_max:
         raise HelmFormatError(
             stats_file,
-            metric.name,
+            f"{metric.name}.mean",
             f"value {value:g} outside the metric's {metric.scale_min:g}-{metric.scale_max:g} scale",
+            at=[stat_index(rows, stats[(metric.name, metric.split)]), "mean"],
         )
     if not scores:
         notes.append(f"per_instance_stats.json has no {metric.name} values: interval from the run value alone")

@@ -28,6 +28,8 @@ evidence. Per-judge, per-criterion jury scores come from ``annotations``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -199,46 +201,66 @@ def build_pack(
     """Canaries for every instance on the main split, jury detail and HELM's completions by canary id."""
     states = scenario_state.get("request_states") if isinstance(scenario_state, dict) else None
     if not isinstance(states, list):
-        raise HelmFormatError(file, "request_states", "key missing or not a list")
+        raise HelmFormatError(file, "request_states", "key missing or not a list", at=["request_states"])
     first: dict[str, dict[str, Any]] = {}
+    position: dict[str, int] = {}
     completions: dict[str, list[str | None]] = {}
     adapter_spec = scenario_state.get("adapter_spec") or {}
     for i, state in enumerate(states):
         instance = state.get("instance") if isinstance(state, dict) else None
         if not isinstance(instance, dict) or not isinstance(instance.get("id"), str):
-            raise HelmFormatError(file, f"request_states[{i}].instance.id", "key missing")
+            raise HelmFormatError(file, f"request_states[{i}].instance.id", "key missing or not a string",
+                                  at=["request_states", i, "instance", "id"])
         if "perturbation" in instance or str(instance.get("split") or ctx.metric.split) != ctx.metric.split:
             continue
-        completions.setdefault(instance["id"], []).append(completion_text(state))
-        known = first.get(instance["id"])
-        if known is None or int(state.get("train_trial_index") or 0) < int(known.get("train_trial_index") or 0):
-            first[instance["id"]] = state
+        with _state_named(file, i):
+            completions.setdefault(instance["id"], []).append(completion_text(state))
+            known = first.get(instance["id"])
+            if known is None or int(state.get("train_trial_index") or 0) < int(known.get("train_trial_index") or 0):
+                first[instance["id"]], position[instance["id"]] = state, i
     canaries: list[Canary] = []
     juries: dict[str, JuryDetail] = {}
     shared: dict[str, dict[str, Any]] = {}
     for instance_id in sorted(first):
-        state = first[instance_id]
-        messages = _messages(state)
-        trials = scores.get(instance_id, [])
-        fields = _scorer_fields(state, ctx)
-        canaries.append(
-            Canary(
-                id=instance_id,
-                messages=messages,
-                references=tuple(fields["references"]),
-                scorer=fields["scorer"],
-                tags=_one_copy(shared, _tags(state, ctx)),
-                baseline_score=sum(trials) / len(trials) if trials else None,
-                baseline_runs=len(trials),
-                replayable=not _not_replayable(state, messages),
-                provenance=ctx.provenance,
-                tolerance=fields.get("tolerance"),
-                choices=tuple(fields["choices"]) if fields.get("choices") else None,
-                pack=ctx.pack,
-                benchmark=ctx.benchmark,
-                decoding=_one_copy(shared, decoding_of(state, adapter_spec)) or None,
-            )
-        )
-        if ctx.metric.jury:
-            juries[instance_id] = jury_detail(state)
+        with _state_named(file, position[instance_id]):
+            canary, jury = _canary(first[instance_id], instance_id, scores, ctx, adapter_spec, shared)
+        canaries.append(canary)
+        if jury is not None:
+            juries[instance_id] = jury
     return canaries, juries, completions
+
+
+@contextmanager
+def _state_named(file: Path, i: int) -> Iterator[None]:
+    """A request state of a shape no check foresaw is reported with its line, not as a traceback."""
+    try:
+        yield
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError) as exc:
+        raise HelmFormatError(file, f"request_states[{i}]", f"unexpected value ({type(exc).__name__}: {str(exc)[:200]})",
+                              at=["request_states", i]) from exc
+
+
+def _canary(state: dict[str, Any], instance_id: str, scores: dict[str, list[float]], ctx: PackContext,
+            adapter_spec: dict[str, Any], shared: dict[str, dict[str, Any]]) -> tuple[Canary, JuryDetail | None]:
+    """One instance's canary (and its jury detail when the metric is a jury's); equal tags and
+    decodings share one object through ``shared``."""
+    messages = _messages(state)
+    trials = scores.get(instance_id, [])
+    fields = _scorer_fields(state, ctx)
+    canary = Canary(
+        id=instance_id,
+        messages=messages,
+        references=tuple(fields["references"]),
+        scorer=fields["scorer"],
+        tags=_one_copy(shared, _tags(state, ctx)),
+        baseline_score=sum(trials) / len(trials) if trials else None,
+        baseline_runs=len(trials),
+        replayable=not _not_replayable(state, messages),
+        provenance=ctx.provenance,
+        tolerance=fields.get("tolerance"),
+        choices=tuple(fields["choices"]) if fields.get("choices") else None,
+        pack=ctx.pack,
+        benchmark=ctx.benchmark,
+        decoding=_one_copy(shared, decoding_of(state, adapter_spec)) or None,
+    )
+    return canary, jury_detail(state) if ctx.metric.jury else None

@@ -13,6 +13,7 @@ never parsed. Everything about a run is read from its files.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,14 +116,22 @@ def run_source_files(run_dir: Path) -> dict[str, str]:
 def get_key(data: Any, dotted: str, file: Path, *, expected: type | tuple[type, ...] | None = None) -> Any:
     """``data[a][b]...`` for ``dotted = "a.b"``; a missing key or wrong type names file and key."""
     value = data
-    for part in dotted.split("."):
+    parts = dotted.split(".")
+    for part in parts:
         if not isinstance(value, dict) or part not in value:
-            raise HelmFormatError(file, dotted, "key missing")
+            raise HelmFormatError(file, dotted, "key missing", at=parts)
         value = value[part]
     if expected is not None and not isinstance(value, expected):
         names = expected.__name__ if isinstance(expected, type) else " or ".join(t.__name__ for t in expected)
-        raise HelmFormatError(file, dotted, f"expected {names}, got {type(value).__name__}")
+        raise HelmFormatError(file, dotted, f"expected {names}, got {_json_type(value)}", at=parts)
     return value
+
+
+def _json_type(value: Any) -> str:
+    """The value's kind as the file spells it (``NaN`` is a float to Python, not a number to JSON)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "a non-finite number"
+    return type(value).__name__
 
 
 def _run_dirs(suite_dir: Path) -> tuple[Path, ...]:

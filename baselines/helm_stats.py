@@ -62,11 +62,16 @@ def plain_stats(rows: Any, file: Path) -> dict[tuple[str, str], dict[str, Any]]:
     for i, stat in enumerate(rows):
         name = stat.get("name") if isinstance(stat, dict) else None
         if not isinstance(name, dict) or not isinstance(name.get("name"), str):
-            raise HelmFormatError(file, f"[{i}].name.name", "key missing")
+            raise HelmFormatError(file, f"[{i}].name.name", "key missing or not a string", at=[i, "name", "name"])
         if "perturbation" in name:
             continue
         out.setdefault((name["name"], str(name.get("split") or "")), stat)
     return out
+
+
+def stat_index(rows: list[Any], stat: dict[str, Any]) -> int:
+    """Where ``stat`` (one of ``plain_stats``'s values) sits in the file's list, for error lines."""
+    return next(i for i, row in enumerate(rows) if row is stat)
 
 
 def _finite(value: Any) -> bool:
@@ -105,12 +110,22 @@ def _split_for(stats: dict[tuple[str, str], dict[str, Any]], name: str) -> str |
 
 
 def choose_main_metric(
-    run_spec: dict[str, Any], stats: dict[tuple[str, str], dict[str, Any]], entry: TaxonomyEntry, file: Path
+    run_spec: dict[str, Any], stats: dict[tuple[str, str], dict[str, Any]], entry: TaxonomyEntry, file: Path,
+    rows: list[Any] | None = None,
 ) -> MainMetric:
-    """Pick the main metric by the rules in this module's docstring."""
+    """Pick the main metric by the rules in this module's docstring.
+
+    ``rows`` (the file's list, of which ``stats`` holds the entries) lets an error name the line.
+    """
     if entry.in_taxonomy and entry.main_metric:
         name, split = entry.main_metric, entry.main_split
-        if not _has_value(stats.get((name, split))):
+        written_stat = stats.get((name, split))
+        if written_stat is not None and not _has_value(written_stat):
+            field = "count" if not (_finite(written_stat.get("count")) and written_stat["count"] > 0) else "mean"
+            raise HelmFormatError(file, f"{name} (split {split}).{field}",
+                                  "expected a finite number" + (" above 0" if field == "count" else ""),
+                                  at=None if rows is None else [stat_index(rows, written_stat), field])
+        if not _has_value(written_stat):
             written = sorted({n for (n, s) in stats if s == split}) or sorted({n for n, _ in stats})
             raise UnknownMetric(
                 file,
@@ -158,12 +173,21 @@ def merged_instance_scores(entries: Any, metric: MainMetric, file: Path) -> dict
     by_key: dict[tuple[str, int], float] = {}
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict) or not isinstance(entry.get("instance_id"), str):
-            raise HelmFormatError(file, f"[{i}].instance_id", "key missing")
-        key = (entry["instance_id"], int(entry.get("train_trial_index") or 0))
+            raise HelmFormatError(file, f"[{i}].instance_id", "key missing or not a string", at=[i, "instance_id"])
+        trial = entry.get("train_trial_index") or 0
+        if not isinstance(trial, int) or isinstance(trial, bool):
+            raise HelmFormatError(file, f"[{i}].train_trial_index", f"expected an integer, got {type(trial).__name__}",
+                                  at=[i, "train_trial_index"])
+        key = (entry["instance_id"], trial)
         if key in by_key:
             continue
-        for stat in entry.get("stats") or []:
+        entry_stats = entry.get("stats") or []
+        if not isinstance(entry_stats, list) or not all(isinstance(st, dict) for st in entry_stats):
+            raise HelmFormatError(file, f"[{i}].stats", "expected a list of stat objects", at=[i, "stats"])
+        for stat in entry_stats:
             name = stat.get("name") or {}
+            if not isinstance(name, dict):
+                raise HelmFormatError(file, f"[{i}].stats.name", "expected an object", at=[i, "stats"])
             if name.get("name") != metric.name or "perturbation" in name:
                 continue
             if str(name.get("split") or "") != metric.split or not _has_value(stat):

@@ -422,9 +422,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--plans", default="", help="comma-separated task counts to run (1, 50); default both")
     parser.add_argument("--scenarios", default="", help="comma-separated scenario names to run; default all")
     parser.add_argument("--cal-streams", type=int, default=4000, help="no-change streams calibrating the oracle CUSUM")
-    parser.add_argument("--adwin-streams", type=int, default=600, help="no-change streams calibrating ADWIN")
-    parser.add_argument("--adwin-calibrations", type=int, default=5,
-                        help="pre-change distributions ADWIN is calibrated for (each takes minutes); later ones show '-'")
+    parser.add_argument("--adwin-streams", type=int, default=2000,
+                        help="no-change streams calibrating ADWIN (one calibration per pre-change distribution)")
+    parser.add_argument("--adwin-reps", type=int, default=0, help="ADWIN's deployments per drop (default: --reps)")
+    parser.add_argument("--adwin-cache", default="",
+                        help="JSON file keeping ADWIN's calibrations between runs (same streams, horizon and seed)")
+    parser.add_argument("--adwin-check", action="store_true",
+                        help="re-run ADWIN directly on its quiet streams at the chosen delta (no-change rows)")
+    parser.add_argument("--workers", type=int, default=2, help="processes running ADWIN (at most 2; 0: inline)")
     parser.add_argument("--no-grid", action="store_true", help="skip the reference-size grid")
     parser.add_argument("--skip-river", action="store_true")
     parser.add_argument("--quick", action="store_true", help="smoke run: few repetitions, short horizon")
@@ -439,7 +444,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.quick:
         args.reps, args.horizon, args.cal_reps, args.cal_streams, args.paired_families = 20, 3000, 20, 400, 5
-        args.adwin_streams = 60
+        args.adwin_streams = 200
     started = time.perf_counter()
     out = (lambda text: None) if args.json else print
     out(f"# medmon detection benchmark (seed {args.seed}, {args.reps} repetitions, N = {args.horizon:,})")

@@ -13,10 +13,12 @@ ADWIN, both calibrated by simulation to the same false-alarm allowance as the se
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,6 +36,8 @@ from medmon.monitor.plan.model import Plan, parse_plan
 from medmon.monitor.plan.starter import STARTER_PLAN
 from medmon.probes.packs import load_pack
 
+from detection_adwin import Calibration, Runner, calibrate, delays, quiet_share
+
 SCORER = "multiple_choice"
 
 
@@ -43,7 +47,7 @@ def starter_plan(tasks: int = 1, repeats: int | None = None, max_repeats: int | 
     data = yaml.safe_load(STARTER_PLAN)
     task = data["tasks"][0]
     if tasks > 1:
-        data["tasks"] = [{**task, "id": f"{task['id']}-{i}"} for i in range(tasks)]
+        data["tasks"] = [task] + [{**task, "id": f"{task['id']}-{i}"} for i in range(1, tasks)]  # oversight names the first
     ref = dict((data.get("detection") or {}).get("reference") or {})
     if repeats is not None:
         ref["repeats"] = repeats
@@ -247,7 +251,9 @@ class Result:
     median_delay: float | None = None
     detected_share: float | None = None
     oracle_mean_delay: float | None = None
+    oracle_median_delay: float | None = None
     adwin_mean_delay: float | None = None
+    adwin_median_delay: float | None = None
     alerts_per_persistent_drop: float | None = None
     degraded_share_after_detection: float | None = None
     recovered_share: float | None = None
@@ -351,8 +357,8 @@ def _llr(sc: Scenario, w: World) -> Callable[[np.ndarray, np.ndarray], np.ndarra
 
 
 def oracle(sc: Scenario, target: float, reps: int, horizon: int, change: int, rng: np.random.Generator,
-           cal_streams: int) -> float:
-    """Mean delay of the CUSUM knowing both distributions, its threshold simulated to ``target``.
+           cal_streams: int) -> tuple[float, float]:
+    """Mean and median delay of the CUSUM knowing both distributions, its threshold simulated to ``target``.
 
     The threshold is the (1 - target') quantile of the largest no-change statistic over the horizon
     on ``cal_streams`` deployments, target' = max(target, 10 / cal_streams); below that the CUSUM's
@@ -382,47 +388,27 @@ def oracle(sc: Scenario, target: float, reps: int, horizon: int, change: int, rn
             first[alarm & np.isnan(first)] = t - change + 1
             if not np.isnan(first).any():
                 break
-    return float(np.nan_to_num(first, nan=horizon).mean())
+    capped = np.nan_to_num(first, nan=horizon)
+    return float(capped.mean()), float(np.median(capped))
 
 
-def adwin(sc: Scenario, target: float, reps: int, horizon: int, change: int, rng: np.random.Generator,
-          cal_streams: int, deltas: dict[tuple[float, str], float | None]) -> float | None:
-    """Mean delay of river's ADWIN, its delta bisected so that no-change streams alarm at ``target``."""
-    from river import drift
+def adwin_calibration(runner: Runner, sc: Scenario, args: Any, seed: int) -> tuple[Calibration, int | None]:
+    """ADWIN's quiet-stream calibration for ``sc``'s pre-change distribution and the seed of its streams.
 
-    def stream(scn: Scenario, n: int, at: int) -> np.ndarray:
-        w = world(scn, 1, 32, rng)
-        out = np.empty(n)
-        for t in range(n):
-            out[t] = answer(scn, w.at(t, at, scn, np.array([0]), rng.integers(32, size=1)), rng)[0]
-        return np.log(out) if scn.kind == "cost" else out
-
-    def first(delta: float, xs: np.ndarray, start: int = 0) -> float:
-        det = drift.ADWIN(delta=delta)
-        for t, x in enumerate(xs):
-            det.update(float(x))
-            if det.drift_detected and t >= start:
-                return t - start + 1
-        return math.inf
-
-    key = (sc.p0, sc.kind)
-    if key not in deltas:
-        deltas[key] = None
-        if target * cal_streams >= 3:  # else too rare to calibrate on this many streams
-            quiet = [stream(Scenario("q", sc.p0, None, sc.kind), horizon, horizon) for _ in range(cal_streams)]
-            lo, hi = -14.0, -0.3
-            for _ in range(8):
-                mid = (lo + hi) / 2
-                if np.mean([np.isfinite(first(10**mid, s)) for s in quiet]) > target:
-                    hi = mid
-                else:
-                    lo = mid
-            deltas[key] = 10**lo
-    delta = deltas[key]
-    if delta is None:
-        return None
-    delays = [first(delta, stream(sc, change + horizon, change), change) for _ in range(reps)]
-    return float(np.mean([d if math.isfinite(d) else horizon for d in delays]))
+    Kept in ``--adwin-cache`` if given (the seed is None for an entry written without it).
+    """
+    key = f"{sc.kind}:{sc.p0}:{args.adwin_streams}:{args.horizon}:{args.seed}"
+    path = Path(args.adwin_cache) if getattr(args, "adwin_cache", "") else None
+    cache = json.loads(path.read_text()) if path is not None and path.exists() else {}
+    if key in cache:
+        entry = cache[key] if isinstance(cache[key], dict) else {"critical": cache[key], "seed": None}
+        return Calibration(np.asarray(entry["critical"]), args.adwin_streams), entry["seed"]
+    quiet = Scenario(f"quiet {sc.p0}", sc.p0, None, sc.kind)
+    cal = calibrate(runner, quiet, args.adwin_streams, args.horizon, seed, need=max(30, int(0.02 * args.adwin_streams)))
+    if path is not None:
+        cache[key] = {"critical": cal.critical.tolist(), "seed": seed}
+        path.write_text(json.dumps(cache))
+    return cal, seed
 
 
 def run_all(args: Any, out: Callable[[str], None]) -> list[dict[str, Any]]:
@@ -439,10 +425,12 @@ def run_all(args: Any, out: Callable[[str], None]) -> list[dict[str, Any]]:
     out("Detectors built by `task_streams` / `stream_thresholds` from each simulated reference; delays in probes "
         "after the change (at probe 500 after the burn-in), misses counted at N for the oracle and ADWIN.\n")
     out("| plan | scenario | false alarms | budget | mean / median delay | detected | oracle CUSUM | ADWIN (cal.) "
-        "| alerts per drop | runs degraded after detection |")
+        "mean / median | alerts per drop | runs degraded after detection |")
     out("|---|---|---|---|---|---|---|---|---|---|")
     only = set(args.scenarios.split(",")) if args.scenarios else None
-    deltas: dict[tuple[float, str], float | None] = {}  # ADWIN's delta per pre-change distribution
+    runner = None if args.skip_river else Runner(args.workers)
+    calibrations: dict[tuple[float, str], Calibration] = {}  # ADWIN's quiet streams per pre-change distribution
+    seeds: dict[tuple[float, str], int | None] = {}
     for tasks, plan in plans:
         if args.plans and str(tasks) not in args.plans.split(","):
             continue
@@ -454,14 +442,35 @@ def run_all(args: Any, out: Callable[[str], None]) -> list[dict[str, Any]]:
             res.plan = f"{tasks}-task"
             target = 1 - math.exp(-res.budget_share)  # the same allowance as the service's streams
             if sc.changes:
-                res.oracle_mean_delay = oracle(sc, target, args.reps, args.horizon, args.change_at, rng,
+                res.oracle_mean_delay, res.oracle_median_delay = oracle(sc, target, args.reps, args.horizon, args.change_at, rng,
                                                args.cal_streams)
-                if not args.skip_river and tasks == 1 and (len(deltas) < args.adwin_calibrations
-                                                           or (sc.p0, sc.kind) in deltas):
-                    res.adwin_mean_delay = adwin(sc, target, min(args.reps, 100), args.horizon, args.change_at, rng,
-                                                 args.adwin_streams, deltas)
+            if runner is not None and sc.kind != "cost":
+                key = (sc.p0, sc.kind)
+                seed = int(rng.integers(2**31))
+                if key not in calibrations:
+                    calibrations[key], seeds[key] = adwin_calibration(runner, sc, args, seed)
+                delta, how = calibrations[key].delta_for(target)
+                res.extra.update(adwin_delta=delta, adwin_calibration=how,
+                                 adwin_quiet_share=calibrations[key].share(math.log10(delta) + 1e-12))
+                if args.adwin_check and not sc.changes:
+                    quiet = Scenario(f"quiet {sc.p0}", sc.p0, None, sc.kind)
+                    same = seeds[key] is not None  # else on fresh streams: an out-of-sample check
+                    at, _ = calibrations[key].delta_for(max(target, 20 / args.adwin_streams))  # a level simulated
+                    res.extra["adwin_check_delta"] = at
+                    res.extra["adwin_check_share"] = calibrations[key].share(math.log10(at) + 1e-12)
+                    res.extra["adwin_quiet_share_direct"] = quiet_share(runner, quiet, args.adwin_streams, args.horizon,
+                                                                        seeds[key] if same else seed, at)
+                    res.extra["adwin_check_streams"] = "the calibration's own" if same else "fresh"
+                if sc.changes:
+                    d = delays(runner, sc, delta, args.adwin_reps or args.reps, args.horizon, args.change_at,
+                               int(rng.integers(2**31)))
+                    capped = np.where(np.isfinite(d), d, args.horizon)
+                    res.adwin_mean_delay, res.adwin_median_delay = float(capped.mean()), float(np.median(capped))
+                    res.extra["adwin_detected_share"] = float(np.isfinite(d).mean())
             results.append({"name": sc.name, **{k: v for k, v in res.__dict__.items() if k not in ("name",)}})
             out(row(res))
+    if runner is not None:
+        runner.close()
     if args.no_grid:
         return results
     out("\n### Reference size: at go-live (K answers per canary, stage 0) and after the burn-in, 1-task plan\n")
@@ -493,7 +502,13 @@ def fmt(v: float | None) -> str:
 
 def row(r: Result) -> str:
     delay = f"{fmt(r.mean_delay)} / {fmt(r.median_delay)}" if r.mean_delay is not None else "-"
+    adwin = f"{fmt(r.adwin_mean_delay)} / {fmt(r.adwin_median_delay)}"
+    if r.adwin_mean_delay is None and "adwin_quiet_share" in r.extra:  # no change: ADWIN's false alarms
+        adwin = f"quiet streams alarming: {r.extra['adwin_quiet_share']:.4f}"
+        if "adwin_quiet_share_direct" in r.extra:
+            adwin += (f"; at delta {r.extra['adwin_check_delta']:.3g}: {r.extra['adwin_check_share']:.4f}, run directly "
+                      f"on {r.extra['adwin_check_streams']} streams {r.extra['adwin_quiet_share_direct']:.4f}")
     return (f"| {r.plan} | {r.name} | {r.false_alarm_rate:.3f} | {r.budget_share:.3f} | {delay} | "
-            f"{'-' if r.detected_share is None else f'{r.detected_share:.0%}'} | {fmt(r.oracle_mean_delay)} | "
-            f"{fmt(r.adwin_mean_delay)} | {'-' if r.alerts_per_persistent_drop is None else f'{r.alerts_per_persistent_drop:.2f}'} | "
+            f"{'-' if r.detected_share is None else f'{r.detected_share:.0%}'} | {fmt(r.oracle_mean_delay)} / {fmt(r.oracle_median_delay)} | "
+            f"{adwin} | {'-' if r.alerts_per_persistent_drop is None else f'{r.alerts_per_persistent_drop:.2f}'} | "
             f"{'-' if r.degraded_share_after_detection is None else f'{r.degraded_share_after_detection:.1%}'} |")

@@ -20,6 +20,7 @@
    Poisson): three days of real spans as the reference (hour of the day), then hour after hour
    the counts the rollup step writes; calls halved in working hours from a Thursday 08:00:
    working hours until the collapse alert; and ``--volume-days`` days without change: false alarms.
+   ``--volume-weekends --volume-reference-days 7``: quieter weekends and a week of reference.
 
 Usage::
 
@@ -334,7 +335,8 @@ def _volume_alarm(engine: Any, plan: Plan, now: datetime) -> bool:
     return any(u.finding is not None and u.spec.metric == "traffic_calls" for u in done.updates)
 
 
-def volume(workdir: Path, trials: int, days: int, peak: int = 1000) -> dict[str, Any]:
+def volume(workdir: Path, trials: int, days: int, peak: int = 1000, reference_days: int = 3,
+           weekends: bool = False) -> dict[str, Any]:
     """Working hours until a halving is found, and false alarms over ``days`` days without change, per seed."""
     t0 = datetime(2026, 3, 2, tzinfo=timezone.utc)  # a Monday
     delays: list[int | None] = []
@@ -344,20 +346,22 @@ def volume(workdir: Path, trials: int, days: int, peak: int = 1000) -> dict[str,
             db = workdir / f"volume-{seed}-{change}.db"
             db.unlink(missing_ok=True)
             url = f"sqlite:///{db}"
-            plan = Plan.model_validate(plan_data(url, reference_window="3d"))
+            plan = Plan.model_validate(plan_data(url, reference_window=f"{reference_days}d"))
             engine = make_engine(url)
             ingestor = Ingestor(plan, lambda s: s, Limits(max_age=timedelta(days=3650)))
-            reference = clinic_counts(seed, t0, 72, peak)
-            store_calls(engine, ingestor, Decoded(calls_in_hours(seed, reference, service="app", attributes={"medmon.task": "discharge"})), t0)
-            _drain(engine, plan, t0 + timedelta(days=3, minutes=11))
-            start = t0 + timedelta(days=3)
-            span = 24 if change != 1.0 else 24 * days
-            hours = clinic_counts(seed + 1000, start, span, peak, change_at=start + timedelta(hours=8), change=change)
+            reference = clinic_counts(seed, t0, 24 * reference_days, peak, weekends=weekends)
+            store_calls(engine, ingestor, Decoded(calls_in_hours(seed, reference, service="app",
+                                                                 attributes={"medmon.task": "discharge"})), t0)
+            _drain(engine, plan, t0 + timedelta(days=reference_days, minutes=11))
+            start = t0 + timedelta(days=reference_days)
+            at = start + timedelta(days=(3 - start.weekday()) % 7, hours=8)  # the next Thursday 08:00
+            span = int((at - start).total_seconds() // 3600) + 24 if change != 1.0 else 24 * days
+            hours = clinic_counts(seed + 1000, start, span, peak, weekends=weekends, change_at=at, change=change)
             working, alarms = 0, 0
             for hour, n in hours:
                 with session_scope(engine) as s:  # the hour's calls, as the rollup step writes them
                     s.add(TrafficRollup(hour=hour, task_id="discharge", model=MODEL, calls=n))
-                working += hour >= start + timedelta(hours=8) and working_hour(hour)
+                working += hour >= at and working_hour(hour)
                 if _volume_alarm(engine, plan, hour + timedelta(hours=1, minutes=11)):
                     alarms += 1
                     if change != 1.0:
@@ -369,7 +373,8 @@ def volume(workdir: Path, trials: int, days: int, peak: int = 1000) -> dict[str,
                 hours_clean += len(hours)
             engine.dispose()
     found = [d for d in delays if d is not None]
-    return {"peak": peak, "trials": trials, "detected": len(found), "median_hours": statistics.median(found) if found else None,
+    return {"peak": peak, "reference_days": reference_days, "weekends": weekends, "trials": trials,
+            "detected": len(found), "median_hours": statistics.median(found) if found else None,
             "max_hours": max(found) if found else None, "false_alarms": false_alarms, "hours_clean": hours_clean}
 
 
@@ -390,6 +395,9 @@ def main() -> None:
     parser.add_argument("--page-spans", type=int, default=10_000_000)
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--volume-days", type=int, default=60, help="days without change per seed (call volume)")
+    parser.add_argument("--volume-reference-days", type=int, default=3, help="the reference's days (call volume)")
+    parser.add_argument("--volume-weekends", action="store_true",
+                        help="weekends at 40%% of a weekday's calls (call volume; give a reference of 7 days or more)")
     parser.add_argument("--pg-server", default="postgresql://postgres@127.0.0.1:5432")
     args = parser.parse_args()
     parts = args.parts.split(",")
@@ -422,8 +430,10 @@ def main() -> None:
                   f"({r['median_hours']:.2f} h), max {r['max_hours']:.2f} h; without a rise: "
                   f"{r['false_alarms_without_rise']} false alarm(s) in {r['hours_without_rise']:.0f} h", flush=True)
         if "volume" in parts:
-            r = volume(folder, args.trials, args.volume_days)
-            print(f"call volume halved in working hours at {r['peak']} calls/h (day-night cycle): detected "
+            r = volume(folder, args.trials, args.volume_days, reference_days=args.volume_reference_days,
+                       weekends=args.volume_weekends)
+            print(f"call volume halved in working hours at {r['peak']} calls/h (day-night cycle"
+                  f"{', quieter weekends' if r['weekends'] else ''}; {r['reference_days']}-day reference): detected "
                   f"{r['detected']}/{r['trials']}, median {r['median_hours']} working hour(s), max {r['max_hours']}; "
                   f"without change: {r['false_alarms']} false alarm(s) in {r['hours_clean']} h "
                   f"({r['hours_clean'] / 24:.0f} days)", flush=True)

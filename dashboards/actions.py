@@ -33,6 +33,8 @@ from medmon.alerts import (
 from medmon.alerts import silence_alert as silence_one
 from medmon.dashboards.auth import Viewer
 from medmon.monitor.governance.audit import AuditKind, record
+from medmon.monitor.governance.signoff import sign
+from medmon.monitor.governance.thresholds import approve_thresholds
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.routing import notify_policy
 from medmon.db import session_scope
@@ -182,3 +184,44 @@ def requeue_dead_letter(engine: Engine, viewer: Viewer, notification_id: int, no
         raise NotAllowed(viewer.why_not or f"{viewer.actor} may not requeue notifications")
     with session_scope(engine) as session:
         return requeue(session, notification_id, viewer.actor, note.strip(), now)
+
+
+# --- governance decisions that need a verified sign-in -------------------------------------------
+
+SIGNED_IN = {"authenticated": True, "via": "dashboard"}
+
+
+def _signed_in(viewer: Viewer, what: str) -> str:
+    """The sign-in's verified e-mail: these records name a person, so an unauthenticated local user may not."""
+    if not viewer.authenticated:
+        raise NotAllowed(f"{what} needs a sign-in (the record names the person the identity provider verified)")
+    if not viewer.can_act or viewer.email is None:
+        raise NotAllowed(viewer.why_not or f"{viewer.actor} may not {what}")
+    return viewer.email
+
+
+def approve_task_thresholds(engine: Engine, plan: Plan, viewer: Viewer, task_id: str, reason: str,
+                            committee_decision: str, now: datetime) -> int:
+    """Put a task's proposed thresholds in force as the signed-in owner (the plan's rules apply); the audit seq."""
+    by = _signed_in(viewer, "approve thresholds")
+    with session_scope(engine) as session:
+        return approve_thresholds(session, plan, task_id=task_id, by=by, reason=reason.strip(), now=now,
+                                  committee_decision=committee_decision.strip() or None, details=SIGNED_IN).seq
+
+
+def sign_report(engine: Engine, plan: Plan, viewer: Viewer, period: str, digest: str, statement: str,
+                now: datetime) -> int:
+    """Sign a period's committee report by its hash, as the signed-in owner; the audit seq."""
+    by = _signed_in(viewer, "sign reports")
+    with session_scope(engine) as session:
+        return sign(session, plan, period, digest, by=by, statement=statement.strip(), now=now,
+                    details=SIGNED_IN).seq
+
+
+def note_answers_viewed(engine: Engine, viewer: Viewer, task_id: str, page: str, result_ids: Sequence[int],
+                        now: datetime) -> None:
+    """Record that this viewer was shown these stored answers of a task (the caller records once per view)."""
+    with session_scope(engine) as session:
+        record(session, AuditKind.answers_viewed, viewer.actor, f"task:{task_id}",
+               {"task": task_id, "page": page, "answers": list(result_ids), "authenticated": viewer.authenticated,
+                "via": "dashboard"}, now)

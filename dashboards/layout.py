@@ -36,8 +36,8 @@ def auth_note(viewer: Viewer) -> str:
 
 
 def fmt(value: float | None, spec: str = ".2f") -> str:
-    """A number for a table cell, or an empty string when unknown."""
-    return "" if value is None else format(value, spec)
+    """A number for a table cell, or "—" when unknown (as every table shows a missing value)."""
+    return "—" if value is None else format(value, spec)
 
 
 def when(value: datetime | None) -> str:
@@ -46,5 +46,6 @@ def when(value: datetime | None) -> str:
 
 
 def interval(low: float | None, high: float | None) -> str:
-    return "" if low is None or high is None else f"{low:.2f}–{high:.2f}"
+    """A 95% interval for a table cell, or "—" when there is none yet."""
+    return "—" if low is None or high is None else f"{low:.2f}–{high:.2f}"
 

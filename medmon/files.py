@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from collections.abc import Sequence
+from json.decoder import scanstring
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +28,8 @@ MAX_YAML_NODES = 100_000
 MAX_DATA_BYTES = 256 << 20
 MAX_DEPTH = 64
 
-__all__ = ["MAX_DATA_BYTES", "MAX_DEPTH", "MAX_YAML_BYTES", "MAX_YAML_NODES", "UnsafeInput", "decode", "load_yaml",
-           "loads_json", "read_bytes", "read_text", "split_lines"]
+__all__ = ["MAX_DATA_BYTES", "MAX_DEPTH", "MAX_YAML_BYTES", "MAX_YAML_NODES", "UnsafeInput", "decode", "json_line",
+           "load_yaml", "loads_json", "read_bytes", "read_text", "split_lines"]
 
 
 class UnsafeInput(ValueError):
@@ -105,6 +108,57 @@ def loads_json(text: str, *, allow_nan: bool = False) -> Any:
     return value
 
 
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def json_line(text: str, at: Sequence[str | int]) -> int | None:
+    """The 1-based line where the value at key path ``at`` starts in the JSON ``text``.
+
+    For error messages only (it re-scans the text with the standard library's decoder, skipping
+    the values before the one sought): where a key is missing, the line of the deepest part of
+    the path that exists; None when the text is not JSON of that shape.
+
+    Examples
+    --------
+    >>> json_line(chr(10).join(['[', ' {"name": {"name": "x"},', '  "mean": NaN}', ']']), [0, "mean"])
+    3
+    """
+    decoder = json.JSONDecoder(parse_constant=lambda _: 0.0)
+    pos = _SPACE.match(text, 0).end()  # type: ignore[union-attr]
+    try:
+        for step in at:
+            opening = text[pos]
+            if isinstance(step, int) and opening == "[":
+                pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+                for _ in range(step):
+                    if text[pos] == "]":
+                        return text.count("\n", 0, pos) + 1
+                    pos = _SPACE.match(text, decoder.raw_decode(text, pos)[1]).end()  # type: ignore[union-attr]
+                    if text[pos] != ",":
+                        return text.count("\n", 0, pos) + 1
+                    pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+            elif isinstance(step, str) and opening == "{":
+                start = pos
+                pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+                while True:
+                    if text[pos] != '"':
+                        return text.count("\n", 0, start) + 1  # the key is missing: the object's line
+                    key, pos = scanstring(text, pos + 1)
+                    pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+                    pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]  # past ':'
+                    if key == step:
+                        break
+                    pos = _SPACE.match(text, decoder.raw_decode(text, pos)[1]).end()  # type: ignore[union-attr]
+                    if text[pos] != ",":
+                        return text.count("\n", 0, start) + 1
+                    pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+            else:
+                break  # not the shape the path expects: the line of what is there
+    except (ValueError, IndexError, RecursionError):
+        return None
+    return text.count("\n", 0, pos) + 1
+
+
 class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that refuses duplicate keys, naming both lines."""
 
@@ -174,6 +228,34 @@ def load_yaml(text: str) -> tuple[Any, yaml.Node | None]:
     except ValueError as exc:
         if isinstance(exc, UnsafeInput):
             raise
-        raise UnsafeInput("invalid YAML: a value cannot be converted (an integer with too many digits?)") from None
+        bad = _unconvertible(loader, node)
+        if bad is None:
+            raise UnsafeInput("invalid YAML: a value cannot be converted") from None
+        what = "an integer with too many digits" if bad.tag.endswith(":int") else f"a {bad.tag.rsplit(':', 1)[-1]}"
+        raise UnsafeInput(f"invalid YAML: {what} that cannot be converted (column {bad.start_mark.column + 1})",
+                          bad.start_mark.line + 1, bad.start_mark.column + 1) from None
     finally:
         loader.dispose()
+
+
+def _unconvertible(loader: yaml.SafeLoader, root: yaml.Node) -> yaml.ScalarNode | None:
+    """The first scalar (in document order) whose tag's constructor refuses it; for the error's line."""
+    seen: set[int] = set()
+    stack: list[yaml.Node] = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            construct = loader.yaml_constructors.get(node.tag)
+            try:
+                if construct is not None:
+                    construct(loader, node)
+            except ValueError:
+                return node
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(reversed(node.value))
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(n for pair in reversed(node.value) for n in reversed(pair))
+    return None

@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import JSON, Column, UniqueConstraint
+from sqlalchemy import JSON, Column, UniqueConstraint, true
 from sqlmodel import Field, SQLModel
 
 from medmon.db import utcnow
@@ -479,7 +479,10 @@ class TrafficJudgement(SQLModel, table=True):
     agreement: float | None = None
     scores: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # judge -> criterion -> score
     judge_cost_usd: float | None = None
-    error: str | None = None
+    error: str | None = None  # PENDING while a receiver judges it in memory
+    # False until the leader fed the verdict to the task's streams (judged in memory at ingest);
+    # verdicts of stored text are fed where they are judged.
+    streamed: bool = Field(default=True, index=True, sa_column_kwargs={"server_default": true()})
 
 
 class ScheduledReport(SQLModel, table=True):

@@ -21,6 +21,7 @@ from medmon.dashboards.actions import (
 from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.data import current_plan, engine_for, refresh_every
 from medmon.dashboards.layout import header, when
+from medmon.dashboards.tables import show_table
 from medmon.db import utcnow
 from medmon.monitor.read import IncidentView, dead_letter_list, open_incidents_view, past_incidents_view, silences
 
@@ -111,7 +112,7 @@ def lists() -> None:
         dead = dead_letter_list(session)
     st.subheader(f"Open incidents ({len(current)})")
     if current:
-        st.dataframe(pd.DataFrame([{
+        show_table(pd.DataFrame([{
             "id": i.id, "severity": i.severity, "status": i.status, "incident": i.title, "summary": i.summary,
             "signals": len(i.signals), "owner": i.owner, "since": i.opened_at, "task page": task_link(i.task, i.opened_at),
             "acknowledged by": i.acknowledged_by or "", "note": i.ack_note or "",
@@ -124,7 +125,7 @@ def lists() -> None:
         for i in current:
             with st.expander(f"#{i.id} {i.title}: {len(i.signals)} signal(s), what to do"):
                 st.write(i.runbook)
-                st.dataframe(pd.DataFrame([{
+                show_table(pd.DataFrame([{
                     "alert": m.alert_id, "rule": m.rule, "stream": m.metric, "status": m.status,
                     "severity": m.severity, "since": m.since, "summary": m.summary} for m in i.signals]),
                     hide_index=True, width="stretch", key=f"signals_{i.id}",
@@ -133,7 +134,7 @@ def lists() -> None:
         st.write("None.")
     st.subheader(f"Past incidents ({len(past)})")
     if past:
-        st.dataframe(pd.DataFrame([{
+        show_table(pd.DataFrame([{
             "id": i.id, "severity": i.severity, "incident": i.title, "summary": i.summary, "opened": i.opened_at,
             "closed": i.closed_at, "resolved by": i.resolved_by or "medmon", "reason": i.resolve_reason or "",
             "signals": len(i.signals), "task page": task_link(i.task, i.opened_at)} for i in past]),
@@ -145,13 +146,13 @@ def lists() -> None:
         st.write("None.")
     if muted:
         st.subheader(f"Silences ({len(muted)})")
-        st.dataframe(pd.DataFrame([{"id": s.id, "mutes": s.matchers, "from": s.starts_at, "until": s.ends_at,
+        show_table(pd.DataFrame([{"id": s.id, "mutes": s.matchers, "from": s.starts_at, "until": s.ends_at,
                                     "by": s.created_by, "reason": s.reason} for s in muted]),
                      hide_index=True, width="stretch", key="silences")
     st.subheader(f"Undeliverable notifications ({len(dead)})")
     if dead:
         st.error(f"{len(dead)} notification(s) could not be delivered: check the routes, then send them again.")
-        st.dataframe(pd.DataFrame([{
+        show_table(pd.DataFrame([{
             "id": d.id, "alert": d.alert_id, "route": d.route, "event": d.event, "attempts": d.attempts,
             "last error": d.last_error, "created": d.created_at, "summary": d.summary} for d in dead]),
             hide_index=True, width="stretch", key="dead_letters")

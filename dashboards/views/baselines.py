@@ -9,6 +9,7 @@ from sqlmodel import Session
 from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.data import current_plan, engine_for
 from medmon.dashboards.layout import header
+from medmon.dashboards.tables import show_table
 from medmon.monitor.read import DISAGREEMENT_FLAG, baselines_by_taxonomy
 
 plan = current_plan()
@@ -22,7 +23,7 @@ used = {t.benchmark: t.id for t in plan.tasks}
 if not rows:
     st.info("No baseline stored yet: import one with `medmon baseline import`, or start the service once.")
 else:
-    st.dataframe(pd.DataFrame([{
+    show_table(pd.DataFrame([{
         "category": b.category, "subcategory": b.subcategory or "", "benchmark": b.benchmark,
         "task": used.get(b.benchmark, ""), "model": b.model, "metric": b.metric, "version": b.version,
         "value": b.value, "scale": f"{b.scale_min:g}-{b.scale_max:g}", "normalised": b.normalized, "n": b.n,
@@ -49,5 +50,5 @@ else:
         if not b.source_files:
             continue
         with st.expander(f"{b.benchmark} · {b.model} · v{b.version} · {len(b.source_files)} file(s)"):
-            st.dataframe(pd.DataFrame([{"file": name, "SHA-256": sha} for name, sha in sorted(b.source_files.items())]),
+            show_table(pd.DataFrame([{"file": name, "SHA-256": sha} for name, sha in sorted(b.source_files.items())]),
                          hide_index=True, width="stretch", key=f"files_{b.id}")

@@ -10,6 +10,7 @@ from sqlmodel import Session
 from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.data import current_plan, engine_for, refresh_every
 from medmon.dashboards.layout import fmt, header, interval
+from medmon.dashboards.tables import show_table
 from medmon.monitor.read import change_history, reevaluations, served_model_history
 
 plan = current_plan()
@@ -40,7 +41,7 @@ def changes() -> None:
         st.success("The deployment has served the same model and fingerprint since go-live.")
 
     st.subheader("Served model and fingerprint")
-    st.dataframe(pd.DataFrame([{
+    show_table(pd.DataFrame([{
         "first seen": m.first_seen, "task": m.task, "served model": m.served_model,
         "fingerprint": m.system_fingerprint or "",
         "before": f"{m.previous_model} ({m.previous_fingerprint or '-'})" if m.is_change else "go-live"}
@@ -50,7 +51,7 @@ def changes() -> None:
     if not recorded:
         st.write("No change recorded. Declare one with `medmon change record`; detected ones appear here too.")
     else:
-        st.dataframe(pd.DataFrame([{
+        show_table(pd.DataFrame([{
             "at": c.at, "task": c.task, "kind": c.kind, "source": c.source, "by": c.actor, "what": c.note,
             "status": c.status, "re-evaluation": c.reevaluation.id if c.reevaluation else None,
             "verdict": _verdict(c.reevaluation.passed, c.reevaluation.conclusive) if c.reevaluation else ""}
@@ -60,7 +61,7 @@ def changes() -> None:
     if not evals:
         st.write("No re-evaluation has run yet.")
     else:
-        st.dataframe(pd.DataFrame([{
+        show_table(pd.DataFrame([{
             "id": r.id, "task": r.task, "started": r.started_at, "served model": r.served_model or "",
             "n": r.n, "score": fmt(r.estimate), "95% CI": interval(r.ci_low, r.ci_high), "baseline": fmt(r.baseline),
             "difference": fmt(r.difference, "+.2f"), "approval threshold": fmt(r.min_score),

@@ -12,6 +12,7 @@ from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.charts import per_task_chart, spend_chart
 from medmon.dashboards.data import current_plan, engine_for, refresh_every
 from medmon.dashboards.layout import fmt, header
+from medmon.dashboards.tables import show_table
 from medmon.monitor.read import cost_by_day, cost_by_task, judge_cost_by_day, judge_cost_by_task
 from medmon.db import utcnow
 
@@ -42,7 +43,7 @@ def costs() -> None:
     c[1].metric("Judges (USD)", f"{judge_total:.4f}", help="the jury's own ledger, never added to the model's cost")
     c[2].metric("Calls", calls)
     c[3].metric("Tasks over budget", sum(1 for t in tasks if t.within_budget is False))
-    st.dataframe(pd.DataFrame([{
+    show_table(pd.DataFrame([{
         "task": t.task, "calls": t.calls, "errors": t.errors, "cost (USD)": t.cost_usd,
         "cost per call": t.cost_per_call, "budget per call": t.budget_per_call,
         "within budget": {True: "yes", False: "NO", None: ""}[t.within_budget],
@@ -65,7 +66,7 @@ def costs() -> None:
     right.plotly_chart(per_task_chart(days, "latency_mean", slos, title="Mean latency per day (dashed: objective)",
                                       y_title="seconds"), key="latency")
     with st.expander("Per task and day"):
-        st.dataframe(pd.DataFrame([{
+        show_table(pd.DataFrame([{
             "day": d.day, "task": d.task, "calls": d.calls, "errors": d.errors, "cost (USD)": fmt(d.cost_usd, ".4f"),
             "cost per call": fmt(d.cost_per_call, ".5f"), "calls over budget": d.over_budget,
             "mean latency (s)": fmt(d.latency_mean), "calls over objective": d.over_slo} for d in days]),

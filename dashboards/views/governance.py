@@ -8,10 +8,21 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
+from medmon.dashboards.actions import NotAllowed, approve_task_thresholds, sign_report
 from medmon.dashboards.auth import owner_emails, require_viewer
 from medmon.dashboards.data import current_plan, engine_for, plan_path, plan_text, refresh_every
 from medmon.dashboards.layout import header, masked_plan
-from medmon.monitor.read import approved_plan, audit_chain, audit_log
+from medmon.dashboards.tables import show_table
+from medmon.db import utcnow
+from medmon.monitor.errors import GovernanceError
+from medmon.monitor.read import (
+    approved_plan,
+    audit_chain,
+    audit_log,
+    generated_reports,
+    threshold_proposals,
+    with_thresholds_in_force,
+)
 
 plan = current_plan()
 viewer = require_viewer(plan)
@@ -32,14 +43,44 @@ st.markdown(f"- **Clinical owner:** {plan.owners.clinical.name} ({plan.owners.cl
             f"- **On-call route:** {plan.owners.on_call_route}")
 st.caption("May acknowledge, resolve and silence alerts: " + ", ".join(sorted(owner_emails(plan))))
 
-st.subheader("Tasks and thresholds")
-st.dataframe(pd.DataFrame([{
+with Session(engine) as session:
+    judged = with_thresholds_in_force(session, plan)
+    proposals = threshold_proposals(session)
+    reports = generated_reports(session)
+st.subheader("Tasks and thresholds in force")
+show_table(pd.DataFrame([{
     "task": t.id, "benchmark": t.benchmark, "owner": (t.owner or plan.owners.clinical).name,
     "approval threshold": t.thresholds.min_score, "tolerated drop": t.thresholds.tolerated_drop,
     "cost budget per call": t.thresholds.cost_budget_per_call, "latency objective (s)": t.thresholds.latency_slo_s,
     "minimum jury agreement": t.thresholds.min_jury_agreement, "human review": t.human_review_required,
     "schedule": t.schedule, "canaries per probe": t.sample_size, "subgroups": ", ".join(t.subgroups)}
-    for t in plan.tasks]), hide_index=True, width="stretch", key="thresholds")
+    for t in judged.tasks]), hide_index=True, width="stretch", key="thresholds")
+st.caption("The thresholds detection and reports use: the approved ones. A plan edit is a proposal until an owner "
+           "approves it.")
+if proposals:
+    st.warning(f"{len(proposals)} threshold change(s) in the recorded plan await an owner's approval; the values "
+               "in force above judge the tasks until then.")
+    show_table(pd.DataFrame([{
+        "task": p.task, "threshold": p.threshold, "in force": str(p.in_force), "proposed": str(p.proposed),
+        "loosens": p.looser, "proposed by": p.proposed_by, "recorded": p.proposed_at, "plan seq": p.plan_seq}
+        for p in proposals]), hide_index=True, width="stretch", key="threshold_proposals")
+    if viewer.authenticated and viewer.can_act:
+        with st.container(border=True):
+            st.markdown(f"**Approve a task's proposed thresholds** as {viewer.email}")
+            chosen = st.selectbox("Task", sorted({p.task for p in proposals}), key="thr_task")
+            why = st.text_input("Rationale (kept in the audit log)", key="thr_reason")
+            committee = st.text_input("Committee decision (needed to lower min_score or subgroup_min_score)",
+                                      key="thr_committee")
+            if st.button("Approve these thresholds", key="thr_approve", type="primary"):
+                try:
+                    seq = approve_task_thresholds(engine, plan, viewer, chosen, why, committee, utcnow())
+                except (GovernanceError, NotAllowed) as exc:
+                    st.error(f"Approval refused: {exc}")
+                else:
+                    st.success(f"Thresholds of {chosen} approved by {viewer.email} (audit seq {seq}); "
+                               "'medmon serve' applies them at its next start.")
+    else:
+        st.caption("Owners approve them here after signing in, or with `medmon approvals thresholds`.")
 st.markdown(f"False-alarm budget: one false alarm in **{plan.detection.probes_between_false_alarms:,.0f}** probes "
             f"across the deployment · alert routes: "
             + (", ".join(f"{r.name} ({r.type})" for r in plan.alerts.routes) or "none")
@@ -81,7 +122,7 @@ else:
                  f"replaying every canary {c.reevaluation.repeats} time(s)")
     st.markdown("\n".join(lines))
     if gov.evidence.sources:
-        st.dataframe(pd.DataFrame([{"benchmark": e.benchmark, "source": e.source, "metric": e.metric or "",
+        show_table(pd.DataFrame([{"benchmark": e.benchmark, "source": e.source, "metric": e.metric or "",
                                     "value": e.value, "n": e.n, "data access": e.data_access or "", "notes": e.notes}
                                    for e in gov.evidence.sources]), hide_index=True, width="stretch")
 
@@ -101,6 +142,34 @@ else:
                    "when the service next starts.")
     with st.expander("The plan text (route URLs masked)"):
         st.code(masked_plan(approved.text, plan), language="yaml")
+
+
+st.subheader("Committee reports and sign-off")
+if not reports:
+    st.write("No committee report has been generated yet (`medmon report`, or the plan's `reports` schedule).")
+else:
+    show_table(pd.DataFrame([{
+        "period": r.period, "signed by": ", ".join(r.signed_by) or "not signed", "report hash": r.sha256,
+        "generated": r.first_generated, "generated by": r.generated_by} for r in reports]),
+        hide_index=True, width="stretch", key="reports")
+    if viewer.authenticated and viewer.can_act:
+        with st.container(border=True):
+            st.markdown(f"**Sign a report** as {viewer.email}: you attest to exactly the figures with this hash "
+                        "(printed on the report's first page).")
+            labels = {f"{r.period} · {r.sha256}": r for r in reports}
+            picked = labels[st.selectbox("Report", list(labels), key="sign_report")]
+            statement = st.text_input("Statement", value="Reviewed and accepted by the committee",
+                                      key="sign_statement")
+            if st.button("Sign this report", key="sign_do", type="primary"):
+                try:
+                    seq = sign_report(engine, plan, viewer, picked.period, picked.sha256, statement, utcnow())
+                except (GovernanceError, NotAllowed) as exc:
+                    st.error(f"Sign-off refused: {exc}")
+                else:
+                    st.success(f"Report {picked.period} ({picked.sha256[:12]}…) signed by {viewer.email} "
+                               f"(audit seq {seq}).")
+    else:
+        st.caption("Owners sign here after signing in (the signature carries the identity the sign-in verified).")
 
 
 # Verifying walks the whole chain; past this many entries it runs when asked, not on every refresh.
@@ -125,7 +194,7 @@ def audit_section() -> None:
     if not entries:
         st.write("No audit entry yet.")
     else:
-        st.dataframe(pd.DataFrame([{
+        show_table(pd.DataFrame([{
             "seq": e.seq, "at": e.at, "kind": e.kind, "actor": e.actor, "subject": e.subject,
             "details": json.dumps(e.details, sort_keys=True, default=str), "hash": e.entry_hash[:16]}
             for e in entries]), hide_index=True, width="stretch", key="audit")

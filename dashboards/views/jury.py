@@ -13,6 +13,7 @@ from medmon.dashboards.charts import agreement_chart, judges_chart
 from medmon.dashboards.data import current_plan, engine_for, refresh_every
 from medmon.dashboards.layout import fmt, header
 from medmon.dashboards.oversight import MEDHELM_NOTE, agreement_frame
+from medmon.dashboards.tables import show_table
 from medmon.monitor.read import (agreement_series, agreement_table, judge_series, unread_verdicts, verdict_count,
                                 window_alphas)
 from medmon.db import utcnow
@@ -47,8 +48,8 @@ def jury() -> None:
         return
     judged = [a for a in alphas if a.results]
     if judged:
-        st.dataframe(pd.DataFrame([{
-            "task": a.task_id, "Krippendorff's alpha (ordinal)": fmt(a.alpha, ".3f") or (a.reason or ""),
+        show_table(pd.DataFrame([{
+            "task": a.task_id, "Krippendorff's alpha (ordinal)": (fmt(a.alpha, ".3f") if a.alpha is not None else a.reason or "—"),
             "answers": a.results, "judges": a.judges, "items scored by 2+ judges": a.units,
             "scores outside the scale (excluded)": a.out_of_scale} for a in judged]),
             hide_index=True, width="stretch", key="alphas")
@@ -66,7 +67,7 @@ def jury() -> None:
     st.plotly_chart(judges_chart(judges, (float(scale[0]), float(scale[1]))), key="judges")
     st.subheader(f"Unparsed or failed verdicts ({len(unread)})")
     if unread:
-        st.dataframe(pd.DataFrame([{
+        show_table(pd.DataFrame([{
             "at": u.at, "task": u.task, "answer": u.result_id, "judge": u.judge, "model": u.model,
             "status": u.parse_status, "asked": u.asks, "error": u.error} for u in unread]),
             hide_index=True, width="stretch", key="unread")

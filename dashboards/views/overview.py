@@ -11,6 +11,7 @@ from sqlmodel import Session
 from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.data import current_plan, engine_for, refresh_every
 from medmon.dashboards.layout import header, interval
+from medmon.dashboards.tables import show_table
 from medmon.monitor.read import category_streams, open_incidents_view, service_pulse, task_overview
 from medmon.db import utcnow
 
@@ -65,7 +66,7 @@ def overview() -> None:
         "95% CI": interval(r.ci_low, r.ci_high), "approved minimum": r.min_score, "at approval": r.baseline,
         "open incidents": r.open_incidents, "owner": r.owner, "last probe": r.last_probe, "answers": r.n,
         "risk tier": r.risk_tier, "category": r.category, "subcategory": r.subcategory} for r in rows])
-    st.dataframe(table, hide_index=True, width="stretch", column_config={
+    show_table(table, hide_index=True, width="stretch", column_config={
         "why": st.column_config.TextColumn(width="large", help="every reason, most serious first"),
         "at approval": st.column_config.NumberColumn(format="%.2f", help="the baseline the task was approved on"),
         "score now": st.column_config.NumberColumn(format="%.2f", help="mean score of the latest 200 answers"),
@@ -86,14 +87,14 @@ def overview() -> None:
     if pooled:
         st.subheader("Category detectors")
         st.caption("Each pools the tasks of one MedHELM category, so a small drop shared by several tasks shows.")
-        st.dataframe(pd.DataFrame([{"category": p.category, "stream": p.key.rsplit(":", 2)[-2], "status": p.status,
+        show_table(pd.DataFrame([{"category": p.category, "stream": p.key.rsplit(":", 2)[-2], "status": p.status,
                                     "evidence": p.evidence, "alarm threshold": p.threshold, "n": p.n}
                                    for p in pooled]), hide_index=True, width="stretch")
     st.subheader(f"Open incidents ({len(incidents)})")
     if not incidents:
         st.write("None.")
     else:
-        st.dataframe(pd.DataFrame([{"severity": i.severity, "status": i.status, "incident": f"#{i.id} {i.title}",
+        show_table(pd.DataFrame([{"severity": i.severity, "status": i.status, "incident": f"#{i.id} {i.title}",
                                     "summary": i.summary, "signals": len(i.signals), "owner": i.owner,
                                     "since": i.opened_at} for i in incidents]),
                      hide_index=True, width="stretch", column_config={

@@ -12,10 +12,12 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
+from medmon.dashboards.actions import note_answers_viewed
 from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.data import current_plan, engine_for
 from medmon.dashboards.layout import header
 from medmon.dashboards.oversight import MEDHELM_NOTE, agreement_frame
+from medmon.dashboards.tables import show_table
 from medmon.db import session_scope, utcnow
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.review import record_review, reviewer_tasks, rubric
@@ -62,6 +64,10 @@ else:
         st.text("\n".join(card.references))
     st.markdown("**Answer** (as stored, redacted)")
     st.text(card.answer)
+    seen = f"answers_viewed:review:{card.result_id}"  # once per session and answer, not per rerun
+    if not st.session_state.get(seen):
+        note_answers_viewed(engine, viewer, card.task_id, "review", [card.result_id], utcnow())
+        st.session_state[seen] = True
     with st.form(key=f"rate_{card.item_id}"):
         scores = {c: st.radio(c, list(range(low, high + 1)), index=None, horizontal=True, key=f"{c}_{card.item_id}")
                   for c in criteria}
@@ -91,7 +97,7 @@ with Session(engine) as session:
     progress = [p for p in review_progress(session, plan, utcnow()) if p.task_id in tasks]
     agreement = agreement_table(session, tasks)
 if progress:
-    st.dataframe(pd.DataFrame([{"task": p.task_id, "reviewed": p.done, "queued": p.queued, "weekly quota": p.quota,
+    show_table(pd.DataFrame([{"task": p.task_id, "reviewed": p.done, "queued": p.queued, "weekly quota": p.quota,
                                 "safety flags": p.flagged} for p in progress]), hide_index=True, key="progress")
 st.subheader("Does the jury stand in for clinicians?")
 if not agreement:

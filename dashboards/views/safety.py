@@ -17,6 +17,7 @@ from sqlmodel import Session
 from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.data import current_plan, engine_for
 from medmon.dashboards.layout import header
+from medmon.dashboards.tables import show_table
 from medmon.db import session_scope, utcnow
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance import safety, suspension
@@ -58,7 +59,7 @@ st.caption(f"Reporting clocks: {plan.oversight.safety.jurisdiction}, {plan.overs
            + ", ".join(f"{k} {v}" for k, v in plan.oversight.safety.clocks.items())
            + f"; alerted {plan.oversight.safety.warn_before} before the deadline.")
 if events:
-    st.dataframe(pd.DataFrame([{
+    show_table(pd.DataFrame([{
         "event": f"#{e.event.id}", "task": e.event.task_id, "severity": e.event.severity, "status": e.event.status,
         "opened": f"{e.event.opened_at:%Y-%m-%d %H:%M}", "source": e.event.source_ref or e.event.source,
         "due": f"{e.clock.due_at:%Y-%m-%d %H:%M}" if e.clock.due_at else "", "clock": e.clock.label,
@@ -71,7 +72,7 @@ if events:
     st.download_button("Export for the incident system (JSON)", json.dumps(document, indent=2, default=str),
                        file_name=f"safety-event-{chosen}.json", mime="application/json", key="export_json")
     if row.actions:
-        st.dataframe(pd.DataFrame([{"action": f"#{a.id}", "description": a.description, "owner": a.owner,
+        show_table(pd.DataFrame([{"action": f"#{a.id}", "description": a.description, "owner": a.owner,
                                     "due": f"{a.due_at:%Y-%m-%d}", "status": a.status,
                                     "effectiveness check": f"re-evaluation #{a.check_reevaluation_id}"
                                     if a.check_reevaluation_id else ""} for a in row.actions]),
@@ -128,7 +129,7 @@ st.subheader("Suspension")
 if plan.oversight.suspend is None:
     st.write("The plan has no suspend route (oversight.suspend).")
 else:
-    st.dataframe(pd.DataFrame([{"task": t, "state": held[t].status if t in held else "in use",
+    show_table(pd.DataFrame([{"task": t, "state": held[t].status if t in held else "in use",
                                 "since": f"{(held[t].suspended_at or held[t].requested_at):%Y-%m-%d %H:%M}"
                                 if t in held else "", "reason": held[t].reason if t in held else ""}
                                for t in task_ids]), hide_index=True, key="suspension_state")
@@ -158,7 +159,7 @@ else:
 
 st.subheader(f"Near misses ({len(misses)})")
 if misses:
-    st.dataframe(pd.DataFrame([{"at": f"{m.created_at:%Y-%m-%d %H:%M}", "task": m.task_id, "what": m.what,
+    show_table(pd.DataFrame([{"at": f"{m.created_at:%Y-%m-%d %H:%M}", "task": m.task_id, "what": m.what,
                                 "by": m.recorded_by} for m in misses]), hide_index=True, width="stretch", key="misses")
 if may_record:
     with st.expander("Record a near miss (no harm)"):

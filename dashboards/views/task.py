@@ -12,10 +12,12 @@ import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
+from medmon.dashboards.actions import note_answers_viewed
 from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.charts import Marker, cost_latency_chart, score_chart, slices_chart
 from medmon.dashboards.data import current_plan, engine_for, refresh_every
 from medmon.dashboards.layout import fmt, header, interval, when
+from medmon.dashboards.tables import show_table
 from medmon.db import utcnow
 from medmon.monitor.read import (
     baseline_band,
@@ -162,7 +164,7 @@ def detail() -> None:
         gaps = slice_gaps(slices)
         st.caption("A subgroup is a problem of its own when its gap to the others widens beyond the gap at "
                    "approval; when every subgroup falls with the whole, the accuracy incident covers it.")
-        st.dataframe(pd.DataFrame([{
+        show_table(pd.DataFrame([{
             "tag": g.tag, "gap now": g.gap, "gap at approval": g.baseline_gap, "widening": g.widening,
             "worst": g.worst, "best": g.best} for g in gaps]), hide_index=True, width="stretch", key="gaps",
             column_config={k: st.column_config.NumberColumn(format="%.3f")
@@ -175,8 +177,12 @@ def detail() -> None:
     if not answers:
         st.write("No answers yet.")
     else:
+        seen = f"answers_viewed:{task_id}"  # audited once per session and task, not on every refresh
+        if not st.session_state.get(seen):
+            note_answers_viewed(engine, viewer, task_id, "task", [a.result_id for a in answers], now)
+            st.session_state[seen] = True
         texts = canary_texts(plan, task_id)
-        st.dataframe(pd.DataFrame([{
+        show_table(pd.DataFrame([{
             "at": a.at, "canary": a.canary_id,
             "question": (texts[a.canary_id].prompt if a.canary_id in texts else "")[:300],
             "reference": " | ".join(texts[a.canary_id].references) if a.canary_id in texts else "",
@@ -184,7 +190,7 @@ def detail() -> None:
             "scorer read": ("unreadable" if a.parsed is False else a.extracted or ""),
             "score": a.score, "correct": a.correct, "error": a.error_type or "", "served model": a.served_model or "",
             "tags": ", ".join(f"{k}={v}" for k, v in sorted(a.tags.items())),
-            "judges": "; ".join(f"{v.judge}/{v.criterion}: {fmt(v.score, 'g') or v.parse_status}"
+            "judges": "; ".join(f"{v.judge}/{v.criterion}: {fmt(v.score, 'g') if v.score is not None else v.parse_status}"
                                 for v in a.verdicts) or "no jury verdict"} for a in answers]),
             hide_index=True, width="stretch", key="answers", column_config={
                 "question": st.column_config.TextColumn(width="large"),
@@ -197,7 +203,7 @@ def detail() -> None:
         if not states:
             st.write("No detector has run for this task yet.")
         else:
-            st.dataframe(pd.DataFrame([{
+            show_table(pd.DataFrame([{
                 "stream": stream_name(s.key, task_id), "status": s.status.value,
                 "progress to alarm": _progress(s.evidence, s.threshold, s.status.value == "degraded"),
                 "evidence": s.evidence, "alarm threshold": s.threshold, "reference": s.null_mean,
@@ -211,13 +217,13 @@ def detail() -> None:
                     "reference": st.column_config.NumberColumn(format="%.3f"),
                     "at approval": st.column_config.NumberColumn(format="%.3f")}, key="detectors")
         if found:
-            st.dataframe(pd.DataFrame([{
+            show_table(pd.DataFrame([{
                 "at": f.created_at, "kind": f.kind, "stream": f.metric, "estimate": f.estimate,
                 "95% CI": interval(f.ci_low, f.ci_high), "reference": f.null_mean, "statistic": f.statistic,
                 "threshold": f.threshold, "n": f.n, "summary": f.summary} for f in found]),
                 hide_index=True, width="stretch", key="findings")
         if past:
-            st.dataframe(pd.DataFrame([{
+            show_table(pd.DataFrame([{
                 "incident": f"#{i.id} {i.title}", "opened": i.opened_at, "closed": i.closed_at,
                 "resolved by": i.resolved_by or "", "reason": i.resolve_reason or "", "signals": len(i.signals)}
                 for i in past]), hide_index=True, width="stretch", key="past_incidents")
@@ -246,10 +252,12 @@ def drift_report() -> None:
         st.warning(f"Drifted: {', '.join(report.drifted)}")
     else:
         st.info("No output descriptor drifted.")
-    st.dataframe(pd.DataFrame([{"column": c.column, "method": c.method, "p-value": c.p_value,
+    show_table(pd.DataFrame([{"column": c.column, "method": c.method, "p-value": c.p_value,
                                 "threshold": c.threshold, "drifted": c.drifted} for c in report.columns]),
                  hide_index=True, width="stretch", key="drift_columns",
                  column_config={"p-value": st.column_config.NumberColumn(format="%.3g")})
+    for name, note in report.notes.items():
+        st.caption(f"**{name}**: {note}")
     if not report.html_available:
         st.write(f"The report's HTML is missing ({report.html_path or 'not stored'}).")
         return

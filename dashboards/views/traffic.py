@@ -12,6 +12,7 @@ from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.charts import traffic_daily_chart
 from medmon.dashboards.data import current_plan, engine_for, refresh_every
 from medmon.dashboards.layout import fmt, header
+from medmon.dashboards.tables import show_table
 from medmon.db import utcnow
 from medmon.monitor.read import traffic_summary
 
@@ -47,7 +48,7 @@ def traffic() -> None:
     if not summary.groups:
         st.write(f"No traffic in the last {period}.")
         return
-    st.dataframe(pd.DataFrame([{
+    show_table(pd.DataFrame([{
         "task": g.task or "(unmatched)", "model": g.model, "calls": g.calls, "spend (USD)": g.cost_usd,
         "cost per call": g.cost_per_call, "errors": g.error_rate, "truncated": g.truncation_rate,
         "refusals": g.refusal_rate, "p50 (s)": g.p50_s, "p95 (s)": g.p95_s, "p99 (s)": g.p99_s,
@@ -80,12 +81,12 @@ def traffic() -> None:
                    key="traffic_refusals")
     if summary.judged:
         st.subheader("Real answers judged by the jury")
-        st.dataframe(pd.DataFrame([{"day": j.day, "task": j.task, "judged": j.judged, "mean score": fmt(j.score),
+        show_table(pd.DataFrame([{"day": j.day, "task": j.task, "judged": j.judged, "mean score": fmt(j.score),
                                     "agreement": fmt(j.agreement)} for j in summary.judged]),
                      hide_index=True, width="stretch", key="traffic_judged")
     if summary.refused:
         with st.expander("Spans refused at the door"):
-            st.dataframe(pd.DataFrame([{"reason": r, "spans": n} for r, n in sorted(summary.refused.items())]),
+            show_table(pd.DataFrame([{"reason": r, "spans": n} for r, n in sorted(summary.refused.items())]),
                          hide_index=True, width="stretch", key="traffic_refused")
 
 

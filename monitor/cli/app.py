@@ -133,6 +133,7 @@ def probe_run(plan_path: PlanArg,
     from medmon.monitor.plan.privacy import mask_logs
     from medmon.monitor.plan.routing import build_channels, require_endpoint_env
     from medmon.monitor.runs.pipeline import run_task_probe
+    from medmon.monitor.governance.thresholds import in_force
     from medmon.monitor.plan.model import load_plan
     from medmon.db import utcnow
     from medmon.monitor.storage import make_engine
@@ -143,6 +144,7 @@ def probe_run(plan_path: PlanArg,
         require_endpoint_env(plan)  # every call would fail with 401: refuse now, naming the variable
         channels = build_channels(plan) if deliver else {}
         engine = make_engine(plan.storage.url)
+        plan = in_force(engine, plan)  # judged by the approved thresholds, as the service judges
         contexts = [load_context(plan, t) for t in plan.tasks if not task or t.id in task]
     except MedmonError as exc:
         raise _fail(exc) from None
@@ -339,10 +341,8 @@ def demo(no_dashboard: Annotated[bool, typer.Option("--no-dashboard", help="Run 
         out.print(f"{len(result.incidents)} incident(s) from {len(result.alerts)} alert signal(s):")
         for i in result.incidents:
             out.print(f"  {i.line()}", highlight=False)
-        if not proc:
-            out.print(f"open the dashboard on this database with:\n  {open_command}", highlight=False)
     if proc:
-        if sys.stdin.isatty():
+        if sys.stdin.isatty() and not as_json:
             out.print(f"dashboard still at http://127.0.0.1:{port} — press Ctrl-C to stop")
             try:
                 proc[0].wait()
@@ -350,6 +350,8 @@ def demo(no_dashboard: Annotated[bool, typer.Option("--no-dashboard", help="Run 
                 pass
         for p in proc:
             p.terminate()
+    if not as_json:  # the last line, whichever way the demo ended: how to look at what it found
+        out.print(f"open the dashboard on this database with:\n  {open_command}", highlight=False)
     if not result.alerts:
         raise typer.Exit(EXIT_FOUND)
 

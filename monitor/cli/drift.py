@@ -42,7 +42,8 @@ def _row(view: Any) -> dict[str, Any]:
             "current": {"from": _when(view.current_from), "to": _when(view.current_to), "n": view.n_current},
             "drifted": view.drifted,
             "columns": [{"column": c.column, "method": c.method, "p_value": c.p_value, "threshold": c.threshold,
-                         "drift": c.drifted} for c in view.columns]}
+                         "drift": c.drifted, "note": view.notes.get(c.column)} for c in view.columns],
+            "not_compared": [{"column": name, "why": why} for name, why in view.not_compared.items()]}
 
 
 @app.command("report")
@@ -100,7 +101,11 @@ def report(plan_path: PlanArg,
               f"drifted: {drifted}", highlight=False)
     for c in view.columns:
         p = "—" if c.p_value is None else f"{c.p_value:.3g}"
-        out.print(f"  {c.column:<14} {c.method or '?':<4} p={p:<9} {'DRIFT' if c.drifted else 'ok'}", highlight=False)
+        note = view.notes.get(c.column)
+        out.print(f"  {c.column:<14} {c.method or '?':<4} p={p:<9} {'DRIFT' if c.drifted else 'ok'}"
+                  + (f"  ({note})" if note else ""), highlight=False)
+    for name, why in view.not_compared.items():
+        out.print(f"  {name:<14} {why}", highlight=False)
 
 
 @app.command("list")

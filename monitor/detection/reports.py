@@ -10,15 +10,22 @@ evidently takes seconds to import (and more on a busy machine), so it is importe
 :func:`render_drift_report` only, with ``DO_NOT_TRACK=1`` set first (no usage telemetry).
 KS tests are used for every column: evidently's defaults switch to Wasserstein or
 Jensen-Shannon distances above 1,000 reference rows, which never flag a 5- or 10-point drop.
+
+Every descriptor is accounted for: one without enough values in a window (no price set, an
+endpoint that reports no token counts) is listed with the reason it was not compared, and one
+constant within each window but different between them (every answer 1 token, then 401) is
+drift, said in words, since that is the plainest change there is.
 """
 
 from __future__ import annotations
 
+import html as html_escape
 import logging
 import math
 import os
+import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -43,6 +50,54 @@ class RenderedReport:
     columns: list[str]
     drifted: list[str]
     summary: dict[str, dict[str, Any]]
+    notes: dict[str, str] = field(default_factory=dict)  # column -> a sentence: why not compared, or what moved
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def column_notes(reference: Any, current: Any) -> tuple[list[str], dict[str, str], list[str]]:
+    """Which descriptors a KS test can compare, a sentence on each one it cannot or that is constant,
+    and those constant within each window at different values (drift whatever a test says).
+
+    ``reference`` and ``current`` are pandas frames of :data:`DESCRIPTORS`.
+    """
+    comparable: list[str] = []
+    notes: dict[str, str] = {}
+    stepped: list[str] = []
+    for c in DESCRIPTORS:
+        counts = {"reference": int(reference[c].notna().sum()) if c in reference else 0,
+                  "recent": int(current[c].notna().sum()) if c in current else 0}
+        short = {name: n for name, n in counts.items() if n < MIN_ROWS}
+        if short:
+            said = ("no values in either window" if len(short) == 2 and not any(short.values()) else "; ".join(
+                (f"no values in the {name} window" if n == 0 else f"only {n} values in the {name} window")
+                for name, n in short.items()))
+            notes[c] = f"not compared: {said} (a KS test needs {MIN_ROWS} in each)"
+            if c == "cost_usd" and not counts["reference"]:
+                notes[c] += "; the plan sets no price"
+            elif c == "output_tokens" and not counts["reference"]:
+                notes[c] += "; the endpoint reports no token counts"
+            continue
+        comparable.append(c)
+        ref, cur = reference[c].dropna(), current[c].dropna()
+        if ref.nunique() == 1 and cur.nunique() == 1:
+            before, after = float(ref.iloc[0]), float(cur.iloc[0])
+            if before == after:
+                notes[c] = f"constant at {_fmt(before)} in both windows: unchanged"
+            else:
+                notes[c] = (f"constant within each window but changed between them: {_fmt(before)} → "
+                            f"{_fmt(after)} (drift)")
+                stepped.append(c)
+    return comparable, notes, stepped
+
+
+def _notes_html(notes: dict[str, str]) -> str:
+    items = "".join(f"<li><b>{html_escape.escape(c)}</b>: {html_escape.escape(n)}</li>" for c, n in notes.items())
+    return (f'<div id="medmon-notes" style="font-family: sans-serif; margin: 1em; padding: 0.5em 1em; '
+            f'border: 1px solid #c9a227; background: #fff8e1"><p><b>medmon notes on the columns</b></p>'
+            f"<ul>{items}</ul></div>")
 
 
 def descriptor_rows(results: Sequence[ProbeResult]) -> dict[str, list[float]]:
@@ -59,21 +114,27 @@ def descriptor_rows(results: Sequence[ProbeResult]) -> dict[str, list[float]]:
 
 def render_drift_report(reference: dict[str, list[float]], current: dict[str, list[float]],
                         threshold: float = 0.05) -> RenderedReport:
-    """Run evidently's data-drift preset (KS on every column) on two windows of descriptors."""
+    """Run evidently's data-drift preset (KS on every column) on two windows of descriptors.
+
+    The columns it could not compare, and constant ones, are noted (``notes``) in the summary and
+    at the top of the HTML; a column constant in each window at different values is drifted.
+    """
     os.environ.setdefault("DO_NOT_TRACK", "1")
     import pandas as pd
     from evidently import DataDefinition, Dataset, Report
     from evidently.presets import DataDriftPreset
 
     ref, cur = pd.DataFrame(reference), pd.DataFrame(current)
-    columns = [c for c in DESCRIPTORS if c in ref and ref[c].notna().sum() >= MIN_ROWS and cur[c].notna().sum() >= MIN_ROWS
-               and (ref[c].nunique() > 1 or cur[c].nunique() > 1)]
+    columns, notes, stepped = column_notes(ref, cur)
     if not columns:
-        raise ValueError(f"no descriptor has {MIN_ROWS} values in both windows")
+        raise ValueError(f"no descriptor has {MIN_ROWS} values in both windows ({'; '.join(notes.values())})")
     definition = DataDefinition(numerical_columns=columns)
     datasets = [Dataset.from_pandas(frame[columns], data_definition=definition) for frame in (cur, ref)]
     preset = DataDriftPreset(columns=columns, num_method="ks", num_threshold=threshold)
-    snapshot = Report([preset], include_tests=True).run(datasets[0], datasets[1])  # current first
+    with warnings.catch_warnings():  # correlations of a constant column divide by zero; the KS test is sound
+        warnings.simplefilter("ignore", RuntimeWarning)
+        snapshot = Report([preset], include_tests=True).run(datasets[0], datasets[1])  # current first
+        page = snapshot.get_html_str(as_iframe=False)
     summary: dict[str, dict[str, Any]] = {}
     for metric in snapshot.dict()["metrics"]:
         config = metric.get("config", {})
@@ -82,8 +143,14 @@ def render_drift_report(reference: dict[str, list[float]], current: dict[str, li
             summary[config["column"]] = {"method": config.get("method"), "p_value": p_value,
                                          "threshold": float(config.get("threshold", threshold)),
                                          "drift": p_value < float(config.get("threshold", threshold))}
+    for c, note in notes.items():
+        summary.setdefault(c, {"compared": False})["note"] = note
+        if c in stepped:
+            summary[c]["drift"] = True
     drifted = [c for c in columns if summary.get(c, {}).get("drift")]
-    return RenderedReport(snapshot.get_html_str(as_iframe=False), snapshot.json(), columns, drifted, summary)
+    if notes:
+        page = page.replace("<body>", "<body>" + _notes_html(notes), 1)
+    return RenderedReport(page, snapshot.json(), columns, drifted, summary, notes)
 
 
 def store_drift_report(session: Session, task_id: str, now: datetime, *, window: int = 200,

@@ -163,7 +163,7 @@ def _proposed(proposals: list[ThresholdProposal], name: str) -> float | None:
 
 
 def approve_thresholds(session: Session, plan: Plan, *, task_id: str, by: str, reason: str | None, now: datetime,
-                       committee_decision: str | None = None) -> AuditEvent:
+                       committee_decision: str | None = None, details: dict[str, Any] | None = None) -> AuditEvent:
     """Put the recorded plan's proposed thresholds for a task in force: an owner's recorded decision.
 
     Raises GovernanceError when nothing is proposed, the approver is not an owner of the task,
@@ -188,7 +188,7 @@ def approve_thresholds(session: Session, plan: Plan, *, task_id: str, by: str, r
     last = last_plan_text(session)
     proposed = _task_thresholds(str(last.details.get("text", "")) if last else "", task_id) or {}
     return record(session, AuditKind.threshold_approved, by, f"task:{task_id}",
-                  {"task": task_id, "thresholds": proposed, "previous": in_force.thresholds,
+                  (details or {}) | {"task": task_id, "thresholds": proposed, "previous": in_force.thresholds,
                    "previous_seq": in_force.seq, "plan_seq": proposals[0].plan_seq,
                    "plan_sha256": last.details.get("sha256") if last else None,
                    "changes": [{"threshold": p.threshold, "old": p.in_force, "new": p.proposed, "looser": p.looser}

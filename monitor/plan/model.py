@@ -269,7 +269,7 @@ class GoLiveReference(Section):
 
     repeats: int = Field(5, ge=0)  # K answers per canary at go-live (0: no reference, the benchmark's mean is the null)
     coverage: float = Field(0.9, gt=0, le=1)  # share of canaries that must reach ``repeats``
-    max_repeats: int = Field(40, ge=1)  # the burn-in: growth stops at about this many answers per canary
+    max_repeats: int = Field(160, ge=1)  # growth stops at about this many answers per canary
 
 
 class Detection(Section):

@@ -65,7 +65,7 @@ alerts:
 
 detection:
   probes_between_false_alarms: 200000   # the false-alarm budget for the whole deployment
-  reference: {repeats: 5, max_repeats: 40}   # go-live: each canary replayed 5 times, growing to 40 while quiet
+  reference: {repeats: 5, max_repeats: 160}   # go-live: each canary replayed 5 times, growing to 160 while quiet
 
 storage:
   url: sqlite:///medmon.db              # MEDMON_DATABASE_URL overrides; PostgreSQL in production

@@ -98,6 +98,9 @@ from medmon.monitor.read.task import (
     slice_gaps,
     subgroup_slices,
 )
+# Governance records the pages show: reports and their signers, thresholds in force and proposed.
+from medmon.monitor.governance.signoff import GeneratedReport, generated_reports
+from medmon.monitor.governance.thresholds import ThresholdProposal, threshold_proposals, with_thresholds_in_force
 from medmon.monitor.read.traffic import TrafficDay, TrafficGroup, TrafficSummary, traffic_summary
 
 __all__ = [
@@ -117,6 +120,7 @@ __all__ = [
     "DriftColumn",
     "DriftReportView",
     "EventRow",
+    "GeneratedReport",
     "IncidentSignal",
     "IncidentView",
     "JudgeDay",
@@ -132,6 +136,7 @@ __all__ = [
     "Slice",
     "SliceGap",
     "TaskRow",
+    "ThresholdProposal",
     "TrafficDay",
     "TrafficGroup",
     "TrafficSummary",
@@ -157,6 +162,7 @@ __all__ = [
     "drift_report_html",
     "drift_reports",
     "findings",
+    "generated_reports",
     "judge_cost_by_day",
     "judge_cost_by_task",
     "judge_series",
@@ -184,9 +190,11 @@ __all__ = [
     "suspensions",
     "task_baseline",
     "task_overview",
+    "threshold_proposals",
     "traffic_summary",
     "unread_verdicts",
     "verdict_count",
     "verdicts_for",
     "window_alphas",
+    "with_thresholds_in_force",
 ]

@@ -6,7 +6,7 @@ task page fetches it with :func:`drift_report_html` only when someone downloads 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -42,10 +42,17 @@ class DriftReportView:
     columns: list[DriftColumn]
     html_path: str
     html_available: bool  # stored in the row, or its file is still there
+    notes: dict[str, str] = field(default_factory=dict)  # column -> why it was not compared, or what moved
 
     @property
     def drifted(self) -> list[str]:
         return [c.column for c in self.columns if c.drifted]
+
+    @property
+    def not_compared(self) -> dict[str, str]:
+        """The descriptors the report could not compare, each with the reason."""
+        compared = {c.column for c in self.columns}
+        return {name: note for name, note in self.notes.items() if name not in compared}
 
 
 _FIGURES = (DriftReport.id, DriftReport.task_id, DriftReport.created_at, DriftReport.reference_from,
@@ -63,8 +70,9 @@ def _view(row: tuple) -> DriftReportView:  # type: ignore[type-arg]
         cols.append(DriftColumn(name, str(s.get("method") or ""), s.get("p_value"), s.get("threshold"),
                                 name in (drifted or [])))
     available = bool(html_length) or bool(html_path and Path(html_path).is_file())
+    notes = {name: str(s["note"]) for name, s in (summary or {}).items() if isinstance(s, dict) and s.get("note")}
     return DriftReportView(id_, task_id, created_at, ref_from, ref_to, cur_from, cur_to, n_ref, n_cur, cols,
-                           html_path or "", available)
+                           html_path or "", available, notes)
 
 
 def drift_reports(session: Session, task_id: str | None = None, *, limit: int = 100,

@@ -6,6 +6,10 @@ why), 400 for a body that is not a trace export, 401 without the bearer token, 4
 over the size limit, 415 for a content type other than protobuf or JSON, and 503 with
 ``Retry-After`` while the database cannot take the spans, so the exporter sends them again and
 no accepted span is lost. Error bodies are a ``google.rpc.Status`` in the request's encoding.
+
+With ``traffic.judging`` and ``privacy.store_text: false``, the receiver also judges the sampled
+exchanges it stored from memory (``medmon.monitor.traffic.memory_judging``), on a worker thread
+that starts with the first one (``app.state.judging``).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from medmon.db import utcnow
 from medmon.errors import MedmonError
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.traffic.ingest import Ingestor, store_calls
+from medmon.monitor.traffic.memory_judging import InMemoryJudging, wanted
 from medmon.monitor.traffic.spans import JSON_TYPE, PROTOBUF, DecodeFailure, decode, decompress, parse_export
 
 log = logging.getLogger("medmon.receiver")
@@ -78,6 +83,7 @@ def create_receiver(engine: Engine, plan: Plan, *, token: str | None,
                     now: Callable[[], datetime] = utcnow) -> Starlette:
     """The ASGI app receiving OTLP/HTTP traces into ``engine``."""
     ingestor = Ingestor.from_plan(plan)
+    judging = InMemoryJudging(engine, plan, now=now) if wanted(plan) else None
     expected = f"Bearer {token}".encode() if token is not None else None
 
     async def traces(request: Request) -> Response:
@@ -107,8 +113,12 @@ def create_receiver(engine: Engine, plan: Plan, *, token: str | None,
                         str(exc).splitlines()[0][:200])
             return _status(code_pb2.UNAVAILABLE, 503, "storage unavailable; retry", kind,
                            {"Retry-After": str(RETRY_AFTER_S)})
+        if judging is not None:
+            judging.offer(decoded.calls)  # stored: the sampled ones are judged from memory
         refused = sum(decoded.refused.values())
         partial = ExportTracePartialSuccess(rejected_spans=refused, error_message=decoded.message()) if refused else None
         return _encode(ExportTraceServiceResponse(partial_success=partial), kind)
 
-    return Starlette(routes=[Route("/v1/traces", traces, methods=["POST"])])
+    app = Starlette(routes=[Route("/v1/traces", traces, methods=["POST"])])
+    app.state.judging = judging  # its worker starts with the first sampled exchange; stop() at shutdown
+    return app

@@ -244,6 +244,9 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
             health.stop()
         if receiver is not None:
             receiver.stop()
+            judging = getattr(receiver.server.config.app.state, "judging", None)  # judging from memory
+            if judging is not None:
+                judging.stop()
         if telemetry is not None:
             telemetry.shutdown()
         engine.dispose()

@@ -4,8 +4,9 @@ Only calls whose spans carried content are candidates; a call is sampled when a 
 span id falls under ``traffic.judging.sample_rate`` (the same calls whichever replica looks),
 up to ``daily_cap`` judgements a day. Real text may hold patient data, so it goes only to the
 judges the plan marks ``phi_allowed: true`` (in-network endpoints), and what is sent is the
-stored text, already redacted; with ``privacy.store_text: false`` nothing is stored and nothing
-is judged.
+stored text, already redacted. With ``privacy.store_text: false`` no text is stored: the receiver
+judges its sampled exchanges from memory as they arrive (``medmon.monitor.traffic.memory_judging``)
+and stores only the verdicts, which ``judging_job`` then feeds to the streams.
 
 The verdicts feed two streams per task, like the canaries' jury streams: the judged score
 against the task's first ``REFERENCE_JUDGEMENTS`` judged exchanges (a drop is a finding), and
@@ -82,11 +83,29 @@ def pick(session: Session, plan: Plan, now: datetime) -> list[TrafficSpan]:
     return chosen
 
 
-async def _judge_all(settings: JurySettings, spans: Sequence[TrafficSpan]) -> list[JuryOutcome]:
+async def _judge_all(settings: JurySettings, exchanges: Sequence[tuple[str, str | None, str | None]]) -> list[JuryOutcome]:
+    """Verdicts on ``(id, prompt, completion)`` exchanges, in order."""
     async with Jury(settings) as jury:
         return list(await asyncio.gather(*(jury.judge(
-            canary_from_dict({"id": f"traffic-{s.id}", "messages": [{"role": "user", "content": s.prompt or ""}],
-                              "scorer": "jury"}), s.completion or "") for s in spans)))
+            canary_from_dict({"id": f"traffic-{key}", "messages": [{"role": "user", "content": prompt or ""}],
+                              "scorer": "jury"}), completion or "") for key, prompt, completion in exchanges)))
+
+
+def judge_exchanges(plan: Plan, exchanges: Sequence[tuple[str, str | None, str | None]]) -> list[JuryOutcome]:
+    """The in-network judges' verdicts on redacted ``(id, prompt, completion)`` exchanges."""
+    assert plan.jury is not None and plan.traffic is not None and plan.traffic.judging is not None
+    settings = JurySettings(judges=tuple(ModelSettings.from_endpoint(j) for j in _judges(plan)),
+                            criteria=tuple(plan.traffic.judging.criteria), scale_min=plan.jury.scale_min,
+                            scale_max=plan.jury.scale_max)
+    return asyncio.run(_judge_all(settings, exchanges))
+
+
+def record_verdict(row: TrafficJudgement, outcome: JuryOutcome) -> TrafficJudgement:
+    """Scores only: the mean, the agreement and each judge's score per criterion (never the text)."""
+    row.score, row.agreement, row.error = outcome.score, outcome.agreement, outcome.error
+    row.scores = {v.judge: {s.criterion: s.score for s in v.scores} for v in outcome.verdicts}
+    row.judge_cost_usd = sum(v.cost_usd or 0.0 for v in outcome.verdicts)
+    return row
 
 
 def judgement_specs(plan: Plan, task_id: str, ref: TrafficReference | None) -> list[StreamSpec]:
@@ -124,53 +143,61 @@ def _reference(session: Session, task_id: str) -> None:
         session.add(ref)
 
 
+def feed_streams(session: Session, plan: Plan, rows: Sequence[TrafficJudgement], now: datetime) -> None:
+    """Feed verdicts to their tasks' judged-score and agreement streams; apply the alerts they raise."""
+    signals: list[Signal] = []
+    for task_id in sorted({r.task_id for r in rows}):
+        mine = [r for r in rows if r.task_id == task_id]
+        specs = judgement_specs(plan, task_id, session.get(TrafficReference, task_id))
+        for spec in specs:
+            update = update_stream(session, spec, traffic_threshold(plan, len(specs)), mine, now)  # type: ignore[arg-type]
+            signal = signal_of(plan, update)
+            if update.finding is not None:
+                session.add(finding_record(update, None, signal.summary if signal else update.summary, now))
+            if signal is not None:
+                signals.append(signal)
+        _reference(session, task_id)
+    if signals:
+        apply_signals(session, signals, notify_policy(plan), now)
+
+
 def judge_traffic(engine: Engine, plan: Plan, now: datetime) -> list[TrafficJudgement]:
     """One judging pass: pick, judge, store the verdicts, update the streams and apply their alerts."""
     if plan.traffic is None or plan.traffic.judging is None or plan.jury is None or not plan.privacy.store_text:
         return []
-    judges = _judges(plan)
-    if not judges:
+    if not _judges(plan):
         log.warning("traffic.judging is set but no judge is marked phi_allowed: real answers are not judged")
         return []
     with session_scope(engine) as session:
         chosen = pick(session, plan, now)
     if not chosen:
         return []
-    settings = JurySettings(judges=tuple(ModelSettings.from_endpoint(j) for j in judges),
-                            criteria=tuple(plan.traffic.judging.criteria), scale_min=plan.jury.scale_min,
-                            scale_max=plan.jury.scale_max)
-    outcomes = asyncio.run(_judge_all(settings, chosen))
+    outcomes = judge_exchanges(plan, [(str(s.id), s.prompt, s.completion) for s in chosen])
     rows = []
-    signals: list[Signal] = []
     with session_scope(engine) as session:
         for span, outcome in zip(chosen, outcomes, strict=True):
-            row = TrafficJudgement(span_id=span.id or 0, task_id=span.task_id or "", judged_at=now, score=outcome.score,
-                                   agreement=outcome.agreement, error=outcome.error,
-                                   scores={v.judge: {s.criterion: s.score for s in v.scores} for v in outcome.verdicts},
-                                   judge_cost_usd=sum(v.cost_usd or 0.0 for v in outcome.verdicts))
+            row = record_verdict(TrafficJudgement(span_id=span.id or 0, task_id=span.task_id or "", judged_at=now),
+                                 outcome)
             session.add(row)
             rows.append(row)
         session.flush()
-        for task_id in sorted({r.task_id for r in rows}):
-            mine = [r for r in rows if r.task_id == task_id]
-            specs = judgement_specs(plan, task_id, session.get(TrafficReference, task_id))
-            for spec in specs:
-                update = update_stream(session, spec, traffic_threshold(plan, len(specs)), mine, now)  # type: ignore[arg-type]
-                signal = signal_of(plan, update)
-                if update.finding is not None:
-                    session.add(finding_record(update, None, signal.summary if signal else update.summary, now))
-                if signal is not None:
-                    signals.append(signal)
-            _reference(session, task_id)
-        if signals:
-            apply_signals(session, signals, notify_policy(plan), now)
+        feed_streams(session, plan, rows, now)
     return rows
 
 
 def judging_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> None:
-    """The scheduler's job (``traffic.judging.every``): a failure is logged, the calls are not retried."""
+    """The scheduler's job (``traffic.judging.every``): a failure is logged, the calls are not retried.
+
+    With ``privacy.store_text: false`` the receivers judge in memory; the job feeds their verdicts
+    to the streams (``memory_judging.feed_verdicts``).
+    """
     try:
-        done = judge_traffic(engine, plan, now())
+        if not plan.privacy.store_text:
+            from medmon.monitor.traffic.memory_judging import feed_verdicts
+
+            done = feed_verdicts(engine, plan, now())
+        else:
+            done = judge_traffic(engine, plan, now())
     except Exception:
         log.exception("judging of real answers failed")
         return

@@ -9,7 +9,9 @@ held one: declare a week or more when weekends differ).
 What the reference gives per slot (hour of day, or weekday and hour) is the mean count ``m`` over
 its ``d`` days, and for the task one dispersion ``phi`` (variance ``m + phi m^2``), pooled over the
 slots by the method of moments and raised by its own sampling error plus a floor, because a
-hospital's traffic varies more than Poisson (meetings, ward rounds, a busy day). Each hour is then
+hospital's traffic varies more than Poisson (meetings, ward rounds, a busy day); a reference of
+one week has each weekday once, so its spread is measured within working days and within weekend
+days of the same hour instead (an upper estimate where weekdays differ). Each hour is then
 tested by ``CountSR`` (negative binomial e-values) against a null that carries the slot mean's
 sampling error (``z`` standard errors, as the other traffic nulls) and the plan's
 ``traffic.volume_tolerance``:
@@ -129,16 +131,16 @@ def volume_reference(session: Session, ref: TrafficReference) -> dict[str, Any] 
     hours = _hours(start, end)
     if len(hours) < MIN_HOURS:
         return None
-    weekly = end - start >= WEEK
+    weekly = as_utc(ref.period_to) - as_utc(ref.period_from) >= WEEK  # a 7d window loses its partial first hour
     counts = _hour_counts(session, ref.task_id, start, end)
     slots: dict[str, list[int]] = defaultdict(list)
-    daily: dict[str, list[int]] = defaultdict(list)
+    workweek: dict[str, list[int]] = defaultdict(list)
     for h in hours:
         slots[_slot(h, weekly)].append(counts.get(h, 0))
-        daily[_slot(h, False)].append(counts.get(h, 0))
+        workweek[f"{h.weekday() >= 5}-{h.hour:02d}"].append(counts.get(h, 0))
     phi, df = dispersion(list(slots.values()))
-    if df == 0:  # one week only: weekdays have one day each; hours of the day pooled (conservative)
-        phi, df = dispersion(list(daily.values()))
+    if df == 0:  # one week only: each weekday once; spread pooled over working days and weekend days by hour
+        phi, df = dispersion(list(workweek.values()))
     phi_up = phi * (1 + 2 * math.sqrt(2 / max(df, 1))) + PHI_FLOOR
     return {"slots": "weekday and hour" if weekly else "hour of day", "weekly": weekly,
             "mean": {s: sum(v) / len(v) for s, v in slots.items()}, "days": {s: len(v) for s, v in slots.items()},
@@ -161,6 +163,8 @@ def volume_specs(plan: Plan, ref: TrafficReference) -> list[StreamSpec]:
     specs = []
     for direction in ("drop", "rise"):
         def observe(h: HourCount, direction: str = direction) -> tuple[float, float, float] | None:
+            if h.days < 1:
+                return None  # a slot the reference never saw (its partial first hour): nothing to compare with
             mu0 = _null(h, phi, z, tol, direction)
             if direction == "drop" and mu0 < MIN_EXPECTED:
                 return None

@@ -86,7 +86,7 @@ def test_missing_model_key_names_run_spec_and_key(engine: Engine, write_run: Run
     del spec["adapter_spec"]["model"]
     (run / "run_spec.json").write_text(json.dumps(spec))
     with (
-        pytest.raises(HelmFormatError, match=r"run_spec\.json: adapter_spec\.model: key missing"),
+        pytest.raises(HelmFormatError, match=r"run_spec\.json: line \d+: adapter_spec\.model: key missing"),
         session_scope(engine) as s,
     ):
         import_helm_path(s, run)
@@ -95,7 +95,7 @@ def test_missing_model_key_names_run_spec_and_key(engine: Engine, write_run: Run
 def test_value_outside_the_scale_is_refused(engine: Engine, write_run: RunWriter) -> None:
     run = write_run("too_high", [Inst("a", [1.5])], groups=["med_qa"])
     with (
-        pytest.raises(HelmFormatError, match=r"stats\.json: exact_match: value 1\.5 outside the metric's 0-1 scale"),
+        pytest.raises(HelmFormatError, match=r"stats\.json: line \d+: exact_match\.mean: value 1\.5 outside the metric's 0-1 scale"),
         session_scope(engine) as s,
     ):
         import_helm_path(s, run)

@@ -90,3 +90,22 @@ def test_report_written_to_a_file_is_offered_and_a_missing_file_is_said(
     at.run()
     assert not downloads(at)
     assert any("The report's HTML is missing" in m.value and str(path) in m.value for m in at.markdown)
+
+
+def test_the_page_says_which_columns_were_not_compared_and_why(
+        seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
+    jumped = "constant within each window but changed between them: 1 → 401 (drift)"
+    skipped = "not compared: no values in either window (a KS test needs 30 in each); the plan sets no price"
+    summary = {**SUMMARY, "output_tokens": SUMMARY["output_tokens"] | {"note": jumped},
+               "cost_usd": {"compared": False, "note": skipped}}
+    with session_scope(seeded_engine) as s:
+        s.add(DriftReport(task_id="knowledge-qa", created_at=AT, n_reference=200, n_current=200,
+                          columns=["output_tokens", "latency_s", "score"], drifted=["output_tokens", "score"],
+                          summary=summary, html=HTML, json_text="{}"))
+    with Session(seeded_engine) as s:
+        view = latest_drift_report_view(s, "knowledge-qa")
+    assert view is not None and view.not_compared == {"cost_usd": skipped}
+    at = open_page("task")
+    assert list(drift_table(at)["column"]) == ["output_tokens", "latency_s", "score"]
+    captions = [c.value for c in at.caption]
+    assert f"**output_tokens**: {jumped}" in captions and f"**cost_usd**: {skipped}" in captions

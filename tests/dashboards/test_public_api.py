@@ -23,8 +23,11 @@ DASHBOARD_MAY_IMPORT = {"medmon.monitor.read", "medmon.monitor.plan.model", "med
                         "medmon.monitor.governance.audit", "medmon.monitor.plan.routing", "medmon.monitor.plan.privacy",
                         "medmon.alerts",
                         "medmon.monitor.governance.review", "medmon.monitor.governance.safety",
+                        # Sign-off and threshold approvals: checked and audited by their governance functions.
+                        "medmon.monitor.governance.signoff", "medmon.monitor.governance.thresholds",
                         "medmon.monitor.governance", "medmon.monitor.plan.oversight", "medmon.monitor.errors",
-                        "medmon.monitor.plan.masking"}  # the plan text as it may be shown (route URLs masked)
+                        "medmon.monitor.plan.masking",  # the plan text as it may be shown (route URLs masked)
+                        "medmon.scrub"}  # the dashboard process's log lines, secrets masked
 
 
 def _imports(path: Path) -> set[str]:

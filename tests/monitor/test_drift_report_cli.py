@@ -185,3 +185,36 @@ def test_evidently_report_flags_longer_outputs_through_the_cli(plan_file: Path, 
     p = {c["column"]: c["p_value"] for c in body["columns"]}
     assert p["output_tokens"] < 0.05 < p["latency_s"]
     assert "<html" in out.read_text("utf-8").lower()
+
+
+@pytest.mark.slow
+def test_evidently_report_notes_what_it_cannot_compare_and_a_constant_that_jumped(plan_file: Path, engine: Engine,
+                                                                                    tmp_path: Path) -> None:
+    """The demo's cost rise: every answer 1 token, then every answer 401; no price, so no cost at all."""
+    rng = random.Random(2)
+    with session_scope(engine) as s:
+        for i in range(20):
+            run = ProbeRun(task_id=TASK, started_at=T0 + timedelta(hours=i))
+            s.add(run)
+            s.flush()
+            assert run.id is not None
+            for _ in range(20):
+                s.add(ProbeResult(run_id=run.id, task_id=TASK, canary_id=f"c{rng.randint(0, 39)}",
+                                  score=float(rng.random() < 0.8), completion_tokens=1 if i < 10 else 401,
+                                  cost_usd=None, latency_s=rng.uniform(0.5, 1.5), created_at=T0 + timedelta(hours=i)))
+    out = tmp_path / "report.html"
+    made = drift("report", str(plan_file), "--task", TASK, "--window", "100", "--output", str(out), "--json")
+    assert made.exit_code == 0, made.output
+    body = json.loads(made.stdout)
+    tokens = next(c for c in body["columns"] if c["column"] == "output_tokens")
+    assert tokens["drift"] is True and "output_tokens" in body["drifted"]
+    assert "1 → 401" in tokens["note"]
+    assert {c["column"] for c in body["columns"]} == {"output_tokens", "latency_s", "score"}
+    assert body["not_compared"] == [{"column": "cost_usd", "why": "not compared: no values in either window (a KS "
+                                                                    "test needs 30 in each); the plan sets no price"}]
+    page = out.read_text("utf-8")
+    assert 'id="medmon-notes"' in page and "the plan sets no price" in page and "1 → 401" in page
+    text = drift("report", str(plan_file), "--task", TASK, "--window", "100")
+    assert text.exit_code == 0, text.output
+    assert "output_tokens" in text.stdout and "DRIFT" in text.stdout and "cost_usd" in text.stdout
+    assert "no values in either window" in text.stdout

@@ -18,7 +18,8 @@ from sqlmodel import Session
 from medmon.baselines import Canary
 from medmon.db import session_scope
 from medmon.monitor.detection.drift.reference import (
-    InstanceRef, References, burn_in_add, burn_in_references, from_json, lower_bound, stage_alpha,
+    STRATIFIED_MIN_RUNS, InstanceRef, References, burn_in_add, burn_in_references, from_json, lower_bound,
+    stage_alpha, stratified_margin,
 )
 from medmon.monitor.detection.streams import go_live_replay, update_task_streams
 from medmon.monitor.models import BurnIn, DetectorState
@@ -122,6 +123,50 @@ def test_exact_margins_cover_as_stated_where_wald_does_not() -> None:
         covered += refs.mean - refs.exact_margin(alpha) <= p_items.mean()
     assert covered / (reps // 4) >= 1 - alpha
     assert stage_alpha(alpha, 3, 12) == alpha / 3 and stage_alpha(alpha, 5, 5) == alpha
+
+
+def _stratified_coverage(rng: np.random.Generator, p_items: np.ndarray, runs: np.ndarray, alpha: float, reps: int,
+                         scores: str = "binary") -> float:
+    """Share of simulated references whose ``centre - exact_margin`` is at most the canaries' true mean."""
+    covered = 0
+    for _ in range(reps):
+        items = {}
+        for i, (p, k) in enumerate(zip(p_items, runs)):
+            if scores == "binary":
+                y = (rng.random(k) < p).astype(float)
+            else:  # bounded: each answer's score ~ Beta around its canary's mean
+                y = rng.beta(p * 12, (1 - p) * 12, size=k)
+            items[f"c{i}"] = InstanceRef(float(y.mean()), int(k), total2=float((y * y).sum()))
+        refs = References("burn-in", 1, items)
+        assert refs.stratified
+        covered += refs.centre - refs.exact_margin(alpha) <= p_items.mean()
+    return covered / reps
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.2])
+def test_the_stratified_margin_covers_as_stated_and_is_narrower_for_deterministic_canaries(alpha: float) -> None:
+    """Once every canary has ``STRATIFIED_MIN_RUNS`` answers the margin counts only the spread of each
+    canary's own answers; its stated coverage holds in simulation (1,000 references per design):
+    near-deterministic canaries at 0.80 / 0.95 / 0.30, canaries at 0.5 (the largest spread), stochastic
+    canaries, bounded scores, and unequal answer counts."""
+    rng, reps = np.random.default_rng(5), 1000
+    near = lambda share: np.where(np.arange(32) < round(share * 32), 0.98, 0.02)  # noqa: E731
+    designs = [
+        (near(0.80), np.full(32, 40), "binary"), (near(0.95), np.full(32, 40), "binary"),
+        (near(0.30), np.full(32, 10), "binary"), (np.full(32, 0.5), np.full(32, 10), "binary"),
+        (rng.beta(4, 1, 32), np.full(32, 20), "binary"), (rng.uniform(0.2, 0.95, 32), np.full(32, 20), "bounded"),
+        (near(0.80), rng.integers(STRATIFIED_MIN_RUNS, 60, 32), "binary"),
+    ]
+    for p_items, runs, scores in designs:
+        assert _stratified_coverage(rng, p_items, runs, alpha, reps, scores) >= 1 - alpha, (p_items.mean(), scores)
+    # near-deterministic canaries at a 50-task plan's error: narrower than Clopper-Pearson on the 1,280
+    # answers, which charges p(1 - p)
+    rows, small = [(40, 39.0, 39.0)] * 26 + [(40, 1.0, 1.0)] * 6, alpha / 50
+    total = sum(t for _, t, _ in rows)
+    assert stratified_margin(rows, small) < 0.75 * (total / 1280 - lower_bound(total, total, 1280, small, True))
+    # below STRATIFIED_MIN_RUNS answers the margin stays Clopper-Pearson's
+    few = References("burn-in", 1, {f"c{i}": InstanceRef(0.8, 5, total2=4.0) for i in range(32)})
+    assert not few.stratified and few.exact_margin(alpha) == pytest.approx(0.8 - lower_bound(128, 128, 160, alpha, True))
 
 
 @pytest.mark.parametrize("name,field_name,factor", [("cost", "cost_usd", 1.5), ("latency", "latency_s", 3.0)])

@@ -198,3 +198,43 @@ def test_a_second_writer_of_the_same_period_keeps_nothing(tmp_path: Path, db_url
         assert len(session.exec(select(Notification)).all()) == 1
     assert len(list((tmp_path / "reports").iterdir())) == 1  # the loser's scratch copy is gone
     engine.dispose()
+
+
+def test_a_notice_the_receiver_missed_is_retried_until_it_arrives(tmp_path: Path, db_url: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The receiver is down when the report is written: the notice waits in the outbox with its
+    error, and arrives (once, signed) when the receiver is back on the same address."""
+    import socket
+
+    from medmon.alerts import DeliveryPolicy, deliver_due
+    from medmon.monitor.plan.routing import build_channels
+    from medmon.monitor.service.webserver import serve_in_thread
+
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    plan = parse_plan(yaml.safe_dump(_plan(tmp_path, db_url, f"http://127.0.0.1:{port}")))
+    engine = make_engine(db_url)
+    clock = Clock(datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc))
+    row = generate_due_report(engine, plan, clock(), plan_path=tmp_path / "plan.yaml")
+    assert row is not None and row.period == "2026-11"
+    channels, policy = build_channels(plan), DeliveryPolicy(base_delay_s=1.0)
+    first = deliver_due(engine, channels, clock, policy)
+    assert (first.delivered, first.retried) == (0, 1)
+    with Session(engine) as session:
+        waiting = session.get(Notification, row.notification_id)
+        assert waiting is not None and waiting.status == NotificationStatus.pending and waiting.attempts == 1
+        assert waiting.last_error and "committee" in waiting.last_error
+    receiver = create_receiver(SECRET)
+    server = serve_in_thread(receiver, port=port)
+    try:
+        clock.at = datetime(2026, 12, 1, 9, 5, tzinfo=timezone.utc)  # past the backoff
+        assert deliver_due(engine, channels, clock, policy).delivered == 1
+        assert deliver_due(engine, channels, clock, policy).delivered == 0  # nothing left to send
+    finally:
+        server.stop()
+    got = receiver.state.receiver
+    assert [(r.body["period"]["label"], r.body["sha256"], r.signature_valid) for r in got.received] == [
+        ("2026-11", row.sha256, True)]
+    engine.dispose()

@@ -135,3 +135,35 @@ def test_a_period_is_judged_by_the_thresholds_in_force_then_and_shows_the_propos
         assert dec.tasks[0].min_score == 0.9
         assert not [d for d in dec.decisions_requested if d["kind"] == "threshold change"]
         assert any("thresholds approved: min_score 0.7 -> 0.9" in d["what"] for d in dec.decisions)
+
+
+def test_detection_follows_the_approved_minimum_not_the_edited_file(tmp_path: Path, db_url: str, serve: Any,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """'medmon probe run' against the simulator: an unapproved 0.99 minimum raises nothing; approved, it fires."""
+    from medmon.probes.packs import load_pack
+    from medmon.probes.simulator import create_simulator
+
+    monkeypatch.setenv("MEDMON_TEST_KEY", "k")
+    sim = serve(create_simulator(load_pack("clinical_knowledge_mcq").canaries, seed=5)).url
+    data = plan_dict(storage={"url": db_url})
+    data["deployment"]["base_url"] = f"{sim}/v1"
+    data["tasks"][0] |= {"sample_size": 32, "thresholds": {"min_score": 0.3}}
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(data))
+    engine = make_engine(db_url)
+    assert runner.invoke(app, ["check", str(path)]).exit_code == 0
+    data["tasks"][0]["thresholds"]["min_score"] = 0.99
+    path.write_text(yaml.safe_dump(data))
+    assert runner.invoke(app, ["check", str(path)]).exit_code == 0  # records the edit: a proposal
+
+    def probe() -> list[str]:
+        done = runner.invoke(app, ["probe", "run", str(path), "--json"])
+        [run] = json.loads(done.stdout)["runs"]
+        assert run["results"] == 32 and run["mean_score"] < 0.99
+        return run["alerts"]
+
+    assert not [a for a in probe() if "below the approved minimum" in a]  # 0.3 is in force
+    assert _approvals(path, "thresholds", "--task", "knowledge-qa", "--by", OWNER,
+                      "--reason", "stricter after validation").exit_code == 0
+    assert [a for a in probe() if "below the approved minimum 0.990" in a]
+    engine.dispose()

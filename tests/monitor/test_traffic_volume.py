@@ -114,6 +114,16 @@ def test_a_week_long_reference_compares_the_same_weekday_and_hour(engine, db_url
     assert vol is not None and vol["slots"] == "weekday and hour" and vol["days"]["5-10"] == 2
     assert vol["mean"]["5-10"] < 0.5 * vol["mean"]["2-10"]  # a Saturday morning is not a Wednesday morning
     assert vol["phi_estimate"] < 0.02  # the weekend is in the slots, not in the dispersion
+    with session_scope(engine) as s:  # one week: each weekday once, the spread measured within working days
+        ref = TrafficReference(task_id="discharge", period_from=T0, period_to=T0 + timedelta(days=7), calls=1)
+        week = volume_reference(s, ref)
+    assert week is not None and week["slots"] == "weekday and hour" and week["days"]["5-10"] == 1
+    assert week["phi_estimate"] < 0.02  # the weekend is not taken for spread
+    with session_scope(engine) as s:  # a 7d window from the first call: its partial first hour is left out
+        ref = TrafficReference(task_id="discharge", period_from=T0 + timedelta(minutes=20),
+                               period_to=T0 + timedelta(days=7, minutes=20), calls=1)
+        window = volume_reference(s, ref)
+    assert window is not None and window["slots"] == "weekday and hour" and "0-00" not in window["days"]
 
 
 def test_dispersion_of_poisson_counts_is_near_zero_and_of_spread_counts_is_not() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -145,11 +146,125 @@ def _edit_stat(run: Path, name: str, **values: Any) -> None:
     (run / "stats.json").write_text(json.dumps(stats))
 
 
-def test_a_negative_instance_count_is_refused(tmp_path: Path, db_url: str) -> None:
+def _line_of(path: Path, fragment: str) -> int:
+    """The 1-based line of the only line of ``path`` holding ``fragment`` (the test's own oracle)."""
+    [line] = [i for i, text in enumerate(path.read_text().splitlines(), 1) if fragment in text]
+    return line
+
+
+def _edit_json(path: Path, edit: Callable[[Any], None]) -> None:
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data, indent=2, allow_nan=True))
+
+
+def test_a_negative_instance_count_is_refused_naming_file_line_and_field(tmp_path: Path, db_url: str) -> None:
     run = copy_run(tmp_path)
     _edit_stat(run, "num_instances", mean=-5.0)
+    _edit_json(run / "stats.json", lambda _: None)  # one value per line, as HELM writes it
     result = import_run(run, db_url)
+    line = _line_of(run / "stats.json", '"mean": -5.0')
     assert result.exit_code == 2 and "expected a positive number of instances" in result.output, result.output
+    assert f"stats.json: line {line}: num_instances (split test).mean: -5;" in result.output, result.output
+
+
+def _model(spec: dict[str, Any], value: Any) -> None:
+    spec["adapter_spec"]["model"] = value
+
+
+def _no_model(spec: dict[str, Any]) -> None:
+    del spec["adapter_spec"]["model"]
+
+
+def _groups(spec: dict[str, Any]) -> None:
+    spec["groups"] = "shc_ptbm_med"
+
+
+@pytest.mark.parametrize(("edit", "fragment", "expected"), [
+    (lambda spec: _model(spec, 42), '"model": 42', "adapter_spec.model: expected str, got int"),
+    (lambda spec: _model(spec, float("nan")), '"model": NaN', "adapter_spec.model: expected str, got a non-finite number"),
+    (_no_model, '"adapter_spec": {', "adapter_spec.model: key missing"),
+    (_groups, '"groups": "shc_ptbm_med"', "groups: expected a list of group names"),
+])
+def test_wrong_types_and_missing_fields_in_a_run_spec_name_the_line(
+        tmp_path: Path, db_url: str, edit: Callable[[Any], None], fragment: str, expected: str) -> None:
+    run = copy_run(tmp_path)
+    _edit_json(run / "run_spec.json", edit)
+    result = import_run(run, db_url)
+    line = _line_of(run / "run_spec.json", fragment)
+    assert result.exit_code == 2, result.output
+    assert f"run_spec.json: line {line}: {expected}" in result.output, result.output
+    assert "Traceback" not in result.output
+
+
+def _instance(entries: list[dict[str, Any]], **values: Any) -> None:
+    entries[3].update(values)
+
+
+@pytest.mark.parametrize(("values", "fragment", "expected"), [
+    ({"instance_id": 7}, '"instance_id": 7', "[3].instance_id: key missing or not a string"),
+    ({"train_trial_index": "first"}, '"train_trial_index": "first"', "[3].train_trial_index: expected an integer, got str"),
+    ({"stats": {"accuracy": 1}}, '"stats": {', "[3].stats: expected a list of stat objects"),
+])
+def test_wrong_types_in_per_instance_stats_name_the_line(tmp_path: Path, db_url: str, values: dict[str, Any],
+                                                         fragment: str, expected: str) -> None:
+    run = copy_run(tmp_path)
+    _edit_json(run / "per_instance_stats.json", lambda entries: _instance(entries, **values))
+    result = import_run(run, db_url)
+    line = _line_of(run / "per_instance_stats.json", fragment)
+    assert result.exit_code == 2, result.output
+    assert f"per_instance_stats.json: line {line}: {expected}" in result.output, result.output
+
+
+def test_a_main_metric_outside_its_scale_names_the_line(tmp_path: Path, db_url: str) -> None:
+    run = copy_run(tmp_path)
+    stats = json.loads((run / "stats.json").read_text())
+    main = next(s for s in stats if s["name"]["name"] in ("exact_match", "accuracy") and "perturbation" not in s["name"]
+                and s["name"].get("split") == "test")
+    main["mean"] = 7.5
+    (run / "stats.json").write_text(json.dumps(stats, indent=2))
+    result = import_run(run, db_url)
+    line = _line_of(run / "stats.json", '"mean": 7.5')
+    assert result.exit_code == 2, result.output
+    assert f"stats.json: line {line}: {main['name']['name']}.mean: value 7.5 outside" in result.output, result.output
+
+
+def test_a_non_finite_main_metric_names_the_line_not_a_missing_metric(tmp_path: Path, db_url: str) -> None:
+    run = copy_run(tmp_path)
+    _edit_stat(run, "exact_match", mean=float("inf"))
+    _edit_json(run / "stats.json", lambda _: None)
+    result = import_run(run, db_url)
+    line = _line_of(run / "stats.json", '"mean": Infinity')
+    assert result.exit_code == 2, result.output
+    assert f"stats.json: line {line}: exact_match (split test).mean: expected a finite number" in result.output
+
+
+def test_a_request_state_of_an_unforeseen_shape_names_its_line(tmp_path: Path, db_url: str) -> None:
+    run = copy_run(tmp_path)
+
+    def edit(state: dict[str, Any]) -> None:
+        state["request_states"][1]["instance"]["input"] = 5
+
+    _edit_json(run / "scenario_state.json", edit)
+    lines = (run / "scenario_state.json").read_text().splitlines()
+    # The oracle: written with indent=2, the states of the top-level "request_states" list open at 4 spaces.
+    assert lines[1].startswith('  "') and any(t == '  "request_states": [' for t in lines)
+    line = [i for i, t in enumerate(lines, 1) if t == "    {"][1]
+    result = import_run(run, db_url)
+    assert result.exit_code == 2, result.output
+    assert f"scenario_state.json: line {line}: request_states[1]: unexpected value" in result.output, result.output
+
+
+def test_a_yaml_integer_too_long_to_convert_names_the_line(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.yaml"
+    text = yaml.safe_dump(plan_dict(), sort_keys=False).replace("sample_size: 20\n",
+                                                                "sample_size: " + "9" * 5000 + "\n")
+    plan.write_text(text, "utf-8")
+    line = _line_of(plan, "sample_size: 999")
+    result = check(plan)
+    assert result.exit_code == 2, result.output
+    assert f"line {line}" in result.output and "an integer with too many digits" in result.output, result.output
+    assert "99999" not in result.output  # the value itself is not echoed
 
 
 def test_a_non_numeric_instance_count_counts_as_absent_and_says_so(tmp_path: Path, db_url: str) -> None:

@@ -221,8 +221,7 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
         # fixed when the reference completed: adding a task later does not move this null
         alpha = burn_in.alpha or stage_alpha(alpha, det.reference.repeats, det.reference.max_repeats)
         margin = burn_in.exact_margin(alpha, det.min_margin)
-        n_ref = max(burn_in.answers, 1)
-        ref_mean = sum(r.mean * r.runs for r in burn_in.items.values()) / n_ref
+        ref_mean = burn_in.centre  # what the margin bounds
         mu0 = min(max(ref_mean - margin, 0.01), 0.99)
         sigma2 = max(burn_in.answer_variance(), 0.005)  # observed, not p(1 - p)
         score = StreamSpec(f"{t}:score:drop", t, "score", "drop", mu0, ref_mean, lambda r: r.score if _ok(r) else None,

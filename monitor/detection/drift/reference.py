@@ -11,10 +11,21 @@ mean of its ``K_i`` answers. Two uses:
   margin, since pairing inherits the reference's bias ``mean_i (c_i - p_i)``.
 
 The margin is exact: the reference mean minus a one-sided lower confidence bound from the
-reference's own answers, Clopper-Pearson for 0/1 scores and the empirical Bernstein bound of
-Maurer & Pontil (2009) for bounded ones (with the observed variance, not ``p(1 - p)``). A mean of
-``K`` answers on each of ``n`` canaries is a Poisson-binomial count, whose tails the binomial's
-dominate (Hoeffding 1956), so Clopper-Pearson on the total count keeps its coverage.
+reference's own answers. While some canary has fewer than ``STRATIFIED_MIN_RUNS`` answers it is
+Clopper-Pearson on the total for 0/1 scores and the empirical Bernstein bound of Maurer & Pontil
+(2009) for bounded ones (with the observed variance, not ``p(1 - p)``). A mean of ``K`` answers on
+each of ``n`` canaries is a Poisson-binomial count, whose tails the binomial's dominate
+(Hoeffding 1956), so Clopper-Pearson on the total count keeps its coverage.
+
+Those bounds charge the spread *between* canaries, which the reference's error does not have:
+the canaries are fixed, and the error of ``c = mean_i c_i`` against ``p = mean_i p_i`` comes only
+from each canary's own answers, ``Var(c) = sum_i s_i^2 / K_i / n^2``. With near-deterministic
+canaries (temperature 0) that is a tenth of ``p(1 - p)``. Once every canary has
+``STRATIFIED_MIN_RUNS`` answers the margin is therefore ``stratified_margin``: half of the error
+bounds the within-canary variances from above (disjoint pairs of answers, ``(y_a - y_b)^2`` has mean
+``2 s_i^2``; Hoeffding's (1963) Chernoff bound on their sum, which still holds for its average
+over all pairings by Jensen's inequality), the other half is Bernstein's inequality for ``c - p``
+with that variance.
 
 Canaries from a HELM run also carry ``baseline_score`` / ``baseline_runs``: those serve as the
 reference only where the plan turns the go-live reference off, and otherwise are compared with it
@@ -42,6 +53,7 @@ from medmon.baselines.canary import Canary
 MIN_VARIANCE = 0.0025  # floor for the bet-sizing variance of a paired x (items may look deterministic)
 SAMPLES = 15  # latencies kept per canary (the slowest is the bound)
 COST_CLIP = 3.0  # a call's log cost is scored in reference SDs from its canary's mean, clipped here
+STRATIFIED_MIN_RUNS = 10  # from this many answers on every canary the margin uses their within-canary spread
 
 
 def lower_bound(total: float, total2: float, n: int, alpha: float, binary: bool) -> float:
@@ -70,6 +82,63 @@ def lower_bound(total: float, total2: float, n: int, alpha: float, binary: bool)
     var = max(total2 / n - mean * mean, 0.0) * n / (n - 1)
     log_term = math.log(2 / alpha)
     return max(0.0, mean - math.sqrt(2 * var * log_term / n) - 7 * log_term / (3 * (n - 1)))
+
+
+def kl_upper(mean: float, n: float, log_inv_alpha: float) -> float:
+    """Largest ``u`` with ``n kl(mean || u) <= log(1/alpha)``: Hoeffding's (1963) Chernoff upper bound
+    for the average mean of ``n`` independent variables in [0, 1] whose average is ``mean``.
+
+    Examples
+    --------
+    >>> round(kl_upper(0.04, 640, math.log(1 / 0.001)), 4)
+    0.0756
+    """
+    mean = min(max(mean, 0.0), 1.0)
+
+    def kl(q: float) -> float:
+        p = mean
+        out = p * math.log(p / q) if p > 0 else 0.0
+        return out + ((1 - p) * math.log((1 - p) / (1 - q)) if p < 1 else 0.0)
+
+    lo, hi = mean, 1.0
+    if mean >= 1.0 or n * kl(1 - 1e-12) <= log_inv_alpha:
+        return 1.0
+    for _ in range(60):  # bisection: kl(mean || u) grows with u above the mean
+        mid = (lo + hi) / 2
+        if n * kl(mid) > log_inv_alpha:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def stratified_margin(items: Iterable[tuple[int, float, float]], alpha: float) -> float:
+    """One-sided ``1 - alpha`` bound on ``mean_i c_i - mean_i p_i`` from ``(K_i, sum, sum of squares)`` per canary.
+
+    Each canary ``i`` is answered ``K_i >= 2`` times independently, answers in [0, 1] with mean
+    ``p_i`` and variance ``s_i^2``; ``c_i`` is their mean. With ``alpha / 2`` the within-canary
+    variance is bounded from above (disjoint pairs, see the module docstring), with the other
+    half Bernstein's inequality bounds the deviation of the mean of ``n`` canaries' ``c_i``.
+
+    Examples
+    --------
+    >>> near = [(40, 39.0, 39.0)] * 25 + [(40, 1.0, 1.0)] * 7   # 32 near-deterministic canaries, 80% right
+    >>> round(stratified_margin(near, 0.0125), 4)      # Clopper-Pearson on the 1,280 answers: 0.0276
+    0.0194
+    """
+    rows = [(int(k), float(t), float(t2)) for k, t, t2 in items]
+    n = len(rows)
+    if n == 0 or min(k for k, _, _ in rows) < 2:
+        return 0.5
+    pairs = sum(k // 2 for k, _, _ in rows)
+    # sum over canaries of (pairs_i) x E[(y_a - y_b)^2 | the canary's answers] = pairs_i x 2 x sample variance
+    spread = sum((k // 2) * 2 * max(t2 - t * t / k, 0.0) / (k - 1) for k, t, t2 in rows)
+    log_term = math.log(2 / alpha)
+    upper = kl_upper(spread / pairs, pairs, log_term)  # bounds the pair-weighted mean of 2 s_i^2
+    var_sum = pairs * upper / min(2 * (k // 2) * k for k, _, _ in rows)  # >= sum_i s_i^2 / K_i
+    variance = var_sum / n**2
+    b = 1 / (n * min(k for k, _, _ in rows))  # one answer moves mean_i c_i by at most this
+    return b * log_term / 3 + math.sqrt((b * log_term / 3) ** 2 + 2 * variance * log_term)
 
 
 def stage_alpha(alpha: float, repeats: int, max_repeats: int) -> float:
@@ -126,11 +195,28 @@ class References:
         """Whether every reference answer was 0 or 1 (sum of squares equal to the sum)."""
         return all(r.total2 is None or abs(r.total2 - r.mean * r.runs) < 1e-9 for r in self.items.values())
 
+    @property
+    def stratified(self) -> bool:
+        """Whether every canary has ``STRATIFIED_MIN_RUNS`` answers: the margin uses the within-canary spread."""
+        return bool(self.items) and self.min_runs >= STRATIFIED_MIN_RUNS
+
+    @property
+    def centre(self) -> float:
+        """The reference's estimate of a random canary's mean: per canary when ``stratified``, else per answer."""
+        if self.stratified:
+            return self.mean
+        n = self.answers
+        return sum(r.mean * r.runs for r in self.items.values()) / n if n else 0.0
+
     def exact_margin(self, alpha: float, min_margin: float = 0.0) -> float:
-        """Reference mean minus its exact lower bound at ``alpha`` (see the module docstring)."""
+        """``centre`` minus its exact lower bound at ``alpha`` (see the module docstring)."""
         n = self.answers
         if n == 0:
             return 0.5
+        if self.stratified:
+            rows = [(r.runs, r.mean * r.runs, r.total2 if r.total2 is not None else r.mean * r.runs)
+                    for r in self.items.values()]
+            return min(max(min_margin, stratified_margin(rows, alpha)), 0.5)
         total = sum(r.mean * r.runs for r in self.items.values())
         total2 = sum(r.total2 if r.total2 is not None else r.mean * r.runs for r in self.items.values())
         bound = lower_bound(total, total2, n, alpha, self.binary)

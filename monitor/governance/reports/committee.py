@@ -506,6 +506,17 @@ def _executive(tasks: list[TaskEvidence], alerts: list[AlertRow]) -> list[dict[s
     return out
 
 
+def _answer_views(session: Session, period: Period) -> dict[str, Any]:
+    """Who was shown stored answers on the dashboard in the period (one entry per session, task and page)."""
+    views = list_events(session, kind=AuditKind.answers_viewed, since=period.start, until=period.end)
+    by_task: dict[str, int] = {}
+    for e in views:
+        task = str(e.details.get("task", ""))
+        by_task[task] = by_task.get(task, 0) + 1
+    return {"views": len(views), "viewers": sorted({e.actor for e in views}), "by_task": dict(sorted(by_task.items())),
+            "unauthenticated": sum(1 for e in views if not e.details.get("authenticated"))}
+
+
 def _privacy(session: Session, plan: Plan, period: Period) -> dict[str, Any]:
     stored = session.exec(select(func.count()).select_from(ProbeResult).where(
         col(ProbeResult.answer).is_not(None), _in(col(ProbeResult.created_at), period))).one()
@@ -543,7 +554,7 @@ def build_committee_report(session: Session, plan: Plan, period: Period, *, now:
         changes=changes, reevaluations=reevaluations, costs=_costs(session, period), judge_cost_usd=judge_usd,
         judge_calls=judge_calls, limitations=known_limitations(plan), decisions=decisions,
         audit={"ok": check.ok, "entries": check.entries, "head_seq": check.head_seq, "head_hash": check.head_hash,
-               "problems": [str(p) for p in check.problems]},
+               "problems": [str(p) for p in check.problems], "answers_viewed": _answer_views(session, period)},
         # URLs can carry credentials (a Slack or Teams webhook URL is one): masked by the function
         # the dashboard uses; the SHA-256 shown is of the plan as recorded.
         plan_record=(in_force.record | {"text": masked_plan(str(in_force.record.get("text") or ""), plan)}

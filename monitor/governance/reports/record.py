@@ -19,9 +19,9 @@ from sqlmodel import Session, col, select
 
 from medmon.baselines import Baseline
 from medmon.db import as_utc
-from medmon.monitor.errors import GovernanceError, MedmonError
-from medmon.monitor.governance.approvals import owners_of
-from medmon.monitor.governance.audit import AuditKind, canonical, list_events, record
+from medmon.monitor.errors import MedmonError
+from medmon.monitor.governance import signoff
+from medmon.monitor.governance.audit import AuditKind, canonical, record
 from medmon.monitor.governance.reports.period import Period
 from medmon.monitor.models import AuditEvent
 from medmon.monitor.plan.context import current_pin, load_context, pin_fits, task_baseline
@@ -95,16 +95,6 @@ def content_hash(figures: dict[str, Any]) -> str:
     return hashlib.sha256(canonical(figures).encode("utf-8")).hexdigest()
 
 
-def signers_of(plan: Plan) -> list[str]:
-    """Who may sign a committee report: the owners the plan names and its approver."""
-    emails = [plan.owners.clinical.email, plan.owners.technical.email]
-    for task in plan.tasks:
-        emails.extend(owners_of(plan, task))
-    if plan.governance is not None and plan.governance.approval is not None:
-        emails.append(plan.governance.approval.approved_by.email)
-    return list(dict.fromkeys(e.lower() for e in emails))
-
-
 def record_generated(session: Session, period: Period, digest: str, plan_seq: int | None, actor: str,
                      now: datetime) -> AuditEvent:
     return record(session, AuditKind.report_generated, actor, f"report:{period.label}",
@@ -114,22 +104,11 @@ def record_generated(session: Session, period: Period, digest: str, plan_seq: in
 
 def sign(session: Session, plan: Plan, period: Period, digest: str, *, by: str, statement: str,
          now: datetime) -> AuditEvent:
-    """Record an owner's sign-off of the report with this hash; refuse a hash never generated for the period."""
-    allowed = signers_of(plan)
-    if by.strip().lower() not in allowed:
-        raise GovernanceError(f"{by} may not sign this report; the plan names: {', '.join(allowed)}")
-    generated = [e for e in list_events(session, kind=AuditKind.report_generated, subject=f"report:{period.label}")
-                 if e.details.get("sha256") == digest]
-    if not generated:
-        raise GovernanceError(f"no report for {period.label} was generated with hash {digest[:12]}...: sign the "
-                              "report you read (its hash is printed on its first page)")
-    return record(session, AuditKind.report_signed, by, f"report:{period.label}",
-                  {"period": period.label, "sha256": digest, "statement": statement,
-                   "generated_seq": generated[-1].seq}, now)
+    """Record an owner's sign-off of the report with this hash (``medmon.monitor.governance.signoff.sign``)."""
+    return signoff.sign(session, plan, period.label, digest, by=by, statement=statement, now=now,
+                        details={"authenticated": False, "via": "command line"})
 
 
 def signatures(session: Session, period: Period, digest: str) -> list[dict[str, Any]]:
     """The sign-offs recorded for this period's report with exactly these figures."""
-    return [{"by": e.actor, "at": as_utc(e.at), "statement": e.details.get("statement", ""), "seq": e.seq}
-            for e in list_events(session, kind=AuditKind.report_signed, subject=f"report:{period.label}")
-            if e.details.get("sha256") == digest]
+    return signoff.signatures(session, period.label, digest)

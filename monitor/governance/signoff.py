@@ -1,0 +1,85 @@
+"""Sign-off of committee reports: an owner the plan names attests to exactly one report's figures.
+
+A report is identified by its period label and the SHA-256 of its figures; generating it is a
+``report_generated`` audit entry, and a signature is a ``report_signed`` entry refused unless
+that period was generated with that hash. The command line signs as the e-mail given; the
+dashboard signs as the identity its sign-in verified (``details["authenticated"]``), so the
+record says which a signature rests on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlmodel import Session
+
+from medmon.db import as_utc
+from medmon.monitor.errors import GovernanceError
+from medmon.monitor.governance.approvals import owners_of
+from medmon.monitor.governance.audit import AuditKind, list_events, record
+from medmon.monitor.models import AuditEvent
+from medmon.monitor.plan.model import Plan
+
+
+def signers_of(plan: Plan) -> list[str]:
+    """Who may sign a committee report: the owners the plan names and its approver."""
+    emails = [plan.owners.clinical.email, plan.owners.technical.email]
+    for task in plan.tasks:
+        emails.extend(owners_of(plan, task))
+    if plan.governance is not None and plan.governance.approval is not None:
+        emails.append(plan.governance.approval.approved_by.email)
+    return list(dict.fromkeys(e.lower() for e in emails))
+
+
+def sign(session: Session, plan: Plan, period: str, digest: str, *, by: str, statement: str, now: datetime,
+         details: dict[str, Any] | None = None) -> AuditEvent:
+    """Record an owner's sign-off of ``period``'s report with this hash; refuse a hash never generated for it."""
+    allowed = signers_of(plan)
+    if by.strip().lower() not in allowed:
+        raise GovernanceError(f"{by} may not sign this report; the plan names: {', '.join(allowed)}")
+    digest = digest.strip().lower()
+    generated = [e for e in list_events(session, kind=AuditKind.report_generated, subject=f"report:{period}")
+                 if e.details.get("sha256") == digest]
+    if not generated:
+        raise GovernanceError(f"no report for {period} was generated with hash {digest[:12]}...: sign the "
+                              "report you read (its hash is printed on its first page)")
+    if not statement.strip():
+        raise GovernanceError("a sign-off needs a statement of what the signer attests")
+    return record(session, AuditKind.report_signed, by, f"report:{period}",
+                  (details or {}) | {"period": period, "sha256": digest, "statement": statement,
+                                     "generated_seq": generated[-1].seq}, now)
+
+
+def signatures(session: Session, period: str, digest: str) -> list[dict[str, Any]]:
+    """The sign-offs recorded for ``period``'s report with exactly these figures."""
+    return [{"by": e.actor, "at": as_utc(e.at), "statement": e.details.get("statement", ""), "seq": e.seq,
+             "authenticated": e.details.get("authenticated")}
+            for e in list_events(session, kind=AuditKind.report_signed, subject=f"report:{period}")
+            if e.details.get("sha256") == digest]
+
+
+@dataclass
+class GeneratedReport:
+    """One distinct report (period and hash) that was generated, with who signed it."""
+
+    period: str
+    sha256: str
+    first_generated: datetime
+    generated_by: str
+    signed_by: list[str] = field(default_factory=list)
+
+
+def generated_reports(session: Session) -> list[GeneratedReport]:
+    """Every report generated (newest period first), once per (period, hash), with its signers."""
+    found: dict[tuple[str, str], GeneratedReport] = {}
+    for e in list_events(session, kind=AuditKind.report_generated):
+        key = (str(e.details.get("period")), str(e.details.get("sha256")))
+        if key not in found:
+            found[key] = GeneratedReport(key[0], key[1], as_utc(e.at), e.actor)
+    for e in list_events(session, kind=AuditKind.report_signed):
+        key = (str(e.details.get("period")), str(e.details.get("sha256")))
+        if key in found and e.actor not in found[key].signed_by:
+            found[key].signed_by.append(e.actor)
+    return sorted(found.values(), key=lambda r: (r.period, r.first_generated), reverse=True)
