@@ -113,10 +113,11 @@ def lists() -> None:
     st.subheader(f"Open incidents ({len(current)})")
     if current:
         show_table(pd.DataFrame([{
-            "id": i.id, "severity": i.severity, "status": i.status, "incident": i.title, "summary": i.summary,
-            "signals": len(i.signals), "owner": i.owner, "since": i.opened_at, "task page": task_link(i.task, i.opened_at),
-            "acknowledged by": i.acknowledged_by or "", "note": i.ack_note or "",
-            "silenced until": i.silenced_until} for i in current]),
+            # Who owns it and since when come before the long summary, so they show at 1,400 px.
+            "id": i.id, "severity": i.severity, "status": i.status, "incident": i.title, "owner": i.owner,
+            "since": i.opened_at, "signals": len(i.signals), "task page": task_link(i.task, i.opened_at),
+            "acknowledged by": i.acknowledged_by or "", "silenced until": i.silenced_until, "summary": i.summary,
+            "note": i.ack_note or ""} for i in current]),
             hide_index=True, width="stretch", key="open_incidents", column_config={
                 "task page": st.column_config.LinkColumn(display_text="open the task", help="the task page at the "
                                                          "moment the incident fired"),
@@ -135,9 +136,9 @@ def lists() -> None:
     st.subheader(f"Past incidents ({len(past)})")
     if past:
         show_table(pd.DataFrame([{
-            "id": i.id, "severity": i.severity, "incident": i.title, "summary": i.summary, "opened": i.opened_at,
-            "closed": i.closed_at, "resolved by": i.resolved_by or "medmon", "reason": i.resolve_reason or "",
-            "signals": len(i.signals), "task page": task_link(i.task, i.opened_at)} for i in past]),
+            "id": i.id, "severity": i.severity, "incident": i.title, "opened": i.opened_at, "closed": i.closed_at,
+            "resolved by": i.resolved_by or "medmon", "reason": i.resolve_reason or "", "signals": len(i.signals),
+            "task page": task_link(i.task, i.opened_at), "summary": i.summary} for i in past]),
             hide_index=True, width="stretch", key="past_incidents", column_config={
                 "task page": st.column_config.LinkColumn(display_text="open the task"),
                 "opened": st.column_config.DatetimeColumn(format="D MMM HH:mm"),

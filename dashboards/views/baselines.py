@@ -23,19 +23,25 @@ used = {t.benchmark: t.id for t in plan.tasks}
 if not rows:
     st.info("No baseline stored yet: import one with `medmon baseline import`, or start the service once.")
 else:
+    # What a committee reads comes first and fits 1,400 px; where each figure comes from is one click away.
     show_table(pd.DataFrame([{
-        "category": b.category, "subcategory": b.subcategory or "", "benchmark": b.benchmark,
-        "task": used.get(b.benchmark, ""), "model": b.model, "metric": b.metric, "version": b.version,
-        "value": b.value, "scale": f"{b.scale_min:g}-{b.scale_max:g}", "normalised": b.normalized, "n": b.n,
-        "scored by medmon": b.rescored_value, "HELM vs medmon differ": b.disagreement_rate,
-        "unreadable": b.rescored_unparsed,
-        "95% CI": f"{b.ci_low:.3f}-{b.ci_high:.3f}", "source": b.source_kind, "suite": b.suite,
-        "source path": b.source_path, "SHA-256": b.source_sha256, "approved by": b.approved_by or "",
-        "imported": b.imported_at} for b in rows]), hide_index=True, width="stretch", key="baselines",
-        column_config={"value": st.column_config.NumberColumn(format="%.3f"),
-                       "normalised": st.column_config.NumberColumn(format="%.3f"),
-                       "scored by medmon": st.column_config.NumberColumn(format="%.3f"),
+        "benchmark": b.benchmark, "task": used.get(b.benchmark, ""), "model": b.model, "metric": b.metric,
+        "value": b.value, "n": b.n, "95% CI": f"{b.ci_low:.3f}-{b.ci_high:.3f}", "scored by medmon": b.rescored_value,
+        "HELM vs medmon differ": b.disagreement_rate, "version": b.version, "approved by": b.approved_by or ""}
+        for b in rows]), hide_index=True, width="stretch", key="baselines",
+        column_config={"value": st.column_config.NumberColumn(format="%.3f", help="the figure as the source reports it"),
+                       "n": st.column_config.NumberColumn(help="instances behind the figure"),
+                       "scored by medmon": st.column_config.NumberColumn(
+                           format="%.3f", help="the same completions read by medmon's scorer"),
                        "HELM vs medmon differ": st.column_config.NumberColumn(format="percent")})
+    with st.expander("Taxonomy, scale and source of each baseline"):
+        show_table(pd.DataFrame([{
+            "benchmark": b.benchmark, "model": b.model, "version": b.version, "category": b.category,
+            "subcategory": b.subcategory or "", "scale": f"{b.scale_min:g}-{b.scale_max:g}",
+            "normalised": b.normalized, "unreadable": b.rescored_unparsed, "source": b.source_kind,
+            "suite": b.suite, "source path": b.source_path, "SHA-256": b.source_sha256, "imported": b.imported_at}
+            for b in rows]), hide_index=True, width="stretch", key="baseline_sources",
+            column_config={"normalised": st.column_config.NumberColumn(format="%.3f")})
     st.caption("Each version is kept: importing the same files again changes nothing; new content adds a version. "
                "A HELM run's completions are scored again by medmon's scorer on import; detectors compare "
                "production with medmon's figure, so both are read the same way.")

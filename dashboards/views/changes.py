@@ -19,6 +19,10 @@ engine = engine_for(plan)
 header(plan, viewer, "Model changes")
 
 
+# Short dates leave room for the verdict and the figures at 1,400 px.
+_WHEN = st.column_config.DatetimeColumn(format="D MMM YYYY HH:mm")
+
+
 def _verdict(passed: bool | None, conclusive: bool | None) -> str:
     if passed is None:
         return "pending"
@@ -45,28 +49,29 @@ def changes() -> None:
         "first seen": m.first_seen, "task": m.task, "served model": m.served_model,
         "fingerprint": m.system_fingerprint or "",
         "before": f"{m.previous_model} ({m.previous_fingerprint or '-'})" if m.is_change else "go-live"}
-        for m in served]), hide_index=True, width="stretch")
+        for m in served]), hide_index=True, width="stretch", column_config={"first seen": _WHEN})
 
     st.subheader(f"Changes and their re-evaluations ({len(recorded)})")
     if not recorded:
         st.write("No change recorded. Declare one with `medmon change record`; detected ones appear here too.")
     else:
         show_table(pd.DataFrame([{
-            "at": c.at, "task": c.task, "kind": c.kind, "source": c.source, "by": c.actor, "what": c.note,
-            "status": c.status, "re-evaluation": c.reevaluation.id if c.reevaluation else None,
-            "verdict": _verdict(c.reevaluation.passed, c.reevaluation.conclusive) if c.reevaluation else ""}
-            for c in recorded]), hide_index=True, width="stretch")
+            "at": c.at, "task": c.task, "kind": c.kind, "status": c.status,
+            "verdict": _verdict(c.reevaluation.passed, c.reevaluation.conclusive) if c.reevaluation else "",
+            "re-evaluation": c.reevaluation.id if c.reevaluation else None, "source": c.source, "by": c.actor,
+            "what": c.note} for c in recorded]), hide_index=True, width="stretch", column_config={"at": _WHEN})
 
     st.subheader(f"Re-evaluations ({len(evals)})")
     if not evals:
         st.write("No re-evaluation has run yet.")
     else:
         show_table(pd.DataFrame([{
-            "id": r.id, "task": r.task, "started": r.started_at, "served model": r.served_model or "",
-            "n": r.n, "score": fmt(r.estimate), "95% CI": interval(r.ci_low, r.ci_high), "baseline": fmt(r.baseline),
-            "difference": fmt(r.difference, "+.2f"), "approval threshold": fmt(r.min_score),
-            "verdict": _verdict(r.passed, r.conclusive), "why": "; ".join(r.reasons), "status": r.status,
-            "adopted by": r.approved_by or ""} for r in evals]), hide_index=True, width="stretch")
+            "id": r.id, "task": r.task, "verdict": _verdict(r.passed, r.conclusive), "score": fmt(r.estimate),
+            "95% CI": interval(r.ci_low, r.ci_high), "approval threshold": fmt(r.min_score),
+            "baseline": fmt(r.baseline), "difference": fmt(r.difference, "+.2f"), "n": r.n,
+            "why": "; ".join(r.reasons), "served model": r.served_model or "", "started": r.started_at,
+            "status": r.status, "adopted by": r.approved_by or ""} for r in evals]),
+            hide_index=True, width="stretch", column_config={"started": _WHEN})
         st.caption("Adopting a re-evaluation as the new baseline takes an owner's recorded approval "
                    "(`medmon baseline approve`); until then the task keeps its approved baseline.")
 

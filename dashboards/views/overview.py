@@ -61,10 +61,11 @@ def overview() -> None:
     c2.metric("Degraded", len(degraded))
     c3.metric("Watching", len(watching))
     c4.metric("Open incidents", len(incidents))
+    # Left to right, what a committee needs first: the status, the figures behind it, who owns it, and why.
     table = pd.DataFrame([{
-        "task": r.task, "status": r.status, "why": r.reason, "score now": r.estimate,
-        "95% CI": interval(r.ci_low, r.ci_high), "approved minimum": r.min_score, "at approval": r.baseline,
-        "open incidents": r.open_incidents, "owner": r.owner, "last probe": r.last_probe, "answers": r.n,
+        "task": r.task, "status": r.status, "score now": r.estimate, "95% CI": interval(r.ci_low, r.ci_high),
+        "approved minimum": r.min_score, "at approval": r.baseline, "owner": r.owner, "why": r.reason,
+        "open incidents": r.open_incidents, "last probe": r.last_probe, "answers": r.n,
         "risk tier": r.risk_tier, "category": r.category, "subcategory": r.subcategory} for r in rows])
     show_table(table, hide_index=True, width="stretch", column_config={
         "why": st.column_config.TextColumn(width="large", help="every reason, most serious first"),
@@ -95,8 +96,8 @@ def overview() -> None:
         st.write("None.")
     else:
         show_table(pd.DataFrame([{"severity": i.severity, "status": i.status, "incident": f"#{i.id} {i.title}",
-                                    "summary": i.summary, "signals": len(i.signals), "owner": i.owner,
-                                    "since": i.opened_at} for i in incidents]),
+                                    "owner": i.owner, "since": i.opened_at, "signals": len(i.signals),
+                                    "summary": i.summary} for i in incidents]),
                      hide_index=True, width="stretch", column_config={
                          "since": st.column_config.DatetimeColumn(format="D MMM HH:mm")})
         st.page_link("views/alerts.py", label="Acknowledge, resolve or silence on the Alerts page")

@@ -39,6 +39,24 @@ pytestmark = [pytest.mark.browser,
 TALL = """() => { const main = document.querySelector('[data-testid="stMain"]');
   const block = main && main.querySelector('[data-testid="stMainBlockContainer"]');
   return Math.max(main ? main.scrollHeight : 0, block ? block.scrollHeight : 0); }"""
+# What a committee member reads first on each page, left to right, at 1,400 px without scrolling
+# sideways: the leading columns of a table on the page. The data grid draws on a canvas and keeps, for
+# screen readers, one header cell per column it draws: the columns in view, the last one possibly cut
+# at the table's edge, never those further right. So every listed column but the last is whole.
+LEADING = {
+    "overview": [["task", "status", "score now", "95% CI", "approved minimum", "at approval", "owner", "why"],
+                 ["severity", "status", "incident", "owner", "since", "signals", "summary"]],
+    "baselines": [["benchmark", "task", "model", "metric", "value", "n", "95% CI", "scored by medmon",
+                   "HELM vs medmon differ"]],
+    "changes": [["at", "task", "kind", "status", "verdict", "re-evaluation"],
+                ["id", "task", "verdict", "score", "95% CI", "approval threshold", "baseline", "difference", "n",
+                 "why"]],
+    "alerts": [["id", "severity", "status", "incident", "owner", "since", "signals", "task page"]],
+}
+DRAWN_HEADERS = """() => [...document.querySelectorAll('[data-testid="stDataFrame"]')].map(
+  table => [...table.querySelectorAll('[role="columnheader"]')].map(h => h.textContent.trim()))"""
+LEADS = """(wanted) => { const drawn = (""" + DRAWN_HEADERS + """)();
+  return wanted.every(w => drawn.some(h => w.every((c, i) => h[i] === c))); }"""
 PAGES = {"overview": "", "task": "/task?task=knowledge-qa", "alerts": "/alerts", "costs": "/costs", "jury": "/jury",
          "baselines": "/baselines", "changes": "/changes", "governance": "/governance"}
 
@@ -95,7 +113,7 @@ def test_acknowledge_an_incident_through_the_page_and_watch_the_overview_follow(
 @pytest.mark.parametrize("database", ["seeded", "empty"])
 def test_every_page_renders_in_chromium_and_is_screenshot(database: str, seeded: Seeded, tmp_path: Path) -> None:
     """Every page at 1,400 px on a monitored database and on an empty one: no error on the page,
-    something drawn; the screenshots become the documentation's pictures."""
+    something drawn, the columns that matter in view; the screenshots become the documentation's pictures."""
     from playwright.sync_api import sync_playwright
 
     plan_path, db_url = seeded.plan_path, seeded.db_url
@@ -118,6 +136,12 @@ def test_every_page_renders_in_chromium_and_is_screenshot(database: str, seeded:
                     raise AssertionError(f"the {name} page did not settle: {page.inner_text('body')[:2000]}") from exc
                 assert page.locator('[data-testid="stException"]').count() == 0, f"{name}: {page.inner_text('body')}"
                 assert page.locator('[data-testid="stMain"] h1').count() >= 1, name
+                if database == "seeded" and name in LEADING:
+                    try:
+                        page.wait_for_function(LEADS, arg=LEADING[name], timeout=15_000)
+                    except Exception as exc:
+                        raise AssertionError(f"{name}: the columns drawn at 1,400 px are {page.evaluate(DRAWN_HEADERS)}, "
+                                             f"not led by {LEADING[name]}") from exc
                 shots[name] = tmp_path / f"{name}.png"
                 # Streamlit scrolls inside its main area, so a full-page shot stops at the window: grow the
                 # window to the content's height first, then put it back for the next page.

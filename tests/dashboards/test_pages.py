@@ -57,7 +57,9 @@ def test_overview_puts_degraded_tasks_first_with_their_evidence(seeded: Seeded, 
     assert dict(zip(table["task"], table["open incidents"], strict=True)) == open_count
     assert (table["score now"] < table["at approval"]).all()
     assert dict(zip(table["task"], table["approved minimum"], strict=True)) == {"knowledge-qa": 0.7, "dose-calc": 0.6}
-    assert list(table.columns[:3]) == ["task", "status", "why"]  # what matters first, visible at 1,400 px
+    # What matters first (the browser test checks these are in view at 1,400 px).
+    assert list(table.columns[:8]) == ["task", "status", "score now", "95% CI", "approved minimum", "at approval",
+                                       "owner", "why"]
     assert "SIMULATED" in _texts(at) and "Unauthenticated" in _texts(at)
 
 
@@ -179,10 +181,15 @@ def test_baselines_page_lists_evidence_with_source_and_sha256(seeded: Seeded,
     at = open_page("baselines")
     table = frame(at, "approved by")
     helm = table[table["benchmark"] == "head_qa"].iloc[0]
-    assert helm["source"] == "helm" and helm["SHA-256"].startswith("3f1c") and helm["n"] == 1000
-    assert helm["category"] == "Clinical Decision Support"
+    assert helm["n"] == 1000 and helm["95% CI"].count("-") == 1
+    # The figures lead; where they come from is in the expander's table.
+    assert list(table.columns[:7]) == ["benchmark", "task", "model", "metric", "value", "n", "95% CI"]
+    sources = frame(at, "source path")
+    source = sources[sources["benchmark"] == "head_qa"].iloc[0]
+    assert source["source"] == "helm" and source["SHA-256"].startswith("3f1c")
+    assert source["category"] == "Clinical Decision Support" and source["unreadable"] == "6"
     # Columns where another baseline has no re-scoring read as text, "—" in that baseline's cell.
-    assert (helm["scored by medmon"], helm["HELM vs medmon differ"], helm["unreadable"]) == ("0.810", "3.10%", "6")
+    assert (helm["scored by medmon"], helm["HELM vs medmon differ"]) == ("0.810", "3.10%")
     assert "—" in set(table["scored by medmon"])
     assert any("31 of 1000 instances differently (3.1%, above 2%)" in w.value for w in at.warning)
     assert set(table[table["task"] != ""]["task"]) == {"knowledge-qa", "dose-calc"}
