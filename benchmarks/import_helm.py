@@ -286,7 +286,8 @@ def _rss_mb() -> float:
 
 
 def child_import(output: Path, database: str, heap: bool) -> dict[str, float]:
-    """The import alone, in this (fresh) process: wall time, resident set before and peak after."""
+    """The import alone, in this (fresh) process, into an existing database: wall time, resident set
+    before and peak after."""
     engine = make_engine(database)
     before = _rss_mb()
     if heap:
@@ -338,9 +339,11 @@ def measure(out: Path, n_benchmarks: int, instances: int, seed: int, *, heap: bo
     print(f"seed {seed}: generated {n_benchmarks} runs x {instances} instances ({size / 1e6:.0f} MB of JSON) "
           f"in {time.perf_counter() - started:.1f} s")
     floors = _floors(output)
-    database = f"sqlite:///{out / 'bench.db'}"
+    database, heap_database = f"sqlite:///{out / 'bench.db'}", f"sqlite:///{out / 'heap.db'}"
+    for url in (database, heap_database):  # created here: the child measures the import, not a new database
+        make_engine(url).dispose()
     child = _in_child(output, database)
-    heap_mb = _in_child(output, f"sqlite:///{out / 'heap.db'}", heap=True)["heap_mb"] if heap else float("nan")
+    heap_mb = _in_child(output, heap_database, heap=True)["heap_mb"] if heap else float("nan")
     engine = make_engine(database)
     started = time.perf_counter()
     with session_scope(engine) as session:

@@ -178,6 +178,7 @@ def span_to_stream(workdir: Path, trials: int) -> dict[str, Any]:
     store_calls(engine, ingestor, Decoded(_calls(random.Random(2), 1000, now - timedelta(hours=3), 500, "discharge")), now)
     with session_scope(engine) as s:
         traffic_pass(s, plan, now)
+    os.environ.setdefault("MEDMON_TEST_KEY", "unused")  # the service refuses an unset key; no model is called
     stop = threading.Event()
     port = _free_port()
     service = threading.Thread(target=run_service, args=(plan_path, stop),
@@ -191,6 +192,8 @@ def span_to_stream(workdir: Path, trials: int) -> dict[str, Any]:
                 httpx.post(f"{url}/v1/traces", content=b"", headers={"Content-Type": "application/x-protobuf"})
                 break
             except httpx.TransportError:
+                if not service.is_alive():
+                    raise RuntimeError("the service stopped before its traffic receiver answered") from None
                 time.sleep(0.1)
         exporter = OTLPSpanExporter(endpoint=f"{url}/v1/traces")
         key = "discharge:traffic_cost:rise"

@@ -126,8 +126,14 @@ def test_demo_runs_headless_and_alerts(tmp_path: Path) -> None:
     """The `medmon demo` scenario itself, on a faster clock: all three degradations are caught, and the
     cost rise in the simulated application's own traffic too (sent through the official OpenAI instrumentation)."""
     scenario = DemoScenario(seconds_per_probe=0.15, timeout_s=90)
-    result = run_demo(tmp_path / "demo", scenario=scenario, say=lambda _m: None)
+    told: list[str] = []
+    result = run_demo(tmp_path / "demo", scenario=scenario, say=told.append)
     metrics = {a["labels"]["metric"] for b in result.delivered for a in b["alerts"] if a["status"] == "firing"}
+    # The console tells the story once: each phase, each incident when it opens, in sentences.
+    opened = [line for line in told if " INCIDENT #" in line]
+    assert len(opened) == len(result.incidents) == len({line.split(" opened")[0][9:] for line in opened})
+    assert not [line for line in told if "signals agree" in line or "(estimate" in line]
+    assert any(line.endswith("simulator phase -> silent model swap") for line in told)
     assert {"score", "cost", "served_model", "traffic_cost"} <= metrics
     assert result.rejected_signatures == 0
     assert result.probe_results >= scenario.swap_after

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -170,6 +171,16 @@ class DemoIncident:
         return f"#{self.id} {self.severity:8} {self.status:12} {self.title} ({n} signal{'s' if n != 1 else ''})"
 
 
+def plain(summary: str) -> str:
+    """An alert's sentence without the test's figures in brackets at its end (the dashboard and the
+    report keep them): the console tells the story, the pages carry the statistics.
+
+    >>> plain("knowledge-qa: cost per call exceeds its budget (estimate 1.000, 95% CI 1.000 to 1.000, n=12)")
+    'knowledge-qa: cost per call exceeds its budget'
+    """
+    return re.sub(r" \((?:estimate|paired difference) [^()]*\)$", "", summary)
+
+
 def demo_incidents(session: Session) -> list[DemoIncident]:
     """Every incident in the database, oldest first."""
     out = []
@@ -291,24 +302,29 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
 
     told: dict[int, int] = {}  # incident id -> member signals already reported
 
-    def on_outcome(outcome: object) -> None:
+    def tell_phase() -> None:
         label = state.phase().label
-        at = f"[{time.monotonic() - started:5.1f}s]"
         if label != phase_label[0]:
             phase_label[0] = label
             if not degraded_at:
                 degraded_at.append(time.monotonic() - started)
-            events.append(msg := f"{at} simulator phase -> {label}")
+            events.append(msg := f"[{time.monotonic() - started:5.1f}s] simulator phase -> {label}")
             say(msg)
+
+    def on_outcome(outcome: object) -> None:
+        tell_phase()
         if app is not None:
             _app_calls(app, scenario.app_calls_per_probe)
-        if not getattr(outcome, "signals", []):
-            return
+        if getattr(outcome, "signals", []):
+            tell_incidents()
+
+    def tell_incidents() -> None:
+        at = f"[{time.monotonic() - started:5.1f}s]"
         with Session(engine) as s:
             for inc in demo_incidents(s):
                 before = told.get(inc.id)
                 if before is None:
-                    msg = f"{at} INCIDENT #{inc.id} opened ({inc.severity}): {inc.title} — {inc.summary}"
+                    msg = f"{at} INCIDENT #{inc.id} opened ({inc.severity}): {inc.title} — {plain(inc.summary)}"
                 elif len(inc.signals) > before:
                     msg = f"{at}   #{inc.id} {inc.title}: {len(inc.signals)} signals agree"
                 else:
@@ -345,6 +361,8 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
             _stop_app(app)
         for server in servers:
             server.stop()
+    tell_phase()  # what happened after the last probe's report (the swap the final alert is about)
+    tell_incidents()
     with Session(engine) as s:
         alerts = [f"{a.severity.value:8} {a.status.value:9} {a.summary}" for a in s.exec(select(Alert)).all()]
         incidents = demo_incidents(s)

@@ -7,6 +7,8 @@ them (``migrate``, with the Alembic scripts in ``migrations/``).
 
 from __future__ import annotations
 
+import time
+
 from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 
@@ -41,9 +43,18 @@ def create_tables(engine: Engine, *, stamp: bool = True) -> None:
     import_all_models()
     try:
         existing = set(inspect(engine).get_table_names()) - {"apscheduler_jobs", "alembic_version"}
-        SQLModel.metadata.create_all(engine)
     except Exception as exc:  # translated once, at the boundary
         raise StorageError(f"cannot create tables at {engine.url.render_as_string()}: {exc}") from exc
+    for attempt in range(3):
+        try:
+            SQLModel.metadata.create_all(engine)
+            break
+        except Exception as exc:
+            # Another process (a standby, a worker) creating the same database at the same moment
+            # makes a table or type between our check and our CREATE: look again, then create the rest.
+            if attempt == 2:
+                raise StorageError(f"cannot create tables at {engine.url.render_as_string()}: {exc}") from exc
+            time.sleep(0.05 * (attempt + 1))
     if stamp and not existing:
         from medmon.monitor.storage.migrate import stamp_created
 

@@ -26,7 +26,8 @@ DASHBOARD_MAY_IMPORT = {"medmon.monitor.read", "medmon.monitor.plan.model", "med
                         # Sign-off and threshold approvals: checked and audited by their governance functions.
                         "medmon.monitor.governance.signoff", "medmon.monitor.governance.thresholds",
                         "medmon.monitor.governance", "medmon.monitor.plan.oversight", "medmon.monitor.errors",
-                        "medmon.monitor.plan.masking"}  # the plan text as it may be shown (route URLs masked)
+                        "medmon.monitor.plan.masking",  # the plan text as it may be shown (route URLs masked)
+                        "medmon.scrub"}  # the dashboard process's log lines, secrets masked
 
 
 def _imports(path: Path) -> set[str]:

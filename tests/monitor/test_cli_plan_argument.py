@@ -12,6 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from medmon.monitor.cli.app import app
+from medmon.monitor.governance.reports.render import find_chromium
 from tests.conftest import plan_dict
 
 runner = CliRunner()
@@ -128,3 +129,13 @@ def test_report_writes_exactly_where_told(plan_file: Path, workdir: Path) -> Non
     assert "--plan-document" in old_flag.stderr and "deprecated" in old_flag.stderr
     assert "Step 1. Intended use" in (workdir / "plan.html").read_text()
     assert sorted(p.name for p in workdir.iterdir()) == ["out", "plan.html"]
+
+
+@pytest.mark.skipif(find_chromium() is None, reason="no Chromium to print a PDF with")
+def test_report_to_a_pdf_name_writes_only_that_pdf(plan_file: Path, workdir: Path) -> None:
+    assert runner.invoke(app, ["change", "list", str(plan_file)]).exit_code == 0
+    made = runner.invoke(app, ["report", str(plan_file), "--period", "2026-11", "--output", "nov.pdf", "--json"])
+    assert made.exit_code == 0, made.output
+    assert json.loads(made.stdout)["outputs"] == {"html": None, "pdf": "nov.pdf"}
+    assert [p.name for p in workdir.iterdir()] == ["nov.pdf"]
+    assert (workdir / "nov.pdf").read_bytes()[:5] == b"%PDF-"

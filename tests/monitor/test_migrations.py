@@ -97,3 +97,20 @@ def test_db_current_answers_on_a_database_probe_run_created(tmp_path: Path, db_u
     current = runner.invoke(app, ["db", "current", str(plan)])
     assert current.exit_code == 0, current.output
     assert f"current: {head_revision()}  newest: {head_revision()}" in current.stdout
+
+
+def test_processes_creating_one_database_at_once_leave_one_revision(db_url: str) -> None:
+    """The service's leader, its standby and a worker may all start on a fresh database together."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def create(_: int) -> None:
+        make_engine(db_url).dispose()
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(create, range(4)))
+    engine = make_engine(db_url, create=False)
+    with engine.connect() as connection:
+        rows = connection.execute(text("SELECT version_num FROM alembic_version")).all()
+        assert schema_diff(connection) == []
+    assert rows == [(head_revision(),)]
+    engine.dispose()
