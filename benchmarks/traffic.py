@@ -355,7 +355,7 @@ def volume(workdir: Path, trials: int, days: int, peak: int = 1000, reference_da
             _drain(engine, plan, t0 + timedelta(days=reference_days, minutes=11))
             start = t0 + timedelta(days=reference_days)
             at = start + timedelta(days=(3 - start.weekday()) % 7, hours=8)  # the next Thursday 08:00
-            span = int((at - start).total_seconds() // 3600) + 24 if change != 1.0 else 24 * days
+            span = int((at - start).total_seconds() // 3600) + 48 if change != 1.0 else 24 * days  # Thu and Fri
             hours = clinic_counts(seed + 1000, start, span, peak, weekends=weekends, change_at=at, change=change)
             working, alarms = 0, 0
             for hour, n in hours:

@@ -20,7 +20,7 @@ import hashlib
 import logging
 import math
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import update
@@ -29,7 +29,7 @@ from sqlmodel import Session, col, func, select
 
 from medmon.alerts import Signal, apply_signals
 from medmon.baselines.canary import canary_from_dict
-from medmon.db import session_scope
+from medmon.db import as_utc, session_scope
 from medmon.monitor.detection.drift.budget import QUALITY
 from medmon.monitor.detection.drift.layout import StreamSpec, margin_z
 from medmon.monitor.detection.streams import finding_record, update_stream
@@ -44,6 +44,9 @@ log = logging.getLogger("medmon.traffic.judging")
 
 REFERENCE_JUDGEMENTS = 50
 BATCH = 50
+PENDING = "pending: being judged in memory"  # a receiver's claim (``memory_judging``)
+LOST = "lost: the receiver stopped before judging"
+LOST_AFTER = timedelta(minutes=15)
 
 
 def sampled(span_id: str, rate: float) -> bool:
@@ -185,16 +188,33 @@ def judge_traffic(engine: Engine, plan: Plan, now: datetime) -> list[TrafficJudg
     return rows
 
 
+def feed_verdicts(engine: Engine, plan: Plan, now: datetime) -> list[TrafficJudgement]:
+    """The leader's part: feed verdicts judged in memory to the streams; claims left too long are lost."""
+    with session_scope(engine) as s:
+        rows = s.exec(select(TrafficJudgement).where(col(TrafficJudgement.streamed).is_(False))
+                      .order_by(col(TrafficJudgement.id)).limit(BATCH * 10)).all()
+        ready = []
+        for r in rows:
+            if r.error == PENDING:
+                if as_utc(now) - as_utc(r.judged_at) < LOST_AFTER:
+                    continue
+                r.error = LOST
+            else:
+                ready.append(r)
+            r.streamed = True
+            s.add(r)
+        feed_streams(s, plan, ready, now)
+    return ready
+
+
 def judging_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> None:
     """The scheduler's job (``traffic.judging.every``): a failure is logged, the calls are not retried.
 
     With ``privacy.store_text: false`` the receivers judge in memory; the job feeds their verdicts
-    to the streams (``memory_judging.feed_verdicts``).
+    to the streams (``feed_verdicts``).
     """
     try:
         if not plan.privacy.store_text:
-            from medmon.monitor.traffic.memory_judging import feed_verdicts
-
             done = feed_verdicts(engine, plan, now())
         else:
             done = judge_traffic(engine, plan, now())

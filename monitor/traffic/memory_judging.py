@@ -5,7 +5,8 @@ job has nothing to read. Instead each receiver (every ``medmon serve`` replica) 
 exchanges it has just stored in a bounded in-memory queue; a worker thread redacts them (the
 plan's redactor, before anything leaves the process), sends them only to the ``phi_allowed``
 judges, and stores the verdict alone (scores per judge and criterion, agreement, cost). The text
-is dropped once judged. The leader's judging job feeds the verdicts to the task's streams, so
+is dropped once judged. The leader's judging job (``judging.feed_verdicts``) feeds the verdicts to
+the task's streams, so
 detector state has one writer whatever the number of replicas.
 
 The sample is the same as with stored text (a hash of the span id under ``sample_rate``). The
@@ -13,7 +14,8 @@ daily cap holds across replicas: a worker claims its exchanges by inserting thei
 ``PENDING`` first, then keeps only the claims among the day's first ``daily_cap`` rows. A span
 already judged (an exporter's retry reaching another replica) is not judged again. A full queue
 drops the newest exchanges with a warning rather than slowing ingest; a replica stopped before
-judging leaves its claims ``PENDING``, and the leader marks them lost after ``LOST_AFTER``.
+judging leaves its claims ``PENDING``, and the leader (``judging.feed_verdicts``) marks them lost
+after ``LOST_AFTER``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import queue
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from sqlalchemy import delete
 from sqlalchemy.engine import Engine
@@ -32,16 +34,13 @@ from sqlmodel import col, select
 from medmon.db import as_utc, session_scope, utcnow
 from medmon.monitor.models import TrafficJudgement, TrafficSpan
 from medmon.monitor.plan.model import Plan
-from medmon.monitor.traffic.judging import BATCH, _judges, feed_streams, judge_exchanges, record_verdict, sampled
+from medmon.monitor.traffic.judging import BATCH, PENDING, _judges, judge_exchanges, record_verdict, sampled
 from medmon.monitor.traffic.routes import route_task
 from medmon.monitor.traffic.spans import CallRecord
 from medmon.probes.redaction import Redactor, load_redactor, protect_text
 
 log = logging.getLogger("medmon.traffic.judging")
 
-PENDING = "pending: being judged in memory"
-LOST = "lost: the receiver stopped before judging"
-LOST_AFTER = timedelta(minutes=15)
 QUEUE_MAX = 1000
 
 
@@ -145,25 +144,6 @@ def judge_batch(engine: Engine, plan: Plan, redactor: Redactor, batch: Sequence[
                 row.error = "not judged: the redactor returned no text"
             s.add(row)
     return len(by_id)
-
-
-def feed_verdicts(engine: Engine, plan: Plan, now: datetime) -> list[TrafficJudgement]:
-    """The leader's part: feed verdicts judged in memory to the streams; claims left too long are lost."""
-    with session_scope(engine) as s:
-        rows = s.exec(select(TrafficJudgement).where(col(TrafficJudgement.streamed).is_(False))
-                      .order_by(col(TrafficJudgement.id)).limit(BATCH * 10)).all()
-        ready = []
-        for r in rows:
-            if r.error == PENDING:
-                if as_utc(now) - as_utc(r.judged_at) < LOST_AFTER:
-                    continue
-                r.error = LOST
-            else:
-                ready.append(r)
-            r.streamed = True
-            s.add(r)
-        feed_streams(s, plan, ready, now)
-    return ready
 
 
 class InMemoryJudging:

@@ -16,7 +16,7 @@ from medmon.monitor.models import DetectorState, TrafficJudgement, TrafficSpan
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.service.receiver import create_receiver
 from medmon.monitor.traffic.judging import judging_job, sampled
-from medmon.monitor.traffic.memory_judging import PENDING
+from medmon.monitor.traffic.judging import PENDING
 from medmon.monitor.traffic.spans import PROTOBUF
 from medmon.probes.simulator import create_simulator
 from tests.monitor.test_traffic_judging import PHI_ANSWER, _plan
