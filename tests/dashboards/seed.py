@@ -66,7 +66,10 @@ def seed_plan(db_url: str, base_url: str = "http://127.0.0.1:9/v1") -> dict[str,
                   "workflow": "Advisory; a clinician verifies before acting.",
                   "consequence_of_error": "A wrong answer could lead to a medication error."},
         deployment={"base_url": base_url, "model": "medmon-simulator/clinical-v1", "api_key_env": "MEDMON_TEST_KEY",
-                    "price": {"input_per_mtok": 5, "output_per_mtok": 15}, "timeout_s": 5, "max_retries": 0},
+                    "price": {"input_per_mtok": 5, "output_per_mtok": 15}, "timeout_s": 5, "max_retries": 0,
+                    # One call at a time: the simulator draws each answer's fate from one random
+                    # stream in arrival order, so the same seed gives the same database every run.
+                    "max_concurrency": 1},
         tasks=[
             {"id": "knowledge-qa", "benchmark": "med_qa", "canaries": {"pack": "clinical_knowledge_mcq"},
              "schedule": "1h", "sample_size": 20, "subgroups": ["age_band", "sex"],

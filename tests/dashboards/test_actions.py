@@ -67,7 +67,9 @@ def test_acknowledge_records_the_local_user_in_alert_history_and_audit(
     monkeypatch.setenv("USER", "nurse.lead")
     incident_id = _critical(seeded_engine)
     members = _members(seeded_engine, incident_id)
-    assert len(members) >= 2  # the drift detectors and the approval minimum see one drop
+    # The drift detectors and the approval minimum see one drop; all of it is about accuracy.
+    assert len(members) >= 2 and {a.labels["cause"] for a in members} == {"accuracy"}
+    assert {a.status for a in members} == {AlertStatus.firing}
     at = _act(open_page("alerts"), incident_id, "Reviewing with pharmacy today", "ack")
     assert at.success[0].value == f"Incident #{incident_id} acknowledged by nurse.lead (unauthenticated)."
     with Session(seeded_engine) as s:
