@@ -282,6 +282,9 @@ class Detection(Section):
     # A separate budget for error rate, cost over budget and latency over objective (None: shared).
     operational_probes_between_false_alarms: float | None = Field(None, gt=1)
     reference: GoLiveReference = GoLiveReference()
+    # A call counts as slower than its canary's go-live calls only when it is slower by at least this
+    # much: a shared host's sub-second jitter is not a delay a clinician notices.
+    latency_min_rise_s: float = Field(0.25, ge=0)
 
     @model_validator(mode="before")
     @classmethod

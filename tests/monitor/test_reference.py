@@ -201,6 +201,27 @@ def test_cost_and_latency_rise_against_each_canarys_go_live_calls(engine: Engine
     assert first_alarm(risen, f"knowledge-qa:{name}:rise") is None
 
 
+@pytest.mark.parametrize("min_rise_s,alarms", [(0.25, False), (0.0, True)])
+def test_a_latency_rise_too_small_to_notice_is_not_a_finding(engine: Engine, make_plan: Callable,
+                                                              min_rise_s: float, alarms: bool) -> None:
+    """Calls of a few tens of milliseconds (a local endpoint on a busy host) that become three times
+    slower are 40 ms slower: below ``latency_min_rise_s`` that is no finding; with no margin it is."""
+    task = _task() | {"thresholds": {"min_score": 0.6}}
+    plan = make_plan(detection=REF | {"latency_min_rise_s": min_rise_s}, tasks=[task])
+    pool = canaries(20, helm=False)
+    ctx, base, rng = context(plan, pool), baseline(0.78), random.Random(25)
+
+    def run(factor: float, replay: bool) -> list[ProbeResultBase]:
+        out = replayed(plan, ctx, engine, rng, as_before) if replay else answers(rng, pool, 20, as_before)
+        for r in out:
+            r.latency_s = 0.02 * factor * math.exp(rng.gauss(0, 0.1))
+        return out
+
+    feed(engine, plan, ctx, base, [run(1.0, True) for _ in range(3)])
+    slower = feed(engine, plan, ctx, base, [run(3.0, False) for _ in range(30)], start=3)
+    assert (first_alarm(slower, "knowledge-qa:latency_typical:rise") is not None) is alarms
+
+
 def test_a_reference_table_from_before_costs_were_kept_still_reads(engine: Engine) -> None:
     old = {"c1": [3, 2.0, 2.0, 40, 60], "c2": [3, 3.0, 3.0, None, None]}
     table = from_json(old)

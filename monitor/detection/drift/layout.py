@@ -159,13 +159,14 @@ def _cost_vs_reference(refs: References | None, scale: float | None) -> Observe:
     return observe
 
 
-def _slower_than_reference(refs: References | None) -> Observe:
-    """``1{latency > the canary's slowest go-live call}``: exact under exchangeability, robust to jitter."""
+def _slower_than_reference(refs: References | None, min_rise_s: float) -> Observe:
+    """``1{latency > the canary's slowest go-live call + min_rise_s}``: exact under exchangeability
+    (the margin only makes it conservative), robust to jitter, blind to rises nobody would notice."""
     def observe(r: ProbeResultBase) -> Any:
         ref = refs.items.get(r.canary_id) if refs is not None else None
         if ref is None or r.error_type is not None or r.latency_s is None or not ref.latency:
             return None
-        return float(r.latency_s > max(ref.latency))
+        return float(r.latency_s > max(ref.latency) + min_rise_s)
     return observe
 
 
@@ -325,9 +326,10 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
         counts = [len(r.latency) for r in burn_in.items.values() if r.latency] if burn_in is not None else []
         q = exceedance_null(min(counts) if counts else det.reference.repeats, n_items)
         specs.append(StreamSpec(f"{t}:latency_typical:rise", t, "latency_typical", "rise", q, 0.0,
-                                _slower_than_reference(burn_in), family=OPERATIONAL,
+                                _slower_than_reference(burn_in, det.latency_min_rise_s), family=OPERATIONAL,
                                 params={"mu0": q, "sigma2": _sigma2(q), "direction": "rise"},
-                                what="calls grew slower than every go-live call of the same canary",
+                                what="calls grew slower than every go-live call of the same canary (by at least "
+                                     f"{det.latency_min_rise_s:g} s)",
                                 active=bool(counts)))
     budget = task.thresholds.cost_budget_per_call
     if budget is not None:
