@@ -88,9 +88,8 @@ def overview() -> None:
     if pooled:
         st.subheader("Category detectors")
         st.caption("Each pools the tasks of one MedHELM category, so a small drop shared by several tasks shows.")
-        show_table(pd.DataFrame([{"category": p.category, "stream": p.key.rsplit(":", 2)[-2], "status": p.status,
-                                    "evidence": p.evidence, "alarm threshold": p.threshold, "n": p.n}
-                                   for p in pooled]), hide_index=True, width="stretch")
+        show_table(pd.DataFrame([{"category": p.category, "status": p.status, "what it means": p.meaning,
+                                    "answers": p.n} for p in pooled]), hide_index=True, width="stretch")
     st.subheader(f"Open incidents ({len(incidents)})")
     if not incidents:
         st.write("None.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -294,6 +296,27 @@ class PooledStream:
     evidence: float
     threshold: float
     n: int
+
+    @property
+    def meaning(self) -> str:
+        """The detector's state as a sentence: what a committee reads instead of an e-value.
+
+        Examples
+        --------
+        >>> PooledStream("category:x:pooled_score:drop", "x", "watching", 10.0, 1000.0, 40).meaning
+        'Evidence of a drop shared by its tasks is building (a third of the way to an alarm, on a log scale)'
+        """
+        if self.status == "degraded":
+            return "The tasks of this category together score below their go-live reference"
+        if self.status == "recovered":
+            return "Back at the go-live reference after an alarm; quiet runs will return it to ok"
+        if self.status == "watching" and self.evidence > 1 and self.threshold > 1:
+            share = min(math.log(self.evidence) / math.log(self.threshold), 1.0)
+            words = next(w for limit, w in ((0.2, "early on"), (0.45, "a third of the way"),
+                                            (0.7, "half way"), (1.01, "most of the way")) if share < limit)
+            return (f"Evidence of a drop shared by its tasks is building ({words} to an alarm, "
+                    "on a log scale)")
+        return "Holds the go-live reference"
 
 
 def category_streams(session: Session) -> list[PooledStream]:

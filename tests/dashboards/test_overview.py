@@ -111,3 +111,24 @@ def test_a_task_never_probed_has_no_data_yet_not_ok(tmp_path: Path, db_url: str,
     table = at.dataframe[0].value
     assert list(table["status"]) == ["no data yet"]
     assert set(table["why"]) == {"No probe has run for this task yet"}
+
+
+def test_category_detectors_read_as_sentences_not_e_values(tmp_path: Path, db_url: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    _plan(tmp_path, db_url, monkeypatch)
+    engine = make_engine(db_url)
+    with Session(engine) as s:
+        for slug, status, evidence in (("clinical-decision-support", StreamStatus.degraded, 2.0),
+                                       ("patient-communication", StreamStatus.watching, 100.0)):
+            s.add(DetectorState(key=f"category:{slug}:pooled_score:drop", task_id=f"category:{slug}",
+                                metric="pooled_score", direction="drop", status=status, null_mean=0.8,
+                                baseline_mean=0.85, evidence=evidence, threshold=1e4, n=290))
+        s.commit()
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "what it means" in d.value.columns)
+    assert "evidence" not in table.columns and "alarm threshold" not in table.columns
+    assert list(table["status"]) == ["degraded", "watching"]
+    assert table["what it means"][0] == "The tasks of this category together score below their go-live reference"
+    assert table["what it means"][1].startswith("Evidence of a drop shared by its tasks is building (half way")
+    assert list(table["answers"]) == [290, 290]
