@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -355,8 +356,15 @@ def last_plan_text(session: Session) -> AuditEvent | None:
                         .order_by(col(AuditEvent.seq).desc())).first()
 
 
-def _thresholds(text: str) -> dict[str, dict[str, Any]]:
-    """Each task's thresholds in a plan text, tolerating a plan that no longer validates."""
+def plan_thresholds(text: str) -> dict[str, dict[str, Any]]:
+    """Each task's thresholds as written in a plan text (``{}`` where it sets none), tolerating a
+    plan that no longer validates."""
+    return {task: dict(values) for task, values in _parsed_thresholds(text).items()}
+
+
+@lru_cache(maxsize=16)
+def _parsed_thresholds(text: str) -> dict[str, dict[str, Any]]:
+    # Cached: the same recorded plan texts are read once per task when thresholds in force are resolved.
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError:
@@ -380,7 +388,7 @@ def threshold_changes(old_text: str, new_text: str) -> list[dict[str, Any]]:
     >>> threshold_changes(old, new)
     [{'task': 'a', 'threshold': 'min_score', 'old': 0.7, 'new': 0.6}]
     """
-    old, new = _thresholds(old_text), _thresholds(new_text)
+    old, new = plan_thresholds(old_text), plan_thresholds(new_text)
     changes = []
     for task in sorted(set(old) | set(new)):
         before, after = old.get(task, {}), new.get(task, {})

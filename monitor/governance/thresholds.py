@@ -18,13 +18,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import yaml
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.approvals import plan_task, require_approver, require_committee
-from medmon.monitor.governance.audit import AuditKind, last_plan_text, record
+from medmon.monitor.governance.audit import AuditKind, last_plan_text, plan_thresholds, record
 from medmon.monitor.models import AuditEvent
 from medmon.monitor.plan.model import Plan, Task, Thresholds
 
@@ -63,17 +62,13 @@ class ThresholdProposal:
 
 def _task_thresholds(text: str, task_id: str) -> dict[str, Any] | None:
     """A task's thresholds as written in a plan text (defaults filled in); None if the task is absent."""
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError:
+    written = plan_thresholds(text).get(task_id)
+    if written is None:
         return None
-    for task in (data.get("tasks") or []) if isinstance(data, dict) else []:
-        if isinstance(task, dict) and task.get("id") == task_id and isinstance(task.get("thresholds"), dict):
-            try:
-                return Thresholds.model_validate(task["thresholds"]).model_dump()
-            except ValueError:
-                return None
-    return None
+    try:
+        return Thresholds.model_validate(written).model_dump()
+    except ValueError:
+        return None
 
 
 def _plans(session: Session, before: datetime | None) -> list[AuditEvent]:
@@ -140,13 +135,8 @@ def threshold_proposals(session: Session, before: datetime | None = None) -> lis
         return []
     newest = plans[-1]
     text = str(newest.details.get("text", ""))
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError:
-        return []
-    ids = [t.get("id") for t in (data.get("tasks") or []) if isinstance(t, dict)] if isinstance(data, dict) else []
     out = []
-    for task_id in [i for i in ids if isinstance(i, str)]:
+    for task_id in plan_thresholds(text):
         proposed, in_force = _task_thresholds(text, task_id), thresholds_in_force(session, task_id, before)
         if proposed is None or in_force is None:
             continue
