@@ -94,9 +94,7 @@ def proposals_command(plan_path: OptionalPlanArg = None, as_json: JsonOption = F
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
-    table = Table(title="Baselines proposed by import, awaiting approval")
-    for column in ("task", "baseline", "model", "metric", "v", "normalized", "n", "imported", "current"):
-        table.add_column(column)
+    table = Table(*("task", "baseline", "model", "metric", "v", "normalized", "n", "imported", "current"), title="Baselines proposed by import, awaiting approval")
     for r in rows:
         table.add_row(r["task"], str(r["baseline_id"]), r["model"], r["metric"], str(r["version"]),
                       f"{r['normalized']:.3f}", str(r["n"]), r["imported_at"][:19], str(r["current_baseline_id"]))
@@ -146,9 +144,7 @@ def list_command(plan_path: OptionalPlanArg = None, as_json: JsonOption = False,
     if as_json:
         typer.echo(json.dumps({"thresholds": thresholds, "baselines": baselines}, indent=2))
         return
-    table = Table(title="Threshold changes awaiting approval (the value in force judges the task until then)")
-    for column in ("task", "threshold", "in force", "proposed", "loosens", "plan seq", "proposed by"):
-        table.add_column(column)
+    table = Table(*("task", "threshold", "in force", "proposed", "loosens", "plan seq", "proposed by"), title="Threshold changes awaiting approval (the value in force judges the task until then)")
     for r in thresholds:
         table.add_row(r["task"], r["threshold"], str(r["in_force"]), str(r["proposed"]), "yes" if r["looser"] else "",
                       str(r["plan_seq"]), r["proposed_by"])

@@ -83,9 +83,7 @@ def list_command(plan: OptionalPlanArg = None, db: DbOption = None,
             row["details"] = {k: v for k, v in (row["details"] or {}).items() if k != "text"}
         typer.echo(json.dumps(rows, indent=2, default=str))
         return
-    table = Table(title="Audit log")
-    for column in ("seq", "at (UTC)", "kind", "actor", "subject", "hash"):
-        table.add_column(column)
+    table = Table("seq", "at (UTC)", "kind", "actor", "subject", "hash", title="Audit log")
     for r in rows:
         table.add_row(str(r["seq"]), r["at"][:19], r["kind"], r["actor"], r["subject"], r["hash"][:12])
     out.print(fitted(table, out) if rows else "no audit entries")

@@ -82,8 +82,7 @@ def _print_report(report: ImportReport) -> None:
     title = f"Imported {report.kind} evidence from {report.source}" + (
         f" (suite {report.suite})" if report.suite else ""
     )
-    table = Table(title=escape(title))
-    for column in (
+    table = Table(*(
         "benchmark",
         "model",
         "metric",
@@ -95,8 +94,7 @@ def _print_report(report: ImportReport) -> None:
         "canaries",
         "HELM vs medmon",
         "status",
-    ):
-        table.add_column(column)
+    ), title=escape(title))
     for b in report.baselines:
         table.add_row(
             *map(
@@ -182,9 +180,7 @@ def list_command(db: DbOption = None, as_json: JsonOption = False) -> None:
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
-    table = Table(title="Baselines")
-    for column in ("benchmark", "model", "metric", "v", "value", "normalized", "n", "95% CI", "source", "imported"):
-        table.add_column(column)
+    table = Table(*("benchmark", "model", "metric", "v", "value", "normalized", "n", "95% CI", "source", "imported"), title="Baselines")
     for r in rows:
         table.add_row(
             *map(

@@ -62,9 +62,8 @@ def _fmt(value: float | None) -> str:
 
 
 def _print_reevaluations(rows: list[dict[str, Any]]) -> None:
-    table = Table(title="Re-evaluations against baseline")
-    for column in ("id", "task", "n", "estimate (95% CI)", "baseline", "difference", "min", "decision", "adopted by"):
-        table.add_column(column)
+    table = Table("id", "task", "n", "estimate (95% CI)", "baseline", "difference", "min", "decision", "adopted by",
+                  title="Re-evaluations against baseline")
     for r in rows:
         decision = ("no data" if r["passed"] is None else "pass" if r["passed"] else "FAIL") + \
             ("" if r["conclusive"] or r["passed"] is None else " (undecided)")
@@ -157,9 +156,7 @@ def list_command(plan_path: OptionalPlanArg = None, as_json: JsonOption = False,
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
-    table = Table(title="Changes")
-    for column in ("id", "task", "kind", "source", "by", "at", "status", "re-evaluation", "note"):
-        table.add_column(column)
+    table = Table(*("id", "task", "kind", "source", "by", "at", "status", "re-evaluation", "note"), title="Changes")
     for r in rows:
         table.add_row(str(r["id"]), r["task"], r["kind"], r["source"], r["actor"], r["at"][:19], r["status"],
                       str(r["reevaluation_id"] or "-"), r["note"])
