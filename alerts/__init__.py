@@ -57,7 +57,6 @@ from medmon.alerts.outbox import (
     dead_letters,
     deliver_due,
     enqueue_notice,
-    prune_delivered,
     requeue,
 )
 from medmon.alerts.policy import Escalation, NotifyPolicy, RouteSpec
@@ -139,7 +138,6 @@ __all__ = [
     "open_fingerprints",
     "open_incidents",
     "pending_count",
-    "prune_delivered",
     "record_signals",
     "requeue",
     "resolve",

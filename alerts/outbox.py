@@ -55,11 +55,6 @@ class DeliveryPolicy:
             seconds = max(seconds, min(retry_after, self.max_retry_after_s))
         return timedelta(seconds=seconds)
 
-    def min_span(self) -> timedelta:
-        """The shortest time from the first attempt to the dead letter (every jitter at its low end)."""
-        total = sum(min(self.max_delay_s, self.base_delay_s * 2 ** (k - 1)) / 2 for k in range(1, self.max_attempts))
-        return timedelta(seconds=total)
-
 
 @dataclass
 class DeliveryReport:
@@ -185,12 +180,3 @@ def requeue(session: Session, notification_id: int, actor: str, note: str, now: 
     session.add(row)
     announce(session)
     return row
-
-
-def prune_delivered(session: Session, before: datetime) -> int:
-    """Delete notifications delivered before ``before`` (alert history is kept); returns how many."""
-    rows = session.exec(select(Notification).where(Notification.status == NotificationStatus.delivered,
-                                                   col(Notification.delivered_at) < before)).all()
-    for row in rows:
-        session.delete(row)
-    return len(rows)

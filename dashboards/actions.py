@@ -16,21 +16,17 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from medmon.alerts import (
-    Alert,
     Incident,
     Matcher,
     Notification,
     Silence,
-    acknowledge,
     acknowledge_incident,
     create_silence,
     incident_members,
     requeue,
-    resolve,
     resolve_incident,
     silence_incident,
 )
-from medmon.alerts import silence_alert as silence_one
 from medmon.dashboards.auth import Viewer
 from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.governance.signoff import sign
@@ -44,14 +40,7 @@ class NotAllowed(PermissionError):
     """The signed-in user is not an owner in the plan, so the dashboard is view-only for them."""
 
 
-def _record(session: Session, kind: AuditKind, viewer: Viewer, alert: Alert, details: dict[str, Any],
-            now: datetime) -> None:
-    record(session, kind, viewer.actor, f"alert:{alert.id}",
-                 details | {"task": alert.task_id, "rule": alert.rule, "fingerprint": alert.fingerprint,
-                            "authenticated": viewer.authenticated, "via": "dashboard"}, now)
-
-
-def _check(viewer: Viewer, text: str, what: str, thing: str = "an alert") -> str:
+def _check(viewer: Viewer, text: str, what: str, thing: str) -> str:
     if not viewer.can_act:
         raise NotAllowed(viewer.why_not or f"{viewer.actor} may not {what} alerts")
     if not text.strip():
@@ -141,40 +130,6 @@ def silence_matching(engine: Engine, viewer: Viewer, matchers: str, reason: str,
                 "until": (now + duration).isoformat(), "authenticated": viewer.authenticated, "via": "dashboard"},
                now)
     return silence
-
-
-def acknowledge_alert(engine: Engine, plan: Plan, viewer: Viewer, alert_id: int, note: str, now: datetime) -> Alert:
-    """Take ownership of a firing alert: repeats and escalation stop until it fires anew; the
-    routes that were told it fired hear it was acknowledged (the plan's notification policy)."""
-    note = _check(viewer, note, "acknowledge")
-    with session_scope(engine) as session:
-        alert = acknowledge(session, alert_id, viewer.actor, note, now, routes=notify_policy(plan))
-        _record(session, AuditKind.alert_acknowledged, viewer, alert, {"note": note}, now)
-    return alert
-
-
-def resolve_alert(engine: Engine, plan: Plan, viewer: Viewer, alert_id: int, reason: str, now: datetime) -> Alert:
-    """Resolve an open alert with a reason; the routes that were told it fired hear it ended."""
-    reason = _check(viewer, reason, "resolve")
-    with session_scope(engine) as session:
-        alert = resolve(session, alert_id, viewer.actor, reason, notify_policy(plan), now)
-        _record(session, AuditKind.alert_resolved, viewer, alert, {"reason": reason}, now)
-    return alert
-
-
-def silence_alert(engine: Engine, viewer: Viewer, alert_id: int, reason: str, duration: timedelta,
-                  now: datetime) -> Alert:
-    """Silence one alert for ``duration``: it stays visible but sends nothing until the silence ends."""
-    reason = _check(viewer, reason, "silence")
-    if duration <= timedelta(0):
-        raise ValueError("a silence needs a positive duration")
-    with session_scope(engine) as session:
-        silence = silence_one(session, alert_id, viewer.actor, reason, now + duration, now)
-        alert = session.get(Alert, alert_id)
-        assert alert is not None
-        _record(session, AuditKind.alert_silenced, viewer, alert,
-                {"reason": reason, "silence_id": silence.id, "until": (now + duration).isoformat()}, now)
-    return alert
 
 
 def requeue_dead_letter(engine: Engine, viewer: Viewer, notification_id: int, note: str,

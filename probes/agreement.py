@@ -28,7 +28,7 @@ import numpy as np
 from sqlmodel import Session, col, func, select
 
 from medmon.db import as_utc
-from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult
+from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus
 
 VALID = (ParseStatus.ok, ParseStatus.retried_ok)
 
@@ -127,14 +127,6 @@ def judge_score_series(session: Session, task_id: str, limit: int = 500) -> dict
             deviation = mean - sum(others) / len(others) if others else None
             series[judge].append(JudgePoint(stamps[result_id], result_id, mean, deviation))
     return dict(series)
-
-
-def item_agreement_series(session: Session, task_id: str, limit: int = 500) -> list[tuple[datetime, int, float]]:
-    """(created_at, result id, per-item agreement) for the task's latest judged results, oldest first."""
-    rows = session.exec(select(ProbeResult.created_at, ProbeResult.id, ProbeResult.jury_agreement)
-                        .where(ProbeResult.task_id == task_id, col(ProbeResult.jury_agreement).is_not(None))
-                        .order_by(col(ProbeResult.id).desc()).limit(limit)).all()
-    return [(as_utc(r[0]), int(r[1]), float(r[2])) for r in reversed(rows)]  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

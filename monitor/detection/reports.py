@@ -223,8 +223,3 @@ def store_due_reports(engine: Engine, task_ids: Sequence[str], now: datetime, *,
             done[task_id] = None if row is None else row.id
     return done
 
-
-def latest_drift_report(session: Session, task_id: str) -> DriftReport | None:
-    """The newest stored drift report of a task, for the dashboard."""
-    return session.exec(select(DriftReport).where(DriftReport.task_id == task_id)
-                        .order_by(col(DriftReport.id).desc())).first()

@@ -7,17 +7,7 @@ function loads rows only to aggregate them in Python. One module per page family
 """
 
 from medmon.baselines import DISAGREEMENT_FLAG  # the flag on HELM vs medmon disagreement, for the Baselines page
-from medmon.monitor.read.alerts import (
-    DeadLetter,
-    OpenAlert,
-    SilenceRow,
-    alert_events,
-    alerts_list,
-    dead_letter_list,
-    open_alerts_view,
-    past_alerts,
-    silences,
-)
+from medmon.monitor.read.alerts import DeadLetter, SilenceRow, dead_letter_list, silences
 from medmon.monitor.read.costs import CostDay, CostTask, cost_by_day, cost_by_task
 from medmon.monitor.read.drift import (
     DriftColumn,
@@ -94,7 +84,6 @@ from medmon.monitor.read.task import (
     findings,
     recent_answers,
     run_series,
-    score_history,
     slice_gaps,
     subgroup_slices,
 )
@@ -124,7 +113,6 @@ __all__ = [
     "IncidentSignal",
     "IncidentView",
     "JudgeDay",
-    "OpenAlert",
     "PooledStream",
     "ReevaluationRow",
     "ReviewCard",
@@ -144,8 +132,6 @@ __all__ = [
     "Verdict",
     "agreement_series",
     "agreement_table",
-    "alert_events",
-    "alerts_list",
     "approved_plan",
     "audit_chain",
     "audit_log",
@@ -169,9 +155,7 @@ __all__ = [
     "latest_drift_report_view",
     "near_misses",
     "next_review",
-    "open_alerts_view",
     "open_incidents_view",
-    "past_alerts",
     "past_incidents_view",
     "recent_answers",
     "recent_estimate",
@@ -179,7 +163,6 @@ __all__ = [
     "review_progress",
     "run_series",
     "safety_events",
-    "score_history",
     "served_model_history",
     "service_pulse",
     "silences",

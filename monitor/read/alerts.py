@@ -1,71 +1,14 @@
-"""Alerts as the dashboard shows them: open and past, their history, silences, dead letters."""
+"""What the Alerts page shows beside its incidents: silences and dead letters."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
-from medmon.alerts import Alert, AlertEvent, active_silences, alert_history, dead_letters, list_silences, status_of
-from medmon.alerts.lifecycle import OPEN
-from medmon.alerts.status import silenced_by
+from medmon.alerts import dead_letters, list_silences
 from medmon.monitor.read._sql import as_time
-
-_SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
-
-
-def alerts_list(session: Session, *, open_only: bool = False, limit: int = 200) -> list[Alert]:
-    """Alerts, newest first; ``open_only`` keeps the unresolved ones."""
-    query = select(Alert)
-    if open_only:
-        query = query.where(col(Alert.status).in_(OPEN))
-    return list(session.exec(query.order_by(col(Alert.starts_at).desc()).limit(limit)).all())
-
-
-@dataclass(frozen=True)
-class OpenAlert:
-    """An unresolved alert with the status a person should see (silenced when a silence covers it)."""
-
-    id: int
-    severity: str
-    status: str
-    task: str
-    rule: str
-    summary: str
-    owner: str
-    since: datetime | None
-    last_seen: datetime | None
-    acknowledged_by: str | None
-    note: str | None
-    silenced_until: datetime | None
-    silenced_by: str | None
-
-
-def open_alerts_view(session: Session, now: datetime, *, limit: int = 200) -> list[OpenAlert]:
-    """Unresolved alerts, most severe first then newest; status derived from acknowledgement and
-    active silences."""
-    silences = active_silences(session, now)
-    out = []
-    for a in alerts_list(session, open_only=True, limit=limit):
-        silence = silenced_by(a, silences, now)
-        out.append(OpenAlert(a.id or 0, a.severity.value, status_of(a, silences, now).value, a.task_id, a.rule,
-                             a.summary, a.owner, as_time(a.starts_at), as_time(a.last_seen_at), a.acknowledged_by,
-                             a.ack_note, as_time(silence.ends_at) if silence else None,
-                             silence.created_by if silence else None))
-    out.sort(key=lambda a: _SEVERITY_RANK.get(a.severity, 3))  # stable: newest first within a severity
-    return out
-
-
-def past_alerts(session: Session, *, limit: int = 200) -> list[Alert]:
-    """Resolved alerts, most recently ended first."""
-    query = select(Alert).where(col(Alert.status).not_in(OPEN))
-    return list(session.exec(query.order_by(col(Alert.ends_at).desc(), col(Alert.id).desc()).limit(limit)).all())
-
-
-def alert_events(session: Session, alert_id: int) -> list[AlertEvent]:
-    """Every transition of one alert, oldest first, with who made it and why."""
-    return alert_history(session, alert_id)
 
 
 @dataclass(frozen=True)

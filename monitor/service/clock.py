@@ -26,6 +26,3 @@ class AcceleratedClock:
     def __call__(self) -> datetime:
         return self.start + timedelta(seconds=(time.monotonic() - self._wall0) * self.scale)
 
-    def wall_seconds(self, simulated: timedelta) -> float:
-        """How many real seconds a simulated span takes."""
-        return simulated.total_seconds() / self.scale

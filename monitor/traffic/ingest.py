@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -135,8 +134,3 @@ def store_calls(engine: Engine, ingestor: Ingestor, decoded: Decoded, now: datet
         count_rejections(conn, decoded.refused + decoded.skipped, now)
     return len(rows)
 
-
-def store_records(engine: Engine, plan: Plan, calls: Sequence[CallRecord], now: datetime,
-                  refused: Counter[str] | None = None) -> int:
-    """Store calls read elsewhere (``medmon traffic import``)."""
-    return store_calls(engine, Ingestor.from_plan(plan), Decoded(list(calls), refused or Counter()), now)

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 import yaml
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from medmon.monitor.errors import PlanError
 from medmon.monitor.plan.model import parse_plan
-from medmon.probes.agreement import item_agreement_series, judge_score_series, jury_ledger, window_agreement
+from medmon.probes.agreement import judge_score_series, jury_ledger, window_agreement
 from medmon.probes.client import ModelClient
 from medmon.probes.jury import (JUDGE_MARKER, CriterionScore, JudgeVerdict, Jury, JurySettings, aggregate,
                          judge_messages, parse_verdict)
@@ -302,14 +302,16 @@ def test_a_drifting_judge_is_visible_in_its_own_stream(engine: Engine, serve: Ca
         probe_and_store(engine, url, NOTES, stamp=start + timedelta(hours=k))
     with Session(engine) as s:
         series = judge_score_series(s, "notes")
-        items = item_agreement_series(s, "notes")
+        items = s.exec(select(ProbeResult.jury_agreement).where(ProbeResult.task_id == "notes",
+                                                                    col(ProbeResult.jury_agreement).is_not(None))
+                       .order_by(col(ProbeResult.id))).all()
         alpha = window_agreement(s, "notes", window=8)
     assert set(series) == {"judge-a", "judge-b", "judge-c"}
     assert [p.score for p in series["judge-a"]] == [5.0] * 16
     drifting = series["judge-c"]
     assert [p.score for p in drifting[:8]] == [5.0] * 8 and [p.score for p in drifting[8:]] == [3.0] * 8
     assert all(p.deviation == -2.0 for p in drifting[8:]) and all(p.deviation == 0 for p in drifting[:8])
-    assert [round(a, 3) for _, _, a in items] == [1.0] * 8 + [round(1 - (2 + 2 + 0) / 3 / 4, 3)] * 8
+    assert [round(a, 3) for a in items] == [1.0] * 8 + [round(1 - (2 + 2 + 0) / 3 / 4, 3)] * 8
     assert alpha.alpha is not None and alpha.alpha < 0  # systematic disagreement: worse than chance
 
 

@@ -11,7 +11,9 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from medmon.monitor.detection.reports import latest_drift_report, store_drift_report
+from medmon.monitor.detection.reports import store_drift_report
+from medmon.monitor.models import DriftReport
+from medmon.monitor.read.drift import latest_drift_report_view
 from medmon.db import session_scope
 from medmon.probes.models import ProbeResult, ProbeRun
 
@@ -42,8 +44,8 @@ def test_report_flags_longer_outputs_and_is_stored_as_html_and_json(engine: Engi
         file_row = store_drift_report(s, "qa", T0 + timedelta(days=1), window=200, reports_dir=tmp_path / "reports")
         assert file_row is not None and Path(file_row.html_path).read_text("utf-8").lstrip().startswith("<")
     with Session(engine) as s:
-        row = latest_drift_report(s, "qa")
-        first = s.get(type(row), 1)
+        row = latest_drift_report_view(s, "qa")
+        first = s.get(DriftReport, 1)
     assert row is not None and row.id == file_row.id
     assert first is not None and "<html" in first.html.lower()
     assert set(first.drifted) == {"output_tokens", "cost_usd"}  # score and latency did not move
