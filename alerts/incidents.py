@@ -140,14 +140,11 @@ def open_incidents(session: Session) -> list[Incident]:
     return sorted(rows, key=lambda i: (_RANK[i.severity], -as_utc(i.opened_at).timestamp(), -(i.id or 0)))
 
 
-def list_incidents(session: Session, *, task_id: str | None = None, include_closed: bool = True,
-                   limit: int = 200) -> list[Incident]:
+def list_incidents(session: Session, *, task_id: str | None = None, limit: int = 200) -> list[Incident]:
     """Incidents (of one task, when given), newest first."""
     query = select(Incident)
     if task_id is not None:
         query = query.where(Incident.task_id == task_id)
-    if not include_closed:
-        query = query.where(col(Incident.closed_at).is_(None))
     return list(session.exec(query.order_by(col(Incident.opened_at).desc(), col(Incident.id).desc())
                              .limit(limit)).all())
 

@@ -24,14 +24,11 @@ from medmon.alerts.status import lifecycle_status, sync_status
 
 OPEN = (AlertStatus.firing, AlertStatus.acknowledged, AlertStatus.silenced)
 
-# A NotifyPolicy notifies at once, in the caller's transaction. A plain list of route names (the
-# older form) cannot carry the plan's matchers or escalation, so with it the change is recorded
-# and the next periodic pass (``medmon.monitor.alerting.signals.alert_pass``), which has the policy, notifies.
-Routing = NotifyPolicy | Sequence[str]
 
-
-def _notify_now(session: Session, routes: Routing | None, now: datetime, groups: set[str]) -> None:
-    if isinstance(routes, NotifyPolicy) and groups:
+def _notify_now(session: Session, routes: NotifyPolicy | None, now: datetime, groups: set[str]) -> None:
+    """Write the notifications due for ``groups`` now; without a policy the next periodic pass
+    (``medmon.monitor.alerting.signals.alert_pass``), which has it, notifies."""
+    if routes is not None and groups:
         session.flush()
         flush(session, routes, now, groups=groups)
 
@@ -57,20 +54,19 @@ def record_signals(session: Session, signals: Sequence[Signal], now: datetime) -
     return alerts
 
 
-def apply_signals(session: Session, signals: Sequence[Signal], routes: Routing, now: datetime
+def apply_signals(session: Session, signals: Sequence[Signal], routes: NotifyPolicy, now: datetime
                   ) -> list[Alert | None]:
     """Apply each signal, then write the notifications now due for the groups they touched.
 
     Findings from one probe thus reach each route as one notification per task, not one per
-    finding. ``routes`` is the ``NotifyPolicy`` (a list of route names defers notifying to the
-    periodic pass, see ``Routing``). Returns what ``record_signals`` returns.
+    finding. ``routes`` is the plan's ``NotifyPolicy``. Returns what ``record_signals`` returns.
     """
     alerts = record_signals(session, signals, now)
     _notify_now(session, routes, now, {a.group_key for a in alerts if a is not None})
     return alerts
 
 
-def apply_signal(session: Session, signal: Signal, routes: Routing, now: datetime) -> Alert | None:
+def apply_signal(session: Session, signal: Signal, routes: NotifyPolicy, now: datetime) -> Alert | None:
     """Create, refresh or resolve the alert a signal identifies; returns it (None if nothing to do)."""
     return apply_signals(session, [signal], routes, now)[0]
 
@@ -135,7 +131,7 @@ def _get(session: Session, alert_id: int) -> Alert:
 
 
 def acknowledge(session: Session, alert_id: int, actor: str, note: str, now: datetime, *,
-                routes: Routing | None = None) -> Alert:
+                routes: NotifyPolicy | None = None) -> Alert:
     """A person takes ownership of a firing alert: repeats and escalation stop until it fires anew.
 
     Routes that were told it fired hear that it was acknowledged (PagerDuty acknowledges the
@@ -163,7 +159,7 @@ def acknowledge(session: Session, alert_id: int, actor: str, note: str, now: dat
     return alert
 
 
-def resolve(session: Session, alert_id: int, actor: str, reason: str, routes: Routing | None, now: datetime) -> Alert:
+def resolve(session: Session, alert_id: int, actor: str, reason: str, routes: NotifyPolicy | None, now: datetime) -> Alert:
     """A person resolves an open alert with a reason; routes that were told it fired hear it ended.
 
     The resolved notification is written at once when ``routes`` is the ``NotifyPolicy``, else
@@ -208,7 +204,7 @@ def _open_incident(session: Session, incident_id: int, actor: str, text: str, wh
 
 
 def acknowledge_incident(session: Session, incident_id: int, actor: str, note: str, now: datetime, *,
-                         routes: Routing | None = None) -> Incident:
+                         routes: NotifyPolicy | None = None) -> Incident:
     """A person takes ownership of an incident: every firing member is acknowledged with one note.
 
     Members that join the incident later are acknowledged with it. Routes that were told it
@@ -237,7 +233,7 @@ def acknowledge_incident(session: Session, incident_id: int, actor: str, note: s
 
 
 def resolve_incident(session: Session, incident_id: int, actor: str, reason: str, now: datetime, *,
-                     routes: Routing | None = None) -> Incident:
+                     routes: NotifyPolicy | None = None) -> Incident:
     """A person resolves an incident with a reason: every open member resolves, the incident closes.
 
     A later finding about the same task and cause opens a new incident.

@@ -38,7 +38,6 @@ from typing import TypeVar
 from medmon.baselines.canary import Canary
 from medmon.probes.client import Completion, ModelClient, ModelSettings
 from medmon.probes.errors import EmptyCompletion, ModelCallError
-from medmon.probes.limits import CallGuard
 from medmon.probes.models import ParseStatus
 from medmon.probes.telemetry import Telemetry, global_telemetry
 
@@ -259,12 +258,11 @@ class Jury:
     """The judges' clients, open for a run.
 
     Use as ``async with Jury(settings) as panel: outcome = await panel.judge(canary, answer)``.
-    ``guards`` maps judge names to shared limiters and breakers (each judge has its own otherwise);
-    ``clients`` maps judge names to clients that are already open and stay open after the jury.
+    ``clients`` maps judge names to clients that are already open and stay open after the jury;
+    without it each judge gets a client of its own (its own limiter and breaker).
     """
 
-    def __init__(self, settings: JurySettings, *, guards: Mapping[str, CallGuard] | None = None,
-                 telemetry: Telemetry | None = None, rng: random.Random | None = None,
+    def __init__(self, settings: JurySettings, *, telemetry: Telemetry | None = None, rng: random.Random | None = None,
                  clients: Mapping[str, ModelClient] | None = None) -> None:
         self.settings = settings
         self.telemetry = telemetry or global_telemetry()
@@ -272,8 +270,7 @@ class Jury:
         # Clients handed in (``medmon.probes.pool``) outlive this jury and are not closed by it.
         self._owns_clients = clients is None
         self.clients = dict(clients) if clients is not None else {
-            j.name: ModelClient(j, guard=(guards or {}).get(j.name), telemetry=self.telemetry,
-                                rng=random.Random(rng.random()), role="judge")
+            j.name: ModelClient(j, telemetry=self.telemetry, rng=random.Random(rng.random()), role="judge")
             for j in settings.judges}
 
     async def __aenter__(self) -> Jury:

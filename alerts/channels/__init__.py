@@ -5,7 +5,7 @@ channels registered the way another one would be.
 """
 
 from medmon.alerts.channels.alertmanager import AlertmanagerChannel, AlertmanagerConfig
-from medmon.alerts.channels.base import Channel, ChannelConfig, HttpSender, classify_status, redact
+from medmon.alerts.channels.base import Channel, ChannelConfig
 from medmon.alerts.channels.pagerduty import PagerDutyChannel, PagerDutyConfig
 from medmon.alerts.channels.slack import SlackChannel, SlackConfig
 from medmon.alerts.channels.teams import TeamsChannel, TeamsConfig
@@ -25,7 +25,6 @@ __all__ = [
     "CHANNEL_TYPES",
     "Channel",
     "ChannelConfig",
-    "HttpSender",
     "PagerDutyChannel",
     "PagerDutyConfig",
     "SlackChannel",
@@ -34,6 +33,4 @@ __all__ = [
     "TeamsConfig",
     "WebhookChannel",
     "WebhookConfig",
-    "classify_status",
-    "redact",
 ]

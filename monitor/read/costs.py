@@ -109,7 +109,7 @@ def cost_by_day(session: Session, plan: Plan, since: datetime) -> list[CostDay]:
             for d, t, n, e, c, cn, ls, ln, lmax, slo, bud in session.exec(query).all()]
 
 
-def cost_by_task(plan: Plan, days: Sequence[CostDay], judge_costs: Mapping[str, float] | None = None) -> list[CostTask]:
+def cost_by_task(plan: Plan, days: Sequence[CostDay], judge_costs: Mapping[str, float]) -> list[CostTask]:
     """Each task's period figures, folded from its days, against its budget and objective."""
     budgets, slos = _per_task(plan, "cost_budget_per_call"), _per_task(plan, "latency_slo_s")
     out = []
@@ -122,5 +122,5 @@ def cost_by_task(plan: Plan, days: Sequence[CostDay], judge_costs: Mapping[str, 
                             cost / priced if priced else None, budgets.get(task.id),
                             sum(d.over_budget for d in mine), lat / timed if timed else None,
                             max(peaks) if peaks else None, slos.get(task.id), sum(d.over_slo for d in mine),
-                            (judge_costs or {}).get(task.id, 0.0)))
+                            judge_costs.get(task.id, 0.0)))
     return out

@@ -11,7 +11,7 @@ import yaml
 from sqlmodel import Session
 from streamlit.testing.v1 import AppTest
 
-from medmon.alerts import Severity, Subject, apply_signals
+from medmon.alerts import Severity, Subject, record_signals
 from medmon.alerts.rules import Rule
 from medmon.monitor.models import DetectorState, StreamStatus
 from medmon.monitor.storage import make_engine
@@ -52,8 +52,8 @@ def test_overview_shows_degraded_task_and_its_incident(tmp_path: Path, db_url: s
     engine = make_engine(db_url)
     with Session(engine) as s:
         s.add(_state("knowledge-qa", "score", "drop", StreamStatus.degraded))
-        apply_signals(s, [SUBJECT.signal(Rule.drift_drop, "score", firing=True,
-                                         summary="knowledge-qa: score dropped below its baseline")], [], NOW)
+        record_signals(s, [SUBJECT.signal(Rule.drift_drop, "score", firing=True,
+                                          summary="knowledge-qa: score dropped below its baseline")], NOW)
         s.commit()
     at = AppTest.from_file(APP, default_timeout=30).run()
     assert not at.exception
@@ -81,10 +81,10 @@ def test_the_accuracy_breach_leads_even_when_a_new_segment_alarms_on_cost_and_le
                                ("score", StreamStatus.watching), ("score_paired", StreamStatus.watching)):
             s.add(_state("knowledge-qa", metric, "rise" if metric in ("cost", "verbosity") else "drop", status))
         _answers(s, "knowledge-qa", correct=126)  # 0.63 over 200 answers: 95% CI 0.56 to 0.69
-        apply_signals(s, [SUBJECT.signal(Rule.below_minimum, "score", firing=True,
-                                         summary="knowledge-qa: recent score 0.630 is below the approved minimum"),
-                          SUBJECT.signal(Rule.model_change, "served_model", firing=True,
-                                         summary="knowledge-qa: served model changed from v1 to v2")], [], NOW)
+        record_signals(s, [SUBJECT.signal(Rule.below_minimum, "score", firing=True,
+                                          summary="knowledge-qa: recent score 0.630 is below the approved minimum"),
+                           SUBJECT.signal(Rule.model_change, "served_model", firing=True,
+                                          summary="knowledge-qa: served model changed from v1 to v2")], NOW)
         s.commit()
     at = AppTest.from_file(APP, default_timeout=30).run()
     assert not at.exception
