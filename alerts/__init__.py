@@ -29,7 +29,6 @@ from medmon.alerts.incidents import (
 from medmon.alerts.lifecycle import (
     acknowledge,
     acknowledge_incident,
-    apply_signal,
     apply_signals,
     open_alerts,
     open_fingerprints,
@@ -111,7 +110,6 @@ __all__ = [
     "active_silences",
     "alert_history",
     "announce",
-    "apply_signal",
     "apply_signals",
     "beat",
     "cause_of",

@@ -66,11 +66,6 @@ def apply_signals(session: Session, signals: Sequence[Signal], routes: NotifyPol
     return alerts
 
 
-def apply_signal(session: Session, signal: Signal, routes: NotifyPolicy, now: datetime) -> Alert | None:
-    """Create, refresh or resolve the alert a signal identifies; returns it (None if nothing to do)."""
-    return apply_signals(session, [signal], routes, now)[0]
-
-
 def _apply(session: Session, known: dict[str, Alert], created: list[tuple[Alert, Signal]], signal: Signal,
            now: datetime) -> Alert | None:
     alert = known.get(signal.fingerprint)

@@ -57,7 +57,6 @@ from medmon.alerts import (  # noqa: E402
     Signal,
     Subject,
     WebhookChannel,
-    apply_signal,
     apply_signals,
     deliver_due,
     flush,
@@ -205,7 +204,7 @@ def _time_findings(engine: Engine, state: ReceiverState, samples: int, spread_s:
                    rng: random.Random) -> list[float]:
     """Commit a finding at a random moment ``samples`` times; seconds until each webhook arrived."""
     with Session(engine) as s:  # warm-up: the worker has started once this arrives
-        apply_signal(s, signal_for("warm-up", "score", True), POLICY, utcnow())
+        apply_signals(s, [signal_for("warm-up", "score", True)], POLICY, utcnow())
         s.commit()
     wait_for(lambda: len(state.received) == 1, 60, "the warm-up notification")
     out = []
@@ -213,7 +212,7 @@ def _time_findings(engine: Engine, state: ReceiverState, samples: int, spread_s:
         time.sleep(rng.uniform(0, spread_s))  # random arrivals, whatever phase the worker's tick is in
         with Session(engine) as s:
             found = time.time()
-            apply_signal(s, signal_for(f"lat-{i:04d}", "score", True), POLICY, utcnow())
+            apply_signals(s, [signal_for(f"lat-{i:04d}", "score", True)], POLICY, utcnow())
             s.commit()
         wait_for(lambda n=i + 1: len(state.received) > n, 30, f"sample {i}")
         out.append(state.received[i + 1].received_at - found)
@@ -255,7 +254,7 @@ def send_floor(workdir: Path, samples: int) -> dict[str, float]:
                                            secret=SecretStr(SECRET)))
     engine = make_engine(f"sqlite:///{workdir / 'floor.db'}")
     with Session(engine) as s:  # a real notification body, as a finding writes it
-        apply_signal(s, signal_for("floor", "score", True), POLICY, utcnow())
+        apply_signals(s, [signal_for("floor", "score", True)], POLICY, utcnow())
         s.commit()
         payload = s.exec(select(Notification)).one().payload
     out = []

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from medmon.alerts import Severity, Signal, Subject
+from sqlmodel import Session
+
+from medmon.alerts import Alert, NotifyPolicy, Severity, Signal, Subject, apply_signals
 from medmon.alerts.rules import Rule
 
 T0 = datetime(2026, 11, 2, 8, 0, tzinfo=timezone.utc)
@@ -38,3 +40,8 @@ def fire(task: str = "dosing", metric: str = "score", rule: Rule | str = Rule.dr
 
 def clear(task: str = "dosing", metric: str = "score", rule: Rule | str = Rule.drift_drop) -> Signal:
     return subject(task).signal(rule, metric, firing=False, summary=f"{task}: {metric} recovered")
+
+
+def apply_signal(session: Session, signal: Signal, routes: NotifyPolicy, now: datetime) -> Alert | None:
+    """Apply one signal: the alert it created, refreshed or resolved (None if nothing to do)."""
+    return apply_signals(session, [signal], routes, now)[0]

@@ -33,7 +33,6 @@ from medmon.alerts import (
     RetryableDeliveryError,
     Severity,
     acknowledge_incident,
-    apply_signal,
     apply_signals,
     deliver_due,
     resolve_incident,
@@ -44,7 +43,7 @@ from standardwebhooks import Webhook, WebhookVerificationError
 
 from medmon.alerts.incidents import incident_body
 from medmon.alerts.signing import verify
-from tests.alerts.helpers import FakeClock, fire
+from tests.alerts.helpers import FakeClock, apply_signal, fire
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("MEDMON_UPDATE_SNAPSHOTS") == "1"

@@ -24,12 +24,11 @@ from medmon.alerts import (
     NotificationStatus,
     NotifyPolicy,
     WebhookChannel,
-    apply_signal,
     deliver_due,
 )
 from medmon.alerts.channels import WebhookConfig
 from medmon.db import as_utc
-from tests.alerts.helpers import FakeClock, fire
+from tests.alerts.helpers import FakeClock, apply_signal, fire
 
 
 def webhook(url: str, timeout_s: float = 5.0) -> WebhookChannel:

@@ -23,11 +23,10 @@ from medmon.alerts import (
     Severity,
     acknowledge,
     alert_history,
-    apply_signal,
     apply_signals,
     flush,
 )
-from tests.alerts.helpers import FakeClock, clear, fire
+from tests.alerts.helpers import FakeClock, apply_signal, clear, fire
 
 
 def rows(session: Session) -> list[Notification]:

@@ -16,7 +16,6 @@ from medmon.alerts import (
     NotifyPolicy,
     acknowledge,
     alert_history,
-    apply_signal,
     apply_signals,
     flush,
     lifecycle_status,
@@ -24,7 +23,7 @@ from medmon.alerts import (
     resolve,
     status_of,
 )
-from tests.alerts.helpers import FakeClock, clear, fire
+from tests.alerts.helpers import FakeClock, apply_signal, clear, fire
 
 
 def count(session: Session, model: type) -> int:

@@ -21,7 +21,6 @@ from medmon.alerts import (
     NotificationStatus,
     NotifyPolicy,
     WebhookChannel,
-    apply_signal,
     dead_letters,
     deliver_due,
     requeue,
@@ -30,7 +29,7 @@ from medmon.alerts.channels import WebhookConfig
 from medmon.alerts.receiver import create_receiver
 from medmon.db import as_utc
 from medmon.monitor.service.webserver import RunningServer, serve_in_thread
-from tests.alerts.helpers import FakeClock, clear, fire
+from tests.alerts.helpers import FakeClock, apply_signal, clear, fire
 
 SECRET = "outbox-test-secret"
 

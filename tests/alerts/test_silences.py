@@ -17,7 +17,6 @@ from medmon.alerts import (
     Silence,
     active_silences,
     alert_history,
-    apply_signal,
     create_silence,
     expire_silence,
     flush,
@@ -25,7 +24,7 @@ from medmon.alerts import (
     silence_alert,
     status_of,
 )
-from tests.alerts.helpers import FakeClock, clear, fire
+from tests.alerts.helpers import FakeClock, apply_signal, clear, fire
 
 
 def sent(session: Session) -> list[tuple[str, str]]:

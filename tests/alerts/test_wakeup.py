@@ -21,7 +21,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from medmon.alerts import OUTBOX, DeliveryPolicy, NotifyPolicy, OutboxListener, WebhookChannel, apply_signal, deliver_due
+from medmon.alerts import OUTBOX, DeliveryPolicy, NotifyPolicy, OutboxListener, WebhookChannel, deliver_due
 from medmon.alerts.channels import WebhookConfig
 from medmon.alerts.policy import RouteSpec
 from medmon.alerts.receiver import create_receiver
@@ -30,7 +30,7 @@ from medmon.monitor.service.delivery import DeliveryWaker, deliver_until_quiet
 from medmon.monitor.service.scheduler import start_delivery_waker
 from medmon.monitor.service.webserver import serve_in_thread
 from medmon.monitor.storage import make_engine
-from tests.alerts.helpers import fire
+from tests.alerts.helpers import apply_signal, fire
 
 SECRET = "wakeup-test-secret"
 POLICY = NotifyPolicy(routes=(RouteSpec("hook"),), group_wait=timedelta(0), group_interval=timedelta(minutes=5),
