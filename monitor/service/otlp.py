@@ -47,8 +47,8 @@ class OtlpTelemetry:
         self.meter_provider.shutdown()
 
 
-def build_otlp(endpoint: str | None, *, service_name: str = "medmon", deployment: str = "production",
-               environ: Mapping[str, str] | None = None, export_interval_s: float = 30.0) -> OtlpTelemetry | None:
+def build_otlp(endpoint: str | None, *, deployment: str = "production",
+               environ: Mapping[str, str] | None = None) -> OtlpTelemetry | None:
     """Build providers exporting to ``endpoint`` (or ``OTEL_EXPORTER_OTLP_ENDPOINT``); None if neither.
 
     Building connects to nothing: exporters send only when spans end or metrics are collected.
@@ -59,9 +59,9 @@ def build_otlp(endpoint: str | None, *, service_name: str = "medmon", deployment
         return None
     span_exporter = OTLPSpanExporter(endpoint=f"{base}/v1/traces")
     metric_exporter = OTLPMetricExporter(endpoint=f"{base}/v1/metrics")
-    resource = Resource.create({"service.name": service_name, "deployment.environment.name": deployment})
+    resource = Resource.create({"service.name": "medmon", "deployment.environment.name": deployment})
     tracer_provider = TracerProvider(resource=resource)
     tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
-    reader = PeriodicExportingMetricReader(metric_exporter, export_interval_millis=export_interval_s * 1000)
+    reader = PeriodicExportingMetricReader(metric_exporter, export_interval_millis=30_000)
     meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
     return OtlpTelemetry(base, tracer_provider, meter_provider, span_exporter, metric_exporter)
