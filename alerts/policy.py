@@ -11,7 +11,6 @@ builds it from the plan's ``alerts`` section. The timers mean what they mean in 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -63,11 +62,6 @@ class NotifyPolicy:
             raise ValueError(f"escalation route {self.escalation.route!r} is not one of the routes {names}")
         if self.max_alerts < 1:
             raise ValueError(f"max_alerts must be at least 1, got {self.max_alerts}")
-
-    @classmethod
-    def for_routes(cls, names: Sequence[str]) -> NotifyPolicy:
-        """Every alert to every named route, with the default timers."""
-        return cls(routes=tuple(RouteSpec(n) for n in names))
 
     def route(self, name: str) -> RouteSpec:
         for r in self.routes:

@@ -53,6 +53,7 @@ from medmon.alerts import (  # noqa: E402
     Notification,
     NotificationStatus,
     NotifyPolicy,
+    RouteSpec,
     Severity,
     Signal,
     Subject,
@@ -74,7 +75,7 @@ from medmon.monitor.service.webserver import RunningServer, serve_in_thread  # n
 
 SECRET_ENV = "MEDMON_BENCH_WEBHOOK_SECRET"
 SECRET = "benchmark-webhook-secret"
-POLICY = NotifyPolicy.for_routes(["hook"])
+POLICY = NotifyPolicy(routes=(RouteSpec("hook"),))
 
 
 def signal_for(task: str, metric: str, firing: bool) -> Signal:

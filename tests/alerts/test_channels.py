@@ -31,6 +31,7 @@ from medmon.alerts import (
     NotifyReason,
     PermanentDeliveryError,
     RetryableDeliveryError,
+    RouteSpec,
     Severity,
     acknowledge_incident,
     apply_signals,
@@ -153,7 +154,7 @@ def test_secrets_never_leak(kind: str, fault: str, httpserver: HTTPServer, caplo
     secrets = [URL_TOKEN, HMAC_SECRET, ROUTING_KEY]
     caplog.set_level(logging.DEBUG)
     with Session(engine) as s:
-        apply_signal(s, fire(), NotifyPolicy.for_routes([channel.name]), clock())
+        apply_signal(s, fire(), NotifyPolicy(routes=(RouteSpec(channel.name),)), clock())
         s.commit()
     note = sample_notification()
     try:
@@ -256,7 +257,7 @@ def test_pagerduty_trigger_acknowledge_resolve_share_the_incident_dedup_key(engi
     httpserver.expect_request("/v2/enqueue", method="POST").respond_with_handler(mock)
     channel = PagerDutyChannel(PagerDutyConfig(name="pd", url=SecretStr(httpserver.url_for("/v2/enqueue")),
                                                routing_key=SecretStr(ROUTING_KEY)))
-    policy = NotifyPolicy.for_routes(["pd"])
+    policy = NotifyPolicy(routes=(RouteSpec("pd"),))
     with Session(engine) as s:  # the drift detector and the approval minimum see one accuracy drop
         drift, minimum = apply_signals(s, [fire(), fire(rule="below_minimum")], policy, clock())
         s.commit()

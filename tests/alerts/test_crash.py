@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 
-from medmon.alerts import Notification, NotificationStatus, NotifyPolicy, apply_signals
+from medmon.alerts import Notification, NotificationStatus, NotifyPolicy, RouteSpec, apply_signals
 from medmon.alerts.receiver import create_receiver
 from medmon.monitor.storage import make_engine
 from medmon.monitor.service.webserver import RunningServer
@@ -38,7 +38,7 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
 def fill_outbox(engine: Engine) -> list[tuple[str, str]]:
     """30 tasks firing and recovering in turn: 600 notifications, 20 in each group's lane."""
     clock = FakeClock(datetime.now(timezone.utc) - timedelta(days=1))
-    policy = NotifyPolicy.for_routes(["hook"])
+    policy = NotifyPolicy(routes=(RouteSpec("hook"),))
     with Session(engine) as s:
         for r in range(ROUNDS):
             maker = fire if r % 2 == 0 else clear
