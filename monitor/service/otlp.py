@@ -33,8 +33,6 @@ class OtlpTelemetry:
     endpoint: str
     tracer_provider: TracerProvider
     meter_provider: MeterProvider
-    span_exporter: OTLPSpanExporter
-    metric_exporter: OTLPMetricExporter
 
     def install(self) -> None:
         """Set the global providers (OpenTelemetry allows this once per process)."""
@@ -57,11 +55,10 @@ def build_otlp(endpoint: str | None, *, deployment: str = "production",
     base = (endpoint or env.get(ENV_ENDPOINT) or "").rstrip("/")
     if not base:
         return None
-    span_exporter = OTLPSpanExporter(endpoint=f"{base}/v1/traces")
-    metric_exporter = OTLPMetricExporter(endpoint=f"{base}/v1/metrics")
     resource = Resource.create({"service.name": "medmon", "deployment.environment.name": deployment})
     tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
-    reader = PeriodicExportingMetricReader(metric_exporter, export_interval_millis=30_000)
+    tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{base}/v1/traces")))
+    reader = PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=f"{base}/v1/metrics"),
+                                           export_interval_millis=30_000)
     meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
-    return OtlpTelemetry(base, tracer_provider, meter_provider, span_exporter, metric_exporter)
+    return OtlpTelemetry(base, tracer_provider, meter_provider)
