@@ -201,8 +201,8 @@ def report_shortfall(session: Session, task_id: str, window: int) -> str | None:
     return None
 
 
-def store_due_reports(engine: Engine, task_ids: Sequence[str], now: datetime, *, window: int = 200,
-                      reports_dir: Path | None = None) -> dict[str, int | None]:
+def store_due_reports(engine: Engine, task_ids: Sequence[str], now: datetime, *,
+                      window: int = 200) -> dict[str, int | None]:
     """Store one report per task, each in its own transaction; a task with too few answers is skipped.
 
     Returns the stored report's id per task (None: skipped). One task whose descriptors cannot be
@@ -215,7 +215,7 @@ def store_due_reports(engine: Engine, task_ids: Sequence[str], now: datetime, *,
                 done[task_id] = None
                 continue
             try:
-                row = store_drift_report(session, task_id, now, window=window, reports_dir=reports_dir)
+                row = store_drift_report(session, task_id, now, window=window)
             except ValueError as exc:
                 log.warning("no drift report for task %s: %s", task_id, exc)
                 done[task_id] = None

@@ -10,7 +10,6 @@ text, is blanked as in stored texts and log lines.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.privacy import secret_values
@@ -20,11 +19,11 @@ _URL_VALUE = re.compile(r"(?<![\w])(url:\s*)([^\s,}#]+)")
 MASK = "•••• (masked)"
 
 
-def masked_plan(text: str, plan: Plan | None, environ: Mapping[str, str] | None = None) -> str:
+def masked_plan(text: str, plan: Plan | None) -> str:
     """``text`` (a plan file) as the dashboard and the committee report show it.
 
-    ``plan`` is the plan whose secrets (as set in ``environ``, by default the process's
-    environment) are blanked; ``None`` masks only ``url:`` values and credential shapes.
+    ``plan`` is the plan whose secrets (as set in the process's environment) are blanked; ``None``
+    masks only ``url:`` values and credential shapes.
 
     Examples
     --------
@@ -32,4 +31,4 @@ def masked_plan(text: str, plan: Plan | None, environ: Mapping[str, str] | None 
     'routes: [{name: s, url: •••• (masked)}], base_url: http://llm/v1'
     """
     urls_masked = _URL_VALUE.sub(lambda m: m.group(1) + MASK, text)
-    return mask_text(urls_masked, secret_values(plan, environ) if plan is not None else ())
+    return mask_text(urls_masked, secret_values(plan) if plan is not None else ())

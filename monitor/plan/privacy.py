@@ -17,9 +17,9 @@ from medmon.db import ENV_URL as DATABASE_URL_ENV
 from medmon.probes.redaction import TextPolicy, load_redactor
 from medmon.scrub import mask_text, secret_filter
 
-def scrub_plan_secrets(text: str, plan: Plan, environ: Mapping[str, str] | None = None) -> str:
+def scrub_plan_secrets(text: str, plan: Plan) -> str:
     """``text`` with every secret the plan refers to blanked (for pages and reports)."""
-    return mask_text(text, secret_values(plan, environ))
+    return mask_text(text, secret_values(plan))
 
 
 def secret_values(plan: Plan, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
@@ -54,12 +54,12 @@ def secret_values(plan: Plan, environ: Mapping[str, str] | None = None) -> tuple
     return tuple(sorted({v for v in values if v}))
 
 
-def mask_logs(plan: Plan, environ: Mapping[str, str] | None = None) -> None:
+def mask_logs(plan: Plan) -> None:
     """Mask every secret this plan refers to in the log lines of this process from now on."""
-    secret_filter().add(secret_values(plan, environ))
+    secret_filter().add(secret_values(plan))
 
 
-def text_policy(plan: Plan, environ: Mapping[str, str] | None = None) -> TextPolicy:
+def text_policy(plan: Plan) -> TextPolicy:
     """What every stored text of this plan's runs passes: redactor, ``store_text``, secrets."""
     return TextPolicy(redactor=load_redactor(plan.privacy.redactor), store_text=plan.privacy.store_text,
-                      secrets=secret_values(plan, environ))
+                      secrets=secret_values(plan))

@@ -129,9 +129,9 @@ def check_endpoints(plan: Plan, environ: Mapping[str, str] | None = None, *,
     return issues
 
 
-def require_endpoint_env(plan: Plan, environ: Mapping[str, str] | None = None) -> None:
+def require_endpoint_env(plan: Plan) -> None:
     """Refuse to call the endpoints while a variable they read is unset (every call would fail with 401)."""
-    issues = check_endpoints(plan, environ)
+    issues = check_endpoints(plan)
     if issues:
         raise PlanError("plan", issues)
 

@@ -61,15 +61,13 @@ class JudgeDay:
     unread: int
 
 
-def judge_series(session: Session, since: datetime, task_id: str | None = None) -> list[JudgeDay]:
+def judge_series(session: Session, since: datetime) -> list[JudgeDay]:
     """Each judge's daily mean score (on the jury's scale): one drifting judge stands out."""
     day = day_of(session, JuryVerdict.created_at)
     unread = func.sum(case((col(JuryVerdict.parse_status).in_(NOT_READ), 1), else_=0))
     query = (select(day, JuryVerdict.judge, func.count(JuryVerdict.score), func.avg(JuryVerdict.score), unread)
-             .where(col(JuryVerdict.created_at) >= since))
-    if task_id is not None:
-        query = query.where(JuryVerdict.task_id == task_id)
-    query = query.group_by(day, JuryVerdict.judge).order_by(day, JuryVerdict.judge)
+             .where(col(JuryVerdict.created_at) >= since)
+             .group_by(day, JuryVerdict.judge).order_by(day, JuryVerdict.judge))
     return [JudgeDay(as_day(d), str(j), int(n), safe_float(m), int(u or 0))
             for d, j, n, m, u in session.exec(query).all()]
 
@@ -84,15 +82,13 @@ class AgreementDay:
     unanimous: float | None
 
 
-def agreement_series(session: Session, since: datetime, task_id: str | None = None) -> list[AgreementDay]:
+def agreement_series(session: Session, since: datetime) -> list[AgreementDay]:
     """Daily mean per-answer agreement (1 - mean pairwise gap / scale width) and share unanimous."""
     day = day_of(session, ProbeResult.created_at)
     unanimous = func.avg(case((col(ProbeResult.jury_unanimous).is_(True), 1.0), else_=0.0))
     query = (select(day, func.count(), func.avg(ProbeResult.jury_agreement), unanimous)
-             .where(col(ProbeResult.created_at) >= since, col(ProbeResult.jury_agreement).is_not(None)))
-    if task_id is not None:
-        query = query.where(ProbeResult.task_id == task_id)
-    query = query.group_by(day).order_by(day)
+             .where(col(ProbeResult.created_at) >= since, col(ProbeResult.jury_agreement).is_not(None))
+             .group_by(day).order_by(day))
     return [AgreementDay(as_day(d), int(n), safe_float(a), safe_float(u)) for d, n, a, u in session.exec(query).all()]
 
 

@@ -131,22 +131,16 @@ class EventRow:
     actions: list[CorrectiveAction] = field(default_factory=list)
 
 
-def safety_events(session: Session, plan: Plan, now: datetime, since: datetime | None = None) -> list[EventRow]:
+def safety_events(session: Session, plan: Plan, now: datetime) -> list[EventRow]:
     """Safety events, newest first, with their clock at ``now`` and their corrective actions."""
-    query = select(SafetyEvent)
-    if since is not None:
-        query = query.where(col(SafetyEvent.opened_at) >= since)
     warn = parse_interval(plan.oversight.safety.warn_before)
     return [EventRow(e, clock_state(e, now, warn), actions_of(session, e.id or 0))
-            for e in session.exec(query.order_by(col(SafetyEvent.id).desc())).all()]
+            for e in session.exec(select(SafetyEvent).order_by(col(SafetyEvent.id).desc())).all()]
 
 
-def near_misses(session: Session, since: datetime | None = None) -> list[NearMiss]:
+def near_misses(session: Session) -> list[NearMiss]:
     """Near misses recorded against any task, newest first."""
-    query = select(NearMiss)
-    if since is not None:
-        query = query.where(col(NearMiss.created_at) >= since)
-    return list(session.exec(query.order_by(col(NearMiss.id).desc())).all())
+    return list(session.exec(select(NearMiss).order_by(col(NearMiss.id).desc())).all())
 
 
 def suspensions(session: Session, limit: int = 50) -> list[Suspension]:

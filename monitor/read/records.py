@@ -40,12 +40,9 @@ class ServedModel:
         return self.previous_model is not None
 
 
-def served_model_history(session: Session, task_id: str | None = None) -> list[ServedModel]:
+def served_model_history(session: Session) -> list[ServedModel]:
     """Each task's served-model and fingerprint history, newest first."""
-    query = select(ModelIdentity)
-    if task_id is not None:
-        query = query.where(ModelIdentity.task_id == task_id)
-    rows = list(session.exec(query.order_by(ModelIdentity.task_id, col(ModelIdentity.id))).all())
+    rows = list(session.exec(select(ModelIdentity).order_by(ModelIdentity.task_id, col(ModelIdentity.id))).all())
     out = []
     for i, row in enumerate(rows):
         prev = rows[i - 1] if i and rows[i - 1].task_id == row.task_id else None
@@ -79,9 +76,9 @@ class ReevaluationRow:
     approved_at: datetime | None
 
 
-def reevaluations(session: Session, task_id: str | None = None) -> list[ReevaluationRow]:
+def reevaluations(session: Session) -> list[ReevaluationRow]:
     """Re-evaluations, newest first, with their verdict and who (if anyone) adopted the result."""
-    rows = list_reevaluations(session, task_id=task_id)
+    rows = list_reevaluations(session)
     return [ReevaluationRow(r.id or 0, r.task_id, ReevaluationStatus(r.status).value, as_time(r.started_at),
                             r.served_model, r.n, r.estimate, r.ci_low, r.ci_high, r.baseline_value, r.difference,
                             r.min_score, r.passed, r.conclusive, tuple(r.reasons or ()), r.approved_by,
@@ -104,12 +101,12 @@ class ChangeRow:
     reevaluation: ReevaluationRow | None = None
 
 
-def change_history(session: Session, task_id: str | None = None) -> list[ChangeRow]:
+def change_history(session: Session) -> list[ChangeRow]:
     """Every recorded change, newest first, each with its re-evaluation where one ran."""
-    evals = {r.id: r for r in reevaluations(session, task_id)}
+    evals = {r.id: r for r in reevaluations(session)}
     return [ChangeRow(c.id or 0, c.task_id, c.kind, c.source, c.actor, c.note, as_time(c.created_at),
                       ChangeStatus(c.status).value, evals.get(c.reevaluation_id) if c.reevaluation_id else None)
-            for c in reversed(list_changes(session, task_id=task_id))]
+            for c in reversed(list_changes(session))]
 
 
 @dataclass(frozen=True)
@@ -125,9 +122,9 @@ class AuditEntry:
     entry_hash: str
 
 
-def audit_log(session: Session, *, limit: int = 200, kind: str | None = None) -> list[AuditEntry]:
+def audit_log(session: Session, *, limit: int = 200) -> list[AuditEntry]:
     """The latest ``limit`` audit entries, newest first (the plan's full text is left out)."""
-    rows = audit.list_events(session, kind=kind, limit=limit)
+    rows = audit.list_events(session, limit=limit)
     return [AuditEntry(e.seq, as_time(e.at), e.kind, e.actor, e.subject,
                        {k: v for k, v in (e.details or {}).items() if k not in ("text", "diff")}, e.hash)
             for e in reversed(rows)]
