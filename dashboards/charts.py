@@ -30,7 +30,7 @@ class Marker:
     text: str
 
 
-def _mark(fig: go.Figure, markers: Sequence[Marker], *, y: float, yaxis: str = "y") -> None:
+def _mark(fig: go.Figure, markers: Sequence[Marker], *, y: float) -> None:
     """A dotted vertical line per marker, and a hoverable symbol at its top saying what happened."""
     for kind in dict.fromkeys(m.kind for m in markers):
         mine = [m for m in markers if m.kind == kind]
@@ -38,7 +38,7 @@ def _mark(fig: go.Figure, markers: Sequence[Marker], *, y: float, yaxis: str = "
         for m in mine:
             fig.add_shape(type="line", x0=m.at, x1=m.at, y0=0, y1=1, yref="paper", line={"color": color,
                                                                                         "dash": "dot", "width": 1})
-        fig.add_trace(go.Scatter(x=[m.at for m in mine], y=[y] * len(mine), mode="markers", name=kind, yaxis=yaxis,
+        fig.add_trace(go.Scatter(x=[m.at for m in mine], y=[y] * len(mine), mode="markers", name=kind,
                                  marker={"symbol": "triangle-down", "size": 11, "color": color},
                                  text=[m.text for m in mine], hovertemplate="%{text}<extra></extra>"))
 

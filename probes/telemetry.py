@@ -158,9 +158,9 @@ class Telemetry:
                 attributes={TASK_ID: task_id, RUN_CANARIES: canaries}) as span:
             yield span
 
-    def evaluation_events(self, scores: Sequence[tuple[str, float | None, str]], span: Span | None = None) -> None:
-        """One ``gen_ai.evaluation.result`` event per (name, score, label), on ``span`` or the current span."""
-        span = span or trace.get_current_span()
+    def evaluation_events(self, scores: Sequence[tuple[str, float | None, str]]) -> None:
+        """One ``gen_ai.evaluation.result`` event per (name, score, label), on the current span."""
+        span = trace.get_current_span()
         for name, value, label in scores:
             attrs: dict[str, Any] = {EVALUATION_NAME: name, EVALUATION_SCORE_LABEL: label}
             if value is not None:
