@@ -27,7 +27,6 @@ import krippendorff
 import numpy as np
 from sqlmodel import Session, col, func, select
 
-from medmon.db import as_utc
 from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult
 
 VALID = (ParseStatus.ok, ParseStatus.retried_ok)
@@ -118,7 +117,7 @@ def judge_score_series(session: Session, task_id: str, limit: int = 500) -> dict
     stamps: dict[int, datetime] = {}
     for result_id, judge, mean, created in rows:
         by_result[result_id][judge] = float(mean)
-        stamps[result_id] = as_utc(created)
+        stamps[result_id] = created
     series: dict[str, list[JudgePoint]] = defaultdict(list)
     for result_id in sorted(by_result):
         means = by_result[result_id]
@@ -134,7 +133,7 @@ def item_agreement_series(session: Session, task_id: str, limit: int = 500) -> l
     rows = session.exec(select(ProbeResult.created_at, ProbeResult.id, ProbeResult.jury_agreement)
                         .where(ProbeResult.task_id == task_id, col(ProbeResult.jury_agreement).is_not(None))
                         .order_by(col(ProbeResult.id).desc()).limit(limit)).all()
-    return [(as_utc(r[0]), int(r[1]), float(r[2])) for r in reversed(rows)]  # type: ignore[arg-type]
+    return [(r[0], int(r[1]), float(r[2])) for r in reversed(rows)]  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from medmon.alerts import Alert
-from medmon.db import as_utc
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.models import (
@@ -72,7 +71,7 @@ def clock_state(event: SafetyEvent, now: datetime, warn_before: timedelta) -> Cl
     """The event's clock: stopped once reported (or closed), due soon within ``warn_before`` of its deadline."""
     if event.due_at is None:
         return ClockState(None, None, "none")
-    due = as_utc(event.due_at)
+    due = event.due_at
     if event.status in ("reported", "closed"):
         return ClockState(due, None, "stopped")
     remaining = due - now
@@ -88,7 +87,7 @@ def _answer(session: Session, result_id: int) -> dict[str, Any]:
                             .order_by(col(JuryVerdict.id))).all()
     reviews = session.exec(select(ClinicianReview).where(ClinicianReview.result_id == result_id)
                            .order_by(col(ClinicianReview.id))).all()
-    return {"result_id": r.id, "task": r.task_id, "canary": r.canary_id, "created_at": as_utc(r.created_at).isoformat(),
+    return {"result_id": r.id, "task": r.task_id, "canary": r.canary_id, "created_at": r.created_at.isoformat(),
             "answer": r.answer, "score": r.score, "correct": r.correct, "jury_mean": r.jury_mean,
             "jury_agreement": r.jury_agreement, "served_model": r.served_model,
             "system_fingerprint": r.system_fingerprint, "requested_model": r.requested_model,
@@ -152,7 +151,7 @@ def _alert_context(session: Session, source_ref: str) -> dict[str, Any]:
         raise GovernanceError(f"{source_ref} does not exist")
     return {"alert": {"id": alert.id, "rule": alert.rule, "severity": alert.severity.value,
                       "status": alert.status.value, "summary": alert.summary, "labels": dict(alert.labels),
-                      "evidence": dict(alert.evidence), "starts_at": as_utc(alert.starts_at).isoformat()}}
+                      "evidence": dict(alert.evidence), "starts_at": alert.starts_at.isoformat()}}
 
 
 def open_from_review(session: Session, plan: Plan, review: ClinicianReview, actor: str, now: datetime) -> SafetyEvent:
@@ -179,7 +178,7 @@ def regrade(session: Session, plan: Plan, event_id: int, severity: str, reason: 
     clock, span = clock_for(plan, severity)
     previous = event.severity
     event.severity, event.clock = severity, clock
-    event.due_at = as_utc(event.aware_at) + span if span is not None else None
+    event.due_at = event.aware_at + span if span is not None else None
     session.add(event)
     record(session, AuditKind.safety_event, actor, f"safety_event:{event.id}",
            {"action": "regraded", "from": previous, "to": severity, "reason": reason.strip(), "due_at": event.due_at},
@@ -240,7 +239,7 @@ def passing_reevaluation(session: Session, task_id: str, since: datetime) -> Ree
         Reevaluation.task_id == task_id, col(Reevaluation.passed).is_(True),
         col(Reevaluation.status).in_([ReevaluationStatus.complete, ReevaluationStatus.approved]))
         .order_by(col(Reevaluation.id).desc())).all()
-    return next((r for r in rows if as_utc(r.started_at) >= as_utc(since)), None)
+    return next((r for r in rows if r.started_at >= since), None)
 
 
 def close_action(session: Session, action_id: int, reevaluation_id: int, actor: str, now: datetime) -> CorrectiveAction:
@@ -254,7 +253,7 @@ def close_action(session: Session, action_id: int, reevaluation_id: int, actor: 
         problem = f"re-evaluation {reevaluation_id} does not exist"
     elif check.task_id != action.task_id:
         problem = f"re-evaluation {reevaluation_id} is of task {check.task_id}, not {action.task_id}"
-    elif as_utc(check.started_at) < as_utc(action.created_at):
+    elif check.started_at < action.created_at:
         problem = f"re-evaluation {reevaluation_id} ran before the action was agreed"
     elif check.passed is not True or check.status not in (ReevaluationStatus.complete, ReevaluationStatus.approved):
         problem = f"re-evaluation {reevaluation_id} did not pass ({'; '.join(check.reasons) or check.status.value})"
@@ -292,7 +291,7 @@ def record_near_miss(session: Session, plan: Plan, task_id: str, what: str, acto
 
 
 def _iso(value: datetime | None) -> str | None:
-    return as_utc(value).isoformat() if value is not None else None
+    return value.isoformat() if value is not None else None
 
 
 def event_document(session: Session, plan: Plan, event_id: int, now: datetime) -> dict[str, Any]:

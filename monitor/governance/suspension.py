@@ -25,7 +25,6 @@ from sqlmodel import Session, col, select
 
 from medmon.alerts import PermanentDeliveryError, RetryableDeliveryError, WebhookChannel
 from medmon.alerts.channels.webhook import WebhookConfig
-from medmon.db import as_utc
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.governance.safety import passing_reevaluation
@@ -168,14 +167,14 @@ def resume(session: Session, plan: Plan, task_id: str, actor: str, now: datetime
     if not current:
         raise GovernanceError(f"task {task_id} is not suspended")
     s = current[-1]
-    check = passing_reevaluation(session, task_id, as_utc(s.suspended_at or s.requested_at))
+    check = passing_reevaluation(session, task_id, (s.suspended_at or s.requested_at))
     if check is not None:
         basis = f"reevaluation:{check.id}"
     elif decision.strip() and reference.strip():
         basis = f"decision:{decision.strip()} ({reference.strip()})"
     else:
         raise GovernanceError(f"resume refused: task {task_id} has no passing re-evaluation since it was suspended "
-                              f"({as_utc(s.suspended_at or s.requested_at):%Y-%m-%d %H:%M} UTC) and no recorded "
+                              f"({(s.suspended_at or s.requested_at):%Y-%m-%d %H:%M} UTC) and no recorded "
                               "committee decision (its text and reference)")
     assert plan.oversight.suspend is not None
     s.resume_basis = basis

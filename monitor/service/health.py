@@ -31,7 +31,7 @@ from starlette.routing import Route
 from medmon.alerts import Alert, Notification, NotificationStatus
 from medmon.monitor.models import DetectorState
 from medmon.monitor.plan.model import Plan
-from medmon.db import as_utc, utcnow
+from medmon.db import utcnow
 from medmon.probes.models import ProbeRun
 
 log = logging.getLogger("medmon.health")
@@ -65,7 +65,7 @@ def _database_ok(engine: Engine) -> str | None:
 def _last_probes(session: Session) -> dict[str, datetime]:
     rows = session.exec(select(ProbeRun.task_id, func.max(ProbeRun.finished_at))
                         .where(col(ProbeRun.finished_at).is_not(None)).group_by(ProbeRun.task_id)).all()
-    return {task: as_utc(when) for task, when in rows if when is not None}
+    return {task: when for task, when in rows if when is not None}
 
 
 def health_report(engine: Engine, plan: Plan, status: ServiceStatus, now: datetime) -> tuple[int, dict[str, object]]:
