@@ -10,7 +10,6 @@ from sqlmodel import Session, col, select
 from medmon.alerts import Alert, AlertEvent, active_silences, alert_history, dead_letters, list_silences, status_of
 from medmon.alerts.lifecycle import OPEN
 from medmon.alerts.status import silenced_by
-from medmon.monitor.read._sql import as_time
 
 _SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
 
@@ -50,8 +49,8 @@ def open_alerts_view(session: Session, now: datetime, *, limit: int = 200) -> li
     for a in alerts_list(session, open_only=True, limit=limit):
         silence = silenced_by(a, silences, now)
         out.append(OpenAlert(a.id or 0, a.severity.value, status_of(a, silences, now).value, a.task_id, a.rule,
-                             a.summary, a.owner, as_time(a.starts_at), as_time(a.last_seen_at), a.acknowledged_by,
-                             a.ack_note, as_time(silence.ends_at) if silence else None,
+                             a.summary, a.owner, a.starts_at, a.last_seen_at, a.acknowledged_by,
+                             a.ack_note, silence.ends_at if silence else None,
                              silence.created_by if silence else None))
     out.sort(key=lambda a: _SEVERITY_RANK.get(a.severity, 3))  # stable: newest first within a severity
     return out
@@ -83,7 +82,7 @@ class SilenceRow:
 def silences(session: Session, now: datetime) -> list[SilenceRow]:
     """Active and pending silences, ending soonest last."""
     return [SilenceRow(s.id or 0, ", ".join(f"{m['name']}{m['op']}{m['value']}" for m in s.matchers),
-                       as_time(s.starts_at), as_time(s.ends_at), s.created_by, s.reason)
+                       s.starts_at, s.ends_at, s.created_by, s.reason)
             for s in list_silences(session, now)]
 
 
@@ -104,5 +103,5 @@ class DeadLetter:
 def dead_letter_list(session: Session, *, limit: int = 200) -> list[DeadLetter]:
     """Undeliverable notifications, newest first."""
     return [DeadLetter(n.id or 0, n.alert_id, n.route, n.event, n.attempts, n.last_error or "",
-                       as_time(n.created_at), str((n.payload or {}).get("summary", "")))
+                       n.created_at, str((n.payload or {}).get("summary", "")))
             for n in dead_letters(session, limit=limit)]
