@@ -81,7 +81,7 @@ def bias_signal(subject: Subject, stat: Agreement, tolerance: float) -> Signal |
 def agreement_signals(session: Session, plan: Plan, now: datetime) -> list[Signal]:
     """Recompute the validation streams of tasks with new reviews; their signals against the floors."""
     floors = plan.oversight.agreement
-    _, low, high = rubric(plan)
+    _, low, high = rubric(plan.jury)
     out: list[Signal] = []
     for task in plan.tasks:
         if not _stale(session, task.id):

@@ -33,17 +33,17 @@ from medmon.monitor.models import (
 )
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan
-from medmon.monitor.plan.oversight import SEVERITIES
+from medmon.monitor.plan.oversight import SEVERITIES, Safety
 from medmon.probes.models import JuryVerdict, ProbeResult
 
 SOURCES = ("review", "incident", "alert", "person")
 
 
-def clock_for(plan: Plan, severity: str) -> tuple[str, timedelta | None]:
-    """The deadline that applies to ``severity`` under the plan (``('', None)``: no reporting clock)."""
+def clock_for(safety: Safety, severity: str) -> tuple[str, timedelta | None]:
+    """The deadline that applies to ``severity`` under the plan's safety section (``('', None)``: no reporting clock)."""
     if severity not in SEVERITIES:
         raise ValueError(f"severity: expected one of {', '.join(SEVERITIES)}, got {severity!r}")
-    text = plan.oversight.safety.clocks.get(severity, "")
+    text = safety.clocks.get(severity, "")
     return text, (parse_interval(text) if text else None)
 
 
@@ -121,7 +121,7 @@ def open_event(session: Session, plan: Plan, *, task_id: str, severity: str, wha
         raise GovernanceError(f"task {task_id!r} is not in the plan") from None
     if not what_happened.strip():
         raise ValueError("say what happened: a safety event needs a description")
-    clock, span = clock_for(plan, severity)
+    clock, span = clock_for(plan.oversight.safety, severity)
     aware = aware_at or now
     context = {**(context or {}), **_alert_context(session, source_ref)}
     event = SafetyEvent(task_id=task_id, severity=severity, what_happened=what_happened.strip(), source=source,
@@ -175,7 +175,7 @@ def regrade(session: Session, plan: Plan, event_id: int, severity: str, reason: 
     event = _event(session, event_id)
     if not reason.strip():
         raise ValueError("a reason is required to re-grade a safety event")
-    clock, span = clock_for(plan, severity)
+    clock, span = clock_for(plan.oversight.safety, severity)
     previous = event.severity
     event.severity, event.clock = severity, clock
     event.due_at = event.aware_at + span if span is not None else None

@@ -54,7 +54,7 @@ def _canaries(plan: Plan, task_id: str) -> dict[str, tuple[str, tuple[str, ...]]
 
 def next_review(session: Session, plan: Plan, reviewer: str) -> ReviewCard | None:
     """The reviewer's oldest open item on the tasks they are assigned, or None when the queue is empty."""
-    items = open_items(session, reviewer, reviewer_tasks(plan, reviewer))
+    items = open_items(session, reviewer, reviewer_tasks(plan.oversight, reviewer))
     for item in items:
         result = session.get(ProbeResult, item.result_id)
         if result is None:
