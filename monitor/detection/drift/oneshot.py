@@ -126,8 +126,7 @@ class OneShotPaired:
     def seen(self) -> int:
         return self.state.n
 
-    def holds(self, run_mean: float) -> bool:
-        """A one-shot test ends in a verdict, never in a recovery."""
+    def holds(self, run_mean: float) -> bool:  # a one-shot test ends in a verdict, never in a recovery
         return False
 
     def reset(self) -> None:

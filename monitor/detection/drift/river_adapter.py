@@ -113,8 +113,7 @@ class RiverDrift:
     def seen(self) -> int:
         return self._state.n
 
-    def holds(self, run_mean: float) -> bool:
-        """Information only: a river stream is never degraded, so never recovers."""
+    def holds(self, run_mean: float) -> bool:  # information only: never degraded, so never recovers
         return False
 
     def reset(self) -> None:
