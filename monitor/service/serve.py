@@ -198,7 +198,7 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
     port = opts.health_port if opts.health_port is not None else plan.service.health_port
     health: RunningServer | None = None
     if port is not None:
-        health = serve_in_thread(create_health_app(engine, plan, status, now=opts.now), host=plan.service.health_host,
+        health = serve_in_thread(create_health_app(engine, plan.tasks, status, now=opts.now), host=plan.service.health_host,
                                  port=port)
         result.health_url = health.url
         log.info("health endpoints on %s (/healthz, /metrics)", health.url)
