@@ -48,7 +48,7 @@ class Detector(Protocol):
     def evidence(self) -> float: ...  # log(statistic) / log(threshold): 1 at the alarm threshold
 
     @property
-    def seen(self) -> int: ...  # observations over the detector's life (``reset`` keeps the count)
+    def seen(self) -> int: ...  # observations taken, stored as ``DetectorState.n``
 
     @property
     def recovery_null(self) -> RecoveryNull | None: ...  # what a recovery is tested against; None: ``holds``
