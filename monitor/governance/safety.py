@@ -32,7 +32,7 @@ from medmon.monitor.models import (
     SafetyEvent,
 )
 from medmon.monitor.plan.intervals import parse_interval
-from medmon.monitor.plan.model import Plan
+from medmon.monitor.plan.model import Endpoint, Plan
 from medmon.monitor.plan.oversight import SEVERITIES, Safety
 from medmon.probes.models import JuryVerdict, ProbeResult
 
@@ -97,14 +97,14 @@ def _answer(session: Session, result_id: int) -> dict[str, Any]:
                             "safety_concern": c.safety_concern} for c in reviews]}
 
 
-def freeze_evidence(session: Session, plan: Plan, task_id: str, result_ids: list[int],
+def freeze_evidence(session: Session, deployment: Endpoint, task_id: str, result_ids: list[int],
                     context: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the event rests on, as it stands now: answers (as stored, redacted), scores, model identity."""
     latest = session.exec(select(ProbeResult.served_model, ProbeResult.system_fingerprint).where(
         ProbeResult.task_id == task_id, col(ProbeResult.served_model).is_not(None))
         .order_by(col(ProbeResult.id).desc()).limit(1)).first()
-    return {"task": task_id, "deployment": plan.deployment.name,
-            "model": {"requested": plan.deployment.model, "served": latest[0] if latest else None,
+    return {"task": task_id, "deployment": deployment.name,
+            "model": {"requested": deployment.model, "served": latest[0] if latest else None,
                       "system_fingerprint": latest[1] if latest else None},
             "answers": [_answer(session, rid) for rid in result_ids], "context": context or {}}
 
@@ -129,7 +129,7 @@ def open_event(session: Session, plan: Plan, *, task_id: str, severity: str, wha
                         jurisdiction=plan.oversight.safety.jurisdiction,
                         device_status=plan.oversight.safety.device_status, clock=clock,
                         due_at=aware + span if span is not None else None,
-                        evidence=freeze_evidence(session, plan, task_id, list(result_ids or []), context))
+                        evidence=freeze_evidence(session, plan.deployment, task_id, list(result_ids or []), context))
     session.add(event)
     session.flush()
     record(session, AuditKind.safety_event, actor, f"safety_event:{event.id}",
