@@ -25,7 +25,6 @@ from medmon.alerts.signal import GROUP_LABELS
 from medmon.alerts.silences import active_silences
 from medmon.alerts.status import lifecycle_status, silenced_by
 from medmon.alerts.wakeup import announce
-from medmon.db import as_utc
 
 _RANK = {Severity.critical: 0, Severity.warning: 1, Severity.info: 2}
 
@@ -54,7 +53,7 @@ def _flush_group(session: Session, policy: NotifyPolicy, key: str, silences: Seq
                  ) -> list[Notification]:
     logs = {log.route: log for log in session.exec(select(NotifyLog).where(NotifyLog.group_key == key)
                                                    .with_for_update()).all()}
-    if all(r.name in logs and now < as_utc(logs[r.name].sent_at) + policy.group_interval_for(r)
+    if all(r.name in logs and now < logs[r.name].sent_at + policy.group_interval_for(r)
            for r in policy.routes):
         if policy.escalation is None:
             return []  # every route heard about this group too recently to hear again
@@ -94,7 +93,7 @@ def _escalate(session: Session, policy: NotifyPolicy, members: Sequence[Alert], 
         return
     for a in members:
         if (a.severity is Severity.critical and a.escalated_at is None and lifecycle_status(a) is AlertStatus.firing
-                and as_utc(a.starts_at) + esc.after <= now and silenced_by(a, silences, now) is None):
+                and a.starts_at + esc.after <= now and silenced_by(a, silences, now) is None):
             a.escalated_at, a.escalated_to = now, esc.route
             record_event(session, a, AlertStatus.firing, now, "medmon",
                          f"not acknowledged within {esc.after}; escalated to route {esc.route}")
@@ -115,7 +114,7 @@ def _state(policy: NotifyPolicy, route: RouteSpec, members: Sequence[Alert], sil
             continue
         elif status is AlertStatus.firing or route.repeat_acknowledged:
             firing.add(a.fingerprint)
-            start = as_utc(a.starts_at)
+            start = a.starts_at
             born = start if born is None or start < born else born
         else:
             acked.add(a.fingerprint)
@@ -125,7 +124,7 @@ def _state(policy: NotifyPolicy, route: RouteSpec, members: Sequence[Alert], sil
 def _told(log: NotifyLog | None) -> Told | None:
     if log is None:
         return None
-    return Told(frozenset(log.firing), frozenset(log.acknowledged), frozenset(log.resolved), as_utc(log.sent_at))
+    return Told(frozenset(log.firing), frozenset(log.acknowledged), frozenset(log.resolved), log.sent_at)
 
 
 def _forget(session: Session, log: NotifyLog, state: GroupState) -> None:
@@ -144,7 +143,7 @@ def _forget(session: Session, log: NotifyLog, state: GroupState) -> None:
 def _enqueue(session: Session, policy: NotifyPolicy, route: RouteSpec, key: str, members: Sequence[Alert],
              state: GroupState, decision: Decision, log: NotifyLog | None, now: datetime) -> Notification:
     shown = [a for a in members if a.fingerprint in state.firing | state.acknowledged | decision.newly_resolved]
-    shown.sort(key=lambda a: (a.fingerprint not in decision.news, _RANK[a.severity], as_utc(a.starts_at), a.id or 0))
+    shown.sort(key=lambda a: (a.fingerprint not in decision.news, _RANK[a.severity], a.starts_at, a.id or 0))
     cap = policy.max_alerts_for(route)
     body = group_body(key, route.name, decision.reason, shown, decision.news, now, max_alerts=cap)
     incident = _incident_of(session, shown)
@@ -194,8 +193,8 @@ def alert_body(alert: Alert) -> dict[str, Any]:
         "owner": alert.owner,
         "evidence": dict(alert.evidence),
         "dashboard_url": alert.dashboard_url,
-        "starts_at": as_utc(alert.starts_at).isoformat(),
-        "ends_at": as_utc(alert.ends_at).isoformat() if alert.ends_at else None,
+        "starts_at": alert.starts_at.isoformat(),
+        "ends_at": alert.ends_at.isoformat() if alert.ends_at else None,
         "acknowledged_by": alert.acknowledged_by,
         "ack_note": alert.ack_note,
         "resolved_by": alert.resolved_by,

@@ -14,7 +14,6 @@ from datetime import datetime, timedelta
 from sqlmodel import Session
 
 from medmon.alerts.models import Heartbeat
-from medmon.db import as_utc
 
 
 def last_beat(session: Session, name: str) -> Heartbeat | None:
@@ -27,7 +26,7 @@ def beat(session: Session, name: str, now: datetime, *, tolerance: timedelta) ->
     row = session.get(Heartbeat, name)
     if row is None:
         row = Heartbeat(name=name, since=now, beat_at=now)
-    elif now - as_utc(row.beat_at) > tolerance:
+    elif now - row.beat_at > tolerance:
         row.since = now
     row.beat_at = now
     session.add(row)

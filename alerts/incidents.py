@@ -32,13 +32,12 @@ from medmon.alerts.history import record_event
 from medmon.alerts.models import Alert, AlertStatus, Incident, Severity, Silence
 from medmon.alerts.signal import MONITOR_GROUP
 from medmon.alerts.status import lifecycle_status, silenced_by, sync_status
-from medmon.db import as_utc
 
 _RANK = {Severity.critical: 0, Severity.warning: 1, Severity.info: 2}
 
 
 def _lead_order(a: Alert) -> tuple[int, int, datetime, int]:
-    return (_RANK[a.severity], lifecycle_status(a) is AlertStatus.resolved, as_utc(a.starts_at), a.id or 0)
+    return (_RANK[a.severity], lifecycle_status(a) is AlertStatus.resolved, a.starts_at, a.id or 0)
 
 
 def attach(session: Session, alerts: Iterable[Alert | None], now: datetime) -> set[int]:
@@ -94,7 +93,7 @@ def refresh(session: Session, incident_ids: Iterable[int], now: datetime) -> lis
         members = incident_members(session, inc.id or 0)
         live = [a for a in members if a.ends_at is None]
         if not live:
-            last = max(members, key=lambda a: (as_utc(a.ends_at or now), a.id or 0)) if members else None
+            last = max(members, key=lambda a: (a.ends_at or now, a.id or 0)) if members else None
             inc.closed_at = now
             inc.resolved_by = inc.resolved_by or (last.resolved_by if last else "medmon")
             inc.resolve_reason = inc.resolve_reason or (last.resolve_reason if last else "no open member")
@@ -108,13 +107,13 @@ def refresh(session: Session, incident_ids: Iterable[int], now: datetime) -> lis
                         sync_status(a)
                         session.add(a)
             elif all(a.acknowledged_at is not None for a in live):
-                first = min(live, key=lambda a: as_utc(a.acknowledged_at or now))
+                first = min(live, key=lambda a: a.acknowledged_at or now)
                 inc.acknowledged_by, inc.acknowledged_at, inc.ack_note = (first.acknowledged_by, first.acknowledged_at,
                                                                           first.ack_note)
             lead = live[0]
             inc.severity, inc.summary = lead.severity, lead.summary
             inc.owner, inc.category, inc.dashboard_url = lead.owner, lead.category, lead.dashboard_url
-            inc.last_seen_at = max(as_utc(a.last_seen_at) for a in live)
+            inc.last_seen_at = max(a.last_seen_at for a in live)
         session.add(inc)
         out.append(inc)
     return out
@@ -137,7 +136,7 @@ def incident_members(session: Session, incident_id: int) -> list[Alert]:
 def open_incidents(session: Session) -> list[Incident]:
     """Incidents not yet closed, most serious first, then newest first."""
     rows = session.exec(select(Incident).where(col(Incident.closed_at).is_(None))).all()
-    return sorted(rows, key=lambda i: (_RANK[i.severity], -as_utc(i.opened_at).timestamp(), -(i.id or 0)))
+    return sorted(rows, key=lambda i: (_RANK[i.severity], -i.opened_at.timestamp(), -(i.id or 0)))
 
 
 def list_incidents(session: Session, *, task_id: str | None = None, limit: int = 200) -> list[Incident]:
@@ -195,8 +194,8 @@ def incident_body(incident: Incident, members: Sequence[Alert]) -> dict[str, Any
         "summary": incident.summary,
         "owner": incident.owner,
         "dashboard_url": incident.dashboard_url,
-        "opened_at": as_utc(incident.opened_at).isoformat(),
-        "closed_at": as_utc(incident.closed_at).isoformat() if incident.closed_at else None,
+        "opened_at": incident.opened_at.isoformat(),
+        "closed_at": incident.closed_at.isoformat() if incident.closed_at else None,
         "acknowledged_by": incident.acknowledged_by,
         "ack_note": incident.ack_note,
         "resolved_by": incident.resolved_by,

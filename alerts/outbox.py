@@ -22,7 +22,6 @@ from medmon.alerts.channels.base import Channel
 from medmon.alerts.errors import PermanentDeliveryError, RetryableDeliveryError
 from medmon.alerts.models import Notification, NotificationStatus
 from medmon.alerts.wakeup import announce
-from medmon.db import as_utc
 
 
 @dataclass
@@ -115,7 +114,7 @@ def _attempt(engine: Engine, nid: int, channel: Channel | None, now: Callable[[]
         n = session.get(Notification, nid)
         if n is None or n.status != NotificationStatus.pending:
             return "gone"
-        if as_utc(n.next_attempt_at) > now():
+        if n.next_attempt_at > now():
             return "not_due"
         n.attempts += 1
         try:

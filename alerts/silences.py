@@ -79,8 +79,8 @@ def expire_silence(session: Session, silence_id: int, actor: str, now: datetime)
     row = session.get(Silence, silence_id)
     if row is None:
         raise LookupError(f"no silence with id {silence_id}")
-    if as_utc(row.ends_at) <= now:
-        raise ValueError(f"silence {silence_id} already ended at {as_utc(row.ends_at).isoformat()}")
+    if row.ends_at <= now:
+        raise ValueError(f"silence {silence_id} already ended at {row.ends_at.isoformat()}")
     row.ends_at, row.expired_by = now, actor
     session.add(row)
     for alert in _open(session):

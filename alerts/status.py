@@ -12,7 +12,6 @@ from datetime import datetime
 
 from medmon.alerts.matchers import Matcher, matches_all
 from medmon.alerts.models import Alert, AlertStatus, Silence
-from medmon.db import as_utc
 
 
 def lifecycle_status(alert: Alert) -> AlertStatus:
@@ -32,7 +31,7 @@ def sync_status(alert: Alert) -> AlertStatus:
 
 
 def silence_active(silence: Silence, now: datetime) -> bool:
-    return as_utc(silence.starts_at) <= now < as_utc(silence.ends_at)
+    return silence.starts_at <= now < silence.ends_at
 
 
 def silence_matches(silence: Silence, alert: Alert) -> bool:

@@ -7,6 +7,12 @@ module. Creating the tables needs all of them registered: that is
 SQLite is the default and runs in WAL mode so the dashboard can read while the service writes;
 PostgreSQL is used in production. The URL comes from the plan, or ``MEDMON_DATABASE_URL``
 overrides it.
+
+Every timestamp is UTC, by one column type: sqlmodel gives each ``datetime`` field its
+``UTCDateTime`` (``timestamp with time zone`` on PostgreSQL, UTC text on SQLite), which returns
+aware UTC datetimes from rows, selected columns and ``min``/``max`` alike, and refuses a naive
+datetime on the way in: one is usually local time (``datetime.now()``), and storing it as UTC
+would shift it silently. ``tests/test_db_time.py`` checks every table's columns.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ def utcnow() -> datetime:
 
 
 def as_utc(value: datetime) -> datetime:
-    """SQLite returns naive datetimes; everything medmon stores is UTC."""
+    """A datetime from outside the database (a parsed option, a scheduler's fire time) in UTC; naive means UTC."""
     return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 

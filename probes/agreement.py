@@ -27,7 +27,6 @@ import krippendorff
 import numpy as np
 from sqlmodel import Session, col, func, select
 
-from medmon.db import as_utc
 from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus
 
 VALID = (ParseStatus.ok, ParseStatus.retried_ok)
@@ -118,7 +117,7 @@ def judge_score_series(session: Session, task_id: str, limit: int = 500) -> dict
     stamps: dict[int, datetime] = {}
     for result_id, judge, mean, created in rows:
         by_result[result_id][judge] = float(mean)
-        stamps[result_id] = as_utc(created)
+        stamps[result_id] = created
     series: dict[str, list[JudgePoint]] = defaultdict(list)
     for result_id in sorted(by_result):
         means = by_result[result_id]

@@ -42,8 +42,8 @@ else:
     reviewer = st.selectbox("Reviewing as (unauthenticated: recorded with the local account)", sorted(reviewers),
                             format_func=lambda e: f"{reviewers[e].name} <{e}>", key="review_as")
     actor = f"{viewer.actor} as {reviewer}"
-criteria, low, high = rubric(plan)
-tasks = reviewer_tasks(plan, reviewer)
+criteria, low, high = rubric(plan.jury)
+tasks = reviewer_tasks(plan.oversight, reviewer)
 st.caption(f"Tasks assigned to you: {', '.join(tasks)} · rate on the jury's rubric: {', '.join(criteria)}, "
            f"{low} (worst) to {high} (best)")
 

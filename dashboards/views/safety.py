@@ -30,7 +30,7 @@ viewer = require_viewer(plan)
 engine = engine_for(plan)
 header(plan, viewer, "Safety")
 task_ids = [t.id for t in plan.tasks]
-may_record = viewer.can_act or bool(reviewer_tasks(plan, viewer.email))
+may_record = viewer.can_act or bool(reviewer_tasks(plan.oversight, viewer.email))
 
 
 def act(what: str, fn) -> None:  # type: ignore[no-untyped-def]

@@ -18,7 +18,6 @@ from datetime import datetime
 from sqlmodel import Session, col, func, select
 
 from medmon.alerts import Severity, Signal, Subject, record_signals
-from medmon.db import as_utc
 from medmon.monitor.alerting.signals import task_subject, transitions
 from medmon.monitor.governance.clinician_agreement import Agreement, record_agreement, task_agreement
 from medmon.monitor.governance.review import queue_reviews, reviewed_tasks, rubric
@@ -38,7 +37,7 @@ def _stale(session: Session, task_id: str) -> bool:
     if newest is None:
         return False
     last = session.exec(select(func.max(AgreementRecord.created_at)).where(AgreementRecord.task_id == task_id)).one()
-    return last is None or as_utc(newest) >= as_utc(last)
+    return last is None or newest >= last
 
 
 def floor_signal(subject: Subject, stat: Agreement, floor: float) -> Signal | None:
@@ -82,7 +81,7 @@ def bias_signal(subject: Subject, stat: Agreement, tolerance: float) -> Signal |
 def agreement_signals(session: Session, plan: Plan, now: datetime) -> list[Signal]:
     """Recompute the validation streams of tasks with new reviews; their signals against the floors."""
     floors = plan.oversight.agreement
-    _, low, high = rubric(plan)
+    _, low, high = rubric(plan.jury)
     out: list[Signal] = []
     for task in plan.tasks:
         if not _stale(session, task.id):
@@ -139,15 +138,15 @@ def action_signals(session: Session, plan: Plan, now: datetime) -> list[Signal]:
         task = known.get(action.task_id)
         if task is None:
             continue
-        late = action.status != "closed" and as_utc(action.due_at) < now
+        late = action.status != "closed" and action.due_at < now
         subject = replace(task_subject(plan, task), dashboard_url=f"{plan.alerts.dashboard_url}/safety")
         summary = (f"{subject.name}: corrective action #{action.id} of safety event #{action.event_id} "
-                   f"({action.description}; owner {action.owner}) was due {as_utc(action.due_at):%Y-%m-%d} and has "
+                   f"({action.description}; owner {action.owner}) was due {action.due_at:%Y-%m-%d} and has "
                    "no passing effectiveness check" if late else
                    f"{subject.name}: corrective action #{action.id} {action.status}")
         out.append(subject.signal("corrective_action_overdue", f"corrective_action:{action.id}", firing=late,
                                   summary=summary, evidence={"event": action.event_id, "owner": action.owner,
-                                                             "due_at": as_utc(action.due_at).isoformat()}))
+                                                             "due_at": action.due_at.isoformat()}))
     return out
 
 

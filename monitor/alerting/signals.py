@@ -43,7 +43,6 @@ from medmon.monitor.models import StreamStatus
 from medmon.monitor.plan.model import Plan, Task, parse_interval
 from medmon.monitor.read import recent_estimate
 from medmon.monitor.plan.routing import notify_policy
-from medmon.db import as_utc
 from medmon.probes.models import ProbeRun, RunStatus
 
 HEARTBEAT = "scheduler"
@@ -152,7 +151,7 @@ def stale_signals(session: Session, plan: Plan, now: datetime, *, since: datetim
         last = session.exec(select(func.max(ProbeRun.finished_at)).where(
             ProbeRun.task_id == task.id, ProbeRun.status == RunStatus.complete,
             col(ProbeRun.n_canaries) > col(ProbeRun.n_errors))).one()
-        out.append(stale(task_subject(plan, task), as_utc(last) if last else None, allowed_gap(plan, task, now), now,
+        out.append(stale(task_subject(plan, task), last, allowed_gap(plan, task, now), now,
                          since=since))
     return transitions(session, out)
 
@@ -167,9 +166,9 @@ def alert_pass(session: Session, plan: Plan, now: datetime) -> list[Notification
     tolerance = parse_interval(plan.alerts.heartbeat_tolerance)
     previous = last_beat(session, HEARTBEAT)
     signals: list[Signal] = []
-    missed = heartbeat_missed(monitor_subject(plan), as_utc(previous.beat_at) if previous else None, tolerance, now)
+    missed = heartbeat_missed(monitor_subject(plan), previous.beat_at if previous else None, tolerance, now)
     signals += transitions(session, [missed] if missed is not None else [])
     pulse = beat(session, HEARTBEAT, now, tolerance=tolerance)
-    signals += stale_signals(session, plan, now, since=as_utc(pulse.since))
+    signals += stale_signals(session, plan, now, since=pulse.since)
     record_signals(session, signals, now)
     return flush(session, policy, now)

@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlmodel import Session, col, select
 
@@ -32,6 +32,7 @@ from medmon.monitor.detection.drift import (
     CountSR, JudgeAgreementSR, JudgeBiasSR, MixtureSR, OneShotPaired, PairedSR, PooledSR, RiverDrift, SubgroupGapSR,
 )
 from medmon.monitor.detection.drift.budget import INFO, OPERATIONAL, QUALITY, Budget
+from medmon.monitor.detection.drift.detector import Detector
 from medmon.monitor.detection.drift.finding import Finding
 from medmon.monitor.detection.drift.recovery import Recovery, RecoveryState
 from medmon.monitor.detection.drift.layout import (
@@ -60,9 +61,10 @@ QUIET_RUNS = 3
 RECOVERY_RUNS = 3
 RECOVERY_MIN_OBS = 50
 WATCHING_EVIDENCE = 0.5
-DETECTORS: dict[str, Any] = {c.name: c for c in (MixtureSR, PairedSR, SubgroupGapSR, JudgeAgreementSR,
-                                                 JudgeBiasSR, OneShotPaired, RiverDrift, PooledSR, CountSR)}
+DETECTORS: dict[str, type[Detector]] = {c.name: c for c in (MixtureSR, PairedSR, SubgroupGapSR, JudgeAgreementSR,
+                                                             JudgeBiasSR, OneShotPaired, RiverDrift, PooledSR, CountSR)}
 _NO_THRESHOLD = {"river", "oneshot_paired"}
+D = TypeVar("D", bound=Detector)
 
 
 @dataclass(frozen=True)
@@ -105,20 +107,18 @@ def stream_thresholds(plan: Plan, specs: Sequence[StreamSpec]) -> dict[str, floa
     return {s.key: budget.threshold(QUALITY, len(budgeted)) for s in budgeted}
 
 
-def build_detector(name: str, params: dict[str, Any], threshold: float, state: dict[str, Any] | None) -> Any:
+def build_detector(name: str, params: dict[str, Any], threshold: float, state: dict[str, Any] | None) -> Detector:
     """Rebuild a detector from its stored parameters and state."""
-    cls = DETECTORS[name]
+    return rebuild(DETECTORS[name], params, threshold, state)
+
+
+def rebuild(cls: type[D], params: dict[str, Any], threshold: float, state: dict[str, Any] | None) -> D:
+    """:func:`build_detector` for a known class, typed as that class (the pool's ``push``, the test's ``done``)."""
     kwargs = dict(params)
     kwargs.pop("reference", None)
-    if name not in _NO_THRESHOLD:
+    if cls.name not in _NO_THRESHOLD:
         kwargs["threshold"] = threshold
     return cls(**kwargs, state=cls.State.from_dict(state) if state else None)
-
-
-def _seen(detector: Any) -> int:
-    st = detector.state
-    core = getattr(st, "core", st)
-    return int(getattr(core, "total", getattr(core, "n", 0)))
 
 
 def _row(session: Session, spec: StreamSpec, params: dict[str, Any], threshold: float) -> DetectorState:
@@ -143,7 +143,7 @@ def _row(session: Session, spec: StreamSpec, params: dict[str, Any], threshold: 
     return row
 
 
-def _settle(row: DetectorState, detector: Any, finding: Finding | None, xs: Sequence[float]) -> tuple[StreamStatus, Finding | None]:
+def _settle(row: DetectorState, detector: Detector, finding: Finding | None, xs: Sequence[float]) -> tuple[StreamStatus, Finding | None]:
     """The stream's next status from this run's finding and observations ``xs`` (detector's scale).
 
     One alert per episode: a degraded stream is not raised again, and it recovers only on
@@ -155,7 +155,7 @@ def _settle(row: DetectorState, detector: Any, finding: Finding | None, xs: Sequ
         row.recovery, row.recovery_runs, row.recovery_obs = {}, 0, 0  # fresh evidence of the drop
         return StreamStatus.degraded, (None if status == StreamStatus.degraded else finding)
     if status == StreamStatus.degraded:
-        null = getattr(detector, "recovery_null", None)
+        null = detector.recovery_null
         if null is None:
             return _settle_by_runs(row, detector, xs), None
         recovery = Recovery(null, RECOVERY_THRESHOLD, RecoveryState.from_dict(row.recovery) if row.recovery else None)
@@ -178,7 +178,7 @@ def _settle(row: DetectorState, detector: Any, finding: Finding | None, xs: Sequ
     return status, None
 
 
-def _settle_by_runs(row: DetectorState, detector: Any, xs: Sequence[float]) -> StreamStatus:
+def _settle_by_runs(row: DetectorState, detector: Detector, xs: Sequence[float]) -> StreamStatus:
     """Recovery of a detector without a recovery null: consecutive runs back inside its null band."""
     if not xs:
         return row.status
@@ -216,11 +216,11 @@ def update_stream(session: Session, spec: StreamSpec, threshold: float, results:
     else:
         status, finding = _settle(row, detector, finding, xs)
         kind, alert = "drift", True
-    row.status, row.evidence, row.n = status, float(detector.evidence), _seen(detector)
+    row.status, row.evidence, row.n = status, float(detector.evidence), detector.seen
     row.state, row.updated_at = detector.state.to_dict(), now
     session.add(row)
     summary = f"{spec.task_id}: {spec.what}" if finding is not None and spec.what else ""
-    return StreamUpdate(spec, status, previous, finding, run_mean, float(detector.evidence), _seen(detector),
+    return StreamUpdate(spec, status, previous, finding, run_mean, float(detector.evidence), detector.seen,
                         kind, alert, summary, tuple(xs))
 
 
@@ -372,18 +372,18 @@ def _update_pooled(session: Session, plan: Plan, ctx: TaskContext, member: Strea
                            f"(pooled over {len(members)} tasks)")
     params = {**spec.params, "null_mean": 0.0}
     row = _row(session, spec, params, threshold)
-    detector = build_detector("pooled_sr", spec.params, threshold, row.state or None)
+    detector = rebuild(PooledSR, spec.params, threshold, row.state or None)
     previous = row.status
     params_m = member.spec.params  # the member's null on the scale of its observations
     mu0 = (1 - params_m["margin"]) / 2 if member.spec.detector == "paired_sr" else params_m["mu0"]
     finding = detector.push(ctx.task.id, member.xs, mu0, params_m["sigma2"])
     steps = detector.steps  # the pool's observations: each step's mean shortfall
     status, finding = _settle(row, detector, finding, steps)
-    row.status, row.evidence, row.n = status, float(detector.evidence), _seen(detector)
+    row.status, row.evidence, row.n = status, float(detector.evidence), detector.seen
     row.state, row.updated_at = detector.state.to_dict(), now
     session.add(row)
     run_mean = sum(steps) / len(steps) if steps else None
-    return StreamUpdate(spec, status, previous, finding, run_mean, float(detector.evidence), _seen(detector),
+    return StreamUpdate(spec, status, previous, finding, run_mean, float(detector.evidence), detector.seen,
                         summary=f"{spec.what}" if finding is not None else "", xs=tuple(steps))
 
 
@@ -444,8 +444,8 @@ def _update_one_shot(session: Session, plan: Plan, ctx: TaskContext, baseline: B
     elif str(p["reference"]).startswith("helm"):
         helm = helm_references(ctx.canaries, plan.detection.reference.coverage)
         items = helm.items if helm is not None else {}
-    test = build_detector("oneshot_paired", {k: p[k] for k in ("margin", "tolerance", "alpha", "sigma2", "max_n")},
-                          0.0, row.state or None)
+    test = rebuild(OneShotPaired, {k: p[k] for k in ("margin", "tolerance", "alpha", "sigma2", "max_n")}, 0.0,
+                   row.state or None)
     finding, xs = None, []
     for r in results:
         if r.error_type is not None or r.score is None:
@@ -472,11 +472,11 @@ def _update_one_shot(session: Session, plan: Plan, ctx: TaskContext, baseline: B
         alert = d == "degraded"
         if d == "passed" and plan.detection.reference.repeats >= 1:
             _restart_burn_in(session, task.id, now)  # the new model becomes the reference
-    row.status, row.evidence, row.n = status, float(test.evidence), test.state.n
+    row.status, row.evidence, row.n = status, float(test.evidence), test.seen
     row.state, row.updated_at = test.state.to_dict(), now
     session.add(row)
     run_mean = sum(xs) / len(xs) if xs else None
-    return StreamUpdate(spec, status, previous, finding, run_mean, float(test.evidence), test.state.n,
+    return StreamUpdate(spec, status, previous, finding, run_mean, float(test.evidence), test.seen,
                         ONE_SHOT, alert, summary, tuple(xs))
 
 

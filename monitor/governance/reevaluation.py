@@ -47,7 +47,7 @@ from medmon.probes.runner import failing_run, finish_run, probe_canaries, start_
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from medmon.db import as_utc, session_scope
+from medmon.db import session_scope
 from medmon.monitor.plan.intervals import parse_interval
 
 Progress = Callable[[int, int], None]
@@ -267,7 +267,7 @@ def reevaluation_due(session: Session, plan: Plan, task_id: str, now: datetime) 
                         .order_by(col(Reevaluation.id).desc())).first()
     if last is None:
         return True
-    started = as_utc(last.started_at)
+    started = last.started_at
     if last.status == ReevaluationStatus.running and now - started < STALE_REEVALUATION:
         return False
     cooldown = parse_interval(plan.governance.controls.reevaluation.cooldown) if plan.governance is not None else None

@@ -24,17 +24,18 @@ from medmon.db import as_utc
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.models import ClinicianReview, ReviewItem
-from medmon.monitor.plan.model import Plan, Task
+from medmon.monitor.plan.model import Jury, Plan, Task
+from medmon.monitor.plan.oversight import Oversight
 from medmon.probes.models import ProbeResult, ProbeRun
 
 DEFAULT_CRITERIA = ("accuracy", "completeness", "clarity")
 
 
-def rubric(plan: Plan) -> tuple[tuple[str, ...], int, int]:
+def rubric(jury: Jury | None) -> tuple[tuple[str, ...], int, int]:
     """The jury's criteria and scale, which reviewers rate on too (MedHELM's when there is no jury)."""
-    if plan.jury is None:
+    if jury is None:
         return DEFAULT_CRITERIA, 1, 5
-    return tuple(plan.jury.criteria), plan.jury.scale_min, plan.jury.scale_max
+    return tuple(jury.criteria), jury.scale_min, jury.scale_max
 
 
 def reviewed_tasks(plan: Plan) -> list[Task]:
@@ -43,10 +44,10 @@ def reviewed_tasks(plan: Plan) -> list[Task]:
     return [t for t in plan.tasks if t.human_review_required or t.id in named]
 
 
-def reviewer_tasks(plan: Plan, email: str | None) -> list[str]:
+def reviewer_tasks(oversight: Oversight, email: str | None) -> list[str]:
     """The tasks ``email`` may review (and see in the queue); none for anyone the plan does not name."""
     address = (email or "").strip().lower()
-    for reviewer in plan.oversight.reviewers:
+    for reviewer in oversight.reviewers:
         if reviewer.email.lower() == address:
             return list(reviewer.tasks)
     return []
@@ -69,7 +70,7 @@ def stratum_of(result: ProbeResult, task: Task, plan: Plan) -> str:
     if result.jury_mean is None:
         parts.append("jury=unjudged")
     else:
-        _, low, high = rubric(plan)
+        _, low, high = rubric(plan.jury)
         position = (result.jury_mean - low) / (high - low)
         parts.append("jury=" + ("low" if position < 1 / 3 else "mid" if position < 2 / 3 else "high"))
     if result.jury_agreement is not None:
@@ -142,9 +143,9 @@ def queue_reviews(session: Session, plan: Plan, now: datetime, rng: random.Rando
     return created
 
 
-def check_scores(plan: Plan, scores: Mapping[str, Any]) -> dict[str, int]:
+def check_scores(jury: Jury | None, scores: Mapping[str, Any]) -> dict[str, int]:
     """Scores for every criterion of the rubric, each an integer on its scale; ValueError names what is wrong."""
-    criteria, low, high = rubric(plan)
+    criteria, low, high = rubric(jury)
     missing = [c for c in criteria if c not in scores]
     extra = sorted(set(scores) - set(criteria))
     if missing or extra:
@@ -171,11 +172,11 @@ def record_review(session: Session, plan: Plan, *, item_id: int, reviewer: str, 
     reviewer = reviewer.strip().lower()
     if item is None:
         raise GovernanceError(f"review item {item_id} does not exist")
-    if item.reviewer != reviewer or item.task_id not in reviewer_tasks(plan, reviewer):
+    if item.reviewer != reviewer or item.task_id not in reviewer_tasks(plan.oversight, reviewer):
         raise GovernanceError(f"review item {item_id} is not assigned to {reviewer}")
     if item.status == "done":
         raise GovernanceError(f"review item {item_id} has already been rated")
-    checked = check_scores(plan, scores)
+    checked = check_scores(plan.jury, scores)
     review = ClinicianReview(item_id=item.id, task_id=item.task_id, result_id=item.result_id, reviewer=reviewer,
                              scores=checked, note=note.strip(), safety_concern=safety_concern, created_at=now)
     item.status = "done"

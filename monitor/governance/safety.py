@@ -21,7 +21,6 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from medmon.alerts import Alert
-from medmon.db import as_utc
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.models import (
@@ -33,18 +32,18 @@ from medmon.monitor.models import (
     SafetyEvent,
 )
 from medmon.monitor.plan.intervals import parse_interval
-from medmon.monitor.plan.model import Plan
-from medmon.monitor.plan.oversight import SEVERITIES
+from medmon.monitor.plan.model import Endpoint, Plan
+from medmon.monitor.plan.oversight import SEVERITIES, Safety
 from medmon.probes.models import JuryVerdict, ProbeResult
 
 SOURCES = ("review", "incident", "alert", "person")
 
 
-def clock_for(plan: Plan, severity: str) -> tuple[str, timedelta | None]:
-    """The deadline that applies to ``severity`` under the plan (``('', None)``: no reporting clock)."""
+def clock_for(safety: Safety, severity: str) -> tuple[str, timedelta | None]:
+    """The deadline that applies to ``severity`` under the plan's safety section (``('', None)``: no reporting clock)."""
     if severity not in SEVERITIES:
         raise ValueError(f"severity: expected one of {', '.join(SEVERITIES)}, got {severity!r}")
-    text = plan.oversight.safety.clocks.get(severity, "")
+    text = safety.clocks.get(severity, "")
     return text, (parse_interval(text) if text else None)
 
 
@@ -72,7 +71,7 @@ def clock_state(event: SafetyEvent, now: datetime, warn_before: timedelta) -> Cl
     """The event's clock: stopped once reported (or closed), due soon within ``warn_before`` of its deadline."""
     if event.due_at is None:
         return ClockState(None, None, "none")
-    due = as_utc(event.due_at)
+    due = event.due_at
     if event.status in ("reported", "closed"):
         return ClockState(due, None, "stopped")
     remaining = due - now
@@ -88,7 +87,7 @@ def _answer(session: Session, result_id: int) -> dict[str, Any]:
                             .order_by(col(JuryVerdict.id))).all()
     reviews = session.exec(select(ClinicianReview).where(ClinicianReview.result_id == result_id)
                            .order_by(col(ClinicianReview.id))).all()
-    return {"result_id": r.id, "task": r.task_id, "canary": r.canary_id, "created_at": as_utc(r.created_at).isoformat(),
+    return {"result_id": r.id, "task": r.task_id, "canary": r.canary_id, "created_at": r.created_at.isoformat(),
             "answer": r.answer, "score": r.score, "correct": r.correct, "jury_mean": r.jury_mean,
             "jury_agreement": r.jury_agreement, "served_model": r.served_model,
             "system_fingerprint": r.system_fingerprint, "requested_model": r.requested_model,
@@ -98,14 +97,14 @@ def _answer(session: Session, result_id: int) -> dict[str, Any]:
                             "safety_concern": c.safety_concern} for c in reviews]}
 
 
-def freeze_evidence(session: Session, plan: Plan, task_id: str, result_ids: list[int],
+def freeze_evidence(session: Session, deployment: Endpoint, task_id: str, result_ids: list[int],
                     context: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the event rests on, as it stands now: answers (as stored, redacted), scores, model identity."""
     latest = session.exec(select(ProbeResult.served_model, ProbeResult.system_fingerprint).where(
         ProbeResult.task_id == task_id, col(ProbeResult.served_model).is_not(None))
         .order_by(col(ProbeResult.id).desc()).limit(1)).first()
-    return {"task": task_id, "deployment": plan.deployment.name,
-            "model": {"requested": plan.deployment.model, "served": latest[0] if latest else None,
+    return {"task": task_id, "deployment": deployment.name,
+            "model": {"requested": deployment.model, "served": latest[0] if latest else None,
                       "system_fingerprint": latest[1] if latest else None},
             "answers": [_answer(session, rid) for rid in result_ids], "context": context or {}}
 
@@ -122,7 +121,7 @@ def open_event(session: Session, plan: Plan, *, task_id: str, severity: str, wha
         raise GovernanceError(f"task {task_id!r} is not in the plan") from None
     if not what_happened.strip():
         raise ValueError("say what happened: a safety event needs a description")
-    clock, span = clock_for(plan, severity)
+    clock, span = clock_for(plan.oversight.safety, severity)
     aware = aware_at or now
     context = {**(context or {}), **_alert_context(session, source_ref)}
     event = SafetyEvent(task_id=task_id, severity=severity, what_happened=what_happened.strip(), source=source,
@@ -130,7 +129,7 @@ def open_event(session: Session, plan: Plan, *, task_id: str, severity: str, wha
                         jurisdiction=plan.oversight.safety.jurisdiction,
                         device_status=plan.oversight.safety.device_status, clock=clock,
                         due_at=aware + span if span is not None else None,
-                        evidence=freeze_evidence(session, plan, task_id, list(result_ids or []), context))
+                        evidence=freeze_evidence(session, plan.deployment, task_id, list(result_ids or []), context))
     session.add(event)
     session.flush()
     record(session, AuditKind.safety_event, actor, f"safety_event:{event.id}",
@@ -152,7 +151,7 @@ def _alert_context(session: Session, source_ref: str) -> dict[str, Any]:
         raise GovernanceError(f"{source_ref} does not exist")
     return {"alert": {"id": alert.id, "rule": alert.rule, "severity": alert.severity.value,
                       "status": alert.status.value, "summary": alert.summary, "labels": dict(alert.labels),
-                      "evidence": dict(alert.evidence), "starts_at": as_utc(alert.starts_at).isoformat()}}
+                      "evidence": dict(alert.evidence), "starts_at": alert.starts_at.isoformat()}}
 
 
 def open_from_review(session: Session, plan: Plan, review: ClinicianReview, actor: str, now: datetime) -> SafetyEvent:
@@ -176,10 +175,10 @@ def regrade(session: Session, plan: Plan, event_id: int, severity: str, reason: 
     event = _event(session, event_id)
     if not reason.strip():
         raise ValueError("a reason is required to re-grade a safety event")
-    clock, span = clock_for(plan, severity)
+    clock, span = clock_for(plan.oversight.safety, severity)
     previous = event.severity
     event.severity, event.clock = severity, clock
-    event.due_at = as_utc(event.aware_at) + span if span is not None else None
+    event.due_at = event.aware_at + span if span is not None else None
     session.add(event)
     record(session, AuditKind.safety_event, actor, f"safety_event:{event.id}",
            {"action": "regraded", "from": previous, "to": severity, "reason": reason.strip(), "due_at": event.due_at},
@@ -240,7 +239,7 @@ def passing_reevaluation(session: Session, task_id: str, since: datetime) -> Ree
         Reevaluation.task_id == task_id, col(Reevaluation.passed).is_(True),
         col(Reevaluation.status).in_([ReevaluationStatus.complete, ReevaluationStatus.approved]))
         .order_by(col(Reevaluation.id).desc())).all()
-    return next((r for r in rows if as_utc(r.started_at) >= as_utc(since)), None)
+    return next((r for r in rows if r.started_at >= since), None)
 
 
 def close_action(session: Session, action_id: int, reevaluation_id: int, actor: str, now: datetime) -> CorrectiveAction:
@@ -254,7 +253,7 @@ def close_action(session: Session, action_id: int, reevaluation_id: int, actor: 
         problem = f"re-evaluation {reevaluation_id} does not exist"
     elif check.task_id != action.task_id:
         problem = f"re-evaluation {reevaluation_id} is of task {check.task_id}, not {action.task_id}"
-    elif as_utc(check.started_at) < as_utc(action.created_at):
+    elif check.started_at < action.created_at:
         problem = f"re-evaluation {reevaluation_id} ran before the action was agreed"
     elif check.passed is not True or check.status not in (ReevaluationStatus.complete, ReevaluationStatus.approved):
         problem = f"re-evaluation {reevaluation_id} did not pass ({'; '.join(check.reasons) or check.status.value})"
@@ -292,7 +291,7 @@ def record_near_miss(session: Session, plan: Plan, task_id: str, what: str, acto
 
 
 def _iso(value: datetime | None) -> str | None:
-    return as_utc(value).isoformat() if value is not None else None
+    return value.isoformat() if value is not None else None
 
 
 def event_document(session: Session, plan: Plan, event_id: int, now: datetime) -> dict[str, Any]:

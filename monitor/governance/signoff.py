@@ -15,7 +15,6 @@ from typing import Any
 
 from sqlmodel import Session
 
-from medmon.db import as_utc
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.approvals import owners_of
 from medmon.monitor.governance.audit import AuditKind, list_events, record
@@ -54,7 +53,7 @@ def sign(session: Session, plan: Plan, period: str, digest: str, *, by: str, sta
 
 def signatures(session: Session, period: str, digest: str) -> list[dict[str, Any]]:
     """The sign-offs recorded for ``period``'s report with exactly these figures."""
-    return [{"by": e.actor, "at": as_utc(e.at), "statement": e.details.get("statement", ""), "seq": e.seq,
+    return [{"by": e.actor, "at": e.at, "statement": e.details.get("statement", ""), "seq": e.seq,
              "authenticated": e.details.get("authenticated")}
             for e in list_events(session, kind=AuditKind.report_signed, subject=f"report:{period}")
             if e.details.get("sha256") == digest]
@@ -77,7 +76,7 @@ def generated_reports(session: Session) -> list[GeneratedReport]:
     for e in list_events(session, kind=AuditKind.report_generated):
         key = (str(e.details.get("period")), str(e.details.get("sha256")))
         if key not in found:
-            found[key] = GeneratedReport(key[0], key[1], as_utc(e.at), e.actor)
+            found[key] = GeneratedReport(key[0], key[1], e.at, e.actor)
     for e in list_events(session, kind=AuditKind.report_signed):
         key = (str(e.details.get("period")), str(e.details.get("sha256")))
         if key in found and e.actor not in found[key].signed_by:

@@ -25,12 +25,11 @@ from sqlmodel import Session, col, select
 
 from medmon.alerts import PermanentDeliveryError, RetryableDeliveryError, WebhookChannel
 from medmon.alerts.channels.webhook import WebhookConfig
-from medmon.db import as_utc
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.governance.safety import passing_reevaluation
 from medmon.monitor.models import Suspension
-from medmon.monitor.plan.model import Plan, Task
+from medmon.monitor.plan.model import Endpoint, Plan, Task
 from medmon.monitor.plan.oversight import SuspendRoute
 
 Send = Callable[[dict[str, Any]], None]
@@ -98,8 +97,8 @@ def route_sender(route: SuspendRoute, environ: Mapping[str, str] | None = None,
     return post
 
 
-def _body(plan: Plan, s: Suspension, action: str, actor: str, now: datetime) -> dict[str, Any]:
-    return {"action": action, "suspension": s.id, "deployment": plan.deployment.name, "model": plan.deployment.model,
+def _body(deployment: Endpoint, s: Suspension, action: str, actor: str, now: datetime) -> dict[str, Any]:
+    return {"action": action, "suspension": s.id, "deployment": deployment.name, "model": deployment.model,
             "task": s.task_id, "reason": s.reason if action == "suspend" else s.resume_basis, "by": actor,
             "requested_by": s.requested_by, "confirmed_by": s.confirmed_by or None, "at": now.isoformat()}
 
@@ -112,9 +111,9 @@ def active(session: Session, task_id: str | None = None) -> list[Suspension]:
     return list(session.exec(query.order_by(col(Suspension.id))).all())
 
 
-def _send(session: Session, plan: Plan, s: Suspension, actor: str, now: datetime, send: Send) -> Suspension:
+def _send(session: Session, deployment: Endpoint, s: Suspension, actor: str, now: datetime, send: Send) -> Suspension:
     try:
-        send(_body(plan, s, "suspend", actor, now))
+        send(_body(deployment, s, "suspend", actor, now))
     except RouteFailed as exc:
         s.status, s.route_error = "failed", str(exc)
     else:
@@ -144,7 +143,7 @@ def request(session: Session, plan: Plan, task_id: str, reason: str, actor: str,
            {"action": "requested", "task": task_id, "reason": s.reason, "needs_confirmation": confirm}, now)
     if confirm:
         return s
-    return _send(session, plan, s, actor, now, send or route_sender(plan.oversight.suspend))
+    return _send(session, plan.deployment, s, actor, now, send or route_sender(plan.oversight.suspend))
 
 
 def confirm(session: Session, plan: Plan, suspension_id: int, actor: str, now: datetime,
@@ -158,7 +157,7 @@ def confirm(session: Session, plan: Plan, suspension_id: int, actor: str, now: d
     assert plan.oversight.suspend is not None
     if s.status == "pending":
         s.confirmed_by = actor
-    return _send(session, plan, s, actor, now, send or route_sender(plan.oversight.suspend))
+    return _send(session, plan.deployment, s, actor, now, send or route_sender(plan.oversight.suspend))
 
 
 def resume(session: Session, plan: Plan, task_id: str, actor: str, now: datetime, *, decision: str = "",
@@ -168,18 +167,18 @@ def resume(session: Session, plan: Plan, task_id: str, actor: str, now: datetime
     if not current:
         raise GovernanceError(f"task {task_id} is not suspended")
     s = current[-1]
-    check = passing_reevaluation(session, task_id, as_utc(s.suspended_at or s.requested_at))
+    check = passing_reevaluation(session, task_id, (s.suspended_at or s.requested_at))
     if check is not None:
         basis = f"reevaluation:{check.id}"
     elif decision.strip() and reference.strip():
         basis = f"decision:{decision.strip()} ({reference.strip()})"
     else:
         raise GovernanceError(f"resume refused: task {task_id} has no passing re-evaluation since it was suspended "
-                              f"({as_utc(s.suspended_at or s.requested_at):%Y-%m-%d %H:%M} UTC) and no recorded "
+                              f"({(s.suspended_at or s.requested_at):%Y-%m-%d %H:%M} UTC) and no recorded "
                               "committee decision (its text and reference)")
     assert plan.oversight.suspend is not None
     s.resume_basis = basis
-    (send or route_sender(plan.oversight.suspend))(_body(plan, s, "resume", actor, now))
+    (send or route_sender(plan.oversight.suspend))(_body(plan.deployment, s, "resume", actor, now))
     s.status, s.resumed_by, s.resumed_at = "resumed", actor, now
     session.add(s)
     record(session, AuditKind.suspension, actor, f"suspension:{s.id}",

@@ -8,7 +8,6 @@ from datetime import datetime
 from sqlmodel import Session
 
 from medmon.alerts import dead_letters, list_silences
-from medmon.monitor.read._sql import as_time
 
 
 @dataclass(frozen=True)
@@ -26,7 +25,7 @@ class SilenceRow:
 def silences(session: Session, now: datetime) -> list[SilenceRow]:
     """Active and pending silences, ending soonest last."""
     return [SilenceRow(s.id or 0, ", ".join(f"{m['name']}{m['op']}{m['value']}" for m in s.matchers),
-                       as_time(s.starts_at), as_time(s.ends_at), s.created_by, s.reason)
+                       s.starts_at, s.ends_at, s.created_by, s.reason)
             for s in list_silences(session, now)]
 
 
@@ -47,5 +46,5 @@ class DeadLetter:
 def dead_letter_list(session: Session, *, limit: int = 200) -> list[DeadLetter]:
     """Undeliverable notifications, newest first."""
     return [DeadLetter(n.id or 0, n.alert_id, n.route, n.event, n.attempts, n.last_error or "",
-                       as_time(n.created_at), str((n.payload or {}).get("summary", "")))
+                       n.created_at, str((n.payload or {}).get("summary", "")))
             for n in dead_letters(session, limit=limit)]

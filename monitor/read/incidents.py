@@ -19,7 +19,6 @@ from medmon.alerts import (
     open_incidents,
 )
 from medmon.alerts.status import silenced_by, status_of
-from medmon.monitor.read._sql import as_time
 
 
 @dataclass(frozen=True)
@@ -65,12 +64,12 @@ def _view(session: Session, inc: Incident, now: datetime, silences: list) -> Inc
     members = incident_members(session, inc.id or 0)
     live = [a for a in members if a.ends_at is None]
     muted = [silenced_by(a, silences, now) for a in live]
-    until = min((as_time(s.ends_at) for s in muted if s is not None), default=None) if muted and all(muted) else None
+    until = min((s.ends_at for s in muted if s is not None), default=None) if muted and all(muted) else None
     signals = tuple(IncidentSignal(a.id or 0, a.rule, a.labels.get("metric", ""), status_of(a, silences, now).value,
-                                   a.severity.value, a.summary, as_time(a.starts_at)) for a in members)
+                                   a.severity.value, a.summary, a.starts_at) for a in members)
     return IncidentView(inc.id or 0, incident_title(inc), inc.cause, inc.task_id, inc.severity.value,
                         incident_status(inc, members, silences, now).value, inc.summary, inc.owner,
-                        as_time(inc.opened_at), as_time(inc.last_seen_at), as_time(inc.closed_at),
+                        inc.opened_at, inc.last_seen_at, inc.closed_at,
                         inc.acknowledged_by, inc.ack_note, inc.resolved_by, inc.resolve_reason, until,
                         incident_runbook(inc), signals)
 

@@ -15,7 +15,7 @@ from datetime import date, datetime
 from sqlalchemy import case
 from sqlmodel import Session, col, func, select
 
-from medmon.monitor.read._sql import as_day, as_time, day_of, safe_float
+from medmon.monitor.read._sql import as_day, day_of, safe_float
 from medmon.probes.agreement import WindowAgreement, window_agreement
 from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult
 
@@ -116,7 +116,7 @@ def unread_verdicts(session: Session, *, limit: int = 100) -> list[UnreadVerdict
     """Judge calls whose answer could not be parsed, or that failed, newest first."""
     query = (select(JudgeCall).where(col(JudgeCall.parse_status).in_(NOT_READ))
              .order_by(col(JudgeCall.id).desc()).limit(limit))
-    return [UnreadVerdict(c.result_id, c.task_id, as_time(c.created_at), c.judge, c.model,
+    return [UnreadVerdict(c.result_id, c.task_id, c.created_at, c.judge, c.model,
                           ParseStatus(c.parse_status).value, c.asks, (c.error or c.error_type or "")[:500])
             for c in session.exec(query).all()]
 

@@ -7,7 +7,6 @@ from datetime import datetime
 
 from sqlmodel import Session, col, func, select
 
-from medmon.db import as_utc
 from medmon.monitor.governance.review import iso_week, open_items, reviewed_tasks, reviewer_tasks
 from medmon.monitor.governance.safety import ClockState, actions_of, clock_state
 from medmon.monitor.governance.suspension import active
@@ -55,14 +54,14 @@ def _canaries(plan: Plan, task_id: str) -> dict[str, tuple[str, tuple[str, ...]]
 
 def next_review(session: Session, plan: Plan, reviewer: str) -> ReviewCard | None:
     """The reviewer's oldest open item on the tasks they are assigned, or None when the queue is empty."""
-    items = open_items(session, reviewer, reviewer_tasks(plan, reviewer))
+    items = open_items(session, reviewer, reviewer_tasks(plan.oversight, reviewer))
     for item in items:
         result = session.get(ProbeResult, item.result_id)
         if result is None:
             continue
         prompt, refs = _canaries(plan, item.task_id).get(result.canary_id, ("(canary no longer in the pack)", ()))
         return ReviewCard(item.id or 0, item.task_id, item.result_id, item.stratum, prompt, refs,
-                          result.answer or "", as_utc(result.created_at), len(items))
+                          result.answer or "", result.created_at, len(items))
     return None
 
 
@@ -89,7 +88,7 @@ def agreement_table(session: Session, task_ids: list[str] | None = None) -> list
         query = query.where(col(AgreementRecord.task_id).in_(task_ids))
     rows = session.exec(query.order_by(AgreementRecord.task_id, AgreementRecord.criterion,
                                        AgreementRecord.statistic)).all()
-    return [AgreementRow(r.task_id, r.criterion, r.statistic, r.value, r.ci_low, r.ci_high, r.n, as_utc(r.created_at))
+    return [AgreementRow(r.task_id, r.criterion, r.statistic, r.value, r.ci_low, r.ci_high, r.n, r.created_at)
             for r in rows]
 
 

@@ -40,7 +40,7 @@ from medmon.probes.runner import failing_run, finish_run, probe_canaries, sample
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from medmon.db import as_utc, session_scope
+from medmon.db import session_scope
 
 log = logging.getLogger("medmon.pipeline")
 
@@ -172,7 +172,7 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
     due = planned
     if auto_reevaluates(plan) and not due:
         with session_scope(engine) as session:
-            due = reevaluation_due(session, plan, task.id, as_utc(now()))
+            due = reevaluation_due(session, plan, task.id, now())
     if due:  # a plan change the policy re-evaluates, or detected changes with none in flight and the cool-down over
         done = reevaluate_pending(engine, plan, ctx, now=now, settings=settings)
         outcome.reevaluation_id = done.id if done is not None else None

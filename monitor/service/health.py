@@ -13,7 +13,7 @@ process (service, standby, Celery worker) probed, and survive restarts.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -30,8 +30,8 @@ from starlette.routing import Route
 
 from medmon.alerts import Alert, Notification, NotificationStatus
 from medmon.monitor.models import DetectorState
-from medmon.monitor.plan.model import Plan
-from medmon.db import as_utc, utcnow
+from medmon.monitor.plan.model import Task
+from medmon.db import utcnow
 from medmon.probes.models import ProbeRun
 
 log = logging.getLogger("medmon.health")
@@ -65,10 +65,10 @@ def _database_ok(engine: Engine) -> str | None:
 def _last_probes(session: Session) -> dict[str, datetime]:
     rows = session.exec(select(ProbeRun.task_id, func.max(ProbeRun.finished_at))
                         .where(col(ProbeRun.finished_at).is_not(None)).group_by(ProbeRun.task_id)).all()
-    return {task: as_utc(when) for task, when in rows if when is not None}
+    return {task: when for task, when in rows if when is not None}
 
 
-def health_report(engine: Engine, plan: Plan, status: ServiceStatus, now: datetime) -> tuple[int, dict[str, object]]:
+def health_report(engine: Engine, tasks: Sequence[Task], status: ServiceStatus, now: datetime) -> tuple[int, dict[str, object]]:
     """The ``/healthz`` status code and body."""
     problems = []
     db_error = _database_ok(engine)
@@ -80,7 +80,7 @@ def health_report(engine: Engine, plan: Plan, status: ServiceStatus, now: dateti
         problems.append("scheduler heartbeat is stale" if beat_age is not None else "scheduler has not started")
     if status.role in ("starting", "stopping"):
         problems.append(f"service is {status.role}")
-    tasks = []
+    due = []
     last: dict[str, datetime] = {}
     if db_error is None:
         try:
@@ -88,19 +88,19 @@ def health_report(engine: Engine, plan: Plan, status: ServiceStatus, now: dateti
                 last = _last_probes(session)
         except Exception as exc:
             problems.append(f"cannot read probe runs: {exc}")
-    for task in plan.tasks:
+    for task in tasks:
         when = last.get(task.id)
         period = 2 * task.interval if task.interval is not None else CRON_OVERDUE
-        tasks.append({"task": task.id, "schedule": task.schedule, "last_probe": when.isoformat() if when else None,
-                      "age_s": round((now - when).total_seconds(), 3) if when else None,
-                      "overdue": when is None or now - when > period})
+        due.append({"task": task.id, "schedule": task.schedule, "last_probe": when.isoformat() if when else None,
+                    "age_s": round((now - when).total_seconds(), 3) if when else None,
+                    "overdue": when is None or now - when > period})
     body: dict[str, object] = {
         "status": "ok" if not problems else "unhealthy", "problems": problems, "role": status.role,
         "identity": status.identity, "executor": status.executor, "lock": status.lock,
         "scheduler": {"heartbeat": beat.isoformat() if beat else None,
                       "heartbeat_age_s": round(beat_age, 3) if beat_age is not None else None},
         "database": {"reachable": db_error is None, "error": db_error},
-        "tasks": tasks,
+        "tasks": due,
     }
     return (200 if not problems else 503), body
 
@@ -175,14 +175,14 @@ class DatabaseCollector(Collector):
         yield detectors
 
 
-def create_health_app(engine: Engine, plan: Plan, status: ServiceStatus, *,
+def create_health_app(engine: Engine, tasks: Sequence[Task], status: ServiceStatus, *,
                       now: Callable[[], datetime] = utcnow) -> Starlette:
     """The ASGI app serving ``/healthz`` and ``/metrics`` (serve it with ``serve_in_thread``)."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(DatabaseCollector(engine, status, now))
 
     def healthz(_: Request) -> Response:
-        code, body = health_report(engine, plan, status, now())
+        code, body = health_report(engine, tasks, status, now())
         return JSONResponse(body, status_code=code)
 
     def metrics(_: Request) -> Response:

@@ -38,6 +38,7 @@ from starlette.routing import Route
 from medmon.db import utcnow
 from medmon.errors import MedmonError
 from medmon.monitor.plan.model import Plan
+from medmon.monitor.plan.traffic import Traffic
 from medmon.monitor.traffic.ingest import Ingestor, store_calls
 from medmon.monitor.traffic.memory_judging import InMemoryJudging, wanted
 from medmon.monitor.traffic.spans import JSON_TYPE, PROTOBUF, DecodeFailure, decode, decompress, parse_export
@@ -52,10 +53,10 @@ class MissingToken(MedmonError):
     """The plan names a token variable that is not set: refusing to start an open door."""
 
 
-def receiver_token(plan: Plan, environ: Mapping[str, str] | None = None) -> str | None:
+def receiver_token(traffic: Traffic | None, environ: Mapping[str, str] | None = None) -> str | None:
     """The bearer token from the variable the plan names (None when the plan asks for none)."""
     env = os.environ if environ is None else environ
-    name = plan.traffic.token_env if plan.traffic is not None else None
+    name = traffic.token_env if traffic is not None else None
     if name is None:
         return None
     token = env.get(name)

@@ -155,7 +155,7 @@ def retention_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> No
     from medmon.monitor.traffic.retention import delete_expired
 
     try:
-        gone = delete_expired(engine, plan, now())
+        gone = delete_expired(engine, plan.traffic, now())
     except Exception:
         log.exception("traffic retention pass failed")
         return

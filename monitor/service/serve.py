@@ -174,7 +174,7 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
     plan = check_plan(plan_path)
     mask_logs(plan)  # from here on no log line carries a secret the plan refers to
     require_endpoint_env(plan)  # every call would fail with 401: refuse now, naming the variable
-    token = receiver_token(plan) if plan.traffic is not None and plan.traffic.port is not None else None
+    token = receiver_token(plan.traffic) if plan.traffic is not None and plan.traffic.port is not None else None
     stop = stop or threading.Event()
     abandon = threading.Event()
     if opts.install_signals and threading.current_thread() is threading.main_thread():
@@ -198,7 +198,7 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
     port = opts.health_port if opts.health_port is not None else plan.service.health_port
     health: RunningServer | None = None
     if port is not None:
-        health = serve_in_thread(create_health_app(engine, plan, status, now=opts.now), host=plan.service.health_host,
+        health = serve_in_thread(create_health_app(engine, plan.tasks, status, now=opts.now), host=plan.service.health_host,
                                  port=port)
         result.health_url = health.url
         log.info("health endpoints on %s (/healthz, /metrics)", health.url)

@@ -29,7 +29,7 @@ from sqlmodel import Session, col, func, select
 
 from medmon.alerts import Signal, apply_signals
 from medmon.baselines.canary import canary_from_dict
-from medmon.db import as_utc, session_scope
+from medmon.db import session_scope
 from medmon.monitor.detection.drift.budget import QUALITY
 from medmon.monitor.detection.drift.layout import StreamSpec, margin_z
 from medmon.monitor.detection.streams import finding_record, update_stream
@@ -196,7 +196,7 @@ def feed_verdicts(engine: Engine, plan: Plan, now: datetime) -> list[TrafficJudg
         ready = []
         for r in rows:
             if r.error == PENDING:
-                if as_utc(now) - as_utc(r.judged_at) < LOST_AFTER:
+                if now - r.judged_at < LOST_AFTER:
                     continue
                 r.error = LOST
             else:

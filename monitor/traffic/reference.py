@@ -17,7 +17,6 @@ from typing import Any
 
 from sqlmodel import Session, col, func, select
 
-from medmon.db import as_utc
 from medmon.monitor.models import TrafficReference, TrafficSpan
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.traffic import Traffic
@@ -64,7 +63,7 @@ def _period(session: Session, traffic: Traffic, task_id: str, now: datetime) -> 
     first = session.exec(select(func.min(TrafficSpan.ended_at)).where(TrafficSpan.task_id == task_id)).one()
     if first is None:
         return None
-    start = as_utc(first)
+    start = first
     end = start + parse_interval(traffic.reference_window)
     if now < end:
         return None
@@ -75,7 +74,7 @@ def _period(session: Session, traffic: Traffic, task_id: str, now: datetime) -> 
     # Too few calls in the window: the reference runs on until it holds the minimum.
     nth = session.exec(select(TrafficSpan.ended_at).where(TrafficSpan.task_id == task_id)
                        .order_by(col(TrafficSpan.ended_at)).offset(traffic.reference_min_calls - 1).limit(1)).first()
-    return (start, as_utc(nth)) if nth is not None else None
+    return (start, nth) if nth is not None else None
 
 
 def ensure_reference(session: Session, traffic: Traffic, task_id: str, now: datetime) -> TrafficReference | None:

@@ -16,16 +16,16 @@ from sqlmodel import col, select
 from medmon.db import session_scope
 from medmon.monitor.models import TrafficSpan
 from medmon.monitor.plan.intervals import parse_interval
-from medmon.monitor.plan.model import Plan
+from medmon.monitor.plan.traffic import Traffic
 
 DELETE_BATCH = 5000
 
 
-def delete_expired(engine: Engine, plan: Plan, now: datetime, *, batch: int = DELETE_BATCH) -> int:
+def delete_expired(engine: Engine, traffic: Traffic | None, now: datetime, *, batch: int = DELETE_BATCH) -> int:
     """Delete expired spans (judgements, which hold scores only, stay); return how many went."""
-    if plan.traffic is None:
+    if traffic is None:
         return 0
-    cutoff = now - parse_interval(plan.traffic.retention)
+    cutoff = now - parse_interval(traffic.retention)
     total = 0
     while True:
         with session_scope(engine) as session:

@@ -28,7 +28,7 @@ from sqlmodel import Session, select
 
 from medmon.alerts import Signal, apply_signals
 from medmon.alerts.rules import Impact, detector_alarm, detector_recovered, model_changed
-from medmon.db import as_utc, session_scope
+from medmon.db import session_scope
 from medmon.monitor.alerting.signals import task_subject
 from medmon.monitor.detection.drift.budget import OPERATIONAL, Budget
 from medmon.monitor.detection.drift.layout import StreamSpec, margin_z
@@ -77,7 +77,7 @@ def _rollup(session: Session, spans: Sequence[Any]) -> None:
     sums: dict[tuple[datetime, str, str], list[Any]] = {}
     n = len(LATENCY_BUCKETS)
     for s in spans:
-        key = (as_utc(s.ended_at).replace(minute=0, second=0, microsecond=0), s.task_id or "",
+        key = (s.ended_at.replace(minute=0, second=0, microsecond=0), s.task_id or "",
                s.response_model or s.request_model)
         acc = sums.get(key)
         if acc is None:
@@ -212,7 +212,7 @@ def _feed(session: Session, plan: Plan, specs: Sequence[StreamSpec], threshold: 
 
 def _feed_task(session: Session, plan: Plan, ref: TrafficReference, spans: Sequence[Any],
                now: datetime, out: TrafficPass) -> None:
-    after = [s for s in spans if as_utc(s.ended_at) > as_utc(ref.period_to)]
+    after = [s for s in spans if s.ended_at > ref.period_to]
     if not after:
         return
     after.sort(key=lambda s: (s.ended_at, s.id or 0))

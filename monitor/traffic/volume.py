@@ -85,7 +85,7 @@ def _hour_counts(session: Session, task_id: str, start: datetime, end: datetime)
     rows = session.exec(select(TrafficRollup.hour, func.sum(TrafficRollup.calls)).where(
         TrafficRollup.task_id == task_id, col(TrafficRollup.hour) >= start, col(TrafficRollup.hour) < end)
         .group_by(col(TrafficRollup.hour))).all()
-    return {as_utc(h): int(n or 0) for h, n in rows}
+    return {h: int(n or 0) for h, n in rows}
 
 
 def _hours(start: datetime, end: datetime) -> list[datetime]:
@@ -126,12 +126,12 @@ def dispersion(groups: Sequence[Sequence[int]]) -> tuple[float, int]:
 
 def volume_reference(session: Session, ref: TrafficReference) -> dict[str, Any] | None:
     """Per slot mean and days, and the dispersion, from the reference period's full hours (None: too short)."""
-    start = floor_hour(ref.period_from) + (HOUR if floor_hour(ref.period_from) < as_utc(ref.period_from) else timedelta())
+    start = floor_hour(ref.period_from) + (HOUR if floor_hour(ref.period_from) < ref.period_from else timedelta())
     end = floor_hour(ref.period_to)
     hours = _hours(start, end)
     if len(hours) < MIN_HOURS:
         return None
-    weekly = as_utc(ref.period_to) - as_utc(ref.period_from) >= WEEK  # a 7d window loses its partial first hour
+    weekly = ref.period_to - ref.period_from >= WEEK  # a 7d window loses its partial first hour
     counts = _hour_counts(session, ref.task_id, start, end)
     slots: dict[str, list[int]] = defaultdict(list)
     workweek: dict[str, list[int]] = defaultdict(list)

@@ -27,7 +27,6 @@ from medmon.alerts import (
 )
 from medmon.alerts.channels import WebhookConfig
 from medmon.alerts.receiver import create_receiver
-from medmon.db import as_utc
 from medmon.monitor.service.webserver import RunningServer, serve_in_thread
 from tests.alerts.helpers import FakeClock, apply_signal, clear, fire
 
@@ -147,7 +146,7 @@ def _deliver_until(engine: Engine, channels: dict[str, WebhookChannel], clock: F
             due = s.exec(select(Notification.next_attempt_at).where(
                 Notification.status == NotificationStatus.pending, Notification.next_attempt_at > clock())
                 .order_by(col(Notification.next_attempt_at))).first()
-        clock.t = max(clock() + timedelta(seconds=1), as_utc(due) if due is not None else clock())
+        clock.t = max(clock() + timedelta(seconds=1), due if due is not None else clock())
 
 
 def test_receiver_down_for_an_hour_gets_everything_in_order(engine: Engine, policy: NotifyPolicy,

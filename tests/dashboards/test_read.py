@@ -28,7 +28,6 @@ from medmon.monitor.read import (
     subgroup_slices,
     task_overview,
 )
-from medmon.db import as_utc
 from medmon.monitor.storage import make_engine
 from medmon.probes.models import JudgeCall, ProbeResult, ProbeRun
 from tests.conftest import ON_POSTGRES, fresh_postgres_database
@@ -93,7 +92,7 @@ def test_cost_per_day_adds_up_in_utc_days_and_counts_calls_over_budget(seeded_db
     rows = _results(engine, "knowledge-qa") + _results(engine, "dose-calc")
     expected: dict[tuple[object, str], list[ProbeResult]] = defaultdict(list)
     for r in rows:
-        expected[(as_utc(r.created_at).date(), r.task_id)].append(r)
+        expected[(r.created_at.date(), r.task_id)].append(r)
     with Session(engine) as s:
         days = cost_by_day(s, plan, since)
         tasks = cost_by_task(plan, days, judge_cost_by_task(s, since))
@@ -139,7 +138,7 @@ def test_jury_agreement_and_judge_cost_per_day(seeded_db: tuple[Seeded, Engine, 
         calls = s.exec(select(JudgeCall)).all()
     by_day: dict[object, list[float]] = defaultdict(list)
     for r in judged:
-        by_day[as_utc(r.created_at).date()].append(r.jury_agreement)  # type: ignore[arg-type]
+        by_day[r.created_at.date()].append(r.jury_agreement)  # type: ignore[arg-type]
     assert {d.day: d.items for d in days} == {k: len(v) for k, v in by_day.items()}
     for d in days:
         assert d.agreement == pytest.approx(sum(by_day[d.day]) / len(by_day[d.day]))

@@ -53,7 +53,7 @@ def _probed(engine, make_plan, serve: Callable, probes: int = 3):  # type: ignor
 def test_healthz_is_200_for_a_live_leader_and_reports_last_probes(engine, make_plan, serve) -> None:
     plan = _probed(engine, make_plan, serve)
     status = ServiceStatus(identity="host:1", role="leader", heartbeat=lambda: NOW - timedelta(seconds=1))
-    response = _get(create_health_app(engine, plan, status, now=lambda: NOW), "/healthz")
+    response = _get(create_health_app(engine, plan.tasks, status, now=lambda: NOW), "/healthz")
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["status"] == "ok" and body["role"] == "leader" and body["database"]["reachable"] is True
@@ -65,19 +65,19 @@ def test_healthz_is_200_for_a_live_leader_and_reports_last_probes(engine, make_p
 def test_healthz_is_503_when_the_scheduler_stalls_or_the_database_is_gone(engine, make_plan, tmp_path: Path) -> None:
     plan = make_plan()
     stalled = ServiceStatus(identity="host:1", role="leader", heartbeat=lambda: NOW - timedelta(minutes=5))
-    response = _get(create_health_app(engine, plan, stalled, now=lambda: NOW), "/healthz")
+    response = _get(create_health_app(engine, plan.tasks, stalled, now=lambda: NOW), "/healthz")
     assert response.status_code == 503 and "scheduler heartbeat is stale" in response.json()["problems"]
     assert response.json()["tasks"][0]["overdue"] is True, "a task never probed is overdue"
 
     standby = ServiceStatus(identity="host:2", role="standby")
-    assert _get(create_health_app(engine, plan, standby, now=lambda: NOW), "/healthz").status_code == 200
+    assert _get(create_health_app(engine, plan.tasks, standby, now=lambda: NOW), "/healthz").status_code == 200
 
     (tmp_path / "gone").mkdir()
     unreachable = make_engine(f"sqlite:///{tmp_path / 'gone'}", create=False)  # a directory is no database
-    response = _get(create_health_app(unreachable, plan, standby, now=lambda: NOW), "/healthz")
+    response = _get(create_health_app(unreachable, plan.tasks, standby, now=lambda: NOW), "/healthz")
     assert response.status_code == 503
     assert response.json()["database"]["reachable"] is False and response.json()["database"]["error"]
-    metrics = _get(create_health_app(unreachable, plan, standby, now=lambda: NOW), "/metrics")
+    metrics = _get(create_health_app(unreachable, plan.tasks, standby, now=lambda: NOW), "/metrics")
     assert metrics.status_code == 200 and "medmon_database_up 0.0" in metrics.text
 
 
@@ -85,7 +85,7 @@ def test_metrics_count_what_the_database_holds(engine, make_plan, serve) -> None
     plan = _probed(engine, make_plan, serve, probes=4)
     status = ServiceStatus(identity="host:1", role="leader", heartbeat=lambda: NOW - timedelta(seconds=2),
                            queue_depth=lambda: 7)
-    response = _get(create_health_app(engine, plan, status, now=lambda: NOW), "/metrics")
+    response = _get(create_health_app(engine, plan.tasks, status, now=lambda: NOW), "/metrics")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
                for family in text_string_to_metric_families(response.text) for s in family.samples}

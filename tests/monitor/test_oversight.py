@@ -229,7 +229,7 @@ def test_a_safety_events_clock_is_computed_and_alerted_before_its_deadline(engin
 
 def test_art73_default_clocks() -> None:
     plan = _event_plan()
-    assert {k: safety.clock_for(plan, k)[1] for k in ("death", "widespread", "serious", "non_serious")} == {
+    assert {k: safety.clock_for(plan.oversight.safety, k)[1] for k in ("death", "widespread", "serious", "non_serious")} == {
         "death": timedelta(days=10), "widespread": timedelta(days=2), "serious": timedelta(days=15),
         "non_serious": None}
 

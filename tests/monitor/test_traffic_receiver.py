@@ -189,6 +189,6 @@ def test_database_down_is_a_503_and_the_exporter_retry_loses_nothing(engine, rec
 def test_a_plan_token_variable_that_is_unset_refuses_to_start(db_url) -> None:
     plan = traffic_plan(db_url, token_env="MEDMON_TRAFFIC_TOKEN")
     with pytest.raises(MissingToken, match="MEDMON_TRAFFIC_TOKEN is not set"):
-        receiver_token(plan, environ={})
-    assert receiver_token(plan, environ={"MEDMON_TRAFFIC_TOKEN": "t"}) == "t"
-    assert receiver_token(traffic_plan(db_url), environ={}) is None
+        receiver_token(plan.traffic, environ={})
+    assert receiver_token(plan.traffic, environ={"MEDMON_TRAFFIC_TOKEN": "t"}) == "t"
+    assert receiver_token(traffic_plan(db_url).traffic, environ={}) is None

@@ -143,7 +143,7 @@ def test_retention_deletes_expired_raw_rows_in_batches_and_keeps_rollups(engine,
     _store(engine, plan, _calls(rng, 30, T0 + timedelta(days=2)), T0)
     with session_scope(engine) as s:
         traffic_pass(s, plan, T0, batch=1100)  # 130 spans are left unstreamed: never deleted before rollup
-    gone = delete_expired(engine, plan, T0 + timedelta(days=2), batch=250)
+    gone = delete_expired(engine, plan.traffic, T0 + timedelta(days=2), batch=250)
     assert gone == 1100
     with Session(engine) as s:
         assert s.exec(select(func.count()).select_from(TrafficSpan)).one() == 130

@@ -2,7 +2,8 @@
 
 Every detector takes its parameters in ``__init__`` (a bad one raises ``ValueError`` naming it),
 returns a :class:`Finding` from ``update(x)`` when it concludes, and keeps its state in a
-dataclass (``.state``) that round-trips through JSON into ``DetectorState``.
+dataclass (``.state``) that round-trips through JSON into ``DetectorState``. What the streams use
+of one is the ``Detector`` protocol (``detector.py``), which every class here satisfies.
 """
 
 from medmon.monitor.detection.drift.counts import CountSR

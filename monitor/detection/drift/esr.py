@@ -170,6 +170,10 @@ class MixtureSR:
         """log(statistic) / log(threshold): 0 with no evidence, 1 at the alarm line."""
         return math.log(max(self.statistic, 1.0)) / math.log(self.threshold)
 
+    @property
+    def seen(self) -> int:
+        return self.state.total
+
     def reset(self) -> None:
         self.state = MixtureSRState.fresh(len(self.shifts), self.state.total)
 

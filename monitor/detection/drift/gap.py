@@ -100,6 +100,10 @@ class SubgroupGapSR:
     def evidence(self) -> float:
         return self._core.evidence
 
+    @property
+    def seen(self) -> int:
+        return self.state.core.total
+
     def reset(self) -> None:
         self._core.reset()
         self.state.core = self._core.state

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from medmon.monitor.detection.drift.esr import DEFAULT_SHIFTS, MixtureSR, MixtureSRState
-from medmon.monitor.detection.drift.finding import Finding
+from medmon.monitor.detection.drift.finding import Finding, RecoveryNull
 
 
 @dataclass
@@ -91,6 +91,7 @@ class JudgeBiasSR:
 
     name = "judge_bias_sr"
     State = JudgeBiasState
+    recovery_null: RecoveryNull | None = None  # two-sided: it recovers on runs back inside the band (``holds``)
 
     def __init__(self, threshold: float, burn_in: int = 48, tolerance: float = 0.25, scale_min: float = 1.0,
                  scale_max: float = 5.0, sigma2: float = 0.02, shifts: tuple[float, ...] = DEFAULT_SHIFTS,
@@ -156,6 +157,10 @@ class JudgeBiasSR:
     @property
     def evidence(self) -> float:
         return math.log(max(self.statistic, 1.0)) / math.log(self.threshold)
+
+    @property
+    def seen(self) -> int:
+        return self.state.total
 
     def reset(self) -> None:
         """Forget the evidence, keep the reference (a recovered judge is watched against it again)."""

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from medmon.monitor.detection.drift.esr import BET_CAP, DEFAULT_SHIFTS
-from medmon.monitor.detection.drift.finding import Finding
+from medmon.monitor.detection.drift.finding import Finding, RecoveryNull
 from medmon.monitor.detection.drift.paired import paired_x
 
 
@@ -84,6 +84,7 @@ class OneShotPaired:
 
     name = "oneshot_paired"
     State = OneShotState
+    recovery_null: RecoveryNull | None = None
 
     def __init__(self, margin: float, tolerance: float, alpha: float = 0.05, sigma2: float = 0.05,
                  max_n: int = 1000, shifts: tuple[float, ...] = DEFAULT_SHIFTS, state: OneShotState | None = None) -> None:
@@ -120,6 +121,13 @@ class OneShotPaired:
     @property
     def evidence(self) -> float:
         return math.log(max(self.statistic, 1.0)) / math.log(self.threshold)
+
+    @property
+    def seen(self) -> int:
+        return self.state.n
+
+    def holds(self, run_mean: float) -> bool:  # a one-shot test ends in a verdict, never in a recovery
+        return False
 
     def reset(self) -> None:
         self.state = OneShotState(log_worse=[0.0] * len(self.shifts), log_fine=[0.0] * len(self.shifts))

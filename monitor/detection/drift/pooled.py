@@ -106,6 +106,10 @@ class PooledSR:
     def evidence(self) -> float:
         return math.log(max(self.statistic, 1.0)) / math.log(self.threshold)
 
+    @property
+    def seen(self) -> int:
+        return self.state.core.total
+
     def reset(self) -> None:
         self.state.core = MixtureSRState.fresh(len(self.shifts), self.state.core.total)
 

@@ -25,7 +25,7 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from medmon.monitor.detection.drift.finding import Finding
+from medmon.monitor.detection.drift.finding import Finding, RecoveryNull
 
 KINDS = {"adwin": "ADWIN", "kswin": "KSWIN", "page_hinkley": "PageHinkley"}
 _SENSITIVITY = {"adwin": ("delta", 0.002), "kswin": ("alpha", 0.005), "page_hinkley": ("threshold", 50.0)}
@@ -79,6 +79,7 @@ class RiverDrift:
 
     name = "river"
     State = RiverState
+    recovery_null: RecoveryNull | None = None
 
     def __init__(self, kind: str, params: dict[str, Any] | None = None, window: int = 100,
                  state: RiverState | None = None) -> None:
@@ -107,6 +108,13 @@ class RiverDrift:
         """The state with the river detector pickled in (pickled on access, not on every update)."""
         self._state.blob = base64.b64encode(pickle.dumps(self._river)).decode("ascii")
         return self._state
+
+    @property
+    def seen(self) -> int:
+        return self._state.n
+
+    def holds(self, run_mean: float) -> bool:  # information only: never degraded, so never recovers
+        return False
 
     def reset(self) -> None:
         self._river = _build(self.kind, self.params)

@@ -35,6 +35,10 @@ class WrappedSR:
     def evidence(self) -> float:
         return self._core.evidence
 
+    @property
+    def seen(self) -> int:
+        return self._core.seen
+
     def reset(self) -> None:
         self._core.reset()
 

@@ -53,7 +53,6 @@ from medmon.monitor.governance.reports.sections import (
     trend,
 )
 from medmon.monitor.governance.reports.svg import score_chart
-from medmon.db import as_utc
 from medmon.probes.models import JudgeCall, ProbeResult, ProbeRun
 
 MONITORING = "monitoring"
@@ -288,7 +287,7 @@ def _series(session: Session, task_id: str, period: Period) -> list[tuple[dateti
     rows = session.exec(select(ProbeRun.finished_at, ProbeRun.mean_score).where(
         ProbeRun.task_id == task_id, monitoring(), col(ProbeRun.mean_score).is_not(None),
         _in(col(ProbeRun.finished_at), period)).order_by(col(ProbeRun.finished_at))).all()
-    points = [(as_utc(at), float(m)) for at, m in rows if at is not None and m is not None]
+    points = [(at, float(m)) for at, m in rows if at is not None and m is not None]
     if len(points) <= MAX_POINTS:
         return points
     width = (period.end - period.start) / MAX_POINTS
@@ -299,7 +298,7 @@ def _series(session: Session, task_id: str, period: Period) -> list[tuple[dateti
 
 
 def _minutes(later: datetime | None, earlier: datetime) -> float | None:
-    return None if later is None else round((as_utc(later) - as_utc(earlier)) / timedelta(minutes=1), 1)
+    return None if later is None else round((later - earlier) / timedelta(minutes=1), 1)
 
 
 def _alerts(session: Session, period: Period) -> list[AlertRow]:
@@ -317,17 +316,17 @@ def _alerts(session: Session, period: Period) -> list[AlertRow]:
     for a in alerts:
         assert a.id is not None
         history = events.get(a.id, [])
-        handling = [f"{e.to_status} by {e.actor} at {as_utc(e.at):%Y-%m-%d %H:%M} UTC" + (f": {e.note}" if e.note
+        handling = [f"{e.to_status} by {e.actor} at {e.at:%Y-%m-%d %H:%M} UTC" + (f": {e.note}" if e.note
                                                                                            else "")
                     for e in history if e.actor != "medmon"]
         ack = next((e.at for e in history if e.to_status == "acknowledged"), None)
-        if ack is None and a.acknowledged_at is not None and as_utc(a.acknowledged_at) < period.end:
+        if ack is None and a.acknowledged_at is not None and a.acknowledged_at < period.end:
             ack = a.acknowledged_at
-        ended = a.ends_at if a.ends_at is not None and as_utc(a.ends_at) < period.end else None
-        acked = ack is not None and as_utc(ack) < period.end
+        ended = a.ends_at if a.ends_at is not None and a.ends_at < period.end else None
+        acked = ack is not None and ack < period.end
         status = "resolved" if ended is not None else ("acknowledged" if acked else "firing")  # as at the period's end
         rows.append(AlertRow(a.id, a.task_id, a.rule, a.severity.value, status, a.summary,
-                             as_utc(a.starts_at), ended, handling, _minutes(ack, a.starts_at),
+                             a.starts_at, ended, handling, _minutes(ack, a.starts_at),
                              _minutes(ended, a.starts_at)))
     return rows
 
@@ -340,7 +339,7 @@ def _incidents(session: Session, period: Period) -> list[IncidentRow]:
     counts = dict(session.exec(select(Alert.incident_id, func.count()).where(
         col(Alert.incident_id).in_([i.id for i in rows])).group_by(Alert.incident_id)).all()) if rows else {}
     return [IncidentRow(i.id or 0, i.task_id, i.cause, incident_title(i), i.severity.value, i.summary,
-                        as_utc(i.opened_at), as_utc(i.closed_at) if i.closed_at and as_utc(i.closed_at) < period.end
+                        i.opened_at, i.closed_at if i.closed_at and i.closed_at < period.end
                         else None, int(counts.get(i.id, 0)), i.acknowledged_by, i.resolved_by, i.resolve_reason)
             for i in rows]
 
@@ -384,7 +383,7 @@ def _silences(session: Session, period: Period) -> list[dict[str, Any]]:
     rows = session.exec(select(Silence).where(col(Silence.starts_at) < period.end, col(Silence.ends_at) > period.start)
                         .order_by(col(Silence.starts_at))).all()
     return [{"id": s.id, "matchers": " ".join(f"{m.get('name')}{m.get('op')}{m.get('value')}" for m in s.matchers),
-             "starts_at": as_utc(s.starts_at), "ends_at": as_utc(s.ends_at), "reason": s.reason,
+             "starts_at": s.starts_at, "ends_at": s.ends_at, "reason": s.reason,
              "created_by": s.created_by, "expired_by": s.expired_by} for s in rows]
 
 
@@ -412,19 +411,19 @@ def _judge_cost(session: Session, period: Period) -> tuple[float | None, int]:
 def _changes(session: Session, period: Period) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
                                                          list[dict[str, Any]]]:
     identities = [{"task": m.task_id, "served_model": m.served_model, "fingerprint": m.system_fingerprint,
-                   "first_seen": as_utc(m.first_seen), "run_id": m.run_id}
+                   "first_seen": m.first_seen, "run_id": m.run_id}
                   for m in session.exec(select(ModelIdentity).where(_in(col(ModelIdentity.first_seen), period))
                                         .order_by(col(ModelIdentity.first_seen), col(ModelIdentity.id))).all()]
     changes = [{"id": c.id, "task": c.task_id, "kind": c.kind, "source": c.source, "actor": c.actor, "note": c.note,
-                "at": as_utc(c.created_at), "status": c.status.value, "reevaluation_id": c.reevaluation_id}
+                "at": c.created_at, "status": c.status.value, "reevaluation_id": c.reevaluation_id}
                for c in list_changes(session, since=period.start, until=period.end)]
-    reevaluations = [{"id": r.id, "task": r.task_id, "status": r.status.value, "started_at": as_utc(r.started_at),
+    reevaluations = [{"id": r.id, "task": r.task_id, "status": r.status.value, "started_at": r.started_at,
                       "repeats": r.repeats, "n": r.n, "errors": r.n_errors, "estimate": r.estimate,
                       "ci_low": r.ci_low, "ci_high": r.ci_high, "baseline": r.baseline_value,
                       "difference": r.difference, "min_score": r.min_score, "tolerated_drop": r.tolerated_drop,
                       "passed": r.passed, "conclusive": r.conclusive, "served_model": r.served_model,
                       "cost_usd": r.cost_usd, "approved_by": r.approved_by,
-                      "approved_at": as_utc(r.approved_at) if r.approved_at else None, "reasons": r.reasons,
+                      "approved_at": r.approved_at, "reasons": r.reasons,
                       "error": r.error}
                      for r in list_reevaluations(session, since=period.start, until=period.end)]
     return identities, changes, reevaluations
@@ -473,7 +472,7 @@ def _decisions_requested(session: Session, plan: Plan, period: Period, tasks: li
                     f"{p.task}; until then it is compared with baseline {p.current_baseline_id}"})
     for c in list_changes(session, until=period.end):
         answer = session.get(Reevaluation, c.reevaluation_id) if c.reevaluation_id is not None else None
-        if answer is None or as_utc(answer.started_at) >= period.end:  # still owed when the period ended
+        if answer is None or answer.started_at >= period.end:  # still owed when the period ended
             out.append({"task": c.task_id, "kind": "change without re-evaluation",
                         "ask": f"{c.kind} change {c.id} ({c.note}) has not been re-evaluated"})
     for r in reevaluations:
@@ -538,7 +537,7 @@ def build_committee_report(session: Session, plan: Plan, period: Period, *, now:
     plan = with_thresholds_in_force(session, in_force.plan, before=period.end)  # approved ones, not the edit
     identities, changes, reevaluations = _changes(session, period)
     check = verify(session)
-    decisions = [{"seq": e.seq, "at": as_utc(e.at), "kind": e.kind, "actor": e.actor, "subject": e.subject,
+    decisions = [{"seq": e.seq, "at": e.at, "kind": e.kind, "actor": e.actor, "subject": e.subject,
                   "what": _decision_text(e)}
                  for e in list_events(session, since=period.start, until=period.end)
                  if AuditKind(e.kind) in HUMAN_KINDS]

@@ -11,7 +11,6 @@ from typing import Any
 
 from sqlmodel import Session, col, func, select
 
-from medmon.db import as_utc
 from medmon.monitor.governance.review import reviewed_tasks
 from medmon.monitor.governance.reports.period import Period
 from medmon.monitor.governance.safety import actions_of, clock_state
@@ -79,7 +78,7 @@ def _agreement(session: Session, plan: Plan, period: Period) -> list[dict[str, A
     rows = session.exec(select(AgreementRecord).where(col(AgreementRecord.id).in_(newest))
                         .order_by(AgreementRecord.task_id, AgreementRecord.criterion, AgreementRecord.statistic)).all()
     return [{"task": r.task_id, "criterion": r.criterion, "statistic": r.statistic, "value": r.value,
-             "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n, "at": as_utc(r.created_at),
+             "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n, "at": r.created_at,
              "floor": _floor(plan, r.statistic),
              "below": _below(r.statistic, r.value, r.ci_low, r.ci_high, _floor(plan, r.statistic))} for r in rows]
 
@@ -94,11 +93,11 @@ def _events(session: Session, plan: Plan, period: Period, now: datetime) -> list
     for e in rows:
         state = clock_state(e, now, warn)
         out.append({"id": e.id, "task": e.task_id, "severity": e.severity, "status": e.status,
-                    "what": e.what_happened, "source": e.source_ref or e.source, "opened_at": as_utc(e.opened_at),
+                    "what": e.what_happened, "source": e.source_ref or e.source, "opened_at": e.opened_at,
                     "deadline": e.clock, "due_at": state.due_at, "clock": state.label, "clock_state": state.state,
-                    "reported_at": as_utc(e.reported_at) if e.reported_at else None, "decision": e.decision,
+                    "reported_at": e.reported_at, "decision": e.decision,
                     "actions": [{"id": a.id, "description": a.description, "owner": a.owner,
-                                 "due_at": as_utc(a.due_at), "status": a.status,
+                                 "due_at": a.due_at, "status": a.status,
                                  "check": a.check_reevaluation_id} for a in actions_of(session, e.id or 0)]})
     return out
 
@@ -114,6 +113,6 @@ def build_oversight_section(session: Session, plan: Plan, period: Period, now: d
         events=_events(session, plan, period, now), near_misses={k: int(v) for k, v in misses.items()},
         suspensions=[{"id": s.id, "task": s.task_id, "status": s.status, "reason": s.reason,
                       "requested_by": s.requested_by, "confirmed_by": s.confirmed_by,
-                      "suspended_at": as_utc(s.suspended_at) if s.suspended_at else None,
-                      "resumed_at": as_utc(s.resumed_at) if s.resumed_at else None, "basis": s.resume_basis,
+                      "suspended_at": s.suspended_at,
+                      "resumed_at": s.resumed_at, "basis": s.resume_basis,
                       "error": s.route_error} for s in held])

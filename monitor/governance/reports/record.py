@@ -18,7 +18,6 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from medmon.baselines import Baseline
-from medmon.db import as_utc
 from medmon.monitor.errors import MedmonError
 from medmon.monitor.governance import signoff
 from medmon.monitor.governance.audit import AuditKind, canonical, record
@@ -49,7 +48,7 @@ def plan_in_force(session: Session, period: Period, plan: Plan, plan_text: str |
         return PlanInForce(plan, {"seq": None, "hash": None, "at": None, "actor": None, "sha256": None,
                                   "text": plan_text or "", "source": "current file"}, False, None, [note])
     text, source = str(event.details.get("text", "")), str(event.details.get("source", ""))
-    info = {"seq": event.seq, "hash": event.hash, "at": as_utc(event.at), "actor": event.actor,
+    info = {"seq": event.seq, "hash": event.hash, "at": event.at, "actor": event.actor,
             "sha256": event.details.get("sha256"), "text": text, "source": source}
     notes = []
     matches = None
@@ -82,7 +81,7 @@ def baseline_in_force(session: Session, plan: Plan, task: Task, period: Period, 
     if pin is not None:
         pinned = session.get(Baseline, pin.baseline_id)
         if pinned is not None and pin_fits(pin, pinned, task):
-            return BaselineInForce(pinned, as_utc(pin.pinned_at), pin.actor, pin.rationale)
+            return BaselineInForce(pinned, pin.pinned_at, pin.actor, pin.rationale)
     try:
         found = task_baseline(session, plan, load_context(plan, task), now=now)
     except MedmonError:

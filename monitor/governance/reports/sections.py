@@ -15,7 +15,6 @@ from sqlalchemy import case
 from sqlmodel import Session, col, func, select
 
 from medmon.baselines.interval import mean_interval, wilson_interval
-from medmon.db import as_utc
 from medmon.monitor.governance.reports.period import Period, previous
 from medmon.monitor.models import FindingRecord
 from medmon.monitor.plan.model import Plan, Task
@@ -178,9 +177,9 @@ def health(session: Session, plan: Plan, period: Period, *, stale_after: float, 
         counts = dict(session.exec(select(ProbeRun.status, func.count()).where(
             ProbeRun.task_id == task.id, monitoring(), in_period(col(ProbeRun.started_at), period))
             .group_by(ProbeRun.status)).all())
-        starts = [as_utc(t) for t in session.exec(select(ProbeRun.started_at).where(
+        starts = list(session.exec(select(ProbeRun.started_at).where(
             ProbeRun.task_id == task.id, monitoring(), in_period(col(ProbeRun.started_at), period))
-            .order_by(col(ProbeRun.started_at))).all()]
+            .order_by(col(ProbeRun.started_at))).all())
         runs = sum(int(v) for v in counts.values())
         complete = int(counts.get(RunStatus.complete, 0))
         every = task.interval
@@ -215,4 +214,4 @@ def provenance(session: Session, task_id: str, period: Period) -> list[dict[str,
                         .group_by(ProbeRun.pack_sha256, ProbeRun.prompt_sha256, ProbeRun.scorer_version)
                         .order_by(func.min(ProbeRun.started_at))).all()
     return [{"pack_sha256": pack, "prompt_sha256": prompt, "scorer_version": scorer, "runs": int(n),
-             "first": as_utc(first), "last": as_utc(last)} for pack, prompt, scorer, n, first, last in rows]
+             "first": first, "last": last} for pack, prompt, scorer, n, first, last in rows]

@@ -55,6 +55,18 @@ def test_parameters_are_kept_as_public_attributes(cls: type) -> None:
 
 
 @pytest.mark.parametrize("cls", DETECTORS, ids=lambda c: c.__name__)
+def test_seen_counts_the_observations_that_carried_information(cls: type) -> None:
+    """``seen`` is the count a stream stores (``DetectorState.n``) and its page shows."""
+    det = make(cls)
+    null, _ = cls._test_streams(random.Random(1))
+    informative = 0
+    for obs in [*null[:40], nan_like(null[0])]:
+        det.update(obs)
+        informative += det.last_x is not None
+    assert det.seen == informative > 0
+
+
+@pytest.mark.parametrize("cls", DETECTORS, ids=lambda c: c.__name__)
 def test_silent_while_the_null_holds(cls: type) -> None:
     null, _ = cls._test_streams(random.Random(1))
     assert first_alarm(make(cls), null) is None
