@@ -27,7 +27,8 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from medmon.alerts.causes import Cause, cause_of
+from medmon.alerts.catalogue import cause_of
+from medmon.alerts.causes import Cause
 from medmon.alerts.history import record_event
 from medmon.alerts.models import Alert, AlertStatus, Incident, Severity, Silence
 from medmon.alerts.signal import MONITOR_GROUP

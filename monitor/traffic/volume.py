@@ -41,7 +41,6 @@ from typing import Any
 from sqlmodel import Session, col, func, select
 
 from medmon.db import as_utc
-from medmon.monitor.detection.drift.budget import OPERATIONAL
 from medmon.monitor.detection.drift.layout import StreamSpec, margin_z
 from medmon.monitor.models import TrafficReference, TrafficRollup
 from medmon.monitor.plan.model import Plan
@@ -54,12 +53,6 @@ MIN_HOURS = 24  # full hours a reference needs before its volume is a null
 MIN_EXPECTED = 5.0
 PHI_FLOOR = 0.0025  # at least 5% of extra-Poisson variation per hour
 METRIC = "traffic_calls"
-WHAT = {
-    "drop": "far fewer real calls arrive than in the same hours of the reference (traffic collapse: "
-            "an outage or a broken integration?)",
-    "rise": "far more real calls arrive than in the same hours of the reference (traffic surge: "
-            "a retry loop, a new use or misrouted traffic?)",
-}
 
 
 @dataclass(frozen=True)
@@ -173,8 +166,7 @@ def volume_specs(plan: Plan, ref: TrafficReference) -> list[StreamSpec]:
         specs.append(StreamSpec(f"{ref.task_id}:{METRIC}:{direction}", ref.task_id, METRIC, direction, ratio, 1.0,
                                 observe, "count_sr",
                                 {"phi": phi, "direction": direction, "null_ratio": ratio,
-                                 "reference": ref.period_to.isoformat()},
-                                OPERATIONAL, what=WHAT[direction]))
+                                 "reference": ref.period_to.isoformat()}))
     return specs
 
 
