@@ -1,18 +1,16 @@
 """The stream catalogue: every kind of stream and rule, declared once, as data.
 
-A kind says what a stream (or a rule without a stream) measures and what follows from an alarm:
-its metric label, detector, alert rule, incident cause, impact (how loudly it pages), owner, the
-plain-language words of its alarm and what the committee is told to do. The monitor's stream
-layouts, the signal glue, incident grouping, the dashboard's sentences and the docs table all
-read it here; a stream whose kind is not in it fails where it is declared.
-
-A kind's ``metric`` is the base of the alert label: ``sub`` kinds carry a subscript (``score[sex=F]``,
-``judge_failures[gpt]``) that its wording reads as ``{sub}``.
+A kind says what a stream (or a rule without a stream) measures and what follows from an alarm: its
+metric label (``sub`` kinds carry a subscript, ``score[sex=F]``), detector, rule, incident cause, impact,
+owner, the words of its alarm and what the committee is told to do. Stream layouts, the signal glue,
+incident grouping, the dashboard's sentences and docs/alerts.md read it here; a stream of no kind fails
+where it is declared.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections import defaultdict
 from dataclasses import dataclass
 from enum import Enum
 
@@ -69,10 +67,6 @@ class Impact(str, Enum):
     info = "info"  # worth knowing, never worth a page
 
 
-Q, O, I = Impact.quality, Impact.operational, Impact.info
-C = Cause
-
-
 @dataclass(frozen=True)
 class Kind:
     """One kind of stream (``detector`` set) or of rule without a stream (``detector`` empty)."""
@@ -84,18 +78,13 @@ class Kind:
     cause: Cause
     impact: Impact
     owner: str  # clinical | technical: who acts first
-    what: str  # an alarm's words; ``{sub}`` and other fields are filled where the stream is declared
-    todo: str  # what the committee is told to do
-    detector: str = ""
+    what: str  # an alarm's words; ``{sub}`` (the metric's subscript) and other fields filled where it is declared
+    todo: str = ""  # what the committee is told to do, where it says more than the cause's runbook
+    detector: str = "mixture_sr"  # "" for a rule without a stream
     direction: str = ""  # "" for any; set where one metric has a kind per direction
     sub: bool = False
     family: str = "quality"  # the false-alarm budget it spends: quality | operational | info (none)
     page: str = ""  # the dashboard's sentence for a degraded stream of this kind
-
-    @property
-    def label(self) -> str:
-        """The metric label as written in docs: ``score[...]`` for a subscripted kind."""
-        return f"{self.metric}[...]" if self.sub else self.metric
 
     def words(self, **fields: object) -> str:
         """The alarm's words with its fields filled in (a field not given reads "…").
@@ -105,149 +94,113 @@ class Kind:
         >>> KINDS["latency_typical"].words()
         'calls grew slower than every go-live call of the same canary (by at least … s)'
         """
-        return self.what.format_map(_Fields(fields))
+        return self.what.format_map(defaultdict(lambda: "…", fields))
 
 
-class _Fields(dict[str, object]):
-    def __missing__(self, key: str) -> object:
-        return _Blank()
-
-
-class _Blank:
-    def __format__(self, spec: str) -> str:
-        return "…"
-
-
-_CHECK_MODEL = "Check the served model and read recent answers on the Task page; record the decision."
-_CHECK_VENDOR = "Ask the technical owner to check the endpoint, the vendor's status and the plan's budget."
+R, C, QUA, OPE, INF = Rule, Cause, Impact.quality, Impact.operational, Impact.info
+CLIN, TECH, OPS, INFO = "clinical", "technical", "operational", "info"
+_LENGTH = "(output tokens vs the burn-in's per-canary range)"
+_INFO_ONLY = "Nothing to decide: information for the next review."
 KINDS: dict[str, Kind] = {k.name: k for k in (
-    # --- canary streams (medmon.monitor.detection.drift.layout, .streams)
-    Kind("score", "canary", "score", Rule.drift_drop, C.accuracy, Q, "clinical", "score dropped below its baseline",
-         _CHECK_MODEL, "mixture_sr"),
-    Kind("golive_score", "canary", "score", Rule.drift_drop, C.accuracy, Q, "clinical",
-         "score fell below the go-live reference", _CHECK_MODEL, "mixture_sr"),
-    Kind("paired_score", "canary", "score", Rule.drift_drop, C.accuracy, Q, "clinical",
-         "score dropped below each canary's own reference outcome (paired)", _CHECK_MODEL, "paired_sr"),
-    Kind("subgroup_score", "canary", "score", Rule.subgroup_drop, C.accuracy, Q, "clinical",
-         "score dropped below its reference for the {sub} subgroup (paired)", _CHECK_MODEL, "paired_sr", sub=True),
-    Kind("subgroup_gap", "canary", "gap", Rule.subgroup_gap, C.subgroup_gap, Q, "clinical",
-         "the {sub} subgroup fell further behind the rest than at baseline",
-         "Decide with the clinical owner whether the use case stays safe for that subgroup.", "subgroup_gap_sr",
-         sub=True),
-    Kind("pooled_score", "canary", "pooled_score", Rule.category_drop, C.accuracy, Q, "clinical",
+    # canary streams (medmon.monitor.detection.drift.layout, .streams)
+    Kind("score", "canary", "score", R.drift_drop, C.accuracy, QUA, CLIN, "score dropped below its baseline"),
+    Kind("golive_score", "canary", "score", R.drift_drop, C.accuracy, QUA, CLIN,
+         "score fell below the go-live reference"),
+    Kind("paired_score", "canary", "score", R.drift_drop, C.accuracy, QUA, CLIN,
+         "score dropped below each canary's own reference outcome (paired)", detector="paired_sr"),
+    Kind("subgroup_score", "canary", "score", R.subgroup_drop, C.accuracy, QUA, CLIN,
+         "score dropped below its reference for the {sub} subgroup (paired)", detector="paired_sr", sub=True),
+    Kind("subgroup_gap", "canary", "gap", R.subgroup_gap, C.subgroup_gap, QUA, CLIN,
+         "the {sub} subgroup fell further behind the rest than at baseline", detector="subgroup_gap_sr", sub=True),
+    Kind("pooled_score", "canary", "pooled_score", R.category_drop, C.accuracy, QUA, CLIN,
          "scores across the {category} category fell below their baselines (pooled over {members} tasks)",
-         "Look for a change shared by the category's tasks (model, prompt, settings).", "pooled_sr"),
-    Kind("format", "canary", "format", Rule.format_drift, C.output, Q, "clinical",
-         "the model changed how it answers: more answers the scorer cannot read (format drift, not a wrong answer)",
-         "Check that the scorer and the application still read the answers.", "mixture_sr",
+         "Look for a change the category's tasks share (model, prompt, settings).", detector="pooled_sr"),
+    Kind("format", "canary", "format", R.format_drift, C.output, QUA, CLIN, "the model changed how it answers: more "
+         "answers the scorer cannot read (format drift, not a wrong answer)",
          page="more answers can no longer be read by the scorer"),
-    Kind("refusal", "canary", "refusal", Rule.refusals_rising, C.output, Q, "clinical",
-         "the model refuses to answer more often", "Read the refused questions; ask the vendor about a new policy.",
-         "mixture_sr", page="the model refuses to answer more often than at go-live"),
-    Kind("verbosity", "canary", "verbosity", Rule.output_length_shift, C.output, O, "technical",
-         "answers grew longer than every reference answer (output tokens vs the burn-in's per-canary range)",
-         "Check that the application still shows whole answers; expect cost to follow.", "mixture_sr",
+    Kind("refusal", "canary", "refusal", R.refusals_rising, C.output, QUA, CLIN,
+         "the model refuses to answer more often", page="the model refuses to answer more often than at go-live"),
+    Kind("verbosity", "canary", "verbosity", R.output_length_shift, C.output, OPE, TECH,
+         f"answers grew longer than every reference answer {_LENGTH}",
          page="answers grew longer than every reference answer more often than at go-live"),
-    Kind("truncation", "canary", "truncation", Rule.output_length_shift, C.output, O, "technical",
-         "answers grew shorter than every reference answer (output tokens vs the burn-in's per-canary range)",
-         "Check the token limit and whether answers are cut off.", "mixture_sr",
+    Kind("truncation", "canary", "truncation", R.output_length_shift, C.output, OPE, TECH,
+         f"answers grew shorter than every reference answer {_LENGTH}",
          page="answers grew shorter than every reference answer more often than at go-live"),
-    Kind("cost", "canary", "cost", Rule.cost_over_budget, C.cost, O, "technical", "cost per call exceeds its budget",
-         _CHECK_VENDOR, "mixture_sr", family="operational"),
-    Kind("latency", "canary", "latency", Rule.latency_over_objective, C.latency, O, "technical",
-         "latency exceeds its objective", _CHECK_VENDOR, "mixture_sr", family="operational"),
-    Kind("cost_typical", "canary", "cost_typical", Rule.cost_rise, C.cost, O, "technical",
-         "typical cost per call rose above the go-live reference (log cost per canary)", _CHECK_VENDOR, "mixture_sr",
-         family="operational"),
-    Kind("latency_typical", "canary", "latency_typical", Rule.latency_rise, C.latency, O, "technical",
-         "calls grew slower than every go-live call of the same canary (by at least {min_rise_s:g} s)", _CHECK_VENDOR,
-         "mixture_sr", family="operational"),
-    Kind("error_rate", "canary", "error_rate", Rule.probes_failing, C.availability, O, "technical",
-         "model calls are failing", "Check the endpoint, its API key and the service's logs.", "mixture_sr",
-         family="operational", page="more model calls fail than at go-live"),
-    Kind("jury_agreement", "canary", "jury_agreement", Rule.jury_disagreement, C.jury, Q, "clinical",
-         "the judges agree less than the plan's minimum", "Review a sample of judged answers by hand.", "mixture_sr",
-         page="the judges agree less than the plan's minimum"),
-    Kind("judge_failures", "canary", "judge_failures", Rule.judge_failing, C.jury, O, "technical",
+    Kind("cost", "canary", "cost", R.cost_over_budget, C.cost, OPE, TECH, "cost per call exceeds its budget",
+         family=OPS),
+    Kind("latency", "canary", "latency", R.latency_over_objective, C.latency, OPE, TECH,
+         "latency exceeds its objective", family=OPS),
+    Kind("cost_typical", "canary", "cost_typical", R.cost_rise, C.cost, OPE, TECH,
+         "typical cost per call rose above the go-live reference (log cost per canary)", family=OPS),
+    Kind("latency_typical", "canary", "latency_typical", R.latency_rise, C.latency, OPE, TECH,
+         "calls grew slower than every go-live call of the same canary (by at least {min_rise_s} s)", family=OPS),
+    Kind("error_rate", "canary", "error_rate", R.probes_failing, C.availability, OPE, TECH, "model calls are failing",
+         family=OPS, page="more model calls fail than at go-live"),
+    Kind("jury_agreement", "canary", "jury_agreement", R.jury_disagreement, C.jury, QUA, CLIN,
+         "the judges agree less than the plan's minimum", page="the judges agree less than the plan's minimum"),
+    Kind("judge_failures", "canary", "judge_failures", R.judge_failing, C.jury, OPE, TECH,
          "judge {sub} fails to give a usable verdict (call failed or output unreadable) more often",
-         "Check that judge's endpoint; the other judges go on scoring.", "mixture_sr", sub=True, family="operational"),
-    Kind("reevaluation", "canary", "reevaluation", Rule.reevaluation_degraded, C.accuracy, Q, "clinical",
-         "re-evaluation: degraded vs baseline", "Revert the change or have the committee accept the lower score.",
-         "oneshot_paired", family="info"),
-    Kind("conformance", "canary", "conformance", Rule.go_live_conformance, C.accuracy, Q, "clinical",
+         "Check that judge's endpoint; the other judges go on scoring.", sub=True, family=OPS),
+    Kind("reevaluation", "canary", "reevaluation", R.reevaluation_degraded, C.accuracy, QUA, CLIN,
+         "re-evaluation: degraded vs baseline", "Revert the change, or have the committee accept the new score.",
+         detector="oneshot_paired", family=INFO),
+    Kind("conformance", "canary", "conformance", R.go_live_conformance, C.accuracy, QUA, CLIN,
          "at go-live, production scored below the HELM evidence on the same canaries",
-         "Decide whether the approval evidence still holds for the model as deployed.", "conformance", family="info"),
-    Kind("output_length", "canary", "output_length", Rule.drift_change, C.output, I, "technical",
-         "the distribution of output length changed", "Nothing to decide: information for the next review.", "river",
-         family="info", page="the length of answers changed"),
-    Kind("latency_distribution", "canary", "latency_distribution", Rule.drift_change, C.latency, I, "technical",
-         "the latency distribution changed", "Nothing to decide: information for the next review.", "river",
-         family="info", page="the latency of calls changed"),
-    # --- judge canaries (medmon.monitor.runs.judging): about the judges, for the technical owner
-    Kind("judge_canaries", "judge", "judge_canaries", Rule.judge_drift, C.jury, Q, "technical",
-         "judge {judge} agrees less with the judge canaries' gold scores (judge drift)",
-         "Stop trusting that judge's scores until its endpoint and prompt are checked.", "judge_agreement_sr"),
-    Kind("judge_canary_bias", "judge", "judge_bias", Rule.judge_drift, C.jury, Q, "technical",
-         "judge {judge} scores the judge canaries more leniently or more severely than at go-live (judge drift)",
-         "Stop trusting that judge's scores until its endpoint and prompt are checked.", "judge_bias_sr"),
-    # --- real traffic (medmon.monitor.traffic)
-    Kind("traffic_cost", "traffic", "traffic_cost", Rule.traffic_cost_rise, C.cost, O, "technical",
-         "real calls cost more than the reference's median call more often (cost per call rose)", _CHECK_VENDOR,
-         "mixture_sr", family="operational"),
-    Kind("traffic_latency", "traffic", "traffic_latency", Rule.traffic_latency_rise, C.latency, O, "technical",
-         "real calls take longer than the reference's median call more often (latency rose)", _CHECK_VENDOR,
-         "mixture_sr", family="operational"),
-    Kind("traffic_output_tokens", "traffic", "traffic_output_tokens", Rule.traffic_length_rise, C.output, O,
-         "technical", "real answers are longer than the reference's median answer more often",
-         "Check that the application still shows whole answers; expect cost to follow.", "mixture_sr",
-         family="operational"),
-    Kind("traffic_error_rate", "traffic", "traffic_error_rate", Rule.traffic_errors, C.availability, O, "technical",
-         "more real calls fail than in the reference", "Check the endpoint, its API key and rate limits.",
-         "mixture_sr", family="operational"),
-    Kind("traffic_truncation", "traffic", "traffic_truncation", Rule.traffic_truncation, C.output, Q, "clinical",
-         "more real answers are cut off at the token limit (finish reason 'length')",
-         "Check the application's token limit: clinicians may be reading half answers.", "mixture_sr",
-         family="operational"),
-    Kind("traffic_refusal", "traffic", "traffic_refusal", Rule.traffic_refusals, C.output, Q, "clinical",
-         "the model refuses real requests more often than in the reference",
-         "Read a sample of refused requests; ask the vendor about a new policy.", "mixture_sr", family="operational"),
-    Kind("traffic_judged_score", "traffic", "traffic_judged_score", Rule.traffic_judged_drop, C.accuracy, Q,
-         "clinical", "the jury scores real answers lower than it did at first", _CHECK_MODEL, "mixture_sr"),
-    Kind("traffic_jury_agreement", "traffic", "traffic_jury_agreement", Rule.traffic_jury_disagreement, C.jury, Q,
-         "clinical", "the judges agree less than the plan's minimum on real answers",
-         "Review a sample of judged real answers by hand.", "mixture_sr"),
-    Kind("traffic_collapse", "traffic", "traffic_calls", Rule.traffic_collapse, C.availability, O, "technical",
-         "far fewer real calls arrive than in the same hours of the reference (traffic collapse: "
-         "an outage or a broken integration?)", "Check the application and its integration before the model.",
-         "count_sr", "drop", family="operational"),
-    Kind("traffic_surge", "traffic", "traffic_calls", Rule.traffic_surge, C.availability, O, "technical",
-         "far more real calls arrive than in the same hours of the reference (traffic surge: "
-         "a retry loop, a new use or misrouted traffic?)", "Look for a retry loop or traffic routed to this task.",
-         "count_sr", "rise", family="operational"),
-    # --- rules without a stream (medmon.alerts.rules, medmon.monitor.alerting)
-    Kind("below_minimum", "monitor", "score", Rule.below_minimum, C.accuracy, Q, "clinical",
-         "the recent score's whole 95% interval is under the approved minimum",
-         "Decide whether to suspend the use case or add a human check, and record it."),
-    Kind("model_change", "monitor", "served_model", Rule.model_change, C.model_change, O, "technical",
-         "the served model or its system fingerprint changed",
-         "Find out what changed; adopt the re-evaluation or revert the change."),
-    Kind("stale", "monitor", "freshness", Rule.stale, C.availability, O, "technical",
-         "no usable probe data for longer than the schedule allows",
-         "Check the endpoint and the service's logs: the figures are not current."),
-    Kind("heartbeat", "monitor", "heartbeat", Rule.heartbeat, C.availability, O, "technical",
-         "the monitor itself stopped beating", "Check that `medmon serve` runs; probes in the gap did not run."),
-    Kind("jury_not_validated", "monitor", "jury_icc", Rule.jury_not_validated, C.accuracy, Q, "clinical",
+         "Decide whether the approval evidence still holds for the model as deployed.", "conformance", family=INFO),
+    Kind("output_length", "canary", "output_length", R.drift_change, C.output, INF, TECH,
+         "the distribution of output length changed", _INFO_ONLY, "river", family=INFO,
+         page="the length of answers changed"),
+    Kind("latency_distribution", "canary", "latency_distribution", R.drift_change, C.latency, INF, TECH,
+         "the latency distribution changed", _INFO_ONLY, "river", family=INFO, page="the latency of calls changed"),
+    # judge canaries (medmon.monitor.runs.judging): about the judges, for the technical owner
+    Kind("judge_canaries", "judge", "judge_canaries", R.judge_drift, C.jury, QUA, TECH,
+         "judge {judge} agrees less with the judge canaries' gold scores (judge drift)", detector="judge_agreement_sr"),
+    Kind("judge_canary_bias", "judge", "judge_bias", R.judge_drift, C.jury, QUA, TECH, "judge {judge} scores the "
+         "judge canaries more leniently or more severely than at go-live (judge drift)", detector="judge_bias_sr"),
+    # real traffic (medmon.monitor.traffic)
+    Kind("traffic_cost", "traffic", "traffic_cost", R.traffic_cost_rise, C.cost, OPE, TECH,
+         "real calls cost more than the reference's median call more often (cost per call rose)", family=OPS),
+    Kind("traffic_latency", "traffic", "traffic_latency", R.traffic_latency_rise, C.latency, OPE, TECH,
+         "real calls take longer than the reference's median call more often (latency rose)", family=OPS),
+    Kind("traffic_output_tokens", "traffic", "traffic_output_tokens", R.traffic_length_rise, C.output, OPE, TECH,
+         "real answers are longer than the reference's median answer more often", family=OPS),
+    Kind("traffic_error_rate", "traffic", "traffic_error_rate", R.traffic_errors, C.availability, OPE, TECH,
+         "more real calls fail than in the reference", family=OPS),
+    Kind("traffic_truncation", "traffic", "traffic_truncation", R.traffic_truncation, C.output, QUA, CLIN,
+         "more real answers are cut off at the token limit (finish reason 'length')", family=OPS),
+    Kind("traffic_refusal", "traffic", "traffic_refusal", R.traffic_refusals, C.output, QUA, CLIN,
+         "the model refuses real requests more often than in the reference", family=OPS),
+    Kind("traffic_judged_score", "traffic", "traffic_judged_score", R.traffic_judged_drop, C.accuracy, QUA, CLIN,
+         "the jury scores real answers lower than it did at first"),
+    Kind("traffic_jury_agreement", "traffic", "traffic_jury_agreement", R.traffic_jury_disagreement, C.jury, QUA, CLIN,
+         "the judges agree less than the plan's minimum on real answers"),
+    Kind("traffic_collapse", "traffic", "traffic_calls", R.traffic_collapse, C.availability, OPE, TECH,
+         "far fewer real calls arrive than in the same hours of the reference (traffic collapse: an outage or a "
+         "broken integration?)", detector="count_sr", direction="drop", family=OPS),
+    Kind("traffic_surge", "traffic", "traffic_calls", R.traffic_surge, C.availability, OPE, TECH,
+         "far more real calls arrive than in the same hours of the reference (traffic surge: a retry loop, a new "
+         "use or misrouted traffic?)", detector="count_sr", direction="rise", family=OPS),
+    # rules without a stream (medmon.alerts.rules, medmon.monitor.alerting)
+    Kind("below_minimum", "monitor", "score", R.below_minimum, C.accuracy, QUA, CLIN,
+         "the recent score's whole 95% interval is under the approved minimum", detector=""),
+    Kind("model_change", "monitor", "served_model", R.model_change, C.model_change, OPE, TECH,
+         "the served model or its system fingerprint changed", detector=""),
+    Kind("stale", "monitor", "freshness", R.stale, C.availability, OPE, TECH,
+         "no usable probe data for longer than the schedule allows", detector=""),
+    Kind("heartbeat", "monitor", "heartbeat", R.heartbeat, C.availability, OPE, TECH,
+         "the monitor itself stopped beating: scheduled probes in the gap did not run", detector=""),
+    Kind("jury_not_validated", "monitor", "jury_icc", R.jury_not_validated, C.accuracy, QUA, CLIN,
          "the jury no longer stands in for clinicians (ICC or alpha under its floor)",
-         "Have clinicians review more answers before trusting the jury's scores."),
-    Kind("judge_bias", "monitor", "bias", Rule.judge_bias, C.accuracy, Q, "clinical",
-         "a judge's bias against clinicians lies wholly beyond the tolerance",
-         "Recalibrate or replace that judge.", sub=True),
-    Kind("safety_clock", "monitor", "safety_event", Rule.safety_clock, C.accuracy, Q, "clinical",
-         "a safety event's reporting deadline is near", "Report the safety event before its deadline."),
-    Kind("safety_deadline_passed", "monitor", "safety_event", Rule.safety_deadline_passed, C.accuracy, Q, "clinical",
-         "a safety event's reporting deadline has passed", "Report the safety event now and record why it was late."),
-    Kind("corrective_action_overdue", "monitor", "corrective_action", Rule.corrective_action_overdue, C.accuracy, Q,
-         "clinical", "a corrective action is open past its due date", "Close the action or record a new due date."),
+         "Have clinicians review more answers before trusting the jury's scores.", ""),
+    Kind("judge_bias", "monitor", "bias", R.judge_bias, C.accuracy, QUA, CLIN,
+         "a judge's bias against clinicians lies wholly beyond the tolerance", "Recalibrate or replace that judge.", "",
+         sub=True),
+    Kind("safety_clock", "monitor", "safety_event", R.safety_clock, C.accuracy, QUA, CLIN,
+         "a safety event's reporting deadline is near", "Report the safety event before its deadline.", ""),
+    Kind("safety_deadline_passed", "monitor", "safety_event", R.safety_deadline_passed, C.accuracy, QUA, CLIN,
+         "a safety event's reporting deadline has passed", "Report the safety event now; record why it was late.", ""),
+    Kind("corrective_action_overdue", "monitor", "corrective_action", R.corrective_action_overdue, C.accuracy, QUA,
+         CLIN, "a corrective action is open past its due date", "Close the action or record a new due date.", ""),
 )}
 RULE_IMPACT: Mapping[Rule, Impact] = {k.rule: k.impact for k in KINDS.values()}
 
@@ -298,22 +251,9 @@ def cause_of(labels: Mapping[str, str]) -> Cause:
     """
     if labels.get("cause") in Cause._value2member_map_:
         return Cause(labels["cause"])
-    rule, metric = labels.get("rule", ""), labels.get("metric", "")
-    kinds = [k for k in KINDS.values() if k.rule.value == rule]
+    known = KINDS.values()
+    kinds = [k for k in known if k.rule.value == labels.get("rule")] or [k for k in known if k.detector]
     if len({k.cause for k in kinds}) == 1:
         return kinds[0].cause
-    base = metric.split("[", 1)[0]
-    for k in kinds or [k for k in KINDS.values() if k.detector]:
-        if k.metric == base:
-            return k.cause
-    return Cause.accuracy
-
-
-def docs_table() -> str:
-    """The catalogue as the Markdown table of ``docs/alerts.md`` (checked by ``tests/alerts/test_catalogue.py``)."""
-    rows = ["| kind | source | metric | rule | cause | impact | owner | an alarm means | the committee |",
-            "|---|---|---|---|---|---|---|---|---|"]
-    for k in KINDS.values():
-        rows.append(f"| {k.name} | {k.source} | `{k.label}` | `{k.rule.value}` | {k.cause.value} | {k.impact.value} | "
-                    f"{k.owner} | {k.words()} | {k.todo} |")
-    return "\n".join(rows)
+    base = labels.get("metric", "").split("[", 1)[0]
+    return next((k.cause for k in kinds if k.metric == base), Cause.accuracy)

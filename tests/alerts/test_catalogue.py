@@ -15,7 +15,6 @@ from sqlalchemy.engine import Engine
 
 import medmon.alerts.catalogue
 from medmon.alerts import KINDS, Cause, Impact, Kind, Rule, Severity, cause_of, stream_kind
-from medmon.alerts.catalogue import docs_table
 from medmon.db import session_scope
 from medmon.monitor.alerting.signals import stream_signal
 from medmon.monitor.detection.drift.reference import helm_references
@@ -34,6 +33,7 @@ from tests.conftest import plan_dict
 from tests.monitor.test_detection import answers, as_before, baseline, canaries, context
 
 ROOT = Path(__file__).resolve().parents[2]
+MARK, END = "<!-- catalogue -->\n", "<!-- /catalogue -->"
 T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
 STREAMS = {k.name for k in KINDS.values() if k.detector}
 JURY = {"judges": [{"name": "j1", "base_url": "http://127.0.0.1:9/v1", "model": "judge"}]}
@@ -44,7 +44,7 @@ def test_every_kind_names_its_rule_cause_impact_owner_words_and_advice(kind: Kin
     assert isinstance(kind.rule, Rule) and isinstance(kind.cause, Cause) and isinstance(kind.impact, Impact)
     assert kind.owner in ("clinical", "technical") and kind.source in ("canary", "judge", "traffic", "monitor")
     assert kind.family in ("quality", "operational", "info")
-    assert kind.words().strip() and kind.todo.strip(), f"{kind.name} says nothing to the committee"
+    assert kind.words().strip() and (kind.todo or kind.cause.runbook).strip(), f"{kind.name} says nothing to do"
     if kind.detector:  # a stream's metric label leads back to its rule
         assert stream_kind(f"{kind.metric}[x]" if kind.sub else kind.metric, kind.direction).rule is kind.rule
 
@@ -54,9 +54,10 @@ def test_every_rule_has_a_kind_and_one_impact_and_each_metric_one_cause() -> Non
     for rule in Rule:
         assert len({k.impact for k in KINDS.values() if k.rule is rule}) == 1, rule
     for kind in KINDS.values():
-        assert cause_of({"rule": kind.rule.value, "metric": kind.label}) is kind.cause, kind.name
+        metric = f"{kind.metric}[x]" if kind.sub else kind.metric
+        assert cause_of({"rule": kind.rule.value, "metric": metric}) is kind.cause, kind.name
         if kind.detector:
-            assert cause_of({"metric": kind.label}) is kind.cause, kind.name  # as the overview files a stream
+            assert cause_of({"metric": metric}) is kind.cause, kind.name  # as the overview files a stream
 
 
 def test_an_unknown_stream_or_rule_is_an_error_where_it_is_declared() -> None:
@@ -66,12 +67,22 @@ def test_an_unknown_stream_or_rule_is_an_error_where_it_is_declared() -> None:
         Rule("invented")
 
 
+def docs_table() -> str:
+    """The catalogue as docs/alerts.md shows it (``python -m tests.alerts.test_catalogue`` prints it)."""
+    rows = ["| kind | source | metric | rule | cause | impact | owner | an alarm means | the committee |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for k in KINDS.values():
+        rows.append(f"| {k.name} | {k.source} | `{k.metric}{'[...]' if k.sub else ''}` | `{k.rule.value}` | "
+                    f"{k.cause.value} | {k.impact.value} | {k.owner} | {k.words()} | "
+                    f"{k.todo or 'the runbook of its cause'} |")
+    return "\n".join(rows)
+
+
 def test_docs_alerts_lists_every_kind_from_the_catalogue() -> None:
     text = (ROOT / "docs" / "alerts.md").read_text("utf-8")
-    start, end = text.index("<!-- catalogue -->\n") + len("<!-- catalogue -->\n"), text.index("<!-- /catalogue -->")
-    assert text[start:end].strip() == docs_table(), (
-        "docs/alerts.md's catalogue table is out of date: paste the output of "
-        "`python -c 'from medmon.alerts.catalogue import docs_table; print(docs_table())'` between its markers")
+    table = text[text.index(MARK) + len(MARK):text.index(END)].strip()
+    assert table == docs_table(), ("docs/alerts.md's catalogue table is out of date: paste the output of "
+                                   "`python -m tests.alerts.test_catalogue` between its markers")
 
 
 def test_every_kind_is_named_by_a_test() -> None:
@@ -171,3 +182,7 @@ def test_a_new_stream_kind_is_one_catalogue_entry_plus_its_detector(engine: Engi
     monkeypatch.undo()
     with pytest.raises(KeyError):
         declare()  # removed again: nothing else remembers it
+
+
+if __name__ == "__main__":
+    print(docs_table())

@@ -212,10 +212,10 @@ def _judge_failed(name: str) -> Observe:
     return observe
 
 
-def _exceedance(task_id: str, metric: str, observe: Observe) -> StreamSpec:
-    """An operational stream of 0/1 exceedances (over budget, over objective) watched for a rise."""
-    return StreamSpec(f"{task_id}:{metric}:rise", task_id, metric, "rise", EXCEEDANCE_NULL, 0.0, observe,
-                      params={"mu0": EXCEEDANCE_NULL, "sigma2": _sigma2(EXCEEDANCE_NULL), "direction": "rise"})
+def _rise(task_id: str, metric: str, null: float, observe: Observe, baseline: float = 0.0, **kw: Any) -> StreamSpec:
+    """A stream of 0/1 observations (failed, refused, over budget, ...) watched for a rise of their share."""
+    return StreamSpec(f"{task_id}:{metric}:rise", task_id, metric, "rise", null, baseline, observe,
+                      params={"mu0": null, "sigma2": _sigma2(null), "direction": "rise"}, **kw)
 
 
 def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[Canary] = (), *,
@@ -274,7 +274,8 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
     if paired_possible:
         params, null = paired_params(refs)
         specs.append(StreamSpec(f"{t}:score_paired:drop", t, "score", "drop", null, 0.0, _paired(refs), "paired_sr",
-                                params, active=paired_ready, primary=not go_live and refs is not None and refs.source == "helm"))
+                                params, active=paired_ready,
+                                primary=not go_live and refs is not None and refs.source == "helm"))
         for tag, value, ids in subgroup_values(task, canaries):
             sub = refs.subset(ids) if refs is not None else None
             rest = refs.subset(set(refs.items) - set(ids)) if refs is not None else None
@@ -294,49 +295,40 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
         n_items = len(burn_in.items) if burn_in is not None else len(canaries)
         q = exceedance_null(k, n_items)
         for name, longer in (("verbosity", True), ("truncation", False)):
-            specs.append(StreamSpec(f"{t}:{name}:rise", t, name, "rise", q, 1 / (k + 1), _exceeds(burn_in, longer),
-                                    params={"mu0": q, "sigma2": _sigma2(q), "direction": "rise"},
-                                    active=burn_in is not None))
-    specs.append(StreamSpec(f"{t}:refusal:rise", t, "refusal", "rise", REFUSAL_NULL, 0.0,
-                            lambda r: float(r.refused) if r.error_type is None else None,
-                            params={"mu0": REFUSAL_NULL, "sigma2": _sigma2(REFUSAL_NULL), "direction": "rise"}))
+            specs.append(_rise(t, name, q, _exceeds(burn_in, longer), 1 / (k + 1), active=burn_in is not None))
+    specs.append(_rise(t, "refusal", REFUSAL_NULL, lambda r: float(r.refused) if r.error_type is None else None))
     if scorer in READING_SCORERS:
-        specs.append(StreamSpec(f"{t}:format:rise", t, "format", "rise", FORMAT_NULL, 0.0, _unparsed,
-                                params={"mu0": FORMAT_NULL, "sigma2": _sigma2(FORMAT_NULL), "direction": "rise"}))
+        specs.append(_rise(t, "format", FORMAT_NULL, _unparsed))
     agreement = task.thresholds.min_jury_agreement
     if agreement is not None and plan.jury is not None:
         a0 = min(max(agreement, 0.01), 0.99)
         specs.append(StreamSpec(f"{t}:jury_agreement:drop", t, "jury_agreement", "drop", a0, a0,
                                 lambda r: r.jury_agreement if r.error_type is None else None,
                                 params={"mu0": a0, "sigma2": 0.02}))
-    specs.append(StreamSpec(f"{t}:error_rate:rise", t, "error_rate", "rise", ERROR_NULL, 0.0,
-                            lambda r: 1.0 if r.error_type else 0.0,
-                            params={"mu0": ERROR_NULL, "sigma2": _sigma2(ERROR_NULL), "direction": "rise"}))
+    specs.append(_rise(t, "error_rate", ERROR_NULL, lambda r: 1.0 if r.error_type else 0.0))
     if scorer == "jury" and plan.jury is not None:
-        for judge in plan.jury.judges:
-            specs.append(StreamSpec(f"{t}:judge_failures[{judge.name}]:rise", t, f"judge_failures[{judge.name}]",
-                                    "rise", ERROR_NULL, 0.0, _judge_failed(judge.name),
-                                    params={"mu0": ERROR_NULL, "sigma2": _sigma2(ERROR_NULL), "direction": "rise"}))
+        specs += [_rise(t, f"judge_failures[{j.name}]", ERROR_NULL, _judge_failed(j.name)) for j in plan.jury.judges]
     if go_live:  # cost and latency against each canary's go-live calls; the budget and SLO are rules below
         n_items = len(burn_in.items) if burn_in is not None else len(canaries)
         scale = log_cost_scale(burn_in) if burn_in is not None else None
         q = cost_null(burn_in) if burn_in is not None else 0.6
         specs.append(StreamSpec(f"{t}:cost_typical:rise", t, "cost_typical", "rise", q, 0.5,
                                 _cost_vs_reference(burn_in, scale),
-                                params={"mu0": q, "sigma2": COST_SIGMA2, "direction": "rise"}, active=scale is not None))
+                                params={"mu0": q, "sigma2": COST_SIGMA2, "direction": "rise"},
+                                active=scale is not None))
         counts = [len(r.latency) for r in burn_in.items.values() if r.latency] if burn_in is not None else []
         q = exceedance_null(min(counts) if counts else det.reference.repeats, n_items)
-        specs.append(StreamSpec(f"{t}:latency_typical:rise", t, "latency_typical", "rise", q, 0.0,
-                                _slower_than_reference(burn_in, det.latency_min_rise_s),
-                                params={"mu0": q, "sigma2": _sigma2(q), "direction": "rise"},
-                                what=KINDS["latency_typical"].words(min_rise_s=det.latency_min_rise_s),
-                                active=bool(counts)))
+        specs.append(_rise(t, "latency_typical", q, _slower_than_reference(burn_in, det.latency_min_rise_s),
+                           what=KINDS["latency_typical"].words(min_rise_s=f"{det.latency_min_rise_s:g}"),
+                           active=bool(counts)))
     budget = task.thresholds.cost_budget_per_call
     if budget is not None:
-        specs.append(_exceedance(t, "cost", lambda r: None if r.cost_usd is None else float(r.cost_usd > budget)))
+        specs.append(_rise(t, "cost", EXCEEDANCE_NULL,
+                           lambda r: None if r.cost_usd is None else float(r.cost_usd > budget)))
     slo = task.thresholds.latency_slo_s
     if slo is not None:
-        specs.append(_exceedance(t, "latency", lambda r: None if r.latency_s is None else float(r.latency_s > slo)))
+        specs.append(_rise(t, "latency", EXCEEDANCE_NULL,
+                           lambda r: None if r.latency_s is None else float(r.latency_s > slo)))
     if det.distribution_checks:
         specs.append(StreamSpec(f"{t}:output_length:change", t, "output_length", "change", 0.0, 0.0,
                                 lambda r: None if r.error_type or r.completion_tokens is None else float(r.completion_tokens),
