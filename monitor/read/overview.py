@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 from sqlmodel import Session, col, func, select
 
-from medmon.alerts import Alert, Incident, cause_of, last_beat, stream_kind
+from medmon.alerts import KINDS, Alert, Incident, cause_of, last_beat
 from medmon.baselines import Baseline, latest_baseline, resolve
 from medmon.monitor.plan.context import adopted_baseline, current_pin, pin_fits
 from medmon.monitor.models import DetectorState, StreamStatus
@@ -80,11 +80,8 @@ CAUSE_ORDER = ("accuracy", "subgroup_gap", "availability", "model_change", "outp
 
 
 def _sentence(metric: str) -> str:
-    """The catalogue's page sentence for a degraded stream ('' for a kind without one), capitalised."""
-    try:
-        words = stream_kind(metric).page
-    except KeyError:  # a stream stored by an older version
-        words = ""
+    """The catalogue's page sentence for a degraded stream of this metric ('' for a kind without one)."""
+    words = next((k.page for k in KINDS.values() if k.detector and k.metric == metric.split("[", 1)[0]), "")
     return words[:1].upper() + words[1:]
 
 

@@ -1,16 +1,10 @@
 """The traffic pass: roll new spans up by hour and feed each task's traffic streams.
 
-The leader runs it every ``traffic.detect_every``; receivers only insert. Each pass takes the
-spans not yet streamed (oldest first), adds them to their hourly rollups, and, for a task whose
-reference is complete, feeds the calls that ended after the reference period to the same
-detectors, budget and alert rules as the canary streams (``medmon.monitor.detection.streams``):
-one-sided mixture Shiryaev-Roberts e-detectors on 0/1 observations, each against the
-reference's own level plus a margin for that level's sampling error and the plan's tolerance.
-A served model the reference never saw is a model-change finding on the task.
-
-Traffic streams have a false-alarm budget of their own (the plan's operational budget, else the
-quality one, counted in calls rather than probes), split over the routed tasks and their streams,
-so real traffic never spends the canaries' budget.
+The leader runs it every ``traffic.detect_every``; receivers only insert. Each pass rolls up the
+spans not yet streamed (oldest first) and feeds, for a task whose reference is complete, the calls
+after the reference period to the canaries' detectors and alert rules, each stream against the
+reference's own level plus its sampling margin, on a false-alarm budget of its own (counted in
+calls, split over the routed tasks) so real traffic never spends the canaries' (docs/traffic.md).
 """
 
 from __future__ import annotations
