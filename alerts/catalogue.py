@@ -12,51 +12,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from collections import defaultdict
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, StrEnum
 
 from medmon.alerts.causes import Cause
 
 
-class Rule(str, Enum):
-    """Every alert rule: the label that, with the deployment, task and metric, identifies an alert."""
-
-    drift_drop = "drift_drop"
-    subgroup_drop = "subgroup_drop"
-    subgroup_gap = "subgroup_gap"
-    category_drop = "category_drop"
-    refusals_rising = "refusals_rising"
-    format_drift = "format_drift"
-    output_length_shift = "output_length_shift"
-    cost_over_budget = "cost_over_budget"
-    latency_over_objective = "latency_over_objective"
-    cost_rise = "cost_rise"
-    latency_rise = "latency_rise"
-    probes_failing = "probes_failing"
-    jury_disagreement = "jury_disagreement"
-    judge_failing = "judge_failing"
-    judge_drift = "judge_drift"
-    reevaluation_degraded = "reevaluation_degraded"
-    go_live_conformance = "go_live_conformance"
-    drift_change = "drift_change"
-    traffic_cost_rise = "traffic_cost_rise"
-    traffic_latency_rise = "traffic_latency_rise"
-    traffic_length_rise = "traffic_length_rise"
-    traffic_errors = "traffic_errors"
-    traffic_truncation = "traffic_truncation"
-    traffic_refusals = "traffic_refusals"
-    traffic_judged_drop = "traffic_judged_drop"
-    traffic_jury_disagreement = "traffic_jury_disagreement"
-    traffic_collapse = "traffic_collapse"
-    traffic_surge = "traffic_surge"
-    below_minimum = "below_minimum"
-    model_change = "model_change"
-    stale = "stale"
-    heartbeat = "heartbeat"
-    jury_not_validated = "jury_not_validated"
-    judge_bias = "judge_bias"
-    safety_clock = "safety_clock"
-    safety_deadline_passed = "safety_deadline_passed"
-    corrective_action_overdue = "corrective_action_overdue"
+# Every alert rule: the label that, with the deployment, task and metric, identifies an alert. What each
+# means, its cause and its impact are its kinds in ``KINDS`` (a test checks every rule has one).
+Rule = StrEnum("Rule", "drift_drop subgroup_drop subgroup_gap category_drop refusals_rising format_drift "
+                       "output_length_shift cost_over_budget latency_over_objective cost_rise latency_rise "
+                       "probes_failing jury_disagreement judge_failing judge_drift reevaluation_degraded "
+                       "go_live_conformance drift_change traffic_cost_rise traffic_latency_rise traffic_length_rise "
+                       "traffic_errors traffic_truncation traffic_refusals traffic_judged_drop "
+                       "traffic_jury_disagreement traffic_collapse traffic_surge below_minimum model_change stale "
+                       "heartbeat jury_not_validated judge_bias safety_clock safety_deadline_passed "
+                       "corrective_action_overdue")
 
 
 class Impact(str, Enum):
@@ -224,7 +194,7 @@ def stream_kind(metric: str, direction: str = "", detector: str = "") -> Kind:
     return next((k for k in found if k.detector == detector), found[0])
 
 
-def impact_of(rule: Rule | str) -> Impact:
+def impact_of(rule: Rule) -> Impact:
     """A rule's impact; a name that is no rule raises ``ValueError``.
 
     >>> impact_of("cost_rise").value
