@@ -81,7 +81,8 @@ CAUSE_ORDER = ("accuracy", "subgroup_gap", "availability", "model_change", "outp
 
 def _sentence(metric: str) -> str:
     """The catalogue's page sentence for a degraded stream of this metric ('' for a kind without one)."""
-    words = next((k.page for k in KINDS.values() if k.detector and k.metric == metric.split("[", 1)[0]), "")
+    base, _, sub = metric.partition("[")
+    words = next((k.page for k in KINDS.values() if k.detector and k.metric == base), "").format(sub=sub[:-1])
     return words[:1].upper() + words[1:]
 
 
@@ -122,8 +123,6 @@ def _stream_sentences(cause: str, streams: list[Stream], task: Task) -> list[str
         if whole and groups:
             text += f", and in {len(groups)} subgroup{'s' if len(groups) != 1 else ''} with it"
         return [text]
-    if cause == "subgroup_gap":
-        return [f"The {s.metric[4:-1]} subgroup fell further behind the rest than at approval" for s in streams]
     if cause == "cost":
         budget = task.thresholds.cost_budget_per_call
         return [f"More calls cost over the budget{f' of ${budget:g}' if budget else ''} than at go-live"]
