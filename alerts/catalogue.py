@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from collections import defaultdict
 from dataclasses import dataclass
-from enum import Enum, StrEnum
+from enum import StrEnum
 
 from medmon.alerts.causes import Cause
 
@@ -29,12 +29,9 @@ Rule = StrEnum("Rule", "drift_drop subgroup_drop subgroup_gap category_drop refu
                        "corrective_action_overdue")
 
 
-class Impact(str, Enum):
-    """What an alert puts at risk, which sets how loudly it pages."""
-
-    quality = "quality"  # the clinical use case itself: severity follows its risk tier
-    operational = "operational"  # failures, cost, latency, freshness: at most a warning
-    info = "info"  # worth knowing, never worth a page
+# What an alert puts at risk, which sets how loudly it pages: quality (the clinical use case itself, severity
+# follows its risk tier), operational (failures, cost, latency, freshness: at most a warning), info (never pages).
+Impact = StrEnum("Impact", "quality operational info")
 
 
 @dataclass(frozen=True)
@@ -171,7 +168,6 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("corrective_action_overdue", "monitor", "corrective_action", R.corrective_action_overdue, C.accuracy, QUA,
          CLIN, "a corrective action is past its due date", "Close the action or record a new due date.", ""),
 )}
-RULE_IMPACT: Mapping[Rule, Impact] = {k.rule: k.impact for k in KINDS.values()}
 
 
 def stream_kind(metric: str, direction: str = "", detector: str = "") -> Kind:
@@ -201,7 +197,7 @@ def impact_of(rule: Rule) -> Impact:
     >>> impact_of("cost_rise").value
     'operational'
     """
-    return RULE_IMPACT[Rule(rule)]
+    return next(k.impact for k in KINDS.values() if k.rule is Rule(rule))
 
 
 def cause_of(labels: Mapping[str, str]) -> Cause:

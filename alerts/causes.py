@@ -12,43 +12,20 @@ Which rules and streams point at each cause is declared in the stream catalogue
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class Cause(str, Enum):
-    """One kind of problem; each task has at most one open incident per cause."""
+# One kind of problem; each task has at most one open incident per cause. ``output``: answer length, format
+# or refusals (how the model writes, not whether it is right); ``availability``: failing calls, no usable
+# data, the monitor itself stopped.
+Cause = StrEnum("Cause", "accuracy subgroup_gap cost latency output availability jury model_change")
 
-    accuracy = "accuracy"
-    subgroup_gap = "subgroup_gap"
-    cost = "cost"
-    latency = "latency"
-    output = "output"  # answer length, format or refusals: how the model writes, not whether it is right
-    availability = "availability"  # failing calls, no usable data, the monitor itself stopped
-    jury = "jury"
-    model_change = "model_change"
-
-    @property
-    def title(self) -> str:
-        return TITLES[self]
-
-    @property
-    def runbook(self) -> str:
-        return RUNBOOKS[self]
-
-
-TITLES = {
-    Cause.accuracy: "accuracy",
-    Cause.subgroup_gap: "a subgroup fell behind",
-    Cause.cost: "cost",
-    Cause.latency: "latency",
-    Cause.output: "answer length or format",
-    Cause.availability: "availability",
-    Cause.jury: "jury",
-    Cause.model_change: "model change",
-}
+# An incident's title, where it is not the cause's own name.
+TITLES: dict[str, str] = {Cause.subgroup_gap: "a subgroup fell behind", Cause.output: "answer length or format",
+                          Cause.model_change: "model change"}
 
 # What the owner of an incident does first, per kind; the plan's ``runbook_url`` of a task adds local detail.
-RUNBOOKS = {
+RUNBOOKS: dict[str, str] = {
     Cause.accuracy: (
         "Check whether the served model, its prompt or its settings changed (Model changes page); read a few wrong "
         "answers next to their questions and references (Task page). If the drop is real and the score is under "

@@ -15,6 +15,7 @@ from sqlalchemy.engine import Engine
 
 import medmon.alerts.catalogue
 from medmon.alerts import KINDS, Cause, Impact, Kind, Rule, Severity, cause_of, stream_kind
+from medmon.alerts.causes import RUNBOOKS
 from medmon.db import session_scope
 from medmon.monitor.alerting.signals import stream_signal
 from medmon.monitor.detection.drift.reference import helm_references
@@ -44,7 +45,7 @@ def test_every_kind_names_its_rule_cause_impact_owner_words_and_advice(kind: Kin
     assert isinstance(kind.rule, Rule) and isinstance(kind.cause, Cause) and isinstance(kind.impact, Impact)
     assert kind.owner in ("clinical", "technical") and kind.source in ("canary", "judge", "traffic", "monitor")
     assert kind.family in ("quality", "operational", "info")
-    assert kind.words().strip() and (kind.todo or kind.cause.runbook).strip(), f"{kind.name} says nothing to do"
+    assert kind.words().strip() and (kind.todo or RUNBOOKS[kind.cause]).strip(), f"{kind.name} says nothing to do"
     if kind.detector:  # a stream's metric label leads back to its rule
         assert stream_kind(f"{kind.metric}[x]" if kind.sub else kind.metric, kind.direction).rule is kind.rule
 
