@@ -1,24 +1,19 @@
-"""The stream catalogue: every kind of stream and rule, declared once, as data.
-
-A kind says what a stream (or a rule without a stream) measures and what follows from an alarm: its
-metric label (``sub`` kinds carry a subscript, ``score[sex=F]``), detector, rule, incident cause, impact,
-owner, the words of its alarm and what the committee is told to do. Stream layouts, the signal glue,
-incident grouping, the dashboard's sentences and docs/alerts.md read it here; a stream of no kind fails
-where it is declared.
+"""The stream catalogue: every kind of stream and rule, declared once, as data (metric label, detector, rule,
+cause, impact, owner, the words of an alarm, what the committee is told to do). Stream layouts, the signal glue,
+incident grouping, the dashboard's sentences and docs/alerts.md read it; a stream of no kind fails where declared.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
 from medmon.alerts.causes import Cause
 
 
-# Every alert rule: the label that, with the deployment, task and metric, identifies an alert. What each
-# means, its cause and its impact are its kinds in ``KINDS`` (a test checks every rule has one).
+# Every alert rule, the label that with deployment, task and metric identifies an alert; its kinds are in KINDS.
 Rule = StrEnum("Rule", "drift_drop subgroup_drop subgroup_gap category_drop refusals_rising format_drift "
                        "output_length_shift cost_over_budget latency_over_objective cost_rise latency_rise "
                        "probes_failing jury_disagreement judge_failing judge_drift reevaluation_degraded "

@@ -82,12 +82,10 @@ class Estimate:
 
 def detector_alarm(subject: Subject, metric: str, evidence: Mapping[str, Any], *, kind: Kind | None = None,
                    what: str = "") -> Signal:
-    """A stream's sequential detector alarmed.
+    """A stream's sequential detector alarmed: the rule of its ``kind`` (default: the metric's), ``what`` it means.
 
     ``evidence`` holds at least estimate, ci_low, ci_high, null_mean and n (and ``quantity``
-    when the estimate is not a plain mean, e.g. a paired difference). ``kind`` (default: the
-    metric's in the stream catalogue) names the rule; ``what`` says what the alarm means (default:
-    the kind's words).
+    when the estimate is not a plain mean, e.g. a paired difference).
     """
     kind = kind or stream_kind(metric)
     e = evidence
@@ -100,8 +98,8 @@ def detector_alarm(subject: Subject, metric: str, evidence: Mapping[str, Any], *
 
 def detector_recovered(subject: Subject, metric: str, *, kind: Kind | None = None) -> Signal:
     """The stream held its null for long enough after an alarm: the alert clears."""
-    kind = kind or stream_kind(metric)
-    return subject.signal(kind.rule, metric, firing=False, summary=f"{subject.name}: {metric} recovered")
+    rule = (kind or stream_kind(metric)).rule
+    return subject.signal(rule, metric, firing=False, summary=f"{subject.name}: {metric} recovered")
 
 
 def below_minimum(subject: Subject, estimate: Estimate | None, minimum: float, *, min_n: int = 30) -> Signal | None:

@@ -69,10 +69,8 @@ def monitor_subject(plan: Plan) -> Subject:
 def update_signal(subject: Subject, update: StreamUpdate, **evidence: Any) -> Signal | None:
     """A stream's alarm as a firing signal, its recovery as a clearing one, else None: for canary, judge and
     traffic streams alike, the rule and severity those of the stream's kind in the catalogue."""
-    spec = update.spec
-    kind = KINDS[spec.kind]
-    if update.finding is not None:
-        f = update.finding
+    spec, kind, f = update.spec, KINDS[update.spec.kind], update.finding
+    if f is not None:
         found = {**f.evidence(), "baseline": spec.baseline_mean, "severity_score": f.severity, **evidence}
         return detector_alarm(subject, spec.metric, found, kind=kind, what=spec.what)
     if update.status == StreamStatus.recovered and update.previous == StreamStatus.degraded:

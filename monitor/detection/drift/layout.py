@@ -41,12 +41,8 @@ Observe = Callable[[ProbeResultBase], Any]
 
 @dataclass(frozen=True)
 class StreamSpec:
-    """One stream-direction: what it observes, its detector and parameters, and its kind in the catalogue.
-
-    ``kind`` (default: the one the metric, direction and detector name in ``medmon.alerts.KINDS``)
-    gives the budget ``family`` and the words ``what`` of an alarm, unless set here; a stream of
-    no kind fails here, where it is declared.
-    """
+    """One stream-direction: what it observes, its detector and parameters, and its ``kind`` in the catalogue
+    (``medmon.alerts.KINDS``; default: its metric's), which gives its ``family`` and ``what`` unless set here."""
 
     key: str
     task_id: str
