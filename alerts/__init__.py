@@ -9,7 +9,8 @@ Actions a person takes (for the dashboard): ``acknowledge_incident``, ``resolve_
 ``dead_letters``. The incident API is described in ``medmon.alerts.incidents``.
 """
 
-from medmon.alerts.causes import Cause, cause_of
+from medmon.alerts.catalogue import KINDS, Impact, Kind, cause_of, stream_kind
+from medmon.alerts.causes import Cause
 from medmon.alerts.channels import CHANNEL_TYPES, Channel, WebhookChannel
 from medmon.alerts.dedup import NotifyReason, decide
 from medmon.alerts.dispatch import flush
@@ -87,7 +88,10 @@ __all__ = [
     "Escalation",
     "Estimate",
     "Heartbeat",
+    "Impact",
     "Incident",
+    "KINDS",
+    "Kind",
     "Matcher",
     "Notification",
     "NotificationStatus",
@@ -145,5 +149,6 @@ __all__ = [
     "silence_alert",
     "silence_incident",
     "status_of",
+    "stream_kind",
     "verify",
 ]

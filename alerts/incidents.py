@@ -27,7 +27,8 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from medmon.alerts.causes import Cause, cause_of
+from medmon.alerts.catalogue import cause_of
+from medmon.alerts.causes import RUNBOOKS, TITLES
 from medmon.alerts.history import record_event
 from medmon.alerts.models import Alert, AlertStatus, Incident, Severity, Silence
 from medmon.alerts.signal import MONITOR_GROUP
@@ -163,20 +164,14 @@ def incident_status(incident: Incident, members: Sequence[Alert], silences: Sequ
 
 def incident_title(incident: Incident) -> str:
     """``knowledge-qa: accuracy``: the task and what went wrong, as people say it."""
-    try:
-        what = Cause(incident.cause).title
-    except ValueError:
-        what = incident.cause
+    what = TITLES.get(incident.cause, incident.cause)
     task = "the monitor" if incident.task_id == MONITOR_GROUP else incident.task_id
     return f"{task}: {what}"
 
 
 def incident_runbook(incident: Incident) -> str:
     """What to do first about an incident of this kind."""
-    try:
-        return Cause(incident.cause).runbook
-    except ValueError:
-        return ""
+    return RUNBOOKS.get(incident.cause, "")
 
 
 def incident_body(incident: Incident, members: Sequence[Alert]) -> dict[str, Any]:

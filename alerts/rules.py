@@ -12,45 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import Enum
 from typing import Any
 
-from medmon.alerts.causes import cause_of
+from medmon.alerts.catalogue import Impact, Kind, Rule, cause_of, impact_of, stream_kind
 from medmon.alerts.models import Severity
 from medmon.alerts.signal import Signal
 
 
-class Rule(str, Enum):
-    """The built-in rules; detector streams added later may name their own (see ``impact_of``)."""
-
-    drift_drop = "drift_drop"  # the score fell against its baseline (sequential detector)
-    below_minimum = "below_minimum"  # the recent score's whole interval is under the approval minimum
-    cost_over_budget = "cost_over_budget"  # too many calls cost more than the budget
-    latency_over_objective = "latency_over_objective"  # too many calls are slower than the objective
-    probes_failing = "probes_failing"  # too many model calls fail
-    jury_disagreement = "jury_disagreement"  # the judges agree less than the plan's minimum
-    model_change = "model_change"  # the served model or its system fingerprint changed
-    stale = "stale"  # no usable probe data for longer than the schedule allows
-    heartbeat = "heartbeat"  # the monitor itself stopped beating
-
-
-class Impact(str, Enum):
-    """What an alert puts at risk, which sets how loudly it pages."""
-
-    quality = "quality"  # the clinical use case itself: severity follows its risk tier
-    operational = "operational"  # failures, cost, latency, freshness: at most a warning
-    info = "info"  # worth knowing, never worth a page
-
-
-METRIC_RULES = {"score": Rule.drift_drop, "error_rate": Rule.probes_failing, "cost": Rule.cost_over_budget,
-                "latency": Rule.latency_over_objective, "jury_agreement": Rule.jury_disagreement}
-_WHAT = {Rule.drift_drop: "score dropped below its baseline", Rule.probes_failing: "model calls are failing",
-         Rule.cost_over_budget: "cost per call exceeds its budget",
-         Rule.latency_over_objective: "latency exceeds its objective",
-         Rule.jury_disagreement: "the judges agree less than the plan's minimum"}
-RULE_IMPACT = {Rule.cost_over_budget: Impact.operational, Rule.latency_over_objective: Impact.operational,
-               Rule.probes_failing: Impact.operational, Rule.stale: Impact.operational,
-               Rule.model_change: Impact.operational, Rule.heartbeat: Impact.operational}
 _ORDER = [Severity.info, Severity.warning, Severity.critical]
 
 
@@ -71,14 +39,6 @@ def severity_of(impact: Impact, task_severity: Severity) -> Severity:
     return task_severity
 
 
-def impact_of(rule: Rule | str) -> Impact:
-    """A known rule's impact; rules named elsewhere (new detector streams) count as quality."""
-    try:
-        return RULE_IMPACT.get(Rule(rule), Impact.quality)
-    except ValueError:
-        return Impact.quality
-
-
 @dataclass(frozen=True)
 class Subject:
     """What every alert about one task carries: where, what, who owns it, and where to look."""
@@ -91,14 +51,13 @@ class Subject:
     dashboard_url: str = ""
     severity: Severity = Severity.warning
 
-    def signal(self, rule: Rule | str, metric: str, *, firing: bool, summary: str,
-               evidence: Mapping[str, Any] | None = None, impact: Impact | None = None) -> Signal:
-        """A signal labelled for this subject; severity from ``impact`` (default: the rule's)."""
-        name = rule.value if isinstance(rule, Rule) else rule
-        labels = {"deployment": self.deployment, "task": self.task, "metric": metric, "rule": name,
+    def signal(self, rule: Rule, metric: str, *, firing: bool, summary: str,
+               evidence: Mapping[str, Any] | None = None) -> Signal:
+        """A signal labelled for this subject, its severity from the rule's impact (a name no rule has raises)."""
+        labels = {"deployment": self.deployment, "task": self.task, "metric": metric, "rule": Rule(rule).value,
                   "benchmark": self.benchmark, "category": self.category}
         labels["cause"] = cause_of(labels).value
-        severity = severity_of(impact if impact is not None else impact_of(rule), self.severity)
+        severity = severity_of(impact_of(rule), self.severity)
         return Signal(labels=labels, firing=firing, severity=severity, summary=summary,
                       owner=self.owner, category=self.category, dashboard_url=self.dashboard_url,
                       evidence=dict(evidence or {}))
@@ -121,28 +80,26 @@ class Estimate:
         return {"estimate": self.value, "ci_low": self.low, "ci_high": self.high, "n": self.n}
 
 
-def detector_alarm(subject: Subject, metric: str, evidence: Mapping[str, Any], *, rule: Rule | str | None = None,
-                   what: str = "", impact: Impact | None = None) -> Signal:
-    """A stream's sequential detector alarmed.
+def detector_alarm(subject: Subject, metric: str, evidence: Mapping[str, Any], *, kind: Kind | None = None,
+                   what: str = "") -> Signal:
+    """A stream's sequential detector alarmed: the rule of its ``kind`` (default: the metric's), ``what`` it means.
 
     ``evidence`` holds at least estimate, ci_low, ci_high, null_mean and n (and ``quantity``
-    when the estimate is not a plain mean, e.g. a paired difference). ``rule`` defaults to the
-    metric's built-in rule; ``what`` says what the alarm means.
+    when the estimate is not a plain mean, e.g. a paired difference).
     """
-    name = rule if rule is not None else METRIC_RULES[metric]
-    meaning = what or (_WHAT.get(name, "") if isinstance(name, Rule) else "") or f"{metric} moved from its reference"
+    kind = kind or stream_kind(metric)
     e = evidence
     quantity = str(e.get("quantity", "mean"))
-    summary = (f"{subject.name}: {meaning} ({'estimate' if quantity == 'mean' else quantity} {e['estimate']:.3f}, "
-               f"95% CI {e['ci_low']:.3f} to {e['ci_high']:.3f}, null {e['null_mean']:.3f}, n={e['n']})")
-    return subject.signal(name, metric, firing=True, summary=summary, evidence=evidence, impact=impact)
+    summary = (f"{subject.name}: {what or kind.what} ({'estimate' if quantity == 'mean' else quantity} "
+               f"{e['estimate']:.3f}, 95% CI {e['ci_low']:.3f} to {e['ci_high']:.3f}, null {e['null_mean']:.3f}, "
+               f"n={e['n']})")
+    return subject.signal(kind.rule, metric, firing=True, summary=summary, evidence=evidence)
 
 
-def detector_recovered(subject: Subject, metric: str, *, rule: Rule | str | None = None,
-                       impact: Impact | None = None) -> Signal:
+def detector_recovered(subject: Subject, metric: str, *, kind: Kind | None = None) -> Signal:
     """The stream held its null for long enough after an alarm: the alert clears."""
-    name = rule if rule is not None else METRIC_RULES[metric]
-    return subject.signal(name, metric, firing=False, summary=f"{subject.name}: {metric} recovered", impact=impact)
+    rule = (kind or stream_kind(metric)).rule
+    return subject.signal(rule, metric, firing=False, summary=f"{subject.name}: {metric} recovered")
 
 
 def below_minimum(subject: Subject, estimate: Estimate | None, minimum: float, *, min_n: int = 30) -> Signal | None:

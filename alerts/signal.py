@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from medmon.alerts.causes import cause_of
+from medmon.alerts.catalogue import cause_of
 from medmon.alerts.models import Severity
 
 IDENTIFYING_LABELS = ("deployment", "task", "metric", "rule")

@@ -17,7 +17,8 @@ from datetime import datetime
 
 from sqlmodel import Session, col, func, select
 
-from medmon.alerts import Severity, Signal, Subject, record_signals
+from medmon.alerts import Rule, Severity, Signal, Subject, record_signals
+
 from medmon.monitor.alerting.signals import task_subject, transitions
 from medmon.monitor.governance.clinician_agreement import Agreement, record_agreement, task_agreement
 from medmon.monitor.governance.review import queue_reviews, reviewed_tasks, rubric
@@ -50,11 +51,11 @@ def floor_signal(subject: Subject, stat: Agreement, floor: float) -> Signal | No
     upper = stat.ci_high if stat.ci_high is not None else stat.value
     if upper < floor:
         span = f" (95% CI {stat.ci_low:.2f} to {stat.ci_high:.2f})" if stat.ci_high is not None else ""
-        return subject.signal("jury_not_validated", metric, firing=True, evidence=evidence,
+        return subject.signal(Rule.jury_not_validated, metric, firing=True, evidence=evidence,
                               summary=f"{subject.name}: {name} on {stat.criterion} is {stat.value:.2f}{span}, n={stat.n}, "
                                       f"below the floor {floor:.2f}: the jury no longer stands in for clinicians")
     if stat.value >= floor:
-        return subject.signal("jury_not_validated", metric, firing=False, evidence=evidence,
+        return subject.signal(Rule.jury_not_validated, metric, firing=False, evidence=evidence,
                               summary=f"{subject.name}: {name} on {stat.criterion} is back at {stat.value:.2f}")
     return None
 
@@ -68,12 +69,12 @@ def bias_signal(subject: Subject, stat: Agreement, tolerance: float) -> Signal |
                 "tolerance": tolerance}
     if stat.ci_low > tolerance or stat.ci_high < -tolerance:
         way = "more lenient" if stat.value > 0 else "more severe"
-        return subject.signal("judge_bias", metric, firing=True, evidence=evidence,
+        return subject.signal(Rule.judge_bias, metric, firing=True, evidence=evidence,
                               summary=f"{subject.name}: judge {judge} scores {stat.criterion} {abs(stat.value):.2f} "
                                       f"points {way} than clinicians (95% CI {stat.ci_low:+.2f} to {stat.ci_high:+.2f}, "
                                       f"n={stat.n}; tolerated {tolerance:.2f})")
     if abs(stat.value) <= tolerance:
-        return subject.signal("judge_bias", metric, firing=False, evidence=evidence,
+        return subject.signal(Rule.judge_bias, metric, firing=False, evidence=evidence,
                               summary=f"{subject.name}: judge {judge} is back within {tolerance:.2f} of clinicians")
     return None
 
@@ -123,10 +124,10 @@ def safety_clock_signals(session: Session, plan: Plan, now: datetime) -> list[Si
                  f"{state.due_at:%Y-%m-%d %H:%M} UTC ({state.label}; {event.jurisdiction}, {event.device_status})"
                  if state.due_at is not None else "")
         done = f"{subject.name}: safety event #{event.id} " + ("reported" if state.state == "stopped" else "not due yet")
-        out.append(subject.signal("safety_clock", metric, firing=soon, evidence=evidence,
+        out.append(subject.signal(Rule.safety_clock, metric, firing=soon, evidence=evidence,
                                   summary=words if soon else done))
         out.append(replace(subject, severity=Severity.critical).signal(
-            "safety_deadline_passed", metric, firing=late, evidence=evidence, summary=words if late else done))
+            Rule.safety_deadline_passed, metric, firing=late, evidence=evidence, summary=words if late else done))
     return out
 
 
@@ -144,7 +145,7 @@ def action_signals(session: Session, plan: Plan, now: datetime) -> list[Signal]:
                    f"({action.description}; owner {action.owner}) was due {action.due_at:%Y-%m-%d} and has "
                    "no passing effectiveness check" if late else
                    f"{subject.name}: corrective action #{action.id} {action.status}")
-        out.append(subject.signal("corrective_action_overdue", f"corrective_action:{action.id}", firing=late,
+        out.append(subject.signal(Rule.corrective_action_overdue, f"corrective_action:{action.id}", firing=late,
                                   summary=summary, evidence={"event": action.event_id, "owner": action.owner,
                                                              "due_at": action.due_at.isoformat()}))
     return out

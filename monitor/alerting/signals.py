@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from apscheduler.triggers.cron import CronTrigger
 from sqlmodel import Session, col, func, select
 
 from medmon.alerts import (
+    KINDS,
     Estimate,
     Notification,
     Signal,
@@ -27,8 +29,6 @@ from medmon.alerts import (
     severity_for,
 )
 from medmon.alerts.rules import (
-    Impact,
-    Rule,
     below_minimum,
     detector_alarm,
     detector_recovered,
@@ -47,21 +47,6 @@ from medmon.probes.models import ProbeRun, RunStatus
 
 HEARTBEAT = "scheduler"
 MIN_ESTIMATE_N = 30
-# Alert rule of each stream metric (the label that, with the task, identifies the alert).
-STREAM_RULES: dict[str, Rule | str] = {
-    "score": Rule.drift_drop, "error_rate": Rule.probes_failing, "cost": Rule.cost_over_budget,
-    "latency": Rule.latency_over_objective, "jury_agreement": Rule.jury_disagreement,
-    "pooled_score": "category_drop", "refusal": "refusals_rising", "format": "format_drift",
-    "judge_canaries": "judge_drift",
-    "judge_bias": "judge_drift", "judge_failures": "judge_failing",
-    "verbosity": "output_length_shift", "truncation": "output_length_shift", "reevaluation": "reevaluation_degraded",
-    "cost_typical": "cost_rise", "latency_typical": "latency_rise", "conformance": "go_live_conformance",
-}
-# Output length, typical cost and latency are cost and service matters: they page like the other
-# operational rules, at most as a warning.
-OPERATIONAL_METRICS = frozenset({"verbosity", "truncation", "cost_typical", "latency_typical"})
-# A judge failing on its own leaves the others to score: a warning, not a page (a jury with no
-# valid judge at all is an error of the run, on the probes-failing alert).
 
 
 def task_subject(plan: Plan, task: Task) -> Subject:
@@ -80,30 +65,24 @@ def monitor_subject(plan: Plan) -> Subject:
                    dashboard_url=plan.alerts.dashboard_url, severity=severity_for(plan.use_case.risk_tier.value))
 
 
-def _rule(metric: str, direction: str) -> Rule | str:
-    base = metric.split("[", 1)[0]
-    if base == "score" and "[" in metric:
-        return "subgroup_drop"
-    if base == "gap":
-        return "subgroup_gap"
-    return STREAM_RULES.get(base, f"drift_{direction}")
+def update_signal(subject: Subject, update: StreamUpdate, **evidence: Any) -> Signal | None:
+    """A stream's alarm as a firing signal, its recovery as a clearing one, else None: for canary, judge and
+    traffic streams alike, the rule and severity those of the stream's kind in the catalogue."""
+    spec, kind, f = update.spec, KINDS[update.spec.kind], update.finding
+    if f is not None:
+        found = {**f.evidence(), "baseline": spec.baseline_mean, "severity_score": f.severity, **evidence}
+        return detector_alarm(subject, spec.metric, found, kind=kind, what=spec.what)
+    if update.status == StreamStatus.recovered and update.previous == StreamStatus.degraded:
+        return detector_recovered(subject, spec.metric, kind=kind)
+    return None
 
 
 def stream_signal(plan: Plan, ctx: TaskContext, update: StreamUpdate) -> Signal | None:
-    """A firing signal on an alarm, a clearing one on recovery, nothing otherwise."""
-    spec = update.spec
+    """A canary stream's signal, about its task (or about its category or judge, owned as the task is)."""
     subject = task_subject(plan, ctx.task)
-    if spec.task_id != ctx.task.id:  # a category's pooled stream or a judge's: not one task's alert
-        subject = replace(subject, task=spec.task_id, benchmark="", dashboard_url=plan.alerts.dashboard_url)
-    rule = _rule(spec.metric, spec.direction)
-    impact = Impact.operational if spec.metric.split("[", 1)[0] in OPERATIONAL_METRICS | {"judge_failures"} else None
-    if update.finding is not None:
-        f = update.finding
-        evidence = {**f.evidence(), "baseline": spec.baseline_mean, "severity_score": f.severity}
-        return detector_alarm(subject, spec.metric, evidence, rule=rule, what=spec.what, impact=impact)
-    if update.status == StreamStatus.recovered and update.previous == StreamStatus.degraded:
-        return detector_recovered(subject, spec.metric, rule=rule, impact=impact)
-    return None
+    if update.spec.task_id != ctx.task.id:  # a category's pooled stream or a judge's: not one task's alert
+        subject = replace(subject, task=update.spec.task_id, benchmark="", dashboard_url=plan.alerts.dashboard_url)
+    return update_signal(subject, update)
 
 
 def model_change_signal(plan: Plan, ctx: TaskContext, old: tuple[str, str | None],

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from sqlmodel import Session, col, select
 
+from medmon.alerts import KINDS
 from medmon.baselines import Baseline, Canary, resolve
 from medmon.monitor.plan.context import TaskContext
 from medmon.monitor.detection.drift import (
@@ -317,8 +318,7 @@ def conformance_update(plan: Plan, ctx: TaskContext, go_live: References) -> Str
     worse = high < -plan.detection.min_margin
     t = ctx.task.id
     spec = StreamSpec(f"{t}:conformance:golive", t, "conformance", "drop", -plan.detection.min_margin, helm.mean,
-                      lambda r: None, "conformance", family=INFO,
-                      what="at go-live, production scored below the HELM evidence on the same canaries")
+                      lambda r: None, "conformance")
     finding = Finding(detector="go_live_conformance", direction="drop", statistic=mean / max(sd / math.sqrt(n), 1e-9),
                       threshold=-1.96, estimate=mean, ci_low=low, ci_high=high, n=n,
                       null_mean=-plan.detection.min_margin, quantity="paired difference",
@@ -368,8 +368,7 @@ def _update_pooled(session: Session, plan: Plan, ctx: TaskContext, member: Strea
     threshold = plan_budget(plan).threshold(QUALITY, 1)
     spec = StreamSpec(f"category:{_slug(category)}:pooled_score:drop", f"category:{_slug(category)}", "pooled_score",
                       "drop", 0.0, 0.0, lambda r: None, "pooled_sr", {"members": members, "max_lag": 50},
-                      what=f"scores across the {category} category fell below their baselines "
-                           f"(pooled over {len(members)} tasks)")
+                      what=KINDS["pooled_score"].words(category=category, members=len(members)))
     params = {**spec.params, "null_mean": 0.0}
     row = _row(session, spec, params, threshold)
     detector = rebuild(PooledSR, spec.params, threshold, row.state or None)
@@ -460,7 +459,7 @@ def _update_one_shot(session: Session, plan: Plan, ctx: TaskContext, baseline: B
             xs.append(test.last_x)
     previous = row.status
     spec = StreamSpec(row.key, task.id, ONE_SHOT, "drop", row.null_mean, baseline.normalized, lambda r: None,
-                      "oneshot_paired", p, INFO, what="re-evaluation: degraded vs baseline")
+                      "oneshot_paired", p)
     status, alert, summary = previous, False, ""
     if finding is not None:
         d = finding.decision
@@ -507,14 +506,13 @@ def update_judge_canaries(session: Session, plan: Plan, judge: str, verdicts: Se
     spec = StreamSpec(f"judge:{judge}:judge_canaries:drop", f"judge:{judge}", "judge_canaries", "drop", a0, a0,
                       lambda v: v, "judge_agreement_sr",
                       {"min_agreement": a0, "scale_min": float(plan.jury.scale_min), "scale_max": float(plan.jury.scale_max)},
-                      what=f"judge {judge} agrees less with the judge canaries' gold scores (judge drift)")
+                      what=KINDS["judge_canaries"].words(judge=judge))
     burn_in = max(2, plan.jury.canary_burn_in_runs * (canaries or len(verdicts)))
     bias = StreamSpec(f"judge:{judge}:judge_bias:both", f"judge:{judge}", "judge_bias", "both", 0.0, 0.0,
                       lambda v: v, "judge_bias_sr",
                       {"burn_in": burn_in, "tolerance": plan.jury.canary_bias_tolerance,
                        "scale_min": float(plan.jury.scale_min), "scale_max": float(plan.jury.scale_max)},
-                      what=f"judge {judge} scores the judge canaries more leniently or more severely than at go-live "
-                           "(judge drift)")
+                      what=KINDS["judge_canary_bias"].words(judge=judge))
     threshold = plan_budget(plan).threshold(QUALITY, 2)
     return (update_stream(session, spec, threshold, verdicts, now),  # type: ignore[arg-type]
             update_stream(session, bias, threshold, verdicts, now))  # type: ignore[arg-type]

@@ -15,9 +15,8 @@ from typing import Any
 
 from pydantic import SecretStr, ValidationError
 
-from medmon.alerts import CHANNEL_TYPES, Alert, Channel, Escalation, Matcher, NotifyPolicy, Rule, RouteSpec, Subject, \
-    severity_for
-from medmon.alerts.rules import METRIC_RULES
+from medmon.alerts import CHANNEL_TYPES, KINDS, Alert, Channel, Escalation, Impact, Matcher, NotifyPolicy, RouteSpec, \
+    Subject, severity_for
 from medmon.baselines import resolve
 from medmon.monitor.errors import PlanError, PlanIssue
 from medmon.monitor.plan.intervals import parse_interval
@@ -180,9 +179,6 @@ def notify_policy(plan: Plan) -> NotifyPolicy:
                         fallback_route=fallback, max_alerts=cfg.max_alerts_per_notification)
 
 
-_RULE_METRIC = {rule: metric for metric, rule in METRIC_RULES.items()}
-
-
 def _possible_alerts(plan: Plan) -> list[tuple[str, Alert]]:
     """Every (task, rule) alert the plan can raise, labelled and graded as the monitor would."""
     tier = plan.use_case.risk_tier.value
@@ -193,10 +189,11 @@ def _possible_alerts(plan: Plan) -> list[tuple[str, Alert]]:
     subjects.append(("monitor", Subject(deployment=plan.deployment.name, severity=severity_for(tier))))
     alerts = []
     for name, subject in subjects:
-        for rule in Rule:
-            signal = subject.signal(rule, _RULE_METRIC.get(rule, rule.value), firing=True, summary="")
-            alerts.append((name, Alert(fingerprint="", labels=signal.labels, task_id=subject.task, rule=rule.value,
-                                       severity=signal.severity)))
+        for kind in KINDS.values():
+            if kind.impact is not Impact.info:  # information never pages
+                signal = subject.signal(kind.rule, kind.metric, firing=True, summary="")
+                alerts.append((name, Alert(fingerprint="", labels=signal.labels, task_id=subject.task,
+                                           rule=kind.rule.value, severity=signal.severity)))
     return alerts
 
 

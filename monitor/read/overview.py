@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 from sqlmodel import Session, col, func, select
 
-from medmon.alerts import Alert, Incident, cause_of, last_beat
+from medmon.alerts import KINDS, Alert, Incident, cause_of, last_beat
 from medmon.baselines import Baseline, latest_baseline, resolve
 from medmon.monitor.plan.context import adopted_baseline, current_pin, pin_fits
 from medmon.monitor.models import DetectorState, StreamStatus
@@ -77,16 +77,13 @@ def stream_name(key: str, task_id: str) -> str:
 
 # Most serious first: a clinical problem before an operational one.
 CAUSE_ORDER = ("accuracy", "subgroup_gap", "availability", "model_change", "output", "jury", "cost", "latency")
-_STREAM_SENTENCE = {
-    "verbosity": "answers grew longer than every reference answer more often than at go-live",
-    "truncation": "answers grew shorter than every reference answer more often than at go-live",
-    "refusal": "the model refuses to answer more often than at go-live",
-    "output_length": "the length of answers changed",
-    "unparsed": "more answers can no longer be read by the scorer",
-    "error_rate": "more model calls fail than at go-live",
-    "latency_distribution": "the latency of calls changed",
-    "jury_agreement": "the judges agree less than the plan's minimum",
-}
+
+
+def _sentence(metric: str) -> str:
+    """The catalogue's page sentence for a degraded stream of this metric ('' for a kind without one)."""
+    base, _, sub = metric.partition("[")
+    words = next((k.page for k in KINDS.values() if k.detector and k.metric == base), "").format(sub=sub[:-1])
+    return words[:1].upper() + words[1:]
 
 
 @dataclass(frozen=True)
@@ -126,8 +123,6 @@ def _stream_sentences(cause: str, streams: list[Stream], task: Task) -> list[str
         if whole and groups:
             text += f", and in {len(groups)} subgroup{'s' if len(groups) != 1 else ''} with it"
         return [text]
-    if cause == "subgroup_gap":
-        return [f"The {s.metric[4:-1]} subgroup fell further behind the rest than at approval" for s in streams]
     if cause == "cost":
         budget = task.thresholds.cost_budget_per_call
         return [f"More calls cost over the budget{f' of ${budget:g}' if budget else ''} than at go-live"]
@@ -136,15 +131,9 @@ def _stream_sentences(cause: str, streams: list[Stream], task: Task) -> list[str
         out = []
         if any(s.metric == "latency" for s in streams):
             out.append(f"More calls are slower than the{f' {slo:g} s' if slo else ''} objective than at go-live")
-        out += [_STREAM_SENTENCE[s.metric][:1].upper() + _STREAM_SENTENCE[s.metric][1:] for s in streams
-                if s.metric != "latency" and s.metric in _STREAM_SENTENCE]
-        return out
-    out = []
-    for s in streams:
-        base = s.metric.split("[", 1)[0]
-        words = _STREAM_SENTENCE.get(base, f"the {base.replace('_', ' ')} detector alarmed")
-        out.append(words[:1].upper() + words[1:])
-    return out
+        return out + [t for t in (_sentence(s.metric) for s in streams if s.metric != "latency") if t]
+    return [_sentence(s.metric) or f"The {s.metric.split('[', 1)[0].replace('_', ' ')} detector alarmed"
+            for s in streams]
 
 
 def task_status(task: Task, streams: Sequence[Stream], estimate: tuple[float, float, float] | None,

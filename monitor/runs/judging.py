@@ -20,15 +20,13 @@ from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from medmon.alerts import Signal, apply_signals
-from medmon.alerts.rules import detector_alarm, detector_recovered
-from medmon.monitor.alerting.signals import STREAM_RULES, monitor_subject
+from medmon.monitor.alerting.signals import monitor_subject, update_signal
 from medmon.monitor.detection.drift.judge import judge_agreement
 from medmon.monitor.detection.streams import (
     StreamUpdate,
     finding_record,
     update_judge_canaries,
 )
-from medmon.monitor.models import StreamStatus
 from medmon.monitor.plan.model import Plan, parse_interval
 from medmon.monitor.plan.privacy import text_policy
 from medmon.monitor.plan.routing import notify_policy
@@ -50,7 +48,6 @@ from medmon.db import session_scope
 
 log = logging.getLogger("medmon.judging")
 
-JUDGE_RULE = STREAM_RULES["judge_canaries"]
 JOB_ID = "judge-canaries"
 
 
@@ -79,15 +76,7 @@ class JudgingOutcome:
 
 def judge_signal(plan: Plan, update: StreamUpdate) -> Signal | None:
     """A firing signal when a judge's stream alarms, a clearing one when it recovers, else None."""
-    spec = update.spec
-    subject = replace(monitor_subject(plan), task=spec.task_id)
-    if update.finding is not None:
-        f = update.finding
-        evidence = {**f.evidence(), "baseline": spec.baseline_mean, "severity_score": f.severity}
-        return detector_alarm(subject, spec.metric, evidence, rule=JUDGE_RULE, what=spec.what)
-    if update.status == StreamStatus.recovered and update.previous == StreamStatus.degraded:
-        return detector_recovered(subject, spec.metric, rule=JUDGE_RULE)
-    return None
+    return update_signal(replace(monitor_subject(plan), task=update.spec.task_id), update)
 
 
 def _record(item: Rejudged) -> ProbeRecord:

@@ -30,7 +30,6 @@ from sqlmodel import Session, col, func, select
 from medmon.alerts import Signal, apply_signals
 from medmon.baselines.canary import canary_from_dict
 from medmon.db import session_scope
-from medmon.monitor.detection.drift.budget import QUALITY
 from medmon.monitor.detection.drift.layout import StreamSpec, margin_z
 from medmon.monitor.detection.streams import finding_record, update_stream
 from medmon.monitor.models import TrafficJudgement, TrafficReference, TrafficSpan
@@ -120,14 +119,12 @@ def judgement_specs(plan: Plan, task_id: str, ref: TrafficReference | None) -> l
         margin = max(plan.detection.min_margin, margin_z(plan) * math.sqrt(max(judged.get("var", 0.05), 0.01) / n))
         mu0 = min(max(p - margin, 0.01), 0.99)
         specs.append(StreamSpec(f"{task_id}:traffic_judged_score:drop", task_id, "traffic_judged_score", "drop", mu0, p,
-                                lambda j: j.score, "mixture_sr", {"mu0": mu0, "sigma2": max(judged.get("var", 0.05), 0.01)},
-                                QUALITY, what="the jury scores real answers lower than it did at first"))
+                                lambda j: j.score, "mixture_sr", {"mu0": mu0, "sigma2": max(judged.get("var", 0.05), 0.01)}))
     floor = plan.task(task_id).thresholds.min_jury_agreement
     if floor is not None:
         a0 = min(max(floor, 0.01), 0.99)
         specs.append(StreamSpec(f"{task_id}:traffic_jury_agreement:drop", task_id, "traffic_jury_agreement", "drop",
-                                a0, a0, lambda j: j.agreement, "mixture_sr", {"mu0": a0, "sigma2": 0.02}, QUALITY,
-                                what="the judges agree less than the plan's minimum on real answers"))
+                                a0, a0, lambda j: j.agreement, "mixture_sr", {"mu0": a0, "sigma2": 0.02}))
     return specs
 
 

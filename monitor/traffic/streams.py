@@ -1,16 +1,10 @@
 """The traffic pass: roll new spans up by hour and feed each task's traffic streams.
 
-The leader runs it every ``traffic.detect_every``; receivers only insert. Each pass takes the
-spans not yet streamed (oldest first), adds them to their hourly rollups, and, for a task whose
-reference is complete, feeds the calls that ended after the reference period to the same
-detectors, budget and alert rules as the canary streams (``medmon.monitor.detection.streams``):
-one-sided mixture Shiryaev-Roberts e-detectors on 0/1 observations, each against the
-reference's own level plus a margin for that level's sampling error and the plan's tolerance.
-A served model the reference never saw is a model-change finding on the task.
-
-Traffic streams have a false-alarm budget of their own (the plan's operational budget, else the
-quality one, counted in calls rather than probes), split over the routed tasks and their streams,
-so real traffic never spends the canaries' budget.
+The leader runs it every ``traffic.detect_every``; receivers only insert. Each pass rolls up the
+spans not yet streamed (oldest first) and feeds, for a task whose reference is complete, the calls
+after the reference period to the canaries' detectors and alert rules, each stream against the
+reference's own level plus its sampling margin, on a false-alarm budget of its own (counted in
+calls, split over the routed tasks) so real traffic never spends the canaries' (docs/traffic.md).
 """
 
 from __future__ import annotations
@@ -27,35 +21,21 @@ from sqlalchemy import update
 from sqlmodel import Session, select
 
 from medmon.alerts import Signal, apply_signals
-from medmon.alerts.rules import Impact, detector_alarm, detector_recovered, model_changed
+from medmon.alerts.rules import model_changed
 from medmon.db import session_scope
-from medmon.monitor.alerting.signals import task_subject
+from medmon.monitor.alerting.signals import task_subject, update_signal
 from medmon.monitor.detection.drift.budget import OPERATIONAL, Budget
 from medmon.monitor.detection.drift.layout import StreamSpec, margin_z
 from medmon.monitor.detection.streams import StreamUpdate, finding_record, update_stream
-from medmon.monitor.models import LATENCY_BUCKETS, FindingRecord, StreamStatus, TrafficReference, TrafficRollup, TrafficSpan
+from medmon.monitor.models import LATENCY_BUCKETS, FindingRecord, TrafficReference, TrafficRollup, TrafficSpan
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.routing import notify_policy
 from medmon.monitor.traffic.reference import MEDIAN_METRICS, RATE_METRICS, ensure_reference
-from medmon.monitor.traffic.volume import METRIC as VOLUME, due_hours, ensure_volume, mark_tested, volume_specs
+from medmon.monitor.traffic.volume import due_hours, ensure_volume, mark_tested, volume_specs
 
 log = logging.getLogger("medmon.traffic")
 
 BATCH = 5000
-WHAT = {
-    "traffic_cost": "real calls cost more than the reference's median call more often (cost per call rose)",
-    "traffic_latency": "real calls take longer than the reference's median call more often (latency rose)",
-    "traffic_output_tokens": "real answers are longer than the reference's median answer more often",
-    "traffic_error_rate": "more real calls fail than in the reference",
-    "traffic_truncation": "more real answers are cut off at the token limit (finish reason 'length')",
-    "traffic_refusal": "the model refuses real requests more often than in the reference",
-}
-RULES = {"traffic_cost": "traffic_cost_rise", "traffic_latency": "traffic_latency_rise",
-         "traffic_output_tokens": "traffic_length_rise", "traffic_error_rate": "traffic_errors",
-         "traffic_truncation": "traffic_truncation", "traffic_refusal": "traffic_refusals",
-         "traffic_judged_score": "traffic_judged_drop", "traffic_jury_agreement": "traffic_jury_disagreement",
-         f"{VOLUME}:drop": "traffic_collapse", f"{VOLUME}:rise": "traffic_surge"}
-OPERATIONAL_RULES = frozenset({"traffic_cost", "traffic_latency", "traffic_output_tokens", "traffic_error_rate", VOLUME})
 
 
 @dataclass
@@ -140,8 +120,7 @@ def traffic_specs(plan: Plan, ref: TrafficReference) -> list[StreamSpec]:
         mu0 = min(max(mu0, 0.01), 0.99)
         specs.append(StreamSpec(f"{ref.task_id}:{metric}:rise", ref.task_id, metric, "rise", mu0, p, observe,
                                 "mixture_sr", {"mu0": mu0, "sigma2": max(mu0 * (1 - mu0), 0.01), "direction": "rise",
-                                               "reference": ref.period_to.isoformat()},
-                                OPERATIONAL, what=WHAT[metric]))
+                                               "reference": ref.period_to.isoformat()}))
     return specs
 
 
@@ -154,19 +133,8 @@ def traffic_threshold(plan: Plan, streams: int) -> float:
 
 
 def signal_of(plan: Plan, update: StreamUpdate) -> Signal | None:
-    """A traffic stream's alarm as a firing signal, its recovery as a clearing one, else nothing."""
-    subject = task_subject(plan, plan.task(update.spec.task_id))
-    metric = update.spec.metric
-    rule = RULES.get(f"{metric}:{update.spec.direction}") or RULES.get(metric, f"{metric}_rise")
-    impact = Impact.operational if metric in OPERATIONAL_RULES else None
-    if update.finding is not None:
-        f = update.finding
-        evidence = {**f.evidence(), "baseline": update.spec.baseline_mean, "severity_score": f.severity,
-                    "source": "traffic"}
-        return detector_alarm(subject, metric, evidence, rule=rule, what=update.spec.what, impact=impact)
-    if update.status == StreamStatus.recovered and update.previous == StreamStatus.degraded:
-        return detector_recovered(subject, metric, rule=rule, impact=impact)
-    return None
+    """A traffic stream's signal: about its task, its evidence marked as seen in real traffic."""
+    return update_signal(task_subject(plan, plan.task(update.spec.task_id)), update, source="traffic")
 
 
 def _model_changes(session: Session, plan: Plan, ref: TrafficReference, spans: Sequence[Any],

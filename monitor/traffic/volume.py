@@ -1,32 +1,17 @@
 """Calls per hour against the same hours of the reference: a traffic collapse or surge.
 
-Clinical use follows the clock: busy on weekday mornings, quiet at night. So each finished hour's
-call count is compared with the reference's count for the *same hour*: the same hour of the day,
-and the same weekday too when the reference covers at least ``WEEK`` (seven days); a shorter
-reference compares by hour of the day only (a weekend then looks like a drop unless the reference
-held one: declare a week or more when weekends differ).
+Why and how, for the committee: docs/traffic.md, "Calls per hour". Each finished hour's count is
+compared with the reference's mean ``m`` over its ``d`` days for the same slot (hour of day, and
+weekday when the reference covers ``WEEK``), under a negative binomial variance ``m + phi m^2``
+whose ``phi`` is pooled over the slots (within working and weekend days for a one-week reference)
+and raised by its own sampling error plus ``PHI_FLOOR``. ``CountSR`` tests each hour against
 
-What the reference gives per slot (hour of day, or weekday and hour) is the mean count ``m`` over
-its ``d`` days, and for the task one dispersion ``phi`` (variance ``m + phi m^2``), pooled over the
-slots by the method of moments and raised by its own sampling error plus a floor, because a
-hospital's traffic varies more than Poisson (meetings, ward rounds, a busy day); a reference of
-one week has each weekday once, so its spread is measured within working days and within weekend
-days of the same hour instead (an upper estimate where weekdays differ). Each hour is then
-tested by ``CountSR`` (negative binomial e-values) against a null that carries the slot mean's
-sampling error (``z`` standard errors, as the other traffic nulls) and the plan's
-``traffic.volume_tolerance``:
-
-- drop: ``mu0 = (m - z se) (1 - tolerance)``, an hour whose ``mu0`` is under ``MIN_EXPECTED`` calls
-  is too quiet to show a drop and is skipped;
+- drop: ``mu0 = (m - z se) (1 - tolerance)``, skipped where ``mu0`` is under ``MIN_EXPECTED`` calls;
 - rise: ``mu0 = (m + z se) (1 + tolerance)``,
 
-with ``se = sqrt((m + phi m^2 + 1) / d)`` (the ``+ 1`` keeps a slot the reference saw empty from
-being taken for an exact zero). The two streams share the task's traffic budget like the others.
-
-An hour is tested once it is ``GRACE`` past its end (exporters send in batches) and once no span
-is waiting to be rolled up; spans arriving later still count in the rollups, not in the test. At
-most ``MAX_CATCH_UP`` of past hours are tested at once: hours the monitor itself was not running
-are not the application's outage.
+with ``se = sqrt((m + phi m^2 + 1) / d)`` (the ``+ 1`` keeps an empty slot from being an exact zero).
+An hour is tested ``GRACE`` after its end once no span waits to be rolled up, at most ``MAX_CATCH_UP``
+back: hours the monitor itself was not running are not the application's outage.
 """
 
 from __future__ import annotations
@@ -41,7 +26,6 @@ from typing import Any
 from sqlmodel import Session, col, func, select
 
 from medmon.db import as_utc
-from medmon.monitor.detection.drift.budget import OPERATIONAL
 from medmon.monitor.detection.drift.layout import StreamSpec, margin_z
 from medmon.monitor.models import TrafficReference, TrafficRollup
 from medmon.monitor.plan.model import Plan
@@ -54,12 +38,6 @@ MIN_HOURS = 24  # full hours a reference needs before its volume is a null
 MIN_EXPECTED = 5.0
 PHI_FLOOR = 0.0025  # at least 5% of extra-Poisson variation per hour
 METRIC = "traffic_calls"
-WHAT = {
-    "drop": "far fewer real calls arrive than in the same hours of the reference (traffic collapse: "
-            "an outage or a broken integration?)",
-    "rise": "far more real calls arrive than in the same hours of the reference (traffic surge: "
-            "a retry loop, a new use or misrouted traffic?)",
-}
 
 
 @dataclass(frozen=True)
@@ -173,8 +151,7 @@ def volume_specs(plan: Plan, ref: TrafficReference) -> list[StreamSpec]:
         specs.append(StreamSpec(f"{ref.task_id}:{METRIC}:{direction}", ref.task_id, METRIC, direction, ratio, 1.0,
                                 observe, "count_sr",
                                 {"phi": phi, "direction": direction, "null_ratio": ratio,
-                                 "reference": ref.period_to.isoformat()},
-                                OPERATIONAL, what=WHAT[direction]))
+                                 "reference": ref.period_to.isoformat()}))
     return specs
 
 

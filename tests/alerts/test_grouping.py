@@ -152,8 +152,8 @@ def _burst(session: Session, policy: NotifyPolicy, clock: FakeClock, tasks: int,
         signals = []
         for _ in range(batch):
             task, metric = f"task-{rng.randrange(tasks)}", f"m{rng.randrange(metrics)}"
-            signals.append(fire(task=task, metric=metric, rule="burst", estimate=rng.random())
-                           if rng.random() < 0.8 else clear(task=task, metric=metric, rule="burst"))
+            signals.append(fire(task=task, metric=metric, rule="drift_drop", estimate=rng.random())
+                           if rng.random() < 0.8 else clear(task=task, metric=metric, rule="drift_drop"))
         apply_signals(session, signals, policy, clock())
 
 

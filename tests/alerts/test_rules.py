@@ -112,7 +112,7 @@ def test_detector_alarm_wording_and_identity() -> None:
     assert cost.summary.startswith("dosing: cost per call exceeds its budget (estimate -0.120")
     recovered = detector_recovered(subject(), "score")
     assert not recovered.firing and recovered.fingerprint == alarm.fingerprint
-    named = detector_alarm(subject(), "gap[sex=F]", evidence, rule="subgroup_gap", what="the F subgroup fell behind")
+    named = detector_alarm(subject(), "gap[sex=F]", evidence, what="the F subgroup fell behind")
     assert named.labels["rule"] == "subgroup_gap" and named.summary.startswith("dosing: the F subgroup fell behind")
 
 

@@ -8,8 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from sqlmodel import Session
 
-from medmon.alerts import apply_signals
-from medmon.alerts.causes import cause_of
+from medmon.alerts import apply_signals, cause_of
 from medmon.alerts.incidents import incident_members, open_incidents
 from medmon.db import session_scope
 from medmon.monitor.alerting.signals import model_change_signal, stream_signal

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 from sqlmodel import Session, select
 
 from medmon.alerts import Alert
-from medmon.alerts.causes import Cause, cause_of
+from medmon.alerts import Cause, cause_of
 from medmon.db import session_scope
 from medmon.monitor.detection.drift import CountSR
 from medmon.monitor.models import DetectorState, FindingRecord, TrafficReference, TrafficRollup

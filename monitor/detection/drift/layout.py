@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from medmon.alerts import KINDS, stream_kind
 from medmon.baselines import Baseline, Canary
-from medmon.monitor.detection.drift.budget import INFO, OPERATIONAL, QUALITY
 from medmon.monitor.detection.drift.reference import (
     References, cost_null, cost_score, exceedance_null, log_cost_scale, lower_bound, stage_alpha,
 )
@@ -41,7 +41,8 @@ Observe = Callable[[ProbeResultBase], Any]
 
 @dataclass(frozen=True)
 class StreamSpec:
-    """One stream-direction: what it observes, its detector and parameters, and its family."""
+    """One stream-direction: what it observes, its detector and parameters, and its ``kind`` in the catalogue
+    (``medmon.alerts.KINDS``; default: its metric's), which gives its ``family`` and ``what`` unless set here."""
 
     key: str
     task_id: str
@@ -52,10 +53,20 @@ class StreamSpec:
     observe: Observe
     detector: str = "mixture_sr"
     params: dict[str, Any] = field(default_factory=dict)
-    family: str = QUALITY
+    family: str = ""
     what: str = ""  # what an alarm means, for the alert summary
     active: bool = True  # False until the references it needs exist
     primary: bool = False  # the task's member of its category's pooled stream
+    kind: str = ""
+
+    def __post_init__(self) -> None:
+        kind = KINDS[self.kind] if self.kind else stream_kind(self.metric, self.direction, self.detector)
+        if stream_kind(self.metric, self.direction).rule is not kind.rule:
+            raise ValueError(f"stream {self.key}: metric {self.metric!r} is not of kind {kind.name!r}")
+        sub = self.metric.partition("[")[2].removesuffix("]")
+        object.__setattr__(self, "kind", kind.name)
+        object.__setattr__(self, "family", self.family or kind.family)
+        object.__setattr__(self, "what", self.what or kind.words(sub=sub))
 
 
 def baseline_margin(p: float, n: int, min_margin: float, z: float = 2.0) -> float:
@@ -197,11 +208,10 @@ def _judge_failed(name: str) -> Observe:
     return observe
 
 
-def _exceedance(task_id: str, metric: str, observe: Observe) -> StreamSpec:
-    """An operational stream of 0/1 exceedances (over budget, over objective) watched for a rise."""
-    return StreamSpec(f"{task_id}:{metric}:rise", task_id, metric, "rise", EXCEEDANCE_NULL, 0.0, observe,
-                      family=OPERATIONAL,
-                      params={"mu0": EXCEEDANCE_NULL, "sigma2": _sigma2(EXCEEDANCE_NULL), "direction": "rise"})
+def _rise(task_id: str, metric: str, null: float, observe: Observe, baseline: float = 0.0, **kw: Any) -> StreamSpec:
+    """A stream of 0/1 observations (failed, refused, over budget, ...) watched for a rise of their share."""
+    return StreamSpec(f"{task_id}:{metric}:rise", task_id, metric, "rise", null, baseline, observe,
+                      params={"mu0": null, "sigma2": _sigma2(null), "direction": "rise"}, **kw)
 
 
 def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[Canary] = (), *,
@@ -227,10 +237,10 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
         sigma2 = max(burn_in.answer_variance(), 0.005)  # observed, not p(1 - p)
         score = StreamSpec(f"{t}:score:drop", t, "score", "drop", mu0, ref_mean, lambda r: r.score if _ok(r) else None,
                            params={"mu0": mu0, "sigma2": sigma2, "reference": burn_in.key()}, primary=True,
-                           what="score fell below the go-live reference")
+                           kind="golive_score")
     elif go_live:  # the reference is being built: nothing to test against yet
         score = StreamSpec(f"{t}:score:drop", t, "score", "drop", 0.5, p0, lambda r: None,
-                           params={"mu0": 0.5, "sigma2": 0.25}, active=False, primary=True)
+                           params={"mu0": 0.5, "sigma2": 0.25}, active=False, primary=True, kind="golive_score")
     else:  # no go-live reference: the benchmark's score, with an exact margin
         margin = exact_baseline_margin(p0, baseline.n, alpha, det.min_margin)
         mu0 = min(max(p0 - margin, 0.01), 0.99)
@@ -260,90 +270,66 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
     if paired_possible:
         params, null = paired_params(refs)
         specs.append(StreamSpec(f"{t}:score_paired:drop", t, "score", "drop", null, 0.0, _paired(refs), "paired_sr",
-                                params, what="score dropped below each canary's own reference outcome (paired)",
-                                active=paired_ready, primary=not go_live and refs is not None and refs.source == "helm"))
+                                params, active=paired_ready,
+                                primary=not go_live and refs is not None and refs.source == "helm"))
         for tag, value, ids in subgroup_values(task, canaries):
             sub = refs.subset(ids) if refs is not None else None
             rest = refs.subset(set(refs.items) - set(ids)) if refs is not None else None
             params, null = paired_params(sub)
             label = f"{tag}={value}"
             specs.append(StreamSpec(f"{t}:score[{label}]:drop", t, f"score[{label}]", "drop", null, 0.0,
-                                    _paired(refs, tag, value), "paired_sr", params, active=paired_ready,
-                                    what=f"score dropped below its reference for the {label} subgroup (paired)"))
+                                    _paired(refs, tag, value), "paired_sr", params, active=paired_ready))
             gap_margin = max(det.min_margin, z * math.hypot(sub.bias_sd(), rest.bias_sd())
                              if sub is not None and rest is not None and rest.items else 0.0)
             gap_sigma2 = max(params["sigma2"] / 2, 0.001)
             specs.append(StreamSpec(f"{t}:gap[{label}]:rise", t, f"gap[{label}]", "rise", gap_margin, 0.0,
                                     _gap(refs, tag, value), "subgroup_gap_sr",
                                     {"margin": gap_margin, "sigma2": gap_sigma2, "value_range": 2.0},
-                                    active=paired_ready,
-                                    what=f"the {label} subgroup fell further behind the rest than at baseline"))
+                                    active=paired_ready))
     if go_live:
         k = burn_in.min_runs if burn_in is not None else det.reference.repeats
         n_items = len(burn_in.items) if burn_in is not None else len(canaries)
         q = exceedance_null(k, n_items)
-        for name, longer, what in (("verbosity", True, "answers grew longer than every reference answer"),
-                                   ("truncation", False, "answers grew shorter than every reference answer")):
-            specs.append(StreamSpec(f"{t}:{name}:rise", t, name, "rise", q, 1 / (k + 1), _exceeds(burn_in, longer),
-                                    params={"mu0": q, "sigma2": _sigma2(q), "direction": "rise"},
-                                    what=f"{what} (output tokens vs the burn-in's per-canary range)",
-                                    active=burn_in is not None))
-    specs.append(StreamSpec(f"{t}:refusal:rise", t, "refusal", "rise", REFUSAL_NULL, 0.0,
-                            lambda r: float(r.refused) if r.error_type is None else None,
-                            params={"mu0": REFUSAL_NULL, "sigma2": _sigma2(REFUSAL_NULL), "direction": "rise"},
-                            what="the model refuses to answer more often"))
+        for name, longer in (("verbosity", True), ("truncation", False)):
+            specs.append(_rise(t, name, q, _exceeds(burn_in, longer), 1 / (k + 1), active=burn_in is not None))
+    specs.append(_rise(t, "refusal", REFUSAL_NULL, lambda r: float(r.refused) if r.error_type is None else None))
     if scorer in READING_SCORERS:
-        specs.append(StreamSpec(f"{t}:format:rise", t, "format", "rise", FORMAT_NULL, 0.0, _unparsed,
-                                params={"mu0": FORMAT_NULL, "sigma2": _sigma2(FORMAT_NULL), "direction": "rise"},
-                                what="the model changed how it answers: more answers the scorer cannot read "
-                                     "(format drift, not a wrong answer)"))
+        specs.append(_rise(t, "format", FORMAT_NULL, _unparsed))
     agreement = task.thresholds.min_jury_agreement
     if agreement is not None and plan.jury is not None:
         a0 = min(max(agreement, 0.01), 0.99)
         specs.append(StreamSpec(f"{t}:jury_agreement:drop", t, "jury_agreement", "drop", a0, a0,
                                 lambda r: r.jury_agreement if r.error_type is None else None,
-                                params={"mu0": a0, "sigma2": 0.02},
-                                what="the judges agree less than the plan's minimum"))
-    specs.append(StreamSpec(f"{t}:error_rate:rise", t, "error_rate", "rise", ERROR_NULL, 0.0,
-                            lambda r: 1.0 if r.error_type else 0.0, family=OPERATIONAL,
-                            params={"mu0": ERROR_NULL, "sigma2": _sigma2(ERROR_NULL), "direction": "rise"}))
+                                params={"mu0": a0, "sigma2": 0.02}))
+    specs.append(_rise(t, "error_rate", ERROR_NULL, lambda r: 1.0 if r.error_type else 0.0))
     if scorer == "jury" and plan.jury is not None:
-        for judge in plan.jury.judges:
-            specs.append(StreamSpec(f"{t}:judge_failures[{judge.name}]:rise", t, f"judge_failures[{judge.name}]",
-                                    "rise", ERROR_NULL, 0.0, _judge_failed(judge.name), family=OPERATIONAL,
-                                    params={"mu0": ERROR_NULL, "sigma2": _sigma2(ERROR_NULL), "direction": "rise"},
-                                    what=f"judge {judge.name} fails to give a usable verdict (call failed or "
-                                         "output unreadable) more often"))
+        specs += [_rise(t, f"judge_failures[{j.name}]", ERROR_NULL, _judge_failed(j.name)) for j in plan.jury.judges]
     if go_live:  # cost and latency against each canary's go-live calls; the budget and SLO are rules below
         n_items = len(burn_in.items) if burn_in is not None else len(canaries)
         scale = log_cost_scale(burn_in) if burn_in is not None else None
         q = cost_null(burn_in) if burn_in is not None else 0.6
         specs.append(StreamSpec(f"{t}:cost_typical:rise", t, "cost_typical", "rise", q, 0.5,
-                                _cost_vs_reference(burn_in, scale), family=OPERATIONAL,
+                                _cost_vs_reference(burn_in, scale),
                                 params={"mu0": q, "sigma2": COST_SIGMA2, "direction": "rise"},
-                                what="typical cost per call rose above the go-live reference (log cost per canary)",
                                 active=scale is not None))
         counts = [len(r.latency) for r in burn_in.items.values() if r.latency] if burn_in is not None else []
         q = exceedance_null(min(counts) if counts else det.reference.repeats, n_items)
-        specs.append(StreamSpec(f"{t}:latency_typical:rise", t, "latency_typical", "rise", q, 0.0,
-                                _slower_than_reference(burn_in, det.latency_min_rise_s), family=OPERATIONAL,
-                                params={"mu0": q, "sigma2": _sigma2(q), "direction": "rise"},
-                                what="calls grew slower than every go-live call of the same canary (by at least "
-                                     f"{det.latency_min_rise_s:g} s)",
-                                active=bool(counts)))
+        specs.append(_rise(t, "latency_typical", q, _slower_than_reference(burn_in, det.latency_min_rise_s),
+                           what=KINDS["latency_typical"].words(min_rise_s=f"{det.latency_min_rise_s:g}"),
+                           active=bool(counts)))
     budget = task.thresholds.cost_budget_per_call
     if budget is not None:
-        specs.append(_exceedance(t, "cost", lambda r: None if r.cost_usd is None else float(r.cost_usd > budget)))
+        specs.append(_rise(t, "cost", EXCEEDANCE_NULL,
+                           lambda r: None if r.cost_usd is None else float(r.cost_usd > budget)))
     slo = task.thresholds.latency_slo_s
     if slo is not None:
-        specs.append(_exceedance(t, "latency", lambda r: None if r.latency_s is None else float(r.latency_s > slo)))
+        specs.append(_rise(t, "latency", EXCEEDANCE_NULL,
+                           lambda r: None if r.latency_s is None else float(r.latency_s > slo)))
     if det.distribution_checks:
         specs.append(StreamSpec(f"{t}:output_length:change", t, "output_length", "change", 0.0, 0.0,
                                 lambda r: None if r.error_type or r.completion_tokens is None else float(r.completion_tokens),
-                                "river", {"kind": "adwin", "params": {"delta": 1e-5}}, INFO,
-                                what="the distribution of output length changed"))
+                                "river", {"kind": "adwin", "params": {"delta": 1e-5}}))
         specs.append(StreamSpec(f"{t}:latency_distribution:change", t, "latency_distribution", "change", 0.0,
                                 0.0, lambda r: None if r.error_type or r.latency_s is None else float(r.latency_s),
-                                "river", {"kind": "kswin", "params": {"alpha": 1e-4, "seed": 7}}, INFO,
-                                what="the latency distribution changed"))
+                                "river", {"kind": "kswin", "params": {"alpha": 1e-4, "seed": 7}}))
     return specs
