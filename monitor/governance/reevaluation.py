@@ -70,12 +70,12 @@ class Comparison:
     reasons: list[str] = field(default_factory=list)
 
 
-def score_interval(scores: Sequence[float]) -> tuple[float, float, float]:
+def mean_and_interval(scores: Sequence[float]) -> tuple[float, float, float]:
     """Mean with a 95% interval: Wilson for 0/1 scores, normal for bounded ones.
 
     Examples
     --------
-    >>> m, lo, hi = score_interval([1.0] * 26 + [0.0] * 6)
+    >>> m, lo, hi = mean_and_interval([1.0] * 26 + [0.0] * 6)
     >>> round(m, 3), round(lo, 3), round(hi, 3)
     (0.812, 0.647, 0.911)
     """
@@ -102,7 +102,7 @@ def compare(scores: Sequence[float], baseline: float, min_score: float, tolerate
     """
     if not scores:
         return judge(0, None, None, None, baseline, min_score, tolerated_drop)
-    mean, lo, hi = score_interval(scores)
+    mean, lo, hi = mean_and_interval(scores)
     return judge(len(scores), mean, lo, hi, baseline, min_score, tolerated_drop)
 
 

@@ -55,9 +55,9 @@ class ThresholdProposal:
     in_force: Any
     proposed: Any
     looser: bool
-    plan_seq: int
-    proposed_by: str
-    proposed_at: datetime
+    plan_seq: int | None  # None: an edit of the plan file not recorded yet (who and when unknown)
+    proposed_by: str | None
+    proposed_at: datetime | None
 
 
 def _task_thresholds(text: str, task_id: str) -> dict[str, Any] | None:
@@ -120,7 +120,7 @@ def in_force(engine: Engine, plan: Plan) -> Plan:
     return current
 
 
-def _looser(name: str, old: Any, new: Any) -> bool:
+def loosens(name: str, old: Any, new: Any) -> bool:
     if old is None:
         return False  # a limit where there was none tightens
     if new is None:
@@ -143,7 +143,7 @@ def threshold_proposals(session: Session, before: datetime | None = None) -> lis
         for name in sorted(set(proposed) | set(in_force.thresholds)):
             old, new = in_force.thresholds.get(name), proposed.get(name)
             if old != new:
-                out.append(ThresholdProposal(task_id, name, old, new, _looser(name, old, new), newest.seq,
+                out.append(ThresholdProposal(task_id, name, old, new, loosens(name, old, new), newest.seq,
                                              newest.actor, newest.at))
     return out
 

@@ -63,7 +63,6 @@ from medmon.monitor.read.overview import (
     recent_estimate,
     service_pulse,
     stream_name,
-    task_baseline,
     task_overview,
 )
 from medmon.monitor.read.records import (
@@ -100,6 +99,7 @@ from medmon.monitor.read.task import (
 )
 # Governance records the pages show: reports and their signers, thresholds in force and proposed.
 from medmon.monitor.governance.signoff import GeneratedReport, generated_reports
+from medmon.monitor.governance.effective import EffectiveTask, effective_task, effective_tasks
 from medmon.monitor.governance.thresholds import ThresholdProposal, threshold_proposals, with_thresholds_in_force
 from medmon.monitor.read.traffic import TrafficDay, TrafficGroup, TrafficSummary, traffic_summary
 
@@ -107,6 +107,7 @@ __all__ = [
     "AgreementDay",
     "AgreementRow",
     "AnswerRow",
+    "EffectiveTask",
     "ApprovedPlan",
     "AuditEntry",
     "BaselineBand",
@@ -159,6 +160,8 @@ __all__ = [
     "data_span",
     "dead_letter_list",
     "detector_states",
+    "effective_task",
+    "effective_tasks",
     "drift_report_html",
     "drift_reports",
     "findings",
@@ -188,7 +191,6 @@ __all__ = [
     "subgroup_slices",
     "suspended_tasks",
     "suspensions",
-    "task_baseline",
     "task_overview",
     "threshold_proposals",
     "traffic_summary",
