@@ -142,7 +142,8 @@ def detail() -> None:
         if band is not None:
             st.caption(f"At approval: {band.source_kind} evidence for {band.model}, version {band.version}, "
                        f"n={band.n}. The drift detectors compare each run with the go-live reference and alarm when "
-                       "their evidence crosses a threshold set by the plan's false-alarm budget.")
+                       "their evidence crosses a threshold set by the plan's false-alarm budget. Go-live reference: "
+                       f"{effective.go_live.text}.")
     elif last is not None:
         st.info(f"No probe run in the {span_name} shown; data runs from {when(first)} to {when(last)}.")
     else:
