@@ -119,7 +119,7 @@ def detail() -> None:
 
     c = st.columns(4)
     c[0].metric("Score now", fmt(row.estimate), help=f"mean of the latest {row.n} scored answers")
-    c[1].metric("95% CI", interval(row.ci_low, row.ci_high))
+    c[1].metric("95% CI", interval(row.ci_low, row.ci_high), help=effective.interval_method)
     c[2].metric("At approval", fmt(band.value if band else None), help="the baseline the task was approved on")
     c[3].metric("Approved minimum", fmt(judged.min_score), help=f"in force: {effective.in_force_words}",
                 delta=f"proposed {row.proposed_min_score:.2f}, not approved" if row.proposed_min_score is not None

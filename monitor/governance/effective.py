@@ -59,7 +59,8 @@ class EffectiveTask:
 
     ``thresholds_source`` says where the thresholds in force come from: ``approved`` (an owner's
     recorded approval, by ``thresholds_by`` at ``thresholds_at``), ``go-live`` (the first recorded
-    plan with the task) or ``plan file`` (no plan is recorded yet: the file is all there is).
+    plan with the task, recorded by ``thresholds_by``) or ``plan file`` (no plan is recorded yet).
+    Only the first is worded "approved".
     """
 
     task: Task
@@ -82,10 +83,12 @@ class EffectiveTask:
     @property
     def in_force_words(self) -> str:
         """Where the thresholds in force come from, in the record's words."""
+        when = f" on {self.thresholds_at:%Y-%m-%d}" if self.thresholds_at else ""
         if self.thresholds_source == "approved":
-            return f"approved by {self.thresholds_by} on {self.thresholds_at:%Y-%m-%d}" if self.thresholds_at else "approved"
-        return {"go-live": "approved at go-live (the first recorded plan)"}.get(
-            self.thresholds_source, "the plan file's (no plan recorded yet)")
+            return f"approved by {self.thresholds_by}{when}"
+        if self.thresholds_source == "go-live":
+            return f"the go-live plan's, recorded by {self.thresholds_by}{when}"
+        return "the plan file's; no plan is recorded yet"
 
     def proposal_sentences(self) -> list[str]:
         """One sentence per threshold edit awaiting approval, naming who proposed it where the record knows."""

@@ -71,11 +71,12 @@ def _task_thresholds(text: str, task_id: str) -> dict[str, Any] | None:
         return None
 
 
-def _plans(session: Session, before: datetime | None) -> list[AuditEvent]:
+def _plans(before: datetime | None, *, newest_first: bool = False) -> Any:
+    """The recorded plans (before ``before``), oldest first unless ``newest_first``."""
     query = select(AuditEvent).where(AuditEvent.kind == AuditKind.plan_change.value)
     if before is not None:
         query = query.where(col(AuditEvent.at) < before)
-    return list(session.exec(query.order_by(col(AuditEvent.seq))).all())
+    return query.order_by(col(AuditEvent.seq).desc() if newest_first else col(AuditEvent.seq))
 
 
 def thresholds_in_force(session: Session, task_id: str, before: datetime | None = None) -> InForce | None:
@@ -87,7 +88,7 @@ def thresholds_in_force(session: Session, task_id: str, before: datetime | None 
     approved = session.exec(query.order_by(col(AuditEvent.seq).desc())).first()
     if approved is not None:
         return InForce(dict(approved.details["thresholds"]), approved.seq, "approved", approved.actor, approved.at)
-    for event in _plans(session, before):
+    for event in session.exec(_plans(before)):
         found = _task_thresholds(str(event.details.get("text", "")), task_id)
         if found is not None:
             return InForce(found, event.seq, "go-live", event.actor, event.at)
@@ -130,10 +131,9 @@ def loosens(name: str, old: Any, new: Any) -> bool:
 
 def threshold_proposals(session: Session, before: datetime | None = None) -> list[ThresholdProposal]:
     """Every threshold the newest recorded plan sets differently from what is in force, task by task."""
-    plans = _plans(session, before)
-    if not plans:
+    newest = session.exec(_plans(before, newest_first=True)).first()
+    if newest is None:
         return []
-    newest = plans[-1]
     text = str(newest.details.get("text", ""))
     out = []
     for task_id in plan_thresholds(text):

@@ -50,7 +50,7 @@ def test_an_unapproved_minimum_is_shown_as_proposed_on_the_pages_the_report_and_
     assert rows["knowledge-qa"]["approved minimum"] == 0.7 and rows["knowledge-qa"]["proposed minimum"] == "0.90"
     assert rows["dose-calc"]["approved minimum"] == 0.6
     warned = "\n".join(str(w.value) for w in overview.warning)
-    assert "min_score 0.9 is proposed in the plan file" in warned and "0.7 (approved at go-live" in warned
+    assert "min_score 0.9 is proposed in the plan file" in warned and "0.7 (the go-live plan's, recorded by" in warned
 
     task = open_page("task")
     [minimum] = [m for m in task.metric if m.label == "Approved minimum"]
@@ -65,7 +65,7 @@ def test_an_unapproved_minimum_is_shown_as_proposed_on_the_pages_the_report_and_
     assert checked.exit_code == 0, checked.output
     [note] = [line for line in checked.output.splitlines() if "min_score" in line]
     assert "min_score 0.9 is proposed by" in note and "not approved" in note
-    assert "0.7 (approved at go-live (the first recorded plan)) stays in force" in note
+    assert "0.7 (the go-live plan's, recorded by medmon on" in note and "stays in force" in note
 
     out = tmp_path / "report.html"
     made = runner.invoke(app, ["report", str(seeded.plan_path), "--output", str(out), "--no-pdf"])
@@ -106,6 +106,16 @@ def test_the_below_minimum_alert_judges_with_the_approved_minimum_and_names_the_
     assert run["mean_score"] < 0.99
     [alert] = [a for a in run["alerts"] if "below the approved minimum" in a]
     assert "below the approved minimum 0.990" in alert and "a plan edit proposes 0.300, not approved" in alert
+
+    approved = runner.invoke(app, ["approvals", "thresholds", str(path), "--task", "knowledge-qa", "--by", OWNER,
+                                   "--reason", "alarm fatigue", "--committee-decision", "minute 7"])
+    assert approved.exit_code == 0, approved.output
+    engine = make_engine(db_url)
+    with Session(engine) as session:  # only now is 0.3 worded "approved", and nothing is proposed
+        effective = effective_task(session, load_plan(path), "knowledge-qa")
+        assert effective.thresholds.min_score == 0.3 and effective.proposals == ()
+        assert effective.in_force_words.startswith(f"approved by {OWNER} on ")
+    engine.dispose()
 
 
 def test_reading_and_reporting_never_pin_a_baseline(tmp_path: Path, db_url: str) -> None:
