@@ -57,6 +57,12 @@ def test_an_unapproved_minimum_is_shown_as_proposed_on_the_pages_the_report_and_
     assert minimum.value == "0.70" and minimum.delta == "proposed 0.90, not approved"
     assert any("min_score 0.9 is proposed in the plan file" in str(w.value) for w in task.warning)
 
+    governance = open_page("governance")
+    in_force = next(df.value for df in governance.dataframe if "approval threshold" in df.value.columns)
+    assert dict(zip(in_force["task"], in_force["approval threshold"], strict=True)) == {"knowledge-qa": 0.7,
+                                                                                     "dose-calc": 0.6}
+    assert any("thresholds of knowledge-qa that are not recorded yet" in str(i.value) for i in governance.info)
+
     data = yaml.safe_load(seeded.plan_path.read_text("utf-8"))  # 'medmon check' wants every task owned
     for t in data["tasks"]:
         t.setdefault("owner", {"name": "Dr. Owner", "email": OWNER})
