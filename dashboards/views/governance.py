@@ -54,7 +54,8 @@ show_table(pd.DataFrame([{
     "cost budget per call": t.thresholds.cost_budget_per_call, "latency objective (s)": t.thresholds.latency_slo_s,
     "minimum jury agreement": t.thresholds.min_jury_agreement, "human review": t.human_review_required,
     "schedule": t.schedule, "canaries per probe": t.sample_size, "subgroups": ", ".join(t.subgroups),
-    "in force": e.in_force_words} for e in judged for t in [e.task]]), hide_index=True, width="stretch", key="thresholds")
+    "in force": e.in_force_words} for e in judged for t in [e.task]]),
+    hide_index=True, width="stretch", key="thresholds")
 st.caption("The thresholds detection and reports use: the approved ones. A plan edit is a proposal until an owner "
            "approves it.")
 if unrecorded:

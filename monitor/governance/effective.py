@@ -3,8 +3,9 @@
 The service's alert rules, the dashboard's pages, the committee report and ``medmon check``
 all ask the same question: which baseline and thresholds judge this task, and what is only
 proposed? ``effective_task`` answers it from the record. The thresholds in force are the
-approved ones (``medmon.monitor.governance.thresholds``); a plan edit no owner has approved is a
-proposal shown beside them, never in their place. The baseline in force is the task's pin or
+newest approved ones (``threshold_approved`` audit entries; ``medmon.monitor.governance.thresholds``
+records them), else the go-live plan's; a plan edit no owner has approved is a proposal shown
+beside them, never in their place. The baseline in force is the task's pin or
 the one its first probe will pin (``medmon.monitor.plan.context.baseline_in_force``). Nothing
 here writes: pinning the go-live baseline is the probe path's explicit act (``probe_baseline``).
 """
@@ -16,13 +17,115 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlmodel import Session
+from sqlmodel import Session, col, select
 
 from medmon.db import as_utc
-from medmon.monitor.governance.thresholds import ThresholdProposal, loosens, threshold_proposals, thresholds_in_force
-from medmon.monitor.models import BurnIn
+from medmon.monitor.governance.audit import AuditKind, plan_thresholds
+from medmon.monitor.models import AuditEvent, BurnIn
 from medmon.monitor.plan.context import BaselineInForce, baseline_in_force
 from medmon.monitor.plan.model import Plan, Task, Thresholds
+
+# Which direction makes each threshold easier to meet.
+LOOSER_WHEN_LOWER = ("min_score", "min_jury_agreement", "subgroup_min_score")
+LOOSER_WHEN_HIGHER = ("tolerated_drop", "cost_budget_per_call", "latency_slo_s", "max_subgroup_gap")
+
+
+@dataclass(frozen=True)
+class InForce:
+    """A task's thresholds in force, and the audit entry they come from."""
+
+    thresholds: dict[str, Any]
+    seq: int
+    source: str  # "approved" (threshold_approved) or "go-live" (first recorded plan with the task)
+    actor: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class ThresholdProposal:
+    """One threshold of one task whose recorded plan value is not the value in force."""
+
+    task: str
+    threshold: str
+    in_force: Any
+    proposed: Any
+    looser: bool
+    plan_seq: int | None  # None: an edit of the plan file not recorded yet (who and when unknown)
+    proposed_by: str | None
+    proposed_at: datetime | None
+
+
+def written_thresholds(text: str, task_id: str) -> dict[str, Any] | None:
+    """A task's thresholds as written in a plan text (defaults filled in); None if the task is absent."""
+    written = plan_thresholds(text).get(task_id)
+    if written is None:
+        return None
+    try:
+        return Thresholds.model_validate(written).model_dump()
+    except ValueError:
+        return None
+
+
+def _plans(before: datetime | None, *, newest_first: bool = False) -> Any:
+    """The recorded plans (before ``before``), oldest first unless ``newest_first``."""
+    query = select(AuditEvent).where(AuditEvent.kind == AuditKind.plan_change.value)
+    if before is not None:
+        query = query.where(col(AuditEvent.at) < before)
+    return query.order_by(col(AuditEvent.seq).desc() if newest_first else col(AuditEvent.seq))
+
+
+def thresholds_in_force(session: Session, task_id: str, before: datetime | None = None) -> InForce | None:
+    """The task's thresholds in force (at ``before``, else now); None when no plan with it is recorded."""
+    query = select(AuditEvent).where(AuditEvent.kind == AuditKind.threshold_approved.value,
+                                     AuditEvent.subject == f"task:{task_id}")
+    if before is not None:
+        query = query.where(col(AuditEvent.at) < before)
+    approved = session.exec(query.order_by(col(AuditEvent.seq).desc())).first()
+    if approved is not None:
+        return InForce(dict(approved.details["thresholds"]), approved.seq, "approved", approved.actor, approved.at)
+    for event in session.exec(_plans(before)):
+        found = written_thresholds(str(event.details.get("text", "")), task_id)
+        if found is not None:
+            return InForce(found, event.seq, "go-live", event.actor, event.at)
+    return None
+
+
+def with_thresholds_in_force(session: Session, plan: Plan, before: datetime | None = None) -> Plan:
+    """``plan`` with each task's thresholds replaced by those in force (unrecorded tasks keep the file's)."""
+    tasks = []
+    for task in plan.tasks:
+        in_force = thresholds_in_force(session, task.id, before)
+        if in_force is not None and in_force.thresholds != task.thresholds.model_dump():
+            task = task.model_copy(update={"thresholds": Thresholds.model_validate(in_force.thresholds)})
+        tasks.append(task)
+    return plan.model_copy(update={"tasks": tasks})
+
+def loosens(name: str, old: Any, new: Any) -> bool:
+    if old is None:
+        return False  # a limit where there was none tightens
+    if new is None:
+        return True  # dropping a limit loosens
+    return bool(new < old) if name in LOOSER_WHEN_LOWER else bool(new > old) if name in LOOSER_WHEN_HIGHER else False
+
+
+def threshold_proposals(session: Session, before: datetime | None = None) -> list[ThresholdProposal]:
+    """Every threshold the newest recorded plan sets differently from what is in force, task by task."""
+    newest = session.exec(_plans(before, newest_first=True)).first()
+    if newest is None:
+        return []
+    text = str(newest.details.get("text", ""))
+    out = []
+    for task_id in plan_thresholds(text):
+        proposed, in_force = written_thresholds(text, task_id), thresholds_in_force(session, task_id, before)
+        if proposed is None or in_force is None:
+            continue
+        for name in sorted(set(proposed) | set(in_force.thresholds)):
+            old, new = in_force.thresholds.get(name), proposed.get(name)
+            if old != new:
+                out.append(ThresholdProposal(task_id, name, old, new, loosens(name, old, new), newest.seq,
+                                             newest.actor, newest.at))
+    return out
+
 
 # How the recent score's interval is computed (``medmon.monitor.read._sql.wilson_interval_of_mean``).
 RECENT_INTERVAL = ("Wilson 95% interval of the mean of the latest scored answers: exact in form for right/wrong "
@@ -117,7 +220,8 @@ def go_live_reference(session: Session, plan: Plan, task_id: str) -> GoLiveRefer
     return GoLiveReference("being built", done, row.runs, row.version, as_utc(row.started_at))
 
 
-def _file_proposals(task: Task, in_force: dict[str, Any], recorded: Sequence[ThresholdProposal]) -> list[ThresholdProposal]:
+def _file_proposals(task: Task, in_force: dict[str, Any],
+                    recorded: Sequence[ThresholdProposal]) -> list[ThresholdProposal]:
     """The recorded proposals, and the file's edits not recorded yet (who and when unknown)."""
     out = list(recorded)
     written = task.thresholds.model_dump()

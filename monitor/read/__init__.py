@@ -99,8 +99,14 @@ from medmon.monitor.read.task import (
 )
 # Governance records the pages show: reports and their signers, thresholds in force and proposed.
 from medmon.monitor.governance.signoff import GeneratedReport, generated_reports
-from medmon.monitor.governance.effective import EffectiveTask, effective_task, effective_tasks
-from medmon.monitor.governance.thresholds import ThresholdProposal, threshold_proposals, with_thresholds_in_force
+from medmon.monitor.governance.effective import (
+    EffectiveTask,
+    ThresholdProposal,
+    effective_task,
+    effective_tasks,
+    threshold_proposals,
+    with_thresholds_in_force,
+)
 from medmon.monitor.read.traffic import TrafficDay, TrafficGroup, TrafficSummary, traffic_summary
 
 __all__ = [

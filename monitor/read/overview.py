@@ -259,7 +259,8 @@ class BaselineBand:
     model: str
 
 
-def baseline_band(session: Session, plan: Plan, task_id: str, effective: EffectiveTask | None = None) -> BaselineBand | None:
+def baseline_band(session: Session, plan: Plan, task_id: str,
+                  effective: EffectiveTask | None = None) -> BaselineBand | None:
     """The baseline a task is compared with, normalised like its scores (None before any exists)."""
     b = (effective or effective_task(session, plan, task_id)).baseline.baseline
     if b is None:

@@ -23,6 +23,7 @@ from medmon.monitor.governance.reports.committee import build_committee_report
 from medmon.monitor.governance.reports.period import parse_period
 from medmon.monitor.governance.reports.render import render_committee
 from medmon.monitor.models import BaselinePin
+from medmon.monitor.plan.context import load_context, probe_baseline
 from medmon.monitor.plan.model import load_plan
 from medmon.monitor.read import baseline_band, task_overview
 from medmon.monitor.storage import make_engine
@@ -105,7 +106,8 @@ def test_the_below_minimum_alert_judges_with_the_approved_minimum_and_names_the_
     _edit_min_score(path, "knowledge-qa", 0.3)
     checked = runner.invoke(app, ["check", str(path), "--json"])
     assert checked.exit_code == 0, checked.output
-    assert any("min_score 0.3 is proposed" in n and "0.99" in n for n in json.loads(checked.stdout)["notes"]), checked.stdout
+    notes = json.loads(checked.stdout)["notes"]
+    assert any("min_score 0.3 is proposed" in n and "0.99" in n for n in notes), notes
 
     done = runner.invoke(app, ["probe", "run", str(path), "--json"])
     [run] = json.loads(done.stdout)["runs"]
@@ -152,4 +154,30 @@ def test_reading_and_reporting_never_pin_a_baseline(tmp_path: Path, db_url: str)
     assert made.exit_code == 0, made.output
     with Session(engine) as session:
         assert session.exec(select(func.count()).select_from(BaselinePin)).one() == 0
+    engine.dispose()
+
+
+def test_a_baseline_approval_is_held_to_the_approved_minimum_not_to_an_unapproved_edit(tmp_path: Path,
+                                                                                        db_url: str) -> None:
+    data = plan_dict(storage={"url": db_url})
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(data))
+    engine = make_engine(db_url)
+    assert runner.invoke(app, ["check", str(path)]).exit_code == 0  # the go-live plan: min_score 0.7
+    _edit_min_score(path, "knowledge-qa", 0.95)  # proposed, not approved
+    plan = load_plan(path)
+    with Session(engine) as session:
+        probe_baseline(session, plan, load_context(plan, plan.tasks[0]))  # the first probe pins the pack's card
+        stored, _ = record_baseline(session, BaselineFigures(benchmark="med_qa", model="vendor/v2",
+                                                             metric="exact_match", value=0.9, n=1273,
+                                                             source_kind="helm"))
+        session.commit()
+        baseline_id = stored.id
+    done = runner.invoke(app, ["baseline", "approve", str(path), "--task", "knowledge-qa", "--baseline",
+                               str(baseline_id), "--by", OWNER, "--reason", "vendor's certified figure"])
+    assert done.exit_code == 0, done.output  # 0.9 is above the approved 0.7: no committee decision needed
+    with Session(engine) as session:
+        effective = effective_task(session, plan, "knowledge-qa")
+        assert effective.baseline.baseline is not None and effective.baseline.baseline.id == baseline_id
+        assert effective.baseline.source == "approved" and effective.proposed("min_score") == 0.95
     engine.dispose()

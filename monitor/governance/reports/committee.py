@@ -31,8 +31,7 @@ from medmon.monitor.governance.reevaluation import judge, list_reevaluations
 from medmon.monitor.governance.reports.limitations import known_limitations
 from medmon.monitor.governance.reports.oversight import OversightSection, build_oversight_section
 from medmon.monitor.governance.approvals import baseline_proposals
-from medmon.monitor.governance.effective import effective_tasks
-from medmon.monitor.governance.thresholds import threshold_proposals, with_thresholds_in_force
+from medmon.monitor.governance.effective import effective_tasks, threshold_proposals, with_thresholds_in_force
 from medmon.monitor.governance.reports.period import Period
 from medmon.monitor.governance.reports.recommendation import Recommendation, RecommendationRules, TaskFacts, recommend
 from medmon.monitor.governance.reports.record import (
