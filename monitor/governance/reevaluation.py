@@ -28,6 +28,7 @@ from medmon.baselines.interval import mean_interval, wilson_interval
 from medmon.monitor.errors import GovernanceError, MedmonError
 from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.governance.approvals import plan_task, require_approver, require_committee
+from medmon.monitor.governance.effective import effective_task
 from medmon.monitor.governance.changes import ChangeSource, pending_changes
 from medmon.monitor.models import (
     BurnIn,
@@ -316,7 +317,8 @@ def approve(session: Session, plan: Plan, *, reevaluation_id: int, task_id: str,
         raise GovernanceError(f"re-evaluation {reevaluation_id} is {row.status.value}"
                               + (f" ({row.error})" if row.error else "") + "; only a complete one can be adopted")
     require_approver(plan, task, by, reason)
-    require_committee(task, row.estimate, committee_decision, f"re-evaluation {reevaluation_id}'s estimate")
+    require_committee(effective_task(session, plan, task).task, row.estimate, committee_decision,  # approved minimum
+                      f"re-evaluation {reevaluation_id}'s estimate")
     old = session.get(Baseline, row.baseline_id) if row.baseline_id is not None else None
     lo, hi = (old.scale_min, old.scale_max) if old is not None else (0.0, 1.0)
     span = hi - lo
