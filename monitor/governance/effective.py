@@ -206,7 +206,7 @@ class EffectiveTask:
 
 
 def go_live_reference(session: Session, plan: Plan, task_id: str) -> GoLiveReference:
-    """How far the task's go-live reference is built (read-only)."""
+    """How far the task's go-live reference is built now (read-only; a past period sees today's state)."""
     repeats = plan.detection.reference.repeats
     if repeats < 1:
         return GoLiveReference("off")
