@@ -99,14 +99,7 @@ from medmon.monitor.read.task import (
 )
 # Governance records the pages show: reports and their signers, thresholds in force and proposed.
 from medmon.monitor.governance.signoff import GeneratedReport, generated_reports
-from medmon.monitor.governance.effective import (
-    EffectiveTask,
-    ThresholdProposal,
-    effective_task,
-    effective_tasks,
-    threshold_proposals,
-    with_thresholds_in_force,
-)
+from medmon.monitor.governance.effective import EffectiveTask, ThresholdProposal, effective_task, effective_tasks
 from medmon.monitor.read.traffic import TrafficDay, TrafficGroup, TrafficSummary, traffic_summary
 
 __all__ = [
@@ -198,11 +191,9 @@ __all__ = [
     "suspended_tasks",
     "suspensions",
     "task_overview",
-    "threshold_proposals",
     "traffic_summary",
     "unread_verdicts",
     "verdict_count",
     "verdicts_for",
     "window_alphas",
-    "with_thresholds_in_force",
 ]
