@@ -125,7 +125,8 @@ def threshold_signals(session: Session, plan: Plan, ctx: TaskContext) -> list[Si
     estimate = Estimate(mean, low, high, n) if mean is not None else None
     signal = below_minimum(task_subject(plan, effective.task), estimate, effective.thresholds.min_score,
                            min_n=MIN_ESTIMATE_N)
-    proposed = effective.proposed("min_score")
+    # Only a recorded edit: the service's plan carries the thresholds in force when it started, not the file's.
+    proposed = next((p.proposed for p in effective.proposals if p.threshold == "min_score" and p.plan_seq), None)
     if signal is not None and proposed is not None:
         signal = replace(signal, summary=f"{signal.summary} (a plan edit proposes {proposed:.3f}, not approved)",
                          evidence={**signal.evidence, "proposed_minimum": proposed})
