@@ -19,9 +19,8 @@ from medmon.monitor.read import (
     approved_plan,
     audit_chain,
     audit_log,
+    effective_tasks,
     generated_reports,
-    threshold_proposals,
-    with_thresholds_in_force,
 )
 
 plan = current_plan()
@@ -44,8 +43,9 @@ st.markdown(f"- **Clinical owner:** {plan.owners.clinical.name} ({plan.owners.cl
 st.caption("May acknowledge, resolve and silence alerts: " + ", ".join(sorted(owner_emails(plan))))
 
 with Session(engine) as session:
-    judged = with_thresholds_in_force(session, plan)
-    proposals = threshold_proposals(session)
+    judged = effective_tasks(session, plan)  # the approved thresholds, the plan's edits beside them
+    proposals = [p for e in judged for p in e.proposals if p.plan_seq is not None]  # recorded: approvable
+    unrecorded = [e.task.id for e in judged if any(p.plan_seq is None for p in e.proposals)]
     reports = generated_reports(session)
 st.subheader("Tasks and thresholds in force")
 show_table(pd.DataFrame([{
@@ -53,10 +53,14 @@ show_table(pd.DataFrame([{
     "approval threshold": t.thresholds.min_score, "tolerated drop": t.thresholds.tolerated_drop,
     "cost budget per call": t.thresholds.cost_budget_per_call, "latency objective (s)": t.thresholds.latency_slo_s,
     "minimum jury agreement": t.thresholds.min_jury_agreement, "human review": t.human_review_required,
-    "schedule": t.schedule, "canaries per probe": t.sample_size, "subgroups": ", ".join(t.subgroups)}
-    for t in judged.tasks]), hide_index=True, width="stretch", key="thresholds")
+    "schedule": t.schedule, "canaries per probe": t.sample_size, "subgroups": ", ".join(t.subgroups),
+    "in force": e.in_force_words} for e in judged for t in [e.task]]),
+    hide_index=True, width="stretch", key="thresholds")
 st.caption("The thresholds detection and reports use: the approved ones. A plan edit is a proposal until an owner "
            "approves it.")
+if unrecorded:
+    st.info(f"The plan file edits thresholds of {', '.join(unrecorded)} that are not recorded yet: `medmon check` "
+            "records them as proposals an owner can approve; they judge nothing meanwhile.")
 if proposals:
     st.warning(f"{len(proposals)} threshold change(s) in the recorded plan await an owner's approval; the values "
                "in force above judge the tasks until then.")

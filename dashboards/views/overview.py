@@ -65,15 +65,22 @@ def overview() -> None:
     table = pd.DataFrame([{
         "task": r.task, "status": r.status, "score now": r.estimate, "95% CI": interval(r.ci_low, r.ci_high),
         "approved minimum": r.min_score, "at approval": r.baseline, "owner": r.owner, "why": r.reason,
+        **({"proposed minimum": r.proposed_min_score} if any(x.proposals for x in rows) else {}),
         "open incidents": r.open_incidents, "last probe": r.last_probe, "answers": r.n,
         "risk tier": r.risk_tier, "category": r.category, "subcategory": r.subcategory} for r in rows])
     show_table(table, hide_index=True, width="stretch", column_config={
         "why": st.column_config.TextColumn(width="large", help="every reason, most serious first"),
         "at approval": st.column_config.NumberColumn(format="%.2f", help="the baseline the task was approved on"),
         "score now": st.column_config.NumberColumn(format="%.2f", help="mean score of the latest 200 answers"),
-        "approved minimum": st.column_config.NumberColumn(format="%.2f"),
+        "approved minimum": st.column_config.NumberColumn(format="%.2f", help="the minimum in force: the approved one"),
+        "proposed minimum": st.column_config.NumberColumn(format="%.2f", help="a plan edit no owner has approved yet: "
+                                                          "it judges nothing until approved"),
         "last probe": st.column_config.DatetimeColumn(format="D MMM YYYY HH:mm"),
     })
+    proposals = [p for r in rows for p in r.proposals]
+    if proposals:
+        st.warning("Threshold edits await an owner's approval (Governance page); the approved values judge "
+                   "meanwhile:\n\n" + "\n".join(f"- {p}" for p in proposals))
     st.caption("Status: degraded when a drift detector has alarmed or the recent interval lies under the approved "
                "minimum; watching while evidence builds up or an incident is open; no data yet before the first "
                "probe. Score now: the latest 200 answers; at approval: the baseline evidence.")

@@ -25,6 +25,7 @@ from medmon.monitor.read import (
     data_span,
     detector_states,
     drift_report_html,
+    effective_task,
     findings,
     latest_drift_report_view,
     open_incidents_view,
@@ -84,11 +85,13 @@ def _window(last: datetime | None) -> tuple[datetime | None, datetime | None]:
 def detail() -> None:
     now = utcnow()
     with Session(engine) as session:
+        effective = effective_task(session, plan, task_id)
+        judged = effective.thresholds  # the approved ones; an edit awaiting approval is shown as proposed
         row = task_overview(session, plan, [task_id])[0]
-        band = baseline_band(session, plan, task_id)
+        band = baseline_band(session, plan, task_id, effective)
         first, last = data_span(session, task_id)
         since, until = _window(last)
-        points = run_series(session, task_id, runs=2000, latency_slo_s=task.thresholds.latency_slo_s,
+        points = run_series(session, task_id, runs=2000, latency_slo_s=judged.latency_slo_s,
                             since=since, until=until)
         states = detector_states(session, task_id)
         found = findings(session, task_id, limit=20)
@@ -116,9 +119,13 @@ def detail() -> None:
 
     c = st.columns(4)
     c[0].metric("Score now", fmt(row.estimate), help=f"mean of the latest {row.n} scored answers")
-    c[1].metric("95% CI", interval(row.ci_low, row.ci_high))
+    c[1].metric("95% CI", interval(row.ci_low, row.ci_high), help=effective.interval_method)
     c[2].metric("At approval", fmt(band.value if band else None), help="the baseline the task was approved on")
-    c[3].metric("Approved minimum", fmt(task.thresholds.min_score))
+    c[3].metric("Approved minimum", fmt(judged.min_score), help=f"in force: {effective.in_force_words}",
+                delta=f"proposed {row.proposed_min_score:.2f}, not approved" if row.proposed_min_score is not None
+                else None, delta_color="off")
+    for sentence in row.proposals:
+        st.warning(sentence[:1].upper() + sentence[1:])
 
     markers = [Marker(i.opened_at, "model change" if i.cause == "model_change" else "incident",
                       f"#{i.id} {i.title}: {i.summary}") for i in [*incidents, *past] if i.opened_at is not None]
@@ -129,13 +136,14 @@ def detail() -> None:
         score_state = next((s for s in states if s.metric == "score" and s.direction == "drop"), None)
         st.plotly_chart(score_chart(points, baseline=band.value if band else None,
                                     baseline_ci=(band.ci_low, band.ci_high) if band else None,
-                                    threshold=task.thresholds.min_score,
+                                    threshold=judged.min_score,
                                     alarm_line=score_state.null_mean if score_state else None,
                                     markers=markers), key="score_chart")
         if band is not None:
             st.caption(f"At approval: {band.source_kind} evidence for {band.model}, version {band.version}, "
                        f"n={band.n}. The drift detectors compare each run with the go-live reference and alarm when "
-                       "their evidence crosses a threshold set by the plan's false-alarm budget.")
+                       "their evidence crosses a threshold set by the plan's false-alarm budget. Go-live reference: "
+                       f"{effective.go_live.text}.")
     elif last is not None:
         st.info(f"No probe run in the {span_name} shown; data runs from {when(first)} to {when(last)}.")
     else:
@@ -150,8 +158,8 @@ def detail() -> None:
         c[1].metric("Cost (USD)", f"{cost:.4f}")
         c[2].metric("Errors", sum(p.errors for p in points))
         c[3].metric("Over latency objective", sum(p.over_slo for p in points))
-        st.plotly_chart(cost_latency_chart(points, budget=task.thresholds.cost_budget_per_call,
-                                           slo=task.thresholds.latency_slo_s, markers=markers), key="cost_chart")
+        st.plotly_chart(cost_latency_chart(points, budget=judged.cost_budget_per_call,
+                                           slo=judged.latency_slo_s, markers=markers), key="cost_chart")
     else:
         st.write("No probe run to show.")
 

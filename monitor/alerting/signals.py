@@ -39,6 +39,7 @@ from medmon.alerts.rules import (
 from medmon.baselines import resolve
 from medmon.monitor.plan.context import TaskContext
 from medmon.monitor.detection.streams import StreamUpdate
+from medmon.monitor.governance.effective import effective_task
 from medmon.monitor.models import StreamStatus
 from medmon.monitor.plan.model import Plan, Task, parse_interval
 from medmon.monitor.read import recent_estimate
@@ -92,10 +93,21 @@ def model_change_signal(plan: Plan, ctx: TaskContext, old: tuple[str, str | None
 
 
 def threshold_signals(session: Session, plan: Plan, ctx: TaskContext) -> list[Signal]:
-    """The approval-minimum rule on the task's recent score (its interval, not one run's mean)."""
+    """The approval-minimum rule on the task's recent score (its interval, not one run's mean).
+
+    The minimum is the approved one, read from the record at each evaluation (a plan edit no
+    owner approved is named in the alert as proposed, and judges nothing).
+    """
+    effective = effective_task(session, plan, ctx.task)
     mean, low, high, n = recent_estimate(session, ctx.task.id)
     estimate = Estimate(mean, low, high, n) if mean is not None else None
-    signal = below_minimum(task_subject(plan, ctx.task), estimate, ctx.task.thresholds.min_score, min_n=MIN_ESTIMATE_N)
+    signal = below_minimum(task_subject(plan, effective.task), estimate, effective.thresholds.min_score,
+                           min_n=MIN_ESTIMATE_N)
+    # Only a recorded edit: the service's plan carries the thresholds in force when it started, not the file's.
+    proposed = next((p.proposed for p in effective.proposals if p.threshold == "min_score" and p.plan_seq), None)
+    if signal is not None and proposed is not None:
+        signal = replace(signal, summary=f"{signal.summary} (a plan edit proposes {proposed:.3f}, not approved)",
+                         evidence={**signal.evidence, "proposed_minimum": proposed})
     return transitions(session, [signal] if signal is not None else [])
 
 

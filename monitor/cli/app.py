@@ -88,7 +88,7 @@ def check(plan_path: PlanArg, as_json: Annotated[bool, typer.Option("--json", he
                                     "(endpoint keys and headers, route secrets) is an error, not a note.")] = False) -> None:
     """Validate a plan: every problem with its field path and line; exit 2 if any."""
     from medmon.monitor.governance.audit import local_actor
-    from medmon.monitor.governance.checks import check_plan, plan_notes
+    from medmon.monitor.governance.checks import check_plan, plan_notes, threshold_notes
 
     try:
         plan = check_plan(plan_path, record_by=local_actor("medmon check"),  # audits a changed plan if its db exists
@@ -99,11 +99,12 @@ def check(plan_path: PlanArg, as_json: Annotated[bool, typer.Option("--json", he
                                        "issues": [{"path": i.path, "line": i.line, "message": i.message} for i in exc.issues]}))
             raise typer.Exit(EXIT_INPUT) from None
         raise _fail(exc) from None
+    notes = plan_notes(plan) + threshold_notes(plan)  # an unapproved threshold edit is proposed, not in force
     if as_json:
-        out.print_json(json.dumps({"ok": True, "tasks": [t.id for t in plan.tasks], "notes": plan_notes(plan)}))
+        out.print_json(json.dumps({"ok": True, "tasks": [t.id for t in plan.tasks], "notes": notes}))
     else:
         out.print(f"[green]ok[/green]: {plan_path} — {len(plan.tasks)} task(s): {', '.join(t.id for t in plan.tasks)}")
-        for note in plan_notes(plan):
+        for note in notes:
             out.print(f"note: {note}", highlight=False, markup=False)
 
 

@@ -126,18 +126,16 @@ def list_command(plan_path: OptionalPlanArg = None, as_json: JsonOption = False,
     The plan file is recorded first, so an edit made since the last 'medmon check' is listed too.
     """
     from medmon.monitor.governance.approvals import baseline_proposals
-    from medmon.monitor.governance.thresholds import threshold_proposals, thresholds_in_force
+    from medmon.monitor.governance.effective import effective_tasks
 
     plan, engine = _recorded_engine(plan_path, legacy_plan, "approvals list")
     with Session(engine) as session:
-        thresholds = []
-        for p in threshold_proposals(session):
-            source = thresholds_in_force(session, p.task)
-            thresholds.append({"task": p.task, "threshold": p.threshold, "in_force": p.in_force,
-                               "proposed": p.proposed, "looser": p.looser, "plan_seq": p.plan_seq,
-                               "proposed_by": p.proposed_by, "proposed_at": p.proposed_at.isoformat(),
-                               "in_force_since": source.at.isoformat() if source else None,
-                               "in_force_source": source.source if source else None})
+        thresholds = [{"task": p.task, "threshold": p.threshold, "in_force": p.in_force, "proposed": p.proposed,
+                       "looser": p.looser, "plan_seq": p.plan_seq, "proposed_by": p.proposed_by,
+                       "proposed_at": p.proposed_at.isoformat() if p.proposed_at else None,
+                       "in_force_since": e.thresholds_at.isoformat() if e.thresholds_at else None,
+                       "in_force_source": e.thresholds_source}
+                      for e in effective_tasks(session, plan) for p in e.proposals]
         baselines = [{"task": p.task, "baseline_id": p.baseline_id, "model": p.model, "normalized": p.normalized,
                       "n": p.n, "current_baseline_id": p.current_baseline_id}
                      for p in baseline_proposals(session, plan)]
@@ -147,7 +145,7 @@ def list_command(plan_path: OptionalPlanArg = None, as_json: JsonOption = False,
     table = Table(*("task", "threshold", "in force", "proposed", "loosens", "plan seq", "proposed by"), title="Threshold changes awaiting approval (the value in force judges the task until then)")
     for r in thresholds:
         table.add_row(r["task"], r["threshold"], str(r["in_force"]), str(r["proposed"]), "yes" if r["looser"] else "",
-                      str(r["plan_seq"]), r["proposed_by"])
+                      str(r["plan_seq"]), r["proposed_by"] or "plan file (not recorded)")
     out.print(fitted(table, out) if thresholds else "no threshold changes await approval", highlight=False)
     out.print(f"{len(baselines)} imported baseline(s) await approval (medmon baseline proposals)" if baselines
               else "no imported baselines await approval", highlight=False)

@@ -93,6 +93,7 @@ def record_command(
     """Record a change for the named tasks, then replay their full canary sets against the model."""
     from medmon.monitor.plan.context import load_context
     from medmon.monitor.governance.reevaluation import run_reevaluation
+    from medmon.monitor.governance.thresholds import in_force
 
     plan_path, plan = _plan(plan_path, legacy_plan, "change record")
     unknown = [t for t in task if t not in {x.id for x in plan.tasks}]
@@ -110,6 +111,7 @@ def record_command(
             changes = record_change(session, task_ids=task, kind=kind, source=ChangeSource.declared, actor=actor,
                                     note=note, now=utcnow())
             change_ids = {c.task_id: c.id for c in changes}
+        plan = in_force(engine, plan)  # a re-evaluation is judged by the approved thresholds, not an edit
         contexts = [load_context(plan, plan.task(t)) for t in dict.fromkeys(task)]
     except MedmonError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)

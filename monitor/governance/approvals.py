@@ -1,9 +1,9 @@
 """Approvals: evidence becomes a task's baseline only by an owner's recorded decision.
 
 An imported baseline is a *proposal* until an owner approves it for a task; the task keeps the
-baseline it is pinned to meanwhile (``medmon.monitor.plan.context.task_baseline``). Every
+baseline in force meanwhile (``medmon.monitor.governance.effective``). Every
 approval names the approver (an owner of the task, as the plan says) and the rationale, and
-approving evidence below the task's approval minimum (``min_score``) also needs the committee
+approving evidence below the task's approved minimum (``min_score`` in force) also needs the committee
 decision that allows it. The pin and its audit entry are written in one transaction.
 """
 
@@ -17,7 +17,8 @@ from sqlmodel import Session, col, select
 from medmon.baselines import Baseline
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, record
-from medmon.monitor.plan.context import current_pin, load_context, pin_baseline, task_baseline
+from medmon.monitor.governance.effective import effective_task
+from medmon.monitor.plan.context import current_pin, pin_baseline
 from medmon.monitor.plan.model import Plan, Task
 
 APPROVED = "approved"
@@ -67,13 +68,15 @@ def approve_baseline(session: Session, plan: Plan, *, task_id: str, baseline_id:
         raise GovernanceError(f"baseline {baseline_id} is for benchmark {baseline.benchmark!r}; task {task_id!r} "
                               f"measures {task.benchmark!r}")
     require_approver(plan, task, by, reason)
-    require_committee(task, baseline.normalized, committee_decision, f"baseline {baseline_id}'s value")
-    previous = task_baseline(session, plan, load_context(plan, task), now=now)
-    if previous.id == baseline.id:
+    current = effective_task(session, plan, task)  # the approved minimum, not a plan edit awaiting approval
+    require_committee(current.task, baseline.normalized, committee_decision, f"baseline {baseline_id}'s value")
+    previous = current.baseline.baseline
+    if previous is not None and previous.id == baseline.id:
         raise GovernanceError(f"task {task_id!r} is already compared with baseline {baseline_id}")
     pin_baseline(session, task.id, baseline, source=APPROVED, actor=by, rationale=str(reason), now=now)
     record(session, AuditKind.baseline_approved, by, f"task:{task_id}",
-           {"baseline_id": baseline.id, "previous_baseline_id": previous.id, "benchmark": baseline.benchmark,
+           {"baseline_id": baseline.id, "previous_baseline_id": previous.id if previous else None,
+            "benchmark": baseline.benchmark,
             "model": baseline.model, "metric": baseline.metric, "version": baseline.version, "value": baseline.value,
             "normalized": baseline.normalized, "n": baseline.n, "source_kind": baseline.source_kind,
             "reason": reason, "committee_decision": committee_decision}, now)

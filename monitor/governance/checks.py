@@ -23,12 +23,12 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
 
-from medmon.baselines import categories, latest_baseline, resolve
+from medmon.baselines import categories, resolve
 from medmon.baselines.errors import BaselineError
 from medmon.files import MAX_YAML_BYTES, UnsafeInput, load_yaml, read_text
 from medmon.monitor.governance.change_control import record_plan_changes
-from medmon.monitor.plan.context import adopted_baseline
-from medmon.monitor.plan.context import TaskContext, load_context
+from medmon.monitor.governance.effective import effective_tasks
+from medmon.monitor.plan.context import TaskContext, baseline_in_force, load_context
 from medmon.monitor.errors import MedmonError, PlanError, PlanIssue
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan, Task, _line_of, load_plan
@@ -142,8 +142,7 @@ def _stored_baseline(db: _Database, task: Task) -> bool:
         return False
     try:
         with Session(engine) as session:
-            return (adopted_baseline(session, task.id) is not None
-                    or latest_baseline(session, task.benchmark, task.baseline.model, task.baseline.metric) is not None)
+            return baseline_in_force(session, db.plan, task).baseline is not None
     except SQLAlchemyError:
         return False
 
@@ -358,6 +357,24 @@ def plan_notes(plan: Plan) -> list[str]:
                          "seen only on the dashboard: " + ", ".join(f"({t}, {s})" for t, s in lost))
     notes.extend(_traffic_notes(plan))
     return notes
+
+
+def threshold_notes(plan: Plan, engine: Engine | None = None) -> list[str]:
+    """Each threshold edit of the plan that no owner has approved: proposed, while the approved value judges.
+
+    Read from the plan's database (opened only if it exists); none without one.
+    """
+    db = _Database(plan, engine, create_tables=False)
+    try:
+        found = db.get()
+        if found is None:
+            return []
+        with Session(found) as session:
+            return [s for e in effective_tasks(session, plan) for s in e.proposal_sentences()]
+    except SQLAlchemyError:
+        return []
+    finally:
+        db.close()
 
 
 def _traffic_notes(plan: Plan) -> list[str]:

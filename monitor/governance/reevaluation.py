@@ -28,6 +28,7 @@ from medmon.baselines.interval import mean_interval, wilson_interval
 from medmon.monitor.errors import GovernanceError, MedmonError
 from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.governance.approvals import plan_task, require_approver, require_committee
+from medmon.monitor.governance.effective import effective_task
 from medmon.monitor.governance.changes import ChangeSource, pending_changes
 from medmon.monitor.models import (
     BurnIn,
@@ -70,12 +71,12 @@ class Comparison:
     reasons: list[str] = field(default_factory=list)
 
 
-def score_interval(scores: Sequence[float]) -> tuple[float, float, float]:
+def mean_and_interval(scores: Sequence[float]) -> tuple[float, float, float]:
     """Mean with a 95% interval: Wilson for 0/1 scores, normal for bounded ones.
 
     Examples
     --------
-    >>> m, lo, hi = score_interval([1.0] * 26 + [0.0] * 6)
+    >>> m, lo, hi = mean_and_interval([1.0] * 26 + [0.0] * 6)
     >>> round(m, 3), round(lo, 3), round(hi, 3)
     (0.812, 0.647, 0.911)
     """
@@ -102,7 +103,7 @@ def compare(scores: Sequence[float], baseline: float, min_score: float, tolerate
     """
     if not scores:
         return judge(0, None, None, None, baseline, min_score, tolerated_drop)
-    mean, lo, hi = score_interval(scores)
+    mean, lo, hi = mean_and_interval(scores)
     return judge(len(scores), mean, lo, hi, baseline, min_score, tolerated_drop)
 
 
@@ -316,7 +317,8 @@ def approve(session: Session, plan: Plan, *, reevaluation_id: int, task_id: str,
         raise GovernanceError(f"re-evaluation {reevaluation_id} is {row.status.value}"
                               + (f" ({row.error})" if row.error else "") + "; only a complete one can be adopted")
     require_approver(plan, task, by, reason)
-    require_committee(task, row.estimate, committee_decision, f"re-evaluation {reevaluation_id}'s estimate")
+    require_committee(effective_task(session, plan, task).task, row.estimate, committee_decision,  # approved minimum
+                      f"re-evaluation {reevaluation_id}'s estimate")
     old = session.get(Baseline, row.baseline_id) if row.baseline_id is not None else None
     lo, hi = (old.scale_min, old.scale_max) if old is not None else (0.0, 1.0)
     span = hi - lo

@@ -1,4 +1,9 @@
-"""Everything a task's probe needs, resolved once from the plan: canaries, scorer and baseline."""
+"""Everything a task's probe needs, resolved once from the plan: canaries, scorer and baseline.
+
+The baseline in force is read by ``baseline_in_force`` (pages, reports, approvals) and settled
+only on the probe path by ``probe_baseline``, which records inline figures and pins the go-live
+baseline the first time.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from medmon.baselines import Baseline, BaselineFigures, Canary, latest_baseline,
 from medmon.baselines.taxonomy import TaxonomyEntry
 from medmon.monitor.errors import PlanError, PlanIssue
 from medmon import __version__
-from medmon.db import utcnow
+from medmon.db import as_utc, utcnow
 from medmon.monitor.models import BaselinePin, Reevaluation, ReevaluationStatus
 from medmon.monitor.plan.model import Plan, Task
 from medmon.probes.packs import load_pack
@@ -57,19 +62,21 @@ def load_context(plan: Plan, task: Task) -> TaskContext:
                        pack_baseline=dict(card), pack_sha256=canaries_sha256(tuple(canaries)))
 
 
-def adopted_baseline(session: Session, task_id: str) -> Baseline | None:
-    """The baseline an owner adopted for this task from a re-evaluation, the newest approval first."""
-    query = (select(Reevaluation).where(Reevaluation.task_id == task_id,
-                                        Reevaluation.status == ReevaluationStatus.approved,
-                                        col(Reevaluation.new_baseline_id).is_not(None))
-             .order_by(col(Reevaluation.approved_at).desc(), col(Reevaluation.id).desc()))
-    row = session.exec(query).first()
+def adopted_baseline(session: Session, task_id: str, before: datetime | None = None) -> Baseline | None:
+    """The baseline an owner adopted for this task from a re-evaluation (approved before ``before``), newest first."""
+    query = select(Reevaluation).where(Reevaluation.task_id == task_id,
+                                       Reevaluation.status == ReevaluationStatus.approved,
+                                       col(Reevaluation.new_baseline_id).is_not(None))
+    if before is not None:
+        query = query.where(col(Reevaluation.approved_at) < before)
+    row = session.exec(query.order_by(col(Reevaluation.approved_at).desc(), col(Reevaluation.id).desc())).first()
     if row is None or row.new_baseline_id is None:
         return None
     return session.get(Baseline, row.new_baseline_id)
 
 
 GO_LIVE = "go-live"
+ADOPTED, INLINE, UNPINNED = "re-evaluation adopted", "plan", "not pinned yet"
 
 
 def current_pin(session: Session, task_id: str, before: datetime | None = None) -> BaselinePin | None:
@@ -100,32 +107,75 @@ def pin_fits(pin: BaselinePin, baseline: Baseline, task: Task) -> bool:
             and (ref.model is None or ref.model == baseline.model) and (ref.metric is None or ref.metric == baseline.metric))
 
 
-def task_baseline(session: Session, plan: Plan, ctx: TaskContext, *, now: datetime | None = None) -> Baseline:
-    """The baseline a task is compared with: its pin, inline plan figures, or the one found at go-live.
+@dataclass(frozen=True)
+class BaselineInForce:
+    """A task's baseline in force and where it comes from; ``baseline`` None says ``why`` there is none.
 
-    A baseline an owner approved (``medmon baseline approve``: an imported baseline or a
-    re-evaluation's results) comes first. Inline figures in the plan are recorded as a manual
-    baseline (idempotently), so every comparison points at a stored, versioned row; the plan
-    itself is the approved record of them. Otherwise the newest imported baseline (or the pack's
-    card) is found once and pinned as the go-live baseline: a later import, even of another
-    model on the same benchmark, is a proposal for an owner to approve, never a silent swap.
+    ``source`` is the pin's source (``go-live``, ``approved``, ``reevaluation``), ``ADOPTED``,
+    ``INLINE`` (the plan's recorded figures) or ``UNPINNED`` (the newest stored baseline, which
+    the task's first probe pins as its go-live baseline).
+    """
+
+    baseline: Baseline | None
+    source: str = ""
+    pinned_at: datetime | None = None
+    pinned_by: str | None = None
+    rationale: str = ""
+    why: str = ""
+
+
+def baseline_in_force(session: Session, plan: Plan, task: Task, before: datetime | None = None) -> BaselineInForce:
+    """The stored baseline the task is compared with (at ``before``, else now), found without writing anything.
+
+    Its pin first, an owner-approved re-evaluation next, then the plan's inline figures as the
+    first probe recorded them, then the newest imported or pack baseline for the benchmark (not
+    pinned yet). Pinning and recording are the probe path's (``probe_baseline``), never a reader's.
+    """
+    pin = current_pin(session, task.id, before)
+    pinned = session.get(Baseline, pin.baseline_id) if pin is not None else None
+    if pin is not None and pinned is not None and pin_fits(pin, pinned, task):
+        return BaselineInForce(pinned, pin.source, as_utc(pin.pinned_at), pin.actor, pin.rationale)
+    adopted = adopted_baseline(session, task.id, before)
+    if adopted is not None:
+        return BaselineInForce(adopted, ADOPTED)
+    ref = task.baseline
+    if ref.value is not None and ref.n is not None:
+        metric = ref.metric or resolve(task.benchmark).main_metric or "score"
+        inline = session.exec(select(Baseline).where(
+            Baseline.benchmark == task.benchmark, Baseline.model == (ref.model or plan.deployment.model),
+            Baseline.metric == metric, Baseline.value == ref.value, Baseline.n == ref.n, Baseline.source_kind == "plan")
+            .order_by(col(Baseline.version).desc())).first()
+        if inline is not None:
+            return BaselineInForce(inline, INLINE)
+        return BaselineInForce(None, why="the plan's inline baseline figures are recorded by the task's first probe")
+    found = latest_baseline(session, task.benchmark, ref.model, ref.metric)
+    if found is not None:
+        return BaselineInForce(found, UNPINNED, why="the task's first probe pins it as the go-live baseline")
+    return BaselineInForce(None, why=f"no baseline for benchmark {task.benchmark!r} is stored yet: the first probe "
+                                     "records the pack's baseline card, or import one with 'medmon baseline import'")
+
+
+def probe_baseline(session: Session, plan: Plan, ctx: TaskContext, *, now: datetime | None = None) -> Baseline:
+    """The baseline a probe compares with, settling it the first time: the one write of baseline resolution.
+
+    The baseline in force (``baseline_in_force``) when there is one. Otherwise inline figures in
+    the plan are recorded as a manual baseline (idempotently), so every comparison points at a
+    stored, versioned row; the plan itself is the approved record of them. Otherwise the newest
+    imported baseline (or the pack's card) is pinned as the go-live baseline: a later import,
+    even of another model on the same benchmark, is a proposal for an owner to approve, never a
+    silent swap. Only the probe path calls this; pages and reports read ``baseline_in_force``.
     """
     task = ctx.task
-    pin = current_pin(session, task.id)
-    if pin is not None:
-        pinned = session.get(Baseline, pin.baseline_id)
-        if pinned is not None and pin_fits(pin, pinned, task):
-            return pinned
-    adopted = adopted_baseline(session, task.id)
-    if adopted is not None:
-        return adopted
+    in_force = baseline_in_force(session, plan, task)
+    if in_force.baseline is not None and in_force.source != UNPINNED:
+        return in_force.baseline
     ref = task.baseline
     if ref.value is not None and ref.n is not None:
         figures = BaselineFigures(benchmark=task.benchmark, model=ref.model or plan.deployment.model,
                                   metric=ref.metric or (ctx.taxonomy.main_metric or "score"), value=ref.value,
                                   n=ref.n, scale_min=ref.scale_min, scale_max=ref.scale_max, source_kind="plan")
         return record_baseline(session, figures)[0]
-    found = latest_baseline(session, task.benchmark, ref.model, ref.metric)
+    found = in_force.baseline
     card = ctx.pack_baseline
     if found is None and "value" in card and "n" in card:
         figures = BaselineFigures(benchmark=task.benchmark, model=str(card.get("model") or plan.deployment.model),
@@ -140,3 +190,6 @@ def task_baseline(session: Session, plan: Plan, ctx: TaskContext, *, now: dateti
     raise PlanError("plan", [PlanIssue(f"tasks[{task.id}].baseline",
                                        f"no baseline for benchmark {task.benchmark!r}: give value and n, "
                                        "or import one with 'medmon baseline import'")])
+
+
+task_baseline = probe_baseline  # the probe path's former name (monitor/runs/pipeline.py, governance/reevaluation.py)

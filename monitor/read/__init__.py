@@ -53,7 +53,6 @@ from medmon.monitor.read.overview import (
     recent_estimate,
     service_pulse,
     stream_name,
-    task_baseline,
     task_overview,
 )
 from medmon.monitor.read.records import (
@@ -89,7 +88,7 @@ from medmon.monitor.read.task import (
 )
 # Governance records the pages show: reports and their signers, thresholds in force and proposed.
 from medmon.monitor.governance.signoff import GeneratedReport, generated_reports
-from medmon.monitor.governance.thresholds import ThresholdProposal, threshold_proposals, with_thresholds_in_force
+from medmon.monitor.governance.effective import EffectiveTask, ThresholdProposal, effective_task, effective_tasks
 from medmon.monitor.read.traffic import TrafficDay, TrafficGroup, TrafficSummary, traffic_summary
 
 __all__ = [
@@ -108,6 +107,7 @@ __all__ = [
     "DeadLetter",
     "DriftColumn",
     "DriftReportView",
+    "EffectiveTask",
     "EventRow",
     "GeneratedReport",
     "IncidentSignal",
@@ -147,6 +147,8 @@ __all__ = [
     "detector_states",
     "drift_report_html",
     "drift_reports",
+    "effective_task",
+    "effective_tasks",
     "findings",
     "generated_reports",
     "judge_cost_by_day",
@@ -171,13 +173,10 @@ __all__ = [
     "subgroup_slices",
     "suspended_tasks",
     "suspensions",
-    "task_baseline",
     "task_overview",
-    "threshold_proposals",
     "traffic_summary",
     "unread_verdicts",
     "verdict_count",
     "verdicts_for",
     "window_alphas",
-    "with_thresholds_in_force",
 ]

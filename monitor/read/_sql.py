@@ -51,8 +51,8 @@ def as_time(value: object) -> datetime | None:
     return as_utc(datetime.fromisoformat(str(value)))
 
 
-def score_interval(mean: float | None, n: int) -> tuple[float | None, float | None]:
-    """95% interval for a mean of scores in [0, 1].
+def wilson_interval_of_mean(mean: float | None, n: int) -> tuple[float | None, float | None]:
+    """95% Wilson interval from a mean of ``n`` scores in [0, 1] alone (no spread needed).
 
     A bounded score's variance is at most ``p (1 - p)``, so the Wilson interval (exact in form
     for pass/fail scores) is conservative for graded ones and does not collapse to a point when

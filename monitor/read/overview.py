@@ -11,11 +11,11 @@ from datetime import datetime, timedelta
 from sqlmodel import Session, col, func, select
 
 from medmon.alerts import KINDS, Alert, Incident, cause_of, last_beat
-from medmon.baselines import Baseline, latest_baseline, resolve
-from medmon.monitor.plan.context import adopted_baseline, current_pin, pin_fits
+from medmon.baselines import resolve
+from medmon.monitor.governance.effective import EffectiveTask, effective_task, effective_tasks
 from medmon.monitor.models import DetectorState, StreamStatus
 from medmon.monitor.plan.model import Plan, Task, parse_interval
-from medmon.monitor.read._sql import as_time, score_interval
+from medmon.monitor.read._sql import as_time, wilson_interval_of_mean
 from medmon.probes.models import ProbeResult, ProbeRun
 
 STATUS_RANK = {"degraded": 0, "watching": 1, "no data yet": 2, "ok": 3}
@@ -40,8 +40,10 @@ class TaskRow:
     risk_tier: str
     last_probe: datetime | None
     open_incidents: int
-    min_score: float = 0.0
+    min_score: float = 0.0  # the minimum in force: the approved one
     reasons: tuple[str, ...] = ()
+    proposed_min_score: float | None = None  # a plan edit of it no owner has approved yet
+    proposals: tuple[str, ...] = ()  # every threshold edit awaiting approval, as sentences
 
     @property
     def reason(self) -> str:
@@ -63,7 +65,7 @@ def recent_estimate(session: Session, task_id: str,
     if not n:
         return None, 0.0, 1.0, 0
     mean = float(total) / n
-    lo, hi = score_interval(mean, int(n))
+    lo, hi = wilson_interval_of_mean(mean, int(n))
     assert lo is not None and hi is not None
     return mean, lo, hi, int(n)
 
@@ -208,9 +210,9 @@ def task_overview(session: Session, plan: Plan, task_ids: Sequence[str] | None =
                                                                col(Alert.ends_at).is_(None))
         .group_by(Alert.task_id)).all()}
     rows = []
-    for task in tasks:
+    for effective in effective_tasks(session, plan, ids):
+        task, baseline = effective.task, effective.baseline.baseline  # judged by the approved thresholds
         entry = resolve(task.benchmark)
-        baseline = task_baseline(session, plan, task)
         estimate, lo, hi, n = recent_estimate(session, task.id)
         status, reasons = task_status(task, streams[task.id], (estimate, lo, hi) if estimate is not None else None,
                                       baseline.normalized if baseline else None, problems[task.id],
@@ -220,7 +222,8 @@ def task_overview(session: Session, plan: Plan, task_ids: Sequence[str] | None =
                             baseline.normalized if baseline else None, estimate,
                             lo if estimate is not None else None, hi if estimate is not None else None, n,
                             status, owner.name, plan.use_case.risk_tier.value, last_probe.get(task.id),
-                            len(problems[task.id]), task.thresholds.min_score, tuple(reasons)))
+                            len(problems[task.id]), task.thresholds.min_score, tuple(reasons),
+                            effective.proposed("min_score"), tuple(effective.proposal_sentences())))
     rows.sort(key=lambda r: (STATUS_RANK[r.status], -r.open_incidents, _gap(r), r.task))
     return rows
 
@@ -245,29 +248,10 @@ class BaselineBand:
     model: str
 
 
-def task_baseline(session: Session, plan: Plan, task: Task) -> Baseline | None:
-    """The stored baseline the task's detectors compare with, found as the service finds it but
-    without writing anything: the task's pin first, an owner-approved re-evaluation next, then the plan's inline
-    figures (as recorded), then the newest imported or pack baseline for the benchmark."""
-    pin = current_pin(session, task.id)
-    pinned = session.get(Baseline, pin.baseline_id) if pin is not None else None
-    if pin is not None and pinned is not None and pin_fits(pin, pinned, task):
-        return pinned
-    adopted = adopted_baseline(session, task.id)
-    if adopted is not None:
-        return adopted
-    ref = task.baseline
-    if ref.value is not None and ref.n is not None:
-        metric = ref.metric or resolve(task.benchmark).main_metric or "score"
-        inline = latest_baseline(session, task.benchmark, ref.model or plan.deployment.model, metric)
-        if inline is not None:
-            return inline
-    return latest_baseline(session, task.benchmark, ref.model, ref.metric)
-
-
-def baseline_band(session: Session, plan: Plan, task_id: str) -> BaselineBand | None:
+def baseline_band(session: Session, plan: Plan, task_id: str,
+                  effective: EffectiveTask | None = None) -> BaselineBand | None:
     """The baseline a task is compared with, normalised like its scores (None before any exists)."""
-    b = task_baseline(session, plan, plan.task(task_id))
+    b = (effective or effective_task(session, plan, task_id)).baseline.baseline
     if b is None:
         return None
     span = (b.scale_max - b.scale_min) or 1.0

@@ -15,7 +15,7 @@ from medmon.monitor.models import DetectorState, FindingRecord
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.read.jury import Verdict, verdicts_for
-from medmon.monitor.read._sql import as_time, latest_runs, safe_float, score_interval
+from medmon.monitor.read._sql import as_time, latest_runs, safe_float, wilson_interval_of_mean
 from medmon.probes.models import ProbeResult, ProbeRun
 
 
@@ -59,7 +59,7 @@ def run_series(session: Session, task_id: str, *, runs: int = 300, latency_slo_s
     points = []
     for run_id, purpose, at, calls, n, total, errors, cost, cost_avg, lat, lat_max, over_n in session.exec(query).all():
         mean = float(total) / n if n else None
-        lo, hi = score_interval(mean, int(n))
+        lo, hi = wilson_interval_of_mean(mean, int(n))
         points.append(RunPoint(int(run_id), as_time(at), str(purpose), int(calls), int(n), mean, lo, hi, int(errors),
                                safe_float(cost), safe_float(cost_avg), safe_float(lat), safe_float(lat_max),
                                int(over_n or 0)))
@@ -138,7 +138,7 @@ def subgroup_slices(session: Session, task_id: str, tags: Sequence[str], *, runs
                  .group_by(value).order_by(value))
         for v, n, total, bn, bmean in session.exec(query).all():
             mean = float(total) / n if n else None
-            lo, hi = score_interval(mean, int(n))
+            lo, hi = wilson_interval_of_mean(mean, int(n))
             slices.append(Slice(tag, str(v), int(n), mean, lo, hi, safe_float(bmean), int(bn)))
     return slices
 

@@ -26,7 +26,7 @@ from medmon.monitor.governance.audit import AuditKind, list_events
 from medmon.monitor.governance.changes import list_changes, pending_changes
 from medmon.monitor.governance.checks import check_plan
 from medmon.monitor.models import ChangeStatus
-from medmon.monitor.plan.context import load_context, task_baseline
+from medmon.monitor.plan.context import load_context, probe_baseline
 from medmon.monitor.plan.model import load_plan
 from medmon.monitor.runs.pipeline import run_task_probe
 from medmon.db import session_scope
@@ -88,13 +88,13 @@ def test_an_import_for_another_model_does_not_replace_the_task_baseline(tmp_path
     plan = load_plan(path)
     ctx = load_context(plan, plan.tasks[0])
     with session_scope(engine) as session:
-        before = task_baseline(session, plan, ctx)
+        before = probe_baseline(session, plan, ctx)
     assert before.normalized == pytest.approx(0.85)
     scores = tmp_path / "other.csv"
     scores.write_text("model,benchmark,metric,value,n,source\nother/model-x,med_qa,exact_match,0.99,1273,leaderboard\n")
     assert runner.invoke(app, ["baseline", "import", str(scores), "--db", db_url]).exit_code == 0
     with session_scope(engine) as session:
-        after = task_baseline(session, plan, ctx)
+        after = probe_baseline(session, plan, ctx)
     assert after.id == before.id and after.normalized == pytest.approx(0.85)  # pinned: an import is a proposal
 
     listed = runner.invoke(app, ["baseline", "proposals", str(path), "--json"])
@@ -113,7 +113,7 @@ def test_an_import_for_another_model_does_not_replace_the_task_baseline(tmp_path
                                str(proposed), "--by", OWNER["email"], "--reason", "vendor's certified figure"])
     assert done.exit_code == 0, done.output
     with session_scope(engine) as session:
-        assert task_baseline(session, plan, ctx).id == proposed
+        assert probe_baseline(session, plan, ctx).id == proposed
     with Session(engine) as session:
         approvals = list_events(session, kind=AuditKind.baseline_approved)
     assert len(approvals) == 1 and approvals[0].actor == OWNER["email"]

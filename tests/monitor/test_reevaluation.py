@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from medmon.monitor.governance.audit import AuditKind, list_events, verify
 from medmon.monitor.governance.changes import pending_changes
 from medmon.monitor.cli.app import app
-from medmon.monitor.plan.context import load_context, task_baseline
+from medmon.monitor.plan.context import load_context, probe_baseline
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.models import BurnIn, ChangeRecord, ChangeStatus, Reevaluation, ReevaluationStatus
 from medmon.monitor.runs.pipeline import run_task_probe
@@ -164,7 +164,7 @@ def test_only_an_owner_can_adopt_a_reevaluation_as_baseline(swap: Callable[..., 
     with session_scope(engine) as session:
         row = session.get(Reevaluation, rid)
         assert row is not None and row.status == ReevaluationStatus.approved and row.approved_by == "Owner@hospital.example"
-        current = task_baseline(session, plan, load_context(plan, plan.tasks[0]))
+        current = probe_baseline(session, plan, load_context(plan, plan.tasks[0]))
         approvals = list_events(session, kind=AuditKind.baseline_approved)
         with pytest.raises(GovernanceError, match="already approved"):
             approve(session, plan, reevaluation_id=rid, task_id="knowledge-qa", by="owner@hospital.example", now=now)

@@ -31,11 +31,10 @@ from medmon.monitor.governance.reevaluation import judge, list_reevaluations
 from medmon.monitor.governance.reports.limitations import known_limitations
 from medmon.monitor.governance.reports.oversight import OversightSection, build_oversight_section
 from medmon.monitor.governance.approvals import baseline_proposals
-from medmon.monitor.governance.thresholds import threshold_proposals, with_thresholds_in_force
+from medmon.monitor.governance.effective import effective_tasks, threshold_proposals, with_thresholds_in_force
 from medmon.monitor.governance.reports.period import Period
 from medmon.monitor.governance.reports.recommendation import Recommendation, RecommendationRules, TaskFacts, recommend
 from medmon.monitor.governance.reports.record import (
-    baseline_in_force,
     content_hash,
     plan_in_force,
     signatures,
@@ -91,6 +90,8 @@ class TaskEvidence:
     reasons: list[str]
     drift_findings: int
     baseline_id: int | None = None
+    thresholds_in_force: str = ""  # where they come from, in the record's words
+    proposed: list[str] = field(default_factory=list)  # threshold edits awaiting approval, as sentences
     trend: list[dict[str, Any]] = field(default_factory=list)
     provenance: list[dict[str, Any]] = field(default_factory=list)
     chart: str = ""
@@ -235,10 +236,10 @@ def _in(column: Any, period: Period) -> Any:
     return in_period(column, period)
 
 
-def _task_evidence(session: Session, plan: Plan, period: Period, now: datetime) -> list[TaskEvidence]:
+def _task_evidence(session: Session, plan: Plan, period: Period) -> list[TaskEvidence]:
     rows = []
-    for task in plan.tasks:
-        in_force = baseline_in_force(session, plan, task, period, now)
+    for effective in effective_tasks(session, plan, before=period.end):
+        task, in_force = effective.task, effective.baseline
         baseline = in_force.baseline
         estimate = task_estimate(session, task.id, period)
         runs = session.exec(select(func.count()).select_from(ProbeRun).where(
@@ -271,7 +272,8 @@ def _task_evidence(session: Session, plan: Plan, period: Period, now: datetime) 
             difference=verdict.difference if base is not None else None,
             passed=verdict.passed if base is not None else None, conclusive=verdict.conclusive,
             reasons=verdict.reasons, drift_findings=int(findings), trend=trend(session, task.id, period),
-            provenance=provenance(session, task.id, period))
+            provenance=provenance(session, task.id, period), thresholds_in_force=effective.in_force_words,
+            proposed=[f"{p.threshold} {p.proposed}" for p in effective.proposals])
         points = _series(session, task.id, period)
         # The axis spans the runs, not the whole period: two days of runs drawn on a month's axis are unreadable.
         first, last = (points[0][0], points[-1][0]) if len(points) > 1 else (period.start, period.end)
@@ -526,7 +528,7 @@ def _privacy(session: Session, plan: Plan, period: Period) -> dict[str, Any]:
 
 def build_committee_report(session: Session, plan: Plan, period: Period, *, now: datetime,
                            plan_text: str | None = None, traffic: Any = None) -> CommitteeReport:
-    """Gather every figure of the committee report for ``period`` (reads; may record inline baselines).
+    """Gather every figure of the committee report for ``period``: reads only, never pins or records a baseline.
 
     ``plan`` and ``plan_text`` are today's file: the report uses the plan recorded as in force
     during the period instead and flags the file when it differs. ``traffic`` is the period's
@@ -542,7 +544,7 @@ def build_committee_report(session: Session, plan: Plan, period: Period, *, now:
                  for e in list_events(session, since=period.start, until=period.end)
                  if AuditKind(e.kind) in HUMAN_KINDS]
     judge_usd, judge_calls = _judge_cost(session, period)
-    tasks = _task_evidence(session, plan, period, now)
+    tasks = _task_evidence(session, plan, period)
     alerts = _alerts(session, period)
     equity_rows = equity(session, plan, period)
     incidents = _incidents(session, period)

@@ -2,7 +2,8 @@
 
 A committee report for a past period must say what was true then: the plan in force (the
 newest plan recorded in the audit log before the period ended, by audit sequence), each task's
-baseline in force (the newest pin before the end, by baseline id), and nothing edited since.
+thresholds and baseline in force then (``medmon.monitor.governance.effective``, read-only: a report
+never pins a baseline), and nothing edited since.
 A plan file that differs from the recorded plan is flagged, never silently used. The report's
 figures are hashed (canonical JSON), the hash is printed in the report, and generating and
 signing a report are audit entries carrying that hash.
@@ -17,14 +18,12 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from medmon.baselines import Baseline
 from medmon.monitor.errors import MedmonError
 from medmon.monitor.governance import signoff
 from medmon.monitor.governance.audit import AuditKind, canonical, record
 from medmon.monitor.governance.reports.period import Period
 from medmon.monitor.models import AuditEvent
-from medmon.monitor.plan.context import current_pin, load_context, pin_fits, task_baseline
-from medmon.monitor.plan.model import Plan, Task, parse_plan_at
+from medmon.monitor.plan.model import Plan, parse_plan_at
 
 
 @dataclass
@@ -65,28 +64,6 @@ def plan_in_force(session: Session, period: Period, plan: Plan, plan_text: str |
                      "stands in for it.")
         return PlanInForce(plan, info, False, matches, notes)
     return PlanInForce(recorded, info, True, matches, notes)
-
-
-@dataclass(frozen=True)
-class BaselineInForce:
-    baseline: Baseline | None
-    pinned_at: datetime | None
-    pinned_by: str | None
-    rationale: str
-
-
-def baseline_in_force(session: Session, plan: Plan, task: Task, period: Period, now: datetime) -> BaselineInForce:
-    """The task's baseline pinned before the period ended; else the one the plan resolves to now."""
-    pin = current_pin(session, task.id, before=period.end)
-    if pin is not None:
-        pinned = session.get(Baseline, pin.baseline_id)
-        if pinned is not None and pin_fits(pin, pinned, task):
-            return BaselineInForce(pinned, pin.pinned_at, pin.actor, pin.rationale)
-    try:
-        found = task_baseline(session, plan, load_context(plan, task), now=now)
-    except MedmonError:
-        return BaselineInForce(None, None, None, "")
-    return BaselineInForce(found, None, None, "")
 
 
 def content_hash(figures: dict[str, Any]) -> str:
