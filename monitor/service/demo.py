@@ -1,9 +1,10 @@
 """The embedded default: the whole job on one machine, nothing to configure.
 
 A SIMULATED clinical model serves bundled canaries on 127.0.0.1 and degrades on a schedule
-(an accuracy drop, a cost rise, a silent model-version swap); scheduled probes replay the
-canaries through the ``openai`` client on an accelerated clock; detectors compare every stream
-with its baseline; alerts go, signed, to a local webhook receiver and to the dashboard.
+(an accuracy drop, a cost rise, a silent model-version swap); ``medmon serve``'s scheduler and
+executor, on an accelerated clock, replay the canaries through the ``openai`` client; detectors
+compare every stream with its baseline; alerts go, signed, to a local webhook receiver and to the
+dashboard.
 
 A SIMULATED clinical application (``medmon.monitor.service.demo_app``, a process of its own)
 calls the same model through an ``openai`` client traced by the official OpenTelemetry
@@ -23,6 +24,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
@@ -32,11 +34,11 @@ from medmon.alerts import Alert, incident_members, incident_title, list_incident
 from medmon.db import session_scope
 from medmon.monitor.governance.audit import record_plan
 from medmon.monitor.service.clock import AcceleratedClock
-from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan, load_plan
 from medmon.monitor.plan.routing import build_channels
 from medmon.monitor.service.receiver import create_receiver as create_traffic_receiver
-from medmon.monitor.service.scheduler import add_traffic_jobs, build_scheduler
+from medmon.monitor.service.scheduler import build_service_scheduler, register_runtime, unregister_runtime
+from medmon.monitor.service.serve import make_dispatch
 from medmon.monitor.storage import make_engine
 from medmon.monitor.service.webserver import RunningServer, serve_in_thread
 from medmon.probes.models import ProbeResult
@@ -47,6 +49,7 @@ SECRET_ENV = "MEDMON_DEMO_WEBHOOK_SECRET"
 SIM_KEY_ENV = "MEDMON_DEMO_API_KEY"
 TRAFFIC_TOKEN_ENV = "MEDMON_DEMO_TRAFFIC_TOKEN"
 APP_SERVICE = "discharge-assistant"
+DEMO_RUNTIME = "demo"
 DEMO_PACK = "clinical_knowledge_mcq"
 
 
@@ -128,6 +131,8 @@ alerts:
   dashboard_url: {dashboard_url}
 storage:
   url: sqlite:///{db}
+service:
+  seed: 5  # the same canaries on every run of the demo
 governance:
   medhelm:
     categories: [Clinical Decision Support]
@@ -287,8 +292,10 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
     if app is not None:
         say(f"SIMULATED clinical application ({APP_SERVICE}) traced by the OpenTelemetry OpenAI instrumentation, "
             f"sending its spans to {traffic.url}/v1/traces")
-    contexts = [load_context(plan, t) for t in plan.tasks]
-    clock = AcceleratedClock(scale=3600 / scenario.seconds_per_probe)
+    # Each scheduled probe fires half-way through a simulated hour: a probe a little late is still its hour's.
+    clock = AcceleratedClock(scale=3600 / scenario.seconds_per_probe,
+                             start=datetime.now(timezone.utc).replace(minute=30, second=0, microsecond=0))
+    anchor = datetime.now(timezone.utc)
     with session_scope(engine) as session:  # the governance record starts with the plan
         record_plan(session, plan_path.read_text("utf-8"), str(plan_path), "medmon demo", clock())
     # On an accelerated clock a probe can outlast its simulated hour; APScheduler then warns that it
@@ -334,14 +341,16 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
                 if before is None:  # a signal joining an open incident is evidence, not news: the summary counts them
                     say(msg)
 
-    scheduler = build_scheduler(engine, plan, contexts, build_channels(plan), now=clock,
-                                time_scale=clock.scale, seed=5, delivery_every_s=0.25, on_outcome=on_outcome)
-    # The receiver checks span times on the real clock (the application's); findings are dated on the demo's.
-    add_traffic_jobs(scheduler, engine, plan, clock)
+    # The production scheduler and executor, on the accelerated clock. The receiver checks span times on the
+    # real clock (the application's); findings are dated on the demo's.
+    _, runtime = make_dispatch(engine, plan, clock, on_outcome=on_outcome)
+    register_runtime(DEMO_RUNTIME, runtime)
+    scheduler = build_service_scheduler(engine, plan, DEMO_RUNTIME, build_channels(plan), now=clock,
+                                        delivery_every_s=0.25, time_scale=clock.scale, anchor=anchor)
     receiver_state = receiver_app.state.receiver
     expected = {"score", "cost", "served_model"} | ({"traffic_cost"} if app is not None else set())
     first_alert: float | None = None
-    scheduler.start()
+    scheduler.resume()
     try:
         while time.monotonic() - started < scenario.timeout_s:
             time.sleep(0.2)
@@ -353,7 +362,9 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
             if expected <= got:
                 break
     finally:
+        scheduler.pause()  # no new submissions while the executors shut down
         scheduler.shutdown(wait=True)
+        unregister_runtime(DEMO_RUNTIME)
         from medmon.alerts import deliver_due
 
         deliver_due(engine, build_channels(plan), clock)

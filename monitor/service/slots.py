@@ -31,6 +31,7 @@ from medmon.monitor.plan.model import Plan
 from medmon.db import as_utc, session_scope
 from medmon.probes.client import ModelSettings
 from medmon.probes.models import ProbeRun, RunStatus
+from medmon.probes.runs import move_run
 
 log = logging.getLogger("medmon.slots")
 
@@ -107,7 +108,7 @@ def claim_slot(engine: Engine, task_id: str, scheduled_for: datetime, *, by: str
             log.warning("slot %s@%s gave up after %d attempts", task_id, when.isoformat(), slot.attempts)
             return None
         if run is not None and run.status == RunStatus.running:
-            run.status, run.finished_at, run.error = RunStatus.interrupted, now, "abandoned mid-probe; retried"
+            move_run(run, RunStatus.interrupted, now, "abandoned mid-probe; retried")
             session.add(run)
         slot.attempts += 1
         slot.claimed_by, slot.claimed_at, slot.run_id = by, now, None
