@@ -8,15 +8,14 @@ status goes through :func:`move_run`, which refuses any move :data:`MOVES` does 
     running -> failed        the call, a scorer, the redactor or storage raised
     running -> interrupted   the process stopped mid-probe, or a retry took its slot over
 
-A run that is no longer running is settled: nothing moves it again, so a probe that outlived its
-run (marked interrupted meanwhile) has its results discarded instead of counted twice.
+A settled run never moves again: a probe that outlived its run (marked interrupted meanwhile)
+has its results discarded instead of counted twice.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, TypeVar
@@ -47,17 +46,11 @@ class IllegalRunMove(MedmonError):
 def move_run(run: ProbeRun, to: RunStatus, at: datetime, error: str | None = None) -> None:
     """Move ``run`` to ``to`` (finished ``at``, with ``error`` if given): the one place a status changes.
 
-    Examples
-    --------
     >>> from datetime import timezone
     >>> run = ProbeRun(id=7, task_id="t")
     >>> move_run(run, RunStatus.interrupted, datetime(2026, 1, 1, tzinfo=timezone.utc), "process stopped")
-    >>> run.status.value, run.error
-    ('interrupted', 'process stopped')
-    >>> move_run(run, RunStatus.complete, datetime(2026, 1, 1, tzinfo=timezone.utc))
-    Traceback (most recent call last):
-    ...
-    medmon.probes.runs.IllegalRunMove: run 7 of t is interrupted; it cannot become complete
+    >>> run.status.value, run.error, RunStatus.complete in MOVES.get(run.status, ())
+    ('interrupted', 'process stopped', False)
     """
     if to not in MOVES.get(run.status, frozenset()):
         raise IllegalRunMove(f"run {run.id} of {run.task_id} is {run.status.value}; it cannot become {to.value}")
@@ -68,11 +61,8 @@ def move_run(run: ProbeRun, to: RunStatus, at: datetime, error: str | None = Non
 
 def start_run(session: Session, task_id: str, *, started_at: datetime, purpose: str = "scheduled",
               deployment: str = "production", provenance: Mapping[str, str] | None = None) -> ProbeRun:
-    """Open a run row (status running) in the caller's transaction.
-
-    ``provenance`` holds ``pack_sha256``, ``prompt_sha256`` and ``scorer_version``: every result
-    of the run can then say which canaries, prompt and scorer produced it.
-    """
+    """Open a run row (status running) in the caller's transaction; ``provenance`` holds ``pack_sha256``,
+    ``prompt_sha256`` and ``scorer_version``, so every result can say what produced it."""
     run = ProbeRun(task_id=task_id, purpose=purpose, deployment=deployment, started_at=started_at,
                    **dict(provenance or {}))
     session.add(run)
@@ -81,10 +71,7 @@ def start_run(session: Session, task_id: str, *, started_at: datetime, purpose: 
 
 
 def _store_jury(session: Session, row: ProbeResult, outcome: JuryOutcome, created_at: datetime) -> None:
-    """Store each judge's call (its ledger) and its criterion scores for a stored result.
-
-    ``outcome`` has already passed the text policy (judges' explanations quote the answer).
-    """
+    """Store each judge's call (its ledger) and its criterion scores; ``outcome`` has passed the text policy."""
     assert row.id is not None
     calls = []
     for v in outcome.verdicts:
@@ -100,8 +87,7 @@ def _store_jury(session: Session, row: ProbeResult, outcome: JuryOutcome, create
     for call, v in calls:
         assert call.id is not None
         session.add_all([JuryVerdict(result_id=row.id, call_id=call.id, task_id=row.task_id, judge=v.judge,
-                                     criterion=s.criterion, score=s.score,
-                                     explanation=s.explanation,
+                                     criterion=s.criterion, score=s.score, explanation=s.explanation,
                                      parse_status=v.parse_status, created_at=created_at) for s in v.scores])
 
 
@@ -132,36 +118,28 @@ def finish_run(session: Session, run: ProbeRun, results: Sequence[ProbeResultBas
     return rows
 
 
-def why(exc: BaseException, texts: TextPolicy) -> str | None:
+def _why(exc: BaseException, texts: TextPolicy) -> str | None:
     """A failure as stored on its run: medmon's own errors as they read, others with their type; redacted."""
     message = str(exc) if isinstance(exc, MedmonError) else f"{type(exc).__name__}: {exc}"
     return texts.error(message, type(exc).__name__)
 
 
-@contextmanager
-def _failing(engine: Engine, run_id: int, texts: TextPolicy, now: Callable[[], datetime]) -> Iterator[None]:
-    """Move the run to failed (with its error) if the block raises, then re-raise the block's error.
-
-    The block's transaction has been rolled back by then; when the database is what failed and
-    the run cannot be marked, it stays running for the service's retry pass to take over.
-    """
+def _fail(engine: Engine, run_id: int, exc: Exception, texts: TextPolicy, now: Callable[[], datetime]) -> None:
+    """Move a run still running to failed; if the database is what failed and the run cannot be marked,
+    it stays running for the service's retry pass to take over."""
     try:
-        yield
-    except Exception as exc:
-        try:
-            with session_scope(engine) as session:
-                run = session.get(ProbeRun, run_id)
-                if run is not None and run.status == RunStatus.running:
-                    move_run(run, RunStatus.failed, now(), why(exc, texts))
-                    session.add(run)
-        except Exception as mark:
-            log.warning("could not mark run %d failed: %s", run_id, mark)
-        raise
+        with session_scope(engine) as session:
+            run = session.get(ProbeRun, run_id)
+            if run is not None and run.status == RunStatus.running:
+                move_run(run, RunStatus.failed, now(), _why(exc, texts))
+                session.add(run)
+    except Exception as mark:
+        log.warning("could not mark run %d failed: %s", run_id, mark)
 
 
 @dataclass
 class Executed(Generic[T]):
-    """What became of one probe run: its id, the results the call returned and what ``store`` made of them."""
+    """One probe run: its id, the results the call returned and what ``store`` made of them."""
 
     run_id: int
     results: list[ProbeResultBase]
@@ -178,17 +156,15 @@ def execute_probe(engine: Engine, task_id: str, call: Callable[[ClientPool], Awa
                   keep_failure: bool = False) -> Executed[T]:
     """Open a run, ``call`` the model on the process's client pool, store the results and close the run.
 
-    1. The run row is committed (with whatever ``opened`` adds in the same transaction) before the
-       model is called, so a crash leaves a visible running run to mark interrupted; ``on_start``
-       then receives its id.
-    2. ``call(pool)`` returns the results. If it raises, the run fails and the error propagates;
-       with ``keep_failure`` the run is instead closed failed with no results, and ``store`` still
-       runs (it reads the failure on ``run.error``).
-    3. In one transaction, with the run row locked: if the run is still running, the results are
-       stored (redacted by ``texts``), the run moves to complete, and ``store`` acts on them (its
-       return value is ``stored``); if the run was settled meanwhile, nothing is written.
+    1. The run row is committed (with what ``opened`` adds) before the model is called, so a crash
+       leaves a visible running run to mark interrupted; ``on_start`` then receives its id.
+    2. ``call(pool)`` returns the results. With ``keep_failure`` a call that raises closes the run
+       failed with no results and ``store`` still runs (the failure is on ``run.error``).
+    3. In one transaction, the run row locked: if it still runs, the results are stored (redacted
+       by ``texts``), the run completes and ``store`` acts on them (giving ``stored``); if it was
+       settled meanwhile, nothing is written.
 
-    Any error after the run is opened moves it to failed (its error redacted) and propagates.
+    Any other error after the run is opened moves it to failed (its error redacted) and propagates.
     """
     with session_scope(engine) as session:
         run = start_run(session, task_id, started_at=now(), purpose=purpose, deployment=deployment,
@@ -199,15 +175,14 @@ def execute_probe(engine: Engine, task_id: str, call: Callable[[ClientPool], Awa
     assert run_id is not None
     if on_start is not None:
         on_start(run_id)
-    with _failing(engine, run_id, texts, now):
-        failure = None
+    pool, failure = shared_pool(), None
+    try:
         try:
-            pool = shared_pool()
             results = list(pool.run(lambda: call(pool)))
         except Exception as exc:
             if not keep_failure:
                 raise
-            results, failure = [], why(exc, texts)
+            results, failure = [], _why(exc, texts)
         with session_scope(engine) as session:
             row = session.exec(select(ProbeRun).where(ProbeRun.id == run_id).with_for_update()).one()
             if row.status != RunStatus.running:
@@ -218,5 +193,7 @@ def execute_probe(engine: Engine, task_id: str, call: Callable[[ClientPool], Awa
                 return Executed(run_id, results, superseded=True)
             stamp = now()
             finish_run(session, row, results, stamp, policy=texts, error=failure)
-            stored = store(session, row, results, stamp) if store is not None else None
-    return Executed(run_id, results, stored)
+            return Executed(run_id, results, store(session, row, results, stamp) if store is not None else None)
+    except Exception as exc:  # the failed transaction has been rolled back by now
+        _fail(engine, run_id, exc, texts, now)
+        raise

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from medmon.baselines import Baseline, BaselineFigures, Canary, record_baseline
+from medmon.baselines import Baseline, BaselineFigures, record_baseline
 from medmon.baselines.interval import mean_interval, wilson_interval
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, record
@@ -37,7 +37,7 @@ from medmon.monitor.models import (
     ReevaluationStatus,
 )
 from medmon.monitor.plan.context import TaskContext, pin_baseline, run_provenance, task_baseline
-from medmon.monitor.plan.model import Plan, Task
+from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.privacy import text_policy
 from medmon.probes.client import ModelSettings
 from medmon.probes.jury import JURY_SCORER, JurySettings
@@ -134,10 +134,6 @@ def judge(n: int, mean: float | None, lo: float | None, hi: float | None, baseli
                       reasons)
 
 
-def _chunks(items: Sequence[Canary], size: int) -> list[Sequence[Canary]]:
-    return [items[i:i + size] for i in range(0, len(items), size)]
-
-
 def run_reevaluation(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Callable[[], datetime],
                      change_ids: Sequence[int] = (), repeats: int | None = None,
                      settings: ModelSettings | None = None, progress: Progress | None = None,
@@ -177,15 +173,16 @@ def run_reevaluation(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Calla
         out: list[ProbeResultBase] = []
         # Chunks of the client's concurrency keep it saturated and let a progress bar move.
         decoding = task.decoding.overrides() if task.decoding is not None else None
-        for chunk in _chunks(canaries, max(1, settings.max_concurrency)):
-            out.extend(await probe_canaries(client, chunk, task.id, ctx.scorer, jury=jury, decoding=decoding))
+        step = max(1, settings.max_concurrency)
+        for i in range(0, len(canaries), step):
+            out.extend(await probe_canaries(client, canaries[i:i + step], task.id, ctx.scorer, jury=jury,
+                                            decoding=decoding))
             if progress is not None:
                 progress(len(out), len(canaries))
         return out
 
     def store(session: Session, run: ProbeRun, results: list[ProbeResultBase], stamp: datetime) -> Reevaluation:
-        row = session.get(Reevaluation, rows[0].id)
-        assert row is not None
+        row = session.merge(rows[0])
         failure = run.error if run.status == RunStatus.failed else None
         scores = [r.score for r in results if r.score is not None]
         comparison = compare(scores, row.baseline_value or 0.0, task.thresholds.min_score,

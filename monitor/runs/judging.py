@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 from apscheduler.schedulers.base import BaseScheduler
@@ -152,7 +152,7 @@ def run_judge_canaries(engine: Engine, plan: Plan, *, now: Callable[[], datetime
 def judging_job(engine: Engine, plan: Plan, now: Callable[[], datetime],
                 settings: JurySettings | None = None,
                 on_outcome: Callable[[JudgingOutcome], None] | None = None) -> None:
-    """The scheduler's judge-canary job: a failure is stored on the run (by ``execute_probe``) and logged, never raised."""
+    """The scheduler's judge-canary job: a failure is stored on the run (``execute_probe``) and logged, never raised."""
     try:
         outcome = run_judge_canaries(engine, plan, now=now, settings=settings)
     except Exception:  # the run, if one was opened, is already failed with its error
@@ -166,16 +166,14 @@ def add_judging_job(scheduler: BaseScheduler, engine: Engine, plan: Plan, now: C
                     time_scale: float = 1.0, anchor: datetime | None = None, **job_options: Any) -> bool:
     """Add the judge-canary job when the plan has a jury with a ``canary_schedule``; say whether it did.
 
-    The service passes ``anchor`` (its ``GRID_EPOCH``) so an interval falls on the same grid as
-    the probe jobs whenever the process started; without one (the demo) the first pass runs at
-    once. ``job_options`` go to ``add_job`` (the service puts the job in its in-memory store,
-    since it carries the engine and plan and cannot be pickled).
+    ``anchor`` (the service's ``GRID_EPOCH``) puts an interval on the same grid as the probe jobs
+    whenever the process started. ``job_options`` go to ``add_job`` (the service puts the job in
+    its in-memory store, since it carries the engine and plan and cannot be pickled).
     """
     if plan.jury is None or plan.jury.canary_schedule is None:
         return False
     trigger = judging_trigger(plan.jury.canary_schedule, time_scale=time_scale, start_date=anchor)
-    first: dict[str, Any] = {} if anchor is not None else {"next_run_time": datetime.now(timezone.utc) + timedelta(seconds=0.1)}
     grace = max(1, round(trigger.interval.total_seconds())) if isinstance(trigger, IntervalTrigger) else 300
     scheduler.add_job(judging_job, trigger, args=[engine, plan, now], id=JOB_ID, name="judge canaries",
-                      misfire_grace_time=grace, **(first | job_options))
+                      misfire_grace_time=grace, **job_options)
     return True

@@ -76,10 +76,6 @@ def failure_cause(result: ProbeResultBase) -> str:
         f"{result.error_type}: {text}"[:160]
 
 
-def route_names(plan: Plan) -> list[str]:
-    return [r.name for r in plan.alerts.routes]
-
-
 def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.Random,
                    now: Callable[[], datetime], settings: ModelSettings | None = None,
                    purpose: str = "scheduled", on_start: Callable[[int], None] | None = None,

@@ -1,10 +1,9 @@
 """The embedded default: the whole job on one machine, nothing to configure.
 
 A SIMULATED clinical model serves bundled canaries on 127.0.0.1 and degrades on a schedule
-(an accuracy drop, a cost rise, a silent model-version swap); ``medmon serve``'s scheduler and
-executor, on an accelerated clock, replay the canaries through the ``openai`` client; detectors
-compare every stream with its baseline; alerts go, signed, to a local webhook receiver and to the
-dashboard.
+(an accuracy drop, a cost rise, a silent model-version swap); ``medmon serve``'s scheduler replays
+the canaries through the ``openai`` client on an accelerated clock; detectors compare every stream
+with its baseline; alerts go, signed, to a local webhook receiver and to the dashboard.
 
 A SIMULATED clinical application (``medmon.monitor.service.demo_app``, a process of its own)
 calls the same model through an ``openai`` client traced by the official OpenTelemetry
@@ -27,7 +26,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 
 from medmon.alerts import Alert, incident_members, incident_title, list_incidents
@@ -131,8 +129,7 @@ alerts:
   dashboard_url: {dashboard_url}
 storage:
   url: sqlite:///{db}
-service:
-  seed: 5  # the same canaries on every run of the demo
+service: {{seed: 5}}  # the same canaries on every run
 governance:
   medhelm:
     categories: [Clinical Decision Support]
@@ -212,11 +209,6 @@ class DemoResult:
     events: list[str] = field(default_factory=list)
 
 
-def _count(engine: Engine, model: type) -> int:
-    with Session(engine) as s:
-        return int(s.exec(select(func.count()).select_from(model)).one())
-
-
 def _start_app(scenario: DemoScenario, sim_url: str, model: str, traffic_url: str) -> subprocess.Popen[str]:
     """Start the application and wait until it is set up (its imports would otherwise stall the first probes)."""
     app = subprocess.Popen([sys.executable, "-m", "medmon.monitor.service.demo_app", "--base-url", f"{sim_url}/v1",
@@ -292,8 +284,7 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
     if app is not None:
         say(f"SIMULATED clinical application ({APP_SERVICE}) traced by the OpenTelemetry OpenAI instrumentation, "
             f"sending its spans to {traffic.url}/v1/traces")
-    # Each scheduled probe fires half-way through a simulated hour: a probe a little late is still its hour's.
-    clock = AcceleratedClock(scale=3600 / scenario.seconds_per_probe,
+    clock = AcceleratedClock(scale=3600 / scenario.seconds_per_probe,  # probes fire half-way through simulated hours
                              start=datetime.now(timezone.utc).replace(minute=30, second=0, microsecond=0))
     anchor = datetime.now(timezone.utc)
     with session_scope(engine) as session:  # the governance record starts with the plan
@@ -362,7 +353,7 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
             if expected <= got:
                 break
     finally:
-        scheduler.pause()  # no new submissions while the executors shut down
+        scheduler.pause()  # nothing new is submitted while the executors shut down
         scheduler.shutdown(wait=True)
         unregister_runtime(DEMO_RUNTIME)
         from medmon.alerts import deliver_due
@@ -377,10 +368,11 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
     with Session(engine) as s:
         alerts = [f"{a.severity.value:8} {a.status.value:9} {a.summary}" for a in s.exec(select(Alert)).all()]
         incidents = demo_incidents(s)
+        probe_results = int(s.exec(select(func.count()).select_from(ProbeResult)).one())
     with receiver_state.lock:
         delivered = [r.body for r in receiver_state.received]
     return DemoResult(plan_path=plan_path, database=db, seconds=time.monotonic() - started,
-                      probe_results=_count(engine, ProbeResult), alerts=alerts, incidents=incidents,
+                      probe_results=probe_results, alerts=alerts, incidents=incidents,
                       delivered=delivered,
                       rejected_signatures=receiver_state.rejected, first_alert_s=first_alert,
                       degraded_at_s=degraded_at[0] if degraded_at else None, events=events)

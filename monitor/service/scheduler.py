@@ -45,7 +45,6 @@ from medmon.monitor.alerting.signals import alert_pass
 from medmon.monitor.service.delivery import DeliveryWaker, deliver_until_quiet
 from medmon.monitor.service.slots import explain_failure, last_fire_time, retry_candidates, run_slot, worker_identity
 from medmon.db import session_scope, utcnow
-from medmon.probes.client import ModelSettings
 from medmon.probes.models import ProbeRun, RunStatus
 from medmon.probes.runs import move_run
 
@@ -159,26 +158,6 @@ def report_job(engine: Engine, plan: Plan, now: Callable[[], datetime], plan_pat
         log.exception("scheduled committee report failed; the next pass tries again")
 
 
-def add_traffic_jobs(scheduler: BackgroundScheduler, engine: Engine, plan: Plan, now: Callable[[], datetime],
-                     **where: object) -> None:
-    """The traffic pass, the daily retention pass and (with ``traffic.judging``) real-answer judging."""
-    if plan.traffic is None:
-        return
-    every = parse_interval(plan.traffic.detect_every).total_seconds()
-    scheduler.add_job(traffic_job, IntervalTrigger(seconds=every), args=[engine, plan, now], id="traffic",
-                      name="traffic pass", misfire_grace_time=max(5, round(every)), **where)
-    scheduler.add_job(retention_job, IntervalTrigger(days=1, start_date=GRID_EPOCH, timezone=timezone.utc),
-                      args=[engine, plan, now], id="traffic-retention", name="traffic retention",
-                      misfire_grace_time=3600, **where)
-    if plan.traffic.judging is not None and plan.jury is not None:
-        from medmon.monitor.traffic.judging import judging_job
-
-        judge_every = parse_interval(plan.traffic.judging.every).total_seconds()
-        scheduler.add_job(judging_job, IntervalTrigger(seconds=judge_every), args=[engine, plan, now],
-                          id="traffic-judging", name="judge real answers", misfire_grace_time=max(5, round(judge_every)),
-                          **where)
-
-
 # --- the persistent service scheduler -------------------------------------------------------
 
 
@@ -286,9 +265,9 @@ class InProcessDispatch:
     """Run slots in the scheduler's threads, one probe per task at a time."""
 
     def __init__(self, engine: Engine, plan: Plan, contexts: Sequence[TaskContext], *,
-                 now: Callable[[], datetime] = utcnow, settings: ModelSettings | None = None,
-                 on_outcome: Callable[[ProbeOutcome], None] | None = None, identity: str | None = None) -> None:
-        self.engine, self.plan, self.now, self.settings, self.on_outcome = engine, plan, now, settings, on_outcome
+                 now: Callable[[], datetime] = utcnow, on_outcome: Callable[[ProbeOutcome], None] | None = None,
+                 identity: str | None = None) -> None:
+        self.engine, self.plan, self.now, self.on_outcome = engine, plan, now, on_outcome
         self.contexts = {c.task.id: c for c in contexts}
         self.identity = identity or worker_identity()
         self._locks = {task_id: threading.Lock() for task_id in self.contexts}
@@ -317,10 +296,10 @@ class InProcessDispatch:
 
         try:
             outcome = run_slot(self.engine, self.plan, ctx, scheduled_for, now=self.now, by=self.identity,
-                               seed=self.plan.service.seed, settings=self.settings, retry=retry, on_start=started)
+                               seed=self.plan.service.seed, retry=retry, on_start=started)
         except Exception as exc:
             log.error("probe of task %s for %s failed: %s", task_id, scheduled_for.isoformat(),
-                      explain_failure(exc, self.engine), exc_info=True)  # its run is failed; the retry pass takes its slot
+                      explain_failure(exc, self.engine), exc_info=True)  # its run failed; the slot is retried
             return
         finally:
             with self._guard:
@@ -380,21 +359,32 @@ def build_service_scheduler(engine: Engine, plan: Plan, runtime_key: str, channe
                       misfire_grace_time=5, **local)
     from medmon.monitor.runs.judging import add_judging_job
 
-    add_judging_job(scheduler, engine, plan, now, time_scale=time_scale, anchor=GRID_EPOCH, **local)  # only with jury.canary_schedule
+    add_judging_job(scheduler, engine, plan, now, time_scale=time_scale, anchor=GRID_EPOCH, **local)  # with a canary_schedule
     # Jitter keeps the retry pass from falling into step with a task's own grid: a pass that
     # always lands while the task's scheduled probe runs would skip its retries forever.
     scheduler.add_job(recovery_job, IntervalTrigger(seconds=recovery_every_s, jitter=recovery_every_s / 2),
-                      args=[runtime_key], id="recover",
-                      misfire_grace_time=5, next_run_time=utcnow(), **local)
+                      args=[runtime_key], id="recover", misfire_grace_time=5, next_run_time=utcnow(), **local)
     oversight_s = max(parse_interval(plan.oversight.pass_every).total_seconds() / time_scale, 0.5)
-    scheduler.add_job(oversight_job, IntervalTrigger(seconds=oversight_s), args=[engine, plan, now], id="oversight", name="human oversight", misfire_grace_time=30,
-                      **local)
+    scheduler.add_job(oversight_job, IntervalTrigger(seconds=oversight_s), args=[engine, plan, now], id="oversight",
+                      name="human oversight", misfire_grace_time=30, **local)
     if plan.detection.drift_report_every is not None:
         every_s = max(parse_interval(plan.detection.drift_report_every).total_seconds() / time_scale, 0.5)
-        scheduler.add_job(drift_report_job, IntervalTrigger(seconds=every_s, start_date=GRID_EPOCH, timezone=timezone.utc),
-                          args=[engine, plan, now], id="drift-reports", name="drift reports",
+        trigger = IntervalTrigger(seconds=every_s, start_date=GRID_EPOCH, timezone=timezone.utc)
+        scheduler.add_job(drift_report_job, trigger, args=[engine, plan, now], id="drift-reports", name="drift reports",
                           misfire_grace_time=max(60, round(every_s / 4)), **local)
-    add_traffic_jobs(scheduler, engine, plan, now, **local)
+    if plan.traffic is not None:  # the traffic pass, the daily retention pass and (below) real-answer judging
+        every_s = parse_interval(plan.traffic.detect_every).total_seconds()
+        scheduler.add_job(traffic_job, IntervalTrigger(seconds=every_s), args=[engine, plan, now], id="traffic",
+                          name="traffic pass", misfire_grace_time=max(5, round(every_s)), **local)
+        scheduler.add_job(retention_job, IntervalTrigger(days=1, start_date=GRID_EPOCH, timezone=timezone.utc),
+                          args=[engine, plan, now], id="traffic-retention", name="traffic retention",
+                          misfire_grace_time=3600, **local)
+    if plan.traffic is not None and plan.traffic.judging is not None and plan.jury is not None:
+        from medmon.monitor.traffic.judging import judging_job
+
+        every_s = parse_interval(plan.traffic.judging.every).total_seconds()
+        scheduler.add_job(judging_job, IntervalTrigger(seconds=every_s), args=[engine, plan, now], id="traffic-judging",
+                          name="judge real answers", misfire_grace_time=max(5, round(every_s)), **local)
     if plan.reports is not None:  # on start (a schedule missed while stopped), then every few minutes
         from medmon.monitor.service.reports import CHECK_EVERY_S
 

@@ -119,10 +119,7 @@ def _install_signals(stop: threading.Event, abandon: threading.Event) -> None:
 
 def make_dispatch(engine: Engine, plan: Plan, now: Callable[[], datetime],
                   on_outcome: Callable[[ProbeOutcome], None] | None = None) -> tuple[object, ServiceRuntime]:
-    """The executor the plan asks for, wrapped in the runtime its stored jobs will find.
-
-    ``on_outcome`` sees each probe's outcome (in process only: the demo tells its story with it).
-    """
+    """The executor the plan asks for, wrapped in the runtime its stored jobs will find (``on_outcome``: in process)."""
     if plan.service.executor == "celery":
         from medmon.monitor.plan.timeouts import visibility_timeout_of
         from medmon.monitor.service.workers import CeleryDispatch, broker_url, make_celery
