@@ -353,7 +353,6 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
             if expected <= got:
                 break
     finally:
-        scheduler.pause()  # nothing new is submitted while the executors shut down
         scheduler.shutdown(wait=True)
         unregister_runtime(DEMO_RUNTIME)
         from medmon.alerts import deliver_due

@@ -28,7 +28,7 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.jobstores.memory import MemoryJobStore
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
-from apscheduler.schedulers.base import BaseScheduler
+from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
 from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
@@ -314,10 +314,13 @@ class ServiceScheduler(BackgroundScheduler):
 
     APScheduler retries a failed job-store read, but an error while storing a job's next run
     time escapes its loop and silently ends the scheduler thread. The job already ran; its slot
-    row stops it running twice when the time is re-read after the database is back.
+    row stops it running twice when the time is re-read after the database is back. The pass
+    its loop makes on waking from a shutdown is skipped (it would submit to stopped executors).
     """
 
     def _process_jobs(self) -> float | None:
+        if self.state == STATE_STOPPED:
+            return None
         try:
             return super()._process_jobs()  # type: ignore[no-any-return]
         except Exception as exc:
