@@ -1,4 +1,4 @@
-"""Replay canaries against the model, score each answer, and record the results.
+"""Replay canaries against the model and score each answer (``medmon.probes.runs`` stores them).
 
 A failed call is recorded as an error (``error_type`` set, no score): it feeds the availability
 stream and never counts as a wrong answer. A task scored by the ``jury`` is judged by the
@@ -10,20 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from datetime import datetime
-
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from collections.abc import Mapping, Sequence
 
 from medmon.baselines.canary import Canary
-from medmon.db import session_scope
 from medmon.probes.client import Completion, ModelClient
 from medmon.probes.errors import JuryNotConfigured, ModelCallError
 from medmon.probes.jury import JURY_SCORER, JURY_UNAVAILABLE, JuryOutcome, Jury
-from medmon.probes.models import JudgeCall, JuryVerdict, ProbeRecord, ProbeResult, ProbeResultBase, ProbeRun, RunStatus
-from medmon.probes.redaction import TextPolicy, protect_results
+from medmon.probes.models import ProbeRecord, ProbeResultBase
 from medmon.probes.scoring import Scorer, get_scorer, looks_like_refusal
 from medmon.probes.telemetry import RUN_ERRORS, Telemetry
 
@@ -137,88 +130,3 @@ async def probe_canaries(client: ModelClient, canaries: Sequence[Canary], task_i
                                                       decoding=decoding) for c in canaries))
         span.set_attribute(RUN_ERRORS, sum(1 for r in results if r.error_type))
     return list(results)
-
-
-def start_run(session: Session, task_id: str, *, started_at: datetime, purpose: str = "scheduled",
-              deployment: str = "production", provenance: Mapping[str, str] | None = None) -> ProbeRun:
-    """Open a run row first, so a crash mid-probe leaves a visible 'running' run to mark interrupted.
-
-    ``provenance`` holds ``pack_sha256``, ``prompt_sha256`` and ``scorer_version``: every result
-    of the run can then say which canaries, prompt and scorer produced it.
-    """
-    run = ProbeRun(task_id=task_id, purpose=purpose, deployment=deployment, started_at=started_at,
-                   **dict(provenance or {}))
-    session.add(run)
-    session.flush()
-    return run
-
-
-def _store_jury(session: Session, row: ProbeResult, outcome: JuryOutcome, created_at: datetime) -> None:
-    """Store each judge's call (its ledger) and its criterion scores for a stored result.
-
-    ``outcome`` has already passed the text policy (judges' explanations quote the answer).
-    """
-    assert row.id is not None
-    calls = []
-    for v in outcome.verdicts:
-        call = JudgeCall(result_id=row.id, task_id=row.task_id, judge=v.judge, model=v.model,
-                         parse_status=v.parse_status, asks=v.asks, attempts=v.attempts,
-                         prompt_tokens=v.prompt_tokens, completion_tokens=v.completion_tokens, cost_usd=v.cost_usd,
-                         latency_s=v.latency_s, served_model=v.served_model,
-                         system_fingerprint=v.system_fingerprint, error_type=v.error_type, error=v.error,
-                         created_at=created_at)
-        calls.append((call, v))
-    session.add_all([c for c, _ in calls])
-    session.flush()
-    for call, v in calls:
-        assert call.id is not None
-        session.add_all([JuryVerdict(result_id=row.id, call_id=call.id, task_id=row.task_id, judge=v.judge,
-                                     criterion=s.criterion, score=s.score,
-                                     explanation=s.explanation,
-                                     parse_status=v.parse_status, created_at=created_at) for s in v.scores])
-
-
-def finish_run(session: Session, run: ProbeRun, results: Sequence[ProbeResultBase], finished_at: datetime, *,
-               policy: TextPolicy) -> list[ProbeResult]:
-    """Store every result of a run (and its jury verdicts) and close it, in the caller's transaction.
-
-    This is the one way results reach storage: every text (answers, judges' explanations and
-    errors) passes ``policy`` (the plan's redactor, ``store_text`` and secrets) on the way.
-    """
-    assert run.id is not None
-    results = protect_results(results, policy)
-    rows = [ProbeResult(run_id=run.id, **(r.model_dump() | {"created_at": finished_at})) for r in results]
-    session.add_all(rows)
-    scored = [r.score for r in results if r.score is not None]
-    run.n_canaries = len(results)
-    run.n_errors = sum(1 for r in results if r.error_type)
-    run.mean_score = sum(scored) / len(scored) if scored else None
-    run.status = RunStatus.complete
-    run.finished_at = finished_at
-    session.add(run)
-    session.flush()
-    for row, result in zip(rows, results, strict=True):
-        outcome = getattr(result, "jury", None)
-        if isinstance(outcome, JuryOutcome):
-            _store_jury(session, row, outcome, finished_at)
-    session.flush()
-    return rows
-
-
-@contextmanager
-def failing_run(engine: Engine, run_id: int, texts: TextPolicy, now: Callable[[], datetime]) -> Iterator[None]:
-    """Mark the run failed (with its error, redacted) if the block raises, then re-raise.
-
-    A scorer, redactor or storage error must never leave a run 'running' for the service to
-    guess about; the transaction the block opened has been rolled back by then.
-    """
-    try:
-        yield
-    except Exception as exc:
-        with session_scope(engine) as session:
-            run = session.get(ProbeRun, run_id)
-            if run is not None and run.status == RunStatus.running:
-                run.status, run.finished_at = RunStatus.failed, now()
-                run.error = texts.error(f"{type(exc).__name__}: {exc}", type(exc).__name__)
-                session.add(run)
-        raise

@@ -25,7 +25,8 @@ from medmon.monitor.plan.routing import build_channels
 from medmon.monitor.cli.app import app
 from medmon.monitor.storage import make_engine
 from medmon.monitor.storage.migrate import head_revision
-from medmon.probes.models import ProbeResult, ProbeRun
+from medmon.monitor.models import ProbeSlot
+from medmon.probes.models import ProbeResult, ProbeRun, RunStatus
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
 
@@ -141,6 +142,11 @@ def test_demo_runs_headless_and_alerts(tmp_path: Path) -> None:
     with Session(engine) as s:
         first_degraded_run = s.exec(select(func.min(ProbeRun.started_at)).where(ProbeRun.id > scenario.drop_after // 20)).one()
         early = s.exec(select(Alert).where(Alert.starts_at < first_degraded_run)).all()
+        # The demo runs on the service's scheduler: each scheduled probe claimed its slot before it ran.
+        slotted = set(s.exec(select(ProbeSlot.run_id)).all())
+        done = set(s.exec(select(ProbeRun.id).where(ProbeRun.status == RunStatus.complete,
+                                                    ProbeRun.purpose != "reevaluation")).all())
+    assert done and done <= slotted, sorted(done - slotted)
     assert [(a.summary, a.starts_at) for a in early] == []  # nothing fired while the model held its baseline
     # One problem, one incident: the accuracy drop's signals (paired, unpaired, below minimum, every
     # subgroup falling with the whole) are the evidence of one accuracy incident, not ten alerts.

@@ -23,9 +23,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from medmon.baselines import Baseline, BaselineFigures, Canary, record_baseline
+from medmon.baselines import Baseline, BaselineFigures, record_baseline
 from medmon.baselines.interval import mean_interval, wilson_interval
-from medmon.monitor.errors import GovernanceError, MedmonError
+from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.governance.approvals import plan_task, require_approver, require_committee
 from medmon.monitor.governance.effective import effective_task
@@ -38,13 +38,14 @@ from medmon.monitor.models import (
     ReevaluationStatus,
 )
 from medmon.monitor.plan.context import TaskContext, pin_baseline, run_provenance, task_baseline
-from medmon.monitor.plan.model import Plan, Task
+from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.privacy import text_policy
 from medmon.probes.client import ModelSettings
 from medmon.probes.jury import JURY_SCORER, JurySettings
 from medmon.probes.models import ProbeResultBase, ProbeRun, RunStatus
-from medmon.probes.pool import shared_pool
-from medmon.probes.runner import failing_run, finish_run, probe_canaries, start_run
+from medmon.probes.pool import ClientPool
+from medmon.probes.runner import probe_canaries
+from medmon.probes.runs import execute_probe
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -134,30 +135,6 @@ def judge(n: int, mean: float | None, lo: float | None, hi: float | None, baseli
                       reasons)
 
 
-def _chunks(items: Sequence[Canary], size: int) -> list[Sequence[Canary]]:
-    return [items[i:i + size] for i in range(0, len(items), size)]
-
-
-def _replay(plan: Plan, ctx: TaskContext, canaries: Sequence[Canary], settings: ModelSettings,
-            progress: Progress | None) -> list[ProbeResultBase]:
-    pool = shared_pool()
-
-    async def call() -> list[ProbeResultBase]:
-        jury = (pool.jury(JurySettings.from_plan(plan.jury))
-                if plan.jury is not None and ctx.scorer == JURY_SCORER else None)
-        client = pool.client(settings)
-        out: list[ProbeResultBase] = []
-        # Chunks of the client's concurrency keep it saturated and let a progress bar move.
-        decoding = ctx.task.decoding.overrides() if ctx.task.decoding is not None else None
-        for chunk in _chunks(canaries, max(1, settings.max_concurrency)):
-            out.extend(await probe_canaries(client, chunk, ctx.task.id, ctx.scorer, jury=jury, decoding=decoding))
-            if progress is not None:
-                progress(len(out), len(canaries))
-        return out
-
-    return pool.run(call)
-
-
 def run_reevaluation(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Callable[[], datetime],
                      change_ids: Sequence[int] = (), repeats: int | None = None,
                      settings: ModelSettings | None = None, progress: Progress | None = None,
@@ -166,18 +143,18 @@ def run_reevaluation(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Calla
 
     The run and the re-evaluation row are committed before the model is called (a crash leaves
     them visible as running); results, the comparison, the changes it answers and the audit
-    entry are committed together.
+    entry are committed together. A failed call (a scorer's or the endpoint's alike) is recorded
+    on both as failed, never left running.
     """
     task = ctx.task
     policy = plan.governance.controls.reevaluation if plan.governance is not None else None
     repeats = repeats or (policy.repeats if policy is not None else 1)
     settings = settings or ModelSettings.from_endpoint(plan.deployment)
     canaries = [c for c in ctx.canaries if c.replayable] * repeats
-    texts = text_policy(plan)
-    with session_scope(engine) as session:
+    rows: list[Reevaluation] = []
+
+    def opened(session: Session, run: ProbeRun) -> None:
         baseline = task_baseline(session, plan, ctx)
-        run = start_run(session, task.id, started_at=now(), purpose="reevaluation", deployment=plan.deployment.name,
-                        provenance=run_provenance(plan, ctx))
         row = Reevaluation(task_id=task.id, change_id=change_ids[0] if change_ids else None, run_id=run.id,
                            repeats=repeats, baseline_id=baseline.id, baseline_value=baseline.normalized,
                            baseline_ci_low=_norm(baseline, baseline.ci_low),
@@ -186,22 +163,28 @@ def run_reevaluation(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Calla
                            started_at=now())
         session.add(row)
         session.flush()
-        reevaluation_id, run_id = row.id, run.id
-    try:
-        results = _replay(plan, ctx, canaries, settings, progress) if canaries else []
-        failure = None if canaries else "the task has no replayable canaries"
-    except Exception as exc:  # a scorer's or endpoint's failure alike: recorded as failed, never left running
-        message = str(exc) if isinstance(exc, MedmonError) else f"{type(exc).__name__}: {exc}"
-        results, failure = [], texts.error(message, type(exc).__name__)
-    with failing_run(engine, run_id, texts, now), session_scope(engine) as session:
-        row = session.get(Reevaluation, reevaluation_id)
-        run = session.get(ProbeRun, run_id)
-        assert row is not None and run is not None
-        stamp = now()
-        finish_run(session, run, results, stamp, policy=texts)
-        if failure is not None:
-            run.status, run.error = RunStatus.failed, failure
-            session.add(run)
+        rows.append(row)
+
+    async def call(pool: ClientPool) -> list[ProbeResultBase]:
+        if not canaries:
+            raise GovernanceError("the task has no replayable canaries")
+        jury = (pool.jury(JurySettings.from_plan(plan.jury))
+                if plan.jury is not None and ctx.scorer == JURY_SCORER else None)
+        client = pool.client(settings)
+        out: list[ProbeResultBase] = []
+        # Chunks of the client's concurrency keep it saturated and let a progress bar move.
+        decoding = task.decoding.overrides() if task.decoding is not None else None
+        step = max(1, settings.max_concurrency)
+        for i in range(0, len(canaries), step):
+            out.extend(await probe_canaries(client, canaries[i:i + step], task.id, ctx.scorer, jury=jury,
+                                            decoding=decoding))
+            if progress is not None:
+                progress(len(out), len(canaries))
+        return out
+
+    def store(session: Session, run: ProbeRun, results: list[ProbeResultBase], stamp: datetime) -> Reevaluation:
+        row = session.merge(rows[0])
+        failure = run.error if run.status == RunStatus.failed else None
         scores = [r.score for r in results if r.score is not None]
         comparison = compare(scores, row.baseline_value or 0.0, task.thresholds.min_score,
                              task.thresholds.tolerated_drop)
@@ -222,15 +205,20 @@ def run_reevaluation(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Calla
             change = session.get(ChangeRecord, change_id)
             if change is not None:
                 change.status = ChangeStatus.failed if row.error else ChangeStatus.reevaluated
-                change.reevaluation_id = reevaluation_id
+                change.reevaluation_id = row.id
                 session.add(change)
         record(session, AuditKind.reevaluation, actor, f"task:{task.id}",
-               {"reevaluation_id": reevaluation_id, "run_id": run_id, "change_ids": list(change_ids),
+               {"reevaluation_id": row.id, "run_id": run.id, "change_ids": list(change_ids),
                 "repeats": repeats, "n": row.n, "errors": row.n_errors, "estimate": row.estimate,
                 "ci": [row.ci_low, row.ci_high], "baseline": row.baseline_value, "baseline_id": row.baseline_id,
                 "difference": row.difference, "passed": row.passed, "conclusive": row.conclusive,
                 "served_model": model, "system_fingerprint": fingerprint, "error": row.error}, stamp)
-    return row
+        return row
+
+    done = execute_probe(engine, task.id, call, now=now, texts=text_policy(plan), purpose="reevaluation",
+                         deployment=plan.deployment.name, provenance=run_provenance(plan, ctx), opened=opened,
+                         store=store, keep_failure=True)
+    return done.stored or rows[0]  # superseded: the row stays running until it is stale
 
 
 def _norm(baseline: Baseline, value: float) -> float:

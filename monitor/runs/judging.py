@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 from apscheduler.schedulers.base import BaseScheduler
@@ -38,13 +38,11 @@ from medmon.probes.judge_canaries import (
     rejudge,
 )
 from medmon.probes.jury import JURY_SCORER, JurySettings
-from medmon.probes.models import ProbeRecord, ProbeRun, RunStatus
-from medmon.probes.pool import shared_pool
-from medmon.probes.runner import finish_run, start_run
+from medmon.probes.models import ProbeRecord, ProbeResultBase, ProbeRun
+from medmon.probes.pool import ClientPool
+from medmon.probes.runs import execute_probe
 from sqlalchemy.engine import Engine
-from sqlmodel import select
-
-from medmon.db import session_scope
+from sqlmodel import Session
 
 log = logging.getLogger("medmon.judging")
 
@@ -107,25 +105,15 @@ def run_judge_canaries(engine: Engine, plan: Plan, *, now: Callable[[], datetime
     settings = settings or JurySettings.from_plan(jury_plan)
     pairs_of = canaries if canaries is not None else load_judge_canaries(
         jury_plan.canary_path, scale=(jury_plan.scale_min, jury_plan.scale_max))
-    with session_scope(engine) as session:
-        run = start_run(session, JUDGE_CANARIES, started_at=now(), purpose=JUDGE_CANARIES,
-                        deployment=plan.deployment.name)
-        run_id = run.id
-    assert run_id is not None
+    rejudged: list[Rejudged] = []
 
-    pool = shared_pool()
+    async def call(pool: ClientPool) -> list[ProbeRecord]:
+        rejudged.extend(await rejudge(pool.jury(settings), pairs_of))
+        return [_record(r) for r in rejudged]
 
-    async def call() -> list[Rejudged]:
-        return await rejudge(pool.jury(settings), pairs_of)
-
-    rejudged = pool.run(call)
-    records = [_record(r) for r in rejudged]
-    outcome = JudgingOutcome(run_id, len(rejudged))
-    with session_scope(engine) as session:
-        run_row = session.get(ProbeRun, run_id)
-        assert run_row is not None
-        stamp = now()
-        finish_run(session, run_row, records, stamp, policy=text_policy(plan))
+    def store(session: Session, run: ProbeRun, _records: list[ProbeResultBase], stamp: datetime) -> JudgingOutcome:
+        assert run.id is not None
+        outcome = JudgingOutcome(run.id, len(rejudged))
         for judge in settings.judges:
             pairs = [p for r in rejudged if (p := r.pairs().get(judge.name)) is not None]
             outcome.agreement[judge.name] = _agreement(pairs, jury_plan.scale_min, jury_plan.scale_max)
@@ -136,10 +124,15 @@ def run_judge_canaries(engine: Engine, plan: Plan, *, now: Callable[[], datetime
             for update in (agreement, bias):
                 signal = judge_signal(plan, update)
                 if update.finding is not None:
-                    session.add(finding_record(update, run_id, signal.summary if signal else update.summary, stamp))
+                    session.add(finding_record(update, run.id, signal.summary if signal else update.summary, stamp))
                 if signal is not None:
                     outcome.signals.append(signal)
         apply_signals(session, outcome.signals, notify_policy(plan), stamp)
+        return outcome
+
+    done = execute_probe(engine, JUDGE_CANARIES, call, now=now, texts=text_policy(plan), purpose=JUDGE_CANARIES,
+                         deployment=plan.deployment.name, store=store)
+    outcome = done.stored or JudgingOutcome(done.run_id, len(rejudged))  # superseded: nothing stored
     log.info("judge canaries re-judged (%d pairs): agreement %s", len(rejudged),
              ", ".join(f"{j} {a:.3f}" if a is not None else f"{j} none" for j, a in outcome.agreement.items()))
     return outcome
@@ -148,16 +141,11 @@ def run_judge_canaries(engine: Engine, plan: Plan, *, now: Callable[[], datetime
 def judging_job(engine: Engine, plan: Plan, now: Callable[[], datetime],
                 settings: JurySettings | None = None,
                 on_outcome: Callable[[JudgingOutcome], None] | None = None) -> None:
-    """The scheduler's judge-canary job: a failure is stored on the run and logged, never raised."""
+    """The scheduler's judge-canary job: a failure is stored on the run (``execute_probe``) and logged, never raised."""
     try:
         outcome = run_judge_canaries(engine, plan, now=now, settings=settings)
-    except Exception:
+    except Exception:  # the run, if one was opened, is already failed with its error
         log.exception("judge-canary run failed")
-        with session_scope(engine) as session:
-            for run in session.exec(select(ProbeRun).where(ProbeRun.task_id == JUDGE_CANARIES,
-                                                           ProbeRun.status == RunStatus.running)).all():
-                run.status, run.finished_at, run.error = RunStatus.failed, now(), "judge-canary run failed; see log"
-                session.add(run)
         return
     if on_outcome is not None:
         on_outcome(outcome)
@@ -167,16 +155,14 @@ def add_judging_job(scheduler: BaseScheduler, engine: Engine, plan: Plan, now: C
                     time_scale: float = 1.0, anchor: datetime | None = None, **job_options: Any) -> bool:
     """Add the judge-canary job when the plan has a jury with a ``canary_schedule``; say whether it did.
 
-    The service passes ``anchor`` (its ``GRID_EPOCH``) so an interval falls on the same grid as
-    the probe jobs whenever the process started; without one (the demo) the first pass runs at
-    once. ``job_options`` go to ``add_job`` (the service puts the job in its in-memory store,
-    since it carries the engine and plan and cannot be pickled).
+    ``anchor`` (the service's ``GRID_EPOCH``) puts an interval on the same grid as the probe jobs
+    whenever the process started. ``job_options`` go to ``add_job`` (the service puts the job in
+    its in-memory store, since it carries the engine and plan and cannot be pickled).
     """
     if plan.jury is None or plan.jury.canary_schedule is None:
         return False
     trigger = judging_trigger(plan.jury.canary_schedule, time_scale=time_scale, start_date=anchor)
-    first: dict[str, Any] = {} if anchor is not None else {"next_run_time": datetime.now(timezone.utc) + timedelta(seconds=0.1)}
     grace = max(1, round(trigger.interval.total_seconds())) if isinstance(trigger, IntervalTrigger) else 300
     scheduler.add_job(judging_job, trigger, args=[engine, plan, now], id=JOB_ID, name="judge canaries",
-                      misfire_grace_time=grace, **(first | job_options))
+                      misfire_grace_time=grace, **job_options)
     return True

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import random
 from collections import Counter
 from collections.abc import Callable
@@ -10,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from medmon.alerts import Signal, apply_signals
+from medmon.baselines import Baseline, Canary
 from medmon.monitor.alerting.signals import (
     model_change_signal,
     stream_signal,
@@ -34,16 +34,14 @@ from medmon.monitor.plan.privacy import text_policy
 from medmon.monitor.plan.routing import notify_policy
 from medmon.probes.client import ModelSettings
 from medmon.probes.jury import JURY_SCORER, JurySettings
-from medmon.probes.models import ProbeResultBase, ProbeRun, RunStatus
-from medmon.probes.pool import shared_pool
-from medmon.probes.runner import failing_run, finish_run, probe_canaries, sample_canaries, start_run
+from medmon.probes.models import ProbeResultBase, ProbeRun
+from medmon.probes.pool import ClientPool
+from medmon.probes.runner import probe_canaries, sample_canaries
+from medmon.probes.runs import execute_probe
 from sqlalchemy.engine import Engine
-from sqlmodel import select
+from sqlmodel import Session
 
 from medmon.db import session_scope
-
-log = logging.getLogger("medmon.pipeline")
-
 
 @dataclass
 class ProbeOutcome:
@@ -78,71 +76,48 @@ def failure_cause(result: ProbeResultBase) -> str:
         f"{result.error_type}: {text}"[:160]
 
 
-def route_names(plan: Plan) -> list[str]:
-    return [r.name for r in plan.alerts.routes]
-
-
 def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.Random,
                    now: Callable[[], datetime], settings: ModelSettings | None = None,
                    purpose: str = "scheduled", on_start: Callable[[int], None] | None = None,
                    slot_id: int | None = None) -> ProbeOutcome:
-    """Probe a task once and act on what the detectors conclude.
+    """Probe a task once (:func:`medmon.probes.runs.execute_probe`) and act on what the detectors conclude.
 
-    The run row is committed before the model is called, so a crash leaves a 'running' run that
-    the service marks interrupted; results, detector states, findings and alert changes (with
-    their outbox rows) are then committed together. ``on_start`` receives the run id once that
-    first row is committed. ``slot_id`` names the scheduled slot being probed: it is linked to
-    the run in the transaction that opens the run, so a crash can never leave a running run that
-    its slot does not know about (and a retry of the slot could not mark interrupted).
+    Results, detector states, findings and alert changes (with their outbox rows) are committed
+    together with the run's completion. ``on_start`` receives the run id once the run is opened.
+    ``slot_id`` names the scheduled slot being probed: it is linked to the run in the transaction
+    that opens the run, so a crash can never leave a running run that its slot does not know
+    about (and a retry of the slot could not mark interrupted).
     """
     task = ctx.task
     settings = settings or ModelSettings.from_endpoint(plan.deployment)
     texts = text_policy(plan)  # a redactor that cannot load fails here, before a run is opened
-    with session_scope(engine) as session:
+    outcome = ProbeOutcome(task.id, 0, 0, 0, None)
+    chosen: list[Canary] = []
+    baseline: Baseline | None = None
+
+    def opened(session: Session, run: ProbeRun) -> None:
+        nonlocal baseline
         baseline = task_baseline(session, plan, ctx, now=now())
-        run = start_run(session, task.id, started_at=now(), purpose=purpose, deployment=plan.deployment.name,
-                        provenance=run_provenance(plan, ctx))
-        run_id = run.id
         slot = session.get(ProbeSlot, slot_id) if slot_id is not None else None
         if slot is not None:
-            slot.run_id = run_id
+            slot.run_id = run.id
             session.add(slot)
         replay = go_live_replay(session, plan, ctx, task.sample_size)  # the go-live reference comes first
-    assert run_id is not None
-    if on_start is not None:
-        on_start(run_id)
-    chosen = replay if replay is not None else sample_canaries(ctx.canaries, task.sample_size, rng)
+        chosen.extend(replay if replay is not None else sample_canaries(ctx.canaries, task.sample_size, rng))
 
-    pool = shared_pool()
-
-    async def call() -> list[ProbeResultBase]:
+    async def call(pool: ClientPool) -> list[ProbeResultBase]:
         # The judges are asked only for a jury-scored task; without a plan jury, probe_canaries
-        # raises JuryNotConfigured before any call (``medmon check`` reports it earlier). The
-        # clients are the process's long-lived ones (``medmon.probes.pool``).
+        # raises JuryNotConfigured before any call (``medmon check`` reports it earlier).
         jury = (pool.jury(JurySettings.from_plan(plan.jury))
                 if plan.jury is not None and ctx.scorer == JURY_SCORER else None)
         decoding = task.decoding.overrides() if task.decoding is not None else None
-        return list(await probe_canaries(pool.client(settings), chosen, task.id, ctx.scorer, jury=jury,
-                                         decoding=decoding))
+        return await probe_canaries(pool.client(settings), chosen, task.id, ctx.scorer, jury=jury, decoding=decoding)
 
-    with failing_run(engine, run_id, texts, now):
-        results = pool.run(call)
-    failed = [r for r in results if r.error_type]
-    outcome = ProbeOutcome(task.id, run_id, len(results), len(failed), None,
-                           causes=dict(Counter(failure_cause(r) for r in failed).most_common()),
-                           refused=sum(1 for r in failed if r.error_type == "refused"))
-    with failing_run(engine, run_id, texts, now), session_scope(engine) as session:
-        run = session.exec(select(ProbeRun).where(ProbeRun.id == run_id).with_for_update()).one()
-        if run.status != RunStatus.running:
-            # Its slot was taken over (a redelivered message, a retry after this process was
-            # presumed dead) or the service gave up on it: the taker's run is the one that counts.
-            log.warning("run %d of %s was marked %s while probing; its %d results are discarded", run_id, task.id,
-                        run.status.value, len(results))
-            outcome.superseded = True
-            return outcome
-        stamp = now()
-        # Stored copies are redacted (or text-free); detectors below still see every score.
-        finish_run(session, run, results, stamp, policy=texts)
+    def store(session: Session, run: ProbeRun, results: list[ProbeResultBase], stamp: datetime) -> bool:
+        # Stored copies are redacted (or text-free); detectors below still see every score. Says
+        # whether a plan edit owes this task a re-evaluation.
+        assert baseline is not None and run.id is not None
+        run_id = run.id
         outcome.mean_score = run.mean_score
         report = observe_identities(session, plan.deployment, task.id, results, run_id, stamp)
         change = (report.change.old, report.change.new) if report.change is not None else None
@@ -168,12 +143,22 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
                 outcome.signals.append(signal)
         outcome.signals.extend(threshold_signals(session, plan, ctx))
         apply_signals(session, outcome.signals, notify_policy(plan), stamp)
-        planned = plan_change_due(session, plan, task.id)
-    due = planned
+        return plan_change_due(session, plan, task.id)
+
+    done = execute_probe(engine, task.id, call, now=now, texts=texts, purpose=purpose,
+                         deployment=plan.deployment.name, provenance=run_provenance(plan, ctx), opened=opened,
+                         on_start=on_start, store=store)
+    failed = [r for r in done.results if r.error_type]
+    outcome.run_id, outcome.results, outcome.errors = done.run_id, len(done.results), len(failed)
+    outcome.causes = dict(Counter(failure_cause(r) for r in failed).most_common())
+    outcome.refused, outcome.superseded = sum(1 for r in failed if r.error_type == "refused"), done.superseded
+    if done.superseded:
+        return outcome
+    due = bool(done.stored)
     if auto_reevaluates(plan) and not due:
         with session_scope(engine) as session:
             due = reevaluation_due(session, plan, task.id, now())
     if due:  # a plan change the policy re-evaluates, or detected changes with none in flight and the cool-down over
-        done = reevaluate_pending(engine, plan, ctx, now=now, settings=settings)
-        outcome.reevaluation_id = done.id if done is not None else None
+        reevaluation = reevaluate_pending(engine, plan, ctx, now=now, settings=settings)
+        outcome.reevaluation_id = reevaluation.id if reevaluation is not None else None
     return outcome

@@ -1,8 +1,8 @@
 """The embedded default: the whole job on one machine, nothing to configure.
 
 A SIMULATED clinical model serves bundled canaries on 127.0.0.1 and degrades on a schedule
-(an accuracy drop, a cost rise, a silent model-version swap); scheduled probes replay the
-canaries through the ``openai`` client on an accelerated clock; detectors compare every stream
+(an accuracy drop, a cost rise, a silent model-version swap); ``medmon serve``'s scheduler replays
+the canaries through the ``openai`` client on an accelerated clock; detectors compare every stream
 with its baseline; alerts go, signed, to a local webhook receiver and to the dashboard.
 
 A SIMULATED clinical application (``medmon.monitor.service.demo_app``, a process of its own)
@@ -23,20 +23,20 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
-from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 
 from medmon.alerts import Alert, incident_members, incident_title, list_incidents
 from medmon.db import session_scope
 from medmon.monitor.governance.audit import record_plan
 from medmon.monitor.service.clock import AcceleratedClock
-from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan, load_plan
 from medmon.monitor.plan.routing import build_channels
 from medmon.monitor.service.receiver import create_receiver as create_traffic_receiver
-from medmon.monitor.service.scheduler import add_traffic_jobs, build_scheduler
+from medmon.monitor.service.scheduler import build_service_scheduler, register_runtime, unregister_runtime
+from medmon.monitor.service.serve import make_dispatch
 from medmon.monitor.storage import make_engine
 from medmon.monitor.service.webserver import RunningServer, serve_in_thread
 from medmon.probes.models import ProbeResult
@@ -47,6 +47,7 @@ SECRET_ENV = "MEDMON_DEMO_WEBHOOK_SECRET"
 SIM_KEY_ENV = "MEDMON_DEMO_API_KEY"
 TRAFFIC_TOKEN_ENV = "MEDMON_DEMO_TRAFFIC_TOKEN"
 APP_SERVICE = "discharge-assistant"
+DEMO_RUNTIME = "demo"
 DEMO_PACK = "clinical_knowledge_mcq"
 
 
@@ -128,6 +129,7 @@ alerts:
   dashboard_url: {dashboard_url}
 storage:
   url: sqlite:///{db}
+service: {{seed: 5}}  # the same canaries on every run
 governance:
   medhelm:
     categories: [Clinical Decision Support]
@@ -207,11 +209,6 @@ class DemoResult:
     events: list[str] = field(default_factory=list)
 
 
-def _count(engine: Engine, model: type) -> int:
-    with Session(engine) as s:
-        return int(s.exec(select(func.count()).select_from(model)).one())
-
-
 def _start_app(scenario: DemoScenario, sim_url: str, model: str, traffic_url: str) -> subprocess.Popen[str]:
     """Start the application and wait until it is set up (its imports would otherwise stall the first probes)."""
     app = subprocess.Popen([sys.executable, "-m", "medmon.monitor.service.demo_app", "--base-url", f"{sim_url}/v1",
@@ -287,8 +284,9 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
     if app is not None:
         say(f"SIMULATED clinical application ({APP_SERVICE}) traced by the OpenTelemetry OpenAI instrumentation, "
             f"sending its spans to {traffic.url}/v1/traces")
-    contexts = [load_context(plan, t) for t in plan.tasks]
-    clock = AcceleratedClock(scale=3600 / scenario.seconds_per_probe)
+    clock = AcceleratedClock(scale=3600 / scenario.seconds_per_probe,  # probes fire half-way through simulated hours
+                             start=datetime.now(timezone.utc).replace(minute=30, second=0, microsecond=0))
+    anchor = datetime.now(timezone.utc)
     with session_scope(engine) as session:  # the governance record starts with the plan
         record_plan(session, plan_path.read_text("utf-8"), str(plan_path), "medmon demo", clock())
     # On an accelerated clock a probe can outlast its simulated hour; APScheduler then warns that it
@@ -334,14 +332,16 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
                 if before is None:  # a signal joining an open incident is evidence, not news: the summary counts them
                     say(msg)
 
-    scheduler = build_scheduler(engine, plan, contexts, build_channels(plan), now=clock,
-                                time_scale=clock.scale, seed=5, delivery_every_s=0.25, on_outcome=on_outcome)
-    # The receiver checks span times on the real clock (the application's); findings are dated on the demo's.
-    add_traffic_jobs(scheduler, engine, plan, clock)
+    # The production scheduler and executor, on the accelerated clock. The receiver checks span times on the
+    # real clock (the application's); findings are dated on the demo's.
+    _, runtime = make_dispatch(engine, plan, clock, on_outcome=on_outcome)
+    register_runtime(DEMO_RUNTIME, runtime)
+    scheduler = build_service_scheduler(engine, plan, DEMO_RUNTIME, build_channels(plan), now=clock,
+                                        delivery_every_s=0.25, time_scale=clock.scale, anchor=anchor)
     receiver_state = receiver_app.state.receiver
     expected = {"score", "cost", "served_model"} | ({"traffic_cost"} if app is not None else set())
     first_alert: float | None = None
-    scheduler.start()
+    scheduler.resume()
     try:
         while time.monotonic() - started < scenario.timeout_s:
             time.sleep(0.2)
@@ -354,6 +354,7 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
                 break
     finally:
         scheduler.shutdown(wait=True)
+        unregister_runtime(DEMO_RUNTIME)
         from medmon.alerts import deliver_due
 
         deliver_due(engine, build_channels(plan), clock)
@@ -366,10 +367,11 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
     with Session(engine) as s:
         alerts = [f"{a.severity.value:8} {a.status.value:9} {a.summary}" for a in s.exec(select(Alert)).all()]
         incidents = demo_incidents(s)
+        probe_results = int(s.exec(select(func.count()).select_from(ProbeResult)).one())
     with receiver_state.lock:
         delivered = [r.body for r in receiver_state.received]
     return DemoResult(plan_path=plan_path, database=db, seconds=time.monotonic() - started,
-                      probe_results=_count(engine, ProbeResult), alerts=alerts, incidents=incidents,
+                      probe_results=probe_results, alerts=alerts, incidents=incidents,
                       delivered=delivered,
                       rejected_signatures=receiver_state.rejected, first_alert_s=first_alert,
                       degraded_at_s=degraded_at[0] if degraded_at else None, events=events)

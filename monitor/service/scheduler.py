@@ -1,15 +1,12 @@
-"""The scheduler: one probe job per task (at most one running at a time), plus alert delivery
-(on each written notification, and every tick as a fallback: ``delivery.py``).
+"""The scheduler ``medmon serve`` and ``medmon demo`` run: one probe job per task (at most one
+running at a time), plus alert delivery (on each written notification, and every tick as a
+fallback: ``delivery.py``).
 
-Two builds share the job functions:
-
-- ``build_scheduler`` keeps its jobs in memory with their context attached (the demo, tests and
-  other embedded uses; nothing survives the process).
-- ``build_service_scheduler`` is what ``medmon serve`` runs: probe jobs live in the database
-  (APScheduler's ``SQLAlchemyJobStore``, table ``apscheduler_jobs``), so a restart resumes the
-  schedule where it was. Stored jobs are pickled, so they name a module-level function and
-  plain strings (a runtime key and a task id); the engine, plan and executor they need are
-  looked up in this process's runtime registry when they fire.
+Probe jobs live in the database (APScheduler's ``SQLAlchemyJobStore``, table
+``apscheduler_jobs``), so a restart resumes the schedule where it was. Stored jobs are pickled,
+so they name a module-level function and plain strings (a runtime key and a task id); the
+engine, plan and executor they need are looked up in this process's runtime registry when they
+fire. The demo runs the same scheduler on an accelerated clock (``time_scale``).
 
 Interval schedules are anchored at a fixed epoch, so a task's scheduled times are the same grid
 whichever process computes them and whenever it started; each time is probed at most once (see
@@ -20,7 +17,6 @@ whichever process computes them and whenever it started; each time is probed at 
 from __future__ import annotations
 
 import logging
-import random
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +28,7 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.jobstores.memory import MemoryJobStore
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
-from apscheduler.schedulers.base import BaseScheduler
+from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
 from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
@@ -42,15 +38,15 @@ from sqlmodel import Session, col, select
 from medmon.alerts import Channel, DeliveryPolicy, deliver_due
 from medmon.monitor.governance.reports.period import Period
 from medmon.monitor.plan.context import TaskContext
-from medmon.monitor.runs.pipeline import ProbeOutcome, run_task_probe
+from medmon.monitor.runs.pipeline import ProbeOutcome
 from medmon.monitor.plan.model import Plan, Task, parse_interval
 from medmon.monitor.alerting.oversight import oversight_pass
 from medmon.monitor.alerting.signals import alert_pass
 from medmon.monitor.service.delivery import DeliveryWaker, deliver_until_quiet
 from medmon.monitor.service.slots import explain_failure, last_fire_time, retry_candidates, run_slot, worker_identity
 from medmon.db import session_scope, utcnow
-from medmon.probes.client import ModelSettings
 from medmon.probes.models import ProbeRun, RunStatus
+from medmon.probes.runs import move_run
 
 log = logging.getLogger("medmon.scheduler")
 
@@ -68,26 +64,9 @@ def mark_interrupted(engine: Engine, now: datetime, *, only: Sequence[int] | Non
             query = query.where(col(ProbeRun.id).in_(list(only)))
         rows = session.exec(query).all()
         for run in rows:
-            run.status, run.finished_at, run.error = RunStatus.interrupted, now, "process stopped mid-probe"
+            move_run(run, RunStatus.interrupted, now, "process stopped mid-probe")
             session.add(run)
         return len(rows)
-
-
-def probe_job(engine: Engine, plan: Plan, ctx: TaskContext, rng: random.Random, now: Callable[[], datetime],
-              settings: ModelSettings | None, on_outcome: Callable[[ProbeOutcome], None] | None) -> None:
-    """The scheduler's job: the one place a broad except stores the failure instead of killing the job."""
-    try:
-        outcome = run_task_probe(engine, plan, ctx, rng=rng, now=now, settings=settings)
-    except Exception:
-        log.exception("probe of task %s failed", ctx.task.id)
-        with session_scope(engine) as session:
-            for run in session.exec(select(ProbeRun).where(ProbeRun.task_id == ctx.task.id,
-                                                           ProbeRun.status == RunStatus.running)).all():
-                run.status, run.finished_at, run.error = RunStatus.failed, now(), "probe failed; see service log"
-                session.add(run)
-        return
-    if on_outcome is not None:
-        on_outcome(outcome)
 
 
 def delivery_job(engine: Engine, plan: Plan, channels: Mapping[str, Channel], now: Callable[[], datetime],
@@ -179,68 +158,16 @@ def report_job(engine: Engine, plan: Plan, now: Callable[[], datetime], plan_pat
         log.exception("scheduled committee report failed; the next pass tries again")
 
 
-def add_traffic_jobs(scheduler: BackgroundScheduler, engine: Engine, plan: Plan, now: Callable[[], datetime],
-                     **where: object) -> None:
-    """The traffic pass, the daily retention pass and (with ``traffic.judging``) real-answer judging."""
-    if plan.traffic is None:
-        return
-    every = parse_interval(plan.traffic.detect_every).total_seconds()
-    scheduler.add_job(traffic_job, IntervalTrigger(seconds=every), args=[engine, plan, now], id="traffic",
-                      name="traffic pass", misfire_grace_time=max(5, round(every)), **where)
-    scheduler.add_job(retention_job, IntervalTrigger(days=1, start_date=GRID_EPOCH, timezone=timezone.utc),
-                      args=[engine, plan, now], id="traffic-retention", name="traffic retention",
-                      misfire_grace_time=3600, **where)
-    if plan.traffic.judging is not None and plan.jury is not None:
-        from medmon.monitor.traffic.judging import judging_job
-
-        judge_every = parse_interval(plan.traffic.judging.every).total_seconds()
-        scheduler.add_job(judging_job, IntervalTrigger(seconds=judge_every), args=[engine, plan, now],
-                          id="traffic-judging", name="judge real answers", misfire_grace_time=max(5, round(judge_every)),
-                          **where)
-
-
-def build_scheduler(engine: Engine, plan: Plan, contexts: Sequence[TaskContext], channels: Mapping[str, Channel], *,
-                    now: Callable[[], datetime], time_scale: float = 1.0, seed: int | None = None,
-                    settings: ModelSettings | None = None, delivery_every_s: float = 1.0,
-                    on_outcome: Callable[[ProbeOutcome], None] | None = None) -> BackgroundScheduler:
-    """A scheduler with every task's probe job; ``time_scale`` > 1 runs interval schedules faster."""
-    scheduler = BackgroundScheduler(timezone="UTC", job_defaults={"coalesce": True, "max_instances": 1})
-    rng = random.Random(seed)
-    for ctx in contexts:
-        task = ctx.task
-        interval = task.interval
-        if interval is not None:
-            seconds = max(interval.total_seconds() / time_scale, 0.05)
-            trigger: IntervalTrigger | CronTrigger = IntervalTrigger(seconds=seconds)
-            grace = max(1, int(seconds))
-        else:
-            trigger = CronTrigger.from_crontab(task.schedule, timezone="UTC")
-            grace = 300
-        scheduler.add_job(probe_job, trigger, id=f"probe:{task.id}", name=f"probe {task.id}",
-                          args=[engine, plan, ctx, random.Random(rng.random()), now, settings, on_outcome],
-                          misfire_grace_time=grace, next_run_time=datetime.now().astimezone() + timedelta(seconds=0.1))
-    from medmon.monitor.runs.judging import add_judging_job
-
-    add_judging_job(scheduler, engine, plan, now, time_scale=time_scale)  # only with jury.canary_schedule
-    waker = start_delivery_waker(scheduler, engine, None)
-    scheduler.add_job(delivery_job, IntervalTrigger(seconds=delivery_every_s), id="deliver", name="deliver alerts",
-                      args=[engine, plan, channels, now, DeliveryPolicy(base_delay_s=max(0.2, delivery_every_s)),
-                            waker.busy],
-                      misfire_grace_time=5)
-    every = parse_interval(plan.oversight.pass_every).total_seconds()
-    scheduler.add_job(oversight_job, IntervalTrigger(seconds=max(every / time_scale, 0.5)), id="oversight",
-                      name="human oversight", args=[engine, plan, now], misfire_grace_time=5)
-    return scheduler
-
-
 # --- the persistent service scheduler -------------------------------------------------------
 
 
-def task_trigger(task: Task) -> BaseTrigger:
-    """A task's schedule: an interval on a grid anchored at ``GRID_EPOCH``, or a UTC cron line."""
+def task_trigger(task: Task, *, time_scale: float = 1.0, anchor: datetime = GRID_EPOCH) -> BaseTrigger:
+    """A task's schedule: an interval on a grid anchored at ``anchor`` (run ``time_scale`` times
+    faster on an accelerated clock), or a UTC cron line."""
     interval = task.interval
     if interval is not None:
-        return IntervalTrigger(seconds=max(interval.total_seconds(), 0.05), start_date=GRID_EPOCH, timezone=timezone.utc)
+        return IntervalTrigger(seconds=max(interval.total_seconds() / time_scale, 0.05), start_date=anchor,
+                               timezone=timezone.utc)
     return CronTrigger.from_crontab(task.schedule, timezone=timezone.utc)
 
 
@@ -338,9 +265,9 @@ class InProcessDispatch:
     """Run slots in the scheduler's threads, one probe per task at a time."""
 
     def __init__(self, engine: Engine, plan: Plan, contexts: Sequence[TaskContext], *,
-                 now: Callable[[], datetime] = utcnow, settings: ModelSettings | None = None,
-                 on_outcome: Callable[[ProbeOutcome], None] | None = None, identity: str | None = None) -> None:
-        self.engine, self.plan, self.now, self.settings, self.on_outcome = engine, plan, now, settings, on_outcome
+                 now: Callable[[], datetime] = utcnow, on_outcome: Callable[[ProbeOutcome], None] | None = None,
+                 identity: str | None = None) -> None:
+        self.engine, self.plan, self.now, self.on_outcome = engine, plan, now, on_outcome
         self.contexts = {c.task.id: c for c in contexts}
         self.identity = identity or worker_identity()
         self._locks = {task_id: threading.Lock() for task_id in self.contexts}
@@ -369,11 +296,10 @@ class InProcessDispatch:
 
         try:
             outcome = run_slot(self.engine, self.plan, ctx, scheduled_for, now=self.now, by=self.identity,
-                               seed=self.plan.service.seed, settings=self.settings, retry=retry, on_start=started)
+                               seed=self.plan.service.seed, retry=retry, on_start=started)
         except Exception as exc:
             log.error("probe of task %s for %s failed: %s", task_id, scheduled_for.isoformat(),
-                      explain_failure(exc, self.engine), exc_info=True)
-            self._mark_failed(task_id)
+                      explain_failure(exc, self.engine), exc_info=True)  # its run failed; the slot is retried
             return
         finally:
             with self._guard:
@@ -382,30 +308,19 @@ class InProcessDispatch:
         if outcome is not None and self.on_outcome is not None:
             self.on_outcome(outcome)
 
-    def _mark_failed(self, task_id: str) -> None:
-        with self._guard:
-            run_id = self._runs.get(task_id)
-        if run_id is None:
-            return
-        try:
-            with session_scope(self.engine) as session:
-                run = session.get(ProbeRun, run_id)
-                if run is not None and run.status == RunStatus.running:
-                    run.status, run.finished_at, run.error = RunStatus.failed, self.now(), "probe failed; see service log"
-                    session.add(run)
-        except Exception as exc:  # the database may be what failed; the retry pass handles the slot
-            log.warning("could not mark run %d failed: %s", run_id, exc)
-
 
 class ServiceScheduler(BackgroundScheduler):
     """A BackgroundScheduler whose loop survives a database error mid-pass.
 
     APScheduler retries a failed job-store read, but an error while storing a job's next run
     time escapes its loop and silently ends the scheduler thread. The job already ran; its slot
-    row stops it running twice when the time is re-read after the database is back.
+    row stops it running twice when the time is re-read after the database is back. The pass
+    its loop makes on waking from a shutdown is skipped (it would submit to stopped executors).
     """
 
     def _process_jobs(self) -> float | None:
+        if self.state == STATE_STOPPED:
+            return None
         try:
             return super()._process_jobs()  # type: ignore[no-any-return]
         except Exception as exc:
@@ -417,13 +332,16 @@ def build_service_scheduler(engine: Engine, plan: Plan, runtime_key: str, channe
                             now: Callable[[], datetime] = utcnow, delivery_every_s: float = 1.0,
                             recovery_every_s: float = 2.0, heartbeat_every_s: float = 1.0,
                             jobstore_retry_s: float = 2.0, plan_path: Path | None = None,
-                            plan_text: str | None = None) -> ServiceScheduler:
+                            plan_text: str | None = None, time_scale: float = 1.0,
+                            anchor: datetime = GRID_EPOCH) -> ServiceScheduler:
     """The service's scheduler, started paused with its stored jobs reconciled with the plan.
 
     The caller registers the runtime under ``runtime_key`` and calls ``resume()``. A stored
     probe job whose schedule is unchanged keeps its next run time (so a pause is caught up per
     the misfire grace); a changed or new one is (re)created; one for a task no longer in the
-    plan is removed.
+    plan is removed. On an accelerated clock (the demo, whose ``now`` runs ``time_scale`` times
+    faster) the probe, judge-canary, oversight and drift-report schedules run that much faster,
+    the probe grid anchored at ``anchor``.
     """
     workers = max(2, min(len(plan.tasks), 16))
     scheduler = ServiceScheduler(
@@ -433,7 +351,7 @@ def build_service_scheduler(engine: Engine, plan: Plan, runtime_key: str, channe
         timezone=timezone.utc, jobstore_retry_interval=jobstore_retry_s,
     )
     scheduler.start(paused=True)
-    sync_probe_jobs(scheduler, plan, runtime_key)
+    sync_probe_jobs(scheduler, plan, runtime_key, time_scale=time_scale, anchor=anchor)
     local = {"jobstore": "local", "executor": "local", "replace_existing": True}
     scheduler.add_job(heartbeat_job, IntervalTrigger(seconds=heartbeat_every_s), args=[runtime_key], id="heartbeat",
                       misfire_grace_time=5, next_run_time=utcnow(), **local)
@@ -444,22 +362,32 @@ def build_service_scheduler(engine: Engine, plan: Plan, runtime_key: str, channe
                       misfire_grace_time=5, **local)
     from medmon.monitor.runs.judging import add_judging_job
 
-    add_judging_job(scheduler, engine, plan, now, anchor=GRID_EPOCH, **local)  # only with jury.canary_schedule
+    add_judging_job(scheduler, engine, plan, now, time_scale=time_scale, anchor=GRID_EPOCH, **local)  # with a canary_schedule
     # Jitter keeps the retry pass from falling into step with a task's own grid: a pass that
     # always lands while the task's scheduled probe runs would skip its retries forever.
     scheduler.add_job(recovery_job, IntervalTrigger(seconds=recovery_every_s, jitter=recovery_every_s / 2),
-                      args=[runtime_key], id="recover",
-                      misfire_grace_time=5, next_run_time=utcnow(), **local)
-    scheduler.add_job(oversight_job, IntervalTrigger(seconds=parse_interval(plan.oversight.pass_every).total_seconds()),
-                      args=[engine, plan, now], id="oversight", name="human oversight", misfire_grace_time=30,
-                      **local)
+                      args=[runtime_key], id="recover", misfire_grace_time=5, next_run_time=utcnow(), **local)
+    oversight_s = max(parse_interval(plan.oversight.pass_every).total_seconds() / time_scale, 0.5)
+    scheduler.add_job(oversight_job, IntervalTrigger(seconds=oversight_s), args=[engine, plan, now], id="oversight",
+                      name="human oversight", misfire_grace_time=30, **local)
     if plan.detection.drift_report_every is not None:
-        every = parse_interval(plan.detection.drift_report_every)
-        scheduler.add_job(drift_report_job, IntervalTrigger(seconds=every.total_seconds(), start_date=GRID_EPOCH,
-                                                            timezone=timezone.utc),
-                          args=[engine, plan, now], id="drift-reports", name="drift reports",
-                          misfire_grace_time=max(60, round(every.total_seconds() / 4)), **local)
-    add_traffic_jobs(scheduler, engine, plan, now, **local)
+        every_s = max(parse_interval(plan.detection.drift_report_every).total_seconds() / time_scale, 0.5)
+        trigger = IntervalTrigger(seconds=every_s, start_date=GRID_EPOCH, timezone=timezone.utc)
+        scheduler.add_job(drift_report_job, trigger, args=[engine, plan, now], id="drift-reports", name="drift reports",
+                          misfire_grace_time=max(60, round(every_s / 4)), **local)
+    if plan.traffic is not None:  # the traffic pass, the daily retention pass and (below) real-answer judging
+        every_s = parse_interval(plan.traffic.detect_every).total_seconds()
+        scheduler.add_job(traffic_job, IntervalTrigger(seconds=every_s), args=[engine, plan, now], id="traffic",
+                          name="traffic pass", misfire_grace_time=max(5, round(every_s)), **local)
+        scheduler.add_job(retention_job, IntervalTrigger(days=1, start_date=GRID_EPOCH, timezone=timezone.utc),
+                          args=[engine, plan, now], id="traffic-retention", name="traffic retention",
+                          misfire_grace_time=3600, **local)
+    if plan.traffic is not None and plan.traffic.judging is not None and plan.jury is not None:
+        from medmon.monitor.traffic.judging import judging_job
+
+        every_s = parse_interval(plan.traffic.judging.every).total_seconds()
+        scheduler.add_job(judging_job, IntervalTrigger(seconds=every_s), args=[engine, plan, now], id="traffic-judging",
+                          name="judge real answers", misfire_grace_time=max(5, round(every_s)), **local)
     if plan.reports is not None:  # on start (a schedule missed while stopped), then every few minutes
         from medmon.monitor.service.reports import CHECK_EVERY_S
 
@@ -469,7 +397,8 @@ def build_service_scheduler(engine: Engine, plan: Plan, runtime_key: str, channe
     return scheduler
 
 
-def sync_probe_jobs(scheduler: BackgroundScheduler, plan: Plan, runtime_key: str) -> dict[str, str]:
+def sync_probe_jobs(scheduler: BackgroundScheduler, plan: Plan, runtime_key: str, *, time_scale: float = 1.0,
+                    anchor: datetime = GRID_EPOCH) -> dict[str, str]:
     """Make the stored probe jobs match the plan; return what happened to each ('kept', 'added', 'removed')."""
     done: dict[str, str] = {}
     wanted = {f"probe:{t.id}": t for t in plan.tasks}
@@ -478,7 +407,8 @@ def sync_probe_jobs(scheduler: BackgroundScheduler, plan: Plan, runtime_key: str
             job.remove()
             done[job.id] = "removed"
     for job_id, task in wanted.items():
-        trigger, grace, args = task_trigger(task), misfire_grace_s(plan, task), [runtime_key, task.id]
+        trigger, args = task_trigger(task, time_scale=time_scale, anchor=anchor), [runtime_key, task.id]
+        grace = max(1, round(misfire_grace_s(plan, task) / time_scale))
         existing = scheduler.get_job(job_id, jobstore="default")
         if (existing is not None and existing.func_ref == FIRE_PROBE_REF and repr(existing.trigger) == repr(trigger)
                 and list(existing.args) == args and existing.misfire_grace_time == grace):

@@ -31,6 +31,7 @@ from medmon.monitor.governance.change_control import record_plan_file
 from medmon.monitor.governance.checks import check_plan
 from medmon.monitor.governance.thresholds import in_force
 from medmon.monitor.plan.context import load_context
+from medmon.monitor.runs.pipeline import ProbeOutcome
 from medmon.probes.pool import shared_pool
 from medmon.monitor.errors import StorageError
 from medmon.monitor.service.health import ServiceStatus, create_health_app
@@ -116,8 +117,9 @@ def _install_signals(stop: threading.Event, abandon: threading.Event) -> None:
         signal.signal(sig, handler)
 
 
-def _make_dispatch(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> tuple[object, ServiceRuntime]:
-    """The executor the plan asks for, wrapped in the runtime its stored jobs will find."""
+def make_dispatch(engine: Engine, plan: Plan, now: Callable[[], datetime],
+                  on_outcome: Callable[[ProbeOutcome], None] | None = None) -> tuple[object, ServiceRuntime]:
+    """The executor the plan asks for, wrapped in the runtime its stored jobs will find (``on_outcome``: in process)."""
     if plan.service.executor == "celery":
         from medmon.monitor.plan.timeouts import visibility_timeout_of
         from medmon.monitor.service.workers import CeleryDispatch, broker_url, make_celery
@@ -125,7 +127,7 @@ def _make_dispatch(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> t
         app = make_celery(broker_url(plan), queue=plan.service.queue, visibility_timeout_s=visibility_timeout_of(plan))
         celery = CeleryDispatch(app, plan)
         return celery, ServiceRuntime(engine, plan, celery, now=now, retries=False)
-    local = InProcessDispatch(engine, plan, [load_context(plan, t) for t in plan.tasks], now=now)
+    local = InProcessDispatch(engine, plan, [load_context(plan, t) for t in plan.tasks], now=now, on_outcome=on_outcome)
     return local, ServiceRuntime(engine, plan, local, now=now, busy=local.busy)
 
 
@@ -188,7 +190,7 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
     record_plan_file(engine, plan_path, local_actor("medmon serve"), opts.now())  # audits a changed plan
     plan = in_force(engine, plan)  # an edited threshold waits for an owner's approval
     identity = worker_identity()
-    dispatch, runtime = _make_dispatch(engine, plan, opts.now)
+    dispatch, runtime = make_dispatch(engine, plan, opts.now)
     status = ServiceStatus(identity=identity, executor=plan.service.executor, heartbeat=lambda: runtime.heartbeat,
                            queue_depth=getattr(dispatch, "queue_depth", lambda: None))
     telemetry = build_otlp(plan.service.otlp_endpoint, deployment=plan.deployment.name)

@@ -29,8 +29,8 @@ from medmon.monitor.models import ProbeSlot
 from medmon.monitor.runs.pipeline import ProbeOutcome, run_task_probe
 from medmon.monitor.plan.model import Plan
 from medmon.db import as_utc, session_scope
-from medmon.probes.client import ModelSettings
 from medmon.probes.models import ProbeRun, RunStatus
+from medmon.probes.runs import move_run
 
 log = logging.getLogger("medmon.slots")
 
@@ -107,7 +107,7 @@ def claim_slot(engine: Engine, task_id: str, scheduled_for: datetime, *, by: str
             log.warning("slot %s@%s gave up after %d attempts", task_id, when.isoformat(), slot.attempts)
             return None
         if run is not None and run.status == RunStatus.running:
-            run.status, run.finished_at, run.error = RunStatus.interrupted, now, "abandoned mid-probe; retried"
+            move_run(run, RunStatus.interrupted, now, "abandoned mid-probe; retried")
             session.add(run)
         slot.attempts += 1
         slot.claimed_by, slot.claimed_at, slot.run_id = by, now, None
@@ -116,7 +116,7 @@ def claim_slot(engine: Engine, task_id: str, scheduled_for: datetime, *, by: str
 
 
 def run_slot(engine: Engine, plan: Plan, ctx: TaskContext, scheduled_for: datetime, *, now: Callable[[], datetime],
-             by: str, seed: int | None = None, settings: ModelSettings | None = None, retry: bool = False,
+             by: str, seed: int | None = None, retry: bool = False,
              on_start: Callable[[int], None] | None = None) -> ProbeOutcome | None:
     """Claim and probe one scheduled slot; None when another process has (or had) it.
 
@@ -130,8 +130,7 @@ def run_slot(engine: Engine, plan: Plan, ctx: TaskContext, scheduled_for: dateti
 
         try:
             return run_task_probe(engine, plan, ctx, rng=slot_rng(seed, ctx.task.id, scheduled_for), now=now,
-                                  settings=settings, purpose="retry" if retry or attempt else "scheduled",
-                                  on_start=on_start, slot_id=slot_id)
+                                  purpose="retry" if retry or attempt else "scheduled", on_start=on_start, slot_id=slot_id)
         except IntegrityError as exc:
             # Two processes raced to write a shared row (e.g. the first record of a baseline that
             # several tasks use); the loser's transaction rolled back whole, so run the slot again.

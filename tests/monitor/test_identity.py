@@ -17,7 +17,7 @@ from medmon.monitor.models import Reevaluation, ReevaluationStatus
 from medmon.monitor.plan.model import Endpoint, parse_plan
 from medmon.probes.models import ProbeRecord
 from medmon.probes.redaction import TextPolicy
-from medmon.probes.runner import finish_run, start_run
+from medmon.probes.runs import finish_run, start_run
 from tests.conftest import plan_dict
 
 T0 = datetime(2026, 11, 5, tzinfo=timezone.utc)

@@ -15,7 +15,7 @@ from medmon.monitor.errors import PlanError
 from medmon.monitor.runs.judging import JOB_ID, JudgingOutcome, judging_job, run_judge_canaries
 from medmon.monitor.models import FindingRecord, StreamStatus
 from medmon.monitor.plan.model import Plan
-from medmon.monitor.service.scheduler import build_scheduler, build_service_scheduler
+from medmon.monitor.service.scheduler import build_service_scheduler
 from medmon.probes.judge_canaries import load_judge_canaries
 from medmon.probes.jury import JurySettings
 from medmon.probes.models import JudgeCall, JuryVerdict, ProbeResult, ProbeRun, RunStatus
@@ -128,11 +128,9 @@ def test_canary_schedule_is_validated(make_plan: Callable[..., Plan]) -> None:
 
 
 @pytest.mark.parametrize("schedule, expected", [("1d", True), (None, False)], ids=["scheduled", "not-scheduled"])
-def test_both_schedulers_carry_the_job_only_with_a_canary_schedule(
+def test_the_scheduler_carries_the_job_only_with_a_canary_schedule(
         engine: Engine, make_plan: Callable[..., Plan], schedule: str | None, expected: bool) -> None:
     plan = make_plan(jury=jury_section("http://127.0.0.1:9", canary_schedule=schedule))
-    embedded = build_scheduler(engine, plan, [], {}, now=lambda: T0)
-    assert (embedded.get_job(JOB_ID) is not None) is expected
     service = build_service_scheduler(engine, plan, "judging-test", {})
     try:
         job = service.get_job(JOB_ID, jobstore="local")
@@ -152,8 +150,8 @@ def test_the_scheduled_job_rejudges_with_the_plans_judges(
         engine: Engine, make_plan: Callable[..., Plan], serve: Callable) -> None:
     server = serve(create_simulator([]))
     plan = make_plan(jury=jury_section(server.url))
-    scheduler = build_scheduler(engine, plan, [], {}, now=lambda: T0, time_scale=86400 / 0.5)
-    scheduler.start()
+    scheduler = build_service_scheduler(engine, plan, "judging-test", {}, now=lambda: T0, time_scale=86400 / 0.5)
+    scheduler.resume()
     try:
         wait_for(lambda: any(r.status == RunStatus.complete for r in judge_runs(engine)), timeout=20)
     finally:

@@ -121,13 +121,13 @@ def test_an_echoed_api_key_is_blanked_from_stored_errors(serve: Callable[..., An
 def test_a_redactor_that_raises_fails_the_run_instead_of_leaving_it_running(
         serve: Callable[..., Any], make_plan: Callable[..., Plan], engine: Engine,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import medmon.probes.runner
+    import medmon.probes.runs
 
     def broken(*_: Any, **__: Any) -> Any:
         raise RuntimeError("storage refused the row")
 
     monkeypatch.setenv("MEDMON_TEST_KEY", API_KEY)
-    monkeypatch.setattr(medmon.probes.runner, "protect_results", broken)
+    monkeypatch.setattr(medmon.probes.runs, "protect_results", broken)
     server = serve(hostile_model())
     plan = jury_plan(make_plan, server.url, redactor="builtin")
     with pytest.raises(RuntimeError, match="storage refused"):

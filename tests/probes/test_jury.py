@@ -23,7 +23,8 @@ from medmon.probes.jury import (JUDGE_MARKER, CriterionScore, JudgeVerdict, Jury
                          judge_messages, parse_verdict)
 from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult
 from medmon.probes.redaction import TextPolicy, keep
-from medmon.probes.runner import finish_run, probe_canaries, start_run
+from medmon.probes.runner import probe_canaries
+from medmon.probes.runs import finish_run, start_run
 from medmon.probes.simulator import Fault, JudgeBehaviour, Phase, create_simulator
 from tests.conftest import plan_dict
 from tests.probes.simkit import JUDGE_MODELS, NOTES, judge_settings, run, settings, sim_state

@@ -21,7 +21,8 @@ from medmon.probes.client import ModelClient
 from medmon.probes.errors import JuryNotConfigured, UnknownScorer
 from medmon.probes.models import JudgeCall, JuryVerdict, ProbeRecord, ProbeResult, ProbeRun, RunStatus
 from medmon.probes.redaction import TextPolicy, keep
-from medmon.probes.runner import finish_run, probe_canaries, sample_canaries, start_run
+from medmon.probes.runner import probe_canaries, sample_canaries
+from medmon.probes.runs import finish_run, start_run
 from medmon.probes.simulator import Fault, JudgeBehaviour, Phase, create_simulator
 from tests.conftest import plan_dict
 from tests.probes.simkit import JUDGE_MODELS, MCQ, NOTES, canaries_of, run, settings, sim_state
