@@ -37,7 +37,7 @@ from medmon.monitor.models import (
     Reevaluation,
     ReevaluationStatus,
 )
-from medmon.monitor.plan.context import TaskContext, pin_baseline, run_provenance, task_baseline
+from medmon.monitor.plan.context import TaskContext, pin_baseline, probe_baseline, run_provenance
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.privacy import text_policy
 from medmon.probes.client import ModelSettings
@@ -154,7 +154,7 @@ def run_reevaluation(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Calla
     rows: list[Reevaluation] = []
 
     def opened(session: Session, run: ProbeRun) -> None:
-        baseline = task_baseline(session, plan, ctx)
+        baseline = probe_baseline(session, plan, ctx)
         row = Reevaluation(task_id=task.id, change_id=change_ids[0] if change_ids else None, run_id=run.id,
                            repeats=repeats, baseline_id=baseline.id, baseline_value=baseline.normalized,
                            baseline_ci_low=_norm(baseline, baseline.ci_low),

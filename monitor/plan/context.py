@@ -192,4 +192,3 @@ def probe_baseline(session: Session, plan: Plan, ctx: TaskContext, *, now: datet
                                        "or import one with 'medmon baseline import'")])
 
 
-task_baseline = probe_baseline  # the probe path's former name (monitor/runs/pipeline.py, governance/reevaluation.py)

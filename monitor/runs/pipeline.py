@@ -28,7 +28,7 @@ from medmon.monitor.governance.changes import record_detected_change
 from medmon.monitor.governance.reevaluation import (auto_reevaluates, plan_change_due, reevaluate_pending,
                                                     reevaluation_due)
 from medmon.monitor.models import FindingRecord, ProbeSlot
-from medmon.monitor.plan.context import TaskContext, run_provenance, task_baseline
+from medmon.monitor.plan.context import TaskContext, probe_baseline, run_provenance
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.privacy import text_policy
 from medmon.monitor.plan.routing import notify_policy
@@ -97,7 +97,7 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
 
     def opened(session: Session, run: ProbeRun) -> None:
         nonlocal baseline
-        baseline = task_baseline(session, plan, ctx, now=now())
+        baseline = probe_baseline(session, plan, ctx, now=now())
         slot = session.get(ProbeSlot, slot_id) if slot_id is not None else None
         if slot is not None:
             slot.run_id = run.id
