@@ -32,6 +32,7 @@ def _pages() -> list[Path]:
     return [ROOT / "README.md", *sorted(p for p in DOCS.rglob("*.md") if "hooks" not in p.parts)]
 
 
+@pytest.mark.process
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
     site = tmp_path / "site"
     env = os.environ | {"NO_MKDOCS_2_WARNING": "1", "DO_NOT_TRACK": "1"}
