@@ -10,6 +10,7 @@ from sqlmodel import Session
 
 from medmon.alerts import (
     Incident,
+    Silence,
     active_silences,
     incident_members,
     incident_runbook,
@@ -61,11 +62,11 @@ class IncidentView:
         return self.closed_at is None
 
 
-def _view(session: Session, inc: Incident, now: datetime, silences: list) -> IncidentView:
+def _view(session: Session, inc: Incident, now: datetime, silences: list[Silence]) -> IncidentView:
     members = incident_members(session, inc.id or 0)
     live = [a for a in members if a.ends_at is None]
     muted = [silenced_by(a, silences, now) for a in live]
-    until = min((as_time(s.ends_at) for s in muted if s is not None), default=None) if muted and all(muted) else None
+    until = as_time(min((s.ends_at for s in muted if s is not None), default=None)) if muted and all(muted) else None
     signals = tuple(IncidentSignal(a.id or 0, a.rule, a.labels.get("metric", ""), status_of(a, silences, now).value,
                                    a.severity.value, a.summary, as_time(a.starts_at)) for a in members)
     return IncidentView(inc.id or 0, incident_title(inc), inc.cause, inc.task_id, inc.severity.value,
