@@ -76,7 +76,7 @@ typecheck: $(STAMP)
 # The guards, then the suite twice: on SQLite, then with every database test on a fresh PostgreSQL database.
 test: lint typecheck test-sqlite test-postgres
 
-# The quick subset while working: SQLite only, on both cores; no browser, no process started (servers,
+# The quick subset while working (about 3 minutes): SQLite only, on both cores; no browser, no process started (servers,
 # workers, Celery, the leader, SIGTERM, the wheel), no PostgreSQL-only or slow Monte-Carlo test.
 test-fast: $(STAMP) services
 	DO_NOT_TRACK=1 $(BIN)/python -m pytest -n 2 -q -m "not slow and not browser and not postgres and not process"
