@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import Any
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
@@ -107,7 +108,7 @@ class OutboxListener:
 
     def _listen(self) -> None:
         raw = self.engine.raw_connection()
-        conn = raw.driver_connection
+        conn: Any = raw.driver_connection  # psycopg's own Connection (LISTEN, notifies); the pool types it loosely
         raw.detach()  # a connection of its own for as long as it listens, never back to the pool
         try:
             conn.autocommit = True

@@ -57,11 +57,11 @@ def split_stored(session: Session, suite: str,
     found: dict[int, Baseline] = {}
     unread: list[Path] = []
     for run, files in run_files.items():
-        row = covered.get(run.name) or single.get(digest_sources(files))
-        if row is None or row.id is None:
+        held = covered.get(run.name) or single.get(digest_sources(files))
+        if held is None or held.id is None:
             unread.append(run)
         else:
-            found[row.id] = row
+            found[held.id] = held
     keys = [(row.benchmark, row.model, row.metric) for row in found.values()]
     if len(set(keys)) != len(keys):  # stored apart, now imported together: the full path combines them
         return [], list(run_files)

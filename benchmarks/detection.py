@@ -198,7 +198,8 @@ def calibrate_river(name: str, target: float, streams: np.ndarray) -> float:
 
 # ---------------------------------------------------------------------------------------- main
 def family_z(args: argparse.Namespace) -> float:
-    """The margin's z when each of the m streams has its own baseline (``medmon.monitor.detection.drift.layout.margin_z``)."""
+    """The margin's z when each of the m streams has its own baseline
+    (``medmon.monitor.detection.drift.layout.margin_z``)."""
     return max(2.0, NormalDist().inv_cdf(1 - args.alpha / args.streams))
 
 

@@ -509,6 +509,7 @@ def row(r: Result) -> str:
             adwin += (f"; at delta {r.extra['adwin_check_delta']:.3g}: {r.extra['adwin_check_share']:.4f}, run directly "
                       f"on {r.extra['adwin_check_streams']} streams {r.extra['adwin_quiet_share_direct']:.4f}")
     return (f"| {r.plan} | {r.name} | {r.false_alarm_rate:.3f} | {r.budget_share:.3f} | {delay} | "
-            f"{'-' if r.detected_share is None else f'{r.detected_share:.0%}'} | {fmt(r.oracle_mean_delay)} / {fmt(r.oracle_median_delay)} | "
+            f"{'-' if r.detected_share is None else f'{r.detected_share:.0%}'} | "
+            f"{fmt(r.oracle_mean_delay)} / {fmt(r.oracle_median_delay)} | "
             f"{adwin} | {'-' if r.alerts_per_persistent_drop is None else f'{r.alerts_per_persistent_drop:.2f}'} | "
             f"{'-' if r.degraded_share_after_detection is None else f'{r.degraded_share_after_detection:.1%}'} |")

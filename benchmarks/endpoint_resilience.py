@@ -95,7 +95,8 @@ def main() -> None:
     if args.json:
         print(json.dumps(rows, indent=2))
         return
-    print(f"{'burst':>6} {'kept':>5} {'lost':>5} {'open':>5} {'attempts':>8} {'requests':>8} {'run s':>6} {'slowest s':>9}")
+    print(f"{'burst':>6} {'kept':>5} {'lost':>5} {'open':>5} {'attempts':>8} {'requests':>8} {'run s':>6} "
+          f"{'slowest s':>9}")
     for r in rows:
         burst = "outage" if r["burst_500s"] == 10_000 else r["burst_500s"]
         print(f"{burst!s:>6} {r['kept']:>5} {r['lost']:>5} {r['circuit_open']:>5} {r['attempts']:>8} "

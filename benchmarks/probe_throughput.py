@@ -53,9 +53,9 @@ def canaries(n: int = 200) -> list[Canary]:
     return [canary_from_dict({
         "id": f"bench-{i}", "scorer": "multiple_choice", "references": ["C"], "choices": ["a", "b", "c", "d"],
         "messages": [{"role": "user", "content": (
-            f"Case {i}: a 67-year-old with atrial fibrillation, creatinine clearance 42 mL/min, is started on an "
-            "anticoagulant. Which dose adjustment is appropriate? A) none B) double C) reduce D) stop. "
-            "Answer with the letter.")}],
+            f"Case {i}: a 67-year-old with atrial fibrillation, creatinine clearance 42 mL/min, "
+            "is started on an anticoagulant. Which dose adjustment is appropriate? "
+            "A) none B) double C) reduce D) stop. Answer with the letter.")}],
         "tags": {"age_band": "65+", "sex": "female" if i % 2 else "male"},
     }) for i in range(n)]
 

@@ -65,7 +65,7 @@ GENERATORS: dict[str, Callable[[random.Random], tuple[str, str]]] = {
                                                 "patient named {} called"]).format(v)),
     "mrn": lambda r: (v := f"{r.randint(10**6, 10**9)}", r.choice(["MRN {}", "MRN: {}", "medical record number {}",
                                                                    "chart no. {}"]).format(v)),
-    "ssn": lambda r: (v := (sep := r.choice("- .")).join([str(r.randint(100, 899)), str(r.randint(10, 99)),
+    "ssn": lambda r: (v := r.choice("- .").join([str(r.randint(100, 899)), str(r.randint(10, 99)),
                                                          str(r.randint(1000, 9999))]),
                       r.choice(["SSN {}", "social security number {}", "SSN: {}"]).format(v)),
     "date of birth": lambda r: (v := _date(r), r.choice(["DOB {}", "DOB: {}", "born {}", "date of birth {}"]).format(v)),

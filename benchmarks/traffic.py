@@ -421,8 +421,8 @@ def main() -> None:
                     plan_path.write_text(yaml.safe_dump(plan_data(url)))
                     times = render_page(plan_path, url)
                 for label, ts in times.items():
-                    print(f"traffic page {backend:10} {n:,} spans as rollups, {label}: median {statistics.median(ts):.2f}s "
-                          f"(max {max(ts):.2f}s, {len(ts)} renders)", flush=True)
+                    print(f"traffic page {backend:10} {n:,} spans as rollups, {label}: "
+                          f"median {statistics.median(ts):.2f}s (max {max(ts):.2f}s, {len(ts)} renders)", flush=True)
         if "delay" in parts:
             r = delay(folder, args.trials)
             print(f"detection delay, median cost +{(r['rise'] - 1):.0%} at {r['calls_per_hour']} calls/h: "

@@ -17,7 +17,6 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from json.decoder import scanstring
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +110,12 @@ def loads_json(text: str, *, allow_nan: bool = False) -> Any:
 _SPACE = re.compile(r"[ \t\n\r]*")
 
 
+def _past_space(text: str, pos: int) -> int:
+    """The index of the first character at or after ``pos`` that is not JSON whitespace."""
+    found = _SPACE.match(text, pos)
+    return found.end() if found else pos
+
+
 def json_line(text: str, at: Sequence[str | int]) -> int | None:
     """The 1-based line where the value at key path ``at`` starts in the JSON ``text``.
 
@@ -124,34 +129,34 @@ def json_line(text: str, at: Sequence[str | int]) -> int | None:
     3
     """
     decoder = json.JSONDecoder(parse_constant=lambda _: 0.0)
-    pos = _SPACE.match(text, 0).end()  # type: ignore[union-attr]
+    pos = _past_space(text, 0)
     try:
         for step in at:
             opening = text[pos]
             if isinstance(step, int) and opening == "[":
-                pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+                pos = _past_space(text, pos + 1)
                 for _ in range(step):
                     if text[pos] == "]":
                         return text.count("\n", 0, pos) + 1
-                    pos = _SPACE.match(text, decoder.raw_decode(text, pos)[1]).end()  # type: ignore[union-attr]
+                    pos = _past_space(text, decoder.raw_decode(text, pos)[1])
                     if text[pos] != ",":
                         return text.count("\n", 0, pos) + 1
-                    pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+                    pos = _past_space(text, pos + 1)
             elif isinstance(step, str) and opening == "{":
                 start = pos
-                pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+                pos = _past_space(text, pos + 1)
                 while True:
                     if text[pos] != '"':
                         return text.count("\n", 0, start) + 1  # the key is missing: the object's line
-                    key, pos = scanstring(text, pos + 1)
-                    pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
-                    pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]  # past ':'
+                    key, pos = decoder.raw_decode(text, pos)  # the key, a JSON string
+                    pos = _past_space(text, pos)
+                    pos = _past_space(text, pos + 1)  # past ':'
                     if key == step:
                         break
-                    pos = _SPACE.match(text, decoder.raw_decode(text, pos)[1]).end()  # type: ignore[union-attr]
+                    pos = _past_space(text, decoder.raw_decode(text, pos)[1])
                     if text[pos] != ",":
                         return text.count("\n", 0, start) + 1
-                    pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]
+                    pos = _past_space(text, pos + 1)
             else:
                 break  # not the shape the path expects: the line of what is there
     except (ValueError, IndexError, RecursionError):
@@ -165,7 +170,7 @@ class _StrictLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+            key = self.construct_object(key_node, deep=True)
             try:
                 first = seen.get(key)
             except TypeError:
@@ -228,7 +233,7 @@ def load_yaml(text: str) -> tuple[Any, yaml.Node | None]:
     except ValueError as exc:
         if isinstance(exc, UnsafeInput):
             raise
-        bad = _unconvertible(loader, node)
+        bad = _unconvertible(loader, node) if node is not None else None
         if bad is None:
             raise UnsafeInput("invalid YAML: a value cannot be converted") from None
         what = "an integer with too many digits" if bad.tag.endswith(":int") else f"a {bad.tag.rsplit(':', 1)[-1]}"

@@ -32,6 +32,7 @@ def _pages() -> list[Path]:
     return [ROOT / "README.md", *sorted(p for p in DOCS.rglob("*.md") if "hooks" not in p.parts)]
 
 
+@pytest.mark.process
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
     site = tmp_path / "site"
     env = os.environ | {"NO_MKDOCS_2_WARNING": "1", "DO_NOT_TRACK": "1"}
@@ -60,3 +61,36 @@ def test_relative_links_point_at_existing_files(page: Path) -> None:
         if path and not (page.parent / path).exists():
             missing.append(target)
     assert not missing, f"{page.relative_to(ROOT)} links to files that do not exist: {missing}"
+
+
+PACKAGE_FOLDERS = ("medmon", "monitor", "probes", "baselines", "alerts", "dashboards")
+
+
+def _layout_tree() -> dict[str, str]:
+    """docs/layout.md's tree, folder -> its description (the folder's line and the indented lines after it)."""
+    text = (DOCS / "layout.md").read_text("utf-8")
+    block = text.split("## The tree", 1)[1].split("```text", 1)[1].split("```", 1)[0]
+    tree: dict[str, str] = {}
+    folder = ""
+    for line in block.splitlines():
+        if line and not line[0].isspace():
+            folder, _, rest = line.partition(" ")
+            tree[folder] = rest
+        elif folder:
+            tree[folder] += " " + line.strip()
+    return tree
+
+
+def test_the_layout_names_every_module() -> None:
+    """Every module of the package is named in its folder's line of docs/layout.md (migrations' revisions aside)."""
+    tree = _layout_tree()
+    missing = []
+    for top in PACKAGE_FOLDERS:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            rel = path.relative_to(ROOT)
+            if path.name == "__init__.py" or "versions" in rel.parts:
+                continue
+            folder = f"{rel.parent.as_posix()}/"
+            if not re.search(rf"(?<![\w.]){re.escape(path.stem)}(\.py)?\b", tree.get(folder, "")):
+                missing.append(str(rel))
+    assert not missing, f"docs/layout.md's tree does not name these modules in their folder's line: {missing}"

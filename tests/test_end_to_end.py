@@ -123,6 +123,7 @@ def test_receiver_rejects_bad_signature_and_replays(serve: Callable) -> None:
     assert (state.rejected, state.duplicates, len(state.received)) == (3, 1, 1)
 
 
+@pytest.mark.slow
 def test_demo_runs_headless_and_alerts(tmp_path: Path) -> None:
     """The `medmon demo` scenario itself, on a faster clock: all three degradations are caught, and the
     cost rise in the simulated application's own traffic too (sent through the official OpenAI instrumentation)."""

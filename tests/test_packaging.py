@@ -23,6 +23,8 @@ import pytest
 
 import medmon
 
+pytestmark = pytest.mark.process  # servers, workers or builds started as processes
+
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = {"monitor": "medmon/monitor", "probes": "medmon/probes", "baselines": "medmon/baselines",
            "alerts": "medmon/alerts", "dashboards": "medmon/dashboards", "medmon": "medmon"}

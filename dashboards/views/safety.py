@@ -9,6 +9,7 @@ Resuming is refused without a passing re-evaluation since the suspension or a co
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pandas as pd
 import streamlit as st
@@ -33,7 +34,7 @@ task_ids = [t.id for t in plan.tasks]
 may_record = viewer.can_act or bool(reviewer_tasks(plan.oversight, viewer.email))
 
 
-def act(what: str, fn) -> None:  # type: ignore[no-untyped-def]
+def act(what: str, fn: Callable[[Session], object]) -> None:
     """Run one recorded action in its own transaction; say what happened, or why it was refused."""
     try:
         with session_scope(engine) as session:
@@ -65,7 +66,8 @@ if events:
         "due": f"{e.clock.due_at:%Y-%m-%d %H:%M}" if e.clock.due_at else "", "clock": e.clock.label,
         "actions open": sum(1 for a in e.actions if a.status != "closed"), "what happened": e.event.what_happened}
         for e in events]), hide_index=True, width="stretch", key="events")
-    chosen = st.selectbox("Event", [e.event.id for e in events], format_func=lambda i: f"#{i}", key="event_pick")
+    ids = [e.event.id for e in events if e.event.id is not None]  # stored rows: every one has its id
+    chosen = st.selectbox("Event", ids, format_func=lambda i: f"#{i}", key="event_pick")
     row = next(e for e in events if e.event.id == chosen)
     with Session(engine) as session:
         document = safety.event_document(session, plan, row.event.id or 0, now)
@@ -97,10 +99,10 @@ if events:
             if st.button("Add corrective action", key="do_action"):
                 from datetime import datetime, timezone
 
-                due_at = datetime(due.year, due.month, due.day, tzinfo=timezone.utc)  # type: ignore[union-attr]
+                due_at = datetime(due.year, due.month, due.day, tzinfo=timezone.utc)
                 act("Corrective action", lambda s: safety.add_action(s, chosen, what, owner, due_at, viewer.actor,
                                                                       utcnow()))
-            open_actions = [a.id for a in row.actions if a.status != "closed"]
+            open_actions = [a.id for a in row.actions if a.status != "closed" and a.id is not None]
             if open_actions:
                 target = st.selectbox("Close action", open_actions, format_func=lambda i: f"#{i}", key="close_pick")
                 check = st.number_input("by re-evaluation # (its effectiveness check)", min_value=1, step=1,
@@ -141,7 +143,8 @@ else:
             act("Suspension", lambda s: suspension.request(s, plan, task, reason, viewer.actor, utcnow()))
         if current is not None and current.status == "pending" and st.button("Confirm suspension (second owner)",
                                                                              key="do_confirm"):
-            act("Confirmation", lambda s: suspension.confirm(s, plan, current.id or 0, viewer.actor, utcnow()))
+            pending = current.id or 0
+            act("Confirmation", lambda s: suspension.confirm(s, plan, pending, viewer.actor, utcnow()))
         if current is not None and current.status == "suspended":
             decision = st.text_input("Committee decision (only without a passing re-evaluation)", key="resume_dec")
             reference = st.text_input("Decision reference", key="resume_ref")

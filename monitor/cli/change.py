@@ -152,9 +152,10 @@ def list_command(plan_path: OptionalPlanArg = None, as_json: JsonOption = False,
     """List every recorded change (detected and declared) with its re-evaluation."""
     _, plan = _plan(plan_path, legacy_plan, "change list")
     with Session(make_engine(plan.storage.url)) as session:
-        rows = [{"id": c.id, "task": c.task_id, "kind": c.kind, "source": c.source, "actor": c.actor,
-                 "note": c.note, "at": c.created_at.isoformat(), "status": c.status.value,
-                 "reevaluation_id": c.reevaluation_id} for c in list_changes(session)]
+        rows: list[dict[str, Any]] = [
+            {"id": c.id, "task": c.task_id, "kind": c.kind, "source": c.source, "actor": c.actor, "note": c.note,
+             "at": c.created_at.isoformat(), "status": c.status.value, "reevaluation_id": c.reevaluation_id}
+            for c in list_changes(session)]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from medmon.monitor.cli.tables import fitted
@@ -34,7 +35,7 @@ EXIT_ATTENTION, EXIT_INPUT = 1, 2
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 
-def _open(plan_path: Path) -> tuple[Plan, object]:
+def _open(plan_path: Path) -> tuple[Plan, Engine]:
     try:
         return load_plan(plan_path), open_database(plan_path, None)
     except (MedmonError, typer.BadParameter) as exc:
@@ -51,7 +52,7 @@ def pass_command(plan_path: PlanArg, as_json: JsonOption = False) -> None:
 
     plan, engine = _open(plan_path)
     now = utcnow()
-    with session_scope(engine) as session:  # type: ignore[arg-type]
+    with session_scope(engine) as session:
         signals = oversight_pass(session, plan, now)
         progress = review_progress(session, plan, now)
     summary = {"reviews": [p.__dict__ for p in progress],
@@ -75,7 +76,7 @@ def agreement_command(plan_path: PlanArg, as_json: JsonOption = False) -> None:
     from medmon.monitor.read import agreement_table
 
     plan, engine = _open(plan_path)
-    with Session(engine) as session:  # type: ignore[arg-type]
+    with Session(engine) as session:
         rows = agreement_table(session)
     floors = plan.oversight.agreement
     below = [r for r in rows if r.statistic in FLOORED and r.value is not None
@@ -106,7 +107,7 @@ def events_command(plan_path: PlanArg, as_json: JsonOption = False) -> None:
 
     plan, engine = _open(plan_path)
     now = utcnow()
-    with Session(engine) as session:  # type: ignore[arg-type]
+    with Session(engine) as session:
         rows = safety_events(session, plan, now)
     urgent = [r for r in rows if r.clock.state in ("due_soon", "overdue")]
     if as_json:
@@ -138,7 +139,7 @@ def export_command(plan_path: PlanArg, event_id: Annotated[int, typer.Argument(h
     plan, engine = _open(plan_path)
     now = utcnow()
     try:
-        with Session(engine) as session:  # type: ignore[arg-type]
+        with Session(engine) as session:
             document = event_document(session, plan, event_id, now)
     except GovernanceError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)

@@ -8,12 +8,15 @@ and judges given on the command line.
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
 from medmon.errors import MedmonError
+
+if TYPE_CHECKING:  # imported where used: the simulator is loaded only by this command
+    from medmon.probes.simulator import Fault, JudgeBehaviour, Phase
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -29,7 +32,7 @@ SPECS_HELP = {
 }
 
 
-def parse_phase(text: str) -> object:
+def parse_phase(text: str) -> Phase:
     """``AFTER:ACCURACY[:MODEL[:FINGERPRINT[:LATENCY_S]]]`` as a simulator ``Phase``.
 
     Examples
@@ -43,7 +46,7 @@ def parse_phase(text: str) -> object:
     parts = text.split(":")
     if not 2 <= len(parts) <= 5:
         raise ValueError(f"--phase {text!r}: expected {SPECS_HELP['phase'].split(':', 1)[0]}")
-    values: dict[str, object] = {"after_requests": int(parts[0]), "accuracy": float(parts[1]),
+    values: dict[str, Any] = {"after_requests": int(parts[0]), "accuracy": float(parts[1]),
                                  "label": f"from request {int(parts[0])}"}
     for name, value in zip(("model", "fingerprint"), parts[2:4]):
         values[name] = value
@@ -51,21 +54,21 @@ def parse_phase(text: str) -> object:
         values["latency_s"] = float(parts[4])
     if not 0 <= float(parts[1]) <= 1:
         raise ValueError(f"--phase {text!r}: accuracy must be between 0 and 1")
-    return Phase(**values)  # type: ignore[arg-type]
+    return Phase(**values)
 
 
-def parse_fault(text: str) -> object:
+def parse_fault(text: str) -> Fault:
     """``KIND[:COUNT[:STATUS[:RETRY_AFTER]]]`` as a simulator ``Fault``."""
     from medmon.probes.simulator import Fault
 
     parts = text.split(":")
-    values: dict[str, object] = {"kind": parts[0]}
+    values: dict[str, Any] = {"kind": parts[0]}
     for (name, kind), value in zip((("count", int), ("status", int), ("retry_after", float)), parts[1:]):
         values[name] = kind(value)
-    return Fault(**values)  # type: ignore[arg-type]
+    return Fault(**values)
 
 
-def parse_judge(text: str) -> tuple[str, object]:
+def parse_judge(text: str) -> tuple[str, JudgeBehaviour]:
     """``MODEL=MODE[:OFFSET]`` as (model, ``JudgeBehaviour``)."""
     from medmon.probes.simulator import JudgeBehaviour
 
@@ -106,13 +109,13 @@ def simulate(port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 picks 
         err.print(f"error: {exc}", highlight=False, markup=False)
         raise typer.Exit(EXIT_INPUT) from None
 
-    if not phases or phases[0].after_requests > 0:  # type: ignore[attr-defined]
+    if not phases or phases[0].after_requests > 0:
         phases.insert(0, Phase())
-    app = create_simulator([c for p in packs for c in p.canaries], phases, seed=seed, judges=judges)  # type: ignore[arg-type]
+    app = create_simulator([c for p in packs for c in p.canaries], phases, seed=seed, judges=judges)
     if faults:
         app.state.sim.inject(*faults)
     server = serve_in_thread(app, port=port)
-    info = {"base_url": f"{server.url}/v1", "model": SIMULATOR_MODEL, "phases": len(phases), "faults": len(faults),
+    info: dict[str, Any] = {"base_url": f"{server.url}/v1", "model": SIMULATOR_MODEL, "phases": len(phases), "faults": len(faults),
             "judges": sorted(judges), "packs": [p.name for p in packs]}
     if as_json:
         out.print_json(json.dumps(info))

@@ -7,6 +7,7 @@ Exit codes: 0 done, 1 some lines of the file could not be read (the rest is stor
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -62,7 +63,7 @@ def import_command(plan_path: PlanArg,
                   console=err, disable=as_json, transient=True) as bar:
         for path in files:
             job = bar.add_task(path.name, total=path.stat().st_size)
-            got = import_file(engine, plan, path, utcnow(), progress=lambda n, job=job: bar.advance(job, n))
+            got = import_file(engine, plan, path, utcnow(), progress=partial(bar.advance, job))
             report.append({"file": str(path), "calls": got.calls, "refused": dict(got.refused),
                            "skipped": dict(got.skipped), "bad_lines": [{"line": n, "error": e} for n, e in got.bad_lines]})
     if as_json:

@@ -100,9 +100,10 @@ class RecommendationRules(Section):
     failed (thresholds not met), inconclusive (interval straddles one), drift (a drift finding),
     subgroup_gap, open_incident, model_change, no_data."""
 
-    suspend_when: list[CONDITIONS] = Field(default_factory=lambda: ["below_minimum"])
-    conditions_when: list[CONDITIONS] = Field(default_factory=lambda: [
-        "failed", "subgroup_gap", "drift", "open_incident", "model_change", "inconclusive", "no_data"])
+    # pydantic copies a mutable default for each model, so a list literal is safe here.
+    suspend_when: list[CONDITIONS] = ["below_minimum"]
+    conditions_when: list[CONDITIONS] = [
+        "failed", "subgroup_gap", "drift", "open_incident", "model_change", "inconclusive", "no_data"]
 
 
 class ResponseTargets(Section):

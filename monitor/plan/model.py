@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import yaml
 from apscheduler.triggers.cron import CronTrigger
 from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
 from medmon.files import MAX_YAML_BYTES, UnsafeInput, load_yaml, read_text
 from medmon.monitor.errors import PlanError, PlanIssue
@@ -448,7 +449,7 @@ def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     return line
 
 
-def _message(err: dict[str, Any]) -> str:
+def _message(err: ErrorDetails) -> str:
     kind = err["type"]
     if kind == "missing":
         return "required field is missing"

@@ -10,7 +10,8 @@ taken from the plan file's folder.
 from __future__ import annotations
 
 import re
-from datetime import datetime, time, timezone
+from datetime import datetime, timezone
+from datetime import time as time_of_day  # `time` is also a field's name here
 from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
@@ -49,9 +50,9 @@ class ReportSchedule(Section):
                 from None
         return value
 
-    def clock(self) -> time:
+    def clock(self) -> time_of_day:
         hour, minute = (int(p) for p in self.time.split(":"))
-        return time(hour, minute)
+        return time_of_day(hour, minute)
 
     def last_due(self, now: datetime) -> datetime:
         """The newest scheduled moment at or before ``now`` (UTC).

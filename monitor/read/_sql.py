@@ -75,5 +75,5 @@ def latest_runs(task_id: str, limit: int, *, since: datetime | None = None, unti
     return query.order_by(col(ProbeRun.id).desc()).limit(limit).scalar_subquery()
 
 
-def safe_float(value: object) -> float | None:
-    return None if value is None else float(value)  # type: ignore[arg-type]
+def safe_float(value: Any) -> float | None:  # a database scalar: a number, a Decimal or NULL
+    return None if value is None else float(value)

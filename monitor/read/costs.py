@@ -13,10 +13,11 @@ from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import case
-from sqlmodel import Session, col, func, select
+from sqlmodel import Session, col, func
 
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.read._sql import as_day, day_of, safe_float
+from medmon.monitor.storage import select_row
 from medmon.probes.models import ProbeResult
 
 
@@ -96,9 +97,9 @@ def cost_by_day(session: Session, plan: Plan, since: datetime) -> list[CostDay]:
     """Calls, errors, cost and latency per task and UTC day since ``since`` (one grouped query)."""
     day = day_of(session, ProbeResult.created_at)
     ids = [t.id for t in plan.tasks]
-    query = (select(day, ProbeResult.task_id, func.count(), func.count(ProbeResult.error_type),
-                    func.coalesce(func.sum(ProbeResult.cost_usd), 0.0), func.count(ProbeResult.cost_usd),
-                    func.coalesce(func.sum(ProbeResult.latency_s), 0.0), func.count(ProbeResult.latency_s),
+    query = (select_row(day, ProbeResult.task_id, func.count(), func.count(col(ProbeResult.error_type)),
+                    func.coalesce(func.sum(ProbeResult.cost_usd), 0.0), func.count(col(ProbeResult.cost_usd)),
+                    func.coalesce(func.sum(ProbeResult.latency_s), 0.0), func.count(col(ProbeResult.latency_s)),
                     func.max(ProbeResult.latency_s),
                     _exceeds(col(ProbeResult.latency_s), _per_task(plan, "latency_slo_s"), ids),
                     _exceeds(col(ProbeResult.cost_usd), _per_task(plan, "cost_budget_per_call"), ids))

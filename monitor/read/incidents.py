@@ -10,6 +10,7 @@ from sqlmodel import Session
 
 from medmon.alerts import (
     Incident,
+    Silence,
     active_silences,
     incident_members,
     incident_runbook,
@@ -60,7 +61,7 @@ class IncidentView:
         return self.closed_at is None
 
 
-def _view(session: Session, inc: Incident, now: datetime, silences: list) -> IncidentView:
+def _view(session: Session, inc: Incident, now: datetime, silences: list[Silence]) -> IncidentView:
     members = incident_members(session, inc.id or 0)
     live = [a for a in members if a.ends_at is None]
     muted = [silenced_by(a, silences, now) for a in live]

@@ -16,6 +16,7 @@ from sqlalchemy import case
 from sqlmodel import Session, col, func, select
 
 from medmon.monitor.read._sql import as_day, day_of, safe_float
+from medmon.monitor.storage import select_row
 from medmon.probes.agreement import WindowAgreement, window_agreement
 from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult
 
@@ -65,7 +66,7 @@ def judge_series(session: Session, since: datetime) -> list[JudgeDay]:
     """Each judge's daily mean score (on the jury's scale): one drifting judge stands out."""
     day = day_of(session, JuryVerdict.created_at)
     unread = func.sum(case((col(JuryVerdict.parse_status).in_(NOT_READ), 1), else_=0))
-    query = (select(day, JuryVerdict.judge, func.count(JuryVerdict.score), func.avg(JuryVerdict.score), unread)
+    query = (select_row(day, JuryVerdict.judge, func.count(col(JuryVerdict.score)), func.avg(JuryVerdict.score), unread)
              .where(col(JuryVerdict.created_at) >= since)
              .group_by(day, JuryVerdict.judge).order_by(day, JuryVerdict.judge))
     return [JudgeDay(as_day(d), str(j), int(n), safe_float(m), int(u or 0))
@@ -125,7 +126,7 @@ def judge_cost_by_task(session: Session, since: datetime) -> dict[str, float]:
     """The judges' cost per task since ``since``: its own ledger, never the production model's."""
     query = (select(JudgeCall.task_id, func.coalesce(func.sum(JudgeCall.cost_usd), 0.0))
              .where(col(JudgeCall.created_at) >= since).group_by(JudgeCall.task_id))
-    return {str(t): float(c) for t, c in session.exec(query).all()}
+    return {str(t): float(c or 0.0) for t, c in session.exec(query).all()}
 
 
 def judge_cost_by_day(session: Session, since: datetime) -> dict[date, float]:
@@ -133,4 +134,4 @@ def judge_cost_by_day(session: Session, since: datetime) -> dict[date, float]:
     day = day_of(session, JudgeCall.created_at)
     query = (select(day, func.coalesce(func.sum(JudgeCall.cost_usd), 0.0))
              .where(col(JudgeCall.created_at) >= since).group_by(day))
-    return {as_day(d): float(c) for d, c in session.exec(query).all()}
+    return {as_day(d): float(c or 0.0) for d, c in session.exec(query).all()}

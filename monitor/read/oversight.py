@@ -116,7 +116,7 @@ def review_progress(session: Session, plan: Plan, at: datetime) -> list[ReviewPr
             ReviewItem.task_id == task.id, ReviewItem.week == week)).one()
         open_answers = session.exec(select(func.count(func.distinct(ReviewItem.result_id))).where(
             ReviewItem.task_id == task.id, ReviewItem.week == week, ReviewItem.status == "open")).one()
-        flagged = session.exec(select(func.count()).select_from(ClinicianReview).join(  # type: ignore[call-overload]
+        flagged = session.exec(select(func.count()).select_from(ClinicianReview).join(
             ReviewItem, col(ReviewItem.id) == col(ClinicianReview.item_id)).where(
             ReviewItem.task_id == task.id, ReviewItem.week == week, col(ClinicianReview.safety_concern))).one()
         out.append(ReviewProgress(task.id, int(queued), int(queued) - int(open_answers), quota, int(flagged)))

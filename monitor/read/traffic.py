@@ -13,10 +13,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 from typing import Any
 
+from sqlalchemy import ColumnElement
 from sqlmodel import Session, col, func, select
 
 from medmon.monitor.models import LATENCY_BUCKETS, TrafficJudgement, TrafficRejection, TrafficRollup
 from medmon.monitor.read._sql import as_day, day_of, safe_float
+from medmon.monitor.storage import select_row
 
 _BUCKETS = [getattr(TrafficRollup, f"latency_b{i}") for i in range(len(LATENCY_BUCKETS))]
 _SUMS = (func.sum(TrafficRollup.calls), func.sum(TrafficRollup.errors), func.sum(TrafficRollup.cost_usd),
@@ -157,23 +159,23 @@ class TrafficSummary:
 
 def traffic_summary(session: Session, since: datetime, until: datetime, task: str | None = None) -> TrafficSummary:
     """Traffic between ``since`` and ``until`` per (task, model) and per (day, task), from the rollups."""
-    where = [col(TrafficRollup.hour) >= since, col(TrafficRollup.hour) < until]
+    where: list[ColumnElement[bool]] = [col(TrafficRollup.hour) >= since, col(TrafficRollup.hour) < until]
     if task is not None:
-        where.append(TrafficRollup.task_id == task)
+        where.append(col(TrafficRollup.task_id) == task)
     out = TrafficSummary()
-    for row in session.exec(select(TrafficRollup.task_id, TrafficRollup.model, *_SUMS).where(*where)  # type: ignore[call-overload]
+    for row in session.exec(select_row(TrafficRollup.task_id, TrafficRollup.model, *_SUMS).where(*where)
                             .group_by(TrafficRollup.task_id, TrafficRollup.model)
                             .order_by(TrafficRollup.task_id, TrafficRollup.model)).all():
         out.groups.append(TrafficGroup(**asdict(TrafficFigures.of(row[2:])), task=row[0], model=row[1]))
     day = day_of(session, TrafficRollup.hour)
-    for row in session.exec(select(day, TrafficRollup.task_id, *_SUMS).where(*where)  # type: ignore[call-overload]
+    for row in session.exec(select_row(day, TrafficRollup.task_id, *_SUMS).where(*where)
                             .group_by(day, TrafficRollup.task_id).order_by(day, TrafficRollup.task_id)).all():
         out.days.append(TrafficDay(**asdict(TrafficFigures.of(row[2:])), day=as_day(row[0]), task=row[1]))
     jday = day_of(session, TrafficJudgement.judged_at)
-    jwhere = [col(TrafficJudgement.judged_at) >= since, col(TrafficJudgement.judged_at) < until]
+    jwhere: list[ColumnElement[bool]] = [col(TrafficJudgement.judged_at) >= since, col(TrafficJudgement.judged_at) < until]
     if task is not None:
-        jwhere.append(TrafficJudgement.task_id == task)
-    for row in session.exec(select(jday, TrafficJudgement.task_id, func.count(col(TrafficJudgement.score)),  # type: ignore[call-overload]
+        jwhere.append(col(TrafficJudgement.task_id) == task)
+    for row in session.exec(select_row(jday, TrafficJudgement.task_id, func.count(col(TrafficJudgement.score)),
                                    func.avg(TrafficJudgement.score), func.avg(TrafficJudgement.agreement))
                             .where(*jwhere).group_by(jday, TrafficJudgement.task_id)
                             .order_by(jday, TrafficJudgement.task_id)).all():

@@ -8,14 +8,21 @@ them (``migrate``, with the Alembic scripts in ``migrations/``).
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
+from sqlmodel.sql.expression import Select
 
 from medmon.db import connect
 from medmon.errors import StorageError
 
-__all__ = ["create_tables", "import_all_models", "make_engine"]
+__all__ = ["create_tables", "import_all_models", "make_engine", "select_row"]
+
+
+def select_row(*columns: Any) -> Select[*tuple[Any, ...]]:
+    """``sqlmodel.select`` of any number of columns: its typed overloads stop at four."""
+    return Select(*columns)
 
 
 def make_engine(url: str | None = None, *, create: bool = True) -> Engine:

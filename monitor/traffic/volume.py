@@ -84,7 +84,7 @@ def dispersion(groups: Sequence[Sequence[int]]) -> tuple[float, int]:
     >>> dispersion([[100, 100, 100], [50, 50]])   # no variation at all: not even Poisson's
     (0.0, 3)
     >>> round(dispersion([[80, 120], [40, 60]])[0], 3)
-    0.032
+    0.068
     """
     ss = excess = weight = 0.0
     df = 0

@@ -30,8 +30,8 @@ from tests.alerts.helpers import FakeClock, clear, fire
 from tests.conftest import stop_process
 
 BINARY = shutil.which("prometheus-alertmanager")
-pytestmark = pytest.mark.skipif(BINARY is None, reason="prometheus-alertmanager is not installed "
-                                "(apt-get install prometheus-alertmanager; `make test` does it)")
+pytestmark = [pytest.mark.process, pytest.mark.skipif(BINARY is None, reason="prometheus-alertmanager is not installed "
+                                "(apt-get install prometheus-alertmanager; `make test` does it)")]
 
 CONFIG = """\
 global: {{resolve_timeout: 5m}}

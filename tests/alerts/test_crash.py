@@ -61,6 +61,7 @@ def worker(db_url: str, url: str) -> subprocess.Popen[bytes]:
 
 
 @pytest.mark.slow
+@pytest.mark.process
 def test_sigkill_mid_delivery_loses_nothing_and_duplicates_nothing(tmp_path: Path, db_url: str,
                                                                    serve: Callable[[object], RunningServer]) -> None:
     engine = make_engine(db_url)

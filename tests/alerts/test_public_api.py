@@ -1,5 +1,6 @@
 """The alerts package keeps its boundary: it imports nothing of medmon's but the lowest layer,
-``medmon.db`` and ``medmon.errors``, and its modules stay small. (Its public API is checked in tests/test_public_api.py.)"""
+``medmon.db`` and ``medmon.errors``, and its modules stay small. (Its public API is checked in
+tests/test_public_api.py.)"""
 
 from __future__ import annotations
 

@@ -56,6 +56,7 @@ def text_of(messages: list[ForwardMsg]) -> bytes:
     return b"".join(m.SerializeToString() for m in messages)
 
 
+@pytest.mark.process
 def test_streamlit_closes_a_websocket_for_a_foreign_host(seeded: Seeded, tmp_path: Path) -> None:
     with served_dashboard(seeded.plan_path, seeded.db_url, tmp_path / "dash.log", timeout=180) as dash:
         ok = text_of(session_messages(dash.url, "127.0.0.1"))
@@ -64,6 +65,7 @@ def test_streamlit_closes_a_websocket_for_a_foreign_host(seeded: Seeded, tmp_pat
             session_messages(dash.url, "attacker.example")
 
 
+@pytest.mark.process
 def test_the_app_refuses_a_foreign_host_even_when_streamlit_does_not_check(seeded: Seeded, tmp_path: Path) -> None:
     with served_dashboard(seeded.plan_path, seeded.db_url, tmp_path / "dash.log",
                           streamlit_host_check=False, timeout=180) as dash:

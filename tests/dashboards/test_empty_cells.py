@@ -31,6 +31,7 @@ def _none_cells(at: AppTest) -> list[str]:
 
 
 @pytest.mark.parametrize("database", ["seeded", "empty"])
+@pytest.mark.slow
 def test_no_page_shows_none_for_a_missing_value(database: str, seeded: Seeded, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch,
                                                 open_page: Callable[..., AppTest]) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
+import pytest
 import yaml
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -42,6 +43,7 @@ def _generate(seeded: Seeded, engine: Engine) -> CommitteeReport:
     return report
 
 
+@pytest.mark.slow
 def test_an_owner_signs_a_report_by_its_hash_as_the_signed_in_identity(
         seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
     report = _generate(seeded, seeded_engine)

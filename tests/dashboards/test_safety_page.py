@@ -54,6 +54,7 @@ def _as(open_page: Callable[..., AppTest], email: str) -> AppTest:
                                                                  "email_verified": True})
 
 
+@pytest.mark.slow
 def test_two_owners_suspend_a_high_risk_task_and_resume_is_refused_without_a_passing_reevaluation(
         seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest], gateway: list[dict[str, Any]]) -> None:
     at = _as(open_page, OWNER)
@@ -83,6 +84,7 @@ def test_two_owners_suspend_a_high_risk_task_and_resume_is_refused_without_a_pas
     assert steps == [(OWNER, "requested"), (CALC_OWNER, "sent")]
 
 
+@pytest.mark.slow
 def test_an_owner_opens_a_safety_event_and_records_a_near_miss(seeded: Seeded, seeded_engine: Engine,
                                                                open_page: Callable[..., AppTest]) -> None:
     with Session(seeded_engine) as s:

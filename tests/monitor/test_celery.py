@@ -56,6 +56,7 @@ def _results(engine: Engine) -> list[tuple[object, ...]]:
                  r.cost_usd, r.served_model) for run, r in rows]
 
 
+@pytest.mark.process
 def test_a_real_worker_gives_the_same_results_as_in_process_and_probes_each_slot_once(
         broker: str, make_plan, serve: Callable, new_db_url: Callable[[], str]) -> None:
     canaries = load_pack("clinical_knowledge_mcq").canaries
@@ -98,6 +99,7 @@ def test_digest_ignores_where_things_run_but_not_what_is_probed(make_plan) -> No
 
 
 @pytest.mark.slow
+@pytest.mark.process
 def test_medmon_serve_enqueues_and_medmon_worker_processes_execute(broker: str, db_url: str, tmp_path: Path,
                                                                    serve: Callable) -> None:
     sim = serve(create_simulator(load_pack("clinical_knowledge_mcq").canaries))
@@ -126,6 +128,7 @@ def test_medmon_serve_enqueues_and_medmon_worker_processes_execute(broker: str, 
 
 
 @pytest.mark.slow
+@pytest.mark.process
 def test_a_worker_killed_mid_probe_leaves_its_slot_to_the_next_worker(broker: str, db_url: str, tmp_path: Path,
                                                                        serve: Callable) -> None:
     """``kill -9`` of the worker holding a probe: once the visibility timeout passes, the broker hands

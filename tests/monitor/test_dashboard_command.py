@@ -17,6 +17,8 @@ import yaml
 from tests.conftest import plan_dict
 from tests.dashboards.browser import free_port
 
+pytestmark = pytest.mark.process  # servers, workers or builds started as processes
+
 
 def _serving(url: str) -> bool:
     try:

@@ -149,6 +149,7 @@ def _stamp(i: int) -> Any:
 
 
 @pytest.mark.slow
+@pytest.mark.process
 def test_medmon_simulate_serves_a_plan_without_a_model(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "medmon", "simulate", "--port", "0", "--json",
                              "--fault", "status:2:503", "--phase", "0:1.0", "--pack", "clinical_knowledge_mcq"],

@@ -56,6 +56,7 @@ def _sim_plan(make_plan: Callable[..., Plan], url: str, **task: object) -> Plan:
 
 
 @pytest.mark.slow
+@pytest.mark.process
 def test_abandoned_and_killed_probes_are_marked_interrupted_and_retried(tmp_path: Path, db_url: str,
                                                                       simulator) -> None:
     url, _ = simulator(Phase(latency_s=0.3))
@@ -120,6 +121,7 @@ def _block(url: str, allow: bool) -> None:
 
 @pytest.mark.slow
 @pytest.mark.postgres
+@pytest.mark.process
 def test_database_unreachable_the_service_waits_and_recovers(postgres_url: str, tmp_path: Path, simulator,
                                                               monkeypatch: pytest.MonkeyPatch,
                                                               caplog: pytest.LogCaptureFixture) -> None:

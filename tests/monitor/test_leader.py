@@ -64,6 +64,7 @@ def test_the_lock_matches_the_database(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.process
 def test_a_standby_takes_over_when_the_leader_is_killed(db_url: str, tmp_path: Path, serve: Callable) -> None:
     sim = serve(create_simulator(load_pack("clinical_knowledge_mcq").canaries))
     plan = write_plan(tmp_path / "plan.yaml", sim.url, db_url, schedule="1s", sample_size=2,

@@ -433,6 +433,7 @@ def test_check_notes_a_task_that_requires_review_but_has_no_reviewer() -> None:
     assert not any("requires human review" in n for n in plan_notes(_plan()))
 
 
+@pytest.mark.process
 def test_a_command_route_gets_the_body_on_stdin_and_its_failure_is_recorded(engine: Engine, tmp_path: Any) -> None:
     import sys
 

@@ -34,6 +34,8 @@ from medmon.probes.packs import load_pack
 from tests.conftest import plan_dict
 from tests.monitor.third_party import fakellm, litellm, llmock
 
+pytestmark = pytest.mark.process  # servers, workers or builds started as processes
+
 PACK = load_pack("clinical_knowledge_mcq")
 KEY_ENV = "MEDMON_REAL_ENDPOINT_KEY"
 MEDMON = [sys.executable, "-m", "medmon"]

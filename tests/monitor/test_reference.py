@@ -96,6 +96,7 @@ def test_go_live_conformance_compares_the_reference_with_helm_once(engine: Engin
         assert u.finding.ci_high < 0 and "below the HELM evidence" in u.summary
 
 
+@pytest.mark.slow  # Monte Carlo coverage
 def test_exact_margins_cover_as_stated_where_wald_does_not() -> None:
     """One-sided 95% lower bounds over 4,000 simulated references: Clopper-Pearson (checked against
     scipy's binomial test) and empirical Bernstein keep their coverage; Wald's does not at p = 0.95."""
@@ -143,6 +144,7 @@ def _stratified_coverage(rng: np.random.Generator, p_items: np.ndarray, runs: np
     return covered / reps
 
 
+@pytest.mark.slow  # Monte Carlo coverage
 @pytest.mark.parametrize("alpha", [0.05, 0.2])
 def test_the_stratified_margin_covers_as_stated_and_is_narrower_for_deterministic_canaries(alpha: float) -> None:
     """Once every canary has ``STRATIFIED_MIN_RUNS`` answers the margin counts only the spread of each

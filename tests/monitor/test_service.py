@@ -187,6 +187,7 @@ def test_service_probes_on_schedule_reports_health_and_stops_cleanly(db_url: str
 
 
 @pytest.mark.slow
+@pytest.mark.process
 def test_sigterm_finishes_the_probe_in_flight_and_a_restart_resumes_the_schedule(db_url: str, tmp_path: Path,
                                                                                   simulator) -> None:
     plan = write_plan(tmp_path / "plan.yaml", simulator(Phase(latency_s=0.3)), db_url, schedule="1s",

@@ -60,6 +60,7 @@ def _plan(path: Path, sim_url: str, db_url: str) -> Path:
     return path
 
 
+@pytest.mark.process
 def test_instrumented_openai_traffic_becomes_task_streams_alerts_and_redacted_rows(
         tmp_path: Path, db_url: str, serve, instrumented) -> None:
     canaries = [canary_from_dict({"id": "phi", "messages": [{"role": "user", "content": PHI_NOTE}],

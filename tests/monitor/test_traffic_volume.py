@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import pytest
 from sqlmodel import Session, select
 
 from medmon.alerts import Alert
@@ -56,6 +57,7 @@ def _hour_by_hour(engine, plan, counts, seed: int, stop_on_alert: bool = False) 
     return len(counts)
 
 
+@pytest.mark.slow
 def test_a_stable_week_with_its_day_night_rhythm_raises_nothing(engine, db_url) -> None:
     plan = traffic_plan(db_url, reference_window="3d", reference_min_calls=200)
     _reference(engine, plan, seed=1)

@@ -49,7 +49,8 @@ def test_agrees_with_helm_on_every_pair(ours: str, theirs: object) -> None:
 
 
 def test_strict_and_quasi_disagree_where_helm_says_they_do() -> None:
-    """The pairs on which a benchmark's strict exact_match and quasi exact match differ (PubMedQA's main metric is strict)."""
+    """The pairs on which a benchmark's strict exact_match and quasi exact match differ (PubMedQA's main metric is
+    strict)."""
     differ = [(a, r) for a, r in PAIRS if helm.exact_match(r, a) != helm.quasi_exact_match(r, a)]
     assert differ  # e.g. "Yes." against "yes"
     canary = Canary(id="x", messages=({"role": "user", "content": "q"},), references=("yes",))

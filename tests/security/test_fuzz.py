@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -81,6 +82,7 @@ def test_check_on_random_canary_lines(tmp_path_factory: Any, data: st.DataObject
     assert result.exit_code in (0, 2)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data(), name=st.sampled_from(["run_spec.json", "stats.json", "per_instance_stats.json",
                                              "scenario.json", "scenario_state.json"]))

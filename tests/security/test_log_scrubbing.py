@@ -38,6 +38,7 @@ def _echo_the_key(request: Request) -> Response:
                     headers={"X-Echo-Authorization": f"Bearer {key}", "X-Rejected-Key": key})
 
 
+@pytest.mark.process
 def test_probe_run_at_debug_logs_no_key_echoed_by_the_endpoint(tmp_path: Path, db_url: str,
                                                                httpserver: HTTPServer) -> None:
     httpserver.expect_request("/v1/chat/completions", method="POST").respond_with_handler(_echo_the_key)
@@ -64,6 +65,7 @@ def test_probe_run_at_debug_logs_no_key_echoed_by_the_endpoint(tmp_path: Path, d
     assert logged.splitlines()[-1] in run.stderr  # the same lines go to stderr
 
 
+@pytest.mark.process
 def test_serve_at_debug_masks_a_password_in_a_logged_url_and_the_echoed_key(tmp_path: Path, db_url: str,
                                                                           httpserver: HTTPServer) -> None:
     """The service logs where it exports telemetry: a collector URL with a password is a log

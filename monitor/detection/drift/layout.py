@@ -113,7 +113,7 @@ def exact_baseline_margin(p: float, n: int, alpha: float, min_margin: float) -> 
     Examples
     --------
     >>> round(exact_baseline_margin(0.95, 300, 0.05, 0.0), 4)     # Wald's 2 SE would say 0.0252
-    0.0218
+    0.0259
     """
     return max(min_margin, p - lower_bound(p * n, p * n, n, alpha, binary=True))
 

@@ -48,7 +48,7 @@ def _reviews(session: Session, plan: Plan, period: Period) -> list[dict[str, Any
         where = (ClinicianReview.task_id == task.id) & _in(ClinicianReview.created_at, period)
         answers, ratings = session.exec(select(func.count(func.distinct(ClinicianReview.result_id)),
                                                func.count()).where(where)).one()
-        flagged = session.exec(select(func.count()).select_from(ClinicianReview)  # type: ignore[call-overload]
+        flagged = session.exec(select(func.count()).select_from(ClinicianReview)
                                .where(where, col(ClinicianReview.safety_concern))).one()
         out.append({"task": task.id, "done": int(answers), "ratings": int(ratings), "quota": quota * weeks,
                     "flagged": int(flagged)})
@@ -104,7 +104,7 @@ def _events(session: Session, plan: Plan, period: Period, now: datetime) -> list
 
 def build_oversight_section(session: Session, plan: Plan, period: Period, now: datetime) -> OversightSection:
     """Every human-oversight figure of the period (safety clocks as they stand at ``now``)."""
-    misses = dict(session.exec(select(NearMiss.task_id, func.count()).where(  # type: ignore[call-overload]
+    misses = dict(session.exec(select(NearMiss.task_id, func.count()).where(
         _in(NearMiss.created_at, period)).group_by(NearMiss.task_id)).all())
     held = session.exec(select(Suspension).where(_in(Suspension.requested_at, period))
                         .order_by(col(Suspension.id))).all()

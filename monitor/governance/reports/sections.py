@@ -18,6 +18,7 @@ from medmon.baselines.interval import mean_interval, wilson_interval
 from medmon.monitor.governance.reports.period import Period, previous
 from medmon.monitor.models import FindingRecord
 from medmon.monitor.plan.model import Plan, Task
+from medmon.monitor.storage import select_row
 from medmon.probes.models import ProbeResult, ProbeRun, RunStatus
 
 REEVALUATION = "reevaluation"
@@ -208,7 +209,7 @@ def _hours(gap: timedelta | None) -> float | None:
 
 def provenance(session: Session, task_id: str, period: Period) -> list[dict[str, Any]]:
     """Which canaries (content hash), prompt and decoding, and scorer produced the period's runs."""
-    rows = session.exec(select(ProbeRun.pack_sha256, ProbeRun.prompt_sha256, ProbeRun.scorer_version, func.count(),
+    rows = session.exec(select_row(ProbeRun.pack_sha256, ProbeRun.prompt_sha256, ProbeRun.scorer_version, func.count(),
                                func.min(ProbeRun.started_at), func.max(ProbeRun.started_at))
                         .where(ProbeRun.task_id == task_id, in_period(col(ProbeRun.started_at), period))
                         .group_by(ProbeRun.pack_sha256, ProbeRun.prompt_sha256, ProbeRun.scorer_version)

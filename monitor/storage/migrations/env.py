@@ -21,7 +21,7 @@ target_metadata = SQLModel.metadata
 IGNORED_TABLES = {"apscheduler_jobs"}
 
 
-def include_object(obj, name, type_, reflected, compare_to):  # type: ignore[no-untyped-def]
+def include_object(obj, name, type_, reflected, compare_to):  # type: ignore[no-untyped-def]  # Alembic hook; not type-checked (excluded)
     return not (type_ == "table" and name in IGNORED_TABLES)
 
 
@@ -33,7 +33,7 @@ def _url() -> str:
     return url
 
 
-def _configure(connection) -> None:  # type: ignore[no-untyped-def]
+def _configure(connection) -> None:  # type: ignore[no-untyped-def]  # Alembic hook; not type-checked (excluded)
     context.configure(connection=connection, target_metadata=target_metadata, include_object=include_object,
                       render_as_batch=connection.dialect.name == "sqlite", compare_type=True)
 
