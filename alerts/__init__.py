@@ -21,11 +21,11 @@ from medmon.alerts.incidents import (
     get_incident,
     incident_body,
     incident_members,
+    incident_runbook,
     incident_status,
+    incident_title,
     list_incidents,
     open_incidents,
-    incident_runbook,
-    incident_title,
 )
 from medmon.alerts.lifecycle import (
     acknowledge,
@@ -51,14 +51,7 @@ from medmon.alerts.models import (
     Severity,
     Silence,
 )
-from medmon.alerts.outbox import (
-    DeliveryPolicy,
-    DeliveryReport,
-    dead_letters,
-    deliver_due,
-    enqueue_notice,
-    requeue,
-)
+from medmon.alerts.outbox import DeliveryPolicy, DeliveryReport, dead_letters, deliver_due, enqueue_notice, requeue
 from medmon.alerts.policy import Escalation, NotifyPolicy, RouteSpec
 from medmon.alerts.rules import Estimate, Rule, Subject
 from medmon.alerts.signal import Signal, fingerprint, group_key, severity_for

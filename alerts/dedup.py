@@ -37,8 +37,16 @@ class NotifyReason(str, Enum):
         return {NotifyReason.new_group: "firing", NotifyReason.new_firing: "firing"}.get(self, self.value)
 
 
-_SENDS = frozenset({NotifyReason.new_group, NotifyReason.new_firing, NotifyReason.escalated,
-                    NotifyReason.acknowledged, NotifyReason.resolved, NotifyReason.repeat})
+_SENDS = frozenset(
+    {
+        NotifyReason.new_group,
+        NotifyReason.new_firing,
+        NotifyReason.escalated,
+        NotifyReason.acknowledged,
+        NotifyReason.resolved,
+        NotifyReason.repeat,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -102,8 +110,9 @@ def decide(state: GroupState, told: Told | None, timers: Timers, now: datetime) 
     newly_acked = (state.acknowledged & told.firing) - told.acknowledged
     newly_resolved = (state.resolved & known) - told.resolved
     if newly_firing:
-        decision = Decision(NotifyReason.escalated if timers.escalation_route else NotifyReason.new_firing,
-                            newly_firing, newly_resolved)
+        decision = Decision(
+            NotifyReason.escalated if timers.escalation_route else NotifyReason.new_firing, newly_firing, newly_resolved
+        )
     elif newly_acked:
         decision = Decision(NotifyReason.acknowledged, newly_acked, newly_resolved)
     elif newly_resolved and timers.send_resolved:

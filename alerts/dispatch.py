@@ -14,8 +14,6 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlmodel import Session, col, select
-
 from medmon.alerts.dedup import Decision, GroupState, NotifyReason, Timers, Told, decide
 from medmon.alerts.history import record_event
 from medmon.alerts.incidents import incident_body
@@ -25,6 +23,7 @@ from medmon.alerts.signal import GROUP_LABELS
 from medmon.alerts.silences import active_silences
 from medmon.alerts.status import lifecycle_status, silenced_by
 from medmon.alerts.wakeup import announce
+from sqlmodel import Session, col, select
 
 _RANK = {Severity.critical: 0, Severity.warning: 1, Severity.info: 2}
 
@@ -36,8 +35,9 @@ def active_groups(session: Session) -> set[str]:
     return keys
 
 
-def flush(session: Session, policy: NotifyPolicy, now: datetime, *, groups: Iterable[str] | None = None
-          ) -> list[Notification]:
+def flush(
+    session: Session, policy: NotifyPolicy, now: datetime, *, groups: Iterable[str] | None = None
+) -> list[Notification]:
     """Write the notifications due now for ``groups`` (default: every active group)."""
     keys = sorted(set(groups) if groups is not None else active_groups(session))
     if not keys or not policy.routes:
@@ -49,12 +49,14 @@ def flush(session: Session, policy: NotifyPolicy, now: datetime, *, groups: Iter
     return out
 
 
-def _flush_group(session: Session, policy: NotifyPolicy, key: str, silences: Sequence[Silence], now: datetime
-                 ) -> list[Notification]:
-    logs = {log.route: log for log in session.exec(select(NotifyLog).where(NotifyLog.group_key == key)
-                                                   .with_for_update()).all()}
-    if all(r.name in logs and now < logs[r.name].sent_at + policy.group_interval_for(r)
-           for r in policy.routes):
+def _flush_group(
+    session: Session, policy: NotifyPolicy, key: str, silences: Sequence[Silence], now: datetime
+) -> list[Notification]:
+    logs = {
+        log.route: log
+        for log in session.exec(select(NotifyLog).where(NotifyLog.group_key == key).with_for_update()).all()
+    }
+    if all(r.name in logs and now < logs[r.name].sent_at + policy.group_interval_for(r) for r in policy.routes):
         if policy.escalation is None:
             return []  # every route heard about this group too recently to hear again
     members = _members(session, key, logs)
@@ -63,8 +65,13 @@ def _flush_group(session: Session, policy: NotifyPolicy, key: str, silences: Seq
     for route in policy.routes:
         log = logs.get(route.name)
         state = _state(policy, route, members, silences, now)
-        timers = Timers(policy.group_wait, policy.group_interval_for(route), policy.repeat_interval_for(route),
-                        route.send_resolved, policy.is_escalation(route))
+        timers = Timers(
+            policy.group_wait,
+            policy.group_interval_for(route),
+            policy.repeat_interval_for(route),
+            route.send_resolved,
+            policy.is_escalation(route),
+        )
         decision = decide(state, _told(log), timers, now)
         if decision.reason.sends:
             out.append(_enqueue(session, policy, route, key, members, state, decision, log, now))
@@ -81,27 +88,42 @@ def _members(session: Session, key: str, logs: dict[str, NotifyLog]) -> list[Ale
     query = select(Alert).where(Alert.group_key == key)
     rows = session.exec(query.where(col(Alert.ends_at).is_(None))).all()
     if told:
-        rows = [*rows, *session.exec(query.where(col(Alert.ends_at).is_not(None),
-                                                 col(Alert.fingerprint).in_(sorted(told)))).all()]
+        rows = [
+            *rows,
+            *session.exec(query.where(col(Alert.ends_at).is_not(None), col(Alert.fingerprint).in_(sorted(told)))).all(),
+        ]
     return list(rows)
 
 
-def _escalate(session: Session, policy: NotifyPolicy, members: Sequence[Alert], silences: Sequence[Silence],
-              now: datetime) -> None:
+def _escalate(
+    session: Session, policy: NotifyPolicy, members: Sequence[Alert], silences: Sequence[Silence], now: datetime
+) -> None:
     esc = policy.escalation
     if esc is None:
         return
     for a in members:
-        if (a.severity is Severity.critical and a.escalated_at is None and lifecycle_status(a) is AlertStatus.firing
-                and a.starts_at + esc.after <= now and silenced_by(a, silences, now) is None):
+        if (
+            a.severity is Severity.critical
+            and a.escalated_at is None
+            and lifecycle_status(a) is AlertStatus.firing
+            and a.starts_at + esc.after <= now
+            and silenced_by(a, silences, now) is None
+        ):
             a.escalated_at, a.escalated_to = now, esc.route
-            record_event(session, a, AlertStatus.firing, now, "medmon",
-                         f"not acknowledged within {esc.after}; escalated to route {esc.route}")
+            record_event(
+                session,
+                a,
+                AlertStatus.firing,
+                now,
+                "medmon",
+                f"not acknowledged within {esc.after}; escalated to route {esc.route}",
+            )
             session.add(a)
 
 
-def _state(policy: NotifyPolicy, route: RouteSpec, members: Sequence[Alert], silences: Sequence[Silence],
-           now: datetime) -> GroupState:
+def _state(
+    policy: NotifyPolicy, route: RouteSpec, members: Sequence[Alert], silences: Sequence[Silence], now: datetime
+) -> GroupState:
     firing, acked, resolved = set(), set(), set()
     born: datetime | None = None
     for a in members:
@@ -140,8 +162,17 @@ def _forget(session: Session, log: NotifyLog, state: GroupState) -> None:
         session.add(log)
 
 
-def _enqueue(session: Session, policy: NotifyPolicy, route: RouteSpec, key: str, members: Sequence[Alert],
-             state: GroupState, decision: Decision, log: NotifyLog | None, now: datetime) -> Notification:
+def _enqueue(
+    session: Session,
+    policy: NotifyPolicy,
+    route: RouteSpec,
+    key: str,
+    members: Sequence[Alert],
+    state: GroupState,
+    decision: Decision,
+    log: NotifyLog | None,
+    now: datetime,
+) -> Notification:
     shown = [a for a in members if a.fingerprint in state.firing | state.acknowledged | decision.newly_resolved]
     shown.sort(key=lambda a: (a.fingerprint not in decision.news, _RANK[a.severity], a.starts_at, a.id or 0))
     cap = policy.max_alerts_for(route)
@@ -160,9 +191,17 @@ def _enqueue(session: Session, policy: NotifyPolicy, route: RouteSpec, key: str,
     lead = listed[0]
     assert lead.id is not None
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
-    row = Notification(alert_id=lead.id, group_key=key, route=route.name, event=decision.reason.event,
-                       idempotency_key=f"medmon-{digest}-{route.name}-{log.sequence}-{int(now.timestamp() * 1e6)}",
-                       alert_count=len(shown), payload=body, next_attempt_at=now, created_at=now)
+    row = Notification(
+        alert_id=lead.id,
+        group_key=key,
+        route=route.name,
+        event=decision.reason.event,
+        idempotency_key=f"medmon-{digest}-{route.name}-{log.sequence}-{int(now.timestamp() * 1e6)}",
+        alert_count=len(shown),
+        payload=body,
+        next_attempt_at=now,
+        created_at=now,
+    )
     session.add(row)
     announce(session)  # the delivery worker wakes when this commits, not at its next tick
     for a in listed:
@@ -203,8 +242,16 @@ def alert_body(alert: Alert) -> dict[str, Any]:
     }
 
 
-def group_body(key: str, route: str, reason: NotifyReason, alerts: Sequence[Alert], news: Iterable[str],
-               now: datetime, *, max_alerts: int = 50) -> dict[str, Any]:
+def group_body(
+    key: str,
+    route: str,
+    reason: NotifyReason,
+    alerts: Sequence[Alert],
+    news: Iterable[str],
+    now: datetime,
+    *,
+    max_alerts: int = 50,
+) -> dict[str, Any]:
     """The channel-neutral notification: the group's alerts in order (news first) and what changed.
 
     At most ``max_alerts`` are listed; ``truncated_alerts`` counts the rest, which the

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlmodel import Session
-
 from medmon.alerts.models import Heartbeat
+from sqlmodel import Session
 
 
 def last_beat(session: Session, name: str) -> Heartbeat | None:

@@ -25,14 +25,13 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlmodel import Session, col, select
-
 from medmon.alerts.catalogue import cause_of
 from medmon.alerts.causes import RUNBOOKS, TITLES
 from medmon.alerts.history import record_event
 from medmon.alerts.models import Alert, AlertStatus, Incident, Severity, Silence
 from medmon.alerts.signal import MONITOR_GROUP
 from medmon.alerts.status import lifecycle_status, silenced_by, sync_status
+from sqlmodel import Session, col, select
 
 _RANK = {Severity.critical: 0, Severity.warning: 1, Severity.info: 2}
 
@@ -51,8 +50,12 @@ def attach(session: Session, alerts: Iterable[Alert | None], now: datetime) -> s
     pending = [a for a in alerts if a is not None]
     if not pending:
         return touched
-    current = {i.id: i for i in session.exec(select(Incident).where(
-        col(Incident.id).in_({a.incident_id for a in pending if a.incident_id is not None}))).all()}
+    current = {
+        i.id: i
+        for i in session.exec(
+            select(Incident).where(col(Incident.id).in_({a.incident_id for a in pending if a.incident_id is not None}))
+        ).all()
+    }
     by_key: dict[str, Incident] = {}
     for alert in pending:
         inc = current.get(alert.incident_id) if alert.incident_id is not None else None
@@ -67,15 +70,28 @@ def attach(session: Session, alerts: Iterable[Alert | None], now: datetime) -> s
 
 
 def _open_for(session: Session, alert: Alert, now: datetime) -> Incident:
-    found = session.exec(select(Incident).where(Incident.key == alert.group_key, col(Incident.closed_at).is_(None))
-                         .order_by(col(Incident.id).desc())).first()
+    found = session.exec(
+        select(Incident)
+        .where(Incident.key == alert.group_key, col(Incident.closed_at).is_(None))
+        .order_by(col(Incident.id).desc())
+    ).first()
     if found is not None:
         return found
     labels = alert.labels
     task = labels.get("task") or ""
-    inc = Incident(key=alert.group_key, deployment=labels.get("deployment", ""), task_id=task or MONITOR_GROUP,
-                   cause=cause_of(labels).value, severity=alert.severity, summary=alert.summary, owner=alert.owner,
-                   category=alert.category, dashboard_url=alert.dashboard_url, opened_at=now, last_seen_at=now)
+    inc = Incident(
+        key=alert.group_key,
+        deployment=labels.get("deployment", ""),
+        task_id=task or MONITOR_GROUP,
+        cause=cause_of(labels).value,
+        severity=alert.severity,
+        summary=alert.summary,
+        owner=alert.owner,
+        category=alert.category,
+        dashboard_url=alert.dashboard_url,
+        opened_at=now,
+        last_seen_at=now,
+    )
     session.add(inc)
     session.flush()
     return inc
@@ -109,8 +125,11 @@ def refresh(session: Session, incident_ids: Iterable[int], now: datetime) -> lis
                         session.add(a)
             elif all(a.acknowledged_at is not None for a in live):
                 first = min(live, key=lambda a: a.acknowledged_at or now)
-                inc.acknowledged_by, inc.acknowledged_at, inc.ack_note = (first.acknowledged_by, first.acknowledged_at,
-                                                                          first.ack_note)
+                inc.acknowledged_by, inc.acknowledged_at, inc.ack_note = (
+                    first.acknowledged_by,
+                    first.acknowledged_at,
+                    first.ack_note,
+                )
             lead = live[0]
             inc.severity, inc.summary = lead.severity, lead.summary
             inc.owner, inc.category, inc.dashboard_url = lead.owner, lead.category, lead.dashboard_url
@@ -145,12 +164,14 @@ def list_incidents(session: Session, *, task_id: str | None = None, limit: int =
     query = select(Incident)
     if task_id is not None:
         query = query.where(Incident.task_id == task_id)
-    return list(session.exec(query.order_by(col(Incident.opened_at).desc(), col(Incident.id).desc())
-                             .limit(limit)).all())
+    return list(
+        session.exec(query.order_by(col(Incident.opened_at).desc(), col(Incident.id).desc()).limit(limit)).all()
+    )
 
 
-def incident_status(incident: Incident, members: Sequence[Alert], silences: Sequence[Silence],
-                    now: datetime) -> AlertStatus:
+def incident_status(
+    incident: Incident, members: Sequence[Alert], silences: Sequence[Silence], now: datetime
+) -> AlertStatus:
     """resolved once closed; silenced when every open member is; acknowledged; firing otherwise."""
     if incident.closed_at is not None:
         return AlertStatus.resolved
@@ -184,8 +205,13 @@ def incident_body(incident: Incident, members: Sequence[Alert]) -> dict[str, Any
         "cause": incident.cause,
         "task": incident.task_id,
         "severity": incident.severity.value,
-        "status": ("resolved" if incident.closed_at is not None
-                   else "acknowledged" if incident.acknowledged_at is not None else "firing"),
+        "status": (
+            "resolved"
+            if incident.closed_at is not None
+            else "acknowledged"
+            if incident.acknowledged_at is not None
+            else "firing"
+        ),
         "summary": incident.summary,
         "owner": incident.owner,
         "dashboard_url": incident.dashboard_url,

@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlmodel import Session, col, func, select
-
 from medmon.alerts.dispatch import flush
 from medmon.alerts.history import record_event
 from medmon.alerts.incidents import attach, get_incident, incident_members, refresh
@@ -21,6 +19,7 @@ from medmon.alerts.models import Alert, AlertEvent, AlertStatus, Incident, Notif
 from medmon.alerts.policy import NotifyPolicy
 from medmon.alerts.signal import Signal
 from medmon.alerts.status import lifecycle_status, sync_status
+from sqlmodel import Session, col, func, select
 
 OPEN = (AlertStatus.firing, AlertStatus.acknowledged, AlertStatus.silenced)
 
@@ -47,15 +46,24 @@ def record_signals(session: Session, signals: Sequence[Signal], now: datetime) -
         session.flush()  # ids for the new alerts' first history entry
         for alert, signal in created:
             assert alert.id is not None
-            session.add(AlertEvent(alert_id=alert.id, at=now, actor="medmon", from_status=None,
-                                   to_status=AlertStatus.firing.value, note=signal.summary))
+            session.add(
+                AlertEvent(
+                    alert_id=alert.id,
+                    at=now,
+                    actor="medmon",
+                    from_status=None,
+                    to_status=AlertStatus.firing.value,
+                    note=signal.summary,
+                )
+            )
     refresh(session, attach(session, alerts, now), now)
     session.flush()
     return alerts
 
 
-def apply_signals(session: Session, signals: Sequence[Signal], routes: NotifyPolicy, now: datetime
-                  ) -> list[Alert | None]:
+def apply_signals(
+    session: Session, signals: Sequence[Signal], routes: NotifyPolicy, now: datetime
+) -> list[Alert | None]:
     """Apply each signal, then write the notifications now due for the groups they touched.
 
     Findings from one probe thus reach each route as one notification per task, not one per
@@ -66,14 +74,20 @@ def apply_signals(session: Session, signals: Sequence[Signal], routes: NotifyPol
     return alerts
 
 
-def _apply(session: Session, known: dict[str, Alert], created: list[tuple[Alert, Signal]], signal: Signal,
-           now: datetime) -> Alert | None:
+def _apply(
+    session: Session, known: dict[str, Alert], created: list[tuple[Alert, Signal]], signal: Signal, now: datetime
+) -> Alert | None:
     alert = known.get(signal.fingerprint)
     if signal.firing:
         if alert is None:
-            alert = Alert(fingerprint=signal.fingerprint, group_key=signal.group_key, labels=signal.labels,
-                          task_id=signal.labels.get("task", ""), rule=signal.labels.get("rule", ""),
-                          starts_at=now)
+            alert = Alert(
+                fingerprint=signal.fingerprint,
+                group_key=signal.group_key,
+                labels=signal.labels,
+                task_id=signal.labels.get("task", ""),
+                rule=signal.labels.get("rule", ""),
+                starts_at=now,
+            )
             _update(alert, signal, now)
             sync_status(alert)
             session.add(alert)
@@ -125,8 +139,9 @@ def _get(session: Session, alert_id: int) -> Alert:
     return alert
 
 
-def acknowledge(session: Session, alert_id: int, actor: str, note: str, now: datetime, *,
-                routes: NotifyPolicy | None = None) -> Alert:
+def acknowledge(
+    session: Session, alert_id: int, actor: str, note: str, now: datetime, *, routes: NotifyPolicy | None = None
+) -> Alert:
     """A person takes ownership of a firing alert: repeats and escalation stop until it fires anew.
 
     Routes that were told it fired hear that it was acknowledged (PagerDuty acknowledges the
@@ -154,7 +169,9 @@ def acknowledge(session: Session, alert_id: int, actor: str, note: str, now: dat
     return alert
 
 
-def resolve(session: Session, alert_id: int, actor: str, reason: str, routes: NotifyPolicy | None, now: datetime) -> Alert:
+def resolve(
+    session: Session, alert_id: int, actor: str, reason: str, routes: NotifyPolicy | None, now: datetime
+) -> Alert:
     """A person resolves an open alert with a reason; routes that were told it fired hear it ended.
 
     The resolved notification is written at once when ``routes`` is the ``NotifyPolicy``, else
@@ -198,8 +215,9 @@ def _open_incident(session: Session, incident_id: int, actor: str, text: str, wh
     return incident
 
 
-def acknowledge_incident(session: Session, incident_id: int, actor: str, note: str, now: datetime, *,
-                         routes: NotifyPolicy | None = None) -> Incident:
+def acknowledge_incident(
+    session: Session, incident_id: int, actor: str, note: str, now: datetime, *, routes: NotifyPolicy | None = None
+) -> Incident:
     """A person takes ownership of an incident: every firing member is acknowledged with one note.
 
     Members that join the incident later are acknowledged with it. Routes that were told it
@@ -227,8 +245,9 @@ def acknowledge_incident(session: Session, incident_id: int, actor: str, note: s
     return incident
 
 
-def resolve_incident(session: Session, incident_id: int, actor: str, reason: str, now: datetime, *,
-                     routes: NotifyPolicy | None = None) -> Incident:
+def resolve_incident(
+    session: Session, incident_id: int, actor: str, reason: str, now: datetime, *, routes: NotifyPolicy | None = None
+) -> Incident:
     """A person resolves an incident with a reason: every open member resolves, the incident closes.
 
     A later finding about the same task and cause opens a new incident.
@@ -265,11 +284,19 @@ def open_fingerprints(session: Session, fingerprints: Sequence[str]) -> set[str]
     """Which of ``fingerprints`` belong to an alert that is not resolved."""
     if not fingerprints:
         return set()
-    return set(session.exec(select(Alert.fingerprint).where(col(Alert.fingerprint).in_(list(fingerprints)),
-                                                             col(Alert.ends_at).is_(None))).all())
+    return set(
+        session.exec(
+            select(Alert.fingerprint).where(
+                col(Alert.fingerprint).in_(list(fingerprints)), col(Alert.ends_at).is_(None)
+            )
+        ).all()
+    )
 
 
 def pending_count(session: Session) -> int:
     """Notifications still waiting in the outbox."""
-    return int(session.exec(select(func.count()).select_from(Notification)
-                            .where(Notification.status == NotificationStatus.pending)).one())
+    return int(
+        session.exec(
+            select(func.count()).select_from(Notification).where(Notification.status == NotificationStatus.pending)
+        ).one()
+    )

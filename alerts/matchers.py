@@ -42,8 +42,9 @@ class Matcher:
             try:
                 re.compile(self.value)
             except re.error as exc:
-                raise ValueError(f"matcher {self.name}{self.op.value}{self.value!r}: invalid regular expression "
-                                 f"({exc})") from None
+                raise ValueError(
+                    f"matcher {self.name}{self.op.value}{self.value!r}: invalid regular expression ({exc})"
+                ) from None
 
     @classmethod
     def parse(cls, text: str) -> Matcher:

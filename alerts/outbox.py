@@ -15,13 +15,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
-
 from medmon.alerts.channels.base import Channel
 from medmon.alerts.errors import PermanentDeliveryError, RetryableDeliveryError
 from medmon.alerts.models import Notification, NotificationStatus
 from medmon.alerts.wakeup import announce
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
 
 
 @dataclass
@@ -43,8 +42,9 @@ class DeliveryPolicy:
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {self.max_attempts}")
         if not 0 < self.base_delay_s <= self.max_delay_s:
-            raise ValueError(f"expected 0 < base_delay_s <= max_delay_s, got {self.base_delay_s} and "
-                             f"{self.max_delay_s}")
+            raise ValueError(
+                f"expected 0 < base_delay_s <= max_delay_s, got {self.base_delay_s} and {self.max_delay_s}"
+            )
 
     def delay(self, attempts: int, retry_after: float | None) -> timedelta:
         """Exponential backoff with jitter, never sooner than the receiver's Retry-After."""
@@ -64,9 +64,12 @@ class DeliveryReport:
 
 
 def _lanes(session: Session, limit: int) -> dict[tuple[str, str], list[int]]:
-    pending = session.exec(select(Notification.id, Notification.group_key, Notification.route)
-                           .where(Notification.status == NotificationStatus.pending)
-                           .order_by(col(Notification.id)).limit(limit)).all()
+    pending = session.exec(
+        select(Notification.id, Notification.group_key, Notification.route)
+        .where(Notification.status == NotificationStatus.pending)
+        .order_by(col(Notification.id))
+        .limit(limit)
+    ).all()
     lanes: dict[tuple[str, str], list[int]] = {}
     for nid, group, route in pending:
         if nid is not None:
@@ -74,8 +77,13 @@ def _lanes(session: Session, limit: int) -> dict[tuple[str, str], list[int]]:
     return lanes
 
 
-def deliver_due(engine: Engine, channels: Mapping[str, Channel], now: Callable[[], datetime],
-                policy: DeliveryPolicy | None = None, limit: int = 5000) -> DeliveryReport:
+def deliver_due(
+    engine: Engine,
+    channels: Mapping[str, Channel],
+    now: Callable[[], datetime],
+    policy: DeliveryPolicy | None = None,
+    limit: int = 5000,
+) -> DeliveryReport:
     """Deliver what is due, lane by lane, oldest first; one transaction per attempt.
 
     A lane stops at its first notification that is not due or fails. After a retryable
@@ -108,8 +116,9 @@ def deliver_due(engine: Engine, channels: Mapping[str, Channel], now: Callable[[
     return report
 
 
-def _attempt(engine: Engine, nid: int, channel: Channel | None, now: Callable[[], datetime],
-             policy: DeliveryPolicy) -> str:
+def _attempt(
+    engine: Engine, nid: int, channel: Channel | None, now: Callable[[], datetime], policy: DeliveryPolicy
+) -> str:
     with Session(engine) as session:
         n = session.get(Notification, nid)
         if n is None or n.status != NotificationStatus.pending:
@@ -138,19 +147,35 @@ def _attempt(engine: Engine, nid: int, channel: Channel | None, now: Callable[[]
 
 def dead_letters(session: Session, *, limit: int = 200) -> list[Notification]:
     """Notifications that will not be delivered without a person, newest first, with their last error."""
-    return list(session.exec(select(Notification).where(Notification.status == NotificationStatus.dead)
-                             .order_by(col(Notification.id).desc()).limit(limit)).all())
+    return list(
+        session.exec(
+            select(Notification)
+            .where(Notification.status == NotificationStatus.dead)
+            .order_by(col(Notification.id).desc())
+            .limit(limit)
+        ).all()
+    )
 
 
-def enqueue_notice(session: Session, route: str, key: str, event: str, payload: dict[str, Any],
-                   now: datetime) -> Notification:
+def enqueue_notice(
+    session: Session, route: str, key: str, event: str, payload: dict[str, Any], now: datetime
+) -> Notification:
     """Queue a notice that is not about an alert (a committee report's) in the caller's transaction.
 
     It goes through the same lanes, retries, signing and dead letters as alert news; ``key`` is
     its idempotency key and group, so queuing the same notice twice fails on the unique key.
     """
-    row = Notification(alert_id=None, group_key=key, route=route, idempotency_key=key, event=event,
-                       alert_count=0, payload=payload, next_attempt_at=now, created_at=now)
+    row = Notification(
+        alert_id=None,
+        group_key=key,
+        route=route,
+        idempotency_key=key,
+        event=event,
+        alert_count=0,
+        payload=payload,
+        next_attempt_at=now,
+        created_at=now,
+    )
     session.add(row)
     session.flush()
     announce(session)

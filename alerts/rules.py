@@ -18,7 +18,6 @@ from medmon.alerts.catalogue import Impact, Kind, Rule, cause_of, impact_of, str
 from medmon.alerts.models import Severity
 from medmon.alerts.signal import Signal
 
-
 _ORDER = [Severity.info, Severity.warning, Severity.critical]
 
 
@@ -51,16 +50,30 @@ class Subject:
     dashboard_url: str = ""
     severity: Severity = Severity.warning
 
-    def signal(self, rule: Rule, metric: str, *, firing: bool, summary: str,
-               evidence: Mapping[str, Any] | None = None) -> Signal:
+    def signal(
+        self, rule: Rule, metric: str, *, firing: bool, summary: str, evidence: Mapping[str, Any] | None = None
+    ) -> Signal:
         """A signal labelled for this subject, its severity from the rule's impact (a name no rule has raises)."""
-        labels = {"deployment": self.deployment, "task": self.task, "metric": metric, "rule": Rule(rule).value,
-                  "benchmark": self.benchmark, "category": self.category}
+        labels = {
+            "deployment": self.deployment,
+            "task": self.task,
+            "metric": metric,
+            "rule": Rule(rule).value,
+            "benchmark": self.benchmark,
+            "category": self.category,
+        }
         labels["cause"] = cause_of(labels).value
         severity = severity_of(impact_of(rule), self.severity)
-        return Signal(labels=labels, firing=firing, severity=severity, summary=summary,
-                      owner=self.owner, category=self.category, dashboard_url=self.dashboard_url,
-                      evidence=dict(evidence or {}))
+        return Signal(
+            labels=labels,
+            firing=firing,
+            severity=severity,
+            summary=summary,
+            owner=self.owner,
+            category=self.category,
+            dashboard_url=self.dashboard_url,
+            evidence=dict(evidence or {}),
+        )
 
     @property
     def name(self) -> str:
@@ -80,8 +93,9 @@ class Estimate:
         return {"estimate": self.value, "ci_low": self.low, "ci_high": self.high, "n": self.n}
 
 
-def detector_alarm(subject: Subject, metric: str, evidence: Mapping[str, Any], *, kind: Kind | None = None,
-                   what: str = "") -> Signal:
+def detector_alarm(
+    subject: Subject, metric: str, evidence: Mapping[str, Any], *, kind: Kind | None = None, what: str = ""
+) -> Signal:
     """A stream's sequential detector alarmed: the rule of its ``kind`` (default: the metric's), ``what`` it means.
 
     ``evidence`` holds at least estimate, ci_low, ci_high, null_mean and n (and ``quantity``
@@ -90,9 +104,11 @@ def detector_alarm(subject: Subject, metric: str, evidence: Mapping[str, Any], *
     kind = kind or stream_kind(metric)
     e = evidence
     quantity = str(e.get("quantity", "mean"))
-    summary = (f"{subject.name}: {what or kind.what} ({'estimate' if quantity == 'mean' else quantity} "
-               f"{e['estimate']:.3f}, 95% CI {e['ci_low']:.3f} to {e['ci_high']:.3f}, null {e['null_mean']:.3f}, "
-               f"n={e['n']})")
+    summary = (
+        f"{subject.name}: {what or kind.what} ({'estimate' if quantity == 'mean' else quantity} "
+        f"{e['estimate']:.3f}, 95% CI {e['ci_low']:.3f} to {e['ci_high']:.3f}, null {e['null_mean']:.3f}, "
+        f"n={e['n']})"
+    )
     return subject.signal(kind.rule, metric, firing=True, summary=summary, evidence=evidence)
 
 
@@ -112,27 +128,45 @@ def below_minimum(subject: Subject, estimate: Estimate | None, minimum: float, *
         return None
     evidence = {**estimate.as_evidence(), "minimum": minimum}
     if estimate.high < minimum:
-        summary = (f"{subject.name}: recent score {estimate.value:.3f} (95% CI {estimate.low:.3f}-{estimate.high:.3f}, "
-                   f"n={estimate.n}) is below the approved minimum {minimum:.3f}")
+        summary = (
+            f"{subject.name}: recent score {estimate.value:.3f} (95% CI {estimate.low:.3f}-{estimate.high:.3f}, "
+            f"n={estimate.n}) is below the approved minimum {minimum:.3f}"
+        )
         return subject.signal(Rule.below_minimum, "score", firing=True, summary=summary, evidence=evidence)
     if estimate.value >= minimum:
-        return subject.signal(Rule.below_minimum, "score", firing=False, evidence=evidence,
-                              summary=f"{subject.name}: recent score {estimate.value:.3f} is back at the minimum "
-                                      f"{minimum:.3f}")
+        return subject.signal(
+            Rule.below_minimum,
+            "score",
+            firing=False,
+            evidence=evidence,
+            summary=f"{subject.name}: recent score {estimate.value:.3f} is back at the minimum {minimum:.3f}",
+        )
     return None
 
 
 def model_changed(subject: Subject, old: tuple[str, str | None], new: tuple[str, str | None]) -> Signal:
     """The served model or its system fingerprint differs from the last one seen."""
-    summary = (f"{subject.name}: served model changed from {old[0]} ({old[1] or 'no fingerprint'}) "
-               f"to {new[0]} ({new[1] or 'no fingerprint'})")
-    return subject.signal(Rule.model_change, "served_model", firing=True, summary=summary,
-                          evidence={"previous_model": old[0], "previous_fingerprint": old[1],
-                                    "served_model": new[0], "system_fingerprint": new[1]})
+    summary = (
+        f"{subject.name}: served model changed from {old[0]} ({old[1] or 'no fingerprint'}) "
+        f"to {new[0]} ({new[1] or 'no fingerprint'})"
+    )
+    return subject.signal(
+        Rule.model_change,
+        "served_model",
+        firing=True,
+        summary=summary,
+        evidence={
+            "previous_model": old[0],
+            "previous_fingerprint": old[1],
+            "served_model": new[0],
+            "system_fingerprint": new[1],
+        },
+    )
 
 
-def stale(subject: Subject, last_data_at: datetime | None, allowed: timedelta, now: datetime, *,
-          since: datetime) -> Signal:
+def stale(
+    subject: Subject, last_data_at: datetime | None, allowed: timedelta, now: datetime, *, since: datetime
+) -> Signal:
     """Fire when no usable probe data arrived for longer than ``allowed``; clear once it does.
 
     Age is counted from the later of the last usable data and ``since`` (when the monitor's
@@ -141,19 +175,23 @@ def stale(subject: Subject, last_data_at: datetime | None, allowed: timedelta, n
     """
     start = max(last_data_at, since) if last_data_at is not None else since
     age = now - start
-    evidence = {"last_data_at": last_data_at.isoformat() if last_data_at else None,
-                "age_s": round(age.total_seconds(), 3), "allowed_s": allowed.total_seconds()}
+    evidence = {
+        "last_data_at": last_data_at.isoformat() if last_data_at else None,
+        "age_s": round(age.total_seconds(), 3),
+        "allowed_s": allowed.total_seconds(),
+    }
     if age > allowed:
         last = last_data_at.isoformat() if last_data_at else "never"
-        summary = (f"{subject.name}: no usable probe data for {_span(age)} (allowed {_span(allowed)}; "
-                   f"last data {last})")
+        summary = f"{subject.name}: no usable probe data for {_span(age)} (allowed {_span(allowed)}; last data {last})"
         return subject.signal(Rule.stale, "freshness", firing=True, summary=summary, evidence=evidence)
-    return subject.signal(Rule.stale, "freshness", firing=False, evidence=evidence,
-                          summary=f"{subject.name}: probe data is fresh again")
+    return subject.signal(
+        Rule.stale, "freshness", firing=False, evidence=evidence, summary=f"{subject.name}: probe data is fresh again"
+    )
 
 
-def heartbeat_missed(subject: Subject, last_beat: datetime | None, tolerance: timedelta, now: datetime
-                     ) -> Signal | None:
+def heartbeat_missed(
+    subject: Subject, last_beat: datetime | None, tolerance: timedelta, now: datetime
+) -> Signal | None:
     """Fire when the monitor's last heartbeat is older than ``tolerance``; clear when it beats again.
 
     ``None`` before the first beat ever: a new installation has no gap to report.
@@ -161,14 +199,20 @@ def heartbeat_missed(subject: Subject, last_beat: datetime | None, tolerance: ti
     if last_beat is None:
         return None
     gap = now - last_beat
-    evidence = {"last_beat": last_beat.isoformat(), "gap_s": round(gap.total_seconds(), 3),
-                "tolerance_s": tolerance.total_seconds()}
+    evidence = {
+        "last_beat": last_beat.isoformat(),
+        "gap_s": round(gap.total_seconds(), 3),
+        "tolerance_s": tolerance.total_seconds(),
+    }
     if gap > tolerance:
-        summary = (f"{subject.name}: no heartbeat for {_span(gap)} (since {last_beat.isoformat()}); scheduled "
-                   "probes in that time did not run")
+        summary = (
+            f"{subject.name}: no heartbeat for {_span(gap)} (since {last_beat.isoformat()}); scheduled "
+            "probes in that time did not run"
+        )
         return subject.signal(Rule.heartbeat, "heartbeat", firing=True, summary=summary, evidence=evidence)
-    return subject.signal(Rule.heartbeat, "heartbeat", firing=False, evidence=evidence,
-                          summary=f"{subject.name}: heartbeat restored")
+    return subject.signal(
+        Rule.heartbeat, "heartbeat", firing=False, evidence=evidence, summary=f"{subject.name}: heartbeat restored"
+    )
 
 
 def _span(delta: timedelta) -> str:

@@ -42,7 +42,7 @@ def secret_key(secret: str) -> bytes:
     """
     if secret.startswith(SECRET_PREFIX):
         try:
-            return base64.b64decode(secret[len(SECRET_PREFIX):] + "==", validate=False)
+            return base64.b64decode(secret[len(SECRET_PREFIX) :] + "==", validate=False)
         except (binascii.Error, ValueError) as exc:
             raise ValueError("a webhook secret starting with 'whsec_' must continue in base64") from exc
     return secret.encode()
@@ -62,12 +62,16 @@ def sign(msg_id: str, timestamp: int, body: bytes, secret: str) -> str:
 
 def signed_headers(msg_id: str, timestamp: int, body: bytes, secret: str) -> dict[str, str]:
     """The three Standard Webhooks headers for one delivery attempt."""
-    return {ID_HEADER: msg_id, TIMESTAMP_HEADER: str(timestamp),
-            SIGNATURE_HEADER: sign(msg_id, timestamp, body, secret)}
+    return {
+        ID_HEADER: msg_id,
+        TIMESTAMP_HEADER: str(timestamp),
+        SIGNATURE_HEADER: sign(msg_id, timestamp, body, secret),
+    }
 
 
-def verify(body: bytes, headers: Mapping[str, str], secret: str, *, now: int,
-           tolerance_s: int = TOLERANCE_S) -> str | None:
+def verify(
+    body: bytes, headers: Mapping[str, str], secret: str, *, now: int, tolerance_s: int = TOLERANCE_S
+) -> str | None:
     """The message id when ``headers`` carry a valid, fresh signature of ``body``; else None.
 
     Dropping repeats of the id is the caller's job (it needs memory of what it accepted).

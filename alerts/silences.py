@@ -11,18 +11,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlmodel import Session, col, select
-
 from medmon.alerts.history import record_event
 from medmon.alerts.matchers import Matcher
 from medmon.alerts.models import Alert, AlertStatus, Incident, Silence
 from medmon.alerts.signal import IDENTIFYING_LABELS, MONITOR_GROUP
 from medmon.alerts.status import lifecycle_status, silence_matches
+from sqlmodel import Session, col, select
+
 from medmon.db import as_utc
 
 
-def create_silence(session: Session, matchers: Sequence[Matcher | str], *, ends_at: datetime, reason: str,
-                   created_by: str, now: datetime, starts_at: datetime | None = None) -> Silence:
+def create_silence(
+    session: Session,
+    matchers: Sequence[Matcher | str],
+    *,
+    ends_at: datetime,
+    reason: str,
+    created_by: str,
+    now: datetime,
+    starts_at: datetime | None = None,
+) -> Silence:
     """Store a silence; raise ValueError for no matchers, a bad matcher, no reason or a bad window."""
     parsed = [m if isinstance(m, Matcher) else Matcher.parse(m) for m in matchers]
     if not parsed:
@@ -34,15 +42,27 @@ def create_silence(session: Session, matchers: Sequence[Matcher | str], *, ends_
     start = starts_at or now
     if as_utc(ends_at) <= as_utc(start):
         raise ValueError(f"a silence must end after it starts (starts {start.isoformat()}, ends {ends_at.isoformat()})")
-    row = Silence(matchers=[m.to_dict() for m in parsed], starts_at=start, ends_at=ends_at, reason=reason.strip(),
-                  created_by=created_by, created_at=now)
+    row = Silence(
+        matchers=[m.to_dict() for m in parsed],
+        starts_at=start,
+        ends_at=ends_at,
+        reason=reason.strip(),
+        created_by=created_by,
+        created_at=now,
+    )
     session.add(row)
     session.flush()
     matched = ", ".join(str(m) for m in parsed)
     for alert in _open(session):
         if silence_matches(row, alert):
-            record_event(session, alert, AlertStatus.silenced, now, created_by,
-                         f"silence {row.id} until {ends_at.isoformat()} ({matched}): {row.reason}")
+            record_event(
+                session,
+                alert,
+                AlertStatus.silenced,
+                now,
+                created_by,
+                f"silence {row.id} until {ends_at.isoformat()} ({matched}): {row.reason}",
+            )
     return row
 
 
@@ -57,8 +77,9 @@ def silence_alert(session: Session, alert_id: int, actor: str, reason: str, unti
     return create_silence(session, matchers, ends_at=until, reason=reason, created_by=actor, now=now)
 
 
-def silence_incident(session: Session, incident_id: int, actor: str, reason: str, until: datetime,
-                     now: datetime) -> Silence:
+def silence_incident(
+    session: Session, incident_id: int, actor: str, reason: str, until: datetime, now: datetime
+) -> Silence:
     """Silence one incident (its deployment, task and cause, by equality) until ``until``.
 
     The silence covers every member, and members that join the incident while it lasts.
@@ -69,8 +90,10 @@ def silence_incident(session: Session, incident_id: int, actor: str, reason: str
     if incident.closed_at is not None:
         raise ValueError(f"incident {incident_id} is resolved; there is nothing to silence")
     task = "" if incident.task_id == MONITOR_GROUP else incident.task_id
-    matchers = [Matcher.parse(f"{k}={v}") for k, v in
-                (("deployment", incident.deployment), ("task", task), ("cause", incident.cause))]
+    matchers = [
+        Matcher.parse(f"{k}={v}")
+        for k, v in (("deployment", incident.deployment), ("task", task), ("cause", incident.cause))
+    ]
     return create_silence(session, matchers, ends_at=until, reason=reason, created_by=actor, now=now)
 
 
@@ -85,8 +108,15 @@ def expire_silence(session: Session, silence_id: int, actor: str, now: datetime)
     session.add(row)
     for alert in _open(session):
         if silence_matches(row, alert):
-            record_event(session, alert, lifecycle_status(alert), now, actor, f"silence {silence_id} expired early",
-                         from_status=AlertStatus.silenced)
+            record_event(
+                session,
+                alert,
+                lifecycle_status(alert),
+                now,
+                actor,
+                f"silence {silence_id} expired early",
+                from_status=AlertStatus.silenced,
+            )
     return row
 
 
@@ -96,8 +126,13 @@ def _open(session: Session) -> list[Alert]:
 
 def active_silences(session: Session, now: datetime) -> list[Silence]:
     """Silences in force at ``now``, ending soonest first."""
-    return list(session.exec(select(Silence).where(col(Silence.starts_at) <= now, col(Silence.ends_at) > now)
-                             .order_by(col(Silence.ends_at))).all())
+    return list(
+        session.exec(
+            select(Silence)
+            .where(col(Silence.starts_at) <= now, col(Silence.ends_at) > now)
+            .order_by(col(Silence.ends_at))
+        ).all()
+    )
 
 
 def list_silences(session: Session, now: datetime, *, include_ended: bool = False, limit: int = 200) -> list[Silence]:

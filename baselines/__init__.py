@@ -1,8 +1,9 @@
 """Pre-deployment MedHELM evidence: the taxonomy, baseline records, canaries and their importers."""
 
 from medmon.baselines.canary import Canary, canary_from_dict, read_canaries, write_canaries
-from medmon.baselines.errors import BaselineError, CanaryFormatError
 from medmon.baselines.errors import (
+    BaselineError,
+    CanaryFormatError,
     HelmFormatError,
     MalformedJSON,
     ManualFormatError,

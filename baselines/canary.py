@@ -27,12 +27,25 @@ from pathlib import Path
 from typing import Any
 
 from medmon.baselines.errors import CanaryFormatError
+
 from medmon.files import UnsafeInput, loads_json, read_text, split_lines
 
 _ROLES = {"system", "user", "assistant", "developer"}
 _FIELDS = {
-    "id", "messages", "references", "scorer", "tags", "baseline_score", "baseline_runs",
-    "replayable", "provenance", "tolerance", "choices", "pack", "benchmark", "decoding",
+    "id",
+    "messages",
+    "references",
+    "scorer",
+    "tags",
+    "baseline_score",
+    "baseline_runs",
+    "replayable",
+    "provenance",
+    "tolerance",
+    "choices",
+    "pack",
+    "benchmark",
+    "decoding",
 }
 _DECODING = {"temperature": (int, float), "max_tokens": (int,), "stop_sequences": (list,)}
 
@@ -81,7 +94,9 @@ def canary_from_dict(data: Any, *, where: str = "<canary>") -> Canary:
         raise CanaryFormatError(f"{where}: expected a JSON object, got {type(data).__name__}")
     unknown = sorted(set(data) - _FIELDS)
     if unknown:
-        raise CanaryFormatError(f"{where}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_FIELDS))}")
+        raise CanaryFormatError(
+            f"{where}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_FIELDS))}"
+        )
     if not isinstance(data.get("id"), str) or not data["id"]:
         raise CanaryFormatError(f"{where}: field 'id': expected a non-empty string")
     messages = data.get("messages")
@@ -90,7 +105,7 @@ def canary_from_dict(data: Any, *, where: str = "<canary>") -> Canary:
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or m.get("role") not in _ROLES or not isinstance(m.get("content"), str):
             raise CanaryFormatError(
-                f"{where}: field 'messages[{i}]': expected {{\"role\": one of {sorted(_ROLES)}, \"content\": string}}"
+                f'{where}: field \'messages[{i}]\': expected {{"role": one of {sorted(_ROLES)}, "content": string}}'
             )
     refs = data.get("references", [])
     if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
@@ -105,11 +120,16 @@ def canary_from_dict(data: Any, *, where: str = "<canary>") -> Canary:
     if runs is not None and not (isinstance(runs, int) and not isinstance(runs, bool) and 0 <= runs <= 1_000_000):
         raise CanaryFormatError(f"{where}: field 'baseline_runs': expected a whole number from 0 to 1,000,000")
     tolerance = data.get("tolerance")
-    if tolerance is not None and not (isinstance(tolerance, dict) and tolerance
-                                      and all(isinstance(k, str) and _number(v) for k, v in tolerance.items())
-                                      and tolerance.get("lower", -math.inf) <= tolerance.get("upper", math.inf)):
-        raise CanaryFormatError(f"{where}: field 'tolerance': expected an object of finite numbers with lower <= "
-                                "upper (e.g. {\"lower\": 4.5, \"upper\": 5.5}) or null")
+    if tolerance is not None and not (
+        isinstance(tolerance, dict)
+        and tolerance
+        and all(isinstance(k, str) and _number(v) for k, v in tolerance.items())
+        and tolerance.get("lower", -math.inf) <= tolerance.get("upper", math.inf)
+    ):
+        raise CanaryFormatError(
+            f"{where}: field 'tolerance': expected an object of finite numbers with lower <= "
+            'upper (e.g. {"lower": 4.5, "upper": 5.5}) or null'
+        )
     choices = data.get("choices")
     if choices is not None and not (isinstance(choices, list) and all(isinstance(c, str) for c in choices)):
         raise CanaryFormatError(f"{where}: field 'choices': expected a list of strings or null")
@@ -120,10 +140,15 @@ def canary_from_dict(data: Any, *, where: str = "<canary>") -> Canary:
         raise CanaryFormatError(f"{where}: field 'replayable': expected true or false")
     decoding = data.get("decoding")
     if decoding is not None:
-        if not isinstance(decoding, dict) or set(decoding) - set(_DECODING) or not all(
-                isinstance(v, _DECODING[k]) and not isinstance(v, bool) for k, v in decoding.items()):
-            raise CanaryFormatError(f"{where}: field 'decoding': expected an object with temperature (number), "
-                                    "max_tokens (integer) and stop_sequences (list of strings), each optional")
+        if (
+            not isinstance(decoding, dict)
+            or set(decoding) - set(_DECODING)
+            or not all(isinstance(v, _DECODING[k]) and not isinstance(v, bool) for k, v in decoding.items())
+        ):
+            raise CanaryFormatError(
+                f"{where}: field 'decoding': expected an object with temperature (number), "
+                "max_tokens (integer) and stop_sequences (list of strings), each optional"
+            )
     return Canary(
         id=data["id"],
         messages=tuple({"role": m["role"], "content": m["content"]} for m in messages),

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from medmon.baselines.canary import Canary
+from medmon.baselines.errors import HelmFormatError
 from medmon.baselines.helm_canaries import JuryDetail, PackContext, build_pack
 from medmon.baselines.helm_files import digest_sources, get_key, load_json, run_source_files
 from medmon.baselines.helm_stats import (
@@ -25,7 +26,6 @@ from medmon.baselines.helm_stats import (
     run_value_and_n,
     stat_index,
 )
-from medmon.baselines.errors import HelmFormatError
 from medmon.baselines.store import BaselineFigures
 from medmon.baselines.taxonomy import TaxonomyEntry, resolve
 
@@ -97,8 +97,13 @@ def _jury_floor(metric: MainMetric, value: float, scores: dict[str, list[float]]
     return MainMetric(metric.name, metric.split, 0.0, metric.scale_max, metric.jury, metric.rule)
 
 
-def read_run(run_dir: Path, *, suite: str = "", run_spec: dict[str, Any] | None = None,
-             source_files: dict[str, str] | None = None) -> RunEvidence:
+def read_run(
+    run_dir: Path,
+    *,
+    suite: str = "",
+    run_spec: dict[str, Any] | None = None,
+    source_files: dict[str, str] | None = None,
+) -> RunEvidence:
     """Read one run directory into figures and a canary pack; errors name the file and key.
 
     ``source_files`` are the run's file digests when the caller has already hashed them.
@@ -115,9 +120,12 @@ def read_run(run_dir: Path, *, suite: str = "", run_spec: dict[str, Any] | None 
     metric = choose_main_metric(spec, stats, entry, stats_file, rows)
     value, n = run_value_and_n(stats, metric)
     if n is not None and n < 1:
-        raise HelmFormatError(stats_file, f"num_instances (split {metric.split}).mean",
-                              f"{n}; expected a positive number of instances",
-                              at=[stat_index(rows, stats[("num_instances", metric.split)]), "mean"])
+        raise HelmFormatError(
+            stats_file,
+            f"num_instances (split {metric.split}).mean",
+            f"{n}; expected a positive number of instances",
+            at=[stat_index(rows, stats[("num_instances", metric.split)]), "mean"],
+        )
     per_instance_file = run_dir / "per_instance_stats.json"
     scores = merged_instance_scores(load_json(per_instance_file), metric, per_instance_file)
     notes: list[str] = []
@@ -171,7 +179,8 @@ def read_run(run_dir: Path, *, suite: str = "", run_spec: dict[str, Any] | None 
             adapter_method=str((spec.get("adapter_spec") or {}).get("method") or ""),
         )
         evidence.canaries, evidence.jury, evidence.completions = build_pack(
-            load_json(state_file), ctx, scores, state_file)
+            load_json(state_file), ctx, scores, state_file
+        )
         unreplayable = sum(not c.replayable for c in evidence.canaries)
         if unreplayable:
             notes.append(f"{unreplayable} canaries are redacted or empty: scores kept, replayable=False")

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from medmon.baselines.canary import Canary
-from medmon.baselines.helm_stats import MainMetric
 from medmon.baselines.errors import HelmFormatError
+from medmon.baselines.helm_stats import MainMetric
 
 REDACTED = "[redacted]"
 _ROLES = {"system", "user", "assistant", "developer"}
@@ -209,8 +209,12 @@ def build_pack(
     for i, state in enumerate(states):
         instance = state.get("instance") if isinstance(state, dict) else None
         if not isinstance(instance, dict) or not isinstance(instance.get("id"), str):
-            raise HelmFormatError(file, f"request_states[{i}].instance.id", "key missing or not a string",
-                                  at=["request_states", i, "instance", "id"])
+            raise HelmFormatError(
+                file,
+                f"request_states[{i}].instance.id",
+                "key missing or not a string",
+                at=["request_states", i, "instance", "id"],
+            )
         if "perturbation" in instance or str(instance.get("split") or ctx.metric.split) != ctx.metric.split:
             continue
         with _state_named(file, i):
@@ -236,12 +240,22 @@ def _state_named(file: Path, i: int) -> Iterator[None]:
     try:
         yield
     except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError) as exc:
-        raise HelmFormatError(file, f"request_states[{i}]", f"unexpected value ({type(exc).__name__}: {str(exc)[:200]})",
-                              at=["request_states", i]) from exc
+        raise HelmFormatError(
+            file,
+            f"request_states[{i}]",
+            f"unexpected value ({type(exc).__name__}: {str(exc)[:200]})",
+            at=["request_states", i],
+        ) from exc
 
 
-def _canary(state: dict[str, Any], instance_id: str, scores: dict[str, list[float]], ctx: PackContext,
-            adapter_spec: dict[str, Any], shared: dict[str, dict[str, Any]]) -> tuple[Canary, JuryDetail | None]:
+def _canary(
+    state: dict[str, Any],
+    instance_id: str,
+    scores: dict[str, list[float]],
+    ctx: PackContext,
+    adapter_spec: dict[str, Any],
+    shared: dict[str, dict[str, Any]],
+) -> tuple[Canary, JuryDetail | None]:
     """One instance's canary (and its jury detail when the metric is a jury's); equal tags and
     decodings share one object through ``shared``."""
     messages = _messages(state)

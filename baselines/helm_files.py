@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-
 from medmon.baselines.errors import HelmFormatError, MalformedJSON, NotHelmOutput, SourceFileMissing
+
 from medmon.files import UnsafeInput, decode, loads_json, read_bytes
 
 RUN_SPEC = "run_spec.json"
@@ -91,8 +91,11 @@ def _inside(run_dir: Path, path: Path) -> None:
     """Refuse a run file that is (or passes through) a link leading out of its run directory."""
     root = run_dir.resolve()
     if not path.resolve().is_relative_to(root):
-        raise NotHelmOutput(path, path.name, f"a symbolic link leading outside the run directory {run_dir} "
-                                             "(evidence must be the run's own files)")
+        raise NotHelmOutput(
+            path,
+            path.name,
+            f"a symbolic link leading outside the run directory {run_dir} (evidence must be the run's own files)",
+        )
 
 
 def run_source_files(run_dir: Path) -> dict[str, str]:

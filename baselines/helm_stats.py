@@ -25,7 +25,6 @@ written by ``LLMJuryMetric``) are on HELM's 1-5 scale; all others on 0-1.
 from __future__ import annotations
 
 import math
-
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -110,7 +109,10 @@ def _split_for(stats: dict[tuple[str, str], dict[str, Any]], name: str) -> str |
 
 
 def choose_main_metric(
-    run_spec: dict[str, Any], stats: dict[tuple[str, str], dict[str, Any]], entry: TaxonomyEntry, file: Path,
+    run_spec: dict[str, Any],
+    stats: dict[tuple[str, str], dict[str, Any]],
+    entry: TaxonomyEntry,
+    file: Path,
     rows: list[Any] | None = None,
 ) -> MainMetric:
     """Pick the main metric by the rules in this module's docstring.
@@ -122,9 +124,12 @@ def choose_main_metric(
         written_stat = stats.get((name, split))
         if written_stat is not None and not _has_value(written_stat):
             field = "count" if not (_finite(written_stat.get("count")) and written_stat["count"] > 0) else "mean"
-            raise HelmFormatError(file, f"{name} (split {split}).{field}",
-                                  "expected a finite number" + (" above 0" if field == "count" else ""),
-                                  at=None if rows is None else [stat_index(rows, written_stat), field])
+            raise HelmFormatError(
+                file,
+                f"{name} (split {split}).{field}",
+                "expected a finite number" + (" above 0" if field == "count" else ""),
+                at=None if rows is None else [stat_index(rows, written_stat), field],
+            )
         if not _has_value(written_stat):
             written = sorted({n for (n, s) in stats if s == split}) or sorted({n for n, _ in stats})
             raise UnknownMetric(
@@ -176,8 +181,12 @@ def merged_instance_scores(entries: Any, metric: MainMetric, file: Path) -> dict
             raise HelmFormatError(file, f"[{i}].instance_id", "key missing or not a string", at=[i, "instance_id"])
         trial = entry.get("train_trial_index") or 0
         if not isinstance(trial, int) or isinstance(trial, bool):
-            raise HelmFormatError(file, f"[{i}].train_trial_index", f"expected an integer, got {type(trial).__name__}",
-                                  at=[i, "train_trial_index"])
+            raise HelmFormatError(
+                file,
+                f"[{i}].train_trial_index",
+                f"expected an integer, got {type(trial).__name__}",
+                at=[i, "train_trial_index"],
+            )
         key = (entry["instance_id"], trial)
         if key in by_key:
             continue

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from medmon.baselines.helm_files import load_json, sha256_file
 from medmon.baselines.errors import HelmFormatError
+from medmon.baselines.helm_files import load_json, sha256_file
 from medmon.baselines.models import LeaderboardEntry
 from medmon.baselines.win_rate import mean_win_rates
 

@@ -16,10 +16,9 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from sqlmodel import Session, col, select
-
 from medmon.baselines.helm_files import digest_sources
 from medmon.baselines.models import Baseline
+from sqlmodel import Session, col, select
 
 
 def _runs_of(row: Baseline) -> dict[str, dict[str, str]] | None:
@@ -34,8 +33,9 @@ def _runs_of(row: Baseline) -> dict[str, dict[str, str]] | None:
     return dict(runs)
 
 
-def split_stored(session: Session, suite: str,
-                 run_files: dict[Path, dict[str, str]]) -> tuple[list[Baseline], list[Path]]:
+def split_stored(
+    session: Session, suite: str, run_files: dict[Path, dict[str, str]]
+) -> tuple[list[Baseline], list[Path]]:
     """The stored baselines that already hold some of these runs' files, and the runs they do not.
 
     ``run_files`` maps each run directory of the import to ``{file name: sha256}``
@@ -45,8 +45,13 @@ def split_stored(session: Session, suite: str,
     grouped differently now (two stored baselines of one benchmark, model and metric), nothing
     counts as held.
     """
-    rows = session.exec(select(Baseline).where(Baseline.source_kind == "helm", Baseline.suite == suite)
-                        .order_by(col(Baseline.id))).all() if run_files else []
+    rows = (
+        session.exec(
+            select(Baseline).where(Baseline.source_kind == "helm", Baseline.suite == suite).order_by(col(Baseline.id))
+        ).all()
+        if run_files
+        else []
+    )
     single = {row.source_sha256: row for row in rows if _runs_of(row) is None}
     by_name = {run.name: files for run, files in run_files.items()}
     covered: dict[str, Baseline] = {}

@@ -20,19 +20,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import case
-from sqlmodel import Session, col, func, select
-
+from medmon.baselines.errors import HelmFormatError, NoMainMetric, NotHelmOutput
 from medmon.baselines.helm import RunEvidence, read_run, read_run_spec
 from medmon.baselines.helm_files import locate, run_source_files
-from medmon.baselines.helm_unchanged import split_stored
 from medmon.baselines.helm_merge import combine_runs
 from medmon.baselines.helm_summary import read_group_tables
-from medmon.baselines.errors import HelmFormatError, NoMainMetric, NotHelmOutput
+from medmon.baselines.helm_unchanged import split_stored
 from medmon.baselines.manual import read_manual
 from medmon.baselines.models import Baseline, CanaryRecord
 from medmon.baselines.rescore import DISAGREEMENT_FLAG, Rescore, rescore_run
 from medmon.baselines.store import record_baseline, record_canaries, record_leaderboard
+from sqlalchemy import case
+from sqlmodel import Session, col, func, select
 
 Progress = Callable[[int, int, str], None]
 """Called as ``progress(done, total, label)`` after each run is read."""
@@ -212,8 +211,9 @@ def _collection_paused() -> Iterator[None]:
 def _unchanged_outcome(session: Session, baseline: Baseline) -> BaselineOutcome:
     assert baseline.id is not None
     total, replayable = session.exec(
-        select(func.count(), func.coalesce(func.sum(case((col(CanaryRecord.replayable), 1), else_=0)), 0))
-        .where(CanaryRecord.baseline_id == baseline.id)
+        select(func.count(), func.coalesce(func.sum(case((col(CanaryRecord.replayable), 1), else_=0)), 0)).where(
+            CanaryRecord.baseline_id == baseline.id
+        )
     ).one()
     notes = ["unchanged since it was imported (every source file has the same SHA-256): not read again"]
     if not baseline.in_taxonomy:
@@ -221,8 +221,15 @@ def _unchanged_outcome(session: Session, baseline: Baseline) -> BaselineOutcome:
     return _outcome(baseline, False, canaries=int(total), replayable=int(replayable), notes=notes)
 
 
-def _read_unchanged_suite(stored: list[Baseline], unread: list[Path], *, suite: str, strict: bool,
-                          report: ImportReport, run_files: dict[Path, dict[str, str]]) -> list[RunEvidence] | None:
+def _read_unchanged_suite(
+    stored: list[Baseline],
+    unread: list[Path],
+    *,
+    suite: str,
+    strict: bool,
+    report: ImportReport,
+    run_files: dict[Path, dict[str, str]],
+) -> list[RunEvidence] | None:
     """``[]`` when the runs not held by ``stored`` all lack a usable main metric (each recorded as
     skipped), so the import has nothing new; ``None`` when one of them must be read in full."""
     for run_dir in unread:
@@ -310,13 +317,25 @@ def import_helm_path(
     run_files = {run_dir: run_source_files(run_dir) for run_dir in _matching_runs(location.runs, model)}
     stored, unread = split_stored(session, location.suite, run_files)
     with _collection_paused():
-        evidence = _read_unchanged_suite(stored, unread, suite=location.suite, strict=strict, report=report,
-                                         run_files=run_files) if stored else None
+        evidence = (
+            _read_unchanged_suite(
+                stored, unread, suite=location.suite, strict=strict, report=report, run_files=run_files
+            )
+            if stored
+            else None
+        )
         if evidence is None:  # a first import, or a new or changed run: read and group every run
             report.skipped.clear()
-            evidence = _read_runs(location.runs, suite=location.suite, model=model, strict=strict,
-                                  progress=progress, report=report, run_files=run_files,
-                                  keep_completions=rescore is not None)
+            evidence = _read_runs(
+                location.runs,
+                suite=location.suite,
+                model=model,
+                strict=strict,
+                progress=progress,
+                report=report,
+                run_files=run_files,
+                keep_completions=rescore is not None,
+            )
             evidence = _group(evidence, location.path)
             if rescore is not None:
                 evidence = [rescore_run(run, rescore) for run in evidence]

@@ -60,13 +60,20 @@ def rescore_run(run: RunEvidence, rescore: Rescore) -> RunEvidence:
         return run
     values = [m for m, _ in medmon.values() if m is not None]
     compared = sum(1 for i in medmon if i in helm)
-    figures = replace(run.figures, medmon_instances=medmon,
-                      rescored_value=sum(values) / len(values) if values else None,
-                      rescored_n=len(values), rescored_unparsed=unparsed,
-                      disagreements=disagree, compared=compared)
+    figures = replace(
+        run.figures,
+        medmon_instances=medmon,
+        rescored_value=sum(values) / len(values) if values else None,
+        rescored_n=len(values),
+        rescored_unparsed=unparsed,
+        disagreements=disagree,
+        compared=compared,
+    )
     notes = list(run.notes)
     rate = disagree / compared if compared else 0.0
-    notes.append(f"HELM's completions scored again with medmon's scorer: {disagree} of {compared} instances "
-                 f"disagree ({rate:.1%}), {unparsed} not readable"
-                 + (f"; above the {DISAGREEMENT_FLAG:.0%} flag" if rate > DISAGREEMENT_FLAG else ""))
+    notes.append(
+        f"HELM's completions scored again with medmon's scorer: {disagree} of {compared} instances "
+        f"disagree ({rate:.1%}), {unparsed} not readable"
+        + (f"; above the {DISAGREEMENT_FLAG:.0%} flag" if rate > DISAGREEMENT_FLAG else "")
+    )
     return replace(run, figures=figures, canaries=canaries, notes=notes, completions={})  # scored: not kept

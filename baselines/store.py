@@ -5,13 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from sqlalchemy import insert
-from sqlmodel import Session, col, select
-
 from medmon.baselines.canary import Canary, canary_from_dict
 from medmon.baselines.interval import wilson_interval
 from medmon.baselines.models import Baseline, BaselineInstance, CanaryRecord, LeaderboardEntry
 from medmon.baselines.taxonomy import resolve
+from sqlalchemy import insert
+from sqlmodel import Session, col, select
 
 
 @dataclass
@@ -54,14 +53,21 @@ def record_baseline(session: Session, figures: BaselineFigures) -> tuple[Baselin
     same files twice changes nothing; different content adds the next version and keeps the old.
     """
     existing = session.exec(
-        select(Baseline).where(
+        select(Baseline)
+        .where(
             Baseline.benchmark == figures.benchmark, Baseline.model == figures.model, Baseline.metric == figures.metric
-        ).order_by(col(Baseline.version).desc())
+        )
+        .order_by(col(Baseline.version).desc())
     ).all()
     for row in existing:
         if figures.source_sha256 and row.source_sha256 == figures.source_sha256:
             return row, False
-        if not figures.source_sha256 and row.value == figures.value and row.n == figures.n and row.source_kind == figures.source_kind:
+        if (
+            not figures.source_sha256
+            and row.value == figures.value
+            and row.n == figures.n
+            and row.source_kind == figures.source_kind
+        ):
             return row, False
     entry = resolve(figures.benchmark)
     span = figures.scale_max - figures.scale_min
@@ -70,24 +76,46 @@ def record_baseline(session: Session, figures: BaselineFigures) -> tuple[Baselin
         lo, hi = wilson_interval(figures.normalized, figures.n)
         ci = (figures.scale_min + lo * span, figures.scale_min + hi * span)
     baseline = Baseline(
-        benchmark=figures.benchmark, model=figures.model, metric=figures.metric, split=figures.split,
-        value=figures.value, normalized=figures.normalized, scale_min=figures.scale_min,
-        scale_max=figures.scale_max, n=figures.n, ci_low=ci[0], ci_high=ci[1],
-        replicates=figures.replicates, category=entry.category, subcategory=entry.subcategory,
-        in_taxonomy=entry.in_taxonomy, source_kind=figures.source_kind, source_path=figures.source_path,
-        source_sha256=figures.source_sha256, source_files=figures.source_files, suite=figures.suite,
-        version=(existing[0].version + 1) if existing else 1, rescored_value=figures.rescored_value,
-        rescored_n=figures.rescored_n, rescored_unparsed=figures.rescored_unparsed,
-        disagreements=figures.disagreements, compared=figures.compared,
+        benchmark=figures.benchmark,
+        model=figures.model,
+        metric=figures.metric,
+        split=figures.split,
+        value=figures.value,
+        normalized=figures.normalized,
+        scale_min=figures.scale_min,
+        scale_max=figures.scale_max,
+        n=figures.n,
+        ci_low=ci[0],
+        ci_high=ci[1],
+        replicates=figures.replicates,
+        category=entry.category,
+        subcategory=entry.subcategory,
+        in_taxonomy=entry.in_taxonomy,
+        source_kind=figures.source_kind,
+        source_path=figures.source_path,
+        source_sha256=figures.source_sha256,
+        source_files=figures.source_files,
+        suite=figures.suite,
+        version=(existing[0].version + 1) if existing else 1,
+        rescored_value=figures.rescored_value,
+        rescored_n=figures.rescored_n,
+        rescored_unparsed=figures.rescored_unparsed,
+        disagreements=figures.disagreements,
+        compared=figures.compared,
     )
     session.add(baseline)
     session.flush()
     assert baseline.id is not None
     medmon = figures.medmon_instances
     rows = [
-        {"baseline_id": baseline.id, "instance_id": instance_id, "score": score, "runs": runs,
-         "medmon_score": medmon.get(instance_id, (None, 0))[0],
-         "medmon_unparsed": medmon.get(instance_id, (None, 0))[1]}
+        {
+            "baseline_id": baseline.id,
+            "instance_id": instance_id,
+            "score": score,
+            "runs": runs,
+            "medmon_score": medmon.get(instance_id, (None, 0))[0],
+            "medmon_unparsed": medmon.get(instance_id, (None, 0))[1],
+        }
         for instance_id, (score, runs) in figures.instances.items()
     ]
     if rows:  # one bulk insert: tens of thousands of instances in well under a second
@@ -95,7 +123,9 @@ def record_baseline(session: Session, figures: BaselineFigures) -> tuple[Baselin
     return baseline, True
 
 
-def latest_baseline(session: Session, benchmark: str, model: str | None = None, metric: str | None = None) -> Baseline | None:
+def latest_baseline(
+    session: Session, benchmark: str, model: str | None = None, metric: str | None = None
+) -> Baseline | None:
     """The newest version for a benchmark (and model, metric when given)."""
     query = select(Baseline).where(Baseline.benchmark == benchmark)
     if model:
@@ -107,7 +137,9 @@ def latest_baseline(session: Session, benchmark: str, model: str | None = None, 
 
 def list_baselines(session: Session) -> list[Baseline]:
     """Every stored baseline version, grouped by benchmark."""
-    return list(session.exec(select(Baseline).order_by(Baseline.benchmark, Baseline.model, col(Baseline.version))).all())
+    return list(
+        session.exec(select(Baseline).order_by(Baseline.benchmark, Baseline.model, col(Baseline.version))).all()
+    )
 
 
 def instance_scores(session: Session, baseline_id: int, *, scored_by: str = "helm") -> dict[str, float]:
@@ -147,8 +179,13 @@ def record_canaries(
     """
     rows = [
         {
-            "baseline_id": baseline_id, "canary_id": c.id, "pack": c.pack, "benchmark": c.benchmark,
-            "canary": _canary_object(c), "replayable": c.replayable, "jury": (jury or {}).get(c.id),
+            "baseline_id": baseline_id,
+            "canary_id": c.id,
+            "pack": c.pack,
+            "benchmark": c.benchmark,
+            "canary": _canary_object(c),
+            "replayable": c.replayable,
+            "jury": (jury or {}).get(c.id),
         }
         for c in canaries
     ]

@@ -74,7 +74,15 @@ def resolve(benchmark: str) -> TaxonomyEntry:
     if entry is not None:
         return entry
     return TaxonomyEntry(
-        benchmark=benchmark, display_name=benchmark, category="Outside the MedHELM taxonomy",
-        subcategory=None, main_metric=None, main_split="test", llm_jury=False, jury_criteria=(),
-        data_access=None, source="unknown", in_taxonomy=False,
+        benchmark=benchmark,
+        display_name=benchmark,
+        category="Outside the MedHELM taxonomy",
+        subcategory=None,
+        main_metric=None,
+        main_split="test",
+        llm_jury=False,
+        jury_criteria=(),
+        data_access=None,
+        source="unknown",
+        in_taxonomy=False,
     )

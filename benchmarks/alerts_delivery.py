@@ -38,16 +38,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pydantic import SecretStr  # noqa: E402
-from sqlalchemy.engine import Engine  # noqa: E402
-from sqlmodel import Session, func, select  # noqa: E402
-
+from apscheduler.schedulers.background import BackgroundScheduler  # noqa: E402
+from apscheduler.triggers.interval import IntervalTrigger  # noqa: E402
 from medmon.alerts import (  # noqa: E402
     DeliveryPolicy,
     Notification,
@@ -63,15 +61,16 @@ from medmon.alerts import (  # noqa: E402
     flush,
     pending_count,
 )
-from apscheduler.schedulers.background import BackgroundScheduler  # noqa: E402
-from apscheduler.triggers.interval import IntervalTrigger  # noqa: E402
-
 from medmon.alerts.channels import WebhookConfig  # noqa: E402
 from medmon.alerts.receiver import ReceiverState, create_receiver  # noqa: E402
-from medmon.db import utcnow  # noqa: E402
-from medmon.monitor.storage import make_engine  # noqa: E402
 from medmon.monitor.service.delivery import DeliveryWaker, deliver_until_quiet  # noqa: E402
 from medmon.monitor.service.webserver import RunningServer, serve_in_thread  # noqa: E402
+from medmon.monitor.storage import make_engine  # noqa: E402
+from pydantic import SecretStr  # noqa: E402
+from sqlalchemy.engine import Engine  # noqa: E402
+from sqlmodel import Session, func, select  # noqa: E402
+
+from medmon.db import utcnow  # noqa: E402
 
 SECRET_ENV = "MEDMON_BENCH_WEBHOOK_SECRET"
 SECRET = "benchmark-webhook-secret"
@@ -79,17 +78,31 @@ POLICY = NotifyPolicy(routes=(RouteSpec("hook"),))
 
 
 def signal_for(task: str, metric: str, firing: bool) -> Signal:
-    subject = Subject("production", task, "medcalc_bench", "Clinical Decision Support", "Dr. Owner <o@h.example>",
-                      f"http://127.0.0.1:8501/task?task={task}", Severity.critical)
+    subject = Subject(
+        "production",
+        task,
+        "medcalc_bench",
+        "Clinical Decision Support",
+        "Dr. Owner <o@h.example>",
+        f"http://127.0.0.1:8501/task?task={task}",
+        Severity.critical,
+    )
     summary = f"{task}: {metric} {'fired' if firing else 'ok'}"
-    return subject.signal("drift_drop", metric, firing=firing, summary=summary,
-                          evidence={"estimate": 0.6, "ci_low": 0.55, "ci_high": 0.65, "n": 100})
+    return subject.signal(
+        "drift_drop",
+        metric,
+        firing=firing,
+        summary=summary,
+        evidence={"estimate": 0.6, "ci_low": 0.55, "ci_high": 0.65, "n": 100},
+    )
 
 
 # --- the worker process -------------------------------------------------------------------------
 
-def worker_main(database: str, url: str, every_s: float, drain: bool, wake: bool = False,
-                stop: threading.Event | None = None) -> int:
+
+def worker_main(
+    database: str, url: str, every_s: float, drain: bool, wake: bool = False, stop: threading.Event | None = None
+) -> int:
     """Deliver with the real clock; with ``drain``, exit once the outbox is empty.
 
     With ``wake`` the worker is the service's: the delivery job on an APScheduler tick of
@@ -103,9 +116,12 @@ def worker_main(database: str, url: str, every_s: float, drain: bool, wake: bool
     if wake:
         scheduler = BackgroundScheduler(timezone="UTC", job_defaults={"coalesce": True, "max_instances": 1})
         waker = DeliveryWaker(scheduler, engine)
-        scheduler.add_job(lambda: deliver_until_quiet(lambda: deliver_due(engine, {"hook": channel}, utcnow, policy),
-                                                      waker.busy),
-                          IntervalTrigger(seconds=every_s), id="deliver", misfire_grace_time=5)
+        scheduler.add_job(
+            lambda: deliver_until_quiet(lambda: deliver_due(engine, {"hook": channel}, utcnow, policy), waker.busy),
+            IntervalTrigger(seconds=every_s),
+            id="deliver",
+            misfire_grace_time=5,
+        )
         scheduler.start()
         waker.start()
         (stop or threading.Event()).wait()
@@ -124,14 +140,16 @@ def worker_main(database: str, url: str, every_s: float, drain: bool, wake: bool
     return 0
 
 
-def start_worker(db_url: str, url: str, *, every_s: float = 0.05, drain: bool = True,
-                 wake: bool = False) -> subprocess.Popen[bytes]:
+def start_worker(
+    db_url: str, url: str, *, every_s: float = 0.05, drain: bool = True, wake: bool = False
+) -> subprocess.Popen[bytes]:
     args = [sys.executable, str(Path(__file__).resolve()), "--worker", db_url, url, str(every_s)]
     args += (["--drain"] if drain else []) + (["--wake"] if wake else [])
     return subprocess.Popen(args, cwd=ROOT, env={**os.environ, SECRET_ENV: SECRET})
 
 
 # --- helpers -------------------------------------------------------------------------------------
+
 
 def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
@@ -150,8 +168,13 @@ def free_port() -> int:
 def counts(engine: Engine) -> tuple[int, int]:
     with Session(engine) as s:
         total = int(s.exec(select(func.count()).select_from(Notification)).one())
-        done = int(s.exec(select(func.count()).select_from(Notification)
-                          .where(Notification.status == NotificationStatus.delivered)).one())
+        done = int(
+            s.exec(
+                select(func.count())
+                .select_from(Notification)
+                .where(Notification.status == NotificationStatus.delivered)
+            ).one()
+        )
     return total, done
 
 
@@ -167,12 +190,13 @@ def keys_ok(engine: Engine, state: ReceiverState) -> tuple[int, int, int]:
 
 # --- the three figures ---------------------------------------------------------------------------
 
+
 def throughput(workdir: Path, notifications: int) -> dict[str, float]:
     db_url = f"sqlite:///{workdir / 'throughput.db'}"
     engine = make_engine(db_url)
     groups = 100
     rounds = max(1, notifications // groups)
-    t = datetime.now(timezone.utc) - timedelta(days=1)
+    t = datetime.now(UTC) - timedelta(days=1)
     with Session(engine) as s:  # tasks fire and recover in turn: one notification per group per round
         for r in range(rounds):
             apply_signals(s, [signal_for(f"task-{g:03d}", "score", r % 2 == 0) for g in range(groups)], POLICY, t)
@@ -191,18 +215,28 @@ def throughput(workdir: Path, notifications: int) -> dict[str, float]:
     finally:
         server.stop()
     span = (last - first).total_seconds()
-    return {"notifications": expected, "accepted": accepted, "repeats": repeats,
-            "per_second": (expected - 1) / span if span > 0 else float("nan"), "wall_s_with_start": wall}
+    return {
+        "notifications": expected,
+        "accepted": accepted,
+        "repeats": repeats,
+        "per_second": (expected - 1) / span if span > 0 else float("nan"),
+        "wall_s_with_start": wall,
+    }
 
 
 def _percentiles(out: list[float]) -> dict[str, float]:
     out = sorted(out)
-    return {"samples": len(out), "p50_ms": round(1000 * statistics.median(out), 1),
-            "p95_ms": round(1000 * out[int(0.95 * (len(out) - 1))], 1), "max_ms": round(1000 * out[-1], 1)}
+    return {
+        "samples": len(out),
+        "p50_ms": round(1000 * statistics.median(out), 1),
+        "p95_ms": round(1000 * out[int(0.95 * (len(out) - 1))], 1),
+        "max_ms": round(1000 * out[-1], 1),
+    }
 
 
-def _time_findings(engine: Engine, state: ReceiverState, samples: int, spread_s: float,
-                   rng: random.Random) -> list[float]:
+def _time_findings(
+    engine: Engine, state: ReceiverState, samples: int, spread_s: float, rng: random.Random
+) -> list[float]:
     """Commit a finding at a random moment ``samples`` times; seconds until each webhook arrived."""
     with Session(engine) as s:  # warm-up: the worker has started once this arrives
         apply_signals(s, [signal_for("warm-up", "score", True)], POLICY, utcnow())
@@ -220,8 +254,9 @@ def _time_findings(engine: Engine, state: ReceiverState, samples: int, spread_s:
     return out
 
 
-def latency(db_url: str, samples: int, every_s: float, rng: random.Random, *, wake: bool,
-            in_process: bool = False) -> dict[str, float]:
+def latency(
+    db_url: str, samples: int, every_s: float, rng: random.Random, *, wake: bool, in_process: bool = False
+) -> dict[str, float]:
     """Finding to webhook received, the worker in its own process or (``in_process``) in this one."""
     engine = make_engine(db_url)
     app = create_receiver(SECRET)
@@ -251,8 +286,9 @@ def latency(db_url: str, samples: int, every_s: float, rng: random.Random, *, wa
 def send_floor(workdir: Path, samples: int) -> dict[str, float]:
     """The floor: rendering, signing and POSTing one webhook to the local receiver, nothing else."""
     server = serve_in_thread(create_receiver(SECRET))
-    channel = WebhookChannel(WebhookConfig(name="hook", url=SecretStr(f"{server.url}/alerts"),
-                                           secret=SecretStr(SECRET)))
+    channel = WebhookChannel(
+        WebhookConfig(name="hook", url=SecretStr(f"{server.url}/alerts"), secret=SecretStr(SECRET))
+    )
     engine = make_engine(f"sqlite:///{workdir / 'floor.db'}")
     with Session(engine) as s:  # a real notification body, as a finding writes it
         apply_signals(s, [signal_for("floor", "score", True)], POLICY, utcnow())
@@ -288,13 +324,20 @@ def burst(workdir: Path, alerts: int, down_s: float, rng: random.Random) -> dict
     db_url = f"sqlite:///{workdir / 'burst.db'}"
     engine = make_engine(db_url)
     tasks, batch = 50, 100
-    t0 = datetime.now(timezone.utc) - timedelta(hours=1)
+    t0 = datetime.now(UTC) - timedelta(hours=1)
     started = time.perf_counter()
     with Session(engine) as s:  # 10,000 distinct alerts in one simulated minute, in probe-sized batches
         for b in range(alerts // batch):
             at = t0 + timedelta(seconds=60 * b / (alerts // batch))
-            apply_signals(s, [signal_for(f"task-{rng.randrange(tasks):02d}", f"score[item={b * batch + i}]", True)
-                              for i in range(batch)], POLICY, at)
+            apply_signals(
+                s,
+                [
+                    signal_for(f"task-{rng.randrange(tasks):02d}", f"score[item={b * batch + i}]", True)
+                    for i in range(batch)
+                ],
+                POLICY,
+                at,
+            )
         for k in range(1, 23):  # the alert pass keeps running every 30 s for 11 minutes
             flush(s, POLICY, t0 + timedelta(seconds=60 + 30 * k))
         s.commit()
@@ -326,12 +369,24 @@ def burst(workdir: Path, alerts: int, down_s: float, rng: random.Random) -> dict
     finally:
         server.stop()
     with Session(engine) as s:
-        dead = int(s.exec(select(func.count()).select_from(Notification)
-                          .where(Notification.status == NotificationStatus.dead)).one())
-    return {"alerts": alerts, "notifications": total, "build_s": build_s, "attempts_while_down": tried,
-            "delivered_at_kill": at_kill, "delivered": delivered, "accepted_keys": accepted,
-            "keys_accepted_twice": repeats, "copies_dropped_by_receiver": state.duplicates, "dead": dead,
-            "ok": float(delivered == expected == accepted and repeats == 0)}
+        dead = int(
+            s.exec(
+                select(func.count()).select_from(Notification).where(Notification.status == NotificationStatus.dead)
+            ).one()
+        )
+    return {
+        "alerts": alerts,
+        "notifications": total,
+        "build_s": build_s,
+        "attempts_while_down": tried,
+        "delivered_at_kill": at_kill,
+        "delivered": delivered,
+        "accepted_keys": accepted,
+        "keys_accepted_twice": repeats,
+        "copies_dropped_by_receiver": state.duplicates,
+        "dead": dead,
+        "ok": float(delivered == expected == accepted and repeats == 0),
+    }
 
 
 def main() -> None:
@@ -341,8 +396,11 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=10_000)
     parser.add_argument("--down-s", type=float, default=5.0)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432",
-                        help="server for the cross-process figure ('' to skip it)")
+    parser.add_argument(
+        "--postgres",
+        default="postgresql://postgres@127.0.0.1:5432",
+        help="server for the cross-process figure ('' to skip it)",
+    )
     parser.add_argument("--only-latency", action="store_true")
     args = parser.parse_args()
     rng = random.Random(args.seed)
@@ -352,14 +410,23 @@ def main() -> None:
         if not args.only_latency:
             print("throughput:", throughput(workdir, args.notifications), flush=True)
         print("latency, random arrivals, finding committed -> webhook received (tick 1 s):")
-        print("  service path, one process (SQLite; woken in process):",
-              latency(f"sqlite:///{workdir / 'lat-in.db'}", n, 1.0, rng, wake=True, in_process=True), flush=True)
+        print(
+            "  service path, one process (SQLite; woken in process):",
+            latency(f"sqlite:///{workdir / 'lat-in.db'}", n, 1.0, rng, wake=True, in_process=True),
+            flush=True,
+        )
         if args.postgres:
             with postgres_database(args.postgres) as url:
-                print("  service path, worker in another process (PostgreSQL; woken by LISTEN/NOTIFY):",
-                      latency(url, n, 1.0, rng, wake=True), flush=True)
-        print("  tick alone, worker in another process (SQLite: no cross-process wake-up; as before):",
-              latency(f"sqlite:///{workdir / 'lat-tick.db'}", n, 1.0, rng, wake=False), flush=True)
+                print(
+                    "  service path, worker in another process (PostgreSQL; woken by LISTEN/NOTIFY):",
+                    latency(url, n, 1.0, rng, wake=True),
+                    flush=True,
+                )
+        print(
+            "  tick alone, worker in another process (SQLite: no cross-process wake-up; as before):",
+            latency(f"sqlite:///{workdir / 'lat-tick.db'}", n, 1.0, rng, wake=False),
+            flush=True,
+        )
         print("  floor: render, sign and POST one webhook, nothing else:", send_floor(workdir, n), flush=True)
         if not args.only_latency:
             print("burst + receiver down + SIGKILL:", burst(workdir, args.burst, args.down_s, rng))

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -29,41 +29,63 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 import psycopg  # noqa: E402
 import redis  # noqa: E402
 import yaml  # noqa: E402
-from sqlmodel import Session, func, select  # noqa: E402
-
 from medmon.monitor.plan.model import load_plan  # noqa: E402
-from medmon.monitor.storage import make_engine  # noqa: E402
-from medmon.monitor.service.workers import CeleryDispatch, make_celery  # noqa: E402
 from medmon.monitor.service.webserver import serve_in_thread  # noqa: E402
+from medmon.monitor.service.workers import CeleryDispatch, make_celery  # noqa: E402
+from medmon.monitor.storage import make_engine  # noqa: E402
 from medmon.probes.models import ProbeRun, RunStatus  # noqa: E402
 from medmon.probes.packs import load_pack  # noqa: E402
 from medmon.probes.simulator import Phase, create_simulator  # noqa: E402
+from sqlmodel import Session, func, select  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PG = "postgresql://postgres@127.0.0.1:5432"
 
 
 def write_plan(path: Path, sim_url: str, db_url: str, queue: str, tasks: int, sample_size: int) -> Path:
-    path.write_text(yaml.safe_dump({
-        "version": 1,
-        "use_case": {"name": "Throughput", "intended_use": "Benchmark (SIMULATED model)", "risk_tier": "low"},
-        "owners": {"clinical": {"name": "Dr. Bench", "email": "bench@hospital.example"},
-                   "technical": {"name": "Ops", "email": "ops@hospital.example"}},
-        "deployment": {"base_url": f"{sim_url}/v1", "model": "medmon-simulator/clinical-v1",
-                       "api_key_env": "MEDMON_BENCH_KEY", "timeout_s": 10, "max_retries": 0, "max_concurrency": 8},
-        "tasks": [{"id": f"task-{i:02d}", "benchmark": "med_qa", "canaries": {"pack": "clinical_knowledge_mcq"},
-                   "schedule": "1h", "sample_size": sample_size, "baseline": {"value": 0.85, "n": 500},
-                   "thresholds": {"min_score": 0.7}} for i in range(tasks)],
-        "storage": {"url": db_url},
-        "alerts": {"allow_unrouted": True},  # throughput only: alerts are stored, none is sent
-        "service": {"executor": "celery", "queue": queue, "seed": 1, "broker_url_env": "MEDMON_BENCH_BROKER"},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "version": 1,
+                "use_case": {"name": "Throughput", "intended_use": "Benchmark (SIMULATED model)", "risk_tier": "low"},
+                "owners": {
+                    "clinical": {"name": "Dr. Bench", "email": "bench@hospital.example"},
+                    "technical": {"name": "Ops", "email": "ops@hospital.example"},
+                },
+                "deployment": {
+                    "base_url": f"{sim_url}/v1",
+                    "model": "medmon-simulator/clinical-v1",
+                    "api_key_env": "MEDMON_BENCH_KEY",
+                    "timeout_s": 10,
+                    "max_retries": 0,
+                    "max_concurrency": 8,
+                },
+                "tasks": [
+                    {
+                        "id": f"task-{i:02d}",
+                        "benchmark": "med_qa",
+                        "canaries": {"pack": "clinical_knowledge_mcq"},
+                        "schedule": "1h",
+                        "sample_size": sample_size,
+                        "baseline": {"value": 0.85, "n": 500},
+                        "thresholds": {"min_score": 0.7},
+                    }
+                    for i in range(tasks)
+                ],
+                "storage": {"url": db_url},
+                "alerts": {"allow_unrouted": True},  # throughput only: alerts are stored, none is sent
+                "service": {"executor": "celery", "queue": queue, "seed": 1, "broker_url_env": "MEDMON_BENCH_BROKER"},
+            }
+        )
+    )
     return path
 
 
 def complete_runs(engine) -> int:  # type: ignore[no-untyped-def]
     with Session(engine) as s:
-        return int(s.exec(select(func.count()).select_from(ProbeRun).where(ProbeRun.status == RunStatus.complete)).one())
+        return int(
+            s.exec(select(func.count()).select_from(ProbeRun).where(ProbeRun.status == RunStatus.complete)).one()
+        )
 
 
 def run_once(workers: int, args: argparse.Namespace, sim_url: str) -> dict[str, float]:
@@ -82,9 +104,15 @@ def run_once(workers: int, args: argparse.Namespace, sim_url: str) -> dict[str, 
         for i in range(workers):
             log = workdir / f"worker{i}.log"
             logs.append(log)
-            procs.append(subprocess.Popen([sys.executable, "-m", "medmon", "worker", str(plan_path),
-                                           "--hostname", f"bench{i}-{queue}@%h"], cwd=ROOT, env=env,
-                                          stdout=log.open("wb"), stderr=subprocess.STDOUT))
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "medmon", "worker", str(plan_path), "--hostname", f"bench{i}-{queue}@%h"],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=log.open("wb"),
+                    stderr=subprocess.STDOUT,
+                )
+            )
         deadline = time.monotonic() + 120
         while not all(" ready." in log.read_text(errors="replace") for log in logs):
             if time.monotonic() > deadline:
@@ -92,7 +120,7 @@ def run_once(workers: int, args: argparse.Namespace, sim_url: str) -> dict[str, 
             time.sleep(0.1)
         plan = load_plan(plan_path)
         dispatch = CeleryDispatch(make_celery(args.broker, queue=queue, name=f"bench-{queue}"), plan)
-        start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        start = datetime(2026, 1, 1, tzinfo=UTC)
         # Warm-up: one probe per worker pays the first-probe imports outside the timing.
         for i in range(workers):
             dispatch("task-00", start - timedelta(hours=i + 1), False)
@@ -120,9 +148,13 @@ def run_once(workers: int, args: argparse.Namespace, sim_url: str) -> dict[str, 
         engine.dispose()
         with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    return {"workers": workers, "probes": args.probes, "seconds": round(elapsed, 2),
-            "probe_runs_per_s": round(args.probes / elapsed, 2),
-            "canary_calls_per_s": round(args.probes * args.sample_size / elapsed, 1)}
+    return {
+        "workers": workers,
+        "probes": args.probes,
+        "seconds": round(elapsed, 2),
+        "probe_runs_per_s": round(args.probes / elapsed, 2),
+        "canary_calls_per_s": round(args.probes * args.sample_size / elapsed, 1),
+    }
 
 
 def main() -> None:
@@ -137,8 +169,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     redis.Redis.from_url(args.broker).flushdb()
-    sim = serve_in_thread(create_simulator(load_pack("clinical_knowledge_mcq").canaries,
-                                           [Phase(accuracy=0.85, latency_s=args.latency)]))
+    sim = serve_in_thread(
+        create_simulator(load_pack("clinical_knowledge_mcq").canaries, [Phase(accuracy=0.85, latency_s=args.latency)])
+    )
     rows = [run_once(n, args, sim.url) for n in args.workers]
     sim.stop()
     out = {"latency_s": args.latency, "sample_size": args.sample_size, "cpu_cores": os.cpu_count(), "runs": rows}

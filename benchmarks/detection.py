@@ -84,6 +84,7 @@ def self_check(rng: np.random.Generator) -> None:
 def bernoulli(p_of_t: Callable[[int], float], rng: np.random.Generator) -> Draw:
     def draw(t: int, active: np.ndarray) -> np.ndarray:
         return (rng.random(active.size) < p_of_t(t)).astype(float)
+
     return draw
 
 
@@ -162,10 +163,10 @@ def river_factory(name: str) -> tuple[Callable[[float], object], tuple[float, fl
     from river.drift import binary
 
     if name == "ADWIN":
-        return (lambda v: drift.ADWIN(delta=10 ** v)), (-12.0, -0.3), True
+        return (lambda v: drift.ADWIN(delta=10**v)), (-12.0, -0.3), True
     if name == "PageHinkley":
         return (lambda v: drift.PageHinkley(threshold=v, mode="up")), (1.0, 400.0), False
-    return (lambda v: binary.HDDMA(drift_confidence=10 ** v)), (-14.0, -1.0), True
+    return (lambda v: binary.HDDMA(drift_confidence=10**v)), (-14.0, -1.0), True
 
 
 def river_first(make: Callable[[], object], errors: np.ndarray, start: int = 0) -> float:
@@ -215,16 +216,21 @@ def section_promise(args: argparse.Namespace, rng: np.random.Generator) -> None:
     rows.append(("estimated on 500 items, plug-in", phat))
     rows.append(("estimated on 500 items, margin 2 SE", phat - np.array([baseline_margin(p, 500, 0.0) for p in phat])))
     z = family_z(args)
-    rows.append((f"estimated on 500 items, margin {z:.2f} SE (medmon: z for {m} tasks)",
-                 phat - np.array([baseline_margin(p, 500, 0.0, z) for p in phat])))
+    rows.append(
+        (
+            f"estimated on 500 items, margin {z:.2f} SE (medmon: z for {m} tasks)",
+            phat - np.array([baseline_margin(p, 500, 0.0, z) for p in phat]),
+        )
+    )
     for label, mu0 in rows:
         mu0 = np.clip(mu0, 0.01, 0.99)
         first = first_alarms(lambda: FastESR(mu0, mu0 * (1 - mu0), a), bernoulli(lambda t: P0, rng), total, n)
         hit = np.isfinite(first).reshape(args.reps, m)
         count = int(hit.sum())
         run = f"{total * n / count:,.0f}" if count else f"> {total * n / 3:,.0f} (none seen)"
-        print(f"| {label} | {hit.any(axis=1).mean():.3f} ({args.reps} families) | {count} of {total:,} streams "
-              f"| {run} |")
+        print(
+            f"| {label} | {hit.any(axis=1).mean():.3f} ({args.reps} families) | {count} of {total:,} streams | {run} |"
+        )
 
 
 def section_delays(args: argparse.Namespace, rng: np.random.Generator) -> None:
@@ -240,8 +246,13 @@ def section_delays(args: argparse.Namespace, rng: np.random.Generator) -> None:
         mu0 = np.full(reps, P0)
         row = []
         for p1 in DROPS:
-            d, pre = delays(lambda: FastESR(mu0, mu0 * (1 - mu0), a), bernoulli(lambda t: P0 if t < change else p1, rng),
-                            reps, change, n)
+            d, pre = delays(
+                lambda: FastESR(mu0, mu0 * (1 - mu0), a),
+                bernoulli(lambda t: P0 if t < change else p1, rng),
+                reps,
+                change,
+                n,
+            )
             results[(m, "esr", p1)] = d
             row.append(summary(d))
         print("| mixture e-SR (medmon) | proven A = m N / alpha | " + " | ".join(row) + " |")
@@ -255,8 +266,13 @@ def section_delays(args: argparse.Namespace, rng: np.random.Generator) -> None:
             d = cusum_delays(p1, h, bernoulli(lambda t: P0 if t < change else p1, rng), reps, change, n)
             results[(m, "cusum", p1)] = d
             row.append(summary(d))
-        print(f"| oracle CUSUM (knows p1) | simulated, {cal_streams:,} streams: h = "
-              + ", ".join(f"{h:.2f}" for h in hs) + " | " + " | ".join(row) + " |")
+        print(
+            f"| oracle CUSUM (knows p1) | simulated, {cal_streams:,} streams: h = "
+            + ", ".join(f"{h:.2f}" for h in hs)
+            + " | "
+            + " | ".join(row)
+            + " |"
+        )
         ratios = [mean_delay(results[(m, "esr", p)], n) / mean_delay(results[(m, "cusum", p)], n) for p in DROPS]
         print("| e-SR / oracle (mean delay) | target <= 1.25 | " + " | ".join(f"{r:.2f}x" for r in ratios) + " |")
         if m == 1 and not args.skip_river:
@@ -276,14 +292,18 @@ def section_delays(args: argparse.Namespace, rng: np.random.Generator) -> None:
                     results[(m, name, p1)] = d
                     row.append(summary(d))
                 shown = f"10^{v:.2f}" if log else f"{v:.1f}"
-                print(f"| river {name} | bisection on {args.cal_reps} streams: {shown} (FA {fa:.3f}, "
-                      f"{time.perf_counter() - t0:.0f} s) | " + " | ".join(row) + " |")
+                print(
+                    f"| river {name} | bisection on {args.cal_reps} streams: {shown} (FA {fa:.3f}, "
+                    f"{time.perf_counter() - t0:.0f} s) | " + " | ".join(row) + " |"
+                )
             adwin = results.get((1, "ADWIN", 0.70))
             if adwin is not None:
                 speed = mean_delay(adwin, n) / mean_delay(results[(1, "esr", 0.70)], n)
                 caught = np.mean(~np.isnan(adwin))
-                print(f"\ne-SR vs calibrated ADWIN at p1 = 0.70: {speed:.1f}x faster in mean delay "
-                      f"(ADWIN misses counted at the cap; ADWIN caught {caught:.0%}); target >= 3x")
+                print(
+                    f"\ne-SR vs calibrated ADWIN at p1 = 0.70: {speed:.1f}x faster in mean delay "
+                    f"(ADWIN misses counted at the cap; ADWIN caught {caught:.0%}); target >= 3x"
+                )
 
 
 def pool(rng: np.random.Generator, reps: int, items: int, kind: str) -> np.ndarray:
@@ -305,8 +325,10 @@ def section_paired(args: argparse.Namespace, rng: np.random.Generator, a: float)
     reps, n, change, items, k = args.reps, args.horizon, args.change_at, 500, 5
     fam = args.paired_families
     z = family_z(args)  # as medmon sets the margin when each of the m streams has its own reference
-    print(f"\n## 3. Paired vs unpaired: {items} canaries, baselines from K = {k} runs, A = {a:.3g} (m = {args.streams}), "
-          f"margins z = {z:.2f} SD of the reference's bias (at least 0.01)\n")
+    print(
+        f"\n## 3. Paired vs unpaired: {items} canaries, baselines from K = {k} runs, A = {a:.3g} (m = {args.streams}), "
+        f"margins z = {z:.2f} SD of the reference's bias (at least 0.01)\n"
+    )
     print("Cells: share of 100-stream families with a false alarm in N; mean / median delay at each drop.\n")
     print("| design | items | FA families | " + " | ".join(f"p1 = {p}" for p in DROPS) + " |")
     print("|---|---|---|" + "---|" * len(DROPS))
@@ -339,6 +361,7 @@ def section_paired(args: argparse.Namespace, rng: np.random.Generator, a: float)
                     p = (p_before if t < change else p_after)[rows, idx]
                     y = (rng.random(rows.size) < p).astype(float)
                     return (1 + y - cbar[rows, idx]) / 2 if design.startswith("paired") else y
+
                 return draw
 
             p = pool(rng, total, items, kind)
@@ -349,7 +372,9 @@ def section_paired(args: argparse.Namespace, rng: np.random.Generator, a: float)
             for p1 in DROPS:
                 p = pool(rng, reps, items, kind)
                 cbar, mu0, s2 = setup(reps, p)
-                d, _ = delays(lambda: FastESR(mu0, s2, a), make_draw(p, dropped(p, p1, kind, rng), cbar), reps, change, n)
+                d, _ = delays(
+                    lambda: FastESR(mu0, s2, a), make_draw(p, dropped(p, p1, kind, rng), cbar), reps, change, n
+                )
                 row.append(summary(d))
             print(f"| {design} | {kind} | {fa:.3f} ({fam}) | " + " | ".join(row) + " |")
 
@@ -360,8 +385,10 @@ def section_one_shot(args: argparse.Namespace, rng: np.random.Generator) -> None
     reps = min(args.reps, 200)
     print("\n## 4. Known change: one-shot test from the change vs the change detector (fresh start)\n")
     print("| method | p1 = 0.75 | p1 = 0.70 |\n|---|---|---|")
-    for label, a in (("e-SR, A = N / alpha (m = 1)", args.horizon / args.alpha),
-                     (f"e-SR, A = m N / alpha (m = {args.streams})", args.streams * args.horizon / args.alpha)):
+    for label, a in (
+        ("e-SR, A = N / alpha (m = 1)", args.horizon / args.alpha),
+        (f"e-SR, A = m N / alpha (m = {args.streams})", args.streams * args.horizon / args.alpha),
+    ):
         row = []
         for p1 in (0.75, 0.70):
             mu0 = np.full(reps, P0)
@@ -373,8 +400,9 @@ def section_one_shot(args: argparse.Namespace, rng: np.random.Generator) -> None
         d = np.full(reps, np.nan)
         for i in range(reps):
             # tolerance just above the margin: "passed" cannot come first when the model is worse
-            test = OneShotPaired(margin=0.0, tolerance=0.001, alpha=args.alpha, sigma2=P0 * (1 - P0) / 4,
-                                 max_n=args.horizon)
+            test = OneShotPaired(
+                margin=0.0, tolerance=0.001, alpha=args.alpha, sigma2=P0 * (1 - P0) / 4, max_n=args.horizon
+            )
             ys = rng.random(args.horizon) < p1
             for t, y in enumerate(ys):
                 f = test.update((float(y), P0))
@@ -423,19 +451,32 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--plans", default="", help="comma-separated task counts to run (1, 50); default both")
     parser.add_argument("--scenarios", default="", help="comma-separated scenario names to run; default all")
     parser.add_argument("--cal-streams", type=int, default=4000, help="no-change streams calibrating the oracle CUSUM")
-    parser.add_argument("--adwin-streams", type=int, default=2000,
-                        help="no-change streams calibrating ADWIN (one calibration per pre-change distribution)")
+    parser.add_argument(
+        "--adwin-streams",
+        type=int,
+        default=2000,
+        help="no-change streams calibrating ADWIN (one calibration per pre-change distribution)",
+    )
     parser.add_argument("--adwin-reps", type=int, default=0, help="ADWIN's deployments per drop (default: --reps)")
-    parser.add_argument("--adwin-cache", default="",
-                        help="JSON file keeping ADWIN's calibrations between runs (same streams, horizon and seed)")
-    parser.add_argument("--adwin-check", action="store_true",
-                        help="re-run ADWIN directly on its quiet streams at the chosen delta (no-change rows)")
+    parser.add_argument(
+        "--adwin-cache",
+        default="",
+        help="JSON file keeping ADWIN's calibrations between runs (same streams, horizon and seed)",
+    )
+    parser.add_argument(
+        "--adwin-check",
+        action="store_true",
+        help="re-run ADWIN directly on its quiet streams at the chosen delta (no-change rows)",
+    )
     parser.add_argument("--workers", type=int, default=2, help="processes running ADWIN (at most 2; 0: inline)")
     parser.add_argument("--no-grid", action="store_true", help="skip the reference-size grid")
     parser.add_argument("--skip-river", action="store_true")
     parser.add_argument("--quick", action="store_true", help="smoke run: few repetitions, short horizon")
-    parser.add_argument("--idealized", action="store_true",
-                        help="also run the idealized sections (baseline known exactly, no margin, 100 streams)")
+    parser.add_argument(
+        "--idealized",
+        action="store_true",
+        help="also run the idealized sections (baseline known exactly, no margin, 100 streams)",
+    )
     # the idealized sections' own settings
     parser.add_argument("--streams", type=int, default=100, help="idealized: m streams sharing the budget")
     parser.add_argument("--alpha", type=float, default=0.05)
@@ -458,8 +499,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.idealized:
         rng = np.random.default_rng(args.seed)
         self_check(rng)
-        print("\n# Idealized configuration (NOT what the service runs): baseline known exactly, no margin, "
-              f"{args.streams} streams sharing alpha = {args.alpha}")
+        print(
+            "\n# Idealized configuration (NOT what the service runs): baseline known exactly, no margin, "
+            f"{args.streams} streams sharing alpha = {args.alpha}"
+        )
         only = set(args.only.split(","))
         a = args.streams * args.horizon / args.alpha
         if "promise" in only:

@@ -34,8 +34,9 @@ BISECT_STEPS = 7  # each bracket of a quarter decade is halved this many times (
 CHUNK = 100  # streams drawn together from one seed
 
 
-def draws(sc: Any, n: int, steps: int, change: int, seed: int, world: Callable[..., Any],
-          answer: Callable[..., np.ndarray]) -> np.ndarray:
+def draws(
+    sc: Any, n: int, steps: int, change: int, seed: int, world: Callable[..., Any], answer: Callable[..., np.ndarray]
+) -> np.ndarray:
     """``n`` streams of ``steps`` observations of scenario ``sc`` (log cost for cost), change at ``change``."""
     rng = np.random.default_rng(seed)
     w = world(sc, n, 32, rng)
@@ -72,9 +73,8 @@ class Job:
 
 def first_alarms(job: Job) -> list[float]:
     """For each kept row, probes from ``start`` to ADWIN's first alarm at or after it (inf if none)."""
-    from river import drift
-
     from detection_service import answer, world
+    from river import drift
 
     xs = draws(job.scenario, job.n, job.steps, job.change, job.seed, world, answer)
     out = []
@@ -125,12 +125,13 @@ class Calibration:
             return 10 ** float(self.critical[k]), f"simulated on {self.streams:,} streams"
         m = min(fit, self.critical.size)
         if m < 3:
-            return 10 ** BOTTOM, "no alarm seen"
+            return 10**BOTTOM, "no alarm seen"
         ranks = np.arange(1, m + 1) / self.streams
         slope, intercept = np.polyfit(self.critical[:m], np.log10(ranks), 1)  # log share = a + c log delta
         log_delta = (math.log10(target) - intercept) / slope
-        return 10 ** min(log_delta, float(self.critical[0])), (f"extrapolated from the {m} lowest of {self.streams:,} "
-                                                                f"streams: share ~ delta^{slope:.2f}")
+        return 10 ** min(log_delta, float(self.critical[0])), (
+            f"extrapolated from the {m} lowest of {self.streams:,} streams: share ~ delta^{slope:.2f}"
+        )
 
 
 def calibrate(runner: Runner, quiet: Any, streams: int, horizon: int, seed: int, need: int) -> Calibration:
@@ -140,8 +141,11 @@ def calibrate(runner: Runner, quiet: Any, streams: int, horizon: int, seed: int,
     bracket: dict[tuple[int, int], float] = {}  # (chunk, row) -> lowest ladder delta at which it alarmed
     level = TOP
     while level > BOTTOM and sum(len(v) for v in alive.values()) > 0:
-        jobs = [Job(quiet, chunks[c][0], chunks[c][1], horizon, horizon, 0, (10**level,) * len(rows), tuple(rows))
-                for c, rows in alive.items() if rows]
+        jobs = [
+            Job(quiet, chunks[c][0], chunks[c][1], horizon, horizon, 0, (10**level,) * len(rows), tuple(rows))
+            for c, rows in alive.items()
+            if rows
+        ]
         keys = [c for c, rows in alive.items() if rows]
         results = runner.map(jobs, f"ADWIN ladder 10^{level:.2f}")
         for c, job, res in zip(keys, jobs, results):
@@ -157,10 +161,21 @@ def calibrate(runner: Runner, quiet: Any, streams: int, horizon: int, seed: int,
     hi = {k: bracket[k] for k in exact}  # alarm at hi
     for step in range(BISECT_STEPS):
         by_chunk: dict[int, list[tuple[int, float]]] = {}
-        for (c, r) in exact:
+        for c, r in exact:
             by_chunk.setdefault(c, []).append((r, (lo[(c, r)] + hi[(c, r)]) / 2))
-        jobs = [Job(quiet, chunks[c][0], chunks[c][1], horizon, horizon, 0, tuple(10**m for _, m in rows),
-                    tuple(r for r, _ in rows)) for c, rows in by_chunk.items()]
+        jobs = [
+            Job(
+                quiet,
+                chunks[c][0],
+                chunks[c][1],
+                horizon,
+                horizon,
+                0,
+                tuple(10**m for _, m in rows),
+                tuple(r for r, _ in rows),
+            )
+            for c, rows in by_chunk.items()
+        ]
         results = runner.map(jobs, f"ADWIN bisection {step + 1}/{BISECT_STEPS}")
         for (c, rows), res in zip(by_chunk.items(), results):
             for (r, mid), f in zip(rows, res):

@@ -23,20 +23,22 @@ from typing import Any
 
 import numpy as np
 import yaml
-
+from detection_adwin import Calibration, Runner, calibrate, delays, quiet_share
 from medmon.baselines import Baseline, Canary
 from medmon.monitor.detection.drift.esr import BET_CAP, DEFAULT_SHIFTS
 from medmon.monitor.detection.drift.finding import RecoveryNull
 from medmon.monitor.detection.drift.recovery import Recovery
 from medmon.monitor.detection.drift.reference import (
-    COST_CLIP, burn_in_add, burn_in_references, log_cost_scale, stage_alpha,
+    COST_CLIP,
+    burn_in_add,
+    burn_in_references,
+    log_cost_scale,
+    stage_alpha,
 )
 from medmon.monitor.detection.streams import RECOVERY_THRESHOLD, build_detector, stream_thresholds, task_streams
 from medmon.monitor.plan.model import Plan, parse_plan
 from medmon.monitor.plan.starter import STARTER_PLAN
 from medmon.probes.packs import load_pack
-
-from detection_adwin import Calibration, Runner, calibrate, delays, quiet_share
 
 SCORER = "multiple_choice"
 
@@ -47,7 +49,9 @@ def starter_plan(tasks: int = 1, repeats: int | None = None, max_repeats: int | 
     data = yaml.safe_load(STARTER_PLAN)
     task = data["tasks"][0]
     if tasks > 1:
-        data["tasks"] = [task] + [{**task, "id": f"{task['id']}-{i}"} for i in range(1, tasks)]  # oversight names the first
+        data["tasks"] = [task] + [
+            {**task, "id": f"{task['id']}-{i}"} for i in range(1, tasks)
+        ]  # oversight names the first
     ref = dict((data.get("detection") or {}).get("reference") or {})
     if repeats is not None:
         ref["repeats"] = repeats
@@ -60,8 +64,10 @@ def starter_plan(tasks: int = 1, repeats: int | None = None, max_repeats: int | 
 def pack(items: int) -> list[Canary]:
     """The starter plan's pack (32 canaries), cycled with new ids for larger packs (same tags)."""
     base = load_pack("clinical_knowledge_mcq").canaries
-    return [Canary(id=f"k{i:04d}", messages=base[i % len(base)].messages, tags=dict(base[i % len(base)].tags))
-            for i in range(items)]
+    return [
+        Canary(id=f"k{i:04d}", messages=base[i % len(base)].messages, tags=dict(base[i % len(base)].tags))
+        for i in range(items)
+    ]
 
 
 @dataclass
@@ -75,8 +81,9 @@ class Streams:
     keys: dict[str, str] = field(default_factory=dict)
 
 
-def service_streams(plan: Plan, canaries: list[Canary], table: dict[str, list[Any]], repeats: int,
-                    stage: int) -> Streams:
+def service_streams(
+    plan: Plan, canaries: list[Canary], table: dict[str, list[Any]], repeats: int, stage: int
+) -> Streams:
     ref = plan.detection.reference
     alpha = stage_alpha(plan.detection.baseline_alpha / len(plan.tasks), ref.repeats, ref.max_repeats)
     refs = burn_in_references(table, repeats, 1, stage, alpha)  # as streams._references freezes it
@@ -84,12 +91,18 @@ def service_streams(plan: Plan, canaries: list[Canary], table: dict[str, list[An
     baseline = Baseline(benchmark=task.benchmark, model="m", metric="exact_match", value=0.85, normalized=0.85, n=1273)
     specs = task_streams(plan, task, baseline, canaries, refs=refs, burn_in=refs, scorer=SCORER)
     thresholds = stream_thresholds(plan, specs)
-    score, paired, cost = (next(s for s in specs if s.key == f"{task.id}:{name}") for name in
-                           ("score:drop", "score_paired:drop", "cost_typical:rise"))
+    score, paired, cost = (
+        next(s for s in specs if s.key == f"{task.id}:{name}")
+        for name in ("score:drop", "score_paired:drop", "cost_typical:rise")
+    )
     assert score.active and paired.active  # the cost stream needs two calls per canary (K >= 2)
-    return Streams(dict(score.params), dict(paired.params), dict(cost.params),
-                   {"score": thresholds[score.key], "paired": thresholds[paired.key], "cost": thresholds[cost.key]},
-                   {"score": score.key, "paired": paired.key, "cost": cost.key})
+    return Streams(
+        dict(score.params),
+        dict(paired.params),
+        dict(cost.params),
+        {"score": thresholds[score.key], "paired": thresholds[paired.key], "cost": thresholds[cost.key]},
+        {"score": score.key, "paired": paired.key, "cost": cost.key},
+    )
 
 
 # ---------------------------------------------------------------------------------- the kernels
@@ -123,7 +136,9 @@ class Bets:
         self.degraded |= alarm
         watch = self.degraded & ~alarm
         if watch.any():
-            self.w[:, watch] = np.maximum(0.0, self.w[:, watch] + np.log(self.ra[:, watch] + self.rb[:, watch] * x[watch]))
+            self.w[:, watch] = np.maximum(
+                0.0, self.w[:, watch] + np.log(self.ra[:, watch] + self.rb[:, watch] * x[watch])
+            )
             back = watch & (np.exp(np.minimum(self.w, 700)).mean(axis=0) >= RECOVERY_THRESHOLD)
             self.w[:, back] = 0.0
             self.r[:, back] = 0.0
@@ -169,13 +184,17 @@ class Scenario:
 
 SCENARIOS = [
     Scenario("no change", p0=0.80),
-    Scenario("0.80 -> 0.75", p1=0.75), Scenario("0.80 -> 0.70", p1=0.70), Scenario("0.80 -> 0.60", p1=0.60),
-    Scenario("0.95 -> 0.90", p0=0.95, p1=0.90), Scenario("0.30 -> 0.20", p0=0.30, p1=0.20),
+    Scenario("0.80 -> 0.75", p1=0.75),
+    Scenario("0.80 -> 0.70", p1=0.70),
+    Scenario("0.80 -> 0.60", p1=0.60),
+    Scenario("0.95 -> 0.90", p0=0.95, p1=0.90),
+    Scenario("0.30 -> 0.20", p0=0.30, p1=0.20),
     Scenario("gradual 0.80 -> 0.65 over 3,000", p1=0.65, ramp=3000),
     Scenario("transient 150-probe drop 0.80 -> 0.60", p1=0.60, transient=150),
     Scenario("bounded scores 0.75 -> 0.70", p0=0.75, p1=0.70, kind="bounded"),
     Scenario("no cost change", kind="cost"),
-    Scenario("median cost +20%", kind="cost", cost_rise=0.20), Scenario("median cost +50%", kind="cost", cost_rise=0.50),
+    Scenario("median cost +20%", kind="cost", cost_rise=0.20),
+    Scenario("median cost +50%", kind="cost", cost_rise=0.50),
 ]
 RIGHT, WRONG = 0.98, 0.02  # near-deterministic items (temperature 0, as the starter plan)
 CONCENTRATION = 12.0  # bounded scores: an answer's score ~ Beta around its item's mean
@@ -261,8 +280,17 @@ class Result:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def simulate(plan: Plan, sc: Scenario, reps: int, items: int, k: int, stage: int, horizon: int, change: int,
-             rng: np.random.Generator) -> Result:
+def simulate(
+    plan: Plan,
+    sc: Scenario,
+    reps: int,
+    items: int,
+    k: int,
+    stage: int,
+    horizon: int,
+    change: int,
+    rng: np.random.Generator,
+) -> Result:
     """Run ``reps`` deployments of one scenario; the detectors are the service's for each one's reference."""
     canaries = pack(items)
     w = world(sc, reps, items, rng)
@@ -274,14 +302,28 @@ def simulate(plan: Plan, sc: Scenario, reps: int, items: int, k: int, stage: int
     if sc.kind == "cost":  # each call's log cost against its canary's go-live mean, as _cost_vs_reference
         centre = np.array([[t[c][5][1] / t[c][5][0] for c in ids] for t in tables])
         scale = np.array([log_cost_scale(burn_in_references(t, k, 1)) for t in tables])
-        streams = {"cost": Bets(np.array([b.cost["mu0"] for b in built]), np.array([b.cost["sigma2"] for b in built]),
-                                built[0].thresholds["cost"], "rise")}
+        streams = {
+            "cost": Bets(
+                np.array([b.cost["mu0"] for b in built]),
+                np.array([b.cost["sigma2"] for b in built]),
+                built[0].thresholds["cost"],
+                "rise",
+            )
+        }
     else:
         cbar = np.array([[t[c][1] / t[c][0] for c in ids] for t in tables])
-        streams = {"score": Bets(np.array([b.score["mu0"] for b in built]), np.array([b.score["sigma2"] for b in built]),
-                                 built[0].thresholds["score"]),
-                   "paired": Bets((1 - np.array([b.paired["margin"] for b in built])) / 2,
-                                  np.array([b.paired["sigma2"] for b in built]), built[0].thresholds["paired"])}
+        streams = {
+            "score": Bets(
+                np.array([b.score["mu0"] for b in built]),
+                np.array([b.score["sigma2"] for b in built]),
+                built[0].thresholds["score"],
+            ),
+            "paired": Bets(
+                (1 - np.array([b.paired["margin"] for b in built])) / 2,
+                np.array([b.paired["sigma2"] for b in built]),
+                built[0].thresholds["paired"],
+            ),
+        }
     budget = sum(horizon / built[0].thresholds[s] for s in streams)
     steps = horizon if not sc.changes else change + horizon
     first = np.full(reps, np.nan)
@@ -331,8 +373,10 @@ def simulate(plan: Plan, sc: Scenario, reps: int, items: int, k: int, stage: int
         share = runs_degraded[runs_seen > 0] / runs_seen[runs_seen > 0]
     res.degraded_share_after_detection = float(share.mean()) if share.size else None
     res.recovered_share = float(np.mean([~s.degraded for s in streams.values()], axis=0).mean())
-    res.extra = {"margin": float(np.mean([b.paired["margin"] for b in built])) if sc.kind != "cost" else None,
-                 "null": float(np.mean([(b.cost if sc.kind == "cost" else b.score)["mu0"] for b in built]))}
+    res.extra = {
+        "margin": float(np.mean([b.paired["margin"] for b in built])) if sc.kind != "cost" else None,
+        "null": float(np.mean([(b.cost if sc.kind == "cost" else b.score)["mu0"] for b in built])),
+    }
     return res
 
 
@@ -356,8 +400,9 @@ def _llr(sc: Scenario, w: World) -> Callable[[np.ndarray, np.ndarray], np.ndarra
     return lambda y, theta: np.where(y > 0.5, up, down)
 
 
-def oracle(sc: Scenario, target: float, reps: int, horizon: int, change: int, rng: np.random.Generator,
-           cal_streams: int) -> tuple[float, float]:
+def oracle(
+    sc: Scenario, target: float, reps: int, horizon: int, change: int, rng: np.random.Generator, cal_streams: int
+) -> tuple[float, float]:
     """Mean and median delay of the CUSUM knowing both distributions, its threshold simulated to ``target``.
 
     The threshold is the (1 - target') quantile of the largest no-change statistic over the horizon
@@ -419,13 +464,19 @@ def run_all(args: Any, out: Callable[[str], None]) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     plans = [(1, starter_plan(1)), (50, starter_plan(50))]
     ref = plans[0][1].detection.reference
-    out(f"\n## Detection as the service runs it (starter plan: K = {ref.repeats} at go-live, burn-in to "
+    out(
+        f"\n## Detection as the service runs it (starter plan: K = {ref.repeats} at go-live, burn-in to "
         f"{ref.max_repeats} answers per canary, 32 canaries; seed {args.seed}, {args.reps} repetitions, "
-        f"N = {args.horizon:,})\n")
-    out("Detectors built by `task_streams` / `stream_thresholds` from each simulated reference; delays in probes "
-        "after the change (at probe 500 after the burn-in), misses counted at N for the oracle and ADWIN.\n")
-    out("| plan | scenario | false alarms | budget | mean / median delay | detected | oracle CUSUM | ADWIN (cal.) "
-        "mean / median | alerts per drop | runs degraded after detection |")
+        f"N = {args.horizon:,})\n"
+    )
+    out(
+        "Detectors built by `task_streams` / `stream_thresholds` from each simulated reference; delays in probes "
+        "after the change (at probe 500 after the burn-in), misses counted at N for the oracle and ADWIN.\n"
+    )
+    out(
+        "| plan | scenario | false alarms | budget | mean / median delay | detected | oracle CUSUM | ADWIN (cal.) "
+        "mean / median | alerts per drop | runs degraded after detection |"
+    )
     out("|---|---|---|---|---|---|---|---|---|---|")
     only = set(args.scenarios.split(",")) if args.scenarios else None
     runner = None if args.skip_river else Runner(args.workers)
@@ -442,28 +493,40 @@ def run_all(args: Any, out: Callable[[str], None]) -> list[dict[str, Any]]:
             res.plan = f"{tasks}-task"
             target = 1 - math.exp(-res.budget_share)  # the same allowance as the service's streams
             if sc.changes:
-                res.oracle_mean_delay, res.oracle_median_delay = oracle(sc, target, args.reps, args.horizon, args.change_at, rng,
-                                               args.cal_streams)
+                res.oracle_mean_delay, res.oracle_median_delay = oracle(
+                    sc, target, args.reps, args.horizon, args.change_at, rng, args.cal_streams
+                )
             if runner is not None and sc.kind != "cost":
                 key = (sc.p0, sc.kind)
                 seed = int(rng.integers(2**31))
                 if key not in calibrations:
                     calibrations[key], seeds[key] = adwin_calibration(runner, sc, args, seed)
                 delta, how = calibrations[key].delta_for(target)
-                res.extra.update(adwin_delta=delta, adwin_calibration=how,
-                                 adwin_quiet_share=calibrations[key].share(math.log10(delta) + 1e-12))
+                res.extra.update(
+                    adwin_delta=delta,
+                    adwin_calibration=how,
+                    adwin_quiet_share=calibrations[key].share(math.log10(delta) + 1e-12),
+                )
                 if args.adwin_check and not sc.changes:
                     quiet = Scenario(f"quiet {sc.p0}", sc.p0, None, sc.kind)
                     same = seeds[key] is not None  # else on fresh streams: an out-of-sample check
                     at, _ = calibrations[key].delta_for(max(target, 20 / args.adwin_streams))  # a level simulated
                     res.extra["adwin_check_delta"] = at
                     res.extra["adwin_check_share"] = calibrations[key].share(math.log10(at) + 1e-12)
-                    res.extra["adwin_quiet_share_direct"] = quiet_share(runner, quiet, args.adwin_streams, args.horizon,
-                                                                        seeds[key] if same else seed, at)
+                    res.extra["adwin_quiet_share_direct"] = quiet_share(
+                        runner, quiet, args.adwin_streams, args.horizon, seeds[key] if same else seed, at
+                    )
                     res.extra["adwin_check_streams"] = "the calibration's own" if same else "fresh"
                 if sc.changes:
-                    d = delays(runner, sc, delta, args.adwin_reps or args.reps, args.horizon, args.change_at,
-                               int(rng.integers(2**31)))
+                    d = delays(
+                        runner,
+                        sc,
+                        delta,
+                        args.adwin_reps or args.reps,
+                        args.horizon,
+                        args.change_at,
+                        int(rng.integers(2**31)),
+                    )
                     capped = np.where(np.isfinite(d), d, args.horizon)
                     res.adwin_mean_delay, res.adwin_median_delay = float(capped.mean()), float(np.median(capped))
                     res.extra["adwin_detected_share"] = float(np.isfinite(d).mean())
@@ -479,20 +542,37 @@ def run_all(args: Any, out: Callable[[str], None]) -> list[dict[str, Any]]:
     for items in (32, 200):
         for k in (1, 3, 5):
             plan = starter_plan(1, repeats=k)
-            for label, kk, stage in (("at go-live", k, 0), ("after burn-in", plan.detection.reference.max_repeats,
-                                                             max(0, int(math.log2(max(plan.detection.reference.max_repeats // k, 1)))))):
+            for label, kk, stage in (
+                ("at go-live", k, 0),
+                (
+                    "after burn-in",
+                    plan.detection.reference.max_repeats,
+                    max(0, int(math.log2(max(plan.detection.reference.max_repeats // k, 1)))),
+                ),
+            ):
                 if args.quick and (items, k) != (32, 5):
                     continue
                 quiet = simulate(plan, SCENARIOS[0], args.reps, items, kk, stage, args.horizon, args.change_at, rng)
                 drop = simulate(plan, SCENARIOS[2], args.reps, items, kk, stage, args.horizon, args.change_at, rng)
-                results.append({"name": f"reference {items} canaries K={k} {label}", "plan": "1-task",
-                                "false_alarm_rate": quiet.false_alarm_rate, "mean_delay": drop.mean_delay,
-                                "median_delay": drop.median_delay, "detected_share": drop.detected_share,
-                                "repeats": k, "canaries": items, "reference": label,
-                                "margin": drop.extra.get("margin")})
-                out(f"| {items} | {k} | {label} ({kk} answers) | {quiet.false_alarm_rate:.3f} | "
+                results.append(
+                    {
+                        "name": f"reference {items} canaries K={k} {label}",
+                        "plan": "1-task",
+                        "false_alarm_rate": quiet.false_alarm_rate,
+                        "mean_delay": drop.mean_delay,
+                        "median_delay": drop.median_delay,
+                        "detected_share": drop.detected_share,
+                        "repeats": k,
+                        "canaries": items,
+                        "reference": label,
+                        "margin": drop.extra.get("margin"),
+                    }
+                )
+                out(
+                    f"| {items} | {k} | {label} ({kk} answers) | {quiet.false_alarm_rate:.3f} | "
                     f"{fmt(drop.mean_delay)} / {fmt(drop.median_delay)} ({drop.detected_share:.0%}) | "
-                    f"{drop.extra.get('margin', 0):.3f} |")
+                    f"{drop.extra.get('margin', 0):.3f} |"
+                )
     return results
 
 
@@ -506,10 +586,14 @@ def row(r: Result) -> str:
     if r.adwin_mean_delay is None and "adwin_quiet_share" in r.extra:  # no change: ADWIN's false alarms
         adwin = f"quiet streams alarming: {r.extra['adwin_quiet_share']:.4f}"
         if "adwin_quiet_share_direct" in r.extra:
-            adwin += (f"; at delta {r.extra['adwin_check_delta']:.3g}: {r.extra['adwin_check_share']:.4f}, run directly "
-                      f"on {r.extra['adwin_check_streams']} streams {r.extra['adwin_quiet_share_direct']:.4f}")
-    return (f"| {r.plan} | {r.name} | {r.false_alarm_rate:.3f} | {r.budget_share:.3f} | {delay} | "
-            f"{'-' if r.detected_share is None else f'{r.detected_share:.0%}'} | "
-            f"{fmt(r.oracle_mean_delay)} / {fmt(r.oracle_median_delay)} | "
-            f"{adwin} | {'-' if r.alerts_per_persistent_drop is None else f'{r.alerts_per_persistent_drop:.2f}'} | "
-            f"{'-' if r.degraded_share_after_detection is None else f'{r.degraded_share_after_detection:.1%}'} |")
+            adwin += (
+                f"; at delta {r.extra['adwin_check_delta']:.3g}: {r.extra['adwin_check_share']:.4f}, run directly "
+                f"on {r.extra['adwin_check_streams']} streams {r.extra['adwin_quiet_share_direct']:.4f}"
+            )
+    return (
+        f"| {r.plan} | {r.name} | {r.false_alarm_rate:.3f} | {r.budget_share:.3f} | {delay} | "
+        f"{'-' if r.detected_share is None else f'{r.detected_share:.0%}'} | "
+        f"{fmt(r.oracle_mean_delay)} / {fmt(r.oracle_median_delay)} | "
+        f"{adwin} | {'-' if r.alerts_per_persistent_drop is None else f'{r.alerts_per_persistent_drop:.2f}'} | "
+        f"{'-' if r.degraded_share_after_detection is None else f'{r.degraded_share_after_detection:.1%}'} |"
+    )

@@ -25,12 +25,9 @@ import json
 import os
 import random
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from tempfile import TemporaryDirectory
-
-import yaml
-from sqlmodel import Session, select
 
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import parse_plan
@@ -40,6 +37,7 @@ from medmon.monitor.storage import make_engine
 from medmon.probes.models import ProbeResult
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Fault, Phase, create_simulator
+from sqlmodel import Session, select
 
 PLAN = """
 version: 1
@@ -70,18 +68,26 @@ def scenario(folder: Path, burst: int) -> dict[str, object]:
         if burst:
             app.state.sim.inject(Fault("status", status=500, count=burst))
         started = time.perf_counter()
-        outcome = run_task_probe(engine, plan, load_context(plan, plan.tasks[0]), rng=random.Random(1),
-                                 now=lambda: datetime.now(timezone.utc))
+        outcome = run_task_probe(
+            engine, plan, load_context(plan, plan.tasks[0]), rng=random.Random(1), now=lambda: datetime.now(UTC)
+        )
         wall = time.perf_counter() - started
         with Session(engine) as s:
             rows = s.exec(select(ProbeResult)).all()
         engine.dispose()
     finally:
         server.stop()
-    return {"burst_500s": burst, "results": outcome.results, "kept": outcome.results - outcome.errors,
-            "lost": outcome.errors, "circuit_open": sum(1 for r in rows if r.error_type == "circuit_open"),
-            "attempts": sum(r.attempts or 0 for r in rows), "requests_seen": app.state.sim.requests,
-            "run_s": round(wall, 2), "slowest_call_s": round(max(r.latency_s or 0 for r in rows), 2)}
+    return {
+        "burst_500s": burst,
+        "results": outcome.results,
+        "kept": outcome.results - outcome.errors,
+        "lost": outcome.errors,
+        "circuit_open": sum(1 for r in rows if r.error_type == "circuit_open"),
+        "attempts": sum(r.attempts or 0 for r in rows),
+        "requests_seen": app.state.sim.requests,
+        "run_s": round(wall, 2),
+        "slowest_call_s": round(max(r.latency_s or 0 for r in rows), 2),
+    }
 
 
 def main() -> None:
@@ -95,12 +101,16 @@ def main() -> None:
     if args.json:
         print(json.dumps(rows, indent=2))
         return
-    print(f"{'burst':>6} {'kept':>5} {'lost':>5} {'open':>5} {'attempts':>8} {'requests':>8} {'run s':>6} "
-          f"{'slowest s':>9}")
+    print(
+        f"{'burst':>6} {'kept':>5} {'lost':>5} {'open':>5} {'attempts':>8} {'requests':>8} {'run s':>6} "
+        f"{'slowest s':>9}"
+    )
     for r in rows:
         burst = "outage" if r["burst_500s"] == 10_000 else r["burst_500s"]
-        print(f"{burst!s:>6} {r['kept']:>5} {r['lost']:>5} {r['circuit_open']:>5} {r['attempts']:>8} "
-              f"{r['requests_seen']:>8} {r['run_s']:>6} {r['slowest_call_s']:>9}")
+        print(
+            f"{burst!s:>6} {r['kept']:>5} {r['lost']:>5} {r['circuit_open']:>5} {r['attempts']:>8} "
+            f"{r['requests_seen']:>8} {r['run_s']:>6} {r['slowest_call_s']:>9}"
+        )
 
 
 if __name__ == "__main__":

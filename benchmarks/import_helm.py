@@ -45,8 +45,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from medmon.baselines import import_helm_path
 from medmon.baselines.taxonomy import benchmarks
-from medmon.db import session_scope
 from medmon.monitor.storage import make_engine
+
+from medmon.db import session_scope
 
 MODEL = "openai/gpt-4o-2024-05-13"
 DEPLOYMENT = "stanfordhealthcare/gpt-4o-2024-05-13"
@@ -302,8 +303,15 @@ def child_import(output: Path, database: str, heap: bool) -> dict[str, float]:
     heap_mb = tracemalloc.get_traced_memory()[1] / 1e6 if heap else float("nan")
     tracemalloc.stop()
     engine.dispose()
-    return {"import": elapsed, "rss_before_mb": before, "peak_rss_mb": _maxrss_mb(), "heap_mb": heap_mb,
-            "created": created, "canaries": canaries, "cells": cells}
+    return {
+        "import": elapsed,
+        "rss_before_mb": before,
+        "peak_rss_mb": _maxrss_mb(),
+        "heap_mb": heap_mb,
+        "created": created,
+        "canaries": canaries,
+        "cells": cells,
+    }
 
 
 def _in_child(output: Path, database: str, *, heap: bool = False) -> dict[str, float]:
@@ -336,8 +344,10 @@ def measure(out: Path, n_benchmarks: int, instances: int, seed: int, *, heap: bo
     started = time.perf_counter()
     output = write_suite(out, n_benchmarks, instances, seed)
     size = sum(p.stat().st_size for p in output.rglob("*") if p.is_file())
-    print(f"seed {seed}: generated {n_benchmarks} runs x {instances} instances ({size / 1e6:.0f} MB of JSON) "
-          f"in {time.perf_counter() - started:.1f} s")
+    print(
+        f"seed {seed}: generated {n_benchmarks} runs x {instances} instances ({size / 1e6:.0f} MB of JSON) "
+        f"in {time.perf_counter() - started:.1f} s"
+    )
     floors = _floors(output)
     database, heap_database = f"sqlite:///{out / 'bench.db'}", f"sqlite:///{out / 'heap.db'}"
     for url in (database, heap_database):  # created here: the child measures the import, not a new database
@@ -351,14 +361,25 @@ def measure(out: Path, n_benchmarks: int, instances: int, seed: int, *, heap: bo
     reimport = time.perf_counter() - started
     assert again.created == 0 and again.unchanged == child["created"]
     engine.dispose()
-    print(f"  import: {child['created']} baselines, {child['canaries']} canaries, {child['cells']} leaderboard "
-          f"cells in {child['import']:.2f} s (stdlib json parse {floors['json']:.2f} s, orjson "
-          f"{floors['orjson']:.2f} s); re-import unchanged {reimport:.2f} s (SHA-256 of the files "
-          f"{floors['sha256']:.2f} s)")
-    print(f"  import's process: resident {child['rss_before_mb']:.0f} MB before, peak {child['peak_rss_mb']:.0f} MB"
-          + (f"; Python heap peak {heap_mb:.0f} MB" if heap else ""))
-    return {"import": child["import"], "reimport": reimport, "heap_mb": heap_mb, "mb": size / 1e6,
-            "rss_before_mb": child["rss_before_mb"], "peak_rss_mb": child["peak_rss_mb"], **floors}
+    print(
+        f"  import: {child['created']} baselines, {child['canaries']} canaries, {child['cells']} leaderboard "
+        f"cells in {child['import']:.2f} s (stdlib json parse {floors['json']:.2f} s, orjson "
+        f"{floors['orjson']:.2f} s); re-import unchanged {reimport:.2f} s (SHA-256 of the files "
+        f"{floors['sha256']:.2f} s)"
+    )
+    print(
+        f"  import's process: resident {child['rss_before_mb']:.0f} MB before, peak {child['peak_rss_mb']:.0f} MB"
+        + (f"; Python heap peak {heap_mb:.0f} MB" if heap else "")
+    )
+    return {
+        "import": child["import"],
+        "reimport": reimport,
+        "heap_mb": heap_mb,
+        "mb": size / 1e6,
+        "rss_before_mb": child["rss_before_mb"],
+        "peak_rss_mb": child["peak_rss_mb"],
+        **floors,
+    }
 
 
 def main() -> None:
@@ -377,13 +398,19 @@ def main() -> None:
             rows.append(measure(out, args.benchmarks, args.instances, seed, heap=args.tracemalloc))
     med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
     print(f"median over {len(rows)} seeds ({med['mb']:.0f} MB each):")
-    print(f"  import {med['import']:.2f} s = {med['import'] / med['json']:.2f}x the stdlib JSON parse "
-          f"({med['json']:.2f} s), {med['import'] / med['orjson']:.2f}x orjson ({med['orjson']:.2f} s)")
-    print(f"  re-import of unchanged files {med['reimport']:.2f} s = {med['reimport'] / med['sha256']:.2f}x "
-          f"the SHA-256 of the files ({med['sha256']:.2f} s)")
+    print(
+        f"  import {med['import']:.2f} s = {med['import'] / med['json']:.2f}x the stdlib JSON parse "
+        f"({med['json']:.2f} s), {med['import'] / med['orjson']:.2f}x orjson ({med['orjson']:.2f} s)"
+    )
+    print(
+        f"  re-import of unchanged files {med['reimport']:.2f} s = {med['reimport'] / med['sha256']:.2f}x "
+        f"the SHA-256 of the files ({med['sha256']:.2f} s)"
+    )
     heap = f"; Python heap peak {med['heap_mb']:.0f} MB" if args.tracemalloc else ""
-    print(f"  import's own process: peak RSS {med['peak_rss_mb']:.0f} MB ({med['rss_before_mb']:.0f} MB before "
-          f"the import, +{med['peak_rss_mb'] - med['rss_before_mb']:.0f} MB){heap}")
+    print(
+        f"  import's own process: peak RSS {med['peak_rss_mb']:.0f} MB ({med['rss_before_mb']:.0f} MB before "
+        f"the import, +{med['peak_rss_mb'] - med['rss_before_mb']:.0f} MB){heap}"
+    )
     print(f"  peak RSS of this process (generator, floors, re-import) {_maxrss_mb():.0f} MB")
 
 

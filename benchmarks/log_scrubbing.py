@@ -30,15 +30,27 @@ def _records(n: int) -> list[logging.LogRecord]:
     out = []
     for i in range(n):
         if i % 10 == 8:
-            out.append(logging.LogRecord("medmon.client", logging.WARNING, __file__, 1, "endpoint said: %s",
-                                         (body,), None))
+            out.append(
+                logging.LogRecord("medmon.client", logging.WARNING, __file__, 1, "endpoint said: %s", (body,), None)
+            )
         elif i % 10 == 9:
-            out.append(logging.LogRecord("medmon.service", logging.ERROR, __file__, 1, "probe of task %s failed",
-                                         ("knowledge-qa",), failure))
+            out.append(
+                logging.LogRecord(
+                    "medmon.service", logging.ERROR, __file__, 1, "probe of task %s failed", ("knowledge-qa",), failure
+                )
+            )
         else:
-            out.append(logging.LogRecord("httpx", logging.INFO, __file__, 1, 'HTTP Request: %s %s "%s %d %s"',
-                                         ("POST", "http://127.0.0.1:8000/v1/chat/completions", "HTTP/1.1", 200,
-                                          "OK"), None))
+            out.append(
+                logging.LogRecord(
+                    "httpx",
+                    logging.INFO,
+                    __file__,
+                    1,
+                    'HTTP Request: %s %s "%s %d %s"',
+                    ("POST", "http://127.0.0.1:8000/v1/chat/completions", "HTTP/1.1", 200, "OK"),
+                    None,
+                )
+            )
     return out
 
 

@@ -26,18 +26,13 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
-from sqlalchemy import insert  # noqa: E402
-from sqlalchemy.engine import Engine  # noqa: E402
-from sqlmodel import Session, col, select  # noqa: E402
-
-from medmon.db import session_scope  # noqa: E402
 from medmon.monitor.alerting.oversight import oversight_pass  # noqa: E402
 from medmon.monitor.governance.clinician_agreement import task_agreement  # noqa: E402
 from medmon.monitor.governance.review import record_review  # noqa: E402
@@ -45,23 +40,34 @@ from medmon.monitor.models import ReviewItem  # noqa: E402
 from medmon.monitor.plan.model import Plan, parse_plan  # noqa: E402
 from medmon.monitor.storage import make_engine  # noqa: E402
 from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult, ProbeRun, RunStatus  # noqa: E402
+from sqlalchemy import insert  # noqa: E402
+from sqlalchemy.engine import Engine  # noqa: E402
+from sqlmodel import Session, col, select  # noqa: E402
+
+from medmon.db import session_scope  # noqa: E402
 from tests.conftest import fresh_postgres_database, plan_dict  # noqa: E402
 
 CRITERIA = ("accuracy", "completeness", "clarity")
 JUDGES = ("judge-a", "judge-b", "judge-c")
-NOW = datetime(2026, 11, 27, 12, tzinfo=timezone.utc)  # a Friday: most of a week of answers
+NOW = datetime(2026, 11, 27, 12, tzinfo=UTC)  # a Friday: most of a week of answers
 
 
 def build_plan(url: str, tasks: int, reviews: int) -> Plan:
     data = plan_dict(storage={"url": url})
     base = data["tasks"][0]
-    data["tasks"] = [base | {"id": f"task-{k}", "human_review_required": True, "subgroups": ["age_band", "sex"]}
-                     for k in range(tasks)]
+    data["tasks"] = [
+        base | {"id": f"task-{k}", "human_review_required": True, "subgroups": ["age_band", "sex"]}
+        for k in range(tasks)
+    ]
     ids = [t["id"] for t in data["tasks"]]
-    data["oversight"] = {"reviewers": [{"name": "A", "email": "a@h.example", "tasks": ids},
-                                       {"name": "B", "email": "b@h.example", "tasks": ids}],
-                         "review": {"rate": 1.0, "weekly_quota": reviews, "double_rate": 0.5},
-                         "agreement": {"min_items": 20, "window": reviews}}
+    data["oversight"] = {
+        "reviewers": [
+            {"name": "A", "email": "a@h.example", "tasks": ids},
+            {"name": "B", "email": "b@h.example", "tasks": ids},
+        ],
+        "review": {"rate": 1.0, "weekly_quota": reviews, "double_rate": 0.5},
+        "agreement": {"min_items": 20, "window": reviews},
+    }
     return parse_plan(yaml.safe_dump(data))
 
 
@@ -78,18 +84,45 @@ def fill(engine: Engine, plan: Plan, answers: int, rng: random.Random) -> None:
             for i in range(answers):
                 rid = first + i + 1
                 truth = rng.randint(1, 5)
-                results.append({"id": rid, "run_id": run.id, "task_id": task.id, "canary_id": f"c{i % 50}",
-                                "scorer": "jury", "answer": "Start with the first-line option.",
-                                "jury_mean": float(truth), "jury_agreement": rng.choice((0.5, 0.9, 1.0)),
-                                "tags": {"age_band": rng.choice(("18-64", "65+")), "sex": rng.choice("FM")},
-                                "created_at": start + timedelta(seconds=30 * i)})
+                results.append(
+                    {
+                        "id": rid,
+                        "run_id": run.id,
+                        "task_id": task.id,
+                        "canary_id": f"c{i % 50}",
+                        "scorer": "jury",
+                        "answer": "Start with the first-line option.",
+                        "jury_mean": float(truth),
+                        "jury_agreement": rng.choice((0.5, 0.9, 1.0)),
+                        "tags": {"age_band": rng.choice(("18-64", "65+")), "sex": rng.choice("FM")},
+                        "created_at": start + timedelta(seconds=30 * i),
+                    }
+                )
                 for j, judge in enumerate(JUDGES):
                     call_id = (rid - 1) * len(JUDGES) + j + 1
-                    calls.append({"id": call_id, "result_id": rid, "task_id": task.id, "judge": judge,
-                                  "parse_status": ParseStatus.ok, "created_at": start})
-                    verdicts += [{"result_id": rid, "call_id": call_id, "task_id": task.id, "judge": judge,
-                                  "criterion": c, "score": max(1, min(5, truth + rng.choice((-1, 0, 0, 1)))),
-                                  "parse_status": ParseStatus.ok, "created_at": start} for c in CRITERIA]
+                    calls.append(
+                        {
+                            "id": call_id,
+                            "result_id": rid,
+                            "task_id": task.id,
+                            "judge": judge,
+                            "parse_status": ParseStatus.ok,
+                            "created_at": start,
+                        }
+                    )
+                    verdicts += [
+                        {
+                            "result_id": rid,
+                            "call_id": call_id,
+                            "task_id": task.id,
+                            "judge": judge,
+                            "criterion": c,
+                            "score": max(1, min(5, truth + rng.choice((-1, 0, 0, 1)))),
+                            "parse_status": ParseStatus.ok,
+                            "created_at": start,
+                        }
+                        for c in CRITERIA
+                    ]
             s.execute(insert(ProbeResult), results)
             s.execute(insert(JudgeCall), calls)
             s.execute(insert(JuryVerdict), verdicts)
@@ -136,17 +169,29 @@ def main() -> None:
         with session_scope(engine) as s:
             for item in s.exec(select(ReviewItem).where(ReviewItem.status == "open")).all():
                 score = rng.randint(1, 5)
-                record_review(s, plan, item_id=item.id or 0, reviewer=item.reviewer,
-                              scores={c: score for c in CRITERIA}, note="", safety_concern=False,
-                              actor=item.reviewer, now=NOW + timedelta(minutes=1))
+                record_review(
+                    s,
+                    plan,
+                    item_id=item.id or 0,
+                    reviewer=item.reviewer,
+                    scores={c: score for c in CRITERIA},
+                    note="",
+                    safety_concern=False,
+                    actor=item.reviewer,
+                    now=NOW + timedelta(minutes=1),
+                )
         t_import = timed(lambda: __import__("pingouin"))
         after = timed(lambda: one_pass(NOW + timedelta(minutes=2)))
-        print(f"3. pass after {args.reviews} rated answers per task (half double-reviewed): {after * 1000:.0f} ms "
-              f"(plus import pingouin once: {t_import:.2f} s)")
+        print(
+            f"3. pass after {args.reviews} rated answers per task (half double-reviewed): {after * 1000:.0f} ms "
+            f"(plus import pingouin once: {t_import:.2f} s)"
+        )
         with Session(engine) as s:
             alone = [timed(lambda: task_agreement(s, "task-0", window=args.reviews)) for _ in range(3)]
-        print(f"4. task_agreement for one task ({args.reviews} answers x 3 criteria), median of 3: "
-              f"{sorted(alone)[1] * 1000:.0f} ms")
+        print(
+            f"4. task_agreement for one task ({args.reviews} answers x 3 criteria), median of 3: "
+            f"{sorted(alone)[1] * 1000:.0f} ms"
+        )
         engine.dispose()
 
 

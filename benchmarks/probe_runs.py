@@ -31,18 +31,18 @@ import os
 import random
 import statistics
 import sys
-import tempfile
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.probe_throughput import Simulator, canaries, settings  # noqa: E402
 from medmon.probes.client import ModelClient  # noqa: E402
 from medmon.probes.pool import ClientPool  # noqa: E402
 from medmon.probes.runner import probe_canaries  # noqa: E402
+
+from benchmarks.probe_throughput import Simulator, canaries, settings  # noqa: E402
 
 PER_RUN = 5
 THREADS = 8
@@ -66,8 +66,10 @@ def pooled(url: str, runs: int, threads: int) -> float:
     one(random.Random(0))  # open the client and its connections
     per_thread = runs // threads
     started = time.perf_counter()
-    workers = [threading.Thread(target=lambda k=k: [one(random.Random(k * 10_000 + i)) for i in range(per_thread)])
-               for k in range(threads)]
+    workers = [
+        threading.Thread(target=lambda k=k: [one(random.Random(k * 10_000 + i)) for i in range(per_thread)])
+        for k in range(threads)
+    ]
     for w in workers:
         w.start()
     for w in workers:
@@ -115,10 +117,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=600)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    rows: dict[str, list[float]] = {"service path, one at a time": [], f"service path, {THREADS} threads": [],
-                                    "a client per run (old), one at a time": [],
-                                    "floor: calls alone, one run at a time": [],
-                                    f"floor: calls alone, {THREADS} runs at a time": []}
+    rows: dict[str, list[float]] = {
+        "service path, one at a time": [],
+        f"service path, {THREADS} threads": [],
+        "a client per run (old), one at a time": [],
+        "floor: calls alone, one run at a time": [],
+        f"floor: calls alone, {THREADS} runs at a time": [],
+    }
     with Simulator(0.0) as sim:
         for repeat in range(args.repeats):
             rows["service path, one at a time"].append(pooled(sim.url, args.runs, 1))
@@ -127,10 +132,14 @@ def main() -> None:
             rows["floor: calls alone, one run at a time"].append(calls_alone(sim.url, args.runs, 1))
             rows[f"floor: calls alone, {THREADS} runs at a time"].append(calls_alone(sim.url, args.runs, THREADS))
             print(f"repeat {repeat + 1}: " + "; ".join(f"{k} {v[-1]:.0f}/s" for k, v in rows.items()), flush=True)
-    floors = {1: statistics.median(rows["floor: calls alone, one run at a time"]),
-              THREADS: statistics.median(rows[f"floor: calls alone, {THREADS} runs at a time"])}
-    print(f"probe runs per second, {PER_RUN} canaries each, zero-latency simulator, median of {args.repeats} "
-          f"({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, load average {os.getloadavg()[0]:.1f}):")
+    floors = {
+        1: statistics.median(rows["floor: calls alone, one run at a time"]),
+        THREADS: statistics.median(rows[f"floor: calls alone, {THREADS} runs at a time"]),
+    }
+    print(
+        f"probe runs per second, {PER_RUN} canaries each, zero-latency simulator, median of {args.repeats} "
+        f"({datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load average {os.getloadavg()[0]:.1f}):"
+    )
     for name, values in rows.items():
         med = statistics.median(values)
         floor = floors[THREADS] if f"{THREADS} " in name else floors[1]

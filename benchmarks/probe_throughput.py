@@ -33,7 +33,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
@@ -50,25 +50,39 @@ LEVELS = (8, 64, 256)
 
 def canaries(n: int = 200) -> list[Canary]:
     """Multiple-choice canaries with a short clinical prompt each (scored by ``multiple_choice``)."""
-    return [canary_from_dict({
-        "id": f"bench-{i}", "scorer": "multiple_choice", "references": ["C"], "choices": ["a", "b", "c", "d"],
-        "messages": [{"role": "user", "content": (
-            f"Case {i}: a 67-year-old with atrial fibrillation, creatinine clearance 42 mL/min, "
-            "is started on an anticoagulant. Which dose adjustment is appropriate? "
-            "A) none B) double C) reduce D) stop. Answer with the letter.")}],
-        "tags": {"age_band": "65+", "sex": "female" if i % 2 else "male"},
-    }) for i in range(n)]
+    return [
+        canary_from_dict(
+            {
+                "id": f"bench-{i}",
+                "scorer": "multiple_choice",
+                "references": ["C"],
+                "choices": ["a", "b", "c", "d"],
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": (
+                            f"Case {i}: a 67-year-old with atrial fibrillation, creatinine clearance 42 mL/min, "
+                            "is started on an anticoagulant. Which dose adjustment is appropriate? "
+                            "A) none B) double C) reduce D) stop. Answer with the letter."
+                        ),
+                    }
+                ],
+                "tags": {"age_band": "65+", "sex": "female" if i % 2 else "male"},
+            }
+        )
+        for i in range(n)
+    ]
 
 
 def serve_simulator(port: int, latency: float) -> None:
     """Child process: the simulator alone on 127.0.0.1:port."""
     import uvicorn
-
     from medmon.probes.simulator import Phase, create_simulator
 
     app = create_simulator(canaries(), [Phase(accuracy=0.9, latency_s=latency)], seed=1)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, backlog=4096,
-                timeout_keep_alive=30)
+    uvicorn.run(
+        app, host="127.0.0.1", port=port, log_level="warning", access_log=False, backlog=4096, timeout_keep_alive=30
+    )
 
 
 class Simulator:
@@ -105,14 +119,23 @@ class Simulator:
 
 
 def settings(url: str, concurrency: int) -> ModelSettings:
-    return ModelSettings(base_url=f"{url}/v1", model="medmon-simulator/clinical-v1", api_key="bench", timeout_s=30,
-                         max_retries=0, max_concurrency=concurrency, max_tokens=16, input_per_mtok=5,
-                         output_per_mtok=15)
+    return ModelSettings(
+        base_url=f"{url}/v1",
+        model="medmon-simulator/clinical-v1",
+        api_key="bench",
+        timeout_s=30,
+        max_retries=0,
+        max_concurrency=concurrency,
+        max_tokens=16,
+        input_per_mtok=5,
+        output_per_mtok=15,
+    )
 
 
 async def _calls(client: ModelClient, pool: list[Canary], n: int) -> int:
-    results = await asyncio.gather(*(client.complete(list(pool[i % len(pool)].messages)) for i in range(n)),
-                                   return_exceptions=True)
+    results = await asyncio.gather(
+        *(client.complete(list(pool[i % len(pool)].messages)) for i in range(n)), return_exceptions=True
+    )
     return sum(1 for r in results if isinstance(r, BaseException))
 
 
@@ -121,34 +144,53 @@ def throughput(rounds: int) -> list[dict[str, float]]:
     rows = []
     with Simulator(LATENCY_S) as sim:
         for level in LEVELS:
+
             async def go(level: int = level) -> tuple[float, float, float, int]:
                 async with ModelClient(settings(sim.url, level)) as client:
                     await _calls(client, pool, level)  # warm the connection pool
                     started, cpu, sim_cpu = time.perf_counter(), time.process_time(), sim.cpu_seconds()
                     failed = await _calls(client, pool, level * rounds)
-                    return (time.perf_counter() - started, time.process_time() - cpu, sim.cpu_seconds() - sim_cpu,
-                            failed)
+                    return (
+                        time.perf_counter() - started,
+                        time.process_time() - cpu,
+                        sim.cpu_seconds() - sim_cpu,
+                        failed,
+                    )
 
             elapsed, cpu, sim_cpu, failed = asyncio.run(go())
             calls = level * rounds
             achieved = calls / elapsed
             ideal = level / LATENCY_S
-            rows.append({"concurrency": level, "calls": calls, "failed": failed, "seconds": round(elapsed, 2),
-                         "calls_per_s": round(achieved, 1), "ideal_per_s": ideal, "ratio": round(achieved / ideal, 3),
-                         "client_cpu_ms_per_call": 1000 * cpu / calls, "simulator_cpu_ms_per_call": 1000 * sim_cpu / calls})
-            print(f"  concurrency {level:>3}: {achieved:7.1f} calls/s of ideal {ideal:6.0f} "
-                  f"-> ratio {achieved / ideal:.3f} ({calls} calls, {failed} failed; CPU per call: "
-                  f"client {1000 * cpu / calls:.2f} ms, simulator {1000 * sim_cpu / calls:.2f} ms; "
-                  f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)", flush=True)
+            rows.append(
+                {
+                    "concurrency": level,
+                    "calls": calls,
+                    "failed": failed,
+                    "seconds": round(elapsed, 2),
+                    "calls_per_s": round(achieved, 1),
+                    "ideal_per_s": ideal,
+                    "ratio": round(achieved / ideal, 3),
+                    "client_cpu_ms_per_call": 1000 * cpu / calls,
+                    "simulator_cpu_ms_per_call": 1000 * sim_cpu / calls,
+                }
+            )
+            print(
+                f"  concurrency {level:>3}: {achieved:7.1f} calls/s of ideal {ideal:6.0f} "
+                f"-> ratio {achieved / ideal:.3f} ({calls} calls, {failed} failed; CPU per call: "
+                f"client {1000 * cpu / calls:.2f} ms, simulator {1000 * sim_cpu / calls:.2f} ms; "
+                f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)",
+                flush=True,
+            )
     return rows
 
 
 def probe_and_store(url: str, chosen: list[Canary], concurrency: int, db: Path) -> dict[str, float]:
     """Probe, score and store ``chosen``; CPU seconds of each part."""
-    from medmon.db import session_scope
     from medmon.monitor.storage import make_engine
     from medmon.probes.redaction import TextPolicy
     from medmon.probes.runner import finish_run, probe_canaries, start_run
+
+    from medmon.db import session_scope
 
     engine = make_engine(f"sqlite:///{db}")
 
@@ -160,7 +202,7 @@ def probe_and_store(url: str, chosen: list[Canary], concurrency: int, db: Path) 
             return [time.process_time() - cpu, results]
 
     probe_cpu, results = asyncio.run(go())
-    stamp = datetime.now(timezone.utc)
+    stamp = datetime.now(UTC)
     cpu = time.process_time()
     with session_scope(engine) as session:
         run = start_run(session, "bench", started_at=stamp)
@@ -178,8 +220,11 @@ def cpu_per_canary(n: int) -> dict[str, float]:
         figures = probe_and_store(sim.url, chosen, 64, Path(tmp) / "cpu.db")
     per = {"probe_ms": 1000 * figures["probe_cpu_s"] / n, "store_ms": 1000 * figures["store_cpu_s"] / n}
     per["total_ms"] = per["probe_ms"] + per["store_ms"]
-    print(f"  {n} canaries ({figures['errors']} errors): client+scoring {per['probe_ms']:.3f} ms, "
-          f"storing {per['store_ms']:.3f} ms, total {per['total_ms']:.3f} ms of CPU per canary", flush=True)
+    print(
+        f"  {n} canaries ({figures['errors']} errors): client+scoring {per['probe_ms']:.3f} ms, "
+        f"storing {per['store_ms']:.3f} ms, total {per['total_ms']:.3f} ms of CPU per canary",
+        flush=True,
+    )
     return figures | per
 
 
@@ -195,9 +240,18 @@ def memory_child(n: int, trace: bool) -> None:
         figures = probe_and_store(sim.url, chosen, 64, Path(tmp) / "mem.db")
         heap_peak = tracemalloc.get_traced_memory()[1] if trace else None
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"canaries": n, "errors": figures["errors"], "rss_before_mib": before / 1024,
-                      "rss_peak_mib": peak / 1024, "rss_growth_mib": (peak - before) / 1024,
-                      "heap_peak_mib": heap_peak / 2**20 if heap_peak is not None else None}))
+    print(
+        json.dumps(
+            {
+                "canaries": n,
+                "errors": figures["errors"],
+                "rss_before_mib": before / 1024,
+                "rss_peak_mib": peak / 1024,
+                "rss_growth_mib": (peak - before) / 1024,
+                "heap_peak_mib": heap_peak / 2**20 if heap_peak is not None else None,
+            }
+        )
+    )
 
 
 def memory(n: int, trace: bool) -> dict[str, float]:
@@ -205,8 +259,11 @@ def memory(n: int, trace: bool) -> dict[str, float]:
     out = subprocess.run(args, check=True, capture_output=True, text=True, env=os.environ | {"DO_NOT_TRACK": "1"})
     figures = json.loads(out.stdout.strip().splitlines()[-1])
     heap = f", Python heap peak {figures['heap_peak_mib']:.1f} MiB" if figures["heap_peak_mib"] is not None else ""
-    print(f"  {n} canaries ({figures['errors']} errors): peak RSS {figures['rss_peak_mib']:.1f} MiB, "
-          f"growth during the run {figures['rss_growth_mib']:.1f} MiB{heap}", flush=True)
+    print(
+        f"  {n} canaries ({figures['errors']} errors): peak RSS {figures['rss_peak_mib']:.1f} MiB, "
+        f"growth during the run {figures['rss_growth_mib']:.1f} MiB{heap}",
+        flush=True,
+    )
     return figures
 
 

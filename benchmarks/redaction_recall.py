@@ -30,8 +30,20 @@ from medmon.probes.redaction import load_redactor
 FIRST = ["John", "Mary", "Ana María", "Wei", "Oluwaseun", "Siobhán", "Jean-Luc", "Fatima", "Dmitri", "Aiko"]
 LAST = ["Smith", "García-López", "O'Connor", "Nguyen", "Okafor", "Müller", "Kowalski", "Haddad", "Tanaka", "Brown"]
 MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-LONG_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-               "November", "December"]
+LONG_MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 STREETS = ["Oak Tree Lane", "Main Street", "Baker Street", "Elm Avenue", "Harbour Road"]
 CLINICAL = [
     "Creatinine clearance is 78.5 mL/min; adjust the dose of enoxaparin accordingly.",
@@ -52,35 +64,73 @@ def _name(rng: random.Random) -> str:
 
 def _date(rng: random.Random) -> str:
     y, m, d = rng.randint(1925, 2005), rng.randint(1, 12), rng.randint(1, 28)
-    return rng.choice([f"{m:02d}/{d:02d}/{y}", f"{y}-{m:02d}-{d:02d}", f"{y}/{m:02d}/{d:02d}", f"{d}-{MONTHS[m - 1]}-{y}",
-                       f"{LONG_MONTHS[m - 1]} {d}, {y}", f"{d} {LONG_MONTHS[m - 1]} {y}", f"{d}.{m}.{y}"])
+    return rng.choice(
+        [
+            f"{m:02d}/{d:02d}/{y}",
+            f"{y}-{m:02d}-{d:02d}",
+            f"{y}/{m:02d}/{d:02d}",
+            f"{d}-{MONTHS[m - 1]}-{y}",
+            f"{LONG_MONTHS[m - 1]} {d}, {y}",
+            f"{d} {LONG_MONTHS[m - 1]} {y}",
+            f"{d}.{m}.{y}",
+        ]
+    )
 
 
 GENERATORS: dict[str, Callable[[random.Random], tuple[str, str]]] = {
-    "name (labelled)": lambda r: (v := _name(r), r.choice(["Patient: {}", "patient: {}", "Name: {}",
-                                                           "Patient name: {}"]).format(v)),
+    "name (labelled)": lambda r: (
+        v := _name(r),
+        r.choice(["Patient: {}", "patient: {}", "Name: {}", "Patient name: {}"]).format(v),
+    ),
     "name (titled)": lambda r: (v := f"{r.choice(LAST)}", f"{r.choice(['Mr.', 'Mrs.', 'Ms.', 'Dr.', 'Sr.'])} {v}"),
-    "name (running text)": lambda r: (v := f"{r.choice(FIRST)} {r.choice(LAST)}",
-                                      r.choice(["The patient {} was seen today", "Spoke with {} about the results",
-                                                "patient named {} called"]).format(v)),
-    "mrn": lambda r: (v := f"{r.randint(10**6, 10**9)}", r.choice(["MRN {}", "MRN: {}", "medical record number {}",
-                                                                   "chart no. {}"]).format(v)),
-    "ssn": lambda r: (v := r.choice("- .").join([str(r.randint(100, 899)), str(r.randint(10, 99)),
-                                                         str(r.randint(1000, 9999))]),
-                      r.choice(["SSN {}", "social security number {}", "SSN: {}"]).format(v)),
-    "date of birth": lambda r: (v := _date(r), r.choice(["DOB {}", "DOB: {}", "born {}", "date of birth {}"]).format(v)),
+    "name (running text)": lambda r: (
+        v := f"{r.choice(FIRST)} {r.choice(LAST)}",
+        r.choice(
+            ["The patient {} was seen today", "Spoke with {} about the results", "patient named {} called"]
+        ).format(v),
+    ),
+    "mrn": lambda r: (
+        v := f"{r.randint(10**6, 10**9)}",
+        r.choice(["MRN {}", "MRN: {}", "medical record number {}", "chart no. {}"]).format(v),
+    ),
+    "ssn": lambda r: (
+        v := r.choice("- .").join([str(r.randint(100, 899)), str(r.randint(10, 99)), str(r.randint(1000, 9999))]),
+        r.choice(["SSN {}", "social security number {}", "SSN: {}"]).format(v),
+    ),
+    "date of birth": lambda r: (
+        v := _date(r),
+        r.choice(["DOB {}", "DOB: {}", "born {}", "date of birth {}"]).format(v),
+    ),
     "date": lambda r: (v := _date(r), f"admitted on {v} with chest pain"),
-    "phone": lambda r: (v := r.choice([f"({r.randint(200, 999)}) {r.randint(200, 999)}-{r.randint(1000, 9999)}",
-                                       f"{r.randint(200, 999)}-{r.randint(200, 999)}-{r.randint(1000, 9999)}",
-                                       f"+44 20 {r.randint(1000, 9999)} {r.randint(1000, 9999)}"]), f"call {v}"),
+    "phone": lambda r: (
+        v := r.choice(
+            [
+                f"({r.randint(200, 999)}) {r.randint(200, 999)}-{r.randint(1000, 9999)}",
+                f"{r.randint(200, 999)}-{r.randint(200, 999)}-{r.randint(1000, 9999)}",
+                f"+44 20 {r.randint(1000, 9999)} {r.randint(1000, 9999)}",
+            ]
+        ),
+        f"call {v}",
+    ),
     "email": lambda r: (v := f"{r.choice(FIRST).split()[0].lower()}.{r.randint(1, 99)}@example.org", f"email {v}"),
-    "address": lambda r: (v := r.choice([f"{r.randint(1, 9999)} {r.choice(STREETS)}",
-                                         f"Hauptstraße {r.randint(1, 99)}", f"{r.randint(1, 99)} rue de la Paix"]),
-                          f"lives at {v}"),
-    "age over 89": lambda r: (v := str(r.randint(90, 104)), r.choice(["a {}-year-old woman", "aged {}",
-                                                                      "{} yo man"]).format(v)),
-    "partial id": lambda r: (v := str(r.randint(1000, 9999)), r.choice(["MRN ending in {}", "SSN ***-**-{}",
-                                                                        "last four digits of the SSN are {}"]).format(v)),
+    "address": lambda r: (
+        v := r.choice(
+            [
+                f"{r.randint(1, 9999)} {r.choice(STREETS)}",
+                f"Hauptstraße {r.randint(1, 99)}",
+                f"{r.randint(1, 99)} rue de la Paix",
+            ]
+        ),
+        f"lives at {v}",
+    ),
+    "age over 89": lambda r: (
+        v := str(r.randint(90, 104)),
+        r.choice(["a {}-year-old woman", "aged {}", "{} yo man"]).format(v),
+    ),
+    "partial id": lambda r: (
+        v := str(r.randint(1000, 9999)),
+        r.choice(["MRN ending in {}", "SSN ***-**-{}", "last four digits of the SSN are {}"]).format(v),
+    ),
 }
 
 
@@ -103,8 +153,10 @@ def measure(name: str, redactor: Callable[[str], str], n: int, seed: int) -> Non
     altered = sum(redactor(c) != c for c in CLINICAL)
     seconds = time.perf_counter() - started
     total = sum(c for c, _ in caught.values()), sum(t for _, t in caught.values())
-    print(f"\n{name}: recall {total[0] / total[1]:.1%} ({total[0]}/{total[1]} identifiers removed), "
-          f"{altered}/{len(CLINICAL)} PHI-free clinical sentences altered, {n / seconds:,.0f} sentences/s")
+    print(
+        f"\n{name}: recall {total[0] / total[1]:.1%} ({total[0]}/{total[1]} identifiers removed), "
+        f"{altered}/{len(CLINICAL)} PHI-free clinical sentences altered, {n / seconds:,.0f} sentences/s"
+    )
     for kind in sorted(caught):
         ok, all_ = caught[kind]
         print(f"  {kind:<20} {ok / all_:6.1%}  ({ok}/{all_})")

@@ -42,7 +42,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -52,20 +52,25 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 
 import httpx  # noqa: E402
 import yaml  # noqa: E402
-from sqlalchemy import insert, text  # noqa: E402
-from sqlmodel import Session, func, select  # noqa: E402
-
-from benchmarks.dashboard_render import scratch_postgres  # noqa: E402
-from medmon.db import session_scope, utcnow  # noqa: E402
 from medmon.monitor.models import LATENCY_BUCKETS, DetectorState, TrafficRollup, TrafficSpan  # noqa: E402
 from medmon.monitor.plan.model import Plan  # noqa: E402
 from medmon.monitor.storage import make_engine  # noqa: E402
 from medmon.monitor.traffic.ingest import Ingestor, store_calls  # noqa: E402
 from medmon.monitor.traffic.spans import CallRecord, Decoded, Limits  # noqa: E402
 from medmon.monitor.traffic.streams import traffic_pass  # noqa: E402
+from sqlalchemy import insert, text  # noqa: E402
+from sqlmodel import Session, func, select  # noqa: E402
+
+from benchmarks.dashboard_render import scratch_postgres  # noqa: E402
+from medmon.db import session_scope, utcnow  # noqa: E402
 from tests.conftest import plan_dict  # noqa: E402
 from tests.monitor.traffic_helpers import (  # noqa: E402
-    calls_in_hours, clinic_counts, export_body, genai_attributes, make_spans, working_hour,
+    calls_in_hours,
+    clinic_counts,
+    export_body,
+    genai_attributes,
+    make_spans,
+    working_hour,
 )
 
 BATCH = 512
@@ -75,15 +80,34 @@ TASKS = ["discharge", "triage", "coding", "summaries"]
 
 def plan_data(db_url: str, **traffic: Any) -> dict[str, Any]:
     return plan_dict(
-        deployment={"base_url": "http://127.0.0.1:9/v1", "model": MODEL, "api_key_env": "MEDMON_TEST_KEY",
-                    "price": {"input_per_mtok": 5.0, "output_per_mtok": 15.0}},
-        tasks=[{"id": t, "benchmark": "med_qa", "canaries": {"pack": "clinical_knowledge_mcq"}, "schedule": "1d",
-                "baseline": {"value": 0.85, "n": 500}, "thresholds": {"min_score": 0.7}} for t in TASKS],
+        deployment={
+            "base_url": "http://127.0.0.1:9/v1",
+            "model": MODEL,
+            "api_key_env": "MEDMON_TEST_KEY",
+            "price": {"input_per_mtok": 5.0, "output_per_mtok": 15.0},
+        },
+        tasks=[
+            {
+                "id": t,
+                "benchmark": "med_qa",
+                "canaries": {"pack": "clinical_knowledge_mcq"},
+                "schedule": "1d",
+                "baseline": {"value": 0.85, "n": 500},
+                "thresholds": {"min_score": 0.7},
+            }
+            for t in TASKS
+        ],
         storage={"url": db_url},
-        traffic={"token_env": None, "routes": [{"task": t, "attributes": {"medmon.task": t}} for t in TASKS], **traffic})
+        traffic={
+            "token_env": None,
+            "routes": [{"task": t, "attributes": {"medmon.task": t}} for t in TASKS],
+            **traffic,
+        },
+    )
 
 
 # 1. ingest -------------------------------------------------------------------------------------------
+
 
 def _serve_receiver(db_url: str, port_queue: Any, stop: Any) -> None:
     from medmon.monitor.service.receiver import create_receiver
@@ -101,8 +125,10 @@ def _bodies(n_spans: int) -> list[bytes]:
     rng = random.Random(1)
     bodies = []
     for start in range(0, n_spans, BATCH):
-        specs = [genai_attributes(tokens=(rng.randint(200, 900), rng.randint(20, 400)),
-                                  **{"medmon.task": rng.choice(TASKS)}) for _ in range(min(BATCH, n_spans - start))]
+        specs = [
+            genai_attributes(tokens=(rng.randint(200, 900), rng.randint(20, 400)), **{"medmon.task": rng.choice(TASKS)})
+            for _ in range(min(BATCH, n_spans - start))
+        ]
         bodies.append(export_body(make_spans(specs, duration_s=rng.uniform(0.3, 3.0))))
     return bodies
 
@@ -125,7 +151,9 @@ def ingest(db_url: str, n_spans: int, threads: int = 4) -> dict[str, float]:
                     if not pending:
                         return
                     i = pending.pop()
-                r = client.post(f"{url}/v1/traces", content=bodies[i], headers={"Content-Type": "application/x-protobuf"})
+                r = client.post(
+                    f"{url}/v1/traces", content=bodies[i], headers={"Content-Type": "application/x-protobuf"}
+                )
                 r.raise_for_status()
 
     t0 = time.perf_counter()
@@ -148,24 +176,42 @@ def ingest(db_url: str, n_spans: int, threads: int = 4) -> dict[str, float]:
 
 # 2. span to stream -------------------------------------------------------------------------------------
 
-def _calls(rng: random.Random, n: int, start: datetime, per_hour: float, task: str, factor: float = 1.0) -> list[CallRecord]:
+
+def _calls(
+    rng: random.Random, n: int, start: datetime, per_hour: float, task: str, factor: float = 1.0
+) -> list[CallRecord]:
     out = []
     for i in range(n):
         end = start + timedelta(seconds=i * 3600 / per_hour)
         tin, tout = rng.lognormvariate(6.0, 0.4) * factor, rng.lognormvariate(5.0, 0.5) * factor
-        out.append(CallRecord(trace_id=f"{rng.getrandbits(128):032x}", span_id=f"{rng.getrandbits(64):016x}",
-                              service="app", span_name=f"chat {MODEL}", operation="chat", request_model=MODEL,
-                              response_model=MODEL, system_fingerprint=None,
-                              started_at=end - timedelta(seconds=1), ended_at=end, input_tokens=round(tin),
-                              output_tokens=round(tout), finish_reason="stop", error_type=None, prompt=None,
-                              completion=None, attributes={"medmon.task": task}, duration_s=rng.uniform(0.4, 3.0)))
+        out.append(
+            CallRecord(
+                trace_id=f"{rng.getrandbits(128):032x}",
+                span_id=f"{rng.getrandbits(64):016x}",
+                service="app",
+                span_name=f"chat {MODEL}",
+                operation="chat",
+                request_model=MODEL,
+                response_model=MODEL,
+                system_fingerprint=None,
+                started_at=end - timedelta(seconds=1),
+                ended_at=end,
+                input_tokens=round(tin),
+                output_tokens=round(tout),
+                finish_reason="stop",
+                error_type=None,
+                prompt=None,
+                completion=None,
+                attributes={"medmon.task": task},
+                duration_s=rng.uniform(0.4, 3.0),
+            )
+        )
     return out
 
 
 def span_to_stream(workdir: Path, trials: int) -> dict[str, Any]:
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
     from medmon.monitor.service.serve import ServiceOptions, run_service
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     db_url = f"sqlite:///{workdir / 'e2e.db'}"
     data = plan_data(db_url, reference_window="1h", reference_min_calls=200)
@@ -175,14 +221,19 @@ def span_to_stream(workdir: Path, trials: int) -> dict[str, Any]:
     engine = make_engine(db_url)
     now = utcnow()
     ingestor = Ingestor(plan, lambda s: s, Limits())
-    store_calls(engine, ingestor, Decoded(_calls(random.Random(2), 1000, now - timedelta(hours=3), 500, "discharge")), now)
+    store_calls(
+        engine, ingestor, Decoded(_calls(random.Random(2), 1000, now - timedelta(hours=3), 500, "discharge")), now
+    )
     with session_scope(engine) as s:
         traffic_pass(s, plan, now)
     os.environ.setdefault("MEDMON_TEST_KEY", "unused")  # the service refuses an unset key; no model is called
     stop = threading.Event()
     port = _free_port()
-    service = threading.Thread(target=run_service, args=(plan_path, stop),
-                               kwargs={"options": ServiceOptions(traffic_port=port, install_signals=False)})
+    service = threading.Thread(
+        target=run_service,
+        args=(plan_path, stop),
+        kwargs={"options": ServiceOptions(traffic_port=port, install_signals=False)},
+    )
     service.start()
     url = f"http://127.0.0.1:{port}"
     delays = []
@@ -200,7 +251,7 @@ def span_to_stream(workdir: Path, trials: int) -> dict[str, Any]:
         rng = random.Random(9)
         for _ in range(trials):
             with Session(engine) as s:
-                before = (s.get(DetectorState, key).n if s.get(DetectorState, key) else 0)
+                before = s.get(DetectorState, key).n if s.get(DetectorState, key) else 0
             spans = make_spans([genai_attributes(**{"medmon.task": "discharge"})])
             time.sleep(rng.uniform(0, 5))  # at any moment of the pass cycle, not just after a pass
             t0 = time.perf_counter()
@@ -215,8 +266,13 @@ def span_to_stream(workdir: Path, trials: int) -> dict[str, Any]:
     finally:
         stop.set()
         service.join(60)
-    return {"detect_every": plan.traffic.detect_every if plan.traffic else None, "trials": len(delays),
-            "median_s": statistics.median(delays), "max_s": max(delays), "min_s": min(delays)}
+    return {
+        "detect_every": plan.traffic.detect_every if plan.traffic else None,
+        "trials": len(delays),
+        "median_s": statistics.median(delays),
+        "max_s": max(delays),
+        "min_s": min(delays),
+    }
 
 
 def _free_port() -> int:
@@ -226,6 +282,7 @@ def _free_port() -> int:
 
 
 # 3. the traffic page at 10 million spans --------------------------------------------------------------------
+
 
 def load_rollups(db_url: str, spans: int, days: int = 90) -> int:
     engine = make_engine(db_url)
@@ -243,13 +300,27 @@ def load_rollups(db_url: str, spans: int, days: int = 90) -> int:
             for _ in range(calls // 50):
                 hist[min(int(rng.lognormvariate(1.2, 0.5)), len(LATENCY_BUCKETS) - 1)] += 50
             hist[3] += calls - sum(hist)
-            rows.append({"hour": hour, "task_id": task, "model": model, "calls": calls, "errors": calls // 50,
-                         "input_tokens": calls * 500, "output_tokens": calls * 150, "cost_usd": calls * 0.00475,
-                         "latency_sum_s": calls * 1.4, "latency_max_s": 40.0, "truncated": calls // 100,
-                         "with_content": 0, "refusals": 0, **{f"latency_b{i}": n for i, n in enumerate(hist)}})
+            rows.append(
+                {
+                    "hour": hour,
+                    "task_id": task,
+                    "model": model,
+                    "calls": calls,
+                    "errors": calls // 50,
+                    "input_tokens": calls * 500,
+                    "output_tokens": calls * 150,
+                    "cost_usd": calls * 0.00475,
+                    "latency_sum_s": calls * 1.4,
+                    "latency_max_s": 40.0,
+                    "truncated": calls // 100,
+                    "with_content": 0,
+                    "refusals": 0,
+                    **{f"latency_b{i}": n for i, n in enumerate(hist)},
+                }
+            )
     with engine.begin() as conn:
         for i in range(0, len(rows), 2000):
-            conn.execute(insert(TrafficRollup.__table__), rows[i:i + 2000])
+            conn.execute(insert(TrafficRollup.__table__), rows[i : i + 2000])
         if conn.dialect.name == "postgresql":
             conn.execute(text("ANALYZE trafficrollup"))
     engine.dispose()
@@ -281,9 +352,10 @@ def render_page(plan_path: Path, db_url: str, repeat: int = 3) -> dict[str, list
 
 # 4. detection delay --------------------------------------------------------------------------------------
 
+
 def delay(workdir: Path, trials: int, rise: float = 1.2, per_hour: int = 1000) -> dict[str, Any]:
     found, false_alarms, hours_clean = [], 0, 0.0
-    t0 = datetime(2026, 3, 2, tzinfo=timezone.utc)
+    t0 = datetime(2026, 3, 2, tzinfo=UTC)
     for seed in range(trials):
         for factor in (rise, 1.0):
             db = workdir / f"delay-{seed}-{factor}.db"
@@ -299,7 +371,9 @@ def delay(workdir: Path, trials: int, rise: float = 1.2, per_hour: int = 1000) -
             step = per_hour // 60  # a minute of calls per pass
             sent, alarmed = 0, False
             while sent < 12 * per_hour and not alarmed:
-                batch = _calls(rng, step, start + timedelta(seconds=sent * 3600 / per_hour), per_hour, "discharge", factor)
+                batch = _calls(
+                    rng, step, start + timedelta(seconds=sent * 3600 / per_hour), per_hour, "discharge", factor
+                )
                 store_calls(engine, ingestor, Decoded(batch), start)
                 sent += step
                 alarmed = _drain(engine, plan, start + timedelta(seconds=sent * 3600 / per_hour))
@@ -310,11 +384,17 @@ def delay(workdir: Path, trials: int, rise: float = 1.2, per_hour: int = 1000) -
                 hours_clean += sent / per_hour
             engine.dispose()
     calls = [c for c in found if c is not None]
-    return {"rise": rise, "calls_per_hour": per_hour, "trials": trials, "detected": len(calls),
-            "median_calls": statistics.median(calls) if calls else None,
-            "median_hours": statistics.median(calls) / per_hour if calls else None,
-            "max_hours": max(calls) / per_hour if calls else None,
-            "false_alarms_without_rise": false_alarms, "hours_without_rise": hours_clean}
+    return {
+        "rise": rise,
+        "calls_per_hour": per_hour,
+        "trials": trials,
+        "detected": len(calls),
+        "median_calls": statistics.median(calls) if calls else None,
+        "median_hours": statistics.median(calls) / per_hour if calls else None,
+        "max_hours": max(calls) / per_hour if calls else None,
+        "false_alarms_without_rise": false_alarms,
+        "hours_without_rise": hours_clean,
+    }
 
 
 def _drain(engine: Any, plan: Plan, now: datetime) -> bool:
@@ -329,16 +409,18 @@ def _drain(engine: Any, plan: Plan, now: datetime) -> bool:
 
 # 5. call volume -----------------------------------------------------------------------------------------
 
+
 def _volume_alarm(engine: Any, plan: Plan, now: datetime) -> bool:
     with session_scope(engine) as s:
         done = traffic_pass(s, plan, now)
     return any(u.finding is not None and u.spec.metric == "traffic_calls" for u in done.updates)
 
 
-def volume(workdir: Path, trials: int, days: int, peak: int = 1000, reference_days: int = 3,
-           weekends: bool = False) -> dict[str, Any]:
+def volume(
+    workdir: Path, trials: int, days: int, peak: int = 1000, reference_days: int = 3, weekends: bool = False
+) -> dict[str, Any]:
     """Working hours until a halving is found, and false alarms over ``days`` days without change, per seed."""
-    t0 = datetime(2026, 3, 2, tzinfo=timezone.utc)  # a Monday
+    t0 = datetime(2026, 3, 2, tzinfo=UTC)  # a Monday
     delays: list[int | None] = []
     false_alarms, hours_clean = 0, 0
     for seed in range(trials):
@@ -350,8 +432,12 @@ def volume(workdir: Path, trials: int, days: int, peak: int = 1000, reference_da
             engine = make_engine(url)
             ingestor = Ingestor(plan, lambda s: s, Limits(max_age=timedelta(days=3650)))
             reference = clinic_counts(seed, t0, 24 * reference_days, peak, weekends=weekends)
-            store_calls(engine, ingestor, Decoded(calls_in_hours(seed, reference, service="app",
-                                                                 attributes={"medmon.task": "discharge"})), t0)
+            store_calls(
+                engine,
+                ingestor,
+                Decoded(calls_in_hours(seed, reference, service="app", attributes={"medmon.task": "discharge"})),
+                t0,
+            )
             _drain(engine, plan, t0 + timedelta(days=reference_days, minutes=11))
             start = t0 + timedelta(days=reference_days)
             at = start + timedelta(days=(3 - start.weekday()) % 7, hours=8)  # the next Thursday 08:00
@@ -373,9 +459,17 @@ def volume(workdir: Path, trials: int, days: int, peak: int = 1000, reference_da
                 hours_clean += len(hours)
             engine.dispose()
     found = [d for d in delays if d is not None]
-    return {"peak": peak, "reference_days": reference_days, "weekends": weekends, "trials": trials,
-            "detected": len(found), "median_hours": statistics.median(found) if found else None,
-            "max_hours": max(found) if found else None, "false_alarms": false_alarms, "hours_clean": hours_clean}
+    return {
+        "peak": peak,
+        "reference_days": reference_days,
+        "weekends": weekends,
+        "trials": trials,
+        "detected": len(found),
+        "median_hours": statistics.median(found) if found else None,
+        "max_hours": max(found) if found else None,
+        "false_alarms": false_alarms,
+        "hours_clean": hours_clean,
+    }
 
 
 @contextmanager
@@ -396,8 +490,11 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--volume-days", type=int, default=60, help="days without change per seed (call volume)")
     parser.add_argument("--volume-reference-days", type=int, default=3, help="the reference's days (call volume)")
-    parser.add_argument("--volume-weekends", action="store_true",
-                        help="weekends at 40%% of a weekday's calls (call volume; give a reference of 7 days or more)")
+    parser.add_argument(
+        "--volume-weekends",
+        action="store_true",
+        help="weekends at 40%% of a weekday's calls (call volume; give a reference of 7 days or more)",
+    )
     parser.add_argument("--pg-server", default="postgresql://postgres@127.0.0.1:5432")
     args = parser.parse_args()
     parts = args.parts.split(",")
@@ -407,12 +504,18 @@ def main() -> None:
             for backend in args.backends.split(","):
                 with database(backend, folder, "ingest", args.pg_server) as url:
                     r = ingest(url, args.spans)
-                print(f"ingest {backend:10} {r['spans']:>8} spans in {r['seconds']:.1f}s: "
-                      f"{r['spans_per_s']:,.0f} spans/s (OTLP/HTTP protobuf, 512 per export, 4 senders)", flush=True)
+                print(
+                    f"ingest {backend:10} {r['spans']:>8} spans in {r['seconds']:.1f}s: "
+                    f"{r['spans_per_s']:,.0f} spans/s (OTLP/HTTP protobuf, 512 per export, 4 senders)",
+                    flush=True,
+                )
         if "e2e" in parts:
             r = span_to_stream(folder, args.trials * 2)
-            print(f"span to stream (SQLite, detect_every {r['detect_every']}): median {r['median_s']:.2f}s, "
-                  f"min {r['min_s']:.2f}s, max {r['max_s']:.2f}s over {r['trials']} spans", flush=True)
+            print(
+                f"span to stream (SQLite, detect_every {r['detect_every']}): median {r['median_s']:.2f}s, "
+                f"min {r['min_s']:.2f}s, max {r['max_s']:.2f}s over {r['trials']} spans",
+                flush=True,
+            )
         if "page" in parts:
             for backend in args.backends.split(","):
                 with database(backend, folder, "page", args.pg_server) as url:
@@ -421,22 +524,36 @@ def main() -> None:
                     plan_path.write_text(yaml.safe_dump(plan_data(url)))
                     times = render_page(plan_path, url)
                 for label, ts in times.items():
-                    print(f"traffic page {backend:10} {n:,} spans as rollups, {label}: "
-                          f"median {statistics.median(ts):.2f}s (max {max(ts):.2f}s, {len(ts)} renders)", flush=True)
+                    print(
+                        f"traffic page {backend:10} {n:,} spans as rollups, {label}: "
+                        f"median {statistics.median(ts):.2f}s (max {max(ts):.2f}s, {len(ts)} renders)",
+                        flush=True,
+                    )
         if "delay" in parts:
             r = delay(folder, args.trials)
-            print(f"detection delay, median cost +{(r['rise'] - 1):.0%} at {r['calls_per_hour']} calls/h: "
-                  f"detected {r['detected']}/{r['trials']}, median {r['median_calls']} calls "
-                  f"({r['median_hours']:.2f} h), max {r['max_hours']:.2f} h; without a rise: "
-                  f"{r['false_alarms_without_rise']} false alarm(s) in {r['hours_without_rise']:.0f} h", flush=True)
+            print(
+                f"detection delay, median cost +{(r['rise'] - 1):.0%} at {r['calls_per_hour']} calls/h: "
+                f"detected {r['detected']}/{r['trials']}, median {r['median_calls']} calls "
+                f"({r['median_hours']:.2f} h), max {r['max_hours']:.2f} h; without a rise: "
+                f"{r['false_alarms_without_rise']} false alarm(s) in {r['hours_without_rise']:.0f} h",
+                flush=True,
+            )
         if "volume" in parts:
-            r = volume(folder, args.trials, args.volume_days, reference_days=args.volume_reference_days,
-                       weekends=args.volume_weekends)
-            print(f"call volume halved in working hours at {r['peak']} calls/h (day-night cycle"
-                  f"{', quieter weekends' if r['weekends'] else ''}; {r['reference_days']}-day reference): detected "
-                  f"{r['detected']}/{r['trials']}, median {r['median_hours']} working hour(s), max {r['max_hours']}; "
-                  f"without change: {r['false_alarms']} false alarm(s) in {r['hours_clean']} h "
-                  f"({r['hours_clean'] / 24:.0f} days)", flush=True)
+            r = volume(
+                folder,
+                args.trials,
+                args.volume_days,
+                reference_days=args.volume_reference_days,
+                weekends=args.volume_weekends,
+            )
+            print(
+                f"call volume halved in working hours at {r['peak']} calls/h (day-night cycle"
+                f"{', quieter weekends' if r['weekends'] else ''}; {r['reference_days']}-day reference): detected "
+                f"{r['detected']}/{r['trials']}, median {r['median_hours']} working hour(s), max {r['max_hours']}; "
+                f"without change: {r['false_alarms']} false alarm(s) in {r['hours_clean']} h "
+                f"({r['hours_clean'] / 24:.0f} days)",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -12,9 +12,6 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
-
 from medmon.alerts import (
     Incident,
     Matcher,
@@ -33,6 +30,9 @@ from medmon.monitor.governance.signoff import sign
 from medmon.monitor.governance.thresholds import approve_thresholds
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.routing import notify_policy
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
 from medmon.db import session_scope
 
 
@@ -48,13 +48,26 @@ def _check(viewer: Viewer, text: str, what: str, thing: str) -> str:
     return text.strip()
 
 
-def _record_incident(session: Session, kind: AuditKind, viewer: Viewer, incident: Incident, details: dict[str, Any],
-                     now: datetime) -> None:
+def _record_incident(
+    session: Session, kind: AuditKind, viewer: Viewer, incident: Incident, details: dict[str, Any], now: datetime
+) -> None:
     members = incident_members(session, incident.id or 0)
-    record(session, kind, viewer.actor, f"incident:{incident.id}",
-           details | {"task": incident.task_id, "cause": incident.cause, "key": incident.key,
-                      "alerts": [a.id for a in members], "authenticated": viewer.authenticated, "via": "dashboard"},
-           now)
+    record(
+        session,
+        kind,
+        viewer.actor,
+        f"incident:{incident.id}",
+        details
+        | {
+            "task": incident.task_id,
+            "cause": incident.cause,
+            "key": incident.key,
+            "alerts": [a.id for a in members],
+            "authenticated": viewer.authenticated,
+            "via": "dashboard",
+        },
+        now,
+    )
 
 
 def _incidents(ids: Sequence[int]) -> list[int]:
@@ -64,8 +77,15 @@ def _incidents(ids: Sequence[int]) -> list[int]:
     return chosen
 
 
-def _on_incidents(engine: Engine, viewer: Viewer, incident_ids: Sequence[int], kind: AuditKind,
-                  act: Callable[[Session, int], Incident], details: dict[str, Any], now: datetime) -> list[Incident]:
+def _on_incidents(
+    engine: Engine,
+    viewer: Viewer,
+    incident_ids: Sequence[int],
+    kind: AuditKind,
+    act: Callable[[Session, int], Incident],
+    details: dict[str, Any],
+    now: datetime,
+) -> list[Incident]:
     """Apply ``act`` to each incident and audit it, in one transaction: all or nothing."""
     with session_scope(engine) as session:
         out = []
@@ -76,29 +96,44 @@ def _on_incidents(engine: Engine, viewer: Viewer, incident_ids: Sequence[int], k
     return out
 
 
-def acknowledge_incidents(engine: Engine, plan: Plan, viewer: Viewer, incident_ids: Sequence[int], note: str,
-                          now: datetime) -> list[Incident]:
+def acknowledge_incidents(
+    engine: Engine, plan: Plan, viewer: Viewer, incident_ids: Sequence[int], note: str, now: datetime
+) -> list[Incident]:
     """Take ownership of incidents with one note: every firing member of each is acknowledged, the
     routes hear it once per incident, and each is audited; all or nothing."""
     note = _check(viewer, note, "acknowledge", "an incident")
     policy = notify_policy(plan)
-    return _on_incidents(engine, viewer, incident_ids, AuditKind.alert_acknowledged,
-                         lambda s, i: acknowledge_incident(s, i, viewer.actor, note, now, routes=policy),
-                         {"note": note}, now)
+    return _on_incidents(
+        engine,
+        viewer,
+        incident_ids,
+        AuditKind.alert_acknowledged,
+        lambda s, i: acknowledge_incident(s, i, viewer.actor, note, now, routes=policy),
+        {"note": note},
+        now,
+    )
 
 
-def resolve_incidents(engine: Engine, plan: Plan, viewer: Viewer, incident_ids: Sequence[int], reason: str,
-                      now: datetime) -> list[Incident]:
+def resolve_incidents(
+    engine: Engine, plan: Plan, viewer: Viewer, incident_ids: Sequence[int], reason: str, now: datetime
+) -> list[Incident]:
     """Resolve incidents with one reason: every open member resolves; all or nothing."""
     reason = _check(viewer, reason, "resolve", "an incident")
     policy = notify_policy(plan)
-    return _on_incidents(engine, viewer, incident_ids, AuditKind.alert_resolved,
-                         lambda s, i: resolve_incident(s, i, viewer.actor, reason, now, routes=policy),
-                         {"reason": reason}, now)
+    return _on_incidents(
+        engine,
+        viewer,
+        incident_ids,
+        AuditKind.alert_resolved,
+        lambda s, i: resolve_incident(s, i, viewer.actor, reason, now, routes=policy),
+        {"reason": reason},
+        now,
+    )
 
 
-def silence_incidents(engine: Engine, viewer: Viewer, incident_ids: Sequence[int], reason: str, duration: timedelta,
-                      now: datetime) -> list[Silence]:
+def silence_incidents(
+    engine: Engine, viewer: Viewer, incident_ids: Sequence[int], reason: str, duration: timedelta, now: datetime
+) -> list[Silence]:
     """Silence incidents for ``duration`` with one reason: they stay visible but notify nobody."""
     reason = _check(viewer, reason, "silence", "an incident")
     if duration <= timedelta(0):
@@ -109,31 +144,49 @@ def silence_incidents(engine: Engine, viewer: Viewer, incident_ids: Sequence[int
             silence = silence_incident(session, incident_id, viewer.actor, reason, now + duration, now)
             incident = session.get(Incident, incident_id)
             assert incident is not None
-            _record_incident(session, AuditKind.alert_silenced, viewer, incident,
-                             {"reason": reason, "silence_id": silence.id, "until": (now + duration).isoformat()}, now)
+            _record_incident(
+                session,
+                AuditKind.alert_silenced,
+                viewer,
+                incident,
+                {"reason": reason, "silence_id": silence.id, "until": (now + duration).isoformat()},
+                now,
+            )
             out.append(silence)
     return out
 
 
-def silence_matching(engine: Engine, viewer: Viewer, matchers: str, reason: str, duration: timedelta,
-                     now: datetime) -> Silence:
+def silence_matching(
+    engine: Engine, viewer: Viewer, matchers: str, reason: str, duration: timedelta, now: datetime
+) -> Silence:
     """Silence every alert whose labels match ``matchers`` (``task=dosing, cause=~cost|latency``)."""
     reason = _check(viewer, reason, "silence", "alerts")
     if duration <= timedelta(0):
         raise ValueError("a silence needs a positive duration")
     parsed = [Matcher.parse(m.strip()) for m in matchers.split(",") if m.strip()]
     with session_scope(engine) as session:
-        silence = create_silence(session, parsed, ends_at=now + duration, reason=reason, created_by=viewer.actor,
-                                 now=now)
-        record(session, AuditKind.alert_silenced, viewer.actor, f"silence:{silence.id}",
-               {"reason": reason, "silence_id": silence.id, "matchers": [str(m) for m in parsed],
-                "until": (now + duration).isoformat(), "authenticated": viewer.authenticated, "via": "dashboard"},
-               now)
+        silence = create_silence(
+            session, parsed, ends_at=now + duration, reason=reason, created_by=viewer.actor, now=now
+        )
+        record(
+            session,
+            AuditKind.alert_silenced,
+            viewer.actor,
+            f"silence:{silence.id}",
+            {
+                "reason": reason,
+                "silence_id": silence.id,
+                "matchers": [str(m) for m in parsed],
+                "until": (now + duration).isoformat(),
+                "authenticated": viewer.authenticated,
+                "via": "dashboard",
+            },
+            now,
+        )
     return silence
 
 
-def requeue_dead_letter(engine: Engine, viewer: Viewer, notification_id: int, note: str,
-                        now: datetime) -> Notification:
+def requeue_dead_letter(engine: Engine, viewer: Viewer, notification_id: int, note: str, now: datetime) -> Notification:
     """Send an undeliverable notification again (after its receiver was fixed): attempts start over."""
     if not viewer.can_act:
         raise NotAllowed(viewer.why_not or f"{viewer.actor} may not requeue notifications")
@@ -155,28 +208,49 @@ def _signed_in(viewer: Viewer, what: str) -> str:
     return viewer.email
 
 
-def approve_task_thresholds(engine: Engine, plan: Plan, viewer: Viewer, task_id: str, reason: str,
-                            committee_decision: str, now: datetime) -> int:
+def approve_task_thresholds(
+    engine: Engine, plan: Plan, viewer: Viewer, task_id: str, reason: str, committee_decision: str, now: datetime
+) -> int:
     """Put a task's proposed thresholds in force as the signed-in owner (the plan's rules apply); the audit seq."""
     by = _signed_in(viewer, "approve thresholds")
     with session_scope(engine) as session:
-        return approve_thresholds(session, plan, task_id=task_id, by=by, reason=reason.strip(), now=now,
-                                  committee_decision=committee_decision.strip() or None, details=SIGNED_IN).seq
+        return approve_thresholds(
+            session,
+            plan,
+            task_id=task_id,
+            by=by,
+            reason=reason.strip(),
+            now=now,
+            committee_decision=committee_decision.strip() or None,
+            details=SIGNED_IN,
+        ).seq
 
 
-def sign_report(engine: Engine, plan: Plan, viewer: Viewer, period: str, digest: str, statement: str,
-                now: datetime) -> int:
+def sign_report(
+    engine: Engine, plan: Plan, viewer: Viewer, period: str, digest: str, statement: str, now: datetime
+) -> int:
     """Sign a period's committee report by its hash, as the signed-in owner; the audit seq."""
     by = _signed_in(viewer, "sign reports")
     with session_scope(engine) as session:
-        return sign(session, plan, period, digest, by=by, statement=statement.strip(), now=now,
-                    details=SIGNED_IN).seq
+        return sign(session, plan, period, digest, by=by, statement=statement.strip(), now=now, details=SIGNED_IN).seq
 
 
-def note_answers_viewed(engine: Engine, viewer: Viewer, task_id: str, page: str, result_ids: Sequence[int],
-                        now: datetime) -> None:
+def note_answers_viewed(
+    engine: Engine, viewer: Viewer, task_id: str, page: str, result_ids: Sequence[int], now: datetime
+) -> None:
     """Record that this viewer was shown these stored answers of a task (the caller records once per view)."""
     with session_scope(engine) as session:
-        record(session, AuditKind.answers_viewed, viewer.actor, f"task:{task_id}",
-               {"task": task_id, "page": page, "answers": list(result_ids), "authenticated": viewer.authenticated,
-                "via": "dashboard"}, now)
+        record(
+            session,
+            AuditKind.answers_viewed,
+            viewer.actor,
+            f"task:{task_id}",
+            {
+                "task": task_id,
+                "page": page,
+                "answers": list(result_ids),
+                "authenticated": viewer.authenticated,
+                "via": "dashboard",
+            },
+            now,
+        )

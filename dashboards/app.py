@@ -8,14 +8,13 @@ for why not ``pages/``) and each also asks for the viewer itself, as a second li
 from __future__ import annotations
 
 import streamlit as st
-
 from medmon.dashboards.auth import require_viewer, sign_in_secrets
-from sqlmodel import Session
-
 from medmon.dashboards.data import current_plan, engine_for
 from medmon.dashboards.layout import auth_note
 from medmon.monitor.plan.privacy import secret_values
 from medmon.monitor.read import suspended_tasks
+from sqlmodel import Session
+
 from medmon.scrub import setup_logging
 
 st.set_page_config(page_title="medmon", layout="wide")
@@ -30,18 +29,23 @@ with st.sidebar:
     with Session(engine_for(plan)) as session:
         held = suspended_tasks(session)
     for task_id, held_by in held.items():  # shown on every page while it lasts
-        st.error(f"{task_id}: SUSPENDED since {held_by.suspended_at:%Y-%m-%d %H:%M} UTC ({held_by.reason})"
-                 if held_by.status == "suspended" else f"{task_id}: suspension awaiting a second owner")
-st.navigation([
-    st.Page("views/overview.py", title="Overview", url_path="overview", default=True),
-    st.Page("views/task.py", title="Task", url_path="task"),
-    st.Page("views/alerts.py", title="Alerts", url_path="alerts"),
-    st.Page("views/costs.py", title="Cost and latency", url_path="costs"),
-    st.Page("views/traffic.py", title="Production traffic", url_path="traffic"),
-    st.Page("views/jury.py", title="Jury", url_path="jury"),
-    st.Page("views/baselines.py", title="Baselines", url_path="baselines"),
-    st.Page("views/changes.py", title="Model changes", url_path="changes"),
-    st.Page("views/governance.py", title="Governance", url_path="governance"),
-    st.Page("views/review.py", title="Clinician review", url_path="review"),
-    st.Page("views/safety.py", title="Safety", url_path="safety"),
-]).run()
+        st.error(
+            f"{task_id}: SUSPENDED since {held_by.suspended_at:%Y-%m-%d %H:%M} UTC ({held_by.reason})"
+            if held_by.status == "suspended"
+            else f"{task_id}: suspension awaiting a second owner"
+        )
+st.navigation(
+    [
+        st.Page("views/overview.py", title="Overview", url_path="overview", default=True),
+        st.Page("views/task.py", title="Task", url_path="task"),
+        st.Page("views/alerts.py", title="Alerts", url_path="alerts"),
+        st.Page("views/costs.py", title="Cost and latency", url_path="costs"),
+        st.Page("views/traffic.py", title="Production traffic", url_path="traffic"),
+        st.Page("views/jury.py", title="Jury", url_path="jury"),
+        st.Page("views/baselines.py", title="Baselines", url_path="baselines"),
+        st.Page("views/changes.py", title="Model changes", url_path="changes"),
+        st.Page("views/governance.py", title="Governance", url_path="governance"),
+        st.Page("views/review.py", title="Clinician review", url_path="review"),
+        st.Page("views/safety.py", title="Safety", url_path="safety"),
+    ]
+).run()

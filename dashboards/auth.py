@@ -23,14 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
-from streamlit.errors import StreamlitSecretNotFoundError
-
 from medmon.monitor.plan.model import LOOPBACK_HOSTS, Plan, dashboard_hosts
+from streamlit.errors import StreamlitSecretNotFoundError
 
 UNAUTHENTICATED = "unauthenticated"
 LOCAL_ACTIONS_ENV = "MEDMON_DASHBOARD_LOCAL_ACTIONS"  # set by ``medmon dashboard --allow-local-actions``
-READ_ONLY = ("read-only: no sign-in is configured (start with --allow-local-actions on 127.0.0.1 to act as "
-             "the local user, or configure sign-in)")
+READ_ONLY = (
+    "read-only: no sign-in is configured (start with --allow-local-actions on 127.0.0.1 to act as "
+    "the local user, or configure sign-in)"
+)
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,10 @@ def host_refusal(plan: Plan, bind: str, headers: Mapping[str, str]) -> str | Non
     name = host_name(host)
     if name in dashboard_hosts(plan, bind):
         return None
-    return (f"this dashboard does not answer to the host {name!r}; add it to the plan's dashboard.hosts "
-            "if it is a name your reverse proxy uses")
+    return (
+        f"this dashboard does not answer to the host {name!r}; add it to the plan's dashboard.hosts "
+        "if it is a name your reverse proxy uses"
+    )
 
 
 def owner_emails(plan: Plan) -> frozenset[str]:
@@ -153,9 +156,16 @@ def local_actions_allowed(bind: str, environ: Mapping[str, str] | None = None) -
     return env.get(LOCAL_ACTIONS_ENV) == "1" and is_loopback(bind)
 
 
-def viewer_for(plan: Plan, *, authenticated: bool, email: str | None, email_verified: bool = False,
-               local_actions: bool = False, bind: str = "127.0.0.1",
-               environ: dict[str, str] | None = None) -> Viewer:
+def viewer_for(
+    plan: Plan,
+    *,
+    authenticated: bool,
+    email: str | None,
+    email_verified: bool = False,
+    local_actions: bool = False,
+    bind: str = "127.0.0.1",
+    environ: dict[str, str] | None = None,
+) -> Viewer:
     """Decide who the viewer is and whether they may act (pure: tested without Streamlit)."""
     if not authenticated:
         return Viewer(local_actor(environ), None, False, local_actions, "" if local_actions else READ_ONLY, bind)
@@ -163,10 +173,22 @@ def viewer_for(plan: Plan, *, authenticated: bool, email: str | None, email_veri
     if address and address in owner_emails(plan):
         if email_verified:
             return Viewer(address, address, True, True, bind=bind)
-        return Viewer(address, address, True, False,
-                      f"the identity provider has not verified {address} (email_verified): view only", bind)
-    return Viewer(address or "unknown", address or None, True, False,
-                  f"{address or 'this account'} is not an owner in the monitoring plan: view only", bind)
+        return Viewer(
+            address,
+            address,
+            True,
+            False,
+            f"the identity provider has not verified {address} (email_verified): view only",
+            bind,
+        )
+    return Viewer(
+        address or "unknown",
+        address or None,
+        True,
+        False,
+        f"{address or 'this account'} is not an owner in the monitoring plan: view only",
+        bind,
+    )
 
 
 def bind_address() -> str:
@@ -188,17 +210,23 @@ def require_viewer(plan: Plan) -> Viewer:
         st.stop()
     if not configured and plan.dashboard.auth == "oidc":
         looked = ", ".join(str(p) for p in secret_files())
-        st.error(f"The plan requires sign-in (dashboard.auth: oidc) but no [auth] section was found in {looked}; "
-                 "nothing is shown.")
+        st.error(
+            f"The plan requires sign-in (dashboard.auth: oidc) but no [auth] section was found in {looked}; "
+            "nothing is shown."
+        )
         st.stop()
     if not configured:
-        return viewer_for(plan, authenticated=False, email=None, local_actions=local_actions_allowed(bind),
-                          bind=bind)
+        return viewer_for(plan, authenticated=False, email=None, local_actions=local_actions_allowed(bind), bind=bind)
     if not st.user.is_logged_in:
         st.title("medmon")
         st.info("Sign in to see the monitoring of this deployment.")
         st.button("Sign in", on_click=st.login, type="primary", key="login")
         st.stop()
     email = st.user.get("email")
-    return viewer_for(plan, authenticated=True, email=str(email) if email else None,
-                      email_verified=st.user.get("email_verified") is True, bind=bind)
+    return viewer_for(
+        plan,
+        authenticated=True,
+        email=str(email) if email else None,
+        email_verified=st.user.get("email_verified") is True,
+        bind=bind,
+    )

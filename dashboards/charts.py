@@ -9,7 +9,6 @@ from datetime import date, datetime
 from typing import Any
 
 import plotly.graph_objects as go
-
 from medmon.monitor.read import AgreementDay, CostDay, JudgeDay, RunPoint, Slice
 
 BASELINE = "rgba(46, 125, 50, 0.18)"
@@ -36,11 +35,26 @@ def _mark(fig: go.Figure, markers: Sequence[Marker], *, y: float) -> None:
         mine = [m for m in markers if m.kind == kind]
         color = MARKER_COLORS.get(kind, "#546e7a")
         for m in mine:
-            fig.add_shape(type="line", x0=m.at, x1=m.at, y0=0, y1=1, yref="paper", line={"color": color,
-                                                                                        "dash": "dot", "width": 1})
-        fig.add_trace(go.Scatter(x=[m.at for m in mine], y=[y] * len(mine), mode="markers", name=kind,
-                                 marker={"symbol": "triangle-down", "size": 11, "color": color},
-                                 text=[m.text for m in mine], hovertemplate="%{text}<extra></extra>"))
+            fig.add_shape(
+                type="line",
+                x0=m.at,
+                x1=m.at,
+                y0=0,
+                y1=1,
+                yref="paper",
+                line={"color": color, "dash": "dot", "width": 1},
+            )
+        fig.add_trace(
+            go.Scatter(
+                x=[m.at for m in mine],
+                y=[y] * len(mine),
+                mode="markers",
+                name=kind,
+                marker={"symbol": "triangle-down", "size": 11, "color": color},
+                text=[m.text for m in mine],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
 
 
 def _layout(fig: go.Figure, title: str, y_title: str, *, percent: bool = False, daily: bool = False) -> go.Figure:
@@ -48,15 +62,27 @@ def _layout(fig: go.Figure, title: str, y_title: str, *, percent: bool = False, 
         # Left to itself plotly puts ticks every 12 hours on a short span, printing each date twice.
         days = {x for trace in fig.data for x in (trace.x or ())}
         fig.update_xaxes(type="date", tickformat="%Y-%m-%d", dtick=DAY_MS if len(days) <= 14 else None)
-    fig.update_layout(title=title, height=360, margin={"l": 10, "r": 10, "t": 40, "b": 10},
-                      legend={"orientation": "h", "y": -0.2}, hovermode="x unified")
+    fig.update_layout(
+        title=title,
+        height=360,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        legend={"orientation": "h", "y": -0.2},
+        hovermode="x unified",
+    )
     fig.update_yaxes(title=y_title, tickformat=".0%" if percent else None)
     return fig
 
 
-def score_chart(points: Sequence[RunPoint], *, baseline: float | None, baseline_ci: tuple[float, float] | None,
-                threshold: float, alarm_line: float | None = None, title: str = "Score per probe run",
-                markers: Sequence[Marker] = ()) -> go.Figure:
+def score_chart(
+    points: Sequence[RunPoint],
+    *,
+    baseline: float | None,
+    baseline_ci: tuple[float, float] | None,
+    threshold: float,
+    alarm_line: float | None = None,
+    title: str = "Score per probe run",
+    markers: Sequence[Marker] = (),
+) -> go.Figure:
     """Run means with their 95% intervals against the baseline band and the approved minimum,
     with incidents and model changes marked where they happened."""
     fig = go.Figure()
@@ -67,53 +93,128 @@ def score_chart(points: Sequence[RunPoint], *, baseline: float | None, baseline_
     if baseline is not None:
         # The band is often too narrow for a label of its own: the baseline's label names it.
         band = f" (band: 95% CI {baseline_ci[0]:.2f}-{baseline_ci[1]:.2f})" if baseline_ci is not None else ""
-        fig.add_hline(y=baseline, line_color=BASELINE_LINE, annotation_text=f"baseline {baseline:.2f}{band}",
-                      annotation_position="top right")
+        fig.add_hline(
+            y=baseline,
+            line_color=BASELINE_LINE,
+            annotation_text=f"baseline {baseline:.2f}{band}",
+            annotation_position="top right",
+        )
     if alarm_line is not None:
-        fig.add_hline(y=alarm_line, line_color="#6d4c41", line_dash="dot",
-                      annotation_text=f"detector reference {alarm_line:.2f}", annotation_position="bottom right")
-    fig.add_hline(y=threshold, line_color=THRESHOLD, line_dash="dash",
-                  annotation_text=f"approved minimum {threshold:.2f}", annotation_position="bottom right")
+        fig.add_hline(
+            y=alarm_line,
+            line_color="#6d4c41",
+            line_dash="dot",
+            annotation_text=f"detector reference {alarm_line:.2f}",
+            annotation_position="bottom right",
+        )
+    fig.add_hline(
+        y=threshold,
+        line_color=THRESHOLD,
+        line_dash="dash",
+        annotation_text=f"approved minimum {threshold:.2f}",
+        annotation_position="bottom right",
+    )
     if scored:
-        fig.add_trace(go.Scatter(x=xs + xs[::-1], y=[p.ci_high for p in scored] + [p.ci_low for p in scored][::-1],
-                                 fill="toself", fillcolor=BAND, line={"width": 0}, hoverinfo="skip",
-                                 name="run 95% CI"))
-        fig.add_trace(go.Scatter(x=xs, y=[p.mean for p in scored], mode="lines+markers", name="run mean",
-                                 line={"color": ESTIMATE}, marker={"size": 5},
-                                 customdata=[[p.n, p.purpose] for p in scored],
-                                 hovertemplate="%{y:.2f} (n=%{customdata[0]}, %{customdata[1]})<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=xs + xs[::-1],
+                y=[p.ci_high for p in scored] + [p.ci_low for p in scored][::-1],
+                fill="toself",
+                fillcolor=BAND,
+                line={"width": 0},
+                hoverinfo="skip",
+                name="run 95% CI",
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=[p.mean for p in scored],
+                mode="lines+markers",
+                name="run mean",
+                line={"color": ESTIMATE},
+                marker={"size": 5},
+                customdata=[[p.n, p.purpose] for p in scored],
+                hovertemplate="%{y:.2f} (n=%{customdata[0]}, %{customdata[1]})<extra></extra>",
+            )
+        )
     _mark(fig, markers, y=1.0)
     fig.update_yaxes(range=[0, 1.05])
     return _layout(fig, title, "score")
 
 
-def cost_latency_chart(points: Sequence[RunPoint], *, budget: float | None, slo: float | None,
-                       markers: Sequence[Marker] = ()) -> go.Figure:
+def cost_latency_chart(
+    points: Sequence[RunPoint], *, budget: float | None, slo: float | None, markers: Sequence[Marker] = ()
+) -> go.Figure:
     """Mean cost per call (left axis, USD) and latency (right axis, seconds) per run, against the
     budget and the objective, with incidents and model changes marked."""
     fig = go.Figure()
     xs = [p.at for p in points]
-    fig.add_trace(go.Scatter(x=xs, y=[p.cost_per_call for p in points], name="cost per call (USD, left)",
-                             line={"color": "#6a1b9a"}, hovertemplate="%{y:.4f} USD<extra></extra>"))
-    fig.add_trace(go.Scatter(x=xs, y=[p.latency_mean for p in points], name="mean latency (s, right)", yaxis="y2",
-                             line={"color": "#ef6c00"}, hovertemplate="%{y:.2f} s<extra></extra>"))
-    fig.add_trace(go.Scatter(x=xs, y=[p.latency_max for p in points], name="max latency (s, right)", yaxis="y2",
-                             line={"color": "#ef6c00", "dash": "dot"}, hovertemplate="%{y:.2f} s<extra></extra>"))
+    fig.add_trace(
+        go.Scatter(
+            x=xs,
+            y=[p.cost_per_call for p in points],
+            name="cost per call (USD, left)",
+            line={"color": "#6a1b9a"},
+            hovertemplate="%{y:.4f} USD<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=xs,
+            y=[p.latency_mean for p in points],
+            name="mean latency (s, right)",
+            yaxis="y2",
+            line={"color": "#ef6c00"},
+            hovertemplate="%{y:.2f} s<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=xs,
+            y=[p.latency_max for p in points],
+            name="max latency (s, right)",
+            yaxis="y2",
+            line={"color": "#ef6c00", "dash": "dot"},
+            hovertemplate="%{y:.2f} s<extra></extra>",
+        )
+    )
     if budget is not None:
-        fig.add_hline(y=budget, line_color="#6a1b9a", line_dash="dash", annotation_text=f"budget {budget:g} USD/call",
-                      annotation_position="top left")
+        fig.add_hline(
+            y=budget,
+            line_color="#6a1b9a",
+            line_dash="dash",
+            annotation_text=f"budget {budget:g} USD/call",
+            annotation_position="top left",
+        )
     if slo is not None:
-        fig.add_hline(y=slo, yref="y2", line_color="#ef6c00", line_dash="dash",
-                      annotation_text=f"latency objective {slo:g} s", annotation_position="top right")
+        fig.add_hline(
+            y=slo,
+            yref="y2",
+            line_color="#ef6c00",
+            line_dash="dash",
+            annotation_text=f"latency objective {slo:g} s",
+            annotation_position="top right",
+        )
     costs = [p.cost_per_call for p in points if p.cost_per_call is not None] + ([budget] if budget else [])
     _mark(fig, markers, y=max(costs, default=1.0) * 1.05)
     _layout(fig, "Cost and latency per probe run", "USD per call")
     # After _layout, which titles every y axis alike: the right axis is in seconds.
     latencies = [p.latency_max for p in points if p.latency_max is not None] + ([slo] if slo else [])
-    fig.update_layout(yaxis={"title": "USD per call", "rangemode": "tozero", "tickformat": ".4~f"},
-                      yaxis2={"title": "seconds", "overlaying": "y", "side": "right", "rangemode": "tozero",
-                              "range": [0, max(latencies, default=1.0) * 1.1], "showgrid": False,
-                              "tickmode": "auto", "nticks": 6, "tickformat": ".3~g"})
+    fig.update_layout(
+        yaxis={"title": "USD per call", "rangemode": "tozero", "tickformat": ".4~f"},
+        yaxis2={
+            "title": "seconds",
+            "overlaying": "y",
+            "side": "right",
+            "rangemode": "tozero",
+            "range": [0, max(latencies, default=1.0) * 1.1],
+            "showgrid": False,
+            "tickmode": "auto",
+            "nticks": 6,
+            "tickformat": ".3~g",
+        },
+    )
     return fig
 
 
@@ -121,17 +222,32 @@ def slices_chart(slices: Sequence[Slice], tag: str) -> go.Figure:
     """Each subgroup's recent score with its interval, beside the baseline of the same canaries."""
     rows = [s for s in slices if s.tag == tag and s.mean is not None]
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=[s.value for s in rows], y=[s.mean for s in rows], name="recent",
-                         marker_color=ESTIMATE,
-                         error_y={"type": "data", "symmetric": False,
-                                  "array": [(s.ci_high or 0) - (s.mean or 0) for s in rows],
-                                  "arrayminus": [(s.mean or 0) - (s.ci_low or 0) for s in rows]},
-                         customdata=[s.n for s in rows], hovertemplate="%{y:.2f} (n=%{customdata})<extra></extra>"))
+    fig.add_trace(
+        go.Bar(
+            x=[s.value for s in rows],
+            y=[s.mean for s in rows],
+            name="recent",
+            marker_color=ESTIMATE,
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": [(s.ci_high or 0) - (s.mean or 0) for s in rows],
+                "arrayminus": [(s.mean or 0) - (s.ci_low or 0) for s in rows],
+            },
+            customdata=[s.n for s in rows],
+            hovertemplate="%{y:.2f} (n=%{customdata})<extra></extra>",
+        )
+    )
     if any(s.baseline_mean is not None for s in rows):
-        fig.add_trace(go.Scatter(x=[s.value for s in rows], y=[s.baseline_mean for s in rows], mode="markers",
-                                 name="baseline of these canaries",
-                                 marker={"symbol": "line-ew-open", "size": 28, "color": BASELINE_LINE,
-                                         "line": {"width": 3}}))
+        fig.add_trace(
+            go.Scatter(
+                x=[s.value for s in rows],
+                y=[s.baseline_mean for s in rows],
+                mode="markers",
+                name="baseline of these canaries",
+                marker={"symbol": "line-ew-open", "size": 28, "color": BASELINE_LINE, "line": {"width": 3}},
+            )
+        )
     fig.update_yaxes(range=[0, 1.05])
     return _layout(fig, f"Score by {tag}", "score")
 
@@ -149,18 +265,28 @@ def spend_chart(days: Sequence[CostDay], judge_by_day: Mapping[date, float]) -> 
     return _layout(fig, "Spend per day", "USD", daily=True)
 
 
-def per_task_chart(days: Sequence[CostDay], metric: str, limits: Mapping[str, float], *, title: str,
-                   y_title: str) -> go.Figure:
+def per_task_chart(
+    days: Sequence[CostDay], metric: str, limits: Mapping[str, float], *, title: str, y_title: str
+) -> go.Figure:
     """One line per task for a per-day metric, with each task's limit as a dashed line."""
     fig = go.Figure()
     for task in dict.fromkeys(d.task for d in days):
         mine = [d for d in days if d.task == task]
-        fig.add_trace(go.Scatter(x=[d.day for d in mine], y=[getattr(d, metric) for d in mine],
-                                 mode="lines+markers", name=task))
+        fig.add_trace(
+            go.Scatter(x=[d.day for d in mine], y=[getattr(d, metric) for d in mine], mode="lines+markers", name=task)
+        )
         if task in limits and mine:
-            fig.add_trace(go.Scatter(x=[mine[0].day, mine[-1].day], y=[limits[task]] * 2, mode="lines",
-                                     name=f"{task} limit", line={"dash": "dash", "color": THRESHOLD},
-                                     showlegend=False, hovertemplate=f"{task} limit %{{y}}<extra></extra>"))
+            fig.add_trace(
+                go.Scatter(
+                    x=[mine[0].day, mine[-1].day],
+                    y=[limits[task]] * 2,
+                    mode="lines",
+                    name=f"{task} limit",
+                    line={"dash": "dash", "color": THRESHOLD},
+                    showlegend=False,
+                    hovertemplate=f"{task} limit %{{y}}<extra></extra>",
+                )
+            )
     fig.update_yaxes(rangemode="tozero")
     return _layout(fig, title, y_title, daily=True)
 
@@ -168,10 +294,24 @@ def per_task_chart(days: Sequence[CostDay], metric: str, limits: Mapping[str, fl
 def agreement_chart(days: Sequence[AgreementDay], minimum: float | None) -> go.Figure:
     """Daily agreement between judges against the plan's minimum."""
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[d.day for d in days], y=[d.agreement for d in days], mode="lines+markers",
-                             name="agreement (1 - mean pairwise gap)", line={"color": ESTIMATE}))
-    fig.add_trace(go.Scatter(x=[d.day for d in days], y=[d.unanimous for d in days], mode="lines",
-                             name="share of judge pairs in exact agreement", line={"dash": "dot", "color": "#546e7a"}))
+    fig.add_trace(
+        go.Scatter(
+            x=[d.day for d in days],
+            y=[d.agreement for d in days],
+            mode="lines+markers",
+            name="agreement (1 - mean pairwise gap)",
+            line={"color": ESTIMATE},
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[d.day for d in days],
+            y=[d.unanimous for d in days],
+            mode="lines",
+            name="share of judge pairs in exact agreement",
+            line={"dash": "dot", "color": "#546e7a"},
+        )
+    )
     if minimum is not None:
         fig.add_hline(y=minimum, line_color=THRESHOLD, line_dash="dash", annotation_text=f"minimum {minimum:.2f}")
     fig.update_yaxes(range=[0, 1.02])
@@ -188,16 +328,28 @@ def judges_chart(days: Sequence[JudgeDay], scale: tuple[float, float]) -> go.Fig
     return _layout(fig, "Each judge's mean score per day", "score", daily=True)
 
 
-def traffic_daily_chart(days: Sequence[Any], value: str, *, title: str, y_title: str, percent: bool = False,
-                        budget: float | None = None) -> go.Figure:
+def traffic_daily_chart(
+    days: Sequence[Any], value: str, *, title: str, y_title: str, percent: bool = False, budget: float | None = None
+) -> go.Figure:
     """One line per task of a daily traffic figure (``value`` names a ``TrafficDay`` field or property)."""
     fig = go.Figure()
     tasks = sorted({d.task for d in days})
     for task in tasks:
         mine = [d for d in days if d.task == task]
-        fig.add_trace(go.Scatter(x=[d.day for d in mine], y=[getattr(d, value) for d in mine], mode="lines+markers",
-                                 name=task or "(unmatched)"))
+        fig.add_trace(
+            go.Scatter(
+                x=[d.day for d in mine],
+                y=[getattr(d, value) for d in mine],
+                mode="lines+markers",
+                name=task or "(unmatched)",
+            )
+        )
     if budget is not None:
-        fig.add_hline(y=budget, line_color=THRESHOLD, line_dash="dash", annotation_text=f"daily budget {budget:g}",
-                      annotation_position="top left")
+        fig.add_hline(
+            y=budget,
+            line_color=THRESHOLD,
+            line_dash="dash",
+            annotation_text=f"daily budget {budget:g}",
+            annotation_position="top left",
+        )
     return _layout(fig, title, y_title, percent=percent, daily=True)

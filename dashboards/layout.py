@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 
 import streamlit as st
-
 from medmon.dashboards.auth import Viewer
 from medmon.monitor.plan.masking import masked_plan
 from medmon.monitor.plan.model import Plan
@@ -17,8 +16,11 @@ def header(plan: Plan, viewer: Viewer, title: str) -> None:
     """Page title plus one caption line saying what is monitored and under whose identity."""
     st.title(title)
     model = plan.deployment.model
-    deployment = (f"The deployment is a SIMULATED model ({model})." if "simulator" in model
-                  else f"Deployment: {plan.deployment.name} · {model}")
+    deployment = (
+        f"The deployment is a SIMULATED model ({model})."
+        if "simulator" in model
+        else f"Deployment: {plan.deployment.name} · {model}"
+    )
     if viewer.authenticated:
         who = f"Signed in as {viewer.actor}" + ("" if viewer.can_act else " (view only)")
     elif viewer.can_act:
@@ -48,4 +50,3 @@ def when(value: datetime | None) -> str:
 def interval(low: float | None, high: float | None) -> str:
     """A 95% interval for a table cell, or "—" when there is none yet."""
     return "—" if low is None or high is None else f"{low:.2f}–{high:.2f}"
-

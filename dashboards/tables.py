@@ -18,8 +18,12 @@ import streamlit as st
 MISSING = "—"
 
 # The moment.js patterns the pages use for dates, as strftime patterns.
-_DATE_PATTERNS = {"D MMM HH:mm": "%-d %b %H:%M", "D MMM YYYY HH:mm": "%-d %b %Y %H:%M",
-                  "YYYY-MM-DD HH:mm": "%Y-%m-%d %H:%M", "YYYY-MM-DD": "%Y-%m-%d"}
+_DATE_PATTERNS = {
+    "D MMM HH:mm": "%-d %b %H:%M",
+    "D MMM YYYY HH:mm": "%-d %b %Y %H:%M",
+    "YYYY-MM-DD HH:mm": "%Y-%m-%d %H:%M",
+    "YYYY-MM-DD": "%Y-%m-%d",
+}
 
 
 def _missing(value: Any) -> bool:
@@ -42,8 +46,9 @@ def _formatter(config: Mapping[str, Any] | None) -> Any:
             return lambda v: pattern % v
     if kind == "datetime" and pattern in _DATE_PATTERNS:
         return lambda v: pd.Timestamp(v).strftime(_DATE_PATTERNS[pattern])
-    return lambda v: f"{v:.4g}" if isinstance(v, float) else (f"{v:%Y-%m-%d %H:%M}" if isinstance(v, datetime)
-                                                              else str(v))
+    return lambda v: (
+        f"{v:.4g}" if isinstance(v, float) else (f"{v:%Y-%m-%d %H:%M}" if isinstance(v, datetime) else str(v))
+    )
 
 
 def _as_text(config: Mapping[str, Any] | None) -> Any:
@@ -52,8 +57,9 @@ def _as_text(config: Mapping[str, Any] | None) -> Any:
     return st.column_config.TextColumn(config.get("label"), help=config.get("help"), width=config.get("width"))
 
 
-def with_dashes(frame: pd.DataFrame, column_config: Mapping[str, Any] | None = None
-                ) -> tuple[pd.DataFrame, dict[str, Any]]:
+def with_dashes(
+    frame: pd.DataFrame, column_config: Mapping[str, Any] | None = None
+) -> tuple[pd.DataFrame, dict[str, Any]]:
     """``frame`` with every column that holds a missing value turned into text ("—" where missing),
     and the column config those columns need now (links are left alone: Streamlit draws them blank)."""
     config = dict(column_config or {})
@@ -70,8 +76,9 @@ def with_dashes(frame: pd.DataFrame, column_config: Mapping[str, Any] | None = N
     return frame, config
 
 
-def show_table(data: pd.DataFrame | Sequence[Mapping[str, Any]], *, column_config: Mapping[str, Any] | None = None,
-               **kwargs: Any) -> Any:
+def show_table(
+    data: pd.DataFrame | Sequence[Mapping[str, Any]], *, column_config: Mapping[str, Any] | None = None, **kwargs: Any
+) -> Any:
     """``st.dataframe`` of ``data``, with missing values shown as "—" (see the module's docstring)."""
     frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(list(data))
     frame, config = with_dashes(frame, column_config)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy import event
@@ -35,12 +35,12 @@ ENV_URL = "MEDMON_DATABASE_URL"
 
 def utcnow() -> datetime:
     """The current time, UTC-aware (sqlmodel rejects naive datetimes here)."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def as_utc(value: datetime) -> datetime:
     """A datetime from outside the database (a parsed option, a scheduler's fire time) in UTC; naive means UTC."""
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def resolve_url(plan_url: str | None = None) -> str:

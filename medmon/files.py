@@ -14,7 +14,6 @@ may nest deeper than ``MAX_DEPTH`` (64) levels.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,8 +26,20 @@ MAX_YAML_NODES = 100_000
 MAX_DATA_BYTES = 256 << 20
 MAX_DEPTH = 64
 
-__all__ = ["MAX_DATA_BYTES", "MAX_DEPTH", "MAX_YAML_BYTES", "MAX_YAML_NODES", "UnsafeInput", "decode", "json_line",
-           "load_yaml", "loads_json", "read_bytes", "read_text", "split_lines"]
+__all__ = [
+    "MAX_DATA_BYTES",
+    "MAX_DEPTH",
+    "MAX_YAML_BYTES",
+    "MAX_YAML_NODES",
+    "UnsafeInput",
+    "decode",
+    "json_line",
+    "load_yaml",
+    "loads_json",
+    "read_bytes",
+    "read_text",
+    "split_lines",
+]
 
 
 class UnsafeInput(ValueError):
@@ -62,7 +73,7 @@ def decode(data: bytes) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
+        line = data[: exc.start].count(b"\n") + 1
         raise UnsafeInput(f"not UTF-8 text (byte 0x{data[exc.start]:02x} at line {line})", line) from None
 
 
@@ -81,8 +92,12 @@ def _depth(value: Any) -> int:
         depth += 1
         if depth > MAX_DEPTH:
             return depth
-        level = [v for item in level if isinstance(item, (dict, list))
-                 for v in (item.values() if isinstance(item, dict) else item)]
+        level = [
+            v
+            for item in level
+            if isinstance(item, (dict, list))
+            for v in (item.values() if isinstance(item, dict) else item)
+        ]
     return depth
 
 
@@ -189,8 +204,7 @@ def _weight(node: yaml.Node) -> int:
     while stack:
         current, depth, done = stack.pop()
         if depth > MAX_DEPTH:
-            raise UnsafeInput(f"YAML nested too deeply (more than {MAX_DEPTH} levels)",
-                              current.start_mark.line + 1)
+            raise UnsafeInput(f"YAML nested too deeply (more than {MAX_DEPTH} levels)", current.start_mark.line + 1)
         children: list[yaml.Node] = []
         if isinstance(current, yaml.SequenceNode):
             children = list(current.value)
@@ -237,8 +251,11 @@ def load_yaml(text: str) -> tuple[Any, yaml.Node | None]:
         if bad is None:
             raise UnsafeInput("invalid YAML: a value cannot be converted") from None
         what = "an integer with too many digits" if bad.tag.endswith(":int") else f"a {bad.tag.rsplit(':', 1)[-1]}"
-        raise UnsafeInput(f"invalid YAML: {what} that cannot be converted (column {bad.start_mark.column + 1})",
-                          bad.start_mark.line + 1, bad.start_mark.column + 1) from None
+        raise UnsafeInput(
+            f"invalid YAML: {what} that cannot be converted (column {bad.start_mark.column + 1})",
+            bad.start_mark.line + 1,
+            bad.start_mark.column + 1,
+        ) from None
     finally:
         loader.dispose()
 

@@ -30,8 +30,16 @@ import traceback
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["SECRET_MASK", "SecretFilter", "install_filter", "mask_credentials", "mask_text", "scrub_secrets",
-           "secret_filter", "setup_logging"]
+__all__ = [
+    "SECRET_MASK",
+    "SecretFilter",
+    "install_filter",
+    "mask_credentials",
+    "mask_text",
+    "scrub_secrets",
+    "secret_filter",
+    "setup_logging",
+]
 
 SECRET_MASK = "***"
 _MIN_SECRET = 4  # shorter values would blank ordinary words; no real key is that short
@@ -56,19 +64,37 @@ _CREDENTIALS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
     # scheme://user:password@host (database, broker and proxy URLs)
     (("@",), re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@'\"]*:)([^\s@/'\"]+)(?=@)")),
     # Authorization / Proxy-Authorization values: after their scheme word, or as a quoted header
-    (("authorization",), re.compile(r"(?i)(\b(?:proxy-)?authorization['\"]?\s*[:=]\s*['\"]?(?:bearer|basic|token|digest)\s+)"
-                                    r"([^\s'\",;})\]]+)")),
-    (("authorization",),
-     re.compile(r"(?i)(['\"](?:proxy-)?authorization['\"]\s*[:=]\s*['\"])(?!(?:bearer|basic|token|digest)\s)([^'\"]+)")),
+    (
+        ("authorization",),
+        re.compile(
+            r"(?i)(\b(?:proxy-)?authorization['\"]?\s*[:=]\s*['\"]?(?:bearer|basic|token|digest)\s+)"
+            r"([^\s'\",;})\]]+)"
+        ),
+    ),
+    (
+        ("authorization",),
+        re.compile(
+            r"(?i)(['\"](?:proxy-)?authorization['\"]\s*[:=]\s*['\"])(?!(?:bearer|basic|token|digest)\s)([^'\"]+)"
+        ),
+    ),
     # api-key style headers and fields (Azure's api-key, x-api-key, api_key=...)
-    (("key", "secret", "token"),
-     re.compile(r"(?i)(\b(?:x-)?(?:api[-_]?key|subscription-key|client[-_]secret|cookie[-_]secret|access[-_]token)"
-                r"""['"]?\s*[:=]\s*['"]?)([^\s'",;})\]&]{6,})""")),
+    (
+        ("key", "secret", "token"),
+        re.compile(
+            r"(?i)(\b(?:x-)?(?:api[-_]?key|subscription-key|client[-_]secret|cookie[-_]secret|access[-_]token)"
+            r"""['"]?\s*[:=]\s*['"]?)([^\s'",;})\]&]{6,})"""
+        ),
+    ),
     # a bearer token anywhere else
     (("bearer",), re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9\-._~+/]{8,}=*)")),
     # key, token, secret or signature query parameters
-    (("=",), re.compile(r"(?i)([?&](?:api[-_]?key|key|token|access_token|secret|sig|signature|password|code)=)"
-                        r"([^&\s#'\"]+)")),
+    (
+        ("=",),
+        re.compile(
+            r"(?i)([?&](?:api[-_]?key|key|token|access_token|secret|sig|signature|password|code)=)"
+            r"([^&\s#'\"]+)"
+        ),
+    ),
 )
 
 
@@ -162,8 +188,12 @@ def secret_filter() -> SecretFilter:
 
 def install_filter(logger: logging.Logger | None = None) -> None:
     """Put the filter on ``logger``'s handlers, or on every handler of every logger when None."""
-    loggers = [logger] if logger is not None else [logging.getLogger()] + [
-        lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)]
+    loggers = (
+        [logger]
+        if logger is not None
+        else [logging.getLogger()]
+        + [lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)]
+    )
     for lg in loggers:
         for handler in lg.handlers:
             if _FILTER not in handler.filters:
@@ -181,8 +211,13 @@ def _level(value: str | int | None) -> int | None:
     return level
 
 
-def setup_logging(level: str | int | None = None, *, default: int = logging.WARNING, secrets: Iterable[str] = (),
-                  log_file: Path | None = None) -> int:
+def setup_logging(
+    level: str | int | None = None,
+    *,
+    default: int = logging.WARNING,
+    secrets: Iterable[str] = (),
+    log_file: Path | None = None,
+) -> int:
     """Log to stderr (and ``log_file``) with every secret masked; returns the level in force.
 
     ``level`` (or ``MEDMON_LOG_LEVEL``) is the operator's choice and wins over any later
@@ -199,8 +234,9 @@ def setup_logging(level: str | int | None = None, *, default: int = logging.WARN
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter(FORMAT))
         root.addHandler(handler)
-    if log_file is not None and not any(isinstance(h, logging.FileHandler)
-                                        and Path(h.baseFilename) == log_file.resolve() for h in root.handlers):
+    if log_file is not None and not any(
+        isinstance(h, logging.FileHandler) and Path(h.baseFilename) == log_file.resolve() for h in root.handlers
+    ):
         file_handler = logging.FileHandler(log_file, encoding="utf-8")
         file_handler.setFormatter(logging.Formatter(FORMAT))
         root.addHandler(file_handler)

@@ -212,7 +212,13 @@ class BurnIn(SQLModel, table=True):
 
     def restart(self, now: datetime) -> None:
         """Build the reference again (a new version): a new approved model, or one still being built."""
-        self.version, self.instances, self.complete, self.started_at, self.completed_at = self.version + 1, {}, False, now, None
+        self.version, self.instances, self.complete, self.started_at, self.completed_at = (
+            self.version + 1,
+            {},
+            False,
+            now,
+            None,
+        )
         self.reference, self.stage, self.alpha = {}, 0, None
 
 

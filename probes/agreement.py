@@ -25,9 +25,8 @@ from datetime import datetime
 
 import krippendorff
 import numpy as np
-from sqlmodel import Session, col, func, select
-
 from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus
+from sqlmodel import Session, col, func, select
 
 VALID = (ParseStatus.ok, ParseStatus.retried_ok)
 
@@ -46,13 +45,19 @@ class WindowAgreement:
 
 
 def _latest_judged(session: Session, task_id: str, window: int) -> list[int]:
-    rows = session.exec(select(JuryVerdict.result_id).where(JuryVerdict.task_id == task_id).distinct()
-                        .order_by(col(JuryVerdict.result_id).desc()).limit(window)).all()
+    rows = session.exec(
+        select(JuryVerdict.result_id)
+        .where(JuryVerdict.task_id == task_id)
+        .distinct()
+        .order_by(col(JuryVerdict.result_id).desc())
+        .limit(window)
+    ).all()
     return list(rows)
 
 
-def window_agreement(session: Session, task_id: str, window: int = 200, *, scale_min: int = 1,
-                     scale_max: int = 5) -> WindowAgreement:
+def window_agreement(
+    session: Session, task_id: str, window: int = 200, *, scale_min: int = 1, scale_max: int = 5
+) -> WindowAgreement:
     """Ordinal Krippendorff's alpha over the task's latest ``window`` judged results.
 
     Units are (result, criterion) pairs, coders are judges; unparsed and failed verdicts are
@@ -64,9 +69,17 @@ def window_agreement(session: Session, task_id: str, window: int = 200, *, scale
     if window < 1:
         raise ValueError(f"window must be at least 1, got {window}")
     ids = _latest_judged(session, task_id, window)
-    rows = session.exec(select(JuryVerdict.result_id, JuryVerdict.criterion, JuryVerdict.judge, JuryVerdict.score)
-                        .where(col(JuryVerdict.result_id).in_(ids), col(JuryVerdict.parse_status).in_(VALID),
-                               col(JuryVerdict.score).is_not(None))).all() if ids else []
+    rows = (
+        session.exec(
+            select(JuryVerdict.result_id, JuryVerdict.criterion, JuryVerdict.judge, JuryVerdict.score).where(
+                col(JuryVerdict.result_id).in_(ids),
+                col(JuryVerdict.parse_status).in_(VALID),
+                col(JuryVerdict.score).is_not(None),
+            )
+        ).all()
+        if ids
+        else []
+    )
     inside = [r for r in rows if scale_min <= r[3] <= scale_max and float(r[3]).is_integer()]
     out_of_scale = len(rows) - len(inside)
     rows = inside
@@ -77,20 +90,32 @@ def window_agreement(session: Session, task_id: str, window: int = 200, *, scale
         counts[(r[0], r[1])] += 1
     pairable = sum(1 for c in counts.values() if c >= 2)
     if len(judges) < 2 or not pairable:
-        return WindowAgreement(task_id, None, len(ids), len(judges), pairable, "fewer than two judges scored any item",
-                               out_of_scale)
+        return WindowAgreement(
+            task_id, None, len(ids), len(judges), pairable, "fewer than two judges scored any item", out_of_scale
+        )
     if len({r[3] for r in rows}) < 2:
-        return WindowAgreement(task_id, None, len(ids), len(judges), pairable, "every score is the same value",
-                               out_of_scale)
+        return WindowAgreement(
+            task_id, None, len(ids), len(judges), pairable, "every score is the same value", out_of_scale
+        )
     data = np.full((len(judges), len(units)), np.nan)
     j_index = {j: i for i, j in enumerate(judges)}
     u_index = {u: i for i, u in enumerate(units)}
     for result_id, criterion, judge, score in rows:
         data[j_index[judge], u_index[(result_id, criterion)]] = score
-    alpha = float(krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal",
-                                     value_domain=list(range(scale_min, scale_max + 1))))
-    return WindowAgreement(task_id, alpha if math.isfinite(alpha) else None, len(ids), len(judges), pairable,
-                           None if math.isfinite(alpha) else "alpha is undefined for these scores", out_of_scale)
+    alpha = float(
+        krippendorff.alpha(
+            reliability_data=data, level_of_measurement="ordinal", value_domain=list(range(scale_min, scale_max + 1))
+        )
+    )
+    return WindowAgreement(
+        task_id,
+        alpha if math.isfinite(alpha) else None,
+        len(ids),
+        len(judges),
+        pairable,
+        None if math.isfinite(alpha) else "alpha is undefined for these scores",
+        out_of_scale,
+    )
 
 
 @dataclass(frozen=True)
@@ -108,11 +133,15 @@ def judge_score_series(session: Session, task_id: str, limit: int = 500) -> dict
     ids = _latest_judged(session, task_id, limit)
     if not ids:
         return {}
-    rows = session.exec(select(JuryVerdict.result_id, JuryVerdict.judge, func.avg(JuryVerdict.score),
-                               func.min(JuryVerdict.created_at))
-                        .where(col(JuryVerdict.result_id).in_(ids), col(JuryVerdict.parse_status).in_(VALID),
-                               col(JuryVerdict.score).is_not(None))
-                        .group_by(col(JuryVerdict.result_id), col(JuryVerdict.judge))).all()
+    rows = session.exec(
+        select(JuryVerdict.result_id, JuryVerdict.judge, func.avg(JuryVerdict.score), func.min(JuryVerdict.created_at))
+        .where(
+            col(JuryVerdict.result_id).in_(ids),
+            col(JuryVerdict.parse_status).in_(VALID),
+            col(JuryVerdict.score).is_not(None),
+        )
+        .group_by(col(JuryVerdict.result_id), col(JuryVerdict.judge))
+    ).all()
     by_result: dict[int, dict[str, float]] = defaultdict(dict)
     stamps: dict[int, datetime] = {}
     for result_id, judge, mean, created in rows:
@@ -141,14 +170,22 @@ class JuryLedger:
 
 def jury_ledger(session: Session, task_id: str | None = None, since: datetime | None = None) -> JuryLedger:
     """Judge calls, tokens, cost and parse statuses, for one task or all, optionally since a time."""
-    query = select(JudgeCall.parse_status, func.count(), func.sum(JudgeCall.prompt_tokens),  # type: ignore[call-overload]
-                   func.sum(JudgeCall.completion_tokens), func.sum(JudgeCall.cost_usd))
+    query = select(
+        JudgeCall.parse_status,
+        func.count(),
+        func.sum(JudgeCall.prompt_tokens),  # type: ignore[call-overload]
+        func.sum(JudgeCall.completion_tokens),
+        func.sum(JudgeCall.cost_usd),
+    )
     if task_id is not None:
         query = query.where(JudgeCall.task_id == task_id)
     if since is not None:
         query = query.where(JudgeCall.created_at >= since)
     rows = session.exec(query.group_by(JudgeCall.parse_status)).all()
-    return JuryLedger(calls=sum(int(r[1]) for r in rows), prompt_tokens=sum(int(r[2] or 0) for r in rows),
-                      completion_tokens=sum(int(r[3] or 0) for r in rows),
-                      cost_usd=sum(float(r[4] or 0.0) for r in rows),
-                      by_status={ParseStatus(r[0]).value: int(r[1]) for r in rows})
+    return JuryLedger(
+        calls=sum(int(r[1]) for r in rows),
+        prompt_tokens=sum(int(r[2] or 0) for r in rows),
+        completion_tokens=sum(int(r[3] or 0) for r in rows),
+        cost_usd=sum(float(r[4] or 0.0) for r in rows),
+        by_status={ParseStatus(r[0]).value: int(r[1]) for r in rows},
+    )

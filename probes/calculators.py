@@ -140,8 +140,14 @@ def qtc_fridericia(qt_ms: float, heart_rate_bpm: float) -> float:
 
 
 def cha2ds2_vasc(
-    age: float, *, female: bool, heart_failure: bool = False, hypertension: bool = False,
-    stroke_or_tia: bool = False, vascular_disease: bool = False, diabetes: bool = False,
+    age: float,
+    *,
+    female: bool,
+    heart_failure: bool = False,
+    hypertension: bool = False,
+    stroke_or_tia: bool = False,
+    vascular_disease: bool = False,
+    diabetes: bool = False,
 ) -> int:
     """CHA₂DS₂-VASc stroke risk score in atrial fibrillation (0-9).
 
@@ -162,9 +168,16 @@ def cha2ds2_vasc(
 
 
 def has_bled(
-    *, uncontrolled_hypertension: bool = False, abnormal_renal_function: bool = False,
-    abnormal_liver_function: bool = False, stroke: bool = False, bleeding: bool = False,
-    labile_inr: bool = False, age: float = 0, drugs: bool = False, alcohol: bool = False,
+    *,
+    uncontrolled_hypertension: bool = False,
+    abnormal_renal_function: bool = False,
+    abnormal_liver_function: bool = False,
+    stroke: bool = False,
+    bleeding: bool = False,
+    labile_inr: bool = False,
+    age: float = 0,
+    drugs: bool = False,
+    alcohol: bool = False,
 ) -> int:
     """HAS-BLED major bleeding risk score on anticoagulation (0-9).
 
@@ -178,14 +191,28 @@ def has_bled(
     score (HAS-BLED) to assess 1-year risk of major bleeding in patients with atrial
     fibrillation. Chest 2010;138(5):1093-1100.
     """
-    flags = (uncontrolled_hypertension, abnormal_renal_function, abnormal_liver_function, stroke,
-             bleeding, labile_inr, age > 65, drugs, alcohol)
+    flags = (
+        uncontrolled_hypertension,
+        abnormal_renal_function,
+        abnormal_liver_function,
+        stroke,
+        bleeding,
+        labile_inr,
+        age > 65,
+        drugs,
+        alcohol,
+    )
     return sum(1 for flag in flags if flag)
 
 
 def wells_pe(
-    *, dvt_signs: bool = False, pe_most_likely: bool = False, heart_rate_bpm: float = 0,
-    immobilisation_or_surgery: bool = False, previous_vte: bool = False, haemoptysis: bool = False,
+    *,
+    dvt_signs: bool = False,
+    pe_most_likely: bool = False,
+    heart_rate_bpm: float = 0,
+    immobilisation_or_surgery: bool = False,
+    previous_vte: bool = False,
+    haemoptysis: bool = False,
     malignancy: bool = False,
 ) -> float:
     """Wells score for pulmonary embolism (0-12.5).
@@ -199,12 +226,26 @@ def wells_pe(
     Wells PS et al. Derivation of a simple clinical model to categorize patients probability of
     pulmonary embolism. Thromb Haemost 2000;83(3):416-420.
     """
-    return (3.0 * dvt_signs + 3.0 * pe_most_likely + 1.5 * (heart_rate_bpm > 100)
-            + 1.5 * immobilisation_or_surgery + 1.5 * previous_vte + 1.0 * haemoptysis + 1.0 * malignancy)
+    return (
+        3.0 * dvt_signs
+        + 3.0 * pe_most_likely
+        + 1.5 * (heart_rate_bpm > 100)
+        + 1.5 * immobilisation_or_surgery
+        + 1.5 * previous_vte
+        + 1.0 * haemoptysis
+        + 1.0 * malignancy
+    )
 
 
-def curb65(*, confusion: bool = False, urea_mmol_l: float = 0, respiratory_rate: float = 0,
-           systolic: float = 120, diastolic: float = 80, age: float = 0) -> int:
+def curb65(
+    *,
+    confusion: bool = False,
+    urea_mmol_l: float = 0,
+    respiratory_rate: float = 0,
+    systolic: float = 120,
+    diastolic: float = 80,
+    age: float = 0,
+) -> int:
     """CURB-65 severity score for community-acquired pneumonia (0-5).
 
     One point each: Confusion, Urea > 7 mmol/L (BUN > 19 mg/dL), Respiratory rate ≥ 30/min,
@@ -235,5 +276,6 @@ def meld(bilirubin_mg_dl: float, inr: float, creatinine_mg_dl: float, *, dialysi
     for name, value in (("bilirubin_mg_dl", bilirubin_mg_dl), ("inr", inr), ("creatinine_mg_dl", creatinine_mg_dl)):
         _positive(name, value)
     creatinine = 4.0 if dialysis else min(max(creatinine_mg_dl, 1.0), 4.0)
-    return (3.78 * math.log(max(bilirubin_mg_dl, 1.0)) + 11.2 * math.log(max(inr, 1.0))
-            + 9.57 * math.log(creatinine) + 6.43)
+    return (
+        3.78 * math.log(max(bilirubin_mg_dl, 1.0)) + 11.2 * math.log(max(inr, 1.0)) + 9.57 * math.log(creatinine) + 6.43
+    )

@@ -49,9 +49,16 @@ from typing import Any
 import aiohttp
 import httpx2
 import openai
-
-from medmon.probes.errors import (BadModelResponse, CircuitOpen, EmptyCompletion, ModelCallError, ModelRateLimited,
-                                  ModelRefused, ModelTimeout, ModelUnavailable)
+from medmon.probes.errors import (
+    BadModelResponse,
+    CircuitOpen,
+    EmptyCompletion,
+    ModelCallError,
+    ModelRateLimited,
+    ModelRefused,
+    ModelTimeout,
+    ModelUnavailable,
+)
 from medmon.probes.limits import Admission, BreakerState, CallGuard, CircuitBreaker, Sleep
 from medmon.probes.telemetry import CallRecord, Telemetry, global_telemetry
 
@@ -93,33 +100,53 @@ class ModelSettings:
     name: str = "production"
 
     @classmethod
-    def from_endpoint(cls, endpoint: object, *, environ: Mapping[str, str] | None = None,
-                      name: str | None = None) -> ModelSettings:
+    def from_endpoint(
+        cls, endpoint: object, *, environ: Mapping[str, str] | None = None, name: str | None = None
+    ) -> ModelSettings:
         """Build settings from a plan ``Endpoint``; the key and secret headers come from the variables it names.
 
         An unset variable becomes an empty value, never a placeholder: the commands that call an
         endpoint refuse to start while one is unset (``medmon.monitor.plan.routing.require_endpoint_env``).
         """
         env = os.environ if environ is None else environ
-        price = getattr(endpoint, "price")
-        optional = {k: getattr(endpoint, k) for k in (
-            "requests_per_minute", "tokens_per_minute", "breaker_failures", "breaker_cooldown_s", "token_limit_param",
-            "cost_header", "api_style", "api_version", "auth_header") if hasattr(endpoint, k)}
+        price = endpoint.price
+        optional = {
+            k: getattr(endpoint, k)
+            for k in (
+                "requests_per_minute",
+                "tokens_per_minute",
+                "breaker_failures",
+                "breaker_cooldown_s",
+                "token_limit_param",
+                "cost_header",
+                "api_style",
+                "api_version",
+                "auth_header",
+            )
+            if hasattr(endpoint, k)
+        }
         headers = dict(getattr(endpoint, "headers", None) or {})
         headers |= {h: env.get(var, "") for h, var in (getattr(endpoint, "header_env", None) or {}).items()}
-        key_env = getattr(endpoint, "api_key_env")
+        key_env = endpoint.api_key_env
         if key_env is None:
             optional["auth_header"] = "none"
         return cls(
-            base_url=getattr(endpoint, "base_url"), model=getattr(endpoint, "model"),
-            api_key=env.get(key_env, "") if key_env else "", headers=headers,
+            base_url=endpoint.base_url,
+            model=endpoint.model,
+            api_key=env.get(key_env, "") if key_env else "",
+            headers=headers,
             query=dict(getattr(endpoint, "query", None) or {}),
             reasoning_per_mtok=getattr(price, "reasoning_per_mtok", None),
-            timeout_s=getattr(endpoint, "timeout_s"), max_retries=getattr(endpoint, "max_retries"),
-            max_concurrency=getattr(endpoint, "max_concurrency"), temperature=getattr(endpoint, "temperature"),
-            max_tokens=getattr(endpoint, "max_tokens"), system_prompt=getattr(endpoint, "system_prompt"),
-            input_per_mtok=price.input_per_mtok, output_per_mtok=price.output_per_mtok,
-            name=str(name or getattr(endpoint, "name", "production")), **optional,
+            timeout_s=endpoint.timeout_s,
+            max_retries=endpoint.max_retries,
+            max_concurrency=endpoint.max_concurrency,
+            temperature=endpoint.temperature,
+            max_tokens=endpoint.max_tokens,
+            system_prompt=endpoint.system_prompt,
+            input_per_mtok=price.input_per_mtok,
+            output_per_mtok=price.output_per_mtok,
+            name=str(name or getattr(endpoint, "name", "production")),
+            **optional,
         )
 
     def guard(self) -> CallGuard:
@@ -129,14 +156,24 @@ class ModelSettings:
         the same time draw on one requests/tokens budget, and an outage that one run meets opens
         the breaker for all of them, so the others fail fast instead of each finding out again.
         """
-        key = (self.base_url, self.model, hashlib.sha256(self.api_key.encode()).hexdigest(),
-               self.requests_per_minute, self.tokens_per_minute, self.breaker_failures, self.breaker_cooldown_s)
+        key = (
+            self.base_url,
+            self.model,
+            hashlib.sha256(self.api_key.encode()).hexdigest(),
+            self.requests_per_minute,
+            self.tokens_per_minute,
+            self.breaker_failures,
+            self.breaker_cooldown_s,
+        )
         with _GUARDS_LOCK:
             guard = _GUARDS.get(key)
             if guard is None:
                 guard = _GUARDS[key] = CallGuard.build(
-                    requests_per_minute=self.requests_per_minute, tokens_per_minute=self.tokens_per_minute,
-                    failure_threshold=self.breaker_failures, cooldown_s=self.breaker_cooldown_s)
+                    requests_per_minute=self.requests_per_minute,
+                    tokens_per_minute=self.tokens_per_minute,
+                    failure_threshold=self.breaker_failures,
+                    cooldown_s=self.breaker_cooldown_s,
+                )
             return guard
 
     def __repr__(self) -> str:  # the key never reaches logs
@@ -161,8 +198,12 @@ class Completion:
     reasoning_tokens: int | None = None  # part of ``completion_tokens``, billed, never shown
 
 
-def price_tokens(prompt_tokens: int | None, completion_tokens: int | None, settings: ModelSettings,
-                 reasoning_tokens: int | None = None) -> float | None:
+def price_tokens(
+    prompt_tokens: int | None,
+    completion_tokens: int | None,
+    settings: ModelSettings,
+    reasoning_tokens: int | None = None,
+) -> float | None:
     """Cost in dollars from the plan's price table (per million input and output tokens).
 
     Reasoning tokens are counted inside ``completion_tokens`` (as OpenAI reports them) and
@@ -180,8 +221,15 @@ def price_tokens(prompt_tokens: int | None, completion_tokens: int | None, setti
         return None
     reasoning = reasoning_tokens or 0
     reasoning_price = settings.output_per_mtok if settings.reasoning_per_mtok is None else settings.reasoning_per_mtok
-    return round((prompt_tokens * settings.input_per_mtok + (completion_tokens - reasoning) * settings.output_per_mtok
-                  + reasoning * reasoning_price) / 1_000_000, 12)
+    return round(
+        (
+            prompt_tokens * settings.input_per_mtok
+            + (completion_tokens - reasoning) * settings.output_per_mtok
+            + reasoning * reasoning_price
+        )
+        / 1_000_000,
+        12,
+    )
 
 
 def estimate_tokens(messages: list[dict[str, str]], max_tokens: int) -> int:
@@ -285,9 +333,16 @@ class ModelClient:
         ``"production"`` or ``"judge"``, recorded on the call span.
     """
 
-    def __init__(self, settings: ModelSettings, *, guard: CallGuard | None = None,
-                 telemetry: Telemetry | None = None, rng: random.Random | None = None,
-                 sleep: Sleep = asyncio.sleep, role: str = "production") -> None:
+    def __init__(
+        self,
+        settings: ModelSettings,
+        *,
+        guard: CallGuard | None = None,
+        telemetry: Telemetry | None = None,
+        rng: random.Random | None = None,
+        sleep: Sleep = asyncio.sleep,
+        role: str = "production",
+    ) -> None:
         self.settings = settings
         self.guard = guard or settings.guard()
         self.telemetry = telemetry or global_telemetry()
@@ -300,22 +355,28 @@ class ModelClient:
         # every connection for every request (measured as in benchmarks/probe_throughput.py).
         # Connections match the concurrency: fewer would queue calls inside the transport.
         timeout = httpx2.Timeout(settings.timeout_s, connect=min(5.0, settings.timeout_s))
-        self._openai = openai_client(settings, openai.DefaultAioHttpClient(
-            limits=httpx2.Limits(max_connections=size, max_keepalive_connections=size), timeout=timeout))
+        self._openai = openai_client(
+            settings,
+            openai.DefaultAioHttpClient(
+                limits=httpx2.Limits(max_connections=size, max_keepalive_connections=size), timeout=timeout
+            ),
+        )
         self._slots = asyncio.Semaphore(size)
 
     async def __aenter__(self) -> ModelClient:
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await self.aclose()
 
     async def aclose(self) -> None:
         await self._openai.close()
 
-    async def complete(self, messages: list[dict[str, str]], *, model: str | None = None,
-                       decoding: Mapping[str, Any] | None = None) -> Completion:
+    async def complete(
+        self, messages: list[dict[str, str]], *, model: str | None = None, decoding: Mapping[str, Any] | None = None
+    ) -> Completion:
         """One chat completion, retried as configured; raises a ``ModelCallError`` subclass on failure.
 
         ``decoding`` (``temperature``, ``max_tokens``, ``stop_sequences``) replaces the endpoint's
@@ -325,8 +386,11 @@ class ModelClient:
         """
         settings = self.settings
         if decoding:
-            settings = replace(settings, temperature=float(decoding.get("temperature", settings.temperature)),
-                               max_tokens=int(decoding.get("max_tokens", settings.max_tokens)))
+            settings = replace(
+                settings,
+                temperature=float(decoding.get("temperature", settings.temperature)),
+                max_tokens=int(decoding.get("max_tokens", settings.max_tokens)),
+            )
         stop = list(decoding.get("stop_sequences") or []) if decoding else []
         model = model or settings.model
         if settings.system_prompt and not any(m["role"] == "system" for m in messages):
@@ -341,23 +405,30 @@ class ModelClient:
                 outcome = _timed(outcome, time.perf_counter() - started)
                 completion = outcome if isinstance(outcome, Completion) else outcome.completion
                 assert completion is None or isinstance(completion, Completion)
-                self.telemetry.finish_call(span, CallRecord(
-                    request_model=model, temperature=settings.temperature, max_tokens=settings.max_tokens,
-                    duration_s=time.perf_counter() - started,
-                    response_model=completion.served_model if completion else None,
-                    response_id=completion.response_id if completion else None,
-                    finish_reason=completion.finish_reason if completion else None,
-                    input_tokens=completion.prompt_tokens if completion else None,
-                    output_tokens=completion.completion_tokens if completion else None,
-                    system_fingerprint=completion.system_fingerprint if completion else None,
-                    error_type=None if isinstance(outcome, Completion) else outcome.kind,
-                    attempts=completion.attempts if completion else outcome.attempts))
+                self.telemetry.finish_call(
+                    span,
+                    CallRecord(
+                        request_model=model,
+                        temperature=settings.temperature,
+                        max_tokens=settings.max_tokens,
+                        duration_s=time.perf_counter() - started,
+                        response_model=completion.served_model if completion else None,
+                        response_id=completion.response_id if completion else None,
+                        finish_reason=completion.finish_reason if completion else None,
+                        input_tokens=completion.prompt_tokens if completion else None,
+                        output_tokens=completion.completion_tokens if completion else None,
+                        system_fingerprint=completion.system_fingerprint if completion else None,
+                        error_type=None if isinstance(outcome, Completion) else outcome.kind,
+                        attempts=completion.attempts if completion else outcome.attempts,
+                    ),
+                )
         if isinstance(outcome, Completion):
             return outcome
         raise outcome
 
-    async def _attempts(self, messages: list[dict[str, str]], model: str, reserve: int, settings: ModelSettings,
-                        stop: list[str]) -> Completion | ModelCallError:
+    async def _attempts(
+        self, messages: list[dict[str, str]], model: str, reserve: int, settings: ModelSettings, stop: list[str]
+    ) -> Completion | ModelCallError:
         """The retry loop: every attempt asks the breaker and the limiter first.
 
         The breaker hears of the call once, when it is over (``_settle_breaker``). The first
@@ -417,8 +488,9 @@ class ModelClient:
             while not breaker.settled() and time.monotonic() < deadline:
                 await asyncio.sleep(HALF_OPEN_POLL_S)
 
-    async def _once(self, messages: list[dict[str, str]], model: str, attempts: int, settings: ModelSettings,
-                    stop: list[str]) -> Completion:
+    async def _once(
+        self, messages: list[dict[str, str]], model: str, attempts: int, settings: ModelSettings, stop: list[str]
+    ) -> Completion:
         """One HTTP attempt through the openai client; the body is read as plain JSON (``read_completion``)."""
         body: dict[str, Any] = {"model": model, "messages": messages, settings.token_limit_param: settings.max_tokens}
         if settings.temperature is not None:
@@ -427,8 +499,9 @@ class ModelClient:
             body["stop"] = stop[:4]  # the OpenAI API takes up to four stop sequences
         started = time.perf_counter()
         try:
-            response = await self._openai.post("/chat/completions", body=body, cast_to=httpx2.Response,
-                                               options=request_options(settings))
+            response = await self._openai.post(
+                "/chat/completions", body=body, cast_to=httpx2.Response, options=request_options(settings)
+            )
             data = json.loads(response.content)
         except openai.APIConnectionError as exc:  # APITimeoutError included
             broken = _connection_failure(exc)
@@ -440,7 +513,9 @@ class ModelClient:
             raise _status_error(exc, (settings.api_key, *settings.headers.values())) from exc
         except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError: a body that is not JSON
             raise BadModelResponse(f"response is not a chat completion: {str(exc)[:200]}") from exc
-        completion = read_completion(data, latency_s=time.perf_counter() - started, attempts=attempts, settings=settings)
+        completion = read_completion(
+            data, latency_s=time.perf_counter() - started, attempts=attempts, settings=settings
+        )
         if settings.cost_header and (billed := _header_cost(response.headers.get(settings.cost_header))) is not None:
             completion = replace(completion, cost_usd=billed)
         if not completion.text.strip():
@@ -487,13 +562,19 @@ def read_completion(data: object, *, latency_s: float, attempts: int, settings: 
     details = usage.get("completion_tokens_details") if isinstance(usage, dict) else None
     reasoning = _optional(details.get("reasoning_tokens"), int) if isinstance(details, dict) else None
     return Completion(
-        text=content if isinstance(content, str) else "", served_model=_optional(data.get("model"), str),
+        text=content if isinstance(content, str) else "",
+        served_model=_optional(data.get("model"), str),
         system_fingerprint=_optional(data.get("system_fingerprint"), str),
         finish_reason=_optional(choice.get("finish_reason"), str),
-        prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, latency_s=latency_s,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        latency_s=latency_s,
         cost_usd=price_tokens(prompt_tokens, completion_tokens, settings, reasoning),
-        response_id=_optional(data.get("id"), str), attempts=attempts, attempt_latency_s=latency_s,
-        reasoning_tokens=reasoning)
+        response_id=_optional(data.get("id"), str),
+        attempts=attempts,
+        attempt_latency_s=latency_s,
+        reasoning_tokens=reasoning,
+    )
 
 
 def _total(completion: Completion) -> int | None:
@@ -514,9 +595,14 @@ def openai_client(settings: ModelSettings, http_client: openai.DefaultAioHttpCli
     headers: dict[str, Any] = dict(settings.headers)
     if settings.auth_header == "api-key" and settings.api_style != "azure":
         headers["api-key"] = settings.api_key
-    common: dict[str, Any] = {"api_key": settings.api_key or "none", "timeout": settings.timeout_s, "max_retries": 0,
-                              "http_client": http_client, "default_headers": headers or None,
-                              "default_query": dict(settings.query) or None}
+    common: dict[str, Any] = {
+        "api_key": settings.api_key or "none",
+        "timeout": settings.timeout_s,
+        "max_retries": 0,
+        "http_client": http_client,
+        "default_headers": headers or None,
+        "default_query": dict(settings.query) or None,
+    }
     if settings.api_style == "azure":
         return openai.AsyncAzureOpenAI(azure_endpoint=settings.base_url, api_version=settings.api_version, **common)
     return openai.AsyncOpenAI(base_url=settings.base_url, **common)
@@ -529,14 +615,17 @@ def request_options(settings: ModelSettings) -> dict[str, Any]:
     return {"security": {"bearer_auth": False}, "headers": {"Authorization": openai.Omit()}}
 
 
-def _refused(breaker: CircuitBreaker, admission: Admission, base_url: str,
-             first: ModelCallError | None) -> ModelCallError:
+def _refused(
+    breaker: CircuitBreaker, admission: Admission, base_url: str, first: ModelCallError | None
+) -> ModelCallError:
     """What a call refused by the breaker reports: its own first real error when it had one."""
     if first is not None:
         first.args = (f"{first}; not retried: circuit open",)
         return first
-    return CircuitOpen(f"circuit open after {breaker.failure_threshold} consecutive failed calls; "
-                       f"not calling {base_url} for {admission.retry_in:.1f}s more")
+    return CircuitOpen(
+        f"circuit open after {breaker.failure_threshold} consecutive failed calls; "
+        f"not calling {base_url} for {admission.retry_in:.1f}s more"
+    )
 
 
 def _settle_breaker(breaker: CircuitBreaker, err: ModelCallError, trial: bool) -> None:

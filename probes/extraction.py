@@ -45,8 +45,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["READERS", "Reading", "clean", "read_answer", "read_choice", "read_codes", "read_label", "read_number",
-           "structured_answer"]
+__all__ = [
+    "READERS",
+    "Reading",
+    "clean",
+    "read_answer",
+    "read_choice",
+    "read_codes",
+    "read_label",
+    "read_number",
+    "structured_answer",
+]
 
 
 @dataclass(frozen=True)
@@ -70,9 +79,27 @@ _HEADING = re.compile(r"^\s{0,3}#{1,6}\s*", re.M)
 _BULLET = re.compile(r"^\s*(?:[-*•]\s+|>+\s*)", re.M)
 _BRACKETS = str.maketrans({"【": "[", "】": "]", "〔": "[", "〕": "]", "「": "[", "」": "]", "『": "[", "』": "]"})
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}.*$", re.M)
-_ANSWER_KEYS = ("final_answer", "answer", "final", "choice", "option", "selected_option", "letter", "label",
-                "decision", "result", "value", "score", "prediction", "response", "output", "codes", "icd10_codes",
-                "icd_codes", "code")
+_ANSWER_KEYS = (
+    "final_answer",
+    "answer",
+    "final",
+    "choice",
+    "option",
+    "selected_option",
+    "letter",
+    "label",
+    "decision",
+    "result",
+    "value",
+    "score",
+    "prediction",
+    "response",
+    "output",
+    "codes",
+    "icd10_codes",
+    "icd_codes",
+    "code",
+)
 _TAGGED = re.compile(r"<(answer|final_answer|final|result)>\s*(.*?)\s*</\1>", re.S | re.I)
 _BOXED = re.compile(r"\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}")
 _LATEX = re.compile(r"\\(?:text|mathrm|mathbf|textbf)\{([^{}]*)\}")
@@ -139,7 +166,7 @@ def structured_answer(text: str) -> str | None:
     start, end = body.find("{"), body.rfind("}")
     if start != -1 and end > start:
         try:
-            data = json.loads(body[start:end + 1])
+            data = json.loads(body[start : end + 1])
         except json.JSONDecodeError:
             return None
         found = _json_answer(data)
@@ -163,9 +190,38 @@ def _structured_then(text: str) -> tuple[str, bool]:
 _L = r"\(?\[?([A-J])\]?\)?"  # an option letter, maybe bracketed
 _END = r"(?![A-Za-z0-9'])"
 # A capital A or I followed by a lower-case word is an article or a pronoun, not an option.
-_CONNECTORS = {"because", "since", "as", "which", "given", "and", "but", "for", "with", "is", "was", "would",
-               "seems", "appears", "remains", "fits", "best", "here", "in", "on", "due", "option", "choice", "answer",
-               "correct", "right", "the", "this", "that", "it"}
+_CONNECTORS = {
+    "because",
+    "since",
+    "as",
+    "which",
+    "given",
+    "and",
+    "but",
+    "for",
+    "with",
+    "is",
+    "was",
+    "would",
+    "seems",
+    "appears",
+    "remains",
+    "fits",
+    "best",
+    "here",
+    "in",
+    "on",
+    "due",
+    "option",
+    "choice",
+    "answer",
+    "correct",
+    "right",
+    "the",
+    "this",
+    "that",
+    "it",
+}
 _CUE = (
     r"(?:(?:(?:final|correct|best|right|most\s+likely|most\s+appropriate)\s+(?:answer|option|choice|response|selection))"
     r"|\banswer|\bresponse)(?:\s+(?:is|would\s+be|will\s+be|=|:))?\s*[:=-]?\s*(?:is\s*)?(?:option\s+)?"
@@ -181,16 +237,18 @@ _CUE = (
 _CUED = re.compile(rf"(?i:{_CUE})(?-i:{_L}){_END}")
 # "the answer is d": a lower-case letter only when it ends the answer (or its sentence).
 _CUED_LOWER = re.compile(r"(?i:\banswer\b(?:\s+is|\s*:)\s*)\(?([a-j])\)?(?=\s*[.)]?\s*$)")
-_IS_CORRECT = re.compile(rf"(?<![A-Za-z0-9']){_L}{_END}(?:\s*\([^)]*\))?\s+(?:is|would\s+be|seems|appears)\s+"
-                         r"(?:the\s+)?(?:correct|right|best|preferred|indicated|most\s+(?:likely|appropriate|accurate))",
-                         re.I)
+_IS_CORRECT = re.compile(
+    rf"(?<![A-Za-z0-9']){_L}{_END}(?:\s*\([^)]*\))?\s+(?:is|would\s+be|seems|appears)\s+"
+    r"(?:the\s+)?(?:correct|right|best|preferred|indicated|most\s+(?:likely|appropriate|accurate))",
+    re.I,
+)
 _OPTION = re.compile(rf"(?i:\b(?:option|choice)\s+)(?-i:{_L}){_END}")
 _BRACKETED = re.compile(r"(?<![A-Za-z0-9])[\(\[]([A-Ja-j])[\)\]](?![A-Za-z0-9])")
 _LEADING = re.compile(r"^\s*\(?\[?([A-Ja-j])(?:\]|\)|\.(?!\s*[a-z])|:|,|\s+-|\s*$|\s+(?=[A-Z(\[]))")
 _NEGATED = re.compile(
     rf"(?i:\bnot|n't|\bnever|\brather\s+than|\binstead\s+of|\brule\s+out|\bruled\s+out|\bexclude|\beliminate)"
     rf"\s+(?i:(?:option|choice|answer)\s+)?(?-i:{_L}){_END}"
-    rf"|(?<![A-Za-z0-9']){_L}{_END}(?:\s*\([^)]*\))?\s+(?i:is\s+(?:not|incorrect|wrong|unlikely)|isn't|can\s+be\s+ruled)",
+    rf"|(?<![A-Za-z0-9']){_L}{_END}(?:\s*\([^)]*\))?\s+(?i:is\s+(?:not|incorrect|wrong|unlikely)|isn't|can\s+be\s+ruled)"
 )
 _TWO = re.compile(rf"(?<![A-Za-z0-9']){_L}\s*(?:,|/|\bor\b|\band\b|&)\s*(?:option\s+)?{_L}{_END}", re.I)
 
@@ -232,8 +290,11 @@ def read_choice(answer: str, choices: Sequence[str] | None = None) -> Reading:
     if not text:
         return Reading(None, "empty answer")
     negated = {letter for _, letter in _letters(_NEGATED, text)}
-    two = [m for m in _TWO.finditer(text)
-           if m.group(1).upper() != m.group(2).upper() and not {m.group(1).upper(), m.group(2).upper()} & negated]
+    two = [
+        m
+        for m in _TWO.finditer(text)
+        if m.group(1).upper() != m.group(2).upper() and not {m.group(1).upper(), m.group(2).upper()} & negated
+    ]
     stripped = text.strip().rstrip(".").strip()
     if len(stripped) == 1 or re.fullmatch(r"[\(\[][A-Ja-j][\)\]]", stripped):
         letter = stripped.strip("()[]").upper()
@@ -280,15 +341,23 @@ def _named_choice(text: str, choices: Sequence[str], negated: set[str]) -> Readi
 
 # --- numbers ------------------------------------------------------------------------------------
 
-_NUM = (r"(?<![A-Za-z0-9.,^/])(?<![A-Za-z]-)-?(?:\d{1,3}(?:,\d{3})+(?!\d)(?:\.\d+)?|\d+(?:[.,]\d+)?|\.\d+)"
-        r"(?:\s*(?:[eE][-+]?\d+|[x×*]\s*10\s*\^\s*\(?[-+]?\d+\)?))?")
+_NUM = (
+    r"(?<![A-Za-z0-9.,^/])(?<![A-Za-z]-)-?(?:\d{1,3}(?:,\d{3})+(?!\d)(?:\.\d+)?|\d+(?:[.,]\d+)?|\.\d+)"
+    r"(?:\s*(?:[eE][-+]?\d+|[x×*]\s*10\s*\^\s*\(?[-+]?\d+\)?))?"
+)
 _NUMBER = re.compile(_NUM)
-_WORDS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen twenty".split())}
+_WORDS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+        "sixteen seventeen eighteen nineteen twenty".split()
+    )
+}
 _TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
-_WORD_NUMBER = re.compile(r"\b(?:(" + "|".join(_TENS) + r")(?:[-\s](" + "|".join(list(_WORDS)[1:10]) + r"))?|("
-                          + "|".join(_WORDS) + r"))\b", re.I)
+_WORD_NUMBER = re.compile(
+    r"\b(?:(" + "|".join(_TENS) + r")(?:[-\s](" + "|".join(list(_WORDS)[1:10]) + r"))?|(" + "|".join(_WORDS) + r"))\b",
+    re.I,
+)
 _UNIT_POWER = re.compile(r"(?<=[A-Za-z])\s*(?:\^\s*-?\d+|[²³¹⁰])")
 _BSA = re.compile(r"(?:/|\bper\s+)\s*1[.,]73\s*m(?:\^?2|²)?", re.I)
 _RANGE = re.compile(rf"({_NUM})\s*(?:-|to|and|or)\s*({_NUM})")
@@ -296,11 +365,13 @@ _NOT_RESULT = re.compile(
     r"(?i:\b(?:normal|reference|target|goal)\s+(?:range|value|is|of)?|\b(?:range|threshold|cut-?off|cutoff|limit|"
     r"upper\s+limit|lower\s+limit|uln)\b(?:\s+(?:of|is|was|=|:))?|\b(?:above|below|over|under|exceeds?|exceeding|"
     r"greater\s+than|less\s+than|more\s+than|fewer\s+than|at\s+least|at\s+most|up\s+to|between)\b|[<>≤≥]=?|"
-    r"\bout\s+of\b|\d\s+of|/)\s*$")
+    r"\bout\s+of\b|\d\s+of|/)\s*$"
+)
 _RESTATED = re.compile(
     r"^\s*(?:note|notes|given|inputs?|where|assuming|based\s+on|for\s+reference|for\s+context|"
-    r"the\s+patient(?:'s)?\s+(?:is|was|weighs)|patient\s+data|data|values?)\b"
-    , re.I)
+    r"the\s+patient(?:'s)?\s+(?:is|was|weighs)|patient\s+data|data|values?)\b",
+    re.I,
+)
 # A number right after the name of an input ("Age: 70", "weight 72 kg", "creatinine of 1.1") is a
 # restated input, not the result.
 _INPUT = re.compile(
@@ -308,14 +379,19 @@ _INPUT = re.compile(
     r"(?:age|weight|height|sex|gender|scr|serum\s+creatinine|creatinine(?!\s+clearance)|bun|urea|sodium|na|"
     r"potassium|glucose|albumin|bilirubin|inr|platelets?|ast|alt|hr|heart\s+rate|bp|blood\s+pressure|"
     r"respiratory\s+rate|temp(?:erature)?|spo2|qt|rr|insulin|cholesterol|hdl|triglycerides)"
-    r"(?:\s+(?:was|is|of))?\s*[:=]?\s*$", re.I)
+    r"(?:\s+(?:was|is|of))?\s*[:=]?\s*$",
+    re.I,
+)
 _FINAL = re.compile(
     r"(?i:\b(?:final\s+answer|answer|result|total(?:\s+score)?)\b(?:\s+(?:is|was|would\s+be|=|:|of))?\s*[:=]?"
     r"|\b(?:therefore|thus|hence|so)\b[^.\n]{0,80}?(?:\bis\b|=|≈|:|\bof\b)"
     r"|\b(?:comes?\s+to|works?\s+out\s+(?:to|at)|gives|yields|equals)\b)"
-    r"\s*(?:approximately|approx\.?|about|around|roughly|~|≈)?\s*[(\[]?\s*$")
-_VALUE = re.compile(r"(?i:\bis|\bequals|\bof|=|≈|~|:|\bscore|\bapproximately|\babout|\bat|\bcomes\s+to|"
-                    r"\bequivalent\s+to|\bequal\s+to)\s*[(\[]?\s*$")
+    r"\s*(?:approximately|approx\.?|about|around|roughly|~|≈)?\s*[(\[]?\s*$"
+)
+_VALUE = re.compile(
+    r"(?i:\bis|\bequals|\bof|=|≈|~|:|\bscore|\bapproximately|\babout|\bat|\bcomes\s+to|"
+    r"\bequivalent\s+to|\bequal\s+to)\s*[(\[]?\s*$"
+)
 _CHAIN = re.compile(r"[=≈]\s*[(\[]?\s*$")
 _CLAUSE = re.compile(r",\s+|;\s*")
 _ARITHMETIC = re.compile(r"\d\s*\)?\s*[×x*/+]\s*\(?\s*\d")
@@ -333,7 +409,7 @@ def _to_float(token: str) -> float:
     token = token.replace(" ", "")
     power = re.search(r"[x×*]10\^\(?([-+]?\d+)\)?$", token)
     if power:
-        return _to_float(token[:power.start()]) * 10 ** int(power.group(1))
+        return _to_float(token[: power.start()]) * 10 ** int(power.group(1))
     if re.search(r"[eE][-+]?\d+$", token):
         mantissa, exp = re.split(r"[eE]", token)
         return _to_float(mantissa) * 10 ** int(exp)
@@ -371,13 +447,16 @@ def _candidates(text: str) -> list[_Candidate]:
     for start, sentence, index in spans:
         clauses = [0] + [c.end() for c in _CLAUSE.finditer(sentence)]
         for m in _NUMBER.finditer(sentence):
-            before = sentence[max(0, m.start() - 90):m.start()]
+            before = sentence[max(0, m.start() - 90) : m.start()]
             clause = max(c for c in clauses if c <= m.start())
             restated = bool(_RESTATED.search(sentence[clause:]))
-            nested = sentence[:m.start()].count("(") > sentence[:m.start()].count(")")
+            nested = sentence[: m.start()].count("(") > sentence[: m.start()].count(")")
             where = start + m.start()
-            if _NOT_RESULT.search(before) or (m.end() < len(sentence) and sentence[m.end():].lstrip().startswith("/")
-                                              and not sentence[m.end():].lstrip().startswith("/1")):
+            if _NOT_RESULT.search(before) or (
+                m.end() < len(sentence)
+                and sentence[m.end() :].lstrip().startswith("/")
+                and not sentence[m.end() :].lstrip().startswith("/1")
+            ):
                 level = 0
             elif _FINAL.search(before):
                 level = 3
@@ -392,8 +471,17 @@ def _candidates(text: str) -> list[_Candidate]:
             if where in seconds and seconds[where] in levels:
                 level = levels[seconds[where]]  # "90-120": the upper end is read like the lower
             levels[where] = level
-            out.append(_Candidate(_to_float(m.group(0)), where, start + m.end(), level, index, ranges.get(where),
-                                  bool(_CHAIN.search(before))))
+            out.append(
+                _Candidate(
+                    _to_float(m.group(0)),
+                    where,
+                    start + m.end(),
+                    level,
+                    index,
+                    ranges.get(where),
+                    bool(_CHAIN.search(before)),
+                )
+            )
     return out
 
 
@@ -488,7 +576,8 @@ def read_label(answer: str, labels: Sequence[str]) -> Reading:
     word = rf"(?i:\b({alternation})\b)"
     text = re.sub(r"(?i:\bnot\s+)" + word, " ", text)  # "not yes" names no label
     cued = re.findall(_LABEL_CUE + r"[\"'(\[]?" + word, text) or re.findall(
-        r"(?i:\b(?:it|this)(?:'s|\s+is)\s+|:\s*)[\"'(\[]?" + word + r"[\"')\]]?\s*\.?\s*$", text)
+        r"(?i:\b(?:it|this)(?:'s|\s+is)\s+|:\s*)[\"'(\[]?" + word + r"[\"')\]]?\s*\.?\s*$", text
+    )
     if cued:
         return Reading(cued[-1].lower(), "structured answer" if structured else "answer cue")
     lead = re.match(r"\s*[\"'(\[]?" + word + r"(?![-\w])(?!\s*(?:or|/|and)\s*" + word + ")", text)

@@ -68,8 +68,14 @@ class JudgeCanary:
     def as_canary(self) -> Canary:
         """The request as a canary, so the judges get exactly the prompt a probe's answer gets."""
         refs = (self.reference,) if self.reference else ()
-        return Canary(id=self.id, messages=self.messages, references=refs, scorer=JURY_SCORER, tags=dict(self.tags),
-                      pack=JUDGE_CANARIES)
+        return Canary(
+            id=self.id,
+            messages=self.messages,
+            references=refs,
+            scorer=JURY_SCORER,
+            tags=dict(self.tags),
+            pack=JUDGE_CANARIES,
+        )
 
 
 def _number(value: object) -> bool:
@@ -82,13 +88,19 @@ def judge_canary_from_dict(data: Any, *, where: str = "<judge canary>", scale: t
         raise CanaryFormatError(f"{where}: expected a JSON object, got {type(data).__name__}")
     unknown = sorted(set(data) - _FIELDS)
     if unknown:
-        raise CanaryFormatError(f"{where}: unknown field(s) {', '.join(unknown)}; "
-                                f"allowed: {', '.join(sorted(_FIELDS))}")
+        raise CanaryFormatError(
+            f"{where}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_FIELDS))}"
+        )
     if not isinstance(data.get("id"), str) or not data["id"]:
         raise CanaryFormatError(f"{where}: field 'id': expected a non-empty string")
     messages = data.get("messages")
-    if not isinstance(messages, list) or not messages or not all(
-            isinstance(m, dict) and m.get("role") in _ROLES and isinstance(m.get("content"), str) for m in messages):
+    if (
+        not isinstance(messages, list)
+        or not messages
+        or not all(
+            isinstance(m, dict) and m.get("role") in _ROLES and isinstance(m.get("content"), str) for m in messages
+        )
+    ):
         raise CanaryFormatError(f"{where}: field 'messages': expected a non-empty list of {{role, content}}")
     if not isinstance(data.get("answer"), str) or not data["answer"].strip():
         raise CanaryFormatError(f"{where}: field 'answer': expected a non-empty string")
@@ -99,14 +111,21 @@ def judge_canary_from_dict(data: Any, *, where: str = "<judge canary>", scale: t
     lo, hi = scale
     values = list(gold.values()) if isinstance(gold, dict) and gold else [gold]
     if not all(_number(v) and lo <= v <= hi for v in values):
-        raise CanaryFormatError(f"{where}: field 'gold_score': expected a number from {lo} to {hi}, "
-                                f"or an object of such numbers by criterion; got {gold!r}")
+        raise CanaryFormatError(
+            f"{where}: field 'gold_score': expected a number from {lo} to {hi}, "
+            f"or an object of such numbers by criterion; got {gold!r}"
+        )
     tags = data.get("tags", {})
     if not isinstance(tags, dict) or not all(isinstance(v, str) for v in tags.values()):
         raise CanaryFormatError(f"{where}: field 'tags': expected an object of string values")
-    return JudgeCanary(id=data["id"], messages=tuple(dict(m) for m in messages), answer=data["answer"],
-                       gold=dict(gold) if isinstance(gold, dict) else float(gold), reference=reference,
-                       tags=dict(tags))
+    return JudgeCanary(
+        id=data["id"],
+        messages=tuple(dict(m) for m in messages),
+        answer=data["answer"],
+        gold=dict(gold) if isinstance(gold, dict) else float(gold),
+        reference=reference,
+        tags=dict(tags),
+    )
 
 
 def bundled_judge_canaries_path() -> Path:
@@ -116,8 +135,10 @@ def bundled_judge_canaries_path() -> Path:
 def load_judge_canaries(path: Path | None = None, *, scale: tuple[int, int] = (1, 5)) -> tuple[JudgeCanary, ...]:
     """Read judge canaries from ``path`` (the bundled set by default); errors name the file and line."""
     path = path or bundled_judge_canaries_path()
-    out = [judge_canary_from_dict(data, where=where, scale=scale)
-           for where, data in read_jsonl(path, what="judge canaries")]
+    out = [
+        judge_canary_from_dict(data, where=where, scale=scale)
+        for where, data in read_jsonl(path, what="judge canaries")
+    ]
     ids = [c.id for c in out]
     repeated = sorted({i for i in ids if ids.count(i) > 1})
     if repeated:

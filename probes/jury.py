@@ -10,8 +10,8 @@ An unusable verdict is data, not an exception: malformed output is asked for aga
 (``retried_ok`` when the second answer parses) and otherwise recorded as ``unparsed``; a judge
 whose call fails is ``failed`` and does not hold up the others. With no valid judge the result
 has *no* score and is an error of type ``jury_unavailable`` ("no valid judge"), counted with
-the run's errors and in the error stream, so a dead jury raises an availability alert. MedHELM instead scores such an instance
-``default_score = 1.0`` (the bottom of the scale); medmon does not, because a judge outage
+the run's errors and in the error stream, so a dead jury raises an availability alert.
+MedHELM instead scores such an instance ``default_score = 1.0`` (the bottom of the scale); medmon does not, because a judge outage
 would then read as a collapse in answer quality and fire a quality alert for what is an
 availability problem (which the error stream already reports).
 
@@ -54,8 +54,10 @@ CRITERION_TEXT = {
     "clarity": "Is the response clear, well organised and easy for its intended reader to act on?",
 }
 
-JUDGE_SYSTEM = (f"You are a medical expert judging a response written by a language model deployed in a clinical "
-                f"setting. Judge strictly and only by the criteria given. {JUDGE_MARKER}")
+JUDGE_SYSTEM = (
+    f"You are a medical expert judging a response written by a language model deployed in a clinical "
+    f"setting. Judge strictly and only by the criteria given. {JUDGE_MARKER}"
+)
 
 T = TypeVar("T", int, float)
 
@@ -86,9 +88,8 @@ class JurySettings:
     def from_plan(cls, jury: object, *, environ: Mapping[str, str] | None = None) -> JurySettings:
         """From a plan ``Jury`` section; each judge's key comes from the variable it names."""
         env = os.environ if environ is None else environ
-        judges = tuple(ModelSettings.from_endpoint(e, environ=env) for e in getattr(jury, "judges"))
-        return cls(judges=judges, criteria=tuple(getattr(jury, "criteria")), scale_min=getattr(jury, "scale_min"),
-                   scale_max=getattr(jury, "scale_max"))
+        judges = tuple(ModelSettings.from_endpoint(e, environ=env) for e in jury.judges)
+        return cls(judges=judges, criteria=tuple(jury.criteria), scale_min=jury.scale_min, scale_max=jury.scale_max)
 
 
 @dataclass(frozen=True)
@@ -140,23 +141,30 @@ class JuryOutcome:
     error: str | None = None
 
 
-def judge_messages(canary: Canary, answer: str, criteria: Sequence[str], scale_min: int = 1,
-                   scale_max: int = 5) -> list[dict[str, str]]:
+def judge_messages(
+    canary: Canary, answer: str, criteria: Sequence[str], scale_min: int = 1, scale_max: int = 5
+) -> list[dict[str, str]]:
     """The judge prompt: request, response, gold reference when there is one, criteria, JSON format."""
     turns = [m for m in canary.messages if m["role"] != "system"]
     request = canary.prompt if len(turns) <= 1 else "\n\n".join(f"{m['role']}: {m['content']}" for m in turns)
-    parts = ["Evaluate the response to the request below.",
-             f"<{REQUEST_TAG}>\n{request.strip()}\n</{REQUEST_TAG}>",
-             f"<{RESPONSE_TAG}>\n{answer.strip()}\n</{RESPONSE_TAG}>"]
+    parts = [
+        "Evaluate the response to the request below.",
+        f"<{REQUEST_TAG}>\n{request.strip()}\n</{REQUEST_TAG}>",
+        f"<{RESPONSE_TAG}>\n{answer.strip()}\n</{RESPONSE_TAG}>",
+    ]
     if canary.references:
         parts.append(f"<{GOLD_TAG}>\n{canary.references[0].strip()}\n</{GOLD_TAG}>")
-        parts.append("The gold response is a reference written for this request: use it to judge accuracy and "
-                     "completeness, but a response may be correct without matching its wording.")
+        parts.append(
+            "The gold response is a reference written for this request: use it to judge accuracy and "
+            "completeness, but a response may be correct without matching its wording."
+        )
     rubric = "\n".join(f"- {c}: {CRITERION_TEXT.get(c, f'How well does the response meet {c}?')}" for c in criteria)
-    parts.append(f"Score each criterion with a whole number from {scale_min} (poor) to {scale_max} (excellent):\n"
-                 f"{rubric}")
-    shape = ", ".join(f'"{c}": {{"score": <{scale_min}-{scale_max}>, "explanation": "<one sentence>"}}'
-                      for c in criteria)
+    parts.append(
+        f"Score each criterion with a whole number from {scale_min} (poor) to {scale_max} (excellent):\n{rubric}"
+    )
+    shape = ", ".join(
+        f'"{c}": {{"score": <{scale_min}-{scale_max}>, "explanation": "<one sentence>"}}' for c in criteria
+    )
     parts.append(f"Output only one JSON object with this structure, and nothing else:\n{{{shape}}}")
     return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
@@ -171,7 +179,7 @@ def _first_object(text: str) -> object | None:
     except json.JSONDecodeError:
         end = text.rfind("}")
         try:
-            fallback: object = json.loads(text[start:end + 1]) if end > start else None
+            fallback: object = json.loads(text[start : end + 1]) if end > start else None
             return fallback
         except json.JSONDecodeError:
             return None
@@ -187,8 +195,9 @@ def _whole(value: object) -> int | None:
     return int(number) if number.is_integer() else None
 
 
-def parse_verdict(text: str, criteria: Sequence[str], scale_min: int = 1,
-                  scale_max: int = 5) -> tuple[CriterionScore, ...] | None:
+def parse_verdict(
+    text: str, criteria: Sequence[str], scale_min: int = 1, scale_max: int = 5
+) -> tuple[CriterionScore, ...] | None:
     """The scores in a judge's answer, or ``None`` when it is not a usable verdict.
 
     The first ``{...}`` in the text is read as JSON (prose around it is tolerated). Every
@@ -262,22 +271,34 @@ class Jury:
     without it each judge gets a client of its own (its own limiter and breaker).
     """
 
-    def __init__(self, settings: JurySettings, *, telemetry: Telemetry | None = None, rng: random.Random | None = None,
-                 clients: Mapping[str, ModelClient] | None = None) -> None:
+    def __init__(
+        self,
+        settings: JurySettings,
+        *,
+        telemetry: Telemetry | None = None,
+        rng: random.Random | None = None,
+        clients: Mapping[str, ModelClient] | None = None,
+    ) -> None:
         self.settings = settings
         self.telemetry = telemetry or global_telemetry()
         rng = rng or random.Random()
         # Clients handed in (``medmon.probes.pool``) outlive this jury and are not closed by it.
         self._owns_clients = clients is None
-        self.clients = dict(clients) if clients is not None else {
-            j.name: ModelClient(j, telemetry=self.telemetry, rng=random.Random(rng.random()), role="judge")
-            for j in settings.judges}
+        self.clients = (
+            dict(clients)
+            if clients is not None
+            else {
+                j.name: ModelClient(j, telemetry=self.telemetry, rng=random.Random(rng.random()), role="judge")
+                for j in settings.judges
+            }
+        )
 
     async def __aenter__(self) -> Jury:
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await self.aclose()
 
     async def aclose(self) -> None:
@@ -297,16 +318,30 @@ class Jury:
         spent: list[Completion] = []  # every answer the judge gave, paid for whether it parsed or not
         attempts, text = 0, ""
 
-        def verdict(status: ParseStatus, scores: tuple[CriterionScore, ...], ask: int, error_type: str | None = None,
-                    error: str | None = None) -> JudgeVerdict:
+        def verdict(
+            status: ParseStatus,
+            scores: tuple[CriterionScore, ...],
+            ask: int,
+            error_type: str | None = None,
+            error: str | None = None,
+        ) -> JudgeVerdict:
             last = spent[-1] if spent else None
             return JudgeVerdict(
-                name, client.settings.model, status, scores, asks=ask, attempts=attempts,
+                name,
+                client.settings.model,
+                status,
+                scores,
+                asks=ask,
+                attempts=attempts,
                 prompt_tokens=_total([c.prompt_tokens for c in spent]),
                 completion_tokens=_total([c.completion_tokens for c in spent]),
-                cost_usd=_total([c.cost_usd for c in spent]), latency_s=last.latency_s if last else None,
+                cost_usd=_total([c.cost_usd for c in spent]),
+                latency_s=last.latency_s if last else None,
                 served_model=last.served_model if last else None,
-                system_fingerprint=last.system_fingerprint if last else None, error_type=error_type, error=error)
+                system_fingerprint=last.system_fingerprint if last else None,
+                error_type=error_type,
+                error=error,
+            )
 
         for ask in (1, 2):
             try:
@@ -327,8 +362,12 @@ class Jury:
             if scores is not None:
                 return verdict(ParseStatus.ok if ask == 1 else ParseStatus.retried_ok, scores, ask)
             messages = [*messages, {"role": "assistant", "content": text}, {"role": "user", "content": RETRY_NUDGE}]
-        return verdict(ParseStatus.unparsed, tuple(CriterionScore(c, None) for c in s.criteria), 2,
-                       error="judge output is not the requested JSON verdict")
+        return verdict(
+            ParseStatus.unparsed,
+            tuple(CriterionScore(c, None) for c in s.criteria),
+            2,
+            error="judge output is not the requested JSON verdict",
+        )
 
 
 def _total(values: Sequence[T | None]) -> T | None:

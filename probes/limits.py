@@ -105,8 +105,14 @@ class RateLimiter:
     ``max_tokens``) and ``settle`` the difference with the usage the endpoint reports.
     """
 
-    def __init__(self, *, requests_per_minute: float | None = None, tokens_per_minute: float | None = None,
-                 clock: Clock = time.monotonic, sleep: Sleep = asyncio.sleep) -> None:
+    def __init__(
+        self,
+        *,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
         self.requests = TokenBucket(requests_per_minute, clock=clock) if requests_per_minute else None
         self.tokens = TokenBucket(tokens_per_minute, clock=clock) if tokens_per_minute else None
         self._sleep = sleep
@@ -205,7 +211,8 @@ class CircuitBreaker:
         with self._lock:
             self._failures += 1
             if self._state == BreakerState.half_open or (
-                    self._state == BreakerState.closed and self._failures >= self.failure_threshold):
+                self._state == BreakerState.closed and self._failures >= self.failure_threshold
+            ):
                 self._state, self._opened_at, self._trial_out = BreakerState.open, self._clock(), False
                 self.times_opened += 1
 
@@ -228,9 +235,19 @@ class CallGuard:
     breaker: CircuitBreaker
 
     @classmethod
-    def build(cls, *, requests_per_minute: float | None = None, tokens_per_minute: float | None = None,
-              failure_threshold: int = 5, cooldown_s: float = 30.0, clock: Clock = time.monotonic,
-              sleep: Sleep = asyncio.sleep) -> CallGuard:
-        return cls(RateLimiter(requests_per_minute=requests_per_minute, tokens_per_minute=tokens_per_minute,
-                               clock=clock, sleep=sleep),
-                   CircuitBreaker(failure_threshold=failure_threshold, cooldown_s=cooldown_s, clock=clock))
+    def build(
+        cls,
+        *,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        failure_threshold: int = 5,
+        cooldown_s: float = 30.0,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
+    ) -> CallGuard:
+        return cls(
+            RateLimiter(
+                requests_per_minute=requests_per_minute, tokens_per_minute=tokens_per_minute, clock=clock, sleep=sleep
+            ),
+            CircuitBreaker(failure_threshold=failure_threshold, cooldown_s=cooldown_s, clock=clock),
+        )

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
 from medmon.baselines.canary import Canary, read_canaries
 from medmon.baselines.errors import CanaryFormatError
 from medmon.baselines.taxonomy import TaxonomyEntry, resolve
@@ -61,8 +60,12 @@ def load_pack_file(card: Path) -> Pack:
             raise CanaryFormatError(f"{card}: field '{key}': expected a string")
     canaries = read_canaries(card.with_suffix(".jsonl"), pack=meta["name"], benchmark=meta["benchmark"])
     return Pack(
-        name=meta["name"], title=meta.get("title", meta["name"]), benchmark=meta["benchmark"],
-        scorer=meta["scorer"], canaries=tuple(canaries), description=meta.get("description", ""),
+        name=meta["name"],
+        title=meta.get("title", meta["name"]),
+        benchmark=meta["benchmark"],
+        scorer=meta["scorer"],
+        canaries=tuple(canaries),
+        description=meta.get("description", ""),
         baseline=dict(meta.get("baseline") or {}),
     )
 

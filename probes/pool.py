@@ -72,8 +72,9 @@ class ClientPool:
 
     def jury(self, settings: JurySettings) -> Jury:
         """A jury whose judges' clients are the pool's (the jury does not close them)."""
-        return Jury(settings, clients={j.name: self.client(j, role="judge") for j in settings.judges},
-                    rng=random.Random())
+        return Jury(
+            settings, clients={j.name: self.client(j, role="judge") for j in settings.judges}, rng=random.Random()
+        )
 
     @property
     def open_clients(self) -> int:
@@ -88,6 +89,7 @@ class ClientPool:
         if loop is None or thread is None:
             return
         if clients:
+
             async def close_all() -> None:
                 await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
 

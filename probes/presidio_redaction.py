@@ -17,11 +17,26 @@ from typing import Any
 
 # Pattern recognisers only (no NLP artefacts needed), none with network look-ups.
 RECOGNIZERS = (
-    "UsSsnRecognizer", "PhoneRecognizer", "DateRecognizer", "CreditCardRecognizer", "IbanRecognizer",
-    "IpRecognizer", "MacAddressRecognizer", "MedicalLicenseRecognizer", "UsPassportRecognizer",
-    "UsLicenseRecognizer", "UsItinRecognizer", "UsBankRecognizer", "UsNpiRecognizer", "UsMbiRecognizer",
-    "UsHealthInsuranceMemberIdRecognizer", "NhsRecognizer", "UkNinoRecognizer", "UkPostcodeRecognizer",
-    "CaPostalCodeRecognizer", "CaSinRecognizer",
+    "UsSsnRecognizer",
+    "PhoneRecognizer",
+    "DateRecognizer",
+    "CreditCardRecognizer",
+    "IbanRecognizer",
+    "IpRecognizer",
+    "MacAddressRecognizer",
+    "MedicalLicenseRecognizer",
+    "UsPassportRecognizer",
+    "UsLicenseRecognizer",
+    "UsItinRecognizer",
+    "UsBankRecognizer",
+    "UsNpiRecognizer",
+    "UsMbiRecognizer",
+    "UsHealthInsuranceMemberIdRecognizer",
+    "NhsRecognizer",
+    "UkNinoRecognizer",
+    "UkPostcodeRecognizer",
+    "CaPostalCodeRecognizer",
+    "CaSinRecognizer",
 )
 
 
@@ -37,7 +52,7 @@ def _engines() -> tuple[list[Any], Any]:
 def redact(text: str) -> str:
     """Presidio's pattern recognisers alone; each finding becomes ``<TYPE>`` (the ``presidio``
     redactor runs medmon's built-in patterns first)."""
-    from presidio_analyzer import RecognizerResult, EntityRecognizer
+    from presidio_analyzer import EntityRecognizer, RecognizerResult
 
     recognizers, anonymizer = _engines()
     found: list[RecognizerResult] = []

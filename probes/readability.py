@@ -32,7 +32,8 @@ _WORD = re.compile(r"[A-Za-z0-9]+(?:['’-][A-Za-z0-9]+)*")
 _TITLES = frozenset("dr mr mrs ms prof st mt jr sr".split())  # never end a sentence: a name follows
 _ABBREVIATIONS = frozenset(  # end one only when a capitalised word follows ("at 3 p.m. They will")
     "vs etc e.g i.e eg ie a.m p.m am pm approx no nos fig dept inc ft oz lb lbs tab tabs cap caps tsp tbsp "
-    "hr hrs min mins sec wk wks mo yr yrs pt pts ca cf al".split())
+    "hr hrs min mins sec wk wks mo yr yrs pt pts ca cf al".split()
+)
 
 
 @lru_cache(maxsize=1)
@@ -100,7 +101,7 @@ def sentences(text: str) -> list[str]:
         start = 0
         for m in _SENTENCE_END.finditer(line):
             if _ends_sentence(line, m.end()):
-                out.append(line[start:m.end()].strip())
+                out.append(line[start : m.end()].strip())
                 start = m.end()
         if line[start:].strip():
             out.append(line[start:].strip())

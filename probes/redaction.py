@@ -32,13 +32,14 @@ from __future__ import annotations
 import importlib
 import logging
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from medmon.probes.errors import ProbeError
-from medmon.scrub import mask_text, scrub_secrets
 from medmon.probes.jury import JuryOutcome
 from medmon.probes.models import ProbeResultBase
+
+from medmon.scrub import mask_text, scrub_secrets
 
 log = logging.getLogger("medmon.redaction")
 
@@ -50,49 +51,98 @@ class RedactorError(ProbeError):
 
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?"
-_DATE = (rf"(?:\d{{4}}[/.-]\d{{1,2}}[/.-]\d{{1,2}}|\d{{1,2}}[/.-]\d{{1,2}}[/.-](?:\d{{4}}|\d{{2}})"
-         rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+\d{{4}}"
-         rf"|\d{{1,2}}-{_MONTH}-\d{{2,4}})")
+_DATE = (
+    rf"(?:\d{{4}}[/.-]\d{{1,2}}[/.-]\d{{1,2}}|\d{{1,2}}[/.-]\d{{1,2}}[/.-](?:\d{{4}}|\d{{2}})"
+    rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+\d{{4}}"
+    rf"|\d{{1,2}}-{_MONTH}-\d{{2,4}})"
+)
 _WORD = r"[A-ZÀ-ÖØ-Þ](?:['’][A-ZÀ-ÖØ-Þ])?[^\W\d_]+(?:['’\-][^\W\d_]+)*"
 _NAME = rf"{_WORD}(?:\s+[A-Z]\.(?=\s))?(?:\s+{_WORD}){{0,2}}"
 # After an explicit label with a colon ("patient: john smith") a name may be in any case.
 _ANY_WORD = r"[^\W\d_]+(?:['\-][^\W\d_]+)*"
-_NOT_NAME = (r"(?!(?:is|was|has|had|and|or|with|who|reports|presents|presented|denies|states|came|comes|complains"
-             r"|the|a|an|age|aged|dob|mrn|born|of|in|on|at|for|to|male|female|man|woman|boy|girl)\b)")
-_ANY_NAME = (rf"(?i:{_NOT_NAME}){_ANY_WORD}(?:\s+[^\W\d_]\.(?=\s))?"
-             rf"(?:\s+(?i:{_NOT_NAME}){_ANY_WORD}){{0,2}}")
-_STREET = (r"(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|Terrace"
-           r"|Circle|Cir|Highway|Hwy|Parkway|Pkwy|Close|Crescent|Cres|Gardens|Grove|Square|Sq|Row|Mews)")
+_NOT_NAME = (
+    r"(?!(?:is|was|has|had|and|or|with|who|reports|presents|presented|denies|states|came|comes|complains"
+    r"|the|a|an|age|aged|dob|mrn|born|of|in|on|at|for|to|male|female|man|woman|boy|girl)\b)"
+)
+_ANY_NAME = (
+    rf"(?i:{_NOT_NAME}){_ANY_WORD}(?:\s+[^\W\d_]\.(?=\s))?"
+    rf"(?:\s+(?i:{_NOT_NAME}){_ANY_WORD}){{0,2}}"
+)
+_STREET = (
+    r"(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|Terrace"
+    r"|Circle|Cir|Highway|Hwy|Parkway|Pkwy|Close|Crescent|Cres|Gardens|Grove|Square|Sq|Row|Mews)"
+)
 _TITLE = r"(?:Mr|Mrs|Ms|Miss|Mx|Dr|Sr|Sra|Srta|Prof|Mme|Mlle|Herr|Frau)"
 
 # Order matters: labelled forms first, so "DOB: 01/02/1950" becomes "DOB: [DOB]", not "[DATE]".
 PATTERNS: tuple[tuple[str, re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
     ("email", re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}"), "[EMAIL]"),
     ("ssn", re.compile(r"\b\d{3}[-. ]\d{2}[-. ]\d{4}\b"), "[SSN]"),
-    ("partial_id", re.compile(r"(?i)(?:\b(?:ending|ends) (?:in|with)|\blast (?:4|four|5|five|6|six)(?: digits)?"
-                              r"(?: of (?:the |his |her |their )?[\w ]{2,20}?)?(?: is| are| were|:)?)\s*#?\d{3,6}\b"
-                              r"|(?<!\w)[Xx*#]{3}[-. ]?[Xx*#]{2}[-. ]?\d{4}\b"), "[ID]"),
+    (
+        "partial_id",
+        re.compile(
+            r"(?i)(?:\b(?:ending|ends) (?:in|with)|\blast (?:4|four|5|five|6|six)(?: digits)?"
+            r"(?: of (?:the |his |her |their )?[\w ]{2,20}?)?(?: is| are| were|:)?)\s*#?\d{3,6}\b"
+            r"|(?<!\w)[Xx*#]{3}[-. ]?[Xx*#]{2}[-. ]?\d{4}\b"
+        ),
+        "[ID]",
+    ),
     ("dob", re.compile(rf"\b(DOB|D\.O\.B\.|[Dd]ate of [Bb]irth|[Bb]orn(?: on)?)(\s*[:\-]?\s*){_DATE}"), r"\1\2[DOB]"),
     ("date", re.compile(rf"\b{_DATE}\b"), "[DATE]"),
-    ("mrn", re.compile(r"\b(MRN|MR#|[Mm]edical [Rr]ecord(?: [Nn]umber| [Nn]o\.?| #)?|[Pp]atient ID|[Pp]t ID"
-                       r"|[Cc]hart (?:[Nn]o\.?|[Nn]umber))(\s*[:#]?\s*)[A-Z0-9][A-Z0-9\-]{3,}"), r"\1\2[MRN]"),
-    ("phone", re.compile(r"(?<![\w+])(?:\+?1[\s.\-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.\-])\d{3}[\s.\-]\d{4}\b"
-                         r"|\+\d{1,3}(?:[\s.\-]\d{2,4}){2,4}\b"), "[PHONE]"),
+    (
+        "mrn",
+        re.compile(
+            r"\b(MRN|MR#|[Mm]edical [Rr]ecord(?: [Nn]umber| [Nn]o\.?| #)?|[Pp]atient ID|[Pp]t ID"
+            r"|[Cc]hart (?:[Nn]o\.?|[Nn]umber))(\s*[:#]?\s*)[A-Z0-9][A-Z0-9\-]{3,}"
+        ),
+        r"\1\2[MRN]",
+    ),
+    (
+        "phone",
+        re.compile(
+            r"(?<![\w+])(?:\+?1[\s.\-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.\-])\d{3}[\s.\-]\d{4}\b"
+            r"|\+\d{1,3}(?:[\s.\-]\d{2,4}){2,4}\b"
+        ),
+        "[PHONE]",
+    ),
     ("long_id", re.compile(r"(?<![\d.,])\d{7,}(?![\d]|[.,]\d)"), "[ID]"),
-    ("address", re.compile(rf"\b\d{{1,6}}[A-Za-z]?,?\s+(?:[A-Z][a-z]+\s+){{1,4}}{_STREET}\b\.?"
-                           r"|\b\d{1,5},?\s+(?:rue|avenue|boulevard|chemin|place|calle|avenida|via|viale)\s+"
-                           r"(?:[\w'’\-]+\s+){0,4}[\w'’\-]+"
-                           r"|\b[A-ZÄÖÜ][\wäöüß\-]*(?:straße|strasse|str\.|weg|gasse|platz|allee|laan|gade|vej)"
-                           r"\s+\d{1,5}[a-z]?\b"), "[ADDRESS]"),
+    (
+        "address",
+        re.compile(
+            rf"\b\d{{1,6}}[A-Za-z]?,?\s+(?:[A-Z][a-z]+\s+){{1,4}}{_STREET}\b\.?"
+            r"|\b\d{1,5},?\s+(?:rue|avenue|boulevard|chemin|place|calle|avenida|via|viale)\s+"
+            r"(?:[\w'’\-]+\s+){0,4}[\w'’\-]+"
+            r"|\b[A-ZÄÖÜ][\wäöüß\-]*(?:straße|strasse|str\.|weg|gasse|platz|allee|laan|gade|vej)"
+            r"\s+\d{1,5}[a-z]?\b"
+        ),
+        "[ADDRESS]",
+    ),
     ("zip", re.compile(r"\b([A-Z]{2})\s+\d{5}(?:-\d{4})?\b"), r"\1 [ZIP]"),
-    ("postcode", re.compile(r"\b[A-Z]{1,2}\d[A-Z\d]?\s+\d[A-Z]{2}\b|\b[A-Z]\d[A-Z]\s?\d[A-Z]\d\b"
-                            r"|(?<=,\s)\d{4,5}(?=\s+[A-Z][a-zäöüé]+)"), "[POSTCODE]"),
-    ("age_over_89", re.compile(r"(?i)\b(?:9\d|1[0-2]\d)(?=(?:\s*|-)(?:years?|yrs?|y/?o|-year)\b)"
-                               r"|(?i:\b(?:aged?|age:)\s*)(?:9\d|1[0-2]\d)\b"), "[AGE 90+]"),
+    (
+        "postcode",
+        re.compile(
+            r"\b[A-Z]{1,2}\d[A-Z\d]?\s+\d[A-Z]{2}\b|\b[A-Z]\d[A-Z]\s?\d[A-Z]\d\b"
+            r"|(?<=,\s)\d{4,5}(?=\s+[A-Z][a-zäöüé]+)"
+        ),
+        "[POSTCODE]",
+    ),
+    (
+        "age_over_89",
+        re.compile(
+            r"(?i)\b(?:9\d|1[0-2]\d)(?=(?:\s*|-)(?:years?|yrs?|y/?o|-year)\b)"
+            r"|(?i:\b(?:aged?|age:)\s*)(?:9\d|1[0-2]\d)\b"
+        ),
+        "[AGE 90+]",
+    ),
     ("labelled_name", re.compile(rf"(?i:\b(patient|patient name|name|pt)(\s*:\s*)){_ANY_NAME}"), r"\1\2[NAME]"),
-    ("patient_name", re.compile(rf"\b((?i:the patient|patient|pt\.?),?\s+(?i:named\s+|called\s+)?){_NAME}"
-                                rf"|\b((?i:patient|pt\.?)\s+(?i:named|called)\s+){_ANY_NAME}"),
-     lambda m: (m.group(1) or m.group(2)) + "[NAME]"),
+    (
+        "patient_name",
+        re.compile(
+            rf"\b((?i:the patient|patient|pt\.?),?\s+(?i:named\s+|called\s+)?){_NAME}"
+            rf"|\b((?i:patient|pt\.?)\s+(?i:named|called)\s+){_ANY_NAME}"
+        ),
+        lambda m: (m.group(1) or m.group(2)) + "[NAME]",
+    ),
     ("titled_name", re.compile(rf"\b{_TITLE}\.?\s+{_NAME}"), "[NAME]"),
 )
 
@@ -125,16 +175,21 @@ def load_redactor(spec: str) -> Redactor:
         return keep
     if spec == "presidio":
         try:
-            from medmon.probes.presidio_redaction import _engines, redact as presidio_redact
+            from medmon.probes.presidio_redaction import _engines
+            from medmon.probes.presidio_redaction import redact as presidio_redact
 
             _engines()
         except ImportError as exc:
-            raise RedactorError("privacy.redactor: 'presidio' needs Microsoft Presidio: "
-                                f"pip install 'medmon[presidio]' ({exc.name} is missing)") from exc
+            raise RedactorError(
+                "privacy.redactor: 'presidio' needs Microsoft Presidio: "
+                f"pip install 'medmon[presidio]' ({exc.name} is missing)"
+            ) from exc
         return lambda text: presidio_redact(redact(text))
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
-        raise RedactorError(f"privacy.redactor: expected 'builtin', 'presidio', 'none' or 'module:function', got {spec!r}")
+        raise RedactorError(
+            f"privacy.redactor: expected 'builtin', 'presidio', 'none' or 'module:function', got {spec!r}"
+        )
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -186,10 +241,14 @@ class TextPolicy:
         return fallback if out is None else out
 
     def jury(self, outcome: JuryOutcome) -> JuryOutcome:
-        verdicts = tuple(replace(v, error=self.error(v.error, v.error_type or "error"),
-                                 scores=tuple(replace(s, explanation=self.content(s.explanation, "explanation"))
-                                              for s in v.scores))
-                         for v in outcome.verdicts)
+        verdicts = tuple(
+            replace(
+                v,
+                error=self.error(v.error, v.error_type or "error"),
+                scores=tuple(replace(s, explanation=self.content(s.explanation, "explanation")) for s in v.scores),
+            )
+            for v in outcome.verdicts
+        )
         return replace(outcome, verdicts=verdicts, error=self.error(outcome.error, "error"))
 
 
@@ -200,8 +259,10 @@ def protect_results(results: Sequence[ProbeResultBase], policy: TextPolicy) -> l
     """
     out = []
     for r in results:
-        update: dict[str, object] = {"answer": policy.content(r.answer, "answer"),
-                                     "error": policy.error(r.error, r.error_type or "error")}
+        update: dict[str, object] = {
+            "answer": policy.content(r.answer, "answer"),
+            "error": policy.error(r.error, r.error_type or "error"),
+        }
         outcome = getattr(r, "jury", None)
         if isinstance(outcome, JuryOutcome):
             update["jury"] = policy.jury(outcome)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from medmon.baselines.canary import Canary
 from medmon.probes.client import Completion, ModelClient
 from medmon.probes.errors import JuryNotConfigured, ModelCallError
-from medmon.probes.jury import JURY_SCORER, JURY_UNAVAILABLE, JuryOutcome, Jury
+from medmon.probes.jury import JURY_SCORER, JURY_UNAVAILABLE, Jury, JuryOutcome
 from medmon.probes.models import ProbeRecord, ProbeResultBase
 from medmon.probes.scoring import Scorer, get_scorer, looks_like_refusal
 from medmon.probes.telemetry import RUN_ERRORS, Telemetry
@@ -67,9 +67,16 @@ def replay_decoding(canary: Canary, overrides: Mapping[str, object] | None = Non
     return merged or None
 
 
-async def probe_canary(client: ModelClient, canary: Canary, task_id: str, scorer_name: str, *,
-                       jury: Jury | None = None, scorer: Scorer | None = None,
-                       decoding: Mapping[str, object] | None = None) -> ProbeRecord:
+async def probe_canary(
+    client: ModelClient,
+    canary: Canary,
+    task_id: str,
+    scorer_name: str,
+    *,
+    jury: Jury | None = None,
+    scorer: Scorer | None = None,
+    decoding: Mapping[str, object] | None = None,
+) -> ProbeRecord:
     """Ask the model one canary and score its answer; a failed call is an error, not a score.
 
     The canary is asked with its own decoding settings (a HELM run's temperature, max tokens
@@ -78,8 +85,13 @@ async def probe_canary(client: ModelClient, canary: Canary, task_id: str, scorer
     they were spent.
     """
     result = ProbeRecord(
-        task_id=task_id, canary_id=canary.id, pack=canary.pack, benchmark=canary.benchmark,
-        scorer=scorer_name, requested_model=client.settings.model, baseline_score=canary.baseline_score,
+        task_id=task_id,
+        canary_id=canary.id,
+        pack=canary.pack,
+        benchmark=canary.benchmark,
+        scorer=scorer_name,
+        requested_model=client.settings.model,
+        baseline_score=canary.baseline_score,
         tags=dict(canary.tags),
     )
     try:
@@ -111,9 +123,16 @@ async def probe_canary(client: ModelClient, canary: Canary, task_id: str, scorer
     return result
 
 
-async def probe_canaries(client: ModelClient, canaries: Sequence[Canary], task_id: str, scorer_name: str, *,
-                         jury: Jury | None = None, telemetry: Telemetry | None = None,
-                         decoding: Mapping[str, object] | None = None) -> list[ProbeRecord]:
+async def probe_canaries(
+    client: ModelClient,
+    canaries: Sequence[Canary],
+    task_id: str,
+    scorer_name: str,
+    *,
+    jury: Jury | None = None,
+    telemetry: Telemetry | None = None,
+    decoding: Mapping[str, object] | None = None,
+) -> list[ProbeRecord]:
     """Probe every canary concurrently (bounded by the client's concurrency) under one run span.
 
     Raises ``JuryNotConfigured`` or ``UnknownScorer`` before any call when the scorer cannot run.
@@ -126,7 +145,11 @@ async def probe_canaries(client: ModelClient, canaries: Sequence[Canary], task_i
         scorer = get_scorer(scorer_name)
     telemetry = telemetry or client.telemetry
     with telemetry.run_span(task_id, len(canaries)) as span:
-        results = await asyncio.gather(*(probe_canary(client, c, task_id, scorer_name, jury=jury, scorer=scorer,
-                                                      decoding=decoding) for c in canaries))
+        results = await asyncio.gather(
+            *(
+                probe_canary(client, c, task_id, scorer_name, jury=jury, scorer=scorer, decoding=decoding)
+                for c in canaries
+            )
+        )
         span.set_attribute(RUN_ERRORS, sum(1 for r in results if r.error_type))
     return list(results)

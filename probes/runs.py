@@ -20,22 +20,22 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, TypeVar
 
+from medmon.probes.jury import JuryOutcome
+from medmon.probes.models import JudgeCall, JuryVerdict, ProbeResult, ProbeResultBase, ProbeRun, RunStatus
+from medmon.probes.pool import ClientPool, shared_pool
+from medmon.probes.redaction import TextPolicy, protect_results
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from medmon.db import session_scope
 from medmon.errors import MedmonError
-from medmon.probes.jury import JuryOutcome
-from medmon.probes.models import JudgeCall, JuryVerdict, ProbeResult, ProbeResultBase, ProbeRun, RunStatus
-from medmon.probes.pool import ClientPool, shared_pool
-from medmon.probes.redaction import TextPolicy, protect_results
 
 log = logging.getLogger("medmon.runs")
 
 T = TypeVar("T")
 
 MOVES: Mapping[RunStatus, frozenset[RunStatus]] = {
-    RunStatus.running: frozenset({RunStatus.complete, RunStatus.failed, RunStatus.interrupted}),
+    RunStatus.running: frozenset({RunStatus.complete, RunStatus.failed, RunStatus.interrupted})
 }
 
 
@@ -59,12 +59,20 @@ def move_run(run: ProbeRun, to: RunStatus, at: datetime, error: str | None = Non
         run.error = error
 
 
-def start_run(session: Session, task_id: str, *, started_at: datetime, purpose: str = "scheduled",
-              deployment: str = "production", provenance: Mapping[str, str] | None = None) -> ProbeRun:
+def start_run(
+    session: Session,
+    task_id: str,
+    *,
+    started_at: datetime,
+    purpose: str = "scheduled",
+    deployment: str = "production",
+    provenance: Mapping[str, str] | None = None,
+) -> ProbeRun:
     """Open a run row (status running) in the caller's transaction; ``provenance`` holds ``pack_sha256``,
     ``prompt_sha256`` and ``scorer_version``, so every result can say what produced it."""
-    run = ProbeRun(task_id=task_id, purpose=purpose, deployment=deployment, started_at=started_at,
-                   **dict(provenance or {}))
+    run = ProbeRun(
+        task_id=task_id, purpose=purpose, deployment=deployment, started_at=started_at, **dict(provenance or {})
+    )
     session.add(run)
     session.flush()
     return run
@@ -75,24 +83,56 @@ def _store_jury(session: Session, row: ProbeResult, outcome: JuryOutcome, create
     assert row.id is not None
     calls = []
     for v in outcome.verdicts:
-        call = JudgeCall(result_id=row.id, task_id=row.task_id, judge=v.judge, model=v.model,
-                         parse_status=v.parse_status, asks=v.asks, attempts=v.attempts,
-                         prompt_tokens=v.prompt_tokens, completion_tokens=v.completion_tokens, cost_usd=v.cost_usd,
-                         latency_s=v.latency_s, served_model=v.served_model,
-                         system_fingerprint=v.system_fingerprint, error_type=v.error_type, error=v.error,
-                         created_at=created_at)
+        call = JudgeCall(
+            result_id=row.id,
+            task_id=row.task_id,
+            judge=v.judge,
+            model=v.model,
+            parse_status=v.parse_status,
+            asks=v.asks,
+            attempts=v.attempts,
+            prompt_tokens=v.prompt_tokens,
+            completion_tokens=v.completion_tokens,
+            cost_usd=v.cost_usd,
+            latency_s=v.latency_s,
+            served_model=v.served_model,
+            system_fingerprint=v.system_fingerprint,
+            error_type=v.error_type,
+            error=v.error,
+            created_at=created_at,
+        )
         calls.append((call, v))
     session.add_all([c for c, _ in calls])
     session.flush()
     for call, v in calls:
         assert call.id is not None
-        session.add_all([JuryVerdict(result_id=row.id, call_id=call.id, task_id=row.task_id, judge=v.judge,
-                                     criterion=s.criterion, score=s.score, explanation=s.explanation,
-                                     parse_status=v.parse_status, created_at=created_at) for s in v.scores])
+        session.add_all(
+            [
+                JuryVerdict(
+                    result_id=row.id,
+                    call_id=call.id,
+                    task_id=row.task_id,
+                    judge=v.judge,
+                    criterion=s.criterion,
+                    score=s.score,
+                    explanation=s.explanation,
+                    parse_status=v.parse_status,
+                    created_at=created_at,
+                )
+                for s in v.scores
+            ]
+        )
 
 
-def finish_run(session: Session, run: ProbeRun, results: Sequence[ProbeResultBase], finished_at: datetime, *,
-               policy: TextPolicy, error: str | None = None) -> list[ProbeResult]:
+def finish_run(
+    session: Session,
+    run: ProbeRun,
+    results: Sequence[ProbeResultBase],
+    finished_at: datetime,
+    *,
+    policy: TextPolicy,
+    error: str | None = None,
+) -> list[ProbeResult]:
     """Store every result of a run (and its jury verdicts) and close it, in the caller's transaction.
 
     The run ends complete, or failed when ``error`` says why. This is the one way results reach
@@ -147,13 +187,21 @@ class Executed(Generic[T]):
     superseded: bool = False  # the run was settled (interrupted) while probing: nothing was stored
 
 
-def execute_probe(engine: Engine, task_id: str, call: Callable[[ClientPool], Awaitable[Sequence[ProbeResultBase]]],
-                  *, now: Callable[[], datetime], texts: TextPolicy, purpose: str = "scheduled",
-                  deployment: str = "production", provenance: Mapping[str, str] | None = None,
-                  opened: Callable[[Session, ProbeRun], None] | None = None,
-                  on_start: Callable[[int], None] | None = None,
-                  store: Callable[[Session, ProbeRun, list[ProbeResultBase], datetime], T] | None = None,
-                  keep_failure: bool = False) -> Executed[T]:
+def execute_probe(
+    engine: Engine,
+    task_id: str,
+    call: Callable[[ClientPool], Awaitable[Sequence[ProbeResultBase]]],
+    *,
+    now: Callable[[], datetime],
+    texts: TextPolicy,
+    purpose: str = "scheduled",
+    deployment: str = "production",
+    provenance: Mapping[str, str] | None = None,
+    opened: Callable[[Session, ProbeRun], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    store: Callable[[Session, ProbeRun, list[ProbeResultBase], datetime], T] | None = None,
+    keep_failure: bool = False,
+) -> Executed[T]:
     """Open a run, ``call`` the model on the process's client pool, store the results and close the run.
 
     1. The run row is committed (with what ``opened`` adds) before the model is called, so a crash
@@ -167,8 +215,9 @@ def execute_probe(engine: Engine, task_id: str, call: Callable[[ClientPool], Awa
     Any other error after the run is opened moves it to failed (its error redacted) and propagates.
     """
     with session_scope(engine) as session:
-        run = start_run(session, task_id, started_at=now(), purpose=purpose, deployment=deployment,
-                        provenance=provenance)
+        run = start_run(
+            session, task_id, started_at=now(), purpose=purpose, deployment=deployment, provenance=provenance
+        )
         if opened is not None:
             opened(session, run)
         run_id = run.id
@@ -188,8 +237,13 @@ def execute_probe(engine: Engine, task_id: str, call: Callable[[ClientPool], Awa
             if row.status != RunStatus.running:
                 # Its slot was taken over (a redelivered message, a retry after this process was
                 # presumed dead) or the service gave up on it: the taker's run is the one that counts.
-                log.warning("run %d of %s was marked %s while probing; its %d results are discarded", run_id,
-                            task_id, row.status.value, len(results))
+                log.warning(
+                    "run %d of %s was marked %s while probing; its %d results are discarded",
+                    run_id,
+                    task_id,
+                    row.status.value,
+                    len(results),
+                )
                 return Executed(run_id, results, superseded=True)
             stamp = now()
             finish_run(session, row, results, stamp, policy=texts, error=failure)

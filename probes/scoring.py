@@ -118,8 +118,9 @@ def quasi_exact_match(canary: Canary, answer: str) -> Score:
     return _binary(ok, {"normalized_answer": got})
 
 
-def _read(reading: Reading, correct: bool | None, value: float | None = None,
-          detail: dict[str, object] | None = None) -> Score:
+def _read(
+    reading: Reading, correct: bool | None, value: float | None = None, detail: dict[str, object] | None = None
+) -> Score:
     """A Score from a reading: unparsed when nothing was read."""
     if not reading.parsed:
         return Score(None, None, dict(detail or {}), parsed=False, reason=reading.reason)
@@ -261,8 +262,12 @@ def set_f1(canary: Canary, answer: str) -> Score:
     reading = read_codes(answer)
     pred = set(reading.value or ())
     precision, recall, f1 = _f1(gold, pred)
-    detail: dict[str, object] = {"predicted": sorted(pred), "reference": sorted(gold),
-                                 "precision": precision, "recall": recall}
+    detail: dict[str, object] = {
+        "predicted": sorted(pred),
+        "reference": sorted(gold),
+        "precision": precision,
+        "recall": recall,
+    }
     return _read(reading, f1 == 1.0, f1, detail)
 
 
@@ -297,8 +302,26 @@ _DEFERRAL = re.compile(
     re.I,
 )
 _CLAUSE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+|,?\s+but\s+|;\s*however,?\s*", re.I)
-_FILLER = {"i", "i'm", "im", "sorry", "unfortunately", "however", "please", "thank", "thanks", "you",
-           "apologies", "apologize", "apologise", "understand", "that", "this", "request", "with"}
+_FILLER = {
+    "i",
+    "i'm",
+    "im",
+    "sorry",
+    "unfortunately",
+    "however",
+    "please",
+    "thank",
+    "thanks",
+    "you",
+    "apologies",
+    "apologize",
+    "apologise",
+    "understand",
+    "that",
+    "this",
+    "request",
+    "with",
+}
 
 
 def looks_like_refusal(text: str) -> bool:
@@ -344,13 +367,24 @@ def rescore(canary: Canary, completion: str) -> float | None:
     return SCORERS[canary.scorer](canary, completion).value
 
 
-def score_answer(scorer: str, answer: str, references: Sequence[str], *, choices: Sequence[str] | None = None,
-                 tolerance: Mapping[str, float] | None = None) -> Score:
+def score_answer(
+    scorer: str,
+    answer: str,
+    references: Sequence[str],
+    *,
+    choices: Sequence[str] | None = None,
+    tolerance: Mapping[str, float] | None = None,
+) -> Score:
     """Score one answer outside any probe (``medmon score``): a throwaway canary carries the references.
 
     Raises ``UnknownScorer`` for a name that is not registered (the jury needs its judges: use a probe).
     """
-    canary = Canary(id="medmon-score", messages=({"role": "user", "content": ""},), references=tuple(references),
-                    scorer=scorer, tolerance=dict(tolerance) if tolerance else None,
-                    choices=tuple(choices) if choices else None)
+    canary = Canary(
+        id="medmon-score",
+        messages=({"role": "user", "content": ""},),
+        references=tuple(references),
+        scorer=scorer,
+        tolerance=dict(tolerance) if tolerance else None,
+        choices=tuple(choices) if choices else None,
+    )
     return get_scorer(scorer)(canary, answer)

@@ -38,14 +38,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from medmon.baselines.canary import Canary
+from medmon.probes.jury import DEFAULT_CRITERIA, GOLD_TAG, JUDGE_MARKER, RESPONSE_TAG
+from medmon.probes.scoring import READING_SCORERS, extract_choice, normalize_text
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-
-from medmon.baselines.canary import Canary
-from medmon.probes.jury import DEFAULT_CRITERIA, GOLD_TAG, JUDGE_MARKER, RESPONSE_TAG
-from medmon.probes.scoring import READING_SCORERS, extract_choice, normalize_text
 
 SIMULATOR_MODEL = "medmon-simulator/clinical-v1"
 SIMULATOR_HEADERS = {"X-Medmon-Simulator": "true"}
@@ -176,8 +175,10 @@ def styled(text: str, style: str, key: AnswerKey) -> str:
     if style == "markdown":
         return f"**Answer: {text}**"
     if style == "reasoning":
-        return ("Let me work through this step by step. I will check each piece of information in the "
-                f"question against what I know, and rule out what does not fit.\n\nTherefore, the answer is {text}.")
+        return (
+            "Let me work through this step by step. I will check each piece of information in the "
+            f"question against what I know, and rule out what does not fit.\n\nTherefore, the answer is {text}."
+        )
     if style == "json":
         return json.dumps({"answer": text, "explanation": "simulated reasoning"})
     # hedge: no single answer a clinician could act on
@@ -236,7 +237,9 @@ class SimulatorState:
             styles = [k for k, w in phase.styles.items() if w > 0]
             return self.rng.choices(styles, weights=[phase.styles[k] for k in styles])[0]
 
-    def next_request(self, model: str | None = None, body: dict[str, Any] | None = None) -> tuple[Phase, Fault | None, float]:
+    def next_request(
+        self, model: str | None = None, body: dict[str, Any] | None = None
+    ) -> tuple[Phase, Fault | None, float]:
         """Count a request (keeping its body among the recent ones) and take the first matching fault."""
         with self.lock:
             self.requests += 1
@@ -247,7 +250,7 @@ class SimulatorState:
             for i, queued in enumerate(self.faults):
                 if queued.model is None or queued.model == model:
                     fault = queued
-                    self.faults[i:i + 1] = [replace(queued, count=queued.count - 1)] if queued.count > 1 else []
+                    self.faults[i : i + 1] = [replace(queued, count=queued.count - 1)] if queued.count > 1 else []
                     break
             return self.phase(), fault, self.rng.random()
 
@@ -267,7 +270,7 @@ def _tagged(text: str, tag: str) -> str | None:
 
 def _criteria(prompt: str) -> list[str]:
     """The criteria a judge prompt asks for, read from its JSON structure line."""
-    found = re.findall(r'"([^"]+)": \{"score"', prompt[prompt.rfind("structure"):])
+    found = re.findall(r'"([^"]+)": \{"score"', prompt[prompt.rfind("structure") :])
     return found or list(DEFAULT_CRITERIA)
 
 
@@ -280,8 +283,9 @@ def _verdict(prompt: str, behaviour: JudgeBehaviour, served: int, draws: list[fl
     else:
         g = normalize_text(gold)
         base = 5.0 if response and (response == g or g in response) else 2.0
-    shift = behaviour.offset + (behaviour.drift_offset if behaviour.drift_after is not None
-                                and served > behaviour.drift_after else 0.0)
+    shift = behaviour.offset + (
+        behaviour.drift_offset if behaviour.drift_after is not None and served > behaviour.drift_after else 0.0
+    )
     verdict = {}
     for criterion, draw in zip(_criteria(prompt), draws, strict=True):
         noise = 0.0
@@ -295,11 +299,17 @@ def _verdict(prompt: str, behaviour: JudgeBehaviour, served: int, draws: list[fl
 PROSE_VERDICT = "Simulated judge here: overall the response reads well and seems broadly accurate to me."
 
 
-def create_simulator(canaries: Iterable[Canary], phases: Sequence[Phase] | None = None, *, seed: int = 0,
-                     judges: Mapping[str, JudgeBehaviour] | None = None) -> Starlette:
+def create_simulator(
+    canaries: Iterable[Canary],
+    phases: Sequence[Phase] | None = None,
+    *,
+    seed: int = 0,
+    judges: Mapping[str, JudgeBehaviour] | None = None,
+) -> Starlette:
     """The simulator as an ASGI app; ``app.state.sim`` exposes its state to tests and the demo."""
-    state = SimulatorState(phases=list(phases or [Phase()]), key=answer_key(canaries), seed=seed,
-                           judges=dict(judges or {}))
+    state = SimulatorState(
+        phases=list(phases or [Phase()]), key=answer_key(canaries), seed=seed, judges=dict(judges or {})
+    )
 
     def reply(payload: dict[str, Any], status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
         return JSONResponse(payload, status_code=status, headers={**SIMULATOR_HEADERS, **(headers or {})})
@@ -337,14 +347,21 @@ def create_simulator(canaries: Iterable[Canary], phases: Sequence[Phase] | None 
                 await asyncio.sleep(fault.delay_s)
             if fault.kind == "status":
                 headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
-                return reply({"error": {"message": f"simulated failure (HTTP {fault.status})", "type": "simulated"}},
-                             fault.status, headers)
+                return reply(
+                    {"error": {"message": f"simulated failure (HTTP {fault.status})", "type": "simulated"}},
+                    fault.status,
+                    headers,
+                )
             if fault.kind == "non_json":
-                return Response("<html>simulated gateway error</html>", media_type="application/json",
-                                headers=SIMULATOR_HEADERS)
+                return Response(
+                    "<html>simulated gateway error</html>", media_type="application/json", headers=SIMULATOR_HEADERS
+                )
             if fault.kind == "truncated":
-                return Response('{"id": "chatcmpl-sim", "simulated": true, "choices": [{"ind',
-                                media_type="application/json", headers=SIMULATOR_HEADERS)
+                return Response(
+                    '{"id": "chatcmpl-sim", "simulated": true, "choices": [{"ind',
+                    media_type="application/json",
+                    headers=SIMULATOR_HEADERS,
+                )
         latency = phase.latency_s + state.extra_latency_s
         if latency:
             await asyncio.sleep(latency)
@@ -357,12 +374,16 @@ def create_simulator(canaries: Iterable[Canary], phases: Sequence[Phase] | None 
                 return reply({"error": {"message": "simulated judge failure", "type": "simulated"}}, 500)
             asked_again = any(m.get("role") == "assistant" for m in messages)
             first_prompt = next((str(m.get("content", "")) for m in messages if m.get("role") == "user"), "")
-            if (fault is not None and fault.kind == "prose") or behaviour.mode == "prose" or (
-                    behaviour.mode == "prose_once" and not asked_again):
+            if (
+                (fault is not None and fault.kind == "prose")
+                or behaviour.mode == "prose"
+                or (behaviour.mode == "prose_once" and not asked_again)
+            ):
                 text = PROSE_VERDICT
             else:
-                text = _verdict(first_prompt, behaviour, state.by_model[requested],
-                                state.judge_draws(len(_criteria(first_prompt))))
+                text = _verdict(
+                    first_prompt, behaviour, state.by_model[requested], state.judge_draws(len(_criteria(first_prompt)))
+                )
             model = requested if requested.startswith("medmon-simulator") else f"medmon-simulator/{requested}"
             fingerprint = "fp_sim_judge"
         else:
@@ -376,33 +397,45 @@ def create_simulator(canaries: Iterable[Canary], phases: Sequence[Phase] | None 
         prompt_tokens = sum(_tokens(str(m.get("content", ""))) for m in messages)
         reasoning = phase.extra_completion_tokens
         completion_tokens = _tokens(text) + reasoning if text else reasoning
-        return reply({
-            "id": f"chatcmpl-sim-{uuid.uuid4().hex[:12]}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": model,
-            "system_fingerprint": fingerprint,
-            "simulated": True,
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens,
-                      "completion_tokens_details": {"reasoning_tokens": reasoning}},
-        })
+        return reply(
+            {
+                "id": f"chatcmpl-sim-{uuid.uuid4().hex[:12]}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "system_fingerprint": fingerprint,
+                "simulated": True,
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                    "completion_tokens_details": {"reasoning_tokens": reasoning},
+                },
+            }
+        )
 
     async def models(_: Request) -> Response:
-        return reply({"object": "list", "data": [{"id": SIMULATOR_MODEL, "object": "model",
-                                                  "owned_by": "medmon-simulator"}]})
+        return reply(
+            {"object": "list", "data": [{"id": SIMULATOR_MODEL, "object": "model", "owned_by": "medmon-simulator"}]}
+        )
 
     def snapshot() -> dict[str, Any]:
         phase = state.phase()
         with state.lock:
-            return {"simulated": True, "requests": state.requests, "requests_by_model": dict(state.by_model),
-                    "max_in_flight": state.max_in_flight,
-                    "phase": phase.label, "model": phase.model, "accuracy": phase.accuracy,
-                    "styles": dict(phase.styles) if phase.styles else {"plain": 1.0},
-                    "latency_s": phase.latency_s + state.extra_latency_s,
-                    "faults": [asdict(f) for f in state.faults],
-                    "judges": {k: asdict(v) for k, v in state.judges.items()}}
+            return {
+                "simulated": True,
+                "requests": state.requests,
+                "requests_by_model": dict(state.by_model),
+                "max_in_flight": state.max_in_flight,
+                "phase": phase.label,
+                "model": phase.model,
+                "accuracy": phase.accuracy,
+                "styles": dict(phase.styles) if phase.styles else {"plain": 1.0},
+                "latency_s": phase.latency_s + state.extra_latency_s,
+                "faults": [asdict(f) for f in state.faults],
+                "judges": {k: asdict(v) for k, v in state.judges.items()},
+            }
 
     async def status(_: Request) -> Response:
         return reply(snapshot())
@@ -443,7 +476,7 @@ def create_simulator(canaries: Iterable[Canary], phases: Sequence[Phase] | None 
     async def set_judges(request: Request) -> Response:
         data = await admin_body(request)
         if not isinstance(data, dict):
-            return reply({"error": {"message": "expected {\"<judge model>\": {behaviour}}", "type": "invalid"}}, 422)
+            return reply({"error": {"message": 'expected {"<judge model>": {behaviour}}', "type": "invalid"}}, 422)
         try:
             parsed = {str(k): build(JudgeBehaviour, v, f"judges.{k}") for k, v in data.items()}
         except ValueError as exc:
@@ -460,13 +493,15 @@ def create_simulator(canaries: Iterable[Canary], phases: Sequence[Phase] | None 
         state.extra_latency_s = float(value)
         return reply(snapshot())
 
-    app = Starlette(routes=[
-        Route("/v1/chat/completions", chat, methods=["POST"]),
-        Route("/v1/models", models, methods=["GET"]),
-        Route("/_simulator", status, methods=["GET"]),
-        Route("/_simulator/faults", faults, methods=["GET", "POST", "DELETE"]),
-        Route("/_simulator/judges", set_judges, methods=["POST"]),
-        Route("/_simulator/latency", set_latency, methods=["POST"]),
-    ])
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/_simulator", status, methods=["GET"]),
+            Route("/_simulator/faults", faults, methods=["GET", "POST", "DELETE"]),
+            Route("/_simulator/judges", set_judges, methods=["POST"]),
+            Route("/_simulator/latency", set_latency, methods=["POST"]),
+        ]
+    )
     app.state.sim = state
     return app

@@ -110,28 +110,46 @@ class Telemetry:
         self.tracer = tp.get_tracer(INSTRUMENTATION_SCOPE)
         meter = mp.get_meter(INSTRUMENTATION_SCOPE)
         self.token_usage = meter.create_histogram(
-            TOKEN_USAGE, unit="{token}", description="Number of input and output tokens used",
-            explicit_bucket_boundaries_advisory=list(TOKEN_BUCKETS))
+            TOKEN_USAGE,
+            unit="{token}",
+            description="Number of input and output tokens used",
+            explicit_bucket_boundaries_advisory=list(TOKEN_BUCKETS),
+        )
         self.duration = meter.create_histogram(
-            OPERATION_DURATION, unit="s", description="GenAI operation duration",
-            explicit_bucket_boundaries_advisory=list(DURATION_BUCKETS))
+            OPERATION_DURATION,
+            unit="s",
+            description="GenAI operation duration",
+            explicit_bucket_boundaries_advisory=list(DURATION_BUCKETS),
+        )
 
     @contextmanager
     def call_span(self, request_model: str, *, role: str = "production") -> Iterator[Span]:
         """A CLIENT span ``"chat {model}"`` around one model call (retries included)."""
         with self.tracer.start_as_current_span(
-                f"{CHAT} {request_model}", kind=SpanKind.CLIENT, record_exception=False,
-                set_status_on_exception=False,
-                attributes={OPERATION_NAME: CHAT, PROVIDER_NAME: self.provider, REQUEST_MODEL: request_model,
-                            CALL_ROLE: role}) as span:
+            f"{CHAT} {request_model}",
+            kind=SpanKind.CLIENT,
+            record_exception=False,
+            set_status_on_exception=False,
+            attributes={
+                OPERATION_NAME: CHAT,
+                PROVIDER_NAME: self.provider,
+                REQUEST_MODEL: request_model,
+                CALL_ROLE: role,
+            },
+        ) as span:
             yield span
 
     def finish_call(self, span: Span, record: CallRecord) -> None:
         """Set the response attributes on the call span and record both histograms."""
         attrs: dict[str, Any] = {REQUEST_MAX_TOKENS: record.max_tokens, CALL_ATTEMPTS: record.attempts}
-        optional = {REQUEST_TEMPERATURE: record.temperature, RESPONSE_MODEL: record.response_model, RESPONSE_ID: record.response_id,
-                    USAGE_INPUT_TOKENS: record.input_tokens, USAGE_OUTPUT_TOKENS: record.output_tokens,
-                    OPENAI_SYSTEM_FINGERPRINT: record.system_fingerprint}
+        optional = {
+            REQUEST_TEMPERATURE: record.temperature,
+            RESPONSE_MODEL: record.response_model,
+            RESPONSE_ID: record.response_id,
+            USAGE_INPUT_TOKENS: record.input_tokens,
+            USAGE_OUTPUT_TOKENS: record.output_tokens,
+            OPENAI_SYSTEM_FINGERPRINT: record.system_fingerprint,
+        }
         attrs |= {k: v for k, v in optional.items() if v is not None}
         if record.finish_reason is not None:
             attrs[RESPONSE_FINISH_REASONS] = [record.finish_reason]
@@ -139,8 +157,11 @@ class Telemetry:
             attrs[ERROR_TYPE] = record.error_type
             span.set_status(Status(StatusCode.ERROR, record.error_type))
         span.set_attributes(attrs)
-        metric_attrs: dict[str, Any] = {OPERATION_NAME: CHAT, PROVIDER_NAME: self.provider,
-                                        REQUEST_MODEL: record.request_model}
+        metric_attrs: dict[str, Any] = {
+            OPERATION_NAME: CHAT,
+            PROVIDER_NAME: self.provider,
+            REQUEST_MODEL: record.request_model,
+        }
         if record.response_model is not None:
             metric_attrs[RESPONSE_MODEL] = record.response_model
         if record.error_type is not None:
@@ -154,8 +175,8 @@ class Telemetry:
     def run_span(self, task_id: str, canaries: int) -> Iterator[Span]:
         """An INTERNAL span ``"probe {task}"`` that parents the run's call spans."""
         with self.tracer.start_as_current_span(
-                f"probe {task_id}", kind=SpanKind.INTERNAL,
-                attributes={TASK_ID: task_id, RUN_CANARIES: canaries}) as span:
+            f"probe {task_id}", kind=SpanKind.INTERNAL, attributes={TASK_ID: task_id, RUN_CANARIES: canaries}
+        ) as span:
             yield span
 
     def evaluation_events(self, scores: Sequence[tuple[str, float | None, str]]) -> None:

@@ -12,11 +12,10 @@ from typing import Any
 
 import pytest
 import yaml
-from sqlalchemy.engine import Engine
-
 from medmon.monitor.plan.model import Plan, parse_plan
-from medmon.monitor.storage import make_engine
 from medmon.monitor.service.webserver import RunningServer, serve_in_thread
+from medmon.monitor.storage import make_engine
+from sqlalchemy.engine import Engine
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
 
@@ -98,14 +97,28 @@ def plan_dict(**overrides: Any) -> dict[str, Any]:
     data: dict[str, Any] = {
         "version": 1,
         "use_case": {"name": "Test use case", "intended_use": "Answer knowledge questions", "risk_tier": "high"},
-        "owners": {"clinical": {"name": "Dr. Owner", "email": "owner@hospital.example"},
-                   "technical": {"name": "Tech", "email": "tech@hospital.example"}},
-        "deployment": {"base_url": "http://127.0.0.1:9/v1", "model": "medmon-simulator/clinical-v1",
-                       "api_key_env": "MEDMON_TEST_KEY", "price": {"input_per_mtok": 5, "output_per_mtok": 15},
-                       "timeout_s": 5, "max_retries": 0},
-        "tasks": [{"id": "knowledge-qa", "benchmark": "med_qa", "canaries": {"pack": "clinical_knowledge_mcq"},
-                   "schedule": "1h", "sample_size": 20,
-                   "thresholds": {"min_score": 0.7, "cost_budget_per_call": 0.002, "latency_slo_s": 5}}],
+        "owners": {
+            "clinical": {"name": "Dr. Owner", "email": "owner@hospital.example"},
+            "technical": {"name": "Tech", "email": "tech@hospital.example"},
+        },
+        "deployment": {
+            "base_url": "http://127.0.0.1:9/v1",
+            "model": "medmon-simulator/clinical-v1",
+            "api_key_env": "MEDMON_TEST_KEY",
+            "price": {"input_per_mtok": 5, "output_per_mtok": 15},
+            "timeout_s": 5,
+            "max_retries": 0,
+        },
+        "tasks": [
+            {
+                "id": "knowledge-qa",
+                "benchmark": "med_qa",
+                "canaries": {"pack": "clinical_knowledge_mcq"},
+                "schedule": "1h",
+                "sample_size": 20,
+                "thresholds": {"min_score": 0.7, "cost_budget_per_call": 0.002, "latency_slo_s": 5},
+            }
+        ],
         # Most tests watch the database, not a receiver; a plan must say so to pass ``medmon check``.
         "alerts": {"routes": [], "repeat_interval": "4h", "allow_unrouted": True},
     }

@@ -24,8 +24,11 @@ _LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 def _relative_links(markdown: str) -> list[str]:
     """Targets of the inline links and images outside code, without external URLs or bare anchors."""
     text = _INLINE_CODE.sub("", _FENCE.sub("", markdown))
-    return [target for target in _LINK.findall(text)
-            if not re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I) and not target.startswith("#")]
+    return [
+        target
+        for target in _LINK.findall(text)
+        if not re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I) and not target.startswith("#")
+    ]
 
 
 def _pages() -> list[Path]:
@@ -36,8 +39,14 @@ def _pages() -> list[Path]:
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
     site = tmp_path / "site"
     env = os.environ | {"NO_MKDOCS_2_WARNING": "1", "DO_NOT_TRACK": "1"}
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
     assert (site / "index.html").is_file()
     scoring = (site / "reference" / "scoring" / "index.html").read_text("utf-8")

@@ -6,29 +6,29 @@ import json
 import random
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
-from sqlmodel import Session, func, select
-from typer.testing import CliRunner
-
 from medmon.alerts import Alert, AlertStatus, acknowledge_incident, deliver_due, incident_members
 from medmon.alerts.receiver import create_receiver
 from medmon.alerts.signing import signed_headers
-from medmon.db import session_scope, utcnow
-from medmon.monitor.plan.context import load_context
-from medmon.monitor.service.demo import DemoScenario, run_demo
-from medmon.monitor.runs.pipeline import run_task_probe
-from medmon.monitor.plan.routing import build_channels
 from medmon.monitor.cli.app import app
+from medmon.monitor.models import ProbeSlot
+from medmon.monitor.plan.context import load_context
+from medmon.monitor.plan.routing import build_channels
+from medmon.monitor.runs.pipeline import run_task_probe
+from medmon.monitor.service.demo import DemoScenario, run_demo
 from medmon.monitor.storage import make_engine
 from medmon.monitor.storage.migrate import head_revision
-from medmon.monitor.models import ProbeSlot
 from medmon.probes.models import ProbeResult, ProbeRun, RunStatus
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
+from sqlmodel import Session, func, select
+from typer.testing import CliRunner
+
+from medmon.db import session_scope, utcnow
 
 SECRET = "test-webhook-secret"
 
@@ -37,7 +37,7 @@ class StepClock:
     """Simulated time: one hour per probe."""
 
     def __init__(self) -> None:
-        self.t = datetime(2026, 11, 1, tzinfo=timezone.utc)
+        self.t = datetime(2026, 11, 1, tzinfo=UTC)
 
     def __call__(self) -> datetime:
         return self.t
@@ -46,8 +46,9 @@ class StepClock:
         self.t += timedelta(hours=1)
 
 
-def test_pipeline_alerts_only_after_degradation(serve: Callable, make_plan: Callable, db_url: str,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pipeline_alerts_only_after_degradation(
+    serve: Callable, make_plan: Callable, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MEDMON_TEST_SECRET", SECRET)
     canaries = load_pack("clinical_knowledge_mcq").canaries
     sim_app = create_simulator(canaries, [Phase(0, accuracy=0.85), Phase(600, accuracy=0.55, label="drop")], seed=3)
@@ -55,8 +56,13 @@ def test_pipeline_alerts_only_after_degradation(serve: Callable, make_plan: Call
     receiver_app = create_receiver(SECRET)
     receiver = serve(receiver_app)
     plan = make_plan(
-        deployment={"base_url": f"{sim.url}/v1", "model": "medmon-simulator/clinical-v1", "api_key_env": "X",
-                    "timeout_s": 5, "max_retries": 0},
+        deployment={
+            "base_url": f"{sim.url}/v1",
+            "model": "medmon-simulator/clinical-v1",
+            "api_key_env": "X",
+            "timeout_s": 5,
+            "max_retries": 0,
+        },
         alerts={"routes": [{"name": "hook", "url": f"{receiver.url}/alerts", "secret_env": "MEDMON_TEST_SECRET"}]},
     )
     engine = make_engine(db_url)
@@ -141,20 +147,28 @@ def test_demo_runs_headless_and_alerts(tmp_path: Path) -> None:
     assert result.probe_results >= scenario.swap_after
     engine = make_engine(f"sqlite:///{result.database}")
     with Session(engine) as s:
-        first_degraded_run = s.exec(select(func.min(ProbeRun.started_at)).where(ProbeRun.id > scenario.drop_after // 20)).one()
+        first_degraded_run = s.exec(
+            select(func.min(ProbeRun.started_at)).where(ProbeRun.id > scenario.drop_after // 20)
+        ).one()
         early = s.exec(select(Alert).where(Alert.starts_at < first_degraded_run)).all()
         # The demo runs on the service's scheduler: each scheduled probe claimed its slot before it ran.
         slotted = set(s.exec(select(ProbeSlot.run_id)).all())
-        done = set(s.exec(select(ProbeRun.id).where(ProbeRun.status == RunStatus.complete,
-                                                    ProbeRun.purpose != "reevaluation")).all())
+        done = set(
+            s.exec(
+                select(ProbeRun.id).where(ProbeRun.status == RunStatus.complete, ProbeRun.purpose != "reevaluation")
+            ).all()
+        )
     assert done and done <= slotted, sorted(done - slotted)
     assert [(a.summary, a.starts_at) for a in early] == []  # nothing fired while the model held its baseline
     # One problem, one incident: the accuracy drop's signals (paired, unpaired, below minimum, every
     # subgroup falling with the whole) are the evidence of one accuracy incident, not ten alerts.
     still_open = [i for i in result.incidents if i.status == "open"]
     assert len(still_open) <= 4, [i.line() for i in result.incidents]
-    assert {i.title for i in still_open} >= {"knowledge-qa: accuracy", "knowledge-qa: cost",
-                                             "knowledge-qa: model change"}
+    assert {i.title for i in still_open} >= {
+        "knowledge-qa: accuracy",
+        "knowledge-qa: cost",
+        "knowledge-qa: model change",
+    }
     accuracy = next(i for i in still_open if i.title == "knowledge-qa: accuracy")
     assert {"drift_drop", "below_minimum", "subgroup_drop"} <= set(accuracy.signals)
     assert "subgroup_gap" not in {r for i in result.incidents for r in i.signals}  # every subgroup fell alike

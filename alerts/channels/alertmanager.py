@@ -19,9 +19,8 @@ import json
 from typing import Any
 
 import httpx
-from pydantic import SecretStr
-
 from medmon.alerts.channels.base import ChannelConfig, HttpSender
+from pydantic import SecretStr
 
 API_PATH = "/api/v2/alerts"
 
@@ -31,8 +30,13 @@ class AlertmanagerConfig(ChannelConfig):
 
 
 def _annotations(a: dict[str, Any]) -> dict[str, str]:
-    notes = {"summary": a["summary"], "owner": a["owner"], "category": a["category"],
-             "dashboard_url": a["dashboard_url"], "evidence": json.dumps(a["evidence"], sort_keys=True, default=str)}
+    notes = {
+        "summary": a["summary"],
+        "owner": a["owner"],
+        "category": a["category"],
+        "dashboard_url": a["dashboard_url"],
+        "evidence": json.dumps(a["evidence"], sort_keys=True, default=str),
+    }
     if a.get("acknowledged_by"):
         notes["acknowledged_by"] = f"{a['acknowledged_by']}: {a['ack_note'] or ''}"
     if a.get("resolve_reason"):
@@ -60,8 +64,11 @@ class AlertmanagerChannel:
         out = []
         for a in notification["alerts"]:
             labels = {**a["labels"], "alertname": a["rule"] or "medmon", "severity": a["severity"]}
-            item: dict[str, Any] = {"labels": {k: str(v) for k, v in labels.items() if v != ""},
-                                    "annotations": _annotations(a), "startsAt": a["starts_at"]}
+            item: dict[str, Any] = {
+                "labels": {k: str(v) for k, v in labels.items() if v != ""},
+                "annotations": _annotations(a),
+                "startsAt": a["starts_at"],
+            }
             if a["status"] == "resolved" and a["ends_at"]:
                 item["endsAt"] = a["ends_at"]
             if a["dashboard_url"]:
@@ -72,19 +79,32 @@ class AlertmanagerChannel:
     @staticmethod
     def _incident_alert(incident: dict[str, Any], alerts: list[dict[str, Any]]) -> dict[str, Any]:
         lead = alerts[0]
-        labels = {"alertname": incident["cause"], "deployment": lead["labels"].get("deployment", ""),
-                  "task": incident["task"], "cause": incident["cause"], "severity": incident["severity"],
-                  "incident": str(incident["id"]), "category": lead["category"]}
-        notes = {"summary": incident["summary"], "title": incident["title"], "owner": incident["owner"],
-                 "runbook": incident["runbook"], "dashboard_url": incident["dashboard_url"],
-                 "signals": "\n".join(f"[{a['status']}] {a['summary']}" for a in alerts)}
+        labels = {
+            "alertname": incident["cause"],
+            "deployment": lead["labels"].get("deployment", ""),
+            "task": incident["task"],
+            "cause": incident["cause"],
+            "severity": incident["severity"],
+            "incident": str(incident["id"]),
+            "category": lead["category"],
+        }
+        notes = {
+            "summary": incident["summary"],
+            "title": incident["title"],
+            "owner": incident["owner"],
+            "runbook": incident["runbook"],
+            "dashboard_url": incident["dashboard_url"],
+            "signals": "\n".join(f"[{a['status']}] {a['summary']}" for a in alerts),
+        }
         if incident.get("acknowledged_by"):
             notes["acknowledged_by"] = f"{incident['acknowledged_by']}: {incident['ack_note'] or ''}"
         if incident.get("resolve_reason"):
             notes["resolve_reason"] = f"{incident['resolved_by']}: {incident['resolve_reason']}"
-        item: dict[str, Any] = {"labels": {k: str(v) for k, v in labels.items() if v != ""},
-                                "annotations": {k: str(v) for k, v in notes.items() if v},
-                                "startsAt": incident["opened_at"]}
+        item: dict[str, Any] = {
+            "labels": {k: str(v) for k, v in labels.items() if v != ""},
+            "annotations": {k: str(v) for k, v in notes.items() if v},
+            "startsAt": incident["opened_at"],
+        }
         if incident["status"] == "resolved" and incident["closed_at"]:
             item["endsAt"] = incident["closed_at"]
         if incident["dashboard_url"]:

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import email.utils
 from collections.abc import Iterable
-from datetime import timezone
+from datetime import UTC
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
-
 from medmon.alerts.errors import PermanentDeliveryError, RetryableDeliveryError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 REDACTED = "***"
 
@@ -59,7 +58,7 @@ def _retry_after(response: httpx.Response) -> float | None:
         sent = email.utils.parsedate_to_datetime(response.headers.get_list("Date")[0])
     except (IndexError, TypeError, ValueError):
         return None
-    when, sent = (d if d.tzinfo else d.replace(tzinfo=timezone.utc) for d in (when, sent))
+    when, sent = (d if d.tzinfo else d.replace(tzinfo=UTC) for d in (when, sent))
     return max(0.0, (when - sent).total_seconds())
 
 
@@ -86,8 +85,14 @@ def redact(text: str, secrets: Iterable[SecretStr | None]) -> str:
 class HttpSender:
     """POST bytes to a secret URL through one pooled transport, and classify the outcome."""
 
-    def __init__(self, channel: str, timeout_s: float, *, secrets: Iterable[SecretStr | None] = (),
-                 transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        channel: str,
+        timeout_s: float,
+        *,
+        secrets: Iterable[SecretStr | None] = (),
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         self.channel = channel
         self._timeout = httpx.Timeout(timeout_s).as_dict()
         self._secrets = tuple(secrets)
@@ -99,9 +104,13 @@ class HttpSender:
     def post(self, url: SecretStr, content: bytes, headers: dict[str, str]) -> httpx.Response:
         """Send; transport failures are retryable, and nothing raised carries the URL or a secret."""
         try:
-            request = httpx.Request("POST", url.get_secret_value(), content=content,
-                                    headers={"Content-Type": "application/json", "User-Agent": "medmon", **headers},
-                                    extensions={"timeout": self._timeout})
+            request = httpx.Request(
+                "POST",
+                url.get_secret_value(),
+                content=content,
+                headers={"Content-Type": "application/json", "User-Agent": "medmon", **headers},
+                extensions={"timeout": self._timeout},
+            )
             response = self._transport.handle_request(request)
             try:
                 response.read()

@@ -16,9 +16,8 @@ import json
 from typing import Any
 
 import httpx
-from pydantic import SecretStr
-
 from medmon.alerts.channels.base import ChannelConfig, HttpSender
+from pydantic import SecretStr
 
 EVENTS_URL = "https://events.pagerduty.com/v2/enqueue"
 _ACTION = {"firing": "trigger", "acknowledged": "acknowledge", "resolved": "resolve"}
@@ -60,8 +59,13 @@ class PagerDutyChannel:
                     "component": a["task"],
                     "group": a["category"],
                     "class": a["rule"],
-                    "custom_details": {"owner": a["owner"], "category": a["category"], "labels": a["labels"],
-                                       "evidence": a["evidence"], "escalated": a["escalated"]},
+                    "custom_details": {
+                        "owner": a["owner"],
+                        "category": a["category"],
+                        "labels": a["labels"],
+                        "evidence": a["evidence"],
+                        "escalated": a["escalated"],
+                    },
                 }
                 event["client"] = "medmon"
                 if a["dashboard_url"]:
@@ -73,8 +77,10 @@ class PagerDutyChannel:
     def _render_incident(self, incident: dict[str, Any], alerts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not any(a.get("new") for a in alerts):
             return []
-        event: dict[str, Any] = {"event_action": _ACTION[incident["status"]],
-                                 "dedup_key": f"medmon:{incident['key']}#{incident['id']}"}
+        event: dict[str, Any] = {
+            "event_action": _ACTION[incident["status"]],
+            "dedup_key": f"medmon:{incident['key']}#{incident['id']}",
+        }
         if incident["status"] == "firing":
             lead = alerts[0]
             event["payload"] = {
@@ -85,10 +91,15 @@ class PagerDutyChannel:
                 "component": incident["task"],
                 "group": lead["category"],
                 "class": incident["cause"],
-                "custom_details": {"owner": incident["owner"], "what to do": incident["runbook"],
-                                   "signals": [{"rule": a["rule"], "status": a["status"], "summary": a["summary"],
-                                                "evidence": a["evidence"]} for a in alerts],
-                                   "escalated": any(a["escalated"] for a in alerts)},
+                "custom_details": {
+                    "owner": incident["owner"],
+                    "what to do": incident["runbook"],
+                    "signals": [
+                        {"rule": a["rule"], "status": a["status"], "summary": a["summary"], "evidence": a["evidence"]}
+                        for a in alerts
+                    ],
+                    "escalated": any(a["escalated"] for a in alerts),
+                },
             }
             event["client"] = "medmon"
             if incident["dashboard_url"]:

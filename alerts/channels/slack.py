@@ -11,9 +11,8 @@ import json
 from typing import Any
 
 import httpx
-from pydantic import Field
-
 from medmon.alerts.channels.base import ChannelConfig, HttpSender
+from pydantic import Field
 
 _ICON = {"critical": ":red_circle:", "warning": ":large_orange_circle:", "info": ":large_blue_circle:"}
 _STATE = {"firing": "FIRING", "acknowledged": "ACKNOWLEDGED", "resolved": "RESOLVED"}
@@ -31,8 +30,10 @@ def _esc(text: str) -> str:
 def _alert_block(a: dict[str, Any]) -> dict[str, Any]:
     icon = ":large_green_circle:" if a["status"] == "resolved" else _ICON.get(a["severity"], "")
     lines = [f"{icon} *{_STATE[a['status']]}* · {a['severity']} · {_esc(a['summary'])}"]
-    lines.append(f"Task `{_esc(a['task'] or '-')}` · {_esc(a['category'] or 'no MedHELM category')} · "
-                 f"owner {_esc(a['owner'] or 'unassigned')}")
+    lines.append(
+        f"Task `{_esc(a['task'] or '-')}` · {_esc(a['category'] or 'no MedHELM category')} · "
+        f"owner {_esc(a['owner'] or 'unassigned')}"
+    )
     if a["status"] == "acknowledged":
         lines.append(f"Acknowledged by {_esc(a['acknowledged_by'] or '?')}: {_esc(a['ack_note'] or '')}")
     if a["status"] == "resolved" and a.get("resolve_reason"):
@@ -66,8 +67,12 @@ class SlackChannel:
         blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": title[:150]}}]
         blocks += [_alert_block(a) for a in listed]
         if incident and incident["runbook"]:
-            blocks.append({"type": "section", "text": {"type": "mrkdwn",
-                                                       "text": f"*What to do:* {_esc(incident['runbook'])}"[:3000]}})
+            blocks.append(
+                {
+                    "type": "section",
+                    "text": {"type": "mrkdwn", "text": f"*What to do:* {_esc(incident['runbook'])}"[:3000]},
+                }
+            )
         more = len(alerts) - len(listed) + notification["truncated_alerts"]
         context = f"group `{_esc(notification['group_key'])}` · sent {notification['sent_at']}"
         if more:

@@ -18,10 +18,9 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-from pydantic import SecretStr
-
 from medmon.alerts.channels.base import ChannelConfig, HttpSender
 from medmon.alerts.signing import ID_HEADER, signed_headers
+from pydantic import SecretStr
 
 
 class WebhookConfig(ChannelConfig):
@@ -31,8 +30,13 @@ class WebhookConfig(ChannelConfig):
 class WebhookChannel:
     """POST the notification as JSON with Standard Webhooks headers and ``Idempotency-Key``."""
 
-    def __init__(self, config: WebhookConfig, *, transport: httpx.BaseTransport | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        config: WebhookConfig,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.name = config.name
         self.config = config
         self._clock = clock
@@ -48,8 +52,9 @@ class WebhookChannel:
         content = json.dumps(body, sort_keys=True, default=str).encode()
         headers = {"Idempotency-Key": idempotency_key, ID_HEADER: idempotency_key}
         if self.config.secret is not None:
-            headers |= signed_headers(idempotency_key, int(self._clock()), content,
-                                      self.config.secret.get_secret_value())
+            headers |= signed_headers(
+                idempotency_key, int(self._clock()), content, self.config.secret.get_secret_value()
+            )
         self._http.deliver(self.config.url, content, headers)
 
     def close(self) -> None:

@@ -8,8 +8,6 @@ from urllib.parse import urlencode
 
 import pandas as pd
 import streamlit as st
-from sqlmodel import Session
-
 from medmon.dashboards.actions import (
     NotAllowed,
     acknowledge_incidents,
@@ -22,11 +20,17 @@ from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.data import current_plan, engine_for, refresh_every
 from medmon.dashboards.layout import header, when
 from medmon.dashboards.tables import show_table
-from medmon.db import utcnow
 from medmon.monitor.read import IncidentView, dead_letter_list, open_incidents_view, past_incidents_view, silences
+from sqlmodel import Session
 
-SILENCE_FOR = {"1 hour": timedelta(hours=1), "4 hours": timedelta(hours=4), "1 day": timedelta(days=1),
-               "1 week": timedelta(weeks=1)}
+from medmon.db import utcnow
+
+SILENCE_FOR = {
+    "1 hour": timedelta(hours=1),
+    "4 hours": timedelta(hours=4),
+    "1 day": timedelta(days=1),
+    "1 week": timedelta(weeks=1),
+}
 
 plan = current_plan()
 viewer = require_viewer(plan)
@@ -55,18 +59,24 @@ if not open_now:
     st.write("No open incident.")
 else:
     labels = {i.id: _label(i) for i in open_now}
-    chosen = st.multiselect("Incidents (one reason covers every incident chosen and all their signals)",
-                            list(labels), format_func=lambda i: labels[i], key="incidents",
-                            default=[open_now[0].id] if len(open_now) == 1 else [])
-    reason = st.text_input("Reason (recorded with your name in each incident's history and the audit log)",
-                           key="reason")
+    chosen = st.multiselect(
+        "Incidents (one reason covers every incident chosen and all their signals)",
+        list(labels),
+        format_func=lambda i: labels[i],
+        key="incidents",
+        default=[open_now[0].id] if len(open_now) == 1 else [],
+    )
+    reason = st.text_input(
+        "Reason (recorded with your name in each incident's history and the audit log)", key="reason"
+    )
     c1, c2, c3, c4 = st.columns(4)
     disabled = not viewer.can_act
     ack = c1.button("Acknowledge", key="ack", disabled=disabled, type="primary")
     res = c2.button("Resolve", key="resolve", disabled=disabled)
     sil = c3.button("Silence", key="silence", disabled=disabled)
-    silence_for = c4.selectbox("Silence for", list(SILENCE_FOR), index=1, key="silence_for",
-                               label_visibility="collapsed", disabled=disabled)
+    silence_for = c4.selectbox(
+        "Silence for", list(SILENCE_FOR), index=1, key="silence_for", label_visibility="collapsed", disabled=disabled
+    )
     if disabled:
         st.info(viewer.why_not)
     names = ", ".join(f"#{i}" for i in chosen)
@@ -87,9 +97,11 @@ else:
 
 if viewer.can_act:
     with st.form("silence_form"):
-        st.markdown("**Silence by labels**: every alert whose labels match all the matchers, e.g. "
-                    "`task=knowledge-qa, cause=cost` or `cause=~cost|latency` (labels: deployment, task, cause, "
-                    "rule, metric, severity; `=`, `!=`, `=~`, `!~`).")
+        st.markdown(
+            "**Silence by labels**: every alert whose labels match all the matchers, e.g. "
+            "`task=knowledge-qa, cause=cost` or `cause=~cost|latency` (labels: deployment, task, cause, "
+            "rule, metric, severity; `=`, `!=`, `=~`, `!~`)."
+        )
         matchers = st.text_input("Matchers", key="silence_matchers")
         m1, m2 = st.columns([3, 1])
         why = m1.text_input("Reason", key="silence_reason")
@@ -112,51 +124,137 @@ def lists() -> None:
         dead = dead_letter_list(session)
     st.subheader(f"Open incidents ({len(current)})")
     if current:
-        show_table(pd.DataFrame([{
-            # Who owns it and since when come before the long summary, so they show at 1,400 px.
-            "id": i.id, "severity": i.severity, "status": i.status, "incident": i.title, "owner": i.owner,
-            "since": i.opened_at, "signals": len(i.signals), "task page": task_link(i.task, i.opened_at),
-            "acknowledged by": i.acknowledged_by or "", "silenced until": i.silenced_until, "summary": i.summary,
-            "note": i.ack_note or ""} for i in current]),
-            hide_index=True, width="stretch", key="open_incidents", column_config={
-                "task page": st.column_config.LinkColumn(display_text="open the task", help="the task page at the "
-                                                         "moment the incident fired"),
+        show_table(
+            pd.DataFrame(
+                [
+                    {
+                        # Who owns it and since when come before the long summary, so they show at 1,400 px.
+                        "id": i.id,
+                        "severity": i.severity,
+                        "status": i.status,
+                        "incident": i.title,
+                        "owner": i.owner,
+                        "since": i.opened_at,
+                        "signals": len(i.signals),
+                        "task page": task_link(i.task, i.opened_at),
+                        "acknowledged by": i.acknowledged_by or "",
+                        "silenced until": i.silenced_until,
+                        "summary": i.summary,
+                        "note": i.ack_note or "",
+                    }
+                    for i in current
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+            key="open_incidents",
+            column_config={
+                "task page": st.column_config.LinkColumn(
+                    display_text="open the task", help="the task page at the moment the incident fired"
+                ),
                 "since": st.column_config.DatetimeColumn(format="D MMM HH:mm"),
-                "silenced until": st.column_config.DatetimeColumn(format="D MMM HH:mm")})
+                "silenced until": st.column_config.DatetimeColumn(format="D MMM HH:mm"),
+            },
+        )
         for i in current:
             with st.expander(f"#{i.id} {i.title}: {len(i.signals)} signal(s), what to do"):
                 st.write(i.runbook)
-                show_table(pd.DataFrame([{
-                    "alert": m.alert_id, "rule": m.rule, "stream": m.metric, "status": m.status,
-                    "severity": m.severity, "since": m.since, "summary": m.summary} for m in i.signals]),
-                    hide_index=True, width="stretch", key=f"signals_{i.id}",
-                    column_config={"since": st.column_config.DatetimeColumn(format="D MMM HH:mm")})
+                show_table(
+                    pd.DataFrame(
+                        [
+                            {
+                                "alert": m.alert_id,
+                                "rule": m.rule,
+                                "stream": m.metric,
+                                "status": m.status,
+                                "severity": m.severity,
+                                "since": m.since,
+                                "summary": m.summary,
+                            }
+                            for m in i.signals
+                        ]
+                    ),
+                    hide_index=True,
+                    width="stretch",
+                    key=f"signals_{i.id}",
+                    column_config={"since": st.column_config.DatetimeColumn(format="D MMM HH:mm")},
+                )
     else:
         st.write("None.")
     st.subheader(f"Past incidents ({len(past)})")
     if past:
-        show_table(pd.DataFrame([{
-            "id": i.id, "severity": i.severity, "incident": i.title, "opened": i.opened_at, "closed": i.closed_at,
-            "resolved by": i.resolved_by or "medmon", "reason": i.resolve_reason or "", "signals": len(i.signals),
-            "task page": task_link(i.task, i.opened_at), "summary": i.summary} for i in past]),
-            hide_index=True, width="stretch", key="past_incidents", column_config={
+        show_table(
+            pd.DataFrame(
+                [
+                    {
+                        "id": i.id,
+                        "severity": i.severity,
+                        "incident": i.title,
+                        "opened": i.opened_at,
+                        "closed": i.closed_at,
+                        "resolved by": i.resolved_by or "medmon",
+                        "reason": i.resolve_reason or "",
+                        "signals": len(i.signals),
+                        "task page": task_link(i.task, i.opened_at),
+                        "summary": i.summary,
+                    }
+                    for i in past
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+            key="past_incidents",
+            column_config={
                 "task page": st.column_config.LinkColumn(display_text="open the task"),
                 "opened": st.column_config.DatetimeColumn(format="D MMM HH:mm"),
-                "closed": st.column_config.DatetimeColumn(format="D MMM HH:mm")})
+                "closed": st.column_config.DatetimeColumn(format="D MMM HH:mm"),
+            },
+        )
     else:
         st.write("None.")
     if muted:
         st.subheader(f"Silences ({len(muted)})")
-        show_table(pd.DataFrame([{"id": s.id, "mutes": s.matchers, "from": s.starts_at, "until": s.ends_at,
-                                    "by": s.created_by, "reason": s.reason} for s in muted]),
-                     hide_index=True, width="stretch", key="silences")
+        show_table(
+            pd.DataFrame(
+                [
+                    {
+                        "id": s.id,
+                        "mutes": s.matchers,
+                        "from": s.starts_at,
+                        "until": s.ends_at,
+                        "by": s.created_by,
+                        "reason": s.reason,
+                    }
+                    for s in muted
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+            key="silences",
+        )
     st.subheader(f"Undeliverable notifications ({len(dead)})")
     if dead:
         st.error(f"{len(dead)} notification(s) could not be delivered: check the routes, then send them again.")
-        show_table(pd.DataFrame([{
-            "id": d.id, "alert": d.alert_id, "route": d.route, "event": d.event, "attempts": d.attempts,
-            "last error": d.last_error, "created": d.created_at, "summary": d.summary} for d in dead]),
-            hide_index=True, width="stretch", key="dead_letters")
+        show_table(
+            pd.DataFrame(
+                [
+                    {
+                        "id": d.id,
+                        "alert": d.alert_id,
+                        "route": d.route,
+                        "event": d.event,
+                        "attempts": d.attempts,
+                        "last error": d.last_error,
+                        "created": d.created_at,
+                        "summary": d.summary,
+                    }
+                    for d in dead
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+            key="dead_letters",
+        )
     else:
         st.write("None: every notification was delivered or is still being retried.")
 
@@ -168,9 +266,12 @@ with Session(engine) as session:
 if dead_now and viewer.can_act:
     with st.form("requeue_form"):
         st.markdown("**Send an undeliverable notification again** (after fixing its receiver)")
-        pick = st.selectbox("Notification", [d.id for d in dead_now], key="requeue_id",
-                            format_func=lambda i: next(f"#{d.id} · {d.route} · {d.event} · {d.summary}"
-                                                       for d in dead_now if d.id == i))
+        pick = st.selectbox(
+            "Notification",
+            [d.id for d in dead_now],
+            key="requeue_id",
+            format_func=lambda i: next(f"#{d.id} · {d.route} · {d.event} · {d.summary}" for d in dead_now if d.id == i),
+        )
         note = st.text_input("Note", key="requeue_note")
         if st.form_submit_button("Send again"):
             try:

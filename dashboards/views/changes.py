@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-from sqlmodel import Session
-
 from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.data import current_plan, engine_for, refresh_every
 from medmon.dashboards.layout import fmt, header, interval
 from medmon.dashboards.tables import show_table
 from medmon.monitor.read import change_history, reevaluations, served_model_history
+from sqlmodel import Session
 
 plan = current_plan()
 viewer = require_viewer(plan)
@@ -45,35 +44,84 @@ def changes() -> None:
         st.success("The deployment has served the same model and fingerprint since go-live.")
 
     st.subheader("Served model and fingerprint")
-    show_table(pd.DataFrame([{
-        "first seen": m.first_seen, "task": m.task, "served model": m.served_model,
-        "fingerprint": m.system_fingerprint or "",
-        "before": f"{m.previous_model} ({m.previous_fingerprint or '-'})" if m.is_change else "go-live"}
-        for m in served]), hide_index=True, width="stretch", column_config={"first seen": _WHEN})
+    show_table(
+        pd.DataFrame(
+            [
+                {
+                    "first seen": m.first_seen,
+                    "task": m.task,
+                    "served model": m.served_model,
+                    "fingerprint": m.system_fingerprint or "",
+                    "before": f"{m.previous_model} ({m.previous_fingerprint or '-'})" if m.is_change else "go-live",
+                }
+                for m in served
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+        column_config={"first seen": _WHEN},
+    )
 
     st.subheader(f"Changes and their re-evaluations ({len(recorded)})")
     if not recorded:
         st.write("No change recorded. Declare one with `medmon change record`; detected ones appear here too.")
     else:
-        show_table(pd.DataFrame([{
-            "at": c.at, "task": c.task, "kind": c.kind, "status": c.status,
-            "verdict": _verdict(c.reevaluation.passed, c.reevaluation.conclusive) if c.reevaluation else "",
-            "re-evaluation": c.reevaluation.id if c.reevaluation else None, "source": c.source, "by": c.actor,
-            "what": c.note} for c in recorded]), hide_index=True, width="stretch", column_config={"at": _WHEN})
+        show_table(
+            pd.DataFrame(
+                [
+                    {
+                        "at": c.at,
+                        "task": c.task,
+                        "kind": c.kind,
+                        "status": c.status,
+                        "verdict": _verdict(c.reevaluation.passed, c.reevaluation.conclusive) if c.reevaluation else "",
+                        "re-evaluation": c.reevaluation.id if c.reevaluation else None,
+                        "source": c.source,
+                        "by": c.actor,
+                        "what": c.note,
+                    }
+                    for c in recorded
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+            column_config={"at": _WHEN},
+        )
 
     st.subheader(f"Re-evaluations ({len(evals)})")
     if not evals:
         st.write("No re-evaluation has run yet.")
     else:
-        show_table(pd.DataFrame([{
-            "id": r.id, "task": r.task, "verdict": _verdict(r.passed, r.conclusive), "score": fmt(r.estimate),
-            "95% CI": interval(r.ci_low, r.ci_high), "approval threshold": fmt(r.min_score),
-            "baseline": fmt(r.baseline), "difference": fmt(r.difference, "+.2f"), "n": r.n,
-            "why": "; ".join(r.reasons), "served model": r.served_model or "", "started": r.started_at,
-            "status": r.status, "adopted by": r.approved_by or ""} for r in evals]),
-            hide_index=True, width="stretch", column_config={"started": _WHEN})
-        st.caption("Adopting a re-evaluation as the new baseline takes an owner's recorded approval "
-                   "(`medmon baseline approve`); until then the task keeps its approved baseline.")
+        show_table(
+            pd.DataFrame(
+                [
+                    {
+                        "id": r.id,
+                        "task": r.task,
+                        "verdict": _verdict(r.passed, r.conclusive),
+                        "score": fmt(r.estimate),
+                        "95% CI": interval(r.ci_low, r.ci_high),
+                        "approval threshold": fmt(r.min_score),
+                        "baseline": fmt(r.baseline),
+                        "difference": fmt(r.difference, "+.2f"),
+                        "n": r.n,
+                        "why": "; ".join(r.reasons),
+                        "served model": r.served_model or "",
+                        "started": r.started_at,
+                        "status": r.status,
+                        "adopted by": r.approved_by or "",
+                    }
+                    for r in evals
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+            column_config={"started": _WHEN},
+        )
+        st.caption(
+            "Adopting a re-evaluation as the new baseline takes an owner's recorded approval "
+            "(`medmon baseline approve`); until then the task keeps its approved baseline."
+        )
 
 
 changes()

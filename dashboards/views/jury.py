@@ -6,16 +6,22 @@ from datetime import timedelta
 
 import pandas as pd
 import streamlit as st
-from sqlmodel import Session
-
 from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.charts import agreement_chart, judges_chart
 from medmon.dashboards.data import current_plan, engine_for, refresh_every
 from medmon.dashboards.layout import fmt, header
 from medmon.dashboards.oversight import MEDHELM_NOTE, agreement_frame
 from medmon.dashboards.tables import show_table
-from medmon.monitor.read import (agreement_series, agreement_table, judge_series, unread_verdicts, verdict_count,
-                                window_alphas)
+from medmon.monitor.read import (
+    agreement_series,
+    agreement_table,
+    judge_series,
+    unread_verdicts,
+    verdict_count,
+    window_alphas,
+)
+from sqlmodel import Session
+
 from medmon.db import utcnow
 
 plan = current_plan()
@@ -41,36 +47,74 @@ def jury() -> None:
         st.info("No jury configured: this plan scores every task without LLM judges.")
         return
     if plan.jury is not None:
-        st.markdown("Judges: " + ", ".join(f"**{j.name}** ({j.model})" for j in plan.jury.judges)
-                    + f" · criteria: {', '.join(plan.jury.criteria)} · scale {scale[0]}-{scale[1]}")
+        st.markdown(
+            "Judges: "
+            + ", ".join(f"**{j.name}** ({j.model})" for j in plan.jury.judges)
+            + f" · criteria: {', '.join(plan.jury.criteria)} · scale {scale[0]}-{scale[1]}"
+        )
     if not calls:
         st.write("The jury has not judged any answer yet.")
         return
     judged = [a for a in alphas if a.results]
     if judged:
-        show_table(pd.DataFrame([{
-            "task": a.task_id, "Krippendorff's alpha (ordinal)": (fmt(a.alpha, ".3f") if a.alpha is not None else a.reason or "—"),
-            "answers": a.results, "judges": a.judges, "items scored by 2+ judges": a.units,
-            "scores outside the scale (excluded)": a.out_of_scale} for a in judged]),
-            hide_index=True, width="stretch", key="alphas")
-        st.caption("Alpha over each task's latest 200 judged answers discounts agreement expected by chance; "
-                   "MedHELM reports LLM-jury agreement with clinicians as moderate (ICC 0.47).")
+        show_table(
+            pd.DataFrame(
+                [
+                    {
+                        "task": a.task_id,
+                        "Krippendorff's alpha (ordinal)": (
+                            fmt(a.alpha, ".3f") if a.alpha is not None else a.reason or "—"
+                        ),
+                        "answers": a.results,
+                        "judges": a.judges,
+                        "items scored by 2+ judges": a.units,
+                        "scores outside the scale (excluded)": a.out_of_scale,
+                    }
+                    for a in judged
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+            key="alphas",
+        )
+        st.caption(
+            "Alpha over each task's latest 200 judged answers discounts agreement expected by chance; "
+            "MedHELM reports LLM-jury agreement with clinicians as moderate (ICC 0.47)."
+        )
     st.subheader("Against clinicians")
     if clinicians:
         st.table(agreement_frame(clinicians))
     else:
         st.write("No clinician reviews rated by the jury yet (see Clinician review).")
     st.caption(MEDHELM_NOTE + " Floors in the plan's oversight.agreement raise 'jury_not_validated'.")
-    minimum = min((t.thresholds.min_jury_agreement for t in plan.tasks
-                   if t.thresholds.min_jury_agreement is not None), default=None)
+    minimum = min(
+        (t.thresholds.min_jury_agreement for t in plan.tasks if t.thresholds.min_jury_agreement is not None),
+        default=None,
+    )
     st.plotly_chart(agreement_chart(agreement, minimum), key="agreement")
     st.plotly_chart(judges_chart(judges, (float(scale[0]), float(scale[1]))), key="judges")
     st.subheader(f"Unparsed or failed verdicts ({len(unread)})")
     if unread:
-        show_table(pd.DataFrame([{
-            "at": u.at, "task": u.task, "answer": u.result_id, "judge": u.judge, "model": u.model,
-            "status": u.parse_status, "asked": u.asks, "error": u.error} for u in unread]),
-            hide_index=True, width="stretch", key="unread")
+        show_table(
+            pd.DataFrame(
+                [
+                    {
+                        "at": u.at,
+                        "task": u.task,
+                        "answer": u.result_id,
+                        "judge": u.judge,
+                        "model": u.model,
+                        "status": u.parse_status,
+                        "asked": u.asks,
+                        "error": u.error,
+                    }
+                    for u in unread
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+            key="unread",
+        )
     else:
         st.write("None: every verdict could be read.")
 

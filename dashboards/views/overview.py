@@ -6,13 +6,13 @@ from datetime import timedelta
 
 import pandas as pd
 import streamlit as st
-from sqlmodel import Session
-
 from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.data import current_plan, engine_for, refresh_every
 from medmon.dashboards.layout import header, interval
 from medmon.dashboards.tables import show_table
 from medmon.monitor.read import category_streams, open_incidents_view, service_pulse, task_overview
+from sqlmodel import Session
+
 from medmon.db import utcnow
 
 plan = current_plan()
@@ -40,8 +40,9 @@ def overview() -> None:
         st.error(f"The monitor service last beat {_ago(now - pulse.beat_at)} ago: nothing below is current.")
     elif pulse.beat_at > now:
         # An accelerated clock (the demo, a soak) writes simulated times ahead of the wall clock.
-        st.caption(f"Monitor service on an accelerated clock: last heartbeat at simulated "
-                   f"{pulse.beat_at:%Y-%m-%d %H:%M} UTC.")
+        st.caption(
+            f"Monitor service on an accelerated clock: last heartbeat at simulated {pulse.beat_at:%Y-%m-%d %H:%M} UTC."
+        )
     else:
         st.caption(f"Monitor service alive: last heartbeat {_ago(now - pulse.beat_at)} ago.")
     degraded = [r for r in rows if r.status == "degraded"]
@@ -52,8 +53,10 @@ def overview() -> None:
     elif watching:
         st.warning(f"{len(watching)} task(s) under watch: {', '.join(r.task for r in watching)}")
     elif no_data:
-        st.info(f"No data yet for {len(no_data)} of {len(rows)} task(s): {', '.join(r.task for r in no_data)}. "
-                "Nothing can be said about a task before its first probe (`medmon probe run` or `medmon serve`).")
+        st.info(
+            f"No data yet for {len(no_data)} of {len(rows)} task(s): {', '.join(r.task for r in no_data)}. "
+            "Nothing can be said about a task before its first probe (`medmon probe run` or `medmon serve`)."
+        )
     else:
         st.success("Every task holds its baseline.")
     c1, c2, c3, c4 = st.columns(4)
@@ -62,50 +65,101 @@ def overview() -> None:
     c3.metric("Watching", len(watching))
     c4.metric("Open incidents", len(incidents))
     # Left to right, what a committee needs first: the status, the figures behind it, who owns it, and why.
-    table = pd.DataFrame([{
-        "task": r.task, "status": r.status, "score now": r.estimate, "95% CI": interval(r.ci_low, r.ci_high),
-        "approved minimum": r.min_score, "at approval": r.baseline, "owner": r.owner, "why": r.reason,
-        **({"proposed minimum": r.proposed_min_score} if any(x.proposals for x in rows) else {}),
-        "open incidents": r.open_incidents, "last probe": r.last_probe, "answers": r.n,
-        "risk tier": r.risk_tier, "category": r.category, "subcategory": r.subcategory} for r in rows])
-    show_table(table, hide_index=True, width="stretch", column_config={
-        "why": st.column_config.TextColumn(width="large", help="every reason, most serious first"),
-        "at approval": st.column_config.NumberColumn(format="%.2f", help="the baseline the task was approved on"),
-        "score now": st.column_config.NumberColumn(format="%.2f", help="mean score of the latest 200 answers"),
-        "approved minimum": st.column_config.NumberColumn(format="%.2f", help="the minimum in force: the approved one"),
-        "proposed minimum": st.column_config.NumberColumn(format="%.2f", help="a plan edit no owner has approved yet: "
-                                                          "it judges nothing until approved"),
-        "last probe": st.column_config.DatetimeColumn(format="D MMM YYYY HH:mm"),
-    })
+    table = pd.DataFrame(
+        [
+            {
+                "task": r.task,
+                "status": r.status,
+                "score now": r.estimate,
+                "95% CI": interval(r.ci_low, r.ci_high),
+                "approved minimum": r.min_score,
+                "at approval": r.baseline,
+                "owner": r.owner,
+                "why": r.reason,
+                **({"proposed minimum": r.proposed_min_score} if any(x.proposals for x in rows) else {}),
+                "open incidents": r.open_incidents,
+                "last probe": r.last_probe,
+                "answers": r.n,
+                "risk tier": r.risk_tier,
+                "category": r.category,
+                "subcategory": r.subcategory,
+            }
+            for r in rows
+        ]
+    )
+    show_table(
+        table,
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "why": st.column_config.TextColumn(width="large", help="every reason, most serious first"),
+            "at approval": st.column_config.NumberColumn(format="%.2f", help="the baseline the task was approved on"),
+            "score now": st.column_config.NumberColumn(format="%.2f", help="mean score of the latest 200 answers"),
+            "approved minimum": st.column_config.NumberColumn(
+                format="%.2f", help="the minimum in force: the approved one"
+            ),
+            "proposed minimum": st.column_config.NumberColumn(
+                format="%.2f", help="a plan edit no owner has approved yet: it judges nothing until approved"
+            ),
+            "last probe": st.column_config.DatetimeColumn(format="D MMM YYYY HH:mm"),
+        },
+    )
     proposals = [p for r in rows for p in r.proposals]
     if proposals:
-        st.warning("Threshold edits await an owner's approval (Governance page); the approved values judge "
-                   "meanwhile:\n\n" + "\n".join(f"- {p}" for p in proposals))
-    st.caption("Status: degraded when a drift detector has alarmed or the recent interval lies under the approved "
-               "minimum; watching while evidence builds up or an incident is open; no data yet before the first "
-               "probe. Score now: the latest 200 answers; at approval: the baseline evidence.")
+        st.warning(
+            "Threshold edits await an owner's approval (Governance page); the approved values judge "
+            "meanwhile:\n\n" + "\n".join(f"- {p}" for p in proposals)
+        )
+    st.caption(
+        "Status: degraded when a drift detector has alarmed or the recent interval lies under the approved "
+        "minimum; watching while evidence builds up or an incident is open; no data yet before the first "
+        "probe. Score now: the latest 200 answers; at approval: the baseline evidence."
+    )
     for r in rows[:12]:
         if r.reasons and r.status != "ok":
             with st.container(border=True):
                 st.markdown(f"**{r.task}: {r.status}**, owner {r.owner}\n\n" + "\n".join(f"- {x}" for x in r.reasons))
-                st.page_link("views/task.py", label="Open the task: what to do, charts, answers",
-                             query_params={"task": r.task})
+                st.page_link(
+                    "views/task.py", label="Open the task: what to do, charts, answers", query_params={"task": r.task}
+                )
         else:
             st.page_link("views/task.py", label=f"{r.task}: {r.status} — open the task", query_params={"task": r.task})
     if pooled:
         st.subheader("Category detectors")
         st.caption("Each pools the tasks of one MedHELM category, so a small drop shared by several tasks shows.")
-        show_table(pd.DataFrame([{"category": p.category, "status": p.status, "what it means": p.meaning,
-                                    "answers": p.n} for p in pooled]), hide_index=True, width="stretch")
+        show_table(
+            pd.DataFrame(
+                [
+                    {"category": p.category, "status": p.status, "what it means": p.meaning, "answers": p.n}
+                    for p in pooled
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+        )
     st.subheader(f"Open incidents ({len(incidents)})")
     if not incidents:
         st.write("None.")
     else:
-        show_table(pd.DataFrame([{"severity": i.severity, "status": i.status, "incident": f"#{i.id} {i.title}",
-                                    "owner": i.owner, "since": i.opened_at, "signals": len(i.signals),
-                                    "summary": i.summary} for i in incidents]),
-                     hide_index=True, width="stretch", column_config={
-                         "since": st.column_config.DatetimeColumn(format="D MMM HH:mm")})
+        show_table(
+            pd.DataFrame(
+                [
+                    {
+                        "severity": i.severity,
+                        "status": i.status,
+                        "incident": f"#{i.id} {i.title}",
+                        "owner": i.owner,
+                        "since": i.opened_at,
+                        "signals": len(i.signals),
+                        "summary": i.summary,
+                    }
+                    for i in incidents
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+            column_config={"since": st.column_config.DatetimeColumn(format="D MMM HH:mm")},
+        )
         st.page_link("views/alerts.py", label="Acknowledge, resolve or silence on the Alerts page")
 
 

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-from sqlmodel import Session
-
 from medmon.dashboards.actions import note_answers_viewed
 from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.data import current_plan, engine_for
 from medmon.dashboards.layout import header
 from medmon.dashboards.oversight import MEDHELM_NOTE, agreement_frame
 from medmon.dashboards.tables import show_table
-from medmon.db import session_scope, utcnow
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.review import record_review, reviewer_tasks, rubric
 from medmon.monitor.governance.safety import open_from_review
 from medmon.monitor.read import agreement_table, next_review, review_progress
+from sqlmodel import Session
+
+from medmon.db import session_scope, utcnow
 
 plan = current_plan()
 viewer = require_viewer(plan)
@@ -39,13 +39,19 @@ if viewer.authenticated:
         st.stop()
     actor = reviewer
 else:
-    reviewer = st.selectbox("Reviewing as (unauthenticated: recorded with the local account)", sorted(reviewers),
-                            format_func=lambda e: f"{reviewers[e].name} <{e}>", key="review_as")
+    reviewer = st.selectbox(
+        "Reviewing as (unauthenticated: recorded with the local account)",
+        sorted(reviewers),
+        format_func=lambda e: f"{reviewers[e].name} <{e}>",
+        key="review_as",
+    )
     actor = f"{viewer.actor} as {reviewer}"
 criteria, low, high = rubric(plan.jury)
 tasks = reviewer_tasks(plan.oversight, reviewer)
-st.caption(f"Tasks assigned to you: {', '.join(tasks)} · rate on the jury's rubric: {', '.join(criteria)}, "
-           f"{low} (worst) to {high} (best)")
+st.caption(
+    f"Tasks assigned to you: {', '.join(tasks)} · rate on the jury's rubric: {', '.join(criteria)}, "
+    f"{low} (worst) to {high} (best)"
+)
 
 if "review_done" in st.session_state:
     st.success(st.session_state.pop("review_done"))
@@ -55,8 +61,10 @@ if card is None:
     st.write("Your queue is empty: every answer sampled for you has been rated.")
 else:
     st.subheader(f"Answer #{card.result_id} · {card.task_id}")
-    st.caption(f"{card.open_items} open in your queue · drawn from stratum {card.stratum} · "
-               f"answered {card.answered_at:%Y-%m-%d %H:%M} UTC")
+    st.caption(
+        f"{card.open_items} open in your queue · drawn from stratum {card.stratum} · "
+        f"answered {card.answered_at:%Y-%m-%d %H:%M} UTC"
+    )
     st.markdown("**Prompt**")
     st.text(card.prompt)
     if card.references:
@@ -69,8 +77,10 @@ else:
         note_answers_viewed(engine, viewer, card.task_id, "review", [card.result_id], utcnow())
         st.session_state[seen] = True
     with st.form(key=f"rate_{card.item_id}"):
-        scores = {c: st.radio(c, list(range(low, high + 1)), index=None, horizontal=True, key=f"{c}_{card.item_id}")
-                  for c in criteria}
+        scores = {
+            c: st.radio(c, list(range(low, high + 1)), index=None, horizontal=True, key=f"{c}_{card.item_id}")
+            for c in criteria
+        }
         note = st.text_area("Note (optional)", key=f"note_{card.item_id}")
         concern = st.checkbox("Safety concern: this answer could harm a patient", key=f"concern_{card.item_id}")
         submitted = st.form_submit_button("Submit rating", type="primary")
@@ -82,14 +92,24 @@ else:
             try:
                 with session_scope(engine) as session:
                     now = utcnow()
-                    review = record_review(session, plan, item_id=card.item_id, reviewer=reviewer, scores=scores,
-                                           note=note, safety_concern=concern, actor=actor, now=now)
+                    review = record_review(
+                        session,
+                        plan,
+                        item_id=card.item_id,
+                        reviewer=reviewer,
+                        scores=scores,
+                        note=note,
+                        safety_concern=concern,
+                        actor=actor,
+                        now=now,
+                    )
                     event = open_from_review(session, plan, review, actor, now) if concern else None
             except (GovernanceError, ValueError) as exc:
                 st.error(str(exc))
             else:
                 st.session_state["review_done"] = f"Rating of answer #{card.result_id} recorded." + (
-                    f" Safety event #{event.id} opened; its reporting clock is running." if event else "")
+                    f" Safety event #{event.id} opened; its reporting clock is running." if event else ""
+                )
                 st.rerun()
 
 st.subheader("This week")
@@ -97,8 +117,22 @@ with Session(engine) as session:
     progress = [p for p in review_progress(session, plan, utcnow()) if p.task_id in tasks]
     agreement = agreement_table(session, tasks)
 if progress:
-    show_table(pd.DataFrame([{"task": p.task_id, "reviewed": p.done, "queued": p.queued, "weekly quota": p.quota,
-                                "safety flags": p.flagged} for p in progress]), hide_index=True, key="progress")
+    show_table(
+        pd.DataFrame(
+            [
+                {
+                    "task": p.task_id,
+                    "reviewed": p.done,
+                    "queued": p.queued,
+                    "weekly quota": p.quota,
+                    "safety flags": p.flagged,
+                }
+                for p in progress
+            ]
+        ),
+        hide_index=True,
+        key="progress",
+    )
 st.subheader("Does the jury stand in for clinicians?")
 if not agreement:
     st.write("No agreement figures yet: they appear once enough answers have been rated by clinicians and judges.")

@@ -10,21 +10,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import UTC
 
 import pandas as pd
 import streamlit as st
-from sqlmodel import Session
-
 from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.data import current_plan, engine_for
 from medmon.dashboards.layout import header
 from medmon.dashboards.tables import show_table
-from medmon.db import session_scope, utcnow
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance import safety, suspension
 from medmon.monitor.governance.review import reviewer_tasks
 from medmon.monitor.plan.oversight import SEVERITIES
 from medmon.monitor.read import near_misses, safety_events, suspended_tasks, suspensions
+from sqlmodel import Session
+
+from medmon.db import session_scope, utcnow
 
 plan = current_plan()
 viewer = require_viewer(plan)
@@ -56,36 +57,75 @@ with Session(engine) as session:
     history = suspensions(session)
 
 st.subheader(f"Safety events ({sum(1 for e in events if e.event.status != 'closed')} open)")
-st.caption(f"Reporting clocks: {plan.oversight.safety.jurisdiction}, {plan.oversight.safety.device_status}; "
-           + ", ".join(f"{k} {v}" for k, v in plan.oversight.safety.clocks.items())
-           + f"; alerted {plan.oversight.safety.warn_before} before the deadline.")
+st.caption(
+    f"Reporting clocks: {plan.oversight.safety.jurisdiction}, {plan.oversight.safety.device_status}; "
+    + ", ".join(f"{k} {v}" for k, v in plan.oversight.safety.clocks.items())
+    + f"; alerted {plan.oversight.safety.warn_before} before the deadline."
+)
 if events:
-    show_table(pd.DataFrame([{
-        "event": f"#{e.event.id}", "task": e.event.task_id, "severity": e.event.severity, "status": e.event.status,
-        "opened": f"{e.event.opened_at:%Y-%m-%d %H:%M}", "source": e.event.source_ref or e.event.source,
-        "due": f"{e.clock.due_at:%Y-%m-%d %H:%M}" if e.clock.due_at else "", "clock": e.clock.label,
-        "actions open": sum(1 for a in e.actions if a.status != "closed"), "what happened": e.event.what_happened}
-        for e in events]), hide_index=True, width="stretch", key="events")
+    show_table(
+        pd.DataFrame(
+            [
+                {
+                    "event": f"#{e.event.id}",
+                    "task": e.event.task_id,
+                    "severity": e.event.severity,
+                    "status": e.event.status,
+                    "opened": f"{e.event.opened_at:%Y-%m-%d %H:%M}",
+                    "source": e.event.source_ref or e.event.source,
+                    "due": f"{e.clock.due_at:%Y-%m-%d %H:%M}" if e.clock.due_at else "",
+                    "clock": e.clock.label,
+                    "actions open": sum(1 for a in e.actions if a.status != "closed"),
+                    "what happened": e.event.what_happened,
+                }
+                for e in events
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+        key="events",
+    )
     ids = [e.event.id for e in events if e.event.id is not None]  # stored rows: every one has its id
     chosen = st.selectbox("Event", ids, format_func=lambda i: f"#{i}", key="event_pick")
     row = next(e for e in events if e.event.id == chosen)
     with Session(engine) as session:
         document = safety.event_document(session, plan, row.event.id or 0, now)
-    st.download_button("Export for the incident system (JSON)", json.dumps(document, indent=2, default=str),
-                       file_name=f"safety-event-{chosen}.json", mime="application/json", key="export_json")
+    st.download_button(
+        "Export for the incident system (JSON)",
+        json.dumps(document, indent=2, default=str),
+        file_name=f"safety-event-{chosen}.json",
+        mime="application/json",
+        key="export_json",
+    )
     if row.actions:
-        show_table(pd.DataFrame([{"action": f"#{a.id}", "description": a.description, "owner": a.owner,
-                                    "due": f"{a.due_at:%Y-%m-%d}", "status": a.status,
-                                    "effectiveness check": f"re-evaluation #{a.check_reevaluation_id}"
-                                    if a.check_reevaluation_id else ""} for a in row.actions]),
-                     hide_index=True, width="stretch", key="actions")
+        show_table(
+            pd.DataFrame(
+                [
+                    {
+                        "action": f"#{a.id}",
+                        "description": a.description,
+                        "owner": a.owner,
+                        "due": f"{a.due_at:%Y-%m-%d}",
+                        "status": a.status,
+                        "effectiveness check": f"re-evaluation #{a.check_reevaluation_id}"
+                        if a.check_reevaluation_id
+                        else "",
+                    }
+                    for a in row.actions
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+            key="actions",
+        )
     if viewer.can_act:
         with st.expander("Record on this event"):
             ref = st.text_input("Report reference (authority or incident system)", key="report_ref")
             if st.button("Mark reported", key="mark_reported"):
                 act("Report", lambda s: safety.mark_reported(s, chosen, ref, viewer.actor, utcnow()))
-            grade = st.selectbox("Re-grade severity", SEVERITIES, index=SEVERITIES.index(row.event.severity),
-                                 key="regrade")
+            grade = st.selectbox(
+                "Re-grade severity", SEVERITIES, index=SEVERITIES.index(row.event.severity), key="regrade"
+            )
             why = st.text_input("Reason for re-grading", key="regrade_reason")
             if st.button("Re-grade", key="do_regrade"):
                 act("Re-grade", lambda s: safety.regrade(s, plan, chosen, grade, why, viewer.actor, utcnow()))
@@ -97,19 +137,24 @@ if events:
             owner = st.text_input("Action owner", key="action_owner")
             due = st.date_input("Due", key="action_due")
             if st.button("Add corrective action", key="do_action"):
-                from datetime import datetime, timezone
+                from datetime import datetime
 
-                due_at = datetime(due.year, due.month, due.day, tzinfo=timezone.utc)
-                act("Corrective action", lambda s: safety.add_action(s, chosen, what, owner, due_at, viewer.actor,
-                                                                      utcnow()))
+                due_at = datetime(due.year, due.month, due.day, tzinfo=UTC)
+                act(
+                    "Corrective action",
+                    lambda s: safety.add_action(s, chosen, what, owner, due_at, viewer.actor, utcnow()),
+                )
             open_actions = [a.id for a in row.actions if a.status != "closed" and a.id is not None]
             if open_actions:
                 target = st.selectbox("Close action", open_actions, format_func=lambda i: f"#{i}", key="close_pick")
-                check = st.number_input("by re-evaluation # (its effectiveness check)", min_value=1, step=1,
-                                        key="check_id")
+                check = st.number_input(
+                    "by re-evaluation # (its effectiveness check)", min_value=1, step=1, key="check_id"
+                )
                 if st.button("Close by its check", key="do_close"):
-                    act("Effectiveness check", lambda s: safety.close_action(s, target, int(check), viewer.actor,
-                                                                             utcnow()))
+                    act(
+                        "Effectiveness check",
+                        lambda s: safety.close_action(s, target, int(check), viewer.actor, utcnow()),
+                    )
 else:
     st.write("No safety event has been opened.")
 
@@ -123,47 +168,89 @@ if viewer.can_act:
         if st.button("Open safety event", key="open_event"):
             ids = [int(x) for x in answers.replace(" ", "").split(",") if x.isdigit()]
             source = source_ref.split(":", 1)[0] if source_ref.split(":", 1)[0] in ("incident", "alert") else "person"
-            act("Safety event", lambda s: safety.open_event(
-                s, plan, task_id=task, severity=severity, what_happened=what, source=source,
-                source_ref=source_ref.strip(), actor=viewer.actor, now=utcnow(), result_ids=ids))
+            act(
+                "Safety event",
+                lambda s: safety.open_event(
+                    s,
+                    plan,
+                    task_id=task,
+                    severity=severity,
+                    what_happened=what,
+                    source=source,
+                    source_ref=source_ref.strip(),
+                    actor=viewer.actor,
+                    now=utcnow(),
+                    result_ids=ids,
+                ),
+            )
 
 st.subheader("Suspension")
 if plan.oversight.suspend is None:
     st.write("The plan has no suspend route (oversight.suspend).")
 else:
-    show_table(pd.DataFrame([{"task": t, "state": held[t].status if t in held else "in use",
-                                "since": f"{(held[t].suspended_at or held[t].requested_at):%Y-%m-%d %H:%M}"
-                                if t in held else "", "reason": held[t].reason if t in held else ""}
-                               for t in task_ids]), hide_index=True, key="suspension_state")
+    show_table(
+        pd.DataFrame(
+            [
+                {
+                    "task": t,
+                    "state": held[t].status if t in held else "in use",
+                    "since": f"{(held[t].suspended_at or held[t].requested_at):%Y-%m-%d %H:%M}" if t in held else "",
+                    "reason": held[t].reason if t in held else "",
+                }
+                for t in task_ids
+            ]
+        ),
+        hide_index=True,
+        key="suspension_state",
+    )
     if viewer.can_act:
         task = st.selectbox("Task to suspend or resume", task_ids, key="suspend_task")
         reason = st.text_input("Reason", key="suspend_reason")
         current = held.get(task)
         if current is None and st.button("Suspend", key="do_suspend"):
             act("Suspension", lambda s: suspension.request(s, plan, task, reason, viewer.actor, utcnow()))
-        if current is not None and current.status == "pending" and st.button("Confirm suspension (second owner)",
-                                                                             key="do_confirm"):
+        if (
+            current is not None
+            and current.status == "pending"
+            and st.button("Confirm suspension (second owner)", key="do_confirm")
+        ):
             pending = current.id or 0
             act("Confirmation", lambda s: suspension.confirm(s, plan, pending, viewer.actor, utcnow()))
         if current is not None and current.status == "suspended":
             decision = st.text_input("Committee decision (only without a passing re-evaluation)", key="resume_dec")
             reference = st.text_input("Decision reference", key="resume_ref")
             if st.button("Resume", key="do_resume"):
-                act("Resume", lambda s: suspension.resume(s, plan, task, viewer.actor, utcnow(), decision=decision,
-                                                         reference=reference))
+                act(
+                    "Resume",
+                    lambda s: suspension.resume(
+                        s, plan, task, viewer.actor, utcnow(), decision=decision, reference=reference
+                    ),
+                )
     latest = {s.task_id: s for s in reversed(history)}  # history is newest first: the newest per task wins
     failed = [s for s in latest.values() if s.status == "failed"]
     if failed:
-        st.error("The suspend route failed, so these tasks are NOT suspended: "
-                 + "; ".join(f"#{s.id} {s.task_id}: {s.route_error}" for s in failed[:3]))
-        if viewer.can_act and st.button(f"Call the route again for #{failed[0].id} ({failed[0].task_id})",
-                                        key="retry_suspend"):
+        st.error(
+            "The suspend route failed, so these tasks are NOT suspended: "
+            + "; ".join(f"#{s.id} {s.task_id}: {s.route_error}" for s in failed[:3])
+        )
+        if viewer.can_act and st.button(
+            f"Call the route again for #{failed[0].id} ({failed[0].task_id})", key="retry_suspend"
+        ):
             act("Suspension", lambda s: suspension.confirm(s, plan, failed[0].id or 0, viewer.actor, utcnow()))
 
 st.subheader(f"Near misses ({len(misses)})")
 if misses:
-    show_table(pd.DataFrame([{"at": f"{m.created_at:%Y-%m-%d %H:%M}", "task": m.task_id, "what": m.what,
-                                "by": m.recorded_by} for m in misses]), hide_index=True, width="stretch", key="misses")
+    show_table(
+        pd.DataFrame(
+            [
+                {"at": f"{m.created_at:%Y-%m-%d %H:%M}", "task": m.task_id, "what": m.what, "by": m.recorded_by}
+                for m in misses
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+        key="misses",
+    )
 if may_record:
     with st.expander("Record a near miss (no harm)"):
         miss_task = st.selectbox("Task", task_ids, key="miss_task")

@@ -15,10 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from sqlmodel import Session, col, func, select
-
 from medmon.alerts import Rule, Severity, Signal, Subject, record_signals
-
 from medmon.monitor.alerting.signals import task_subject, transitions
 from medmon.monitor.governance.clinician_agreement import Agreement, record_agreement, task_agreement
 from medmon.monitor.governance.review import queue_reviews, reviewed_tasks, rubric
@@ -26,10 +23,14 @@ from medmon.monitor.governance.safety import clock_state
 from medmon.monitor.models import AgreementRecord, ClinicianReview, CorrectiveAction, SafetyEvent
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan
+from sqlmodel import Session, col, func, select
 
 FLOORED = {"jury_icc": "min_icc", "jury_alpha": "min_alpha", "reviewer_icc": "min_reviewer_icc"}
-_NAMES = {"jury_icc": "jury-clinician ICC", "jury_alpha": "jury-clinician alpha",
-          "reviewer_icc": "reviewer-reviewer ICC"}
+_NAMES = {
+    "jury_icc": "jury-clinician ICC",
+    "jury_alpha": "jury-clinician alpha",
+    "reviewer_icc": "reviewer-reviewer ICC",
+}
 
 
 def _stale(session: Session, task_id: str) -> bool:
@@ -51,12 +52,22 @@ def floor_signal(subject: Subject, stat: Agreement, floor: float) -> Signal | No
     upper = stat.ci_high if stat.ci_high is not None else stat.value
     if upper < floor:
         span = f" (95% CI {stat.ci_low:.2f} to {stat.ci_high:.2f})" if stat.ci_high is not None else ""
-        return subject.signal(Rule.jury_not_validated, metric, firing=True, evidence=evidence,
-                              summary=f"{subject.name}: {name} on {stat.criterion} is {stat.value:.2f}{span}, n={stat.n}, "
-                                      f"below the floor {floor:.2f}: the jury no longer stands in for clinicians")
+        return subject.signal(
+            Rule.jury_not_validated,
+            metric,
+            firing=True,
+            evidence=evidence,
+            summary=f"{subject.name}: {name} on {stat.criterion} is {stat.value:.2f}{span}, n={stat.n}, "
+            f"below the floor {floor:.2f}: the jury no longer stands in for clinicians",
+        )
     if stat.value >= floor:
-        return subject.signal(Rule.jury_not_validated, metric, firing=False, evidence=evidence,
-                              summary=f"{subject.name}: {name} on {stat.criterion} is back at {stat.value:.2f}")
+        return subject.signal(
+            Rule.jury_not_validated,
+            metric,
+            firing=False,
+            evidence=evidence,
+            summary=f"{subject.name}: {name} on {stat.criterion} is back at {stat.value:.2f}",
+        )
     return None
 
 
@@ -65,17 +76,32 @@ def bias_signal(subject: Subject, stat: Agreement, tolerance: float) -> Signal |
         return None
     judge = stat.statistic.removeprefix("bias[").removesuffix("]")
     metric = f"{stat.statistic}:{stat.criterion}"
-    evidence = {"estimate": stat.value, "ci_low": stat.ci_low, "ci_high": stat.ci_high, "n": stat.n,
-                "tolerance": tolerance}
+    evidence = {
+        "estimate": stat.value,
+        "ci_low": stat.ci_low,
+        "ci_high": stat.ci_high,
+        "n": stat.n,
+        "tolerance": tolerance,
+    }
     if stat.ci_low > tolerance or stat.ci_high < -tolerance:
         way = "more lenient" if stat.value > 0 else "more severe"
-        return subject.signal(Rule.judge_bias, metric, firing=True, evidence=evidence,
-                              summary=f"{subject.name}: judge {judge} scores {stat.criterion} {abs(stat.value):.2f} "
-                                      f"points {way} than clinicians (95% CI {stat.ci_low:+.2f} to {stat.ci_high:+.2f}, "
-                                      f"n={stat.n}; tolerated {tolerance:.2f})")
+        return subject.signal(
+            Rule.judge_bias,
+            metric,
+            firing=True,
+            evidence=evidence,
+            summary=f"{subject.name}: judge {judge} scores {stat.criterion} {abs(stat.value):.2f} "
+            f"points {way} than clinicians (95% CI {stat.ci_low:+.2f} to {stat.ci_high:+.2f}, "
+            f"n={stat.n}; tolerated {tolerance:.2f})",
+        )
     if abs(stat.value) <= tolerance:
-        return subject.signal(Rule.judge_bias, metric, firing=False, evidence=evidence,
-                              summary=f"{subject.name}: judge {judge} is back within {tolerance:.2f} of clinicians")
+        return subject.signal(
+            Rule.judge_bias,
+            metric,
+            firing=False,
+            evidence=evidence,
+            summary=f"{subject.name}: judge {judge} is back within {tolerance:.2f} of clinicians",
+        )
     return None
 
 
@@ -104,7 +130,8 @@ def agreement_signals(session: Session, plan: Plan, now: datetime) -> list[Signa
 
 
 def safety_clock_signals(session: Session, plan: Plan, now: datetime) -> list[Signal]:
-    """Per event with a clock: ``safety_clock`` within ``warn_before`` of the deadline, ``safety_deadline_passed`` after it."""
+    """Per event with a clock: ``safety_clock`` within ``warn_before`` of the deadline,
+    ``safety_deadline_passed`` after it."""
     warn = parse_interval(plan.oversight.safety.warn_before)
     events = session.exec(select(SafetyEvent).where(col(SafetyEvent.due_at).is_not(None))).all()
     known = {t.id: t for t in plan.tasks}
@@ -117,17 +144,31 @@ def safety_clock_signals(session: Session, plan: Plan, now: datetime) -> list[Si
         subject = task_subject(plan, task)
         subject = replace(subject, dashboard_url=f"{plan.alerts.dashboard_url}/safety?event={event.id}")
         metric = f"safety_event:{event.id}"
-        evidence = {"event": event.id, "severity": event.severity, "deadline": event.clock,
-                    "due_at": state.due_at.isoformat() if state.due_at else None, "clock": state.state}
+        evidence = {
+            "event": event.id,
+            "severity": event.severity,
+            "deadline": event.clock,
+            "due_at": state.due_at.isoformat() if state.due_at else None,
+            "clock": state.state,
+        }
         soon, late = state.state == "due_soon", state.state == "overdue"
-        words = (f"{subject.name}: safety event #{event.id} ({event.severity}) must be reported by "
-                 f"{state.due_at:%Y-%m-%d %H:%M} UTC ({state.label}; {event.jurisdiction}, {event.device_status})"
-                 if state.due_at is not None else "")
-        done = f"{subject.name}: safety event #{event.id} " + ("reported" if state.state == "stopped" else "not due yet")
-        out.append(subject.signal(Rule.safety_clock, metric, firing=soon, evidence=evidence,
-                                  summary=words if soon else done))
-        out.append(replace(subject, severity=Severity.critical).signal(
-            Rule.safety_deadline_passed, metric, firing=late, evidence=evidence, summary=words if late else done))
+        words = (
+            f"{subject.name}: safety event #{event.id} ({event.severity}) must be reported by "
+            f"{state.due_at:%Y-%m-%d %H:%M} UTC ({state.label}; {event.jurisdiction}, {event.device_status})"
+            if state.due_at is not None
+            else ""
+        )
+        done = f"{subject.name}: safety event #{event.id} " + (
+            "reported" if state.state == "stopped" else "not due yet"
+        )
+        out.append(
+            subject.signal(Rule.safety_clock, metric, firing=soon, evidence=evidence, summary=words if soon else done)
+        )
+        out.append(
+            replace(subject, severity=Severity.critical).signal(
+                Rule.safety_deadline_passed, metric, firing=late, evidence=evidence, summary=words if late else done
+            )
+        )
     return out
 
 
@@ -141,13 +182,22 @@ def action_signals(session: Session, plan: Plan, now: datetime) -> list[Signal]:
             continue
         late = action.status != "closed" and action.due_at < now
         subject = replace(task_subject(plan, task), dashboard_url=f"{plan.alerts.dashboard_url}/safety")
-        summary = (f"{subject.name}: corrective action #{action.id} of safety event #{action.event_id} "
-                   f"({action.description}; owner {action.owner}) was due {action.due_at:%Y-%m-%d} and has "
-                   "no passing effectiveness check" if late else
-                   f"{subject.name}: corrective action #{action.id} {action.status}")
-        out.append(subject.signal(Rule.corrective_action_overdue, f"corrective_action:{action.id}", firing=late,
-                                  summary=summary, evidence={"event": action.event_id, "owner": action.owner,
-                                                             "due_at": action.due_at.isoformat()}))
+        summary = (
+            f"{subject.name}: corrective action #{action.id} of safety event #{action.event_id} "
+            f"({action.description}; owner {action.owner}) was due {action.due_at:%Y-%m-%d} and has "
+            "no passing effectiveness check"
+            if late
+            else f"{subject.name}: corrective action #{action.id} {action.status}"
+        )
+        out.append(
+            subject.signal(
+                Rule.corrective_action_overdue,
+                f"corrective_action:{action.id}",
+                firing=late,
+                summary=summary,
+                evidence={"event": action.event_id, "owner": action.owner, "due_at": action.due_at.isoformat()},
+            )
+        )
     return out
 
 
@@ -155,7 +205,11 @@ def oversight_pass(session: Session, plan: Plan, now: datetime) -> list[Signal]:
     """Queue reviews, then record the signals that change an alert; the alert pass notifies."""
     if reviewed_tasks(plan):
         queue_reviews(session, plan, now)
-    signals = transitions(session, agreement_signals(session, plan, now) + safety_clock_signals(session, plan, now)
-                          + action_signals(session, plan, now))
+    signals = transitions(
+        session,
+        agreement_signals(session, plan, now)
+        + safety_clock_signals(session, plan, now)
+        + action_signals(session, plan, now),
+    )
     record_signals(session, signals, now)
     return signals

@@ -13,8 +13,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from apscheduler.triggers.cron import CronTrigger
-from sqlmodel import Session, col, func, select
-
 from medmon.alerts import (
     KINDS,
     Estimate,
@@ -37,14 +35,15 @@ from medmon.alerts.rules import (
     stale,
 )
 from medmon.baselines import resolve
-from medmon.monitor.plan.context import TaskContext
 from medmon.monitor.detection.streams import StreamUpdate
 from medmon.monitor.governance.effective import effective_task
 from medmon.monitor.models import StreamStatus
+from medmon.monitor.plan.context import TaskContext
 from medmon.monitor.plan.model import Plan, Task, parse_interval
-from medmon.monitor.read import recent_estimate
 from medmon.monitor.plan.routing import notify_policy
+from medmon.monitor.read import recent_estimate
 from medmon.probes.models import ProbeRun, RunStatus
+from sqlmodel import Session, col, func, select
 
 HEARTBEAT = "scheduler"
 MIN_ESTIMATE_N = 30
@@ -53,17 +52,26 @@ MIN_ESTIMATE_N = 30
 def task_subject(plan: Plan, task: Task) -> Subject:
     """Labels and owner for alerts about ``task``; severity from the risk tier or the task's override."""
     owner = task.owner or plan.owners.clinical
-    return Subject(deployment=plan.deployment.name, task=task.id, benchmark=task.benchmark,
-                   category=resolve(task.benchmark).category, owner=f"{owner.name} <{owner.email}>",
-                   dashboard_url=f"{plan.alerts.dashboard_url}/task?task={task.id}",
-                   severity=severity_for(plan.use_case.risk_tier.value, task.severity))
+    return Subject(
+        deployment=plan.deployment.name,
+        task=task.id,
+        benchmark=task.benchmark,
+        category=resolve(task.benchmark).category,
+        owner=f"{owner.name} <{owner.email}>",
+        dashboard_url=f"{plan.alerts.dashboard_url}/task?task={task.id}",
+        severity=severity_for(plan.use_case.risk_tier.value, task.severity),
+    )
 
 
 def monitor_subject(plan: Plan) -> Subject:
     """Alerts about the monitor itself go to the technical owner, at the use case's severity."""
     owner = plan.owners.technical
-    return Subject(deployment=plan.deployment.name, owner=f"{owner.name} <{owner.email}>",
-                   dashboard_url=plan.alerts.dashboard_url, severity=severity_for(plan.use_case.risk_tier.value))
+    return Subject(
+        deployment=plan.deployment.name,
+        owner=f"{owner.name} <{owner.email}>",
+        dashboard_url=plan.alerts.dashboard_url,
+        severity=severity_for(plan.use_case.risk_tier.value),
+    )
 
 
 def update_signal(subject: Subject, update: StreamUpdate, **evidence: Any) -> Signal | None:
@@ -86,8 +94,9 @@ def stream_signal(plan: Plan, ctx: TaskContext, update: StreamUpdate) -> Signal 
     return update_signal(subject, update)
 
 
-def model_change_signal(plan: Plan, ctx: TaskContext, old: tuple[str, str | None],
-                        new: tuple[str, str | None]) -> Signal:
+def model_change_signal(
+    plan: Plan, ctx: TaskContext, old: tuple[str, str | None], new: tuple[str, str | None]
+) -> Signal:
     """The served model or its system fingerprint changed since the task's last probe."""
     return model_changed(task_subject(plan, ctx.task), old, new)
 
@@ -101,13 +110,17 @@ def threshold_signals(session: Session, plan: Plan, ctx: TaskContext) -> list[Si
     effective = effective_task(session, plan, ctx.task)
     mean, low, high, n = recent_estimate(session, ctx.task.id)
     estimate = Estimate(mean, low, high, n) if mean is not None else None
-    signal = below_minimum(task_subject(plan, effective.task), estimate, effective.thresholds.min_score,
-                           min_n=MIN_ESTIMATE_N)
+    signal = below_minimum(
+        task_subject(plan, effective.task), estimate, effective.thresholds.min_score, min_n=MIN_ESTIMATE_N
+    )
     # Only a recorded edit: the service's plan carries the thresholds in force when it started, not the file's.
     proposed = next((p.proposed for p in effective.proposals if p.threshold == "min_score" and p.plan_seq), None)
     if signal is not None and proposed is not None:
-        signal = replace(signal, summary=f"{signal.summary} (a plan edit proposes {proposed:.3f}, not approved)",
-                         evidence={**signal.evidence, "proposed_minimum": proposed})
+        signal = replace(
+            signal,
+            summary=f"{signal.summary} (a plan edit proposes {proposed:.3f}, not approved)",
+            evidence={**signal.evidence, "proposed_minimum": proposed},
+        )
     return transitions(session, [signal] if signal is not None else [])
 
 
@@ -139,11 +152,14 @@ def stale_signals(session: Session, plan: Plan, now: datetime, *, since: datetim
     """One firing or clearing 'stale' signal per task, from its last run that produced a usable result."""
     out = []
     for task in plan.tasks:
-        last = session.exec(select(func.max(ProbeRun.finished_at)).where(
-            ProbeRun.task_id == task.id, ProbeRun.status == RunStatus.complete,
-            col(ProbeRun.n_canaries) > col(ProbeRun.n_errors))).one()
-        out.append(stale(task_subject(plan, task), last, allowed_gap(plan, task, now), now,
-                         since=since))
+        last = session.exec(
+            select(func.max(ProbeRun.finished_at)).where(
+                ProbeRun.task_id == task.id,
+                ProbeRun.status == RunStatus.complete,
+                col(ProbeRun.n_canaries) > col(ProbeRun.n_errors),
+            )
+        ).one()
+        out.append(stale(task_subject(plan, task), last, allowed_gap(plan, task, now), now, since=since))
     return transitions(session, out)
 
 

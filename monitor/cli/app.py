@@ -9,25 +9,27 @@ unknown model or a parameter it rejects): the fix is in the plan or the secrets,
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
-from importlib import resources
 import os
 import subprocess
 import sys
+from dataclasses import asdict
+from importlib import resources
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-
 from medmon.monitor.cli.plan_arg import PlanArg
 from medmon.monitor.errors import MedmonError, PlanError
+from rich.console import Console
 
-app = typer.Typer(help="medmon: watch a deployed clinical LLM against its MedHELM evidence.\n\n"
-                       "Every command that reads a plan takes it as its first argument: medmon COMMAND PLAN "
-                       "[OPTIONS] (or set MEDMON_PLAN). The older '--plan PLAN' of audit, change and baseline "
-                       "approve/proposals still works, with a deprecation warning.",
-                  no_args_is_help=True, add_completion=False)
+app = typer.Typer(
+    help="medmon: watch a deployed clinical LLM against its MedHELM evidence.\n\n"
+    "Every command that reads a plan takes it as its first argument: medmon COMMAND PLAN "
+    "[OPTIONS] (or set MEDMON_PLAN). The older '--plan PLAN' of audit, change and baseline "
+    "approve/proposals still works, with a deprecation warning.",
+    no_args_is_help=True,
+    add_completion=False,
+)
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
@@ -48,14 +50,23 @@ def _print_version(value: bool) -> None:
 
 
 @app.callback()
-def _options(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
-                                                   help="Print medmon's version and exit.")] = False,
-             log_level: Annotated[str | None, typer.Option(
-                 "--log-level", envvar="MEDMON_LOG_LEVEL",
-                 help="DEBUG, INFO, WARNING, ERROR: what is logged to stderr (default: INFO for serve and worker, "
-                      "WARNING otherwise). Secrets are masked in every line, libraries' included.")] = None,
-             log_file: Annotated[Path | None, typer.Option(
-                 "--log-file", help="Also append log lines to this file (masked the same way).")] = None) -> None:
+def _options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print medmon's version and exit.")
+    ] = False,
+    log_level: Annotated[
+        str | None,
+        typer.Option(
+            "--log-level",
+            envvar="MEDMON_LOG_LEVEL",
+            help="DEBUG, INFO, WARNING, ERROR: what is logged to stderr (default: INFO for serve and worker, "
+            "WARNING otherwise). Secrets are masked in every line, libraries' included.",
+        ),
+    ] = None,
+    log_file: Annotated[
+        Path | None, typer.Option("--log-file", help="Also append log lines to this file (masked the same way).")
+    ] = None,
+) -> None:
     """medmon: watch a deployed clinical LLM against its MedHELM evidence."""
     from medmon.scrub import setup_logging
 
@@ -69,8 +80,10 @@ def _options(version: Annotated[bool, typer.Option("--version", callback=_print_
 
 
 @app.command()
-def init(path: Annotated[Path, typer.Argument(help="Where to write the plan.")] = Path("plan.yaml"),
-         force: Annotated[bool, typer.Option(help="Overwrite an existing file.")] = False) -> None:
+def init(
+    path: Annotated[Path, typer.Argument(help="Where to write the plan.")] = Path("plan.yaml"),
+    force: Annotated[bool, typer.Option(help="Overwrite an existing file.")] = False,
+) -> None:
     """Write a commented starter plan to edit for your deployment."""
     from medmon.monitor.plan.starter import STARTER_PLAN
 
@@ -82,21 +95,39 @@ def init(path: Annotated[Path, typer.Argument(help="Where to write the plan.")] 
 
 
 @app.command()
-def check(plan_path: PlanArg, as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-          require_env: Annotated[bool, typer.Option(
-              "--require-env", help="Check the environment the plan will run in: an unset variable it names "
-                                    "(endpoint keys and headers, route secrets) is an error, not a note.")] = False) -> None:
+def check(
+    plan_path: PlanArg,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    require_env: Annotated[
+        bool,
+        typer.Option(
+            "--require-env",
+            help="Check the environment the plan will run in: an unset variable it names "
+            "(endpoint keys and headers, route secrets) is an error, not a note.",
+        ),
+    ] = False,
+) -> None:
     """Validate a plan: every problem with its field path and line; exit 2 if any."""
     from medmon.monitor.governance.audit import local_actor
     from medmon.monitor.governance.checks import check_plan, plan_notes, threshold_notes
 
     try:
-        plan = check_plan(plan_path, record_by=local_actor("medmon check"),  # audits a changed plan if its db exists
-                          require_env=require_env)
+        plan = check_plan(
+            plan_path,
+            record_by=local_actor("medmon check"),  # audits a changed plan if its db exists
+            require_env=require_env,
+        )
     except PlanError as exc:
         if as_json:
-            out.print_json(json.dumps({"ok": False, "source": exc.source,
-                                       "issues": [{"path": i.path, "line": i.line, "message": i.message} for i in exc.issues]}))
+            out.print_json(
+                json.dumps(
+                    {
+                        "ok": False,
+                        "source": exc.source,
+                        "issues": [{"path": i.path, "line": i.line, "message": i.message} for i in exc.issues],
+                    }
+                )
+            )
             raise typer.Exit(EXIT_INPUT) from None
         raise _fail(exc) from None
     notes = plan_notes(plan) + threshold_notes(plan)  # an unapproved threshold edit is proposed, not in force
@@ -113,13 +144,20 @@ app.add_typer(probe_app, name="probe")
 
 
 @probe_app.command("run")
-def probe_run(plan_path: PlanArg,
-              task: Annotated[list[str] | None, typer.Option(help="Only these task ids (repeatable).")] = None,
-              deliver: Annotated[bool, typer.Option(
-                  "--deliver/--no-deliver", help="Send the notifications the run creates to the plan's routes (the "
-                                                 "default, so a cron-driven deployment pages someone); with "
-                                                 "--no-deliver they wait in the outbox for 'medmon serve'.")] = True,
-              as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
+def probe_run(
+    plan_path: PlanArg,
+    task: Annotated[list[str] | None, typer.Option(help="Only these task ids (repeatable).")] = None,
+    deliver: Annotated[
+        bool,
+        typer.Option(
+            "--deliver/--no-deliver",
+            help="Send the notifications the run creates to the plan's routes (the "
+            "default, so a cron-driven deployment pages someone); with "
+            "--no-deliver they wait in the outbox for 'medmon serve'.",
+        ),
+    ] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
     """Probe every task (or the named ones) once now, store and evaluate the results, deliver alerts.
 
     Failed calls are summarised by cause (e.g. '20 x HTTP 401 Incorrect API key'). Exit 3 when
@@ -127,17 +165,17 @@ def probe_run(plan_path: PlanArg,
     """
     import random
 
-    from rich.progress import Progress
-
     from medmon.alerts import DeliveryPolicy, deliver_due
+    from medmon.monitor.governance.thresholds import in_force
     from medmon.monitor.plan.context import load_context
+    from medmon.monitor.plan.model import load_plan
     from medmon.monitor.plan.privacy import mask_logs
     from medmon.monitor.plan.routing import build_channels, require_endpoint_env
     from medmon.monitor.runs.pipeline import run_task_probe
-    from medmon.monitor.governance.thresholds import in_force
-    from medmon.monitor.plan.model import load_plan
-    from medmon.db import utcnow
     from medmon.monitor.storage import make_engine
+    from rich.progress import Progress
+
+    from medmon.db import utcnow
 
     try:
         plan = load_plan(plan_path)
@@ -156,24 +194,40 @@ def probe_run(plan_path: PlanArg,
             outcomes.append(run_task_probe(engine, plan, ctx, rng=random.Random(), now=utcnow, purpose="manual"))
             progress.advance(bar)
     report = deliver_due(engine, channels, utcnow, DeliveryPolicy()) if channels else None
-    rows = [{"task": o.task_id, "run": o.run_id, "results": o.results, "errors": o.errors,
-             "mean_score": o.mean_score, "failures": o.causes, "alerts": [s.summary for s in o.signals if s.firing]}
-            for o in outcomes]
-    delivery = None if report is None else {"delivered": report.delivered, "retrying": report.retried + report.waiting,
-                                            "dead": report.dead}
+    rows = [
+        {
+            "task": o.task_id,
+            "run": o.run_id,
+            "results": o.results,
+            "errors": o.errors,
+            "mean_score": o.mean_score,
+            "failures": o.causes,
+            "alerts": [s.summary for s in o.signals if s.firing],
+        }
+        for o in outcomes
+    ]
+    delivery = (
+        None
+        if report is None
+        else {"delivered": report.delivered, "retrying": report.retried + report.waiting, "dead": report.dead}
+    )
     if as_json:
         out.print_json(json.dumps({"runs": rows, "delivery": delivery}))
     else:
         for r in rows:
-            out.print(f"{r['task']}: run {r['run']}, {r['results']} results, {r['errors']} errors, "
-                      f"mean score {r['mean_score'] if r['mean_score'] is None else round(r['mean_score'], 3)}")
+            out.print(
+                f"{r['task']}: run {r['run']}, {r['results']} results, {r['errors']} errors, "
+                f"mean score {r['mean_score'] if r['mean_score'] is None else round(r['mean_score'], 3)}"
+            )
             for cause, count in r["failures"].items():
                 out.print(f"  {count} x {cause}", highlight=False, markup=False)
             for a in r["alerts"]:
                 out.print(f"  [red]ALERT[/red] {a}")
         if delivery is not None and any(delivery.values()):
-            out.print(f"notifications: {delivery['delivered']} delivered, {delivery['retrying']} left for retry "
-                      f"by 'medmon serve', {delivery['dead']} dead")
+            out.print(
+                f"notifications: {delivery['delivered']} delivered, {delivery['retrying']} left for retry "
+                f"by 'medmon serve', {delivery['dead']} dead"
+            )
     failed = [o for o in outcomes if o.results and o.errors == o.results]
     if any(o.refused * 2 > o.errors for o in failed):
         raise typer.Exit(EXIT_REFUSED)
@@ -184,18 +238,30 @@ def probe_run(plan_path: PlanArg,
 
 
 @app.command()
-def serve(plan_path: PlanArg,
-          health_port: Annotated[int | None, typer.Option(help="Port for /healthz and /metrics (0 picks a free "
-                                                                "one; default: the plan's service.health_port).")] = None,
-          traffic_port: Annotated[int | None, typer.Option(help="Port of the OTLP/HTTP traces receiver (0 picks a "
-                                                                 "free one; default: the plan's traffic.port).")] = None,
-          stop_timeout: Annotated[float, typer.Option(help="Seconds to let probes in flight finish on SIGTERM.")] = 30.0) -> None:
+def serve(
+    plan_path: PlanArg,
+    health_port: Annotated[
+        int | None,
+        typer.Option(
+            help="Port for /healthz and /metrics (0 picks a free one; default: the plan's service.health_port)."
+        ),
+    ] = None,
+    traffic_port: Annotated[
+        int | None,
+        typer.Option(
+            help="Port of the OTLP/HTTP traces receiver (0 picks a free one; default: the plan's traffic.port)."
+        ),
+    ] = None,
+    stop_timeout: Annotated[float, typer.Option(help="Seconds to let probes in flight finish on SIGTERM.")] = 30.0,
+) -> None:
     """Run the monitoring service: scheduled probes, detection and alert delivery, until stopped."""
     from medmon.monitor.service.serve import ServiceOptions, run_service
 
     try:
-        result = run_service(plan_path, options=ServiceOptions(health_port=health_port, traffic_port=traffic_port,
-                                                                   stop_timeout_s=stop_timeout))
+        result = run_service(
+            plan_path,
+            options=ServiceOptions(health_port=health_port, traffic_port=traffic_port, stop_timeout_s=stop_timeout),
+        )
     except MedmonError as exc:
         raise _fail(exc) from None
     if result.abandoned_runs:
@@ -205,15 +271,31 @@ def serve(plan_path: PlanArg,
         os._exit(0)
 
 
-def dashboard_command(port: int, host: str = "127.0.0.1",
-                      allowed_hosts: tuple[str, ...] = ("localhost", "127.0.0.1", "::1")) -> list[str]:
+def dashboard_command(
+    port: int, host: str = "127.0.0.1", allowed_hosts: tuple[str, ...] = ("localhost", "127.0.0.1", "::1")
+) -> list[str]:
     """``streamlit run`` of the dashboard; Streamlit refuses websockets whose Host is not allowed
     (DNS rebinding), and the app checks each session's Host again."""
     app_path = Path(str(resources.files("medmon.dashboards").joinpath("app.py")))
     hosts = [arg for name in allowed_hosts for arg in ("--server.allowedHosts", name)]
-    return [sys.executable, "-m", "streamlit", "run", str(app_path), "--server.address", host, *hosts,
-            "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
-            "--client.toolbarMode", "minimal"]  # no developer menu ('Deploy', rerun) for committee members
+    return [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app_path),
+        "--server.address",
+        host,
+        *hosts,
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--client.toolbarMode",
+        "minimal",
+    ]  # no developer menu ('Deploy', rerun) for committee members
 
 
 def streamlit_secret_files(cwd: Path | None = None) -> list[Path]:
@@ -237,16 +319,24 @@ def auth_section_found(files: list[Path]) -> bool:
 
 
 @app.command()
-def dashboard(plan_path: PlanArg,
-              port: Annotated[int, typer.Option(help="Port to listen on.")] = 8501,
-              address: Annotated[str, typer.Option(help="Address to listen on; keep 127.0.0.1 and put a "
-                                                        "TLS reverse proxy with sign-in in front for others.")]
-              = "127.0.0.1",
-              allow_local_actions: Annotated[bool, typer.Option(
-                  "--allow-local-actions",
-                  help="Without sign-in, let the local user acknowledge, resolve and silence (recorded as the "
-                       "OS account, labelled unauthenticated). Only honoured on a loopback address.")] = False,
-              ) -> None:
+def dashboard(
+    plan_path: PlanArg,
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8501,
+    address: Annotated[
+        str,
+        typer.Option(
+            help="Address to listen on; keep 127.0.0.1 and put a TLS reverse proxy with sign-in in front for others."
+        ),
+    ] = "127.0.0.1",
+    allow_local_actions: Annotated[
+        bool,
+        typer.Option(
+            "--allow-local-actions",
+            help="Without sign-in, let the local user acknowledge, resolve and silence (recorded as the "
+            "OS account, labelled unauthenticated). Only honoured on a loopback address.",
+        ),
+    ] = False,
+) -> None:
     """Open the governance dashboard for a plan (Streamlit).
 
     Without sign-in it is read-only unless --allow-local-actions is given on a loopback address;
@@ -254,9 +344,9 @@ def dashboard(plan_path: PlanArg,
     until an [auth] section is found in .streamlit/secrets.toml.
     """
     from medmon.monitor.plan.model import dashboard_hosts, load_plan
-    from medmon.db import resolve_url
-
     from medmon.monitor.plan.privacy import mask_logs
+
+    from medmon.db import resolve_url
 
     try:
         plan = load_plan(plan_path)
@@ -266,16 +356,26 @@ def dashboard(plan_path: PlanArg,
     files = streamlit_secret_files()
     signed_in = auth_section_found(files)
     if plan.dashboard.auth == "oidc" and not signed_in:
-        err.print(f"error: {plan_path}: dashboard.auth is 'oidc' but no [auth] section was found in "
-                  f"{' or '.join(str(f) for f in files)}; refusing to start without sign-in", markup=False)
+        err.print(
+            f"error: {plan_path}: dashboard.auth is 'oidc' but no [auth] section was found in "
+            f"{' or '.join(str(f) for f in files)}; refusing to start without sign-in",
+            markup=False,
+        )
         raise typer.Exit(EXIT_INPUT)
     local = allow_local_actions and address in ("127.0.0.1", "localhost", "::1")
     if allow_local_actions and not local:
         err.print(f"warning: --allow-local-actions is ignored on {address} (not a loopback address)")
-    env = os.environ | {"MEDMON_PLAN": str(plan_path.resolve()), "MEDMON_DATABASE_URL": resolve_url(plan.storage.url),
-                        "DO_NOT_TRACK": "1", "MEDMON_DASHBOARD_LOCAL_ACTIONS": "1" if local else "0"}
-    mode = "sign-in: OIDC" if signed_in else ("unauthenticated, local actions allowed" if local
-                                               else "unauthenticated, read-only")
+    env = os.environ | {
+        "MEDMON_PLAN": str(plan_path.resolve()),
+        "MEDMON_DATABASE_URL": resolve_url(plan.storage.url),
+        "DO_NOT_TRACK": "1",
+        "MEDMON_DASHBOARD_LOCAL_ACTIONS": "1" if local else "0",
+    }
+    mode = (
+        "sign-in: OIDC"
+        if signed_in
+        else ("unauthenticated, local actions allowed" if local else "unauthenticated, read-only")
+    )
     out.print(f"dashboard: http://{address}:{port}  ({mode}, listening on {address})")
     raise typer.Exit(run_forwarding_signals(dashboard_command(port, address, dashboard_hosts(plan, address)), env))
 
@@ -300,10 +400,12 @@ def run_forwarding_signals(cmd: list[str], env: dict[str, str]) -> int:
 
 
 @app.command()
-def demo(no_dashboard: Annotated[bool, typer.Option("--no-dashboard", help="Run headless.")] = False,
-         workdir: Annotated[Path, typer.Option(help="Folder for the demo plan and database.")] = Path("medmon-demo"),
-         port: Annotated[int, typer.Option(help="Dashboard port.")] = 8501,
-         as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False) -> None:
+def demo(
+    no_dashboard: Annotated[bool, typer.Option("--no-dashboard", help="Run headless.")] = False,
+    workdir: Annotated[Path, typer.Option(help="Folder for the demo plan and database.")] = Path("medmon-demo"),
+    port: Annotated[int, typer.Option(help="Dashboard port.")] = 8501,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
+) -> None:
     """Run the whole job on a SIMULATED model: probes, drift, a signed alert, the dashboard."""
     from medmon.monitor.service.demo import run_demo
 
@@ -312,13 +414,19 @@ def demo(no_dashboard: Annotated[bool, typer.Option("--no-dashboard", help="Run 
     def start_dashboard(plan: object) -> None:
         if no_dashboard:
             return
-        env = os.environ | {"MEDMON_PLAN": str((workdir / "plan.yaml").resolve()),
-                            "MEDMON_DATABASE_URL": getattr(getattr(plan, "storage"), "url"), "DO_NOT_TRACK": "1",
-                            "MEDMON_DASHBOARD_LOCAL_ACTIONS": "1"}
-        proc.append(subprocess.Popen(dashboard_command(port), env=env, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL))
-        out.print(f"[bold]dashboard:[/bold] http://127.0.0.1:{port}  (unauthenticated, local actions allowed, "
-                  "listening on 127.0.0.1)")
+        env = os.environ | {
+            "MEDMON_PLAN": str((workdir / "plan.yaml").resolve()),
+            "MEDMON_DATABASE_URL": plan.storage.url,
+            "DO_NOT_TRACK": "1",
+            "MEDMON_DASHBOARD_LOCAL_ACTIONS": "1",
+        }
+        proc.append(
+            subprocess.Popen(dashboard_command(port), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        )
+        out.print(
+            f"[bold]dashboard:[/bold] http://127.0.0.1:{port}  (unauthenticated, local actions allowed, "
+            "listening on 127.0.0.1)"
+        )
 
     say = (lambda _m: None) if as_json else (lambda m: out.print(m, highlight=False))
     try:
@@ -327,18 +435,26 @@ def demo(no_dashboard: Annotated[bool, typer.Option("--no-dashboard", help="Run 
         for p in proc:
             p.terminate()
         raise _fail(exc) from None
-    summary = {"seconds": round(result.seconds, 1), "probe_results": result.probe_results,
-               "degraded_at_s": result.degraded_at_s, "first_alert_s": result.first_alert_s,
-               "incidents": [asdict(i) for i in result.incidents],
-               "alerts": result.alerts, "webhooks_received": len(result.delivered),
-               "bad_signatures": result.rejected_signatures, "plan": str(result.plan_path),
-               "database": str(result.database)}
+    summary = {
+        "seconds": round(result.seconds, 1),
+        "probe_results": result.probe_results,
+        "degraded_at_s": result.degraded_at_s,
+        "first_alert_s": result.first_alert_s,
+        "incidents": [asdict(i) for i in result.incidents],
+        "alerts": result.alerts,
+        "webhooks_received": len(result.delivered),
+        "bad_signatures": result.rejected_signatures,
+        "plan": str(result.plan_path),
+        "database": str(result.database),
+    }
     open_command = f"medmon dashboard {result.plan_path}"
     if as_json:
         out.print_json(json.dumps(summary | {"dashboard_command": open_command}))
     else:
-        out.print(f"\n[bold]demo finished[/bold] in {summary['seconds']}s: {result.probe_results} probe results stored; "
-                  f"{len(result.delivered)} signed webhooks received, {result.rejected_signatures} bad signatures")
+        out.print(
+            f"\n[bold]demo finished[/bold] in {summary['seconds']}s: {result.probe_results} probe results stored; "
+            f"{len(result.delivered)} signed webhooks received, {result.rejected_signatures} bad signatures"
+        )
         out.print(f"{len(result.incidents)} incident(s) from {len(result.alerts)} alert signal(s):")
         for i in result.incidents:
             out.print(f"  {i.line()}", highlight=False)
@@ -359,10 +475,10 @@ def demo(no_dashboard: Annotated[bool, typer.Option("--no-dashboard", help="Run 
 
 def _mount_subcommands() -> None:
     """Sub-commands that live in their own modules under ``medmon/monitor/cli``."""
+    from medmon.monitor.cli.approvals import approvals_app, approve_command, proposals_command
     from medmon.monitor.cli.audit import app as audit_app
     from medmon.monitor.cli.baseline import app as baseline_app
     from medmon.monitor.cli.change import app as change_app
-    from medmon.monitor.cli.approvals import approvals_app, approve_command, proposals_command
     from medmon.monitor.cli.drift import app as drift_app
     from medmon.monitor.cli.oversight import app as oversight_app
     from medmon.monitor.cli.report import report_command

@@ -12,16 +12,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from medmon.monitor.cli.change import EXIT_INPUT, JsonOption, _plan
+from medmon.monitor.cli.plan_arg import LegacyPlanOption, OptionalPlanArg
+from medmon.monitor.cli.tables import fitted
+from medmon.monitor.errors import GovernanceError, MedmonError
+from medmon.monitor.storage import make_engine
 from rich.console import Console
 from rich.table import Table
 from sqlmodel import Session
 
-from medmon.monitor.cli.tables import fitted
 from medmon.db import session_scope, utcnow
-from medmon.monitor.cli.change import EXIT_INPUT, JsonOption, _plan
-from medmon.monitor.cli.plan_arg import LegacyPlanOption, OptionalPlanArg
-from medmon.monitor.errors import GovernanceError, MedmonError
-from medmon.monitor.storage import make_engine
 
 out = Console()
 err = Console(stderr=True)
@@ -32,13 +32,19 @@ def approve_command(
     *,
     task: Annotated[str, typer.Option(help="The task whose baseline to replace.")],
     by: Annotated[str, typer.Option(help="The approving owner's e-mail (task owner or clinical owner).")],
-    reevaluation: Annotated[int | None, typer.Option(help="A re-evaluation to adopt (medmon change "
-                                                          "reevaluations).")] = None,
-    baseline: Annotated[int | None, typer.Option(help="An imported baseline to adopt (medmon baseline "
-                                                      "proposals).")] = None,
+    reevaluation: Annotated[
+        int | None, typer.Option(help="A re-evaluation to adopt (medmon change reevaluations).")
+    ] = None,
+    baseline: Annotated[
+        int | None, typer.Option(help="An imported baseline to adopt (medmon baseline proposals).")
+    ] = None,
     reason: Annotated[str | None, typer.Option(help="The rationale, kept in the audit log (required).")] = None,
-    committee_decision: Annotated[str | None, typer.Option(help="The committee decision allowing evidence below the "
-                                                                "approval minimum (e.g. minutes reference).")] = None,
+    committee_decision: Annotated[
+        str | None,
+        typer.Option(
+            help="The committee decision allowing evidence below the approval minimum (e.g. minutes reference)."
+        ),
+    ] = None,
     as_json: JsonOption = False,
     legacy_plan: LegacyPlanOption = None,
 ) -> None:
@@ -54,18 +60,44 @@ def approve_command(
     try:
         with session_scope(make_engine(plan.storage.url)) as session:
             if reevaluation is not None:
-                adopted = approve(session, plan, reevaluation_id=reevaluation, task_id=task, by=by, now=utcnow(),
-                                  reason=reason, committee_decision=committee_decision,
-                                  operator=local_actor("medmon baseline approve"))
+                adopted = approve(
+                    session,
+                    plan,
+                    reevaluation_id=reevaluation,
+                    task_id=task,
+                    by=by,
+                    now=utcnow(),
+                    reason=reason,
+                    committee_decision=committee_decision,
+                    operator=local_actor("medmon baseline approve"),
+                )
             else:
                 assert baseline is not None
-                adopted = approve_baseline(session, plan, task_id=task, baseline_id=baseline, by=by, reason=reason,
-                                           now=utcnow(), committee_decision=committee_decision)
-            info = {"task": task, "reevaluation": reevaluation, "baseline_id": adopted.id,
-                    "benchmark": adopted.benchmark, "model": adopted.model, "metric": adopted.metric,
-                    "version": adopted.version, "value": adopted.value, "normalized": adopted.normalized,
-                    "n": adopted.n, "approved_by": adopted.approved_by, "reason": reason,
-                    "committee_decision": committee_decision}
+                adopted = approve_baseline(
+                    session,
+                    plan,
+                    task_id=task,
+                    baseline_id=baseline,
+                    by=by,
+                    reason=reason,
+                    now=utcnow(),
+                    committee_decision=committee_decision,
+                )
+            info = {
+                "task": task,
+                "reevaluation": reevaluation,
+                "baseline_id": adopted.id,
+                "benchmark": adopted.benchmark,
+                "model": adopted.model,
+                "metric": adopted.metric,
+                "version": adopted.version,
+                "value": adopted.value,
+                "normalized": adopted.normalized,
+                "n": adopted.n,
+                "approved_by": adopted.approved_by,
+                "reason": reason,
+                "committee_decision": committee_decision,
+            }
     except GovernanceError as exc:
         err.print(f"[red]refused:[/red] {exc}", highlight=False)
         raise typer.Exit(EXIT_INPUT) from None
@@ -75,36 +107,63 @@ def approve_command(
     if as_json:
         typer.echo(json.dumps(info, indent=2))
     else:
-        out.print(f"task {task}: baseline is now {info['normalized']:.3f} (n={info['n']}, {info['model']}, "
-                  f"version {info['version']}), approved by {by}; recorded in the audit log", highlight=False)
+        out.print(
+            f"task {task}: baseline is now {info['normalized']:.3f} (n={info['n']}, {info['model']}, "
+            f"version {info['version']}), approved by {by}; recorded in the audit log",
+            highlight=False,
+        )
 
 
-def proposals_command(plan_path: OptionalPlanArg = None, as_json: JsonOption = False,
-                      legacy_plan: LegacyPlanOption = None) -> None:
+def proposals_command(
+    plan_path: OptionalPlanArg = None, as_json: JsonOption = False, legacy_plan: LegacyPlanOption = None
+) -> None:
     """List imported baselines awaiting an owner's approval for a task (they change nothing until then)."""
     from medmon.monitor.governance.approvals import baseline_proposals
 
     _, plan = _plan(plan_path, legacy_plan, "baseline proposals")
     with Session(make_engine(plan.storage.url)) as session:
         rows: list[dict[str, Any]] = [
-            {"task": p.task, "baseline_id": p.baseline_id, "benchmark": p.benchmark, "model": p.model,
-             "metric": p.metric, "version": p.version, "normalized": p.normalized, "n": p.n,
-             "imported_at": p.imported_at.isoformat(), "current_baseline_id": p.current_baseline_id}
-            for p in baseline_proposals(session, plan)]
+            {
+                "task": p.task,
+                "baseline_id": p.baseline_id,
+                "benchmark": p.benchmark,
+                "model": p.model,
+                "metric": p.metric,
+                "version": p.version,
+                "normalized": p.normalized,
+                "n": p.n,
+                "imported_at": p.imported_at.isoformat(),
+                "current_baseline_id": p.current_baseline_id,
+            }
+            for p in baseline_proposals(session, plan)
+        ]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
-    table = Table(*("task", "baseline", "model", "metric", "v", "normalized", "n", "imported", "current"), title="Baselines proposed by import, awaiting approval")
+    table = Table(
+        *("task", "baseline", "model", "metric", "v", "normalized", "n", "imported", "current"),
+        title="Baselines proposed by import, awaiting approval",
+    )
     for r in rows:
-        table.add_row(r["task"], str(r["baseline_id"]), r["model"], r["metric"], str(r["version"]),
-                      f"{r['normalized']:.3f}", str(r["n"]), r["imported_at"][:19], str(r["current_baseline_id"]))
+        table.add_row(
+            r["task"],
+            str(r["baseline_id"]),
+            r["model"],
+            r["metric"],
+            str(r["version"]),
+            f"{r['normalized']:.3f}",
+            str(r["n"]),
+            r["imported_at"][:19],
+            str(r["current_baseline_id"]),
+        )
     out.print(fitted(table, out) if rows else "no proposals: every task is compared with its approved baseline")
 
 
 # --- thresholds: a plan edit proposes, an owner approves ----------------------------------------
 
-approvals_app = typer.Typer(help="Decisions awaiting an owner: threshold changes and imported baselines.",
-                            no_args_is_help=True)
+approvals_app = typer.Typer(
+    help="Decisions awaiting an owner: threshold changes and imported baselines.", no_args_is_help=True
+)
 
 
 def _recorded_engine(positional: Path | None, legacy: Path | None, command: str) -> tuple[Any, Any]:
@@ -119,8 +178,9 @@ def _recorded_engine(positional: Path | None, legacy: Path | None, command: str)
 
 
 @approvals_app.command("list")
-def list_command(plan_path: OptionalPlanArg = None, as_json: JsonOption = False,
-                 legacy_plan: LegacyPlanOption = None) -> None:
+def list_command(
+    plan_path: OptionalPlanArg = None, as_json: JsonOption = False, legacy_plan: LegacyPlanOption = None
+) -> None:
     """List what awaits an owner's decision: threshold edits (not in force until approved) and imported baselines.
 
     The plan file is recorded first, so an edit made since the last 'medmon check' is listed too.
@@ -130,25 +190,57 @@ def list_command(plan_path: OptionalPlanArg = None, as_json: JsonOption = False,
 
     plan, engine = _recorded_engine(plan_path, legacy_plan, "approvals list")
     with Session(engine) as session:
-        thresholds = [{"task": p.task, "threshold": p.threshold, "in_force": p.in_force, "proposed": p.proposed,
-                       "looser": p.looser, "plan_seq": p.plan_seq, "proposed_by": p.proposed_by,
-                       "proposed_at": p.proposed_at.isoformat() if p.proposed_at else None,
-                       "in_force_since": e.thresholds_at.isoformat() if e.thresholds_at else None,
-                       "in_force_source": e.thresholds_source}
-                      for e in effective_tasks(session, plan) for p in e.proposals]
-        baselines = [{"task": p.task, "baseline_id": p.baseline_id, "model": p.model, "normalized": p.normalized,
-                      "n": p.n, "current_baseline_id": p.current_baseline_id}
-                     for p in baseline_proposals(session, plan)]
+        thresholds = [
+            {
+                "task": p.task,
+                "threshold": p.threshold,
+                "in_force": p.in_force,
+                "proposed": p.proposed,
+                "looser": p.looser,
+                "plan_seq": p.plan_seq,
+                "proposed_by": p.proposed_by,
+                "proposed_at": p.proposed_at.isoformat() if p.proposed_at else None,
+                "in_force_since": e.thresholds_at.isoformat() if e.thresholds_at else None,
+                "in_force_source": e.thresholds_source,
+            }
+            for e in effective_tasks(session, plan)
+            for p in e.proposals
+        ]
+        baselines = [
+            {
+                "task": p.task,
+                "baseline_id": p.baseline_id,
+                "model": p.model,
+                "normalized": p.normalized,
+                "n": p.n,
+                "current_baseline_id": p.current_baseline_id,
+            }
+            for p in baseline_proposals(session, plan)
+        ]
     if as_json:
         typer.echo(json.dumps({"thresholds": thresholds, "baselines": baselines}, indent=2))
         return
-    table = Table(*("task", "threshold", "in force", "proposed", "loosens", "plan seq", "proposed by"), title="Threshold changes awaiting approval (the value in force judges the task until then)")
+    table = Table(
+        *("task", "threshold", "in force", "proposed", "loosens", "plan seq", "proposed by"),
+        title="Threshold changes awaiting approval (the value in force judges the task until then)",
+    )
     for r in thresholds:
-        table.add_row(r["task"], r["threshold"], str(r["in_force"]), str(r["proposed"]), "yes" if r["looser"] else "",
-                      str(r["plan_seq"]), r["proposed_by"] or "plan file (not recorded)")
+        table.add_row(
+            r["task"],
+            r["threshold"],
+            str(r["in_force"]),
+            str(r["proposed"]),
+            "yes" if r["looser"] else "",
+            str(r["plan_seq"]),
+            r["proposed_by"] or "plan file (not recorded)",
+        )
     out.print(fitted(table, out) if thresholds else "no threshold changes await approval", highlight=False)
-    out.print(f"{len(baselines)} imported baseline(s) await approval (medmon baseline proposals)" if baselines
-              else "no imported baselines await approval", highlight=False)
+    out.print(
+        f"{len(baselines)} imported baseline(s) await approval (medmon baseline proposals)"
+        if baselines
+        else "no imported baselines await approval",
+        highlight=False,
+    )
 
 
 @approvals_app.command("thresholds")
@@ -158,8 +250,10 @@ def approve_thresholds_command(
     task: Annotated[str, typer.Option(help="The task whose proposed thresholds to put in force.")],
     by: Annotated[str, typer.Option(help="The approving owner's e-mail (task owner or clinical owner).")],
     reason: Annotated[str | None, typer.Option(help="The rationale, kept in the audit log (required).")] = None,
-    committee_decision: Annotated[str | None, typer.Option(help="The committee decision allowing a lower approval "
-                                                                "minimum (min_score, subgroup_min_score).")] = None,
+    committee_decision: Annotated[
+        str | None,
+        typer.Option(help="The committee decision allowing a lower approval minimum (min_score, subgroup_min_score)."),
+    ] = None,
     as_json: JsonOption = False,
     legacy_plan: LegacyPlanOption = None,
 ) -> None:
@@ -173,10 +267,18 @@ def approve_thresholds_command(
     plan, engine = _recorded_engine(plan_path, legacy_plan, "approvals thresholds")
     try:
         with session_scope(engine) as session:
-            event = approve_thresholds(session, plan, task_id=task, by=by, reason=reason, now=utcnow(),
-                                       committee_decision=committee_decision)
-            info = {"task": task, "approved_by": by, "seq": event.seq, "thresholds": event.details["thresholds"],
-                    "changes": event.details["changes"], "reason": reason, "committee_decision": committee_decision}
+            event = approve_thresholds(
+                session, plan, task_id=task, by=by, reason=reason, now=utcnow(), committee_decision=committee_decision
+            )
+            info = {
+                "task": task,
+                "approved_by": by,
+                "seq": event.seq,
+                "thresholds": event.details["thresholds"],
+                "changes": event.details["changes"],
+                "reason": reason,
+                "committee_decision": committee_decision,
+            }
     except GovernanceError as exc:
         err.print(f"[red]refused:[/red] {exc}", highlight=False)
         raise typer.Exit(EXIT_INPUT) from None
@@ -184,5 +286,8 @@ def approve_thresholds_command(
         typer.echo(json.dumps(info, indent=2))
         return
     changed = ", ".join(f"{c['threshold']} {c['old']} -> {c['new']}" for c in info["changes"])
-    out.print(f"task {task}: {changed} approved by {by} (audit seq {info['seq']}); restart 'medmon serve' to "
-              "apply them to detection", highlight=False)
+    out.print(
+        f"task {task}: {changed} approved by {by} (audit seq {info['seq']}); restart 'medmon serve' to "
+        "apply them to detection",
+        highlight=False,
+    )

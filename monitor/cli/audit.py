@@ -6,31 +6,33 @@ Exit codes: 0 ok, 1 the chain does not verify (tampered), 2 bad input (no databa
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from medmon.monitor.cli.plan_arg import LegacyPlanOption, OptionalPlanArg, chosen_plan
+from medmon.monitor.cli.tables import fitted
+from medmon.monitor.errors import MedmonError
+from medmon.monitor.governance.audit import AuditKind, event_dict, list_events, verify
+from medmon.monitor.plan.model import load_plan
+from medmon.monitor.storage import make_engine
 from rich.console import Console
 from rich.table import Table
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from medmon.monitor.cli.tables import fitted
-from medmon.monitor.cli.plan_arg import LegacyPlanOption, OptionalPlanArg, chosen_plan
-from medmon.monitor.governance.audit import AuditKind, event_dict, list_events, verify
-from medmon.monitor.errors import MedmonError
-from medmon.monitor.plan.model import load_plan
 from medmon.db import resolve_url
-from medmon.monitor.storage import make_engine
 
 app = typer.Typer(help="The tamper-evident audit log: who changed or decided what, and when.", no_args_is_help=True)
 out = Console()
 err = Console(stderr=True)
 EXIT_TAMPERED, EXIT_INPUT = 1, 2
 
-DbOption = Annotated[str | None, typer.Option("--db", help="Database URL (default: the plan's, MEDMON_DATABASE_URL, "
-                                                           "else sqlite:///medmon.db).")]
+DbOption = Annotated[
+    str | None,
+    typer.Option("--db", help="Database URL (default: the plan's, MEDMON_DATABASE_URL, else sqlite:///medmon.db)."),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 
@@ -61,18 +63,20 @@ def _since(text: str | None) -> datetime | None:
     except ValueError:
         err.print(f"[red]error:[/red] --since: expected an ISO date or time, got {text!r}", highlight=False)
         raise typer.Exit(EXIT_INPUT) from None
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 @app.command("list")
-def list_command(plan: OptionalPlanArg = None, db: DbOption = None,
-                 kind: Annotated[AuditKind | None, typer.Option(help="Only entries of this kind.")] = None,
-                 subject: Annotated[str | None, typer.Option(help="Only subjects starting with this, e.g. task:qa.")]
-                 = None,
-                 since: Annotated[str | None, typer.Option(help="Only entries at or after this ISO time (UTC).")]
-                 = None,
-                 limit: Annotated[int, typer.Option(min=1, help="The newest N entries.")] = 50,
-                 as_json: JsonOption = False, legacy_plan: LegacyPlanOption = None) -> None:
+def list_command(
+    plan: OptionalPlanArg = None,
+    db: DbOption = None,
+    kind: Annotated[AuditKind | None, typer.Option(help="Only entries of this kind.")] = None,
+    subject: Annotated[str | None, typer.Option(help="Only subjects starting with this, e.g. task:qa.")] = None,
+    since: Annotated[str | None, typer.Option(help="Only entries at or after this ISO time (UTC).")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="The newest N entries.")] = 50,
+    as_json: JsonOption = False,
+    legacy_plan: LegacyPlanOption = None,
+) -> None:
     """List audit entries, oldest first (the newest ``--limit``), from the plan's database (or ``--db``)."""
     engine = _engine(plan, legacy_plan, db, "audit list")
     with Session(engine) as session:
@@ -90,10 +94,16 @@ def list_command(plan: OptionalPlanArg = None, db: DbOption = None,
 
 
 @app.command("verify")
-def verify_command(plan: OptionalPlanArg = None, db: DbOption = None,
-                   expect: Annotated[str | None, typer.Option(help="SEQ:HASH noted earlier (a report's head): "
-                                                                   "that entry must still carry that hash.")] = None,
-                   as_json: JsonOption = False, legacy_plan: LegacyPlanOption = None) -> None:
+def verify_command(
+    plan: OptionalPlanArg = None,
+    db: DbOption = None,
+    expect: Annotated[
+        str | None,
+        typer.Option(help="SEQ:HASH noted earlier (a report's head): that entry must still carry that hash."),
+    ] = None,
+    as_json: JsonOption = False,
+    legacy_plan: LegacyPlanOption = None,
+) -> None:
     """Recompute the hash chain of the plan's database (or ``--db``); exit 1 and say where if any entry
     was edited, deleted or inserted."""
     anchor = None
@@ -109,15 +119,23 @@ def verify_command(plan: OptionalPlanArg = None, db: DbOption = None,
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     elif report.ok:
-        out.print(f"[green]ok[/green]: {report.entries} entries verify; head seq {report.head_seq} {report.head_hash}",
-                  highlight=False)
+        out.print(
+            f"[green]ok[/green]: {report.entries} entries verify; head seq {report.head_seq} {report.head_hash}",
+            highlight=False,
+        )
         if anchor is None:
-            out.print("compare this head with the one printed in the last committee report (or pass it with "
-                      "--expect SEQ:HASH): without it, deleting the newest entries that no other record covers "
-                      "cannot be detected", highlight=False)
+            out.print(
+                "compare this head with the one printed in the last committee report (or pass it with "
+                "--expect SEQ:HASH): without it, deleting the newest entries that no other record covers "
+                "cannot be detected",
+                highlight=False,
+            )
     else:
-        err.print(f"[red]TAMPERED[/red]: {len(report.problems)} problem(s) in {report.entries} entries; "
-                  f"head checked: seq {report.head_seq} {report.head_hash}", highlight=False)
+        err.print(
+            f"[red]TAMPERED[/red]: {len(report.problems)} problem(s) in {report.entries} entries; "
+            f"head checked: seq {report.head_seq} {report.head_hash}",
+            highlight=False,
+        )
         for problem in report.problems:
             err.print(f"  {problem}", highlight=False, markup=False)
     if not report.ok:

@@ -13,13 +13,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-from sqlmodel import Session
-
-from medmon.monitor.cli.tables import fitted
 from medmon.baselines import (
     DISAGREEMENT_FLAG,
     BaselineError,
@@ -32,15 +25,21 @@ from medmon.baselines import (
     list_baselines,
     resolve,
 )
-from medmon.monitor.governance.audit import local_actor, record_baseline_import
+from medmon.monitor.cli.tables import fitted
 from medmon.monitor.errors import MedmonError
-from medmon.db import resolve_url, session_scope, utcnow
+from medmon.monitor.governance.audit import local_actor, record_baseline_import
 from medmon.monitor.storage import make_engine
 from medmon.probes.scoring import rescore
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from sqlmodel import Session
+
+from medmon.db import resolve_url, session_scope, utcnow
 
 app = typer.Typer(
-    help="Import and inspect pre-deployment baselines: HELM/MedHELM output or published scores.",
-    no_args_is_help=True,
+    help="Import and inspect pre-deployment baselines: HELM/MedHELM output or published scores.", no_args_is_help=True
 )
 
 MANUAL_SUFFIXES = (".csv", ".yaml", ".yml")
@@ -82,19 +81,22 @@ def _print_report(report: ImportReport) -> None:
     title = f"Imported {report.kind} evidence from {report.source}" + (
         f" (suite {report.suite})" if report.suite else ""
     )
-    table = Table(*(
-        "benchmark",
-        "model",
-        "metric",
-        "version",
-        "value",
-        "normalized",
-        "n",
-        "95% CI",
-        "canaries",
-        "HELM vs medmon",
-        "status",
-    ), title=escape(title))
+    table = Table(
+        *(
+            "benchmark",
+            "model",
+            "metric",
+            "version",
+            "value",
+            "normalized",
+            "n",
+            "95% CI",
+            "canaries",
+            "HELM vs medmon",
+            "status",
+        ),
+        title=escape(title),
+    )
     for b in report.baselines:
         table.add_row(
             *map(
@@ -157,8 +159,9 @@ def import_command(
                 def advance(done: int, total: int, label: str) -> None:
                     bar.update(task, completed=done, total=total, description=label[:60])
 
-                report = import_helm_path(session, path, suite=suite, model=model, progress=advance, strict=strict,
-                                          rescore=rescore)
+                report = import_helm_path(
+                    session, path, suite=suite, model=model, progress=advance, strict=strict, rescore=rescore
+                )
         record_baseline_import(session, report.to_dict(), local_actor("medmon baseline import"), utcnow())
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
@@ -180,7 +183,10 @@ def list_command(db: DbOption = None, as_json: JsonOption = False) -> None:
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
-    table = Table(*("benchmark", "model", "metric", "v", "value", "normalized", "n", "95% CI", "source", "imported"), title="Baselines")
+    table = Table(
+        *("benchmark", "model", "metric", "v", "value", "normalized", "n", "95% CI", "source", "imported"),
+        title="Baselines",
+    )
     for r in rows:
         table.add_row(
             *map(
@@ -257,7 +263,9 @@ def show_command(
                 markup=False,
             ) if v["rescored_value"] is not None else console.print(
                 f"  scored again by medmon: no readable completion; HELM and medmon "
-                f"{_disagreement(v['disagreements'], v['compared'])}", markup=False)
+                f"{_disagreement(v['disagreements'], v['compared'])}",
+                markup=False,
+            )
     for c in cells:
         console.print(
             f"leaderboard {c['group']} / {c['table_title']}: {c['model']} {c['column']} = {c['value']:.4g}",

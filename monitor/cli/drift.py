@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-
 from medmon.monitor.cli.plan_arg import PlanArg
 from medmon.monitor.errors import MedmonError
+from rich.console import Console
 
 app = typer.Typer(help="evidently drift reports of output length, latency, score and cost.", no_args_is_help=True)
 out = Console(soft_wrap=True)
@@ -37,30 +36,48 @@ def _when(value: Any) -> str | None:
 
 
 def _row(view: Any) -> dict[str, Any]:
-    return {"id": view.id, "task": view.task_id, "created_at": _when(view.created_at),
-            "reference": {"from": _when(view.reference_from), "to": _when(view.reference_to), "n": view.n_reference},
-            "current": {"from": _when(view.current_from), "to": _when(view.current_to), "n": view.n_current},
-            "drifted": view.drifted,
-            "columns": [{"column": c.column, "method": c.method, "p_value": c.p_value, "threshold": c.threshold,
-                         "drift": c.drifted, "note": view.notes.get(c.column)} for c in view.columns],
-            "not_compared": [{"column": name, "why": why} for name, why in view.not_compared.items()]}
+    return {
+        "id": view.id,
+        "task": view.task_id,
+        "created_at": _when(view.created_at),
+        "reference": {"from": _when(view.reference_from), "to": _when(view.reference_to), "n": view.n_reference},
+        "current": {"from": _when(view.current_from), "to": _when(view.current_to), "n": view.n_current},
+        "drifted": view.drifted,
+        "columns": [
+            {
+                "column": c.column,
+                "method": c.method,
+                "p_value": c.p_value,
+                "threshold": c.threshold,
+                "drift": c.drifted,
+                "note": view.notes.get(c.column),
+            }
+            for c in view.columns
+        ],
+        "not_compared": [{"column": name, "why": why} for name, why in view.not_compared.items()],
+    }
 
 
 @app.command("report")
-def report(plan_path: PlanArg,
-           task: Annotated[str, typer.Option(help="The task id to report on.")],
-           window: Annotated[int, typer.Option(help="Answers in each window (reference: the first; "
-                                                    "current: the latest).")] = 200,
-           out_path: Annotated[Path | None, typer.Option("--output", "-o", "--out", help="Also write the HTML report here.")] = None,
-           as_json: JsonOpt = False) -> None:
+def report(
+    plan_path: PlanArg,
+    task: Annotated[str, typer.Option(help="The task id to report on.")],
+    window: Annotated[
+        int, typer.Option(help="Answers in each window (reference: the first; current: the latest).")
+    ] = 200,
+    out_path: Annotated[
+        Path | None, typer.Option("--output", "-o", "--out", help="Also write the HTML report here.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Make a drift report of one task now, store it for the dashboard, and write its HTML."""
-    from sqlmodel import Session
-
     from medmon.monitor.detection.reports import report_shortfall, store_drift_report
     from medmon.monitor.plan.model import load_plan
     from medmon.monitor.read.drift import drift_report_html, drift_reports
-    from medmon.db import session_scope, utcnow
     from medmon.monitor.storage import make_engine
+    from sqlmodel import Session
+
+    from medmon.db import session_scope, utcnow
 
     try:
         plan = load_plan(plan_path)
@@ -77,8 +94,10 @@ def report(plan_path: PlanArg,
         shortfall = report_shortfall(session, task, window)
         if shortfall is not None:
             raise _fail(shortfall)
-        err.print(f"comparing the first {window} answers of {task} with the latest {window} (evidently, KS tests)…",
-                  highlight=False)
+        err.print(
+            f"comparing the first {window} answers of {task} with the latest {window} (evidently, KS tests)…",
+            highlight=False,
+        )
         try:
             row = store_drift_report(session, task, utcnow(), window=window)
         except ValueError as exc:  # every descriptor constant or missing: nothing a KS test can compare
@@ -97,28 +116,35 @@ def report(plan_path: PlanArg,
         out.print_json(json.dumps(_row(view) | {"html": str(out_path) if out_path else None}))
         return
     drifted = ", ".join(view.drifted) or "none"
-    out.print(f"{task}: report {view.id}, {view.n_reference} reference and {view.n_current} recent answers; "
-              f"drifted: {drifted}", highlight=False)
+    out.print(
+        f"{task}: report {view.id}, {view.n_reference} reference and {view.n_current} recent answers; "
+        f"drifted: {drifted}",
+        highlight=False,
+    )
     for c in view.columns:
         p = "—" if c.p_value is None else f"{c.p_value:.3g}"
         note = view.notes.get(c.column)
-        out.print(f"  {c.column:<14} {c.method or '?':<4} p={p:<9} {'DRIFT' if c.drifted else 'ok'}"
-                  + (f"  ({note})" if note else ""), highlight=False)
+        out.print(
+            f"  {c.column:<14} {c.method or '?':<4} p={p:<9} {'DRIFT' if c.drifted else 'ok'}"
+            + (f"  ({note})" if note else ""),
+            highlight=False,
+        )
     for name, why in view.not_compared.items():
         out.print(f"  {name:<14} {why}", highlight=False)
 
 
 @app.command("list")
-def list_reports(plan_path: PlanArg,
-                 task: Annotated[str | None, typer.Option(help="Only this task's reports.")] = None,
-                 limit: Annotated[int, typer.Option(min=1, help="At most this many, newest first.")] = 50,
-                 as_json: JsonOpt = False) -> None:
+def list_reports(
+    plan_path: PlanArg,
+    task: Annotated[str | None, typer.Option(help="Only this task's reports.")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many, newest first.")] = 50,
+    as_json: JsonOpt = False,
+) -> None:
     """List the stored drift reports, newest first, with the columns each found drifted."""
-    from sqlmodel import Session
-
     from medmon.monitor.plan.model import load_plan
     from medmon.monitor.read.drift import drift_reports
     from medmon.monitor.storage import make_engine
+    from sqlmodel import Session
 
     try:
         plan = load_plan(plan_path)
@@ -137,5 +163,8 @@ def list_reports(plan_path: PlanArg,
         err.print("no drift report stored yet; make one with: medmon drift report PLAN --task TASK", highlight=False)
         return
     for v in views:
-        out.print(f"{v.id:>5}  {v.created_at:%Y-%m-%d %H:%M}  {v.task_id:<20} n={v.n_reference}/{v.n_current}  "
-                  f"drifted: {', '.join(v.drifted) or 'none'}", highlight=False)
+        out.print(
+            f"{v.id:>5}  {v.created_at:%Y-%m-%d %H:%M}  {v.task_id:<20} n={v.n_reference}/{v.n_current}  "
+            f"drifted: {', '.join(v.drifted) or 'none'}",
+            highlight=False,
+        )

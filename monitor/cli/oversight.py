@@ -11,23 +11,25 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from medmon.monitor.cli.audit import open_database
+from medmon.monitor.cli.plan_arg import PlanArg
+from medmon.monitor.cli.tables import fitted
+from medmon.monitor.errors import GovernanceError, MedmonError
+from medmon.monitor.plan.model import Plan, load_plan
+from medmon.monitor.plan.oversight import MEDHELM_JURY_ICC
 from rich.console import Console
 from rich.table import Table
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from medmon.monitor.cli.tables import fitted
 from medmon.db import session_scope, utcnow
-from medmon.monitor.cli.audit import open_database
-from medmon.monitor.cli.plan_arg import PlanArg
-from medmon.monitor.errors import GovernanceError, MedmonError
-from medmon.monitor.plan.model import Plan, load_plan
-from medmon.monitor.plan.oversight import MEDHELM_JURY_ICC
 
 # The statistics (numpy, krippendorff, pingouin) load when a command runs, not when `medmon` starts.
 
-app = typer.Typer(help="Human oversight: clinician review, the jury validated against clinicians, safety events.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Human oversight: clinician review, the jury validated against clinicians, safety events.",
+    no_args_is_help=True,
+)
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 EXIT_ATTENTION, EXIT_INPUT = 1, 2
@@ -55,18 +57,26 @@ def pass_command(plan_path: PlanArg, as_json: JsonOption = False) -> None:
     with session_scope(engine) as session:
         signals = oversight_pass(session, plan, now)
         progress = review_progress(session, plan, now)
-    summary = {"reviews": [p.__dict__ for p in progress],
-               "alerts": [{"rule": s.labels["rule"], "metric": s.labels["metric"], "firing": s.firing,
-                           "summary": s.summary} for s in signals]}
+    summary = {
+        "reviews": [p.__dict__ for p in progress],
+        "alerts": [
+            {"rule": s.labels["rule"], "metric": s.labels["metric"], "firing": s.firing, "summary": s.summary}
+            for s in signals
+        ],
+    }
     if as_json:
         out.print_json(json.dumps(summary))
         return
     for p in progress:
-        out.print(f"{p.task_id}: {p.done} reviewed of {p.queued} queued this week (quota {p.quota}); "
-                  f"{p.flagged} safety flag(s)", highlight=False)
+        out.print(
+            f"{p.task_id}: {p.done} reviewed of {p.queued} queued this week (quota {p.quota}); "
+            f"{p.flagged} safety flag(s)",
+            highlight=False,
+        )
     for s in summary["alerts"]:
-        out.print(f"{'FIRING' if s['firing'] else 'cleared'} {s['rule']} {s['metric']}: {s['summary']}",
-                  highlight=False)
+        out.print(
+            f"{'FIRING' if s['firing'] else 'cleared'} {s['rule']} {s['metric']}: {s['summary']}", highlight=False
+        )
 
 
 @app.command("agreement")
@@ -79,23 +89,53 @@ def agreement_command(plan_path: PlanArg, as_json: JsonOption = False) -> None:
     with Session(engine) as session:
         rows = agreement_table(session)
     floors = plan.oversight.agreement
-    below = [r for r in rows if r.statistic in FLOORED and r.value is not None
-             and (floor := getattr(floors, FLOORED[r.statistic])) is not None
-             and (r.ci_high if r.ci_high is not None else r.value) < floor]
+    below = [
+        r
+        for r in rows
+        if r.statistic in FLOORED
+        and r.value is not None
+        and (floor := getattr(floors, FLOORED[r.statistic])) is not None
+        and (r.ci_high if r.ci_high is not None else r.value) < floor
+    ]
     if as_json:
-        out.print_json(json.dumps({"medhelm_jury_icc": MEDHELM_JURY_ICC, "streams": [
-            {"task": r.task_id, "criterion": r.criterion, "statistic": r.statistic, "value": r.value,
-             "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n, "at": r.at.isoformat()} for r in rows],
-            "below_floor": [f"{r.task_id}:{r.statistic}:{r.criterion}" for r in below]}))
+        out.print_json(
+            json.dumps(
+                {
+                    "medhelm_jury_icc": MEDHELM_JURY_ICC,
+                    "streams": [
+                        {
+                            "task": r.task_id,
+                            "criterion": r.criterion,
+                            "statistic": r.statistic,
+                            "value": r.value,
+                            "ci_low": r.ci_low,
+                            "ci_high": r.ci_high,
+                            "n": r.n,
+                            "at": r.at.isoformat(),
+                        }
+                        for r in rows
+                    ],
+                    "below_floor": [f"{r.task_id}:{r.statistic}:{r.criterion}" for r in below],
+                }
+            )
+        )
     else:
         table = Table("task", "criterion", "statistic", "value", "95% CI", "answers")
         for r in rows:
-            table.add_row(r.task_id, r.criterion, r.statistic, "" if r.value is None else f"{r.value:.2f}",
-                          "" if r.ci_low is None or r.ci_high is None else f"{r.ci_low:.2f} to {r.ci_high:.2f}",
-                          str(r.n))
+            table.add_row(
+                r.task_id,
+                r.criterion,
+                r.statistic,
+                "" if r.value is None else f"{r.value:.2f}",
+                "" if r.ci_low is None or r.ci_high is None else f"{r.ci_low:.2f} to {r.ci_high:.2f}",
+                str(r.n),
+            )
         out.print(fitted(table, out))
-        out.print(f"MedHELM: jury-clinician ICC {MEDHELM_JURY_ICC}." if rows else
-                  "No agreement figures yet: too few answers rated by both clinicians and judges.")
+        out.print(
+            f"MedHELM: jury-clinician ICC {MEDHELM_JURY_ICC}."
+            if rows
+            else "No agreement figures yet: too few answers rated by both clinicians and judges."
+        )
     if below:
         raise typer.Exit(EXIT_ATTENTION)
 
@@ -111,27 +151,50 @@ def events_command(plan_path: PlanArg, as_json: JsonOption = False) -> None:
         rows = safety_events(session, plan, now)
     urgent = [r for r in rows if r.clock.state in ("due_soon", "overdue")]
     if as_json:
-        out.print_json(json.dumps([{"id": r.event.id, "task": r.event.task_id, "severity": r.event.severity,
-                                    "status": r.event.status, "due_at": r.clock.due_at.isoformat()
-                                    if r.clock.due_at else None, "clock": r.clock.state, "label": r.clock.label,
-                                    "open_actions": sum(1 for a in r.actions if a.status != "closed")}
-                                   for r in rows]))
+        out.print_json(
+            json.dumps(
+                [
+                    {
+                        "id": r.event.id,
+                        "task": r.event.task_id,
+                        "severity": r.event.severity,
+                        "status": r.event.status,
+                        "due_at": r.clock.due_at.isoformat() if r.clock.due_at else None,
+                        "clock": r.clock.state,
+                        "label": r.clock.label,
+                        "open_actions": sum(1 for a in r.actions if a.status != "closed"),
+                    }
+                    for r in rows
+                ]
+            )
+        )
     else:
         table = Table("event", "task", "severity", "status", "due (UTC)", "clock", "open actions", "what happened")
         for r in rows:
-            table.add_row(f"#{r.event.id}", r.event.task_id, r.event.severity, r.event.status,
-                          f"{r.clock.due_at:%Y-%m-%d %H:%M}" if r.clock.due_at else "", r.clock.label,
-                          str(sum(1 for a in r.actions if a.status != "closed")), r.event.what_happened)
+            table.add_row(
+                f"#{r.event.id}",
+                r.event.task_id,
+                r.event.severity,
+                r.event.status,
+                f"{r.clock.due_at:%Y-%m-%d %H:%M}" if r.clock.due_at else "",
+                r.clock.label,
+                str(sum(1 for a in r.actions if a.status != "closed")),
+                r.event.what_happened,
+            )
         out.print(fitted(table, out) if rows else "No safety event has been opened.")
     if urgent:
         raise typer.Exit(EXIT_ATTENTION)
 
 
 @app.command("export")
-def export_command(plan_path: PlanArg, event_id: Annotated[int, typer.Argument(help="The safety event's number.")],
-                   out_path: Annotated[Path | None, typer.Option("--output", "-o", "--out", help="JSON file to write (the HTML and "
-                                                                               "PDF go beside it).")] = None,
-                   pdf: Annotated[bool, typer.Option("--pdf/--no-pdf", help="Also print a PDF.")] = True) -> None:
+def export_command(
+    plan_path: PlanArg,
+    event_id: Annotated[int, typer.Argument(help="The safety event's number.")],
+    out_path: Annotated[
+        Path | None, typer.Option("--output", "-o", "--out", help="JSON file to write (the HTML and PDF go beside it).")
+    ] = None,
+    pdf: Annotated[bool, typer.Option("--pdf/--no-pdf", help="Also print a PDF.")] = True,
+) -> None:
     """Export a safety event for the hospital's incident system: JSON, and HTML with a PDF where Chromium exists."""
     from medmon.monitor.governance.reports.render import render_safety_event, to_pdf
     from medmon.monitor.governance.safety import event_document
@@ -150,5 +213,7 @@ def export_command(plan_path: PlanArg, event_id: Annotated[int, typer.Argument(h
     html = target.with_suffix(".html")
     html.write_text(render_safety_event(document, now), "utf-8")
     printed = to_pdf(html, target.with_suffix(".pdf")) if pdf else None
-    out.print(f"wrote {target}, {html}" + (f", {printed}" if printed else
-                                           ("" if not pdf else " (no PDF converter found)")), highlight=False)
+    out.print(
+        f"wrote {target}, {html}" + (f", {printed}" if printed else ("" if not pdf else " (no PDF converter found)")),
+        highlight=False,
+    )

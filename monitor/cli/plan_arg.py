@@ -23,14 +23,21 @@ PLAN_HELP = "The monitoring plan (YAML); the first argument of every command tha
 PlanArg = Annotated[Path, typer.Argument(metavar="PLAN", envvar="MEDMON_PLAN", show_envvar=True, help=PLAN_HELP)]
 """A required plan, given first (or in ``$MEDMON_PLAN``)."""
 
-OptionalPlanArg = Annotated[Path | None, typer.Argument(
-    metavar="PLAN", envvar="MEDMON_PLAN", show_envvar=True,
-    help=PLAN_HELP + " '--plan PLAN' is a deprecated alias that still works.")]
+OptionalPlanArg = Annotated[
+    Path | None,
+    typer.Argument(
+        metavar="PLAN",
+        envvar="MEDMON_PLAN",
+        show_envvar=True,
+        help=PLAN_HELP + " '--plan PLAN' is a deprecated alias that still works.",
+    ),
+]
 """A plan argument on commands that used to take ``--plan``: optional for the parser, so the old
 spelling still parses; :func:`chosen_plan` then insists on one of the two."""
 
-LegacyPlanOption = Annotated[Path | None, typer.Option(
-    "--plan", hidden=True, help="Deprecated: give the plan as the first argument instead.")]
+LegacyPlanOption = Annotated[
+    Path | None, typer.Option("--plan", hidden=True, help="Deprecated: give the plan as the first argument instead.")
+]
 
 
 def _from_environment(path: Path | None) -> bool:
@@ -38,8 +45,9 @@ def _from_environment(path: Path | None) -> bool:
     return path is not None and env is not None and Path(env) == path
 
 
-def chosen_plan(positional: Path | None, legacy: Path | None, command: str, *, required: bool = True,
-                implicit: Path | None = None) -> Path | None:
+def chosen_plan(
+    positional: Path | None, legacy: Path | None, command: str, *, required: bool = True, implicit: Path | None = None
+) -> Path | None:
     """The plan a command was given, warning once on stderr when it came through ``--plan``.
 
     ``implicit`` is the file a command used to read when given no plan at all (``plan.yaml`` in
@@ -48,20 +56,31 @@ def chosen_plan(positional: Path | None, legacy: Path | None, command: str, *, r
     """
     if legacy is not None:
         if positional is not None and positional != legacy and not _from_environment(positional):
-            err.print(f"[red]error:[/red] the plan is given twice ({positional} and --plan {legacy}); give it "
-                      f"once, as the first argument", highlight=False)
+            err.print(
+                f"[red]error:[/red] the plan is given twice ({positional} and --plan {legacy}); give it "
+                f"once, as the first argument",
+                highlight=False,
+            )
             raise typer.Exit(EXIT_INPUT)
-        err.print(f"warning: '--plan' is deprecated; give the plan as the first argument: "
-                  f"medmon {command} {legacy} ...", highlight=False, markup=False)
+        err.print(
+            f"warning: '--plan' is deprecated; give the plan as the first argument: medmon {command} {legacy} ...",
+            highlight=False,
+            markup=False,
+        )
         return legacy
     if positional is not None:
         return positional
     if implicit is not None and implicit.exists():
-        err.print(f"warning: no plan given, reading ./{implicit} (deprecated); give the plan as the first "
-                  f"argument: medmon {command} {implicit} ...", highlight=False, markup=False)
+        err.print(
+            f"warning: no plan given, reading ./{implicit} (deprecated); give the plan as the first "
+            f"argument: medmon {command} {implicit} ...",
+            highlight=False,
+            markup=False,
+        )
         return implicit
     if required:
-        err.print(f"[red]error:[/red] missing the plan: medmon {command} PLAN ... (or set MEDMON_PLAN)",
-                  highlight=False)
+        err.print(
+            f"[red]error:[/red] missing the plan: medmon {command} PLAN ... (or set MEDMON_PLAN)", highlight=False
+        )
         raise typer.Exit(EXIT_INPUT)
     return None

@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-
 from medmon.monitor.cli.plan_arg import PlanArg
 from medmon.monitor.errors import MedmonError
+from rich.console import Console
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -40,8 +39,10 @@ def _write(html: str, out_path: Path, pdf: bool) -> tuple[Path | None, Path | No
             html_path.write_text(html, "utf-8")
             made = to_pdf(html_path, out_path)
         if made is None:
-            raise _fail(f"--output {out_path}: no PDF converter (Chromium or WeasyPrint) is installed; "
-                        "write HTML instead (--output NAME.html)")
+            raise _fail(
+                f"--output {out_path}: no PDF converter (Chromium or WeasyPrint) is installed; "
+                "write HTML instead (--output NAME.html)"
+            )
         return None, made
     out_path.write_text(html, "utf-8")
     return out_path, (to_pdf(out_path, out_path.with_suffix(".pdf")) if pdf else None)
@@ -49,35 +50,67 @@ def _write(html: str, out_path: Path, pdf: bool) -> tuple[Path | None, Path | No
 
 def _deprecated_plan_flag(value: bool) -> bool:
     if value:
-        err.print("warning: 'medmon report --plan' is deprecated; it is spelled --plan-document (the plan "
-                  "itself is the first argument)", highlight=False, markup=False)
+        err.print(
+            "warning: 'medmon report --plan' is deprecated; it is spelled --plan-document (the plan "
+            "itself is the first argument)",
+            highlight=False,
+            markup=False,
+        )
     return value
 
 
 def report_command(
     plan_path: PlanArg,
-    period: Annotated[str | None, typer.Option(help="2026-11, 2026-Q4, 2026 or 2026-11-01..2026-11-15 "
-                                                    "(default: the current month).")] = None,
-    plan_document: Annotated[bool, typer.Option("--plan-document",
-                                                help="Write the post-deployment monitoring plan document (what is "
-                                                     "monitored, how, who answers) instead of the committee "
-                                                     "report.")] = False,
-    out_path: Annotated[Path | None, typer.Option("--output", "-o", "--out",
-                                                  help="File to write: NAME.html (and NAME.pdf beside it unless "
-                                                       "--no-pdf) or NAME.pdf. Nothing is written without it.")]
-    = None,
-    pdf: Annotated[bool, typer.Option("--pdf/--no-pdf", help="With an .html --output, also print a PDF beside it "
-                                                             "where a converter is available.")] = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report's figures as JSON (writes no file "
-                                                         "unless --output is given too).")] = False,
-    old_plan_flag: Annotated[bool, typer.Option("--plan", hidden=True, callback=_deprecated_plan_flag,
-                                                help="Deprecated spelling of --plan-document.")] = False,
-    sign_as: Annotated[str | None, typer.Option("--sign", help="Sign the report as this owner (an e-mail the plan "
-                                                              "names); needs --hash.")] = None,
-    expect_hash: Annotated[str | None, typer.Option("--hash", help="The report hash the signer read (printed on the "
-                                                                   "report's first page).")] = None,
-    statement: Annotated[str, typer.Option(help="What the signer attests (kept in the audit log).")]
-    = "Reviewed and accepted by the committee",
+    period: Annotated[
+        str | None, typer.Option(help="2026-11, 2026-Q4, 2026 or 2026-11-01..2026-11-15 (default: the current month).")
+    ] = None,
+    plan_document: Annotated[
+        bool,
+        typer.Option(
+            "--plan-document",
+            help="Write the post-deployment monitoring plan document (what is "
+            "monitored, how, who answers) instead of the committee "
+            "report.",
+        ),
+    ] = False,
+    out_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            "--out",
+            help="File to write: NAME.html (and NAME.pdf beside it unless "
+            "--no-pdf) or NAME.pdf. Nothing is written without it.",
+        ),
+    ] = None,
+    pdf: Annotated[
+        bool,
+        typer.Option(
+            "--pdf/--no-pdf", help="With an .html --output, also print a PDF beside it where a converter is available."
+        ),
+    ] = True,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print the report's figures as JSON (writes no file unless --output is given too)."
+        ),
+    ] = False,
+    old_plan_flag: Annotated[
+        bool,
+        typer.Option(
+            "--plan", hidden=True, callback=_deprecated_plan_flag, help="Deprecated spelling of --plan-document."
+        ),
+    ] = False,
+    sign_as: Annotated[
+        str | None,
+        typer.Option("--sign", help="Sign the report as this owner (an e-mail the plan names); needs --hash."),
+    ] = None,
+    expect_hash: Annotated[
+        str | None, typer.Option("--hash", help="The report hash the signer read (printed on the report's first page).")
+    ] = None,
+    statement: Annotated[
+        str, typer.Option(help="What the signer attests (kept in the audit log).")
+    ] = "Reviewed and accepted by the committee",
 ) -> None:
     """Write the governance committee report for a period to --output (HTML, PDF where possible).
 
@@ -90,14 +123,14 @@ def report_command(
     generating it is an audit entry with that hash, and --sign OWNER --hash HASH records an
     owner's sign-off of exactly those figures.
     """
-    from medmon.monitor.plan.model import load_plan
     from medmon.monitor.governance.reports.period import parse_period
+    from medmon.monitor.plan.model import load_plan
+
     from medmon.db import utcnow
 
     plan_document = plan_document or old_plan_flag
     if out_path is None and not as_json:
-        raise _fail("say where to write the report: --output NAME.html (or NAME.pdf), or --json to print its "
-                    "figures")
+        raise _fail("say where to write the report: --output NAME.html (or NAME.pdf), or --json to print its figures")
     try:
         plan = load_plan(plan_path)
     except MedmonError as exc:
@@ -110,17 +143,19 @@ def report_command(
 
         document = build_plan_document(plan, text, str(plan_path), now=now)
         html = render_plan_document(document)
-        summary: dict[str, object] = {"document": "monitoring-plan", "sha256": document.sha256,
-                                      "tasks": [t["id"] for t in document.tasks]}
+        summary: dict[str, object] = {
+            "document": "monitoring-plan",
+            "sha256": document.sha256,
+            "tasks": [t["id"] for t in document.tasks],
+        }
     else:
-        from sqlmodel import Session
-
         from medmon.monitor.cli.audit import open_database
         from medmon.monitor.errors import GovernanceError
         from medmon.monitor.governance.audit import local_actor
         from medmon.monitor.governance.reports.committee import build_committee_report
         from medmon.monitor.governance.reports.record import record_generated, sign, signatures
         from medmon.monitor.governance.reports.render import render_committee
+        from sqlmodel import Session
 
         try:
             chosen = parse_period(period or f"{now:%Y-%m}")
@@ -139,12 +174,20 @@ def report_command(
 
                 traffic = traffic_summary(session, chosen.start, chosen.end)
             report = build_committee_report(session, plan, chosen, now=now, plan_text=text, traffic=traffic)
-            record_generated(session, chosen, report.sha256, report.plan_record.get("seq") if report.plan_record
-                             else None, sign_as or local_actor("medmon report"), now)
+            record_generated(
+                session,
+                chosen,
+                report.sha256,
+                report.plan_record.get("seq") if report.plan_record else None,
+                sign_as or local_actor("medmon report"),
+                now,
+            )
             if sign_as is not None and expect_hash is not None:
                 if expect_hash.strip().lower() != report.sha256:
-                    raise _fail(f"--hash {expect_hash[:12]}... is not this report's hash ({report.sha256[:12]}...): "
-                                "its figures changed since that copy was made; read the new report before signing")
+                    raise _fail(
+                        f"--hash {expect_hash[:12]}... is not this report's hash ({report.sha256[:12]}...): "
+                        "its figures changed since that copy was made; read the new report before signing"
+                    )
                 try:
                     sign(session, report.plan, chosen, report.sha256, by=sign_as, statement=statement, now=now)
                 except GovernanceError as exc:

@@ -23,15 +23,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from medmon.baselines import CanaryFormatError
+from medmon.baselines.canary import read_jsonl
+from medmon.monitor.cli.tables import fitted
+from medmon.probes.errors import UnknownScorer
+from medmon.probes.scoring import SCORERS, Score, score_answer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-
-from medmon.monitor.cli.tables import fitted
-from medmon.baselines import CanaryFormatError
-from medmon.baselines.canary import read_jsonl
-from medmon.probes.errors import UnknownScorer
-from medmon.probes.scoring import SCORERS, Score, score_answer
 
 EXIT_INPUT = 2
 err = Console(stderr=True, soft_wrap=True)
@@ -75,23 +74,34 @@ def _score_row(data: Any, where: str) -> dict[str, Any]:
         raise BadLine(f"{where}: expected a JSON object")
     unknown = sorted(set(data) - {"scorer", "answer", "references", "choices", "tolerance", "id"})
     if unknown:
-        raise BadLine(f"{where}: unknown field(s) {', '.join(unknown)}; "
-                      "allowed: scorer, answer, references, choices, tolerance, id")
+        raise BadLine(
+            f"{where}: unknown field(s) {', '.join(unknown)}; "
+            "allowed: scorer, answer, references, choices, tolerance, id"
+        )
     scorer, answer = data.get("scorer"), data.get("answer")
     if not isinstance(scorer, str) or scorer not in SCORERS:
         raise BadLine(f"{where}: field 'scorer': expected one of {', '.join(sorted(SCORERS))}, got {scorer!r}")
     if not isinstance(answer, str):
         raise BadLine(f"{where}: field 'answer': expected a string")
     references = _strings(data.get("references"), "references", where, required=True) or []
-    score = score_answer(scorer, answer, references,
-                         choices=_strings(data.get("choices"), "choices", where, required=False),
-                         tolerance=_tolerance(data.get("tolerance"), where))
+    score = score_answer(
+        scorer,
+        answer,
+        references,
+        choices=_strings(data.get("choices"), "choices", where, required=False),
+        tolerance=_tolerance(data.get("tolerance"), where),
+    )
     return {**({"id": data["id"]} if "id" in data else {}), "scorer": scorer, **_view(score)}
 
 
 def _view(score: Score) -> dict[str, Any]:
-    return {"score": score.value, "correct": score.correct, "parsed": score.parsed, "extracted": score.extracted,
-            "reason": score.reason}
+    return {
+        "score": score.value,
+        "correct": score.correct,
+        "parsed": score.parsed,
+        "extracted": score.extracted,
+        "reason": score.reason,
+    }
 
 
 def _print(rows: list[dict[str, Any]], as_json: bool) -> None:
@@ -99,11 +109,18 @@ def _print(rows: list[dict[str, Any]], as_json: bool) -> None:
         for row in rows:
             typer.echo(json.dumps(row))
         return
-    shown = [{"#": str(row.get("id", i)), "scorer": row["scorer"],
-              "score": "-" if row["score"] is None else f"{row['score']:.3g}", "correct": str(row["correct"]),
-              "parsed": "-" if row["parsed"] is None else ("yes" if row["parsed"] else "NO (unparsed)"),
-              "extracted": str(row["extracted"] or "-"), "reason": row["reason"] or "-"}
-             for i, row in enumerate(rows, start=1)]
+    shown = [
+        {
+            "#": str(row.get("id", i)),
+            "scorer": row["scorer"],
+            "score": "-" if row["score"] is None else f"{row['score']:.3g}",
+            "correct": str(row["correct"]),
+            "parsed": "-" if row["parsed"] is None else ("yes" if row["parsed"] else "NO (unparsed)"),
+            "extracted": str(row["extracted"] or "-"),
+            "reason": row["reason"] or "-",
+        }
+        for i, row in enumerate(rows, start=1)
+    ]
     console = Console(soft_wrap=True)
     if len(shown) == 1:  # one answer: one fact a line, never wrapped
         for key, value in list(shown[0].items())[1:]:
@@ -120,10 +137,13 @@ def _print(rows: list[dict[str, Any]], as_json: bool) -> None:
 def score_command(
     scorer: Annotated[str | None, typer.Argument(help=f"Scorer: {', '.join(sorted(SCORERS))}.")] = None,
     answer: Annotated[str | None, typer.Argument(help="The model's answer, as it wrote it.")] = None,
-    reference: Annotated[list[str] | None, typer.Option("--reference", "-r",
-                                                        help="A correct answer (repeat for several).")] = None,
-    choices: Annotated[list[str] | None, typer.Option("--choices", help="An option's text, in order A, B, ... "
-                                                      "(repeat); for yes_no_maybe, the labels.")] = None,
+    reference: Annotated[
+        list[str] | None, typer.Option("--reference", "-r", help="A correct answer (repeat for several).")
+    ] = None,
+    choices: Annotated[
+        list[str] | None,
+        typer.Option("--choices", help="An option's text, in order A, B, ... (repeat); for yes_no_maybe, the labels."),
+    ] = None,
     tolerance: Annotated[str | None, typer.Option("--tolerance", help="LOWER:UPPER, for numeric_tolerance.")] = None,
     file: Annotated[Path | None, typer.Option("--file", help="A JSONL file of answers (see the module help).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object a line.")] = False,
@@ -144,8 +164,13 @@ def score_command(
         else:
             if scorer is None or answer is None:
                 raise BadLine("give SCORER and ANSWER (with --reference), or --file answers.jsonl")
-            data = {"scorer": scorer, "answer": answer, "references": reference or [], "choices": choices,
-                    "tolerance": tolerance}
+            data = {
+                "scorer": scorer,
+                "answer": answer,
+                "references": reference or [],
+                "choices": choices,
+                "tolerance": tolerance,
+            }
             rows = [_score_row({k: v for k, v in data.items() if v is not None}, "arguments")]
     except (BadLine, UnknownScorer, CanaryFormatError) as exc:
         err.print(f"error: {exc}", markup=False, highlight=False)

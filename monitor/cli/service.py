@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-
 from medmon.monitor.cli.plan_arg import PlanArg
 from medmon.monitor.errors import MedmonError
+from rich.console import Console
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -20,6 +19,7 @@ db_app = typer.Typer(help="Database schema: migrations with Alembic.", no_args_i
 
 def _database_url(plan_path: Path | None, url: str | None) -> str:
     from medmon.monitor.plan.model import load_plan
+
     from medmon.db import resolve_url
 
     if url:
@@ -27,17 +27,27 @@ def _database_url(plan_path: Path | None, url: str | None) -> str:
     return resolve_url(load_plan(plan_path).storage.url if plan_path is not None else None)
 
 
-PlanOpt = Annotated[Path | None, typer.Argument(metavar="PLAN", envvar="MEDMON_PLAN", show_envvar=True,
-                                               help="The monitoring plan (its storage.url); MEDMON_DATABASE_URL wins.")]
+PlanOpt = Annotated[
+    Path | None,
+    typer.Argument(
+        metavar="PLAN",
+        envvar="MEDMON_PLAN",
+        show_envvar=True,
+        help="The monitoring plan (its storage.url); MEDMON_DATABASE_URL wins.",
+    ),
+]
 UrlOpt = Annotated[str | None, typer.Option("--url", help="Database URL (instead of the plan's).")]
 
 
 @db_app.command("upgrade")
-def db_upgrade(plan_path: PlanOpt = None, url: UrlOpt = None,
-               revision: Annotated[str, typer.Option(help="Target revision.")] = "head") -> None:
+def db_upgrade(
+    plan_path: PlanOpt = None,
+    url: UrlOpt = None,
+    revision: Annotated[str, typer.Option(help="Target revision.")] = "head",
+) -> None:
     """Migrate the database to the newest schema (adopting one created before migrations)."""
-    from medmon.monitor.storage.migrate import upgrade
     from medmon.monitor.storage import make_engine
+    from medmon.monitor.storage.migrate import upgrade
 
     try:
         engine = make_engine(_database_url(plan_path, url), create=False)
@@ -52,8 +62,8 @@ def db_upgrade(plan_path: PlanOpt = None, url: UrlOpt = None,
 @db_app.command("current")
 def db_current(plan_path: PlanOpt = None, url: UrlOpt = None) -> None:
     """Print the database's schema revision and the newest this medmon knows."""
-    from medmon.monitor.storage.migrate import current_revision, head_revision
     from medmon.monitor.storage import make_engine
+    from medmon.monitor.storage.migrate import current_revision, head_revision
 
     try:
         engine = make_engine(_database_url(plan_path, url), create=False)
@@ -68,9 +78,11 @@ def db_current(plan_path: PlanOpt = None, url: UrlOpt = None) -> None:
         raise typer.Exit(1)
 
 
-def worker(plan_path: PlanArg,
-           concurrency: Annotated[int, typer.Option(help="Probes at once in this process.")] = 1,
-           hostname: Annotated[str | None, typer.Option(help="Celery node name, e.g. probe1@%h.")] = None) -> None:
+def worker(
+    plan_path: PlanArg,
+    concurrency: Annotated[int, typer.Option(help="Probes at once in this process.")] = 1,
+    hostname: Annotated[str | None, typer.Option(help="Celery node name, e.g. probe1@%h.")] = None,
+) -> None:
     """Run a Celery worker that executes the probes a 'service: {executor: celery}' plan schedules."""
     from medmon.monitor.service.workers import run_worker
 

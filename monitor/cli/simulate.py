@@ -24,11 +24,11 @@ EXIT_INPUT = 2
 
 SPECS_HELP = {
     "phase": "AFTER:ACCURACY[:MODEL[:FINGERPRINT[:LATENCY_S]]]: from request AFTER on, answer with this accuracy "
-             "as MODEL (repeatable), e.g. 200:0.55:medmon-simulator/clinical-v2",
+    "as MODEL (repeatable), e.g. 200:0.55:medmon-simulator/clinical-v2",
     "fault": "KIND[:COUNT[:STATUS[:RETRY_AFTER]]]: fail the first COUNT requests (kinds: status, hang, truncated, "
-             "non_json, empty, prose), e.g. status:8:500 or status:3:429:2",
+    "non_json, empty, prose), e.g. status:8:500 or status:3:429:2",
     "judge": "MODEL=MODE[:OFFSET]: how the judge served as MODEL scores (modes: json, prose, prose_once, fail), "
-             "e.g. judge-a=fail",
+    "e.g. judge-a=fail",
 }
 
 
@@ -46,8 +46,11 @@ def parse_phase(text: str) -> Phase:
     parts = text.split(":")
     if not 2 <= len(parts) <= 5:
         raise ValueError(f"--phase {text!r}: expected {SPECS_HELP['phase'].split(':', 1)[0]}")
-    values: dict[str, Any] = {"after_requests": int(parts[0]), "accuracy": float(parts[1]),
-                                 "label": f"from request {int(parts[0])}"}
+    values: dict[str, Any] = {
+        "after_requests": int(parts[0]),
+        "accuracy": float(parts[1]),
+        "label": f"from request {int(parts[0])}",
+    }
     for name, value in zip(("model", "fingerprint"), parts[2:4]):
         values[name] = value
     if len(parts) == 5:
@@ -79,15 +82,17 @@ def parse_judge(text: str) -> tuple[str, JudgeBehaviour]:
     return model, JudgeBehaviour(mode=mode, offset=float(offset) if offset else 0.0)
 
 
-def simulate(port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 picks a free one).")] = 8000,
-             phase: Annotated[list[str] | None, typer.Option(help=SPECS_HELP["phase"])] = None,
-             fault: Annotated[list[str] | None, typer.Option(help=SPECS_HELP["fault"])] = None,
-             judge: Annotated[list[str] | None, typer.Option(help=SPECS_HELP["judge"])] = None,
-             pack: Annotated[list[str] | None, typer.Option(help="Canary packs it knows the answers to "
-                                                                   "(default: every bundled pack).")] = None,
-             seed: Annotated[int, typer.Option(help="Seed of its random draws.")] = 0,
-             as_json: Annotated[bool, typer.Option("--json", help="Print where it listens as JSON, then serve.")] = False,
-             ) -> None:
+def simulate(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 picks a free one).")] = 8000,
+    phase: Annotated[list[str] | None, typer.Option(help=SPECS_HELP["phase"])] = None,
+    fault: Annotated[list[str] | None, typer.Option(help=SPECS_HELP["fault"])] = None,
+    judge: Annotated[list[str] | None, typer.Option(help=SPECS_HELP["judge"])] = None,
+    pack: Annotated[
+        list[str] | None, typer.Option(help="Canary packs it knows the answers to (default: every bundled pack).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of its random draws.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print where it listens as JSON, then serve.")] = False,
+) -> None:
     """Serve the SIMULATED clinical model (an OpenAI-compatible API) until Ctrl-C: try a plan without a model.
 
     Point a plan's deployment at http://127.0.0.1:PORT/v1 with model medmon-simulator/clinical-v1
@@ -115,15 +120,26 @@ def simulate(port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 picks 
     if faults:
         app.state.sim.inject(*faults)
     server = serve_in_thread(app, port=port)
-    info: dict[str, Any] = {"base_url": f"{server.url}/v1", "model": SIMULATOR_MODEL, "phases": len(phases), "faults": len(faults),
-            "judges": sorted(judges), "packs": [p.name for p in packs]}
+    info: dict[str, Any] = {
+        "base_url": f"{server.url}/v1",
+        "model": SIMULATOR_MODEL,
+        "phases": len(phases),
+        "faults": len(faults),
+        "judges": sorted(judges),
+        "packs": [p.name for p in packs],
+    }
     if as_json:
         out.print_json(json.dumps(info))
     else:
-        out.print(f"SIMULATED clinical model (not a real model) at {info['base_url']}  model: {SIMULATOR_MODEL}",
-                  highlight=False)
-        out.print(f"phases: {len(phases)}, faults queued: {len(faults)}, judges: {', '.join(info['judges']) or 'json'}; "
-                  "Ctrl-C to stop", highlight=False)
+        out.print(
+            f"SIMULATED clinical model (not a real model) at {info['base_url']}  model: {SIMULATOR_MODEL}",
+            highlight=False,
+        )
+        out.print(
+            f"phases: {len(phases)}, faults queued: {len(faults)}, judges: {', '.join(info['judges']) or 'json'}; "
+            "Ctrl-C to stop",
+            highlight=False,
+        )
     sys.stdout.flush()  # a script reading the address must not wait for the buffer
     try:
         threading.Event().wait()

@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from medmon.monitor.cli.plan_arg import PlanArg
+from medmon.monitor.cli.tables import fitted
+from medmon.monitor.errors import MedmonError
 from rich.console import Console
 from rich.table import Table
-
-from medmon.monitor.cli.tables import fitted
-from medmon.monitor.cli.plan_arg import PlanArg
-from medmon.monitor.errors import MedmonError
 
 app = typer.Typer(help="Real traffic: OpenTelemetry GenAI spans of the deployed application.", no_args_is_help=True)
 out = Console(soft_wrap=True)
@@ -33,20 +32,26 @@ def _fail(message: str) -> typer.Exit:
 
 
 @app.command("import")
-def import_command(plan_path: PlanArg,
-                   files: Annotated[list[Path], typer.Argument(help="OTLP/JSON exports, or JSON Lines of exports "
-                                                                    "(the Collector's file exporter); .gz is read too.")],
-                   as_json: JsonOpt = False) -> None:
+def import_command(
+    plan_path: PlanArg,
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="OTLP/JSON exports, or JSON Lines of exports (the Collector's file exporter); .gz is read too."
+        ),
+    ],
+    as_json: JsonOpt = False,
+) -> None:
     """Store the GenAI calls of exported trace files as the receiver would: routed, priced, redacted, once each.
 
     The next traffic pass of `medmon serve` rolls them up and feeds the task streams.
     """
-    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
-
-    from medmon.db import resolve_url, utcnow
     from medmon.monitor.plan.model import load_plan
     from medmon.monitor.storage import make_engine
     from medmon.monitor.traffic.files import import_file
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+    from medmon.db import resolve_url, utcnow
 
     try:
         plan = load_plan(plan_path)
@@ -59,13 +64,27 @@ def import_command(plan_path: PlanArg,
     if missing:
         raise _fail(f"no such file: {', '.join(missing)}")
     report: list[dict[str, Any]] = []
-    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-                  console=err, disable=as_json, transient=True) as bar:
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        disable=as_json,
+        transient=True,
+    ) as bar:
         for path in files:
             job = bar.add_task(path.name, total=path.stat().st_size)
             got = import_file(engine, plan, path, utcnow(), progress=partial(bar.advance, job))
-            report.append({"file": str(path), "calls": got.calls, "refused": dict(got.refused),
-                           "skipped": dict(got.skipped), "bad_lines": [{"line": n, "error": e} for n, e in got.bad_lines]})
+            report.append(
+                {
+                    "file": str(path),
+                    "calls": got.calls,
+                    "refused": dict(got.refused),
+                    "skipped": dict(got.skipped),
+                    "bad_lines": [{"line": n, "error": e} for n, e in got.bad_lines],
+                }
+            )
     if as_json:
         out.print_json(json.dumps(report))
     else:
@@ -79,18 +98,18 @@ def import_command(plan_path: PlanArg,
 
 
 @app.command("status")
-def status_command(plan_path: PlanArg,
-                   days: Annotated[int, typer.Option(help="How many days back.")] = 7,
-                   as_json: JsonOpt = False) -> None:
+def status_command(
+    plan_path: PlanArg, days: Annotated[int, typer.Option(help="How many days back.")] = 7, as_json: JsonOpt = False
+) -> None:
     """Calls, spend, errors and latency per task and model over the last days, unmatched and refused calls too."""
     from datetime import timedelta
 
-    from sqlmodel import Session
-
-    from medmon.db import resolve_url, utcnow
     from medmon.monitor.plan.model import load_plan
     from medmon.monitor.read.traffic import traffic_summary
     from medmon.monitor.storage import make_engine
+    from sqlmodel import Session
+
+    from medmon.db import resolve_url, utcnow
 
     try:
         plan = load_plan(plan_path)
@@ -107,9 +126,18 @@ def status_command(plan_path: PlanArg,
     for col in ("task", "model", "calls", "errors", "truncated", "spend $", "p50 s", "p95 s"):
         table.add_column(col, justify="left" if col in ("task", "model") else "right")
     for g in summary.groups:
-        table.add_row(g.task or "(unmatched)", g.model, f"{g.calls}", f"{g.error_rate:.1%}", f"{g.truncation_rate:.1%}",
-                      f"{g.cost_usd:.2f}", f"{g.p50_s:.2f}", f"{g.p95_s:.2f}")
+        table.add_row(
+            g.task or "(unmatched)",
+            g.model,
+            f"{g.calls}",
+            f"{g.error_rate:.1%}",
+            f"{g.truncation_rate:.1%}",
+            f"{g.cost_usd:.2f}",
+            f"{g.p50_s:.2f}",
+            f"{g.p95_s:.2f}",
+        )
     out.print(fitted(table, out))
     if summary.refused:
-        out.print("refused at the door: " + ", ".join(f"{n} {r}" for r, n in sorted(summary.refused.items())),
-                  highlight=False)
+        out.print(
+            "refused at the door: " + ", ".join(f"{n} {r}" for r, n in sorted(summary.refused.items())), highlight=False
+        )

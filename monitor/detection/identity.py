@@ -27,11 +27,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlmodel import Session, col, select
-
 from medmon.monitor.models import ModelIdentity
 from medmon.monitor.plan.model import Endpoint
 from medmon.probes.models import ProbeResult, ProbeResultBase, ProbeRun, RunStatus
+from sqlmodel import Session, col, select
 
 Identity = tuple[str, str | None]
 
@@ -72,19 +71,31 @@ def identity_of(endpoint: Endpoint, served_model: str, fingerprint: str | None) 
 
 def _window(session: Session, task_id: str, runs: int) -> list[tuple[int, str, str | None]]:
     """(run id, served model, fingerprint) of every answer in the task's last ``runs`` runs."""
-    run_ids = list(session.exec(
-        select(ProbeRun.id).where(ProbeRun.task_id == task_id, col(ProbeRun.purpose).in_(COUNTED_PURPOSES),
-                                  ProbeRun.status == RunStatus.complete)
-        .order_by(col(ProbeRun.id).desc()).limit(runs)).all())
+    run_ids = list(
+        session.exec(
+            select(ProbeRun.id)
+            .where(
+                ProbeRun.task_id == task_id,
+                col(ProbeRun.purpose).in_(COUNTED_PURPOSES),
+                ProbeRun.status == RunStatus.complete,
+            )
+            .order_by(col(ProbeRun.id).desc())
+            .limit(runs)
+        ).all()
+    )
     if not run_ids:
         return []
-    rows = session.exec(select(ProbeResult.run_id, ProbeResult.served_model, ProbeResult.system_fingerprint)
-                        .where(col(ProbeResult.run_id).in_(run_ids), col(ProbeResult.served_model).is_not(None)))
+    rows = session.exec(
+        select(ProbeResult.run_id, ProbeResult.served_model, ProbeResult.system_fingerprint).where(
+            col(ProbeResult.run_id).in_(run_ids), col(ProbeResult.served_model).is_not(None)
+        )
+    )
     return [(r, m, f) for r, m, f in rows.all() if m is not None]
 
 
-def observe_identities(session: Session, endpoint: Endpoint, task_id: str, results: Sequence[ProbeResultBase],
-                       run_id: int, now: datetime) -> IdentityReport:
+def observe_identities(
+    session: Session, endpoint: Endpoint, task_id: str, results: Sequence[ProbeResultBase], run_id: int, now: datetime
+) -> IdentityReport:
     """Update the task's pool with a stored run's answers and say whether it changed.
 
     The run's results must already be flushed to ``session`` (they are part of the window).
@@ -98,15 +109,22 @@ def observe_identities(session: Session, endpoint: Endpoint, task_id: str, resul
     total = sum(seen.values()) or 1
     shares = {k: v / total for k, v in seen.items()}
     runs_in_window = len({r for r, _, _ in window})
-    known = {(m.served_model, m.system_fingerprint): m for m in session.exec(
-        select(ModelIdentity).where(ModelIdentity.task_id == task_id, col(ModelIdentity.retired_at).is_(None))
-        .order_by(col(ModelIdentity.id))).all()}
+    known = {
+        (m.served_model, m.system_fingerprint): m
+        for m in session.exec(
+            select(ModelIdentity)
+            .where(ModelIdentity.task_id == task_id, col(ModelIdentity.retired_at).is_(None))
+            .order_by(col(ModelIdentity.id))
+        ).all()
+    }
     for key in here:
         if key in known:
             known[key].last_seen = now
             session.add(known[key])
-    first_run = not known and not session.exec(
-        select(ModelIdentity.id).where(ModelIdentity.task_id == task_id).limit(1)).first()
+    first_run = (
+        not known
+        and not session.exec(select(ModelIdentity.id).where(ModelIdentity.task_id == task_id).limit(1)).first()
+    )
     run_total = sum(here.values())
     change: IdentityChange | None = None
     for key, count in here.most_common():
@@ -116,8 +134,16 @@ def observe_identities(session: Session, endpoint: Endpoint, task_id: str, resul
         expected = key[0] in endpoint.expected_models
         if not (real or expected or first_run):
             continue  # a stray answer: watched over the window, not yet a change
-        session.add(ModelIdentity(task_id=task_id, served_model=key[0], system_fingerprint=key[1], first_seen=now,
-                                  last_seen=now, run_id=run_id))
+        session.add(
+            ModelIdentity(
+                task_id=task_id,
+                served_model=key[0],
+                system_fingerprint=key[1],
+                first_seen=now,
+                last_seen=now,
+                run_id=run_id,
+            )
+        )
         if not first_run and not expected and change is None:
             previous = max(known, key=lambda k: shares.get(k, 0.0)) if known else key
             change = IdentityChange(previous, key, "joined")
@@ -127,14 +153,18 @@ def observe_identities(session: Session, endpoint: Endpoint, task_id: str, resul
                 continue
             row.retired_at = now
             session.add(row)
-            replaced = any(other.first_seen > (row.last_seen or row.first_seen)
-                           for k, other in known.items() if k != key)
+            replaced = any(
+                other.first_seen > (row.last_seen or row.first_seen) for k, other in known.items() if k != key
+            )
             if change is None and not replaced and key[0] not in endpoint.expected_models:
                 current = here.most_common(1)[0][0]
                 change = IdentityChange(key, current, "left")
     fingerprints: tuple[str, ...] = ()
     if endpoint.fingerprints == "record":
         before = {f for r, _, f in window if r != run_id}
-        fingerprints = tuple(sorted({r.system_fingerprint for r in results if r.system_fingerprint} - before)) \
-            if before or runs_in_window > 1 else ()
+        fingerprints = (
+            tuple(sorted({r.system_fingerprint for r in results if r.system_fingerprint} - before))
+            if before or runs_in_window > 1
+            else ()
+        )
     return IdentityReport(change, shares, fingerprints)

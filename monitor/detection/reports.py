@@ -30,12 +30,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from medmon.monitor.models import DriftReport
+from medmon.probes.models import ProbeResult
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
-from medmon.monitor.models import DriftReport
 from medmon.db import session_scope
-from medmon.probes.models import ProbeResult
 
 log = logging.getLogger("medmon.drift_reports")
 
@@ -67,13 +67,20 @@ def column_notes(reference: Any, current: Any) -> tuple[list[str], dict[str, str
     notes: dict[str, str] = {}
     stepped: list[str] = []
     for c in DESCRIPTORS:
-        counts = {"reference": int(reference[c].notna().sum()) if c in reference else 0,
-                  "recent": int(current[c].notna().sum()) if c in current else 0}
+        counts = {
+            "reference": int(reference[c].notna().sum()) if c in reference else 0,
+            "recent": int(current[c].notna().sum()) if c in current else 0,
+        }
         short = {name: n for name, n in counts.items() if n < MIN_ROWS}
         if short:
-            said = ("no values in either window" if len(short) == 2 and not any(short.values()) else "; ".join(
-                (f"no values in the {name} window" if n == 0 else f"only {n} values in the {name} window")
-                for name, n in short.items()))
+            said = (
+                "no values in either window"
+                if len(short) == 2 and not any(short.values())
+                else "; ".join(
+                    (f"no values in the {name} window" if n == 0 else f"only {n} values in the {name} window")
+                    for name, n in short.items()
+                )
+            )
             notes[c] = f"not compared: {said} (a KS test needs {MIN_ROWS} in each)"
             if c == "cost_usd" and not counts["reference"]:
                 notes[c] += "; the plan sets no price"
@@ -87,17 +94,20 @@ def column_notes(reference: Any, current: Any) -> tuple[list[str], dict[str, str
             if before == after:
                 notes[c] = f"constant at {_fmt(before)} in both windows: unchanged"
             else:
-                notes[c] = (f"constant within each window but changed between them: {_fmt(before)} → "
-                            f"{_fmt(after)} (drift)")
+                notes[c] = (
+                    f"constant within each window but changed between them: {_fmt(before)} → {_fmt(after)} (drift)"
+                )
                 stepped.append(c)
     return comparable, notes, stepped
 
 
 def _notes_html(notes: dict[str, str]) -> str:
     items = "".join(f"<li><b>{html_escape.escape(c)}</b>: {html_escape.escape(n)}</li>" for c, n in notes.items())
-    return (f'<div id="medmon-notes" style="font-family: sans-serif; margin: 1em; padding: 0.5em 1em; '
-            f'border: 1px solid #c9a227; background: #fff8e1"><p><b>medmon notes on the columns</b></p>'
-            f"<ul>{items}</ul></div>")
+    return (
+        f'<div id="medmon-notes" style="font-family: sans-serif; margin: 1em; padding: 0.5em 1em; '
+        f'border: 1px solid #c9a227; background: #fff8e1"><p><b>medmon notes on the columns</b></p>'
+        f"<ul>{items}</ul></div>"
+    )
 
 
 def descriptor_rows(results: Sequence[ProbeResult]) -> dict[str, list[float]]:
@@ -108,12 +118,17 @@ def descriptor_rows(results: Sequence[ProbeResult]) -> dict[str, list[float]]:
     def val(v: float | int | None) -> float:
         return nan if v is None else float(v)
 
-    return {"output_tokens": [val(r.completion_tokens) for r in ok], "latency_s": [val(r.latency_s) for r in ok],
-            "score": [val(r.score) for r in ok], "cost_usd": [val(r.cost_usd) for r in ok]}
+    return {
+        "output_tokens": [val(r.completion_tokens) for r in ok],
+        "latency_s": [val(r.latency_s) for r in ok],
+        "score": [val(r.score) for r in ok],
+        "cost_usd": [val(r.cost_usd) for r in ok],
+    }
 
 
-def render_drift_report(reference: dict[str, list[float]], current: dict[str, list[float]],
-                        threshold: float = 0.05) -> RenderedReport:
+def render_drift_report(
+    reference: dict[str, list[float]], current: dict[str, list[float]], threshold: float = 0.05
+) -> RenderedReport:
     """Run evidently's data-drift preset (KS on every column) on two windows of descriptors.
 
     The columns it could not compare, and constant ones, are noted (``notes``) in the summary and
@@ -140,9 +155,12 @@ def render_drift_report(reference: dict[str, list[float]], current: dict[str, li
         config = metric.get("config", {})
         if config.get("type", "").endswith("ValueDrift") and config.get("column") in columns:
             p_value = float(metric["value"])
-            summary[config["column"]] = {"method": config.get("method"), "p_value": p_value,
-                                         "threshold": float(config.get("threshold", threshold)),
-                                         "drift": p_value < float(config.get("threshold", threshold))}
+            summary[config["column"]] = {
+                "method": config.get("method"),
+                "p_value": p_value,
+                "threshold": float(config.get("threshold", threshold)),
+                "drift": p_value < float(config.get("threshold", threshold)),
+            }
     for c, note in notes.items():
         summary.setdefault(c, {"compared": False})["note"] = note
         if c in stepped:
@@ -153,10 +171,15 @@ def render_drift_report(reference: dict[str, list[float]], current: dict[str, li
     return RenderedReport(page, snapshot.json(), columns, drifted, summary, notes)
 
 
-def store_drift_report(session: Session, task_id: str, now: datetime, *, window: int = 200,
-                       reports_dir: Path | None = None,
-                       render: Callable[[dict[str, list[float]], dict[str, list[float]]], RenderedReport] | None = None,
-                       ) -> DriftReport | None:
+def store_drift_report(
+    session: Session,
+    task_id: str,
+    now: datetime,
+    *,
+    window: int = 200,
+    reports_dir: Path | None = None,
+    render: Callable[[dict[str, list[float]], dict[str, list[float]]], RenderedReport] | None = None,
+) -> DriftReport | None:
     """Compare a task's first ``window`` answers with its latest ``window`` and store the report.
 
     Returns None while the task has fewer than two non-overlapping windows of answers. The HTML
@@ -168,11 +191,20 @@ def store_drift_report(session: Session, task_id: str, now: datetime, *, window:
     if len(first) < MIN_ROWS or not last or last[0].id is None or first[-1].id is None or last[0].id <= first[-1].id:
         return None
     rendered = (render or render_drift_report)(descriptor_rows(first), descriptor_rows(last))
-    row = DriftReport(task_id=task_id, created_at=now, reference_from=first[0].created_at,
-                      reference_to=first[-1].created_at, current_from=last[0].created_at,
-                      current_to=last[-1].created_at, n_reference=len(first), n_current=len(last),
-                      columns=rendered.columns, drifted=rendered.drifted, summary=rendered.summary,
-                      json_text=rendered.json_text)
+    row = DriftReport(
+        task_id=task_id,
+        created_at=now,
+        reference_from=first[0].created_at,
+        reference_to=first[-1].created_at,
+        current_from=last[0].created_at,
+        current_to=last[-1].created_at,
+        n_reference=len(first),
+        n_current=len(last),
+        columns=rendered.columns,
+        drifted=rendered.drifted,
+        summary=rendered.summary,
+        json_text=rendered.json_text,
+    )
     if reports_dir is not None:
         reports_dir.mkdir(parents=True, exist_ok=True)
         path = reports_dir / f"drift-{task_id}-{now:%Y%m%dT%H%M%S}.html"
@@ -193,16 +225,22 @@ def report_shortfall(session: Session, task_id: str, window: int) -> str | None:
     """
     if window < MIN_ROWS:
         return f"window {window} is too small: a KS test needs at least {MIN_ROWS} answers per window"
-    have = session.exec(select(func.count()).select_from(ProbeResult)
-                        .where(ProbeResult.task_id == task_id, col(ProbeResult.error_type).is_(None))).one()
+    have = session.exec(
+        select(func.count())
+        .select_from(ProbeResult)
+        .where(ProbeResult.task_id == task_id, col(ProbeResult.error_type).is_(None))
+    ).one()
     if have < 2 * window:
-        return (f"task {task_id!r} has {have} successful answers; a report with window {window} needs "
-                f"{2 * window} (a reference and a recent window that do not overlap)")
+        return (
+            f"task {task_id!r} has {have} successful answers; a report with window {window} needs "
+            f"{2 * window} (a reference and a recent window that do not overlap)"
+        )
     return None
 
 
-def store_due_reports(engine: Engine, task_ids: Sequence[str], now: datetime, *,
-                      window: int = 200) -> dict[str, int | None]:
+def store_due_reports(
+    engine: Engine, task_ids: Sequence[str], now: datetime, *, window: int = 200
+) -> dict[str, int | None]:
     """Store one report per task, each in its own transaction; a task with too few answers is skipped.
 
     Returns the stored report's id per task (None: skipped). One task whose descriptors cannot be
@@ -222,4 +260,3 @@ def store_due_reports(engine: Engine, task_ids: Sequence[str], now: datetime, *,
                 continue
             done[task_id] = None if row is None else row.id
     return done
-

@@ -24,32 +24,62 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlmodel import Session, col, select
-
 from medmon.alerts import KINDS
 from medmon.baselines import Baseline, Canary, resolve
-from medmon.monitor.plan.context import TaskContext
 from medmon.monitor.detection.drift import (
-    CountSR, JudgeAgreementSR, JudgeBiasSR, MixtureSR, OneShotPaired, PairedSR, PooledSR, RiverDrift, SubgroupGapSR,
+    CountSR,
+    JudgeAgreementSR,
+    JudgeBiasSR,
+    MixtureSR,
+    OneShotPaired,
+    PairedSR,
+    PooledSR,
+    RiverDrift,
+    SubgroupGapSR,
 )
 from medmon.monitor.detection.drift.budget import INFO, OPERATIONAL, QUALITY, Budget
 from medmon.monitor.detection.drift.detector import Detector
 from medmon.monitor.detection.drift.finding import Finding
-from medmon.monitor.detection.drift.recovery import Recovery, RecoveryState
 from medmon.monitor.detection.drift.layout import (
-    StreamSpec, baseline_margin, exact_baseline_margin, margin_z, reference_alpha, task_streams,
+    StreamSpec,
+    baseline_margin,
+    exact_baseline_margin,
+    margin_z,
+    reference_alpha,
+    task_streams,
 )
+from medmon.monitor.detection.drift.recovery import Recovery, RecoveryState
 from medmon.monitor.detection.drift.reference import (
-    References, answers as reference_answers, stage_alpha, burn_in_add, burn_in_complete, burn_in_references, from_json,
-    helm_references, to_json,
+    References,
+    burn_in_add,
+    burn_in_complete,
+    burn_in_references,
+    from_json,
+    helm_references,
+    stage_alpha,
+    to_json,
 )
+from medmon.monitor.detection.drift.reference import answers as reference_answers
 from medmon.monitor.models import BurnIn, DetectorState, FindingRecord, StreamStatus
+from medmon.monitor.plan.context import TaskContext
 from medmon.monitor.plan.model import Plan
 from medmon.probes.models import ProbeResultBase
+from sqlmodel import Session, col, select
 
-__all__ = ["StreamSpec", "StreamUpdate", "baseline_margin", "go_live_replay", "plan_budget", "reset_task_streams",
-           "start_reevaluation", "stream_thresholds", "task_streams", "update_judge_canaries", "update_stream",
-           "update_task_streams"]
+__all__ = [
+    "StreamSpec",
+    "StreamUpdate",
+    "baseline_margin",
+    "go_live_replay",
+    "plan_budget",
+    "reset_task_streams",
+    "start_reevaluation",
+    "stream_thresholds",
+    "task_streams",
+    "update_judge_canaries",
+    "update_stream",
+    "update_task_streams",
+]
 
 # Recovery: a degraded stream is back once a mixture CUSUM betting on the null's side reaches
 # this threshold (``medmon.monitor.detection.drift.recovery``): at the null's boundary at least this
@@ -62,8 +92,20 @@ QUIET_RUNS = 3
 RECOVERY_RUNS = 3
 RECOVERY_MIN_OBS = 50
 WATCHING_EVIDENCE = 0.5
-DETECTORS: dict[str, type[Detector]] = {c.name: c for c in (MixtureSR, PairedSR, SubgroupGapSR, JudgeAgreementSR,
-                                                             JudgeBiasSR, OneShotPaired, RiverDrift, PooledSR, CountSR)}
+DETECTORS: dict[str, type[Detector]] = {
+    c.name: c
+    for c in (
+        MixtureSR,
+        PairedSR,
+        SubgroupGapSR,
+        JudgeAgreementSR,
+        JudgeBiasSR,
+        OneShotPaired,
+        RiverDrift,
+        PooledSR,
+        CountSR,
+    )
+}
 _NO_THRESHOLD = {"river", "oneshot_paired"}
 D = TypeVar("D", bound=Detector)
 
@@ -94,8 +136,12 @@ def plan_budget(plan: Plan) -> Budget:
     """Units sharing the budget: tasks, pooled categories (2+ tasks) and judges' canary streams."""
     det = plan.detection
     judges = len(plan.jury.judges) if plan.jury is not None else 0
-    return Budget(det.probes_between_false_alarms, len(plan.tasks) + len(_categories(plan)) + judges,
-                  det.operational_probes_between_false_alarms, len(plan.tasks))
+    return Budget(
+        det.probes_between_false_alarms,
+        len(plan.tasks) + len(_categories(plan)) + judges,
+        det.operational_probes_between_false_alarms,
+        len(plan.tasks),
+    )
 
 
 def stream_thresholds(plan: Plan, specs: Sequence[StreamSpec]) -> dict[str, float]:
@@ -135,16 +181,28 @@ def _row(session: Session, spec: StreamSpec, params: dict[str, Any], threshold: 
         return row
     # A new baseline or reference starts a new segment: evidence against the old null is void.
     if row is None:
-        return DetectorState(key=spec.key, task_id=spec.task_id, metric=spec.metric, direction=spec.direction,
-                             null_mean=spec.null_mean, baseline_mean=spec.baseline_mean, threshold=threshold,
-                             segment=1, detector=spec.detector, family=spec.family, params=params)
+        return DetectorState(
+            key=spec.key,
+            task_id=spec.task_id,
+            metric=spec.metric,
+            direction=spec.direction,
+            null_mean=spec.null_mean,
+            baseline_mean=spec.baseline_mean,
+            threshold=threshold,
+            segment=1,
+            detector=spec.detector,
+            family=spec.family,
+            params=params,
+        )
     row.segment, row.state, row.evidence, row.n, row.recovery = row.segment + 1, {}, 0.0, 0, {}
     row.null_mean, row.baseline_mean, row.threshold = spec.null_mean, spec.baseline_mean, threshold
     row.detector, row.family, row.params = spec.detector, spec.family, params
     return row
 
 
-def _settle(row: DetectorState, detector: Detector, finding: Finding | None, xs: Sequence[float]) -> tuple[StreamStatus, Finding | None]:
+def _settle(
+    row: DetectorState, detector: Detector, finding: Finding | None, xs: Sequence[float]
+) -> tuple[StreamStatus, Finding | None]:
     """The stream's next status from this run's finding and observations ``xs`` (detector's scale).
 
     One alert per episode: a degraded stream is not raised again, and it recovers only on
@@ -195,8 +253,9 @@ def _settle_by_runs(row: DetectorState, detector: Detector, xs: Sequence[float])
     return row.status
 
 
-def update_stream(session: Session, spec: StreamSpec, threshold: float, results: Sequence[ProbeResultBase],
-                  now: datetime) -> StreamUpdate:
+def update_stream(
+    session: Session, spec: StreamSpec, threshold: float, results: Sequence[ProbeResultBase], now: datetime
+) -> StreamUpdate:
     """Feed one run's observations to a stream's persisted detector and store its new state."""
     params = {**spec.params, "null_mean": spec.null_mean}
     row = _row(session, spec, params, threshold)
@@ -221,19 +280,35 @@ def update_stream(session: Session, spec: StreamSpec, threshold: float, results:
     row.state, row.updated_at = detector.state.to_dict(), now
     session.add(row)
     summary = f"{spec.task_id}: {spec.what}" if finding is not None and spec.what else ""
-    return StreamUpdate(spec, status, previous, finding, run_mean, float(detector.evidence), detector.seen,
-                        kind, alert, summary, tuple(xs))
+    return StreamUpdate(
+        spec,
+        status,
+        previous,
+        finding,
+        run_mean,
+        float(detector.evidence),
+        detector.seen,
+        kind,
+        alert,
+        summary,
+        tuple(xs),
+    )
 
 
 def _quiet(session: Session, task_id: str) -> bool:
     """No stream of the task is watching or degraded: its answers may grow the go-live reference."""
     busy = (StreamStatus.watching, StreamStatus.degraded)
-    return session.exec(select(DetectorState.key).where(DetectorState.task_id == task_id,
-                                                        col(DetectorState.status).in_(busy))).first() is None
+    return (
+        session.exec(
+            select(DetectorState.key).where(DetectorState.task_id == task_id, col(DetectorState.status).in_(busy))
+        ).first()
+        is None
+    )
 
 
-def _references(session: Session, plan: Plan, ctx: TaskContext, results: Sequence[ProbeResultBase],
-                now: datetime) -> tuple[References | None, References | None, References | None]:
+def _references(
+    session: Session, plan: Plan, ctx: TaskContext, results: Sequence[ProbeResultBase], now: datetime
+) -> tuple[References | None, References | None, References | None]:
     """The paired references and the go-live reference *before* this run; then grow the reference.
 
     Returns ``(paired references, go-live reference, go-live reference completed by this run)``.
@@ -252,8 +327,11 @@ def _references(session: Session, plan: Plan, ctx: TaskContext, results: Sequenc
         row = BurnIn(task_id=ctx.task.id, runs=det.reference.repeats, started_at=now)
     if row.complete and not row.reference:  # a reference completed before stages were kept
         row.reference = row.instances
-    current = (burn_in_references(from_json(row.reference), row.runs, row.version, row.stage, row.alpha)
-               if row.complete else None)
+    current = (
+        burn_in_references(from_json(row.reference), row.runs, row.version, row.stage, row.alpha)
+        if row.complete
+        else None
+    )
     pool = [c.id for c in ctx.canaries if c.replayable]
     table = from_json(row.instances)
     cap = det.reference.max_repeats * len(pool)
@@ -317,21 +395,56 @@ def conformance_update(plan: Plan, ctx: TaskContext, go_live: References) -> Str
     low, high = mean - 1.96 * sd / math.sqrt(n), mean + 1.96 * sd / math.sqrt(n)
     worse = high < -plan.detection.min_margin
     t = ctx.task.id
-    spec = StreamSpec(f"{t}:conformance:golive", t, "conformance", "drop", -plan.detection.min_margin, helm.mean,
-                      lambda r: None, "conformance")
-    finding = Finding(detector="go_live_conformance", direction="drop", statistic=mean / max(sd / math.sqrt(n), 1e-9),
-                      threshold=-1.96, estimate=mean, ci_low=low, ci_high=high, n=n,
-                      null_mean=-plan.detection.min_margin, quantity="paired difference",
-                      decision="degraded" if worse else "passed")
+    spec = StreamSpec(
+        f"{t}:conformance:golive",
+        t,
+        "conformance",
+        "drop",
+        -plan.detection.min_margin,
+        helm.mean,
+        lambda r: None,
+        "conformance",
+    )
+    finding = Finding(
+        detector="go_live_conformance",
+        direction="drop",
+        statistic=mean / max(sd / math.sqrt(n), 1e-9),
+        threshold=-1.96,
+        estimate=mean,
+        ci_low=low,
+        ci_high=high,
+        n=n,
+        null_mean=-plan.detection.min_margin,
+        quantity="paired difference",
+        decision="degraded" if worse else "passed",
+    )
     verdict = "below" if worse else "in line with"
-    summary = (f"{t}: go-live reference {verdict} the HELM evidence on {n} canaries "
-               f"(paired difference {mean:+.3f}, 95% CI {low:+.3f} to {high:+.3f})")
-    return StreamUpdate(spec, StreamStatus.degraded if worse else StreamStatus.ok, StreamStatus.ok, finding, None,
-                        0.0, n, "conformance", worse, summary)
+    summary = (
+        f"{t}: go-live reference {verdict} the HELM evidence on {n} canaries "
+        f"(paired difference {mean:+.3f}, 95% CI {low:+.3f} to {high:+.3f})"
+    )
+    return StreamUpdate(
+        spec,
+        StreamStatus.degraded if worse else StreamStatus.ok,
+        StreamStatus.ok,
+        finding,
+        None,
+        0.0,
+        n,
+        "conformance",
+        worse,
+        summary,
+    )
 
 
-def update_task_streams(session: Session, plan: Plan, ctx: TaskContext, baseline: Baseline,
-                        results: Sequence[ProbeResultBase], now: datetime) -> list[StreamUpdate]:
+def update_task_streams(
+    session: Session,
+    plan: Plan,
+    ctx: TaskContext,
+    baseline: Baseline,
+    results: Sequence[ProbeResultBase],
+    now: datetime,
+) -> list[StreamUpdate]:
     """Feed one run to every stream of the task, its category's pooled stream and any re-evaluation."""
     refs, burn, completed = _references(session, plan, ctx, results, now)
     specs = task_streams(plan, ctx.task, baseline, ctx.canaries, refs=refs, burn_in=burn, scorer=ctx.scorer)
@@ -359,16 +472,26 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def _update_pooled(session: Session, plan: Plan, ctx: TaskContext, member: StreamUpdate,
-                   now: datetime) -> StreamUpdate | None:
+def _update_pooled(
+    session: Session, plan: Plan, ctx: TaskContext, member: StreamUpdate, now: datetime
+) -> StreamUpdate | None:
     category = resolve(ctx.task.benchmark).category
     members = _categories(plan).get(category)
     if not members:
         return None
     threshold = plan_budget(plan).threshold(QUALITY, 1)
-    spec = StreamSpec(f"category:{_slug(category)}:pooled_score:drop", f"category:{_slug(category)}", "pooled_score",
-                      "drop", 0.0, 0.0, lambda r: None, "pooled_sr", {"members": members, "max_lag": 50},
-                      what=KINDS["pooled_score"].words(category=category, members=len(members)))
+    spec = StreamSpec(
+        f"category:{_slug(category)}:pooled_score:drop",
+        f"category:{_slug(category)}",
+        "pooled_score",
+        "drop",
+        0.0,
+        0.0,
+        lambda r: None,
+        "pooled_sr",
+        {"members": members, "max_lag": 50},
+        what=KINDS["pooled_score"].words(category=category, members=len(members)),
+    )
     params = {**spec.params, "null_mean": 0.0}
     row = _row(session, spec, params, threshold)
     detector = rebuild(PooledSR, spec.params, threshold, row.state or None)
@@ -382,15 +505,25 @@ def _update_pooled(session: Session, plan: Plan, ctx: TaskContext, member: Strea
     row.state, row.updated_at = detector.state.to_dict(), now
     session.add(row)
     run_mean = sum(steps) / len(steps) if steps else None
-    return StreamUpdate(spec, status, previous, finding, run_mean, float(detector.evidence), detector.seen,
-                        summary=f"{spec.what}" if finding is not None else "", xs=tuple(steps))
+    return StreamUpdate(
+        spec,
+        status,
+        previous,
+        finding,
+        run_mean,
+        float(detector.evidence),
+        detector.seen,
+        summary=f"{spec.what}" if finding is not None else "",
+        xs=tuple(steps),
+    )
 
 
 ONE_SHOT = "reevaluation"
 
 
-def start_reevaluation(session: Session, plan: Plan, ctx: TaskContext, baseline: Baseline, now: datetime,
-                       reason: str = "") -> DetectorState:
+def start_reevaluation(
+    session: Session, plan: Plan, ctx: TaskContext, baseline: Baseline, now: datetime, reason: str = ""
+) -> DetectorState:
     """Start the one-shot paired test of a task after a known change (model, fingerprint, prompt, judge).
 
     The test pairs each following answer with the canary's go-live reference (the approved
@@ -401,8 +534,9 @@ def start_reevaluation(session: Session, plan: Plan, ctx: TaskContext, baseline:
     refs, exact = None, False
     burn = session.get(BurnIn, task.id)
     if burn is not None and burn.complete:
-        refs = burn_in_references(from_json(burn.reference or burn.instances), burn.runs, burn.version, burn.stage,
-                                  burn.alpha)
+        refs = burn_in_references(
+            from_json(burn.reference or burn.instances), burn.runs, burn.version, burn.stage, burn.alpha
+        )
         exact = True
     elif burn is not None:
         _restart_burn_in(session, task.id, now)
@@ -410,19 +544,39 @@ def start_reevaluation(session: Session, plan: Plan, ctx: TaskContext, baseline:
     p0 = baseline.detector_normalized
     alpha = reference_alpha(plan)
     if refs is not None:
-        margin = refs.exact_margin(refs.alpha or stage_alpha(alpha, det.reference.repeats, det.reference.max_repeats),
-                                   det.min_margin) if exact else \
-            refs.margin(det.min_margin, margin_z(plan))
+        margin = (
+            refs.exact_margin(
+                refs.alpha or stage_alpha(alpha, det.reference.repeats, det.reference.max_repeats), det.min_margin
+            )
+            if exact
+            else refs.margin(det.min_margin, margin_z(plan))
+        )
         sigma2, reference = refs.sigma2_x(), refs.key()
     else:
         margin, sigma2 = exact_baseline_margin(p0, baseline.n, alpha, det.min_margin), max(p0 * (1 - p0) / 4, 0.01)
         reference = "baseline"
     tolerance = max(task.thresholds.tolerated_drop, margin + 0.01)
-    params = {"margin": margin, "tolerance": tolerance, "alpha": det.reevaluation_alpha, "sigma2": sigma2,
-              "max_n": det.reevaluation_max_probes, "reference": reference, "baseline": p0, "reason": reason}
+    params = {
+        "margin": margin,
+        "tolerance": tolerance,
+        "alpha": det.reevaluation_alpha,
+        "sigma2": sigma2,
+        "max_n": det.reevaluation_max_probes,
+        "reference": reference,
+        "baseline": p0,
+        "reason": reason,
+    }
     key = f"{task.id}:{ONE_SHOT}:oneshot"
-    row = session.get(DetectorState, key) or DetectorState(key=key, task_id=task.id, metric=ONE_SHOT, direction="drop",
-                                                           null_mean=0.0, baseline_mean=p0, threshold=0.0, segment=0)
+    row = session.get(DetectorState, key) or DetectorState(
+        key=key,
+        task_id=task.id,
+        metric=ONE_SHOT,
+        direction="drop",
+        null_mean=0.0,
+        baseline_mean=p0,
+        threshold=0.0,
+        segment=0,
+    )
     row.segment, row.state, row.params, row.detector, row.family = row.segment + 1, {}, params, "oneshot_paired", INFO
     row.null_mean, row.threshold, row.status = -margin, 1 / det.reevaluation_alpha, StreamStatus.watching
     row.evidence, row.n, row.recovery_runs, row.recovery_obs, row.updated_at = 0.0, 0, 0, 0, now
@@ -430,8 +584,15 @@ def start_reevaluation(session: Session, plan: Plan, ctx: TaskContext, baseline:
     return row
 
 
-def _update_one_shot(session: Session, plan: Plan, ctx: TaskContext, baseline: Baseline, refs: References | None,
-                     results: Sequence[ProbeResultBase], now: datetime) -> StreamUpdate | None:
+def _update_one_shot(
+    session: Session,
+    plan: Plan,
+    ctx: TaskContext,
+    baseline: Baseline,
+    refs: References | None,
+    results: Sequence[ProbeResultBase],
+    now: datetime,
+) -> StreamUpdate | None:
     task = ctx.task
     row = session.get(DetectorState, f"{task.id}:{ONE_SHOT}:oneshot")
     if row is None or row.detector != "oneshot_paired" or (row.state or {}).get("decision"):
@@ -443,13 +604,18 @@ def _update_one_shot(session: Session, plan: Plan, ctx: TaskContext, baseline: B
     elif str(p["reference"]).startswith("helm"):
         helm = helm_references(ctx.canaries, plan.detection.reference.coverage)
         items = helm.items if helm is not None else {}
-    test = rebuild(OneShotPaired, {k: p[k] for k in ("margin", "tolerance", "alpha", "sigma2", "max_n")}, 0.0,
-                   row.state or None)
+    test = rebuild(
+        OneShotPaired, {k: p[k] for k in ("margin", "tolerance", "alpha", "sigma2", "max_n")}, 0.0, row.state or None
+    )
     finding, xs = None, []
     for r in results:
         if r.error_type is not None or r.score is None:
             continue
-        ref = items[r.canary_id].mean if r.canary_id in items else (p["baseline"] if p["reference"] == "baseline" else None)
+        ref = (
+            items[r.canary_id].mean
+            if r.canary_id in items
+            else (p["baseline"] if p["reference"] == "baseline" else None)
+        )
         if ref is None:
             continue
         if test.done:
@@ -458,15 +624,21 @@ def _update_one_shot(session: Session, plan: Plan, ctx: TaskContext, baseline: B
         if test.last_x is not None:
             xs.append(test.last_x)
     previous = row.status
-    spec = StreamSpec(row.key, task.id, ONE_SHOT, "drop", row.null_mean, baseline.normalized, lambda r: None,
-                      "oneshot_paired", p)
+    spec = StreamSpec(
+        row.key, task.id, ONE_SHOT, "drop", row.null_mean, baseline.normalized, lambda r: None, "oneshot_paired", p
+    )
     status, alert, summary = previous, False, ""
     if finding is not None:
         d = finding.decision
-        verdict = {"degraded": "re-evaluation: degraded vs baseline", "passed": "re-evaluation passed",
-                   "inconclusive": "re-evaluation inconclusive"}[d]
-        summary = (f"{task.id}: {verdict} (paired difference {finding.estimate:+.3f}, 95% CI "
-                   f"{finding.ci_low:+.3f} to {finding.ci_high:+.3f}, n={finding.n})")
+        verdict = {
+            "degraded": "re-evaluation: degraded vs baseline",
+            "passed": "re-evaluation passed",
+            "inconclusive": "re-evaluation inconclusive",
+        }[d]
+        summary = (
+            f"{task.id}: {verdict} (paired difference {finding.estimate:+.3f}, 95% CI "
+            f"{finding.ci_low:+.3f} to {finding.ci_high:+.3f}, n={finding.n})"
+        )
         status = StreamStatus.degraded if d == "degraded" else StreamStatus.ok
         alert = d == "degraded"
         if d == "passed" and plan.detection.reference.repeats >= 1:
@@ -475,8 +647,9 @@ def _update_one_shot(session: Session, plan: Plan, ctx: TaskContext, baseline: B
     row.state, row.updated_at = test.state.to_dict(), now
     session.add(row)
     run_mean = sum(xs) / len(xs) if xs else None
-    return StreamUpdate(spec, status, previous, finding, run_mean, float(test.evidence), test.seen,
-                        ONE_SHOT, alert, summary, tuple(xs))
+    return StreamUpdate(
+        spec, status, previous, finding, run_mean, float(test.evidence), test.seen, ONE_SHOT, alert, summary, tuple(xs)
+    )
 
 
 def reset_task_streams(session: Session, task_id: str, now: datetime) -> int:
@@ -489,9 +662,15 @@ def reset_task_streams(session: Session, task_id: str, now: datetime) -> int:
     return len(rows)
 
 
-def update_judge_canaries(session: Session, plan: Plan, judge: str, verdicts: Sequence[tuple[float, float]],
-                          now: datetime, min_agreement: float | None = None,
-                          canaries: int | None = None) -> tuple[StreamUpdate, StreamUpdate]:
+def update_judge_canaries(
+    session: Session,
+    plan: Plan,
+    judge: str,
+    verdicts: Sequence[tuple[float, float]],
+    now: datetime,
+    min_agreement: float | None = None,
+    canaries: int | None = None,
+) -> tuple[StreamUpdate, StreamUpdate]:
     """Feed re-judged judge canaries ``(judge score, gold score)`` to that judge's two streams.
 
     Agreement with the gold scores (``min_agreement`` defaults to the lowest task minimum of jury
@@ -503,25 +682,61 @@ def update_judge_canaries(session: Session, plan: Plan, judge: str, verdicts: Se
         raise ValueError("judge canaries need a jury in the plan")
     floors = [t.thresholds.min_jury_agreement for t in plan.tasks if t.thresholds.min_jury_agreement is not None]
     a0 = min_agreement if min_agreement is not None else (min(floors) if floors else 0.8)
-    spec = StreamSpec(f"judge:{judge}:judge_canaries:drop", f"judge:{judge}", "judge_canaries", "drop", a0, a0,
-                      lambda v: v, "judge_agreement_sr",
-                      {"min_agreement": a0, "scale_min": float(plan.jury.scale_min), "scale_max": float(plan.jury.scale_max)},
-                      what=KINDS["judge_canaries"].words(judge=judge))
+    spec = StreamSpec(
+        f"judge:{judge}:judge_canaries:drop",
+        f"judge:{judge}",
+        "judge_canaries",
+        "drop",
+        a0,
+        a0,
+        lambda v: v,
+        "judge_agreement_sr",
+        {"min_agreement": a0, "scale_min": float(plan.jury.scale_min), "scale_max": float(plan.jury.scale_max)},
+        what=KINDS["judge_canaries"].words(judge=judge),
+    )
     burn_in = max(2, plan.jury.canary_burn_in_runs * (canaries or len(verdicts)))
-    bias = StreamSpec(f"judge:{judge}:judge_bias:both", f"judge:{judge}", "judge_bias", "both", 0.0, 0.0,
-                      lambda v: v, "judge_bias_sr",
-                      {"burn_in": burn_in, "tolerance": plan.jury.canary_bias_tolerance,
-                       "scale_min": float(plan.jury.scale_min), "scale_max": float(plan.jury.scale_max)},
-                      what=KINDS["judge_canary_bias"].words(judge=judge))
+    bias = StreamSpec(
+        f"judge:{judge}:judge_bias:both",
+        f"judge:{judge}",
+        "judge_bias",
+        "both",
+        0.0,
+        0.0,
+        lambda v: v,
+        "judge_bias_sr",
+        {
+            "burn_in": burn_in,
+            "tolerance": plan.jury.canary_bias_tolerance,
+            "scale_min": float(plan.jury.scale_min),
+            "scale_max": float(plan.jury.scale_max),
+        },
+        what=KINDS["judge_canary_bias"].words(judge=judge),
+    )
     threshold = plan_budget(plan).threshold(QUALITY, 2)
-    return (update_stream(session, spec, threshold, verdicts, now),  # type: ignore[arg-type]
-            update_stream(session, bias, threshold, verdicts, now))  # type: ignore[arg-type]
+    return (
+        update_stream(session, spec, threshold, verdicts, now),  # type: ignore[arg-type]
+        update_stream(session, bias, threshold, verdicts, now),
+    )  # type: ignore[arg-type]
+
 
 def finding_record(update: StreamUpdate, run_id: int | None, summary: str, at: datetime) -> FindingRecord:
     """The stored form of a stream update's finding, with its evidence."""
     f, spec = update.finding, update.spec
     assert f is not None
-    return FindingRecord(task_id=spec.task_id, metric=spec.metric, kind=update.kind, direction=f.direction,
-                         statistic=f.statistic, threshold=f.threshold, estimate=f.estimate, ci_low=f.ci_low,
-                         ci_high=f.ci_high, n=f.n, null_mean=f.null_mean, run_id=run_id, summary=summary,
-                         evidence=f.evidence(), created_at=at)
+    return FindingRecord(
+        task_id=spec.task_id,
+        metric=spec.metric,
+        kind=update.kind,
+        direction=f.direction,
+        statistic=f.statistic,
+        threshold=f.threshold,
+        estimate=f.estimate,
+        ci_low=f.ci_low,
+        ci_high=f.ci_high,
+        n=f.n,
+        null_mean=f.null_mean,
+        run_id=run_id,
+        summary=summary,
+        evidence=f.evidence(),
+        created_at=at,
+    )

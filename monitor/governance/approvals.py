@@ -12,14 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlmodel import Session, col, select
-
 from medmon.baselines import Baseline
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.governance.effective import effective_task
 from medmon.monitor.plan.context import current_pin, pin_baseline
 from medmon.monitor.plan.model import Plan, Task
+from sqlmodel import Session, col, select
 
 APPROVED = "approved"
 PROPOSAL_SOURCES = ("helm", "manual")
@@ -50,23 +49,39 @@ def require_approver(plan: Plan, task: Task, by: str, rationale: str | None) -> 
 
 def require_committee(task: Task, value: float | None, committee_decision: str | None, what: str) -> None:
     """Evidence below the approval minimum needs the committee's recorded decision."""
-    if value is not None and value < task.thresholds.min_score and not (committee_decision and
-                                                                       committee_decision.strip()):
-        raise GovernanceError(f"{what} {value:.3f} is below the approval minimum {task.thresholds.min_score:.3f} "
-                              f"of task {task.id!r}: approving it needs the committee's decision "
-                              "(--committee-decision, e.g. the minutes' reference)")
+    if (
+        value is not None
+        and value < task.thresholds.min_score
+        and not (committee_decision and committee_decision.strip())
+    ):
+        raise GovernanceError(
+            f"{what} {value:.3f} is below the approval minimum {task.thresholds.min_score:.3f} "
+            f"of task {task.id!r}: approving it needs the committee's decision "
+            "(--committee-decision, e.g. the minutes' reference)"
+        )
 
 
-def approve_baseline(session: Session, plan: Plan, *, task_id: str, baseline_id: int, by: str, reason: str | None,
-                     now: datetime, committee_decision: str | None = None) -> Baseline:
+def approve_baseline(
+    session: Session,
+    plan: Plan,
+    *,
+    task_id: str,
+    baseline_id: int,
+    by: str,
+    reason: str | None,
+    now: datetime,
+    committee_decision: str | None = None,
+) -> Baseline:
     """Pin a task to a stored (imported) baseline: an owner's recorded decision."""
     task = plan_task(plan, task_id)
     baseline = session.get(Baseline, baseline_id)
     if baseline is None:
         raise GovernanceError(f"no baseline with id {baseline_id} (see 'medmon baseline list')")
     if baseline.benchmark != task.benchmark:
-        raise GovernanceError(f"baseline {baseline_id} is for benchmark {baseline.benchmark!r}; task {task_id!r} "
-                              f"measures {task.benchmark!r}")
+        raise GovernanceError(
+            f"baseline {baseline_id} is for benchmark {baseline.benchmark!r}; task {task_id!r} "
+            f"measures {task.benchmark!r}"
+        )
     require_approver(plan, task, by, reason)
     current = effective_task(session, plan, task)  # the approved minimum, not a plan edit awaiting approval
     require_committee(current.task, baseline.normalized, committee_decision, f"baseline {baseline_id}'s value")
@@ -74,12 +89,27 @@ def approve_baseline(session: Session, plan: Plan, *, task_id: str, baseline_id:
     if previous is not None and previous.id == baseline.id:
         raise GovernanceError(f"task {task_id!r} is already compared with baseline {baseline_id}")
     pin_baseline(session, task.id, baseline, source=APPROVED, actor=by, rationale=str(reason), now=now)
-    record(session, AuditKind.baseline_approved, by, f"task:{task_id}",
-           {"baseline_id": baseline.id, "previous_baseline_id": previous.id if previous else None,
+    record(
+        session,
+        AuditKind.baseline_approved,
+        by,
+        f"task:{task_id}",
+        {
+            "baseline_id": baseline.id,
+            "previous_baseline_id": previous.id if previous else None,
             "benchmark": baseline.benchmark,
-            "model": baseline.model, "metric": baseline.metric, "version": baseline.version, "value": baseline.value,
-            "normalized": baseline.normalized, "n": baseline.n, "source_kind": baseline.source_kind,
-            "reason": reason, "committee_decision": committee_decision}, now)
+            "model": baseline.model,
+            "metric": baseline.metric,
+            "version": baseline.version,
+            "value": baseline.value,
+            "normalized": baseline.normalized,
+            "n": baseline.n,
+            "source_kind": baseline.source_kind,
+            "reason": reason,
+            "committee_decision": committee_decision,
+        },
+        now,
+    )
     baseline.approved_by = by
     session.add(baseline)
     session.flush()
@@ -112,8 +142,9 @@ def baseline_proposals(session: Session, plan: Plan, *, before: datetime | None 
         if task.baseline.value is not None:
             continue
         pin = current_pin(session, task.id, before)
-        query = select(Baseline).where(Baseline.benchmark == task.benchmark,
-                                       col(Baseline.source_kind).in_(PROPOSAL_SOURCES))
+        query = select(Baseline).where(
+            Baseline.benchmark == task.benchmark, col(Baseline.source_kind).in_(PROPOSAL_SOURCES)
+        )
         if task.baseline.metric:
             query = query.where(Baseline.metric == task.baseline.metric)
         if pin is not None:
@@ -122,6 +153,18 @@ def baseline_proposals(session: Session, plan: Plan, *, before: datetime | None 
             query = query.where(col(Baseline.imported_at) < before)
         for b in session.exec(query.order_by(col(Baseline.imported_at), col(Baseline.id))).all():
             assert b.id is not None
-            out.append(Proposal(task.id, b.id, b.benchmark, b.model, b.metric, b.version, b.normalized, b.n,
-                                b.imported_at, pin.baseline_id if pin is not None else None))
+            out.append(
+                Proposal(
+                    task.id,
+                    b.id,
+                    b.benchmark,
+                    b.model,
+                    b.metric,
+                    b.version,
+                    b.normalized,
+                    b.n,
+                    b.imported_at,
+                    pin.baseline_id if pin is not None else None,
+                )
+            )
     return out

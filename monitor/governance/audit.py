@@ -27,20 +27,20 @@ import json
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
+from medmon.alerts.models import AlertEvent
+from medmon.monitor.models import AuditEvent, AuditHead, ChangeRecord, Reevaluation
 from sqlalchemy import update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col, select
 
-from medmon.alerts.models import AlertEvent
-from medmon.monitor.models import AuditEvent, AuditHead, ChangeRecord, Reevaluation
 from medmon.db import as_utc
 
 GENESIS = "0" * 64
@@ -82,7 +82,7 @@ def local_actor(tool: str) -> str:
 
 def _instant(value: datetime) -> str:
     """A timestamp as the same text whichever database returned it (UTC, microseconds)."""
-    return as_utc(value).astimezone(timezone.utc).isoformat(timespec="microseconds")
+    return as_utc(value).astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def canonical(data: Any) -> str:
@@ -90,8 +90,9 @@ def canonical(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def entry_hash(seq: int, at: datetime, kind: str, actor: str, subject: str, details: Mapping[str, Any],
-               prev_hash: str) -> str:
+def entry_hash(
+    seq: int, at: datetime, kind: str, actor: str, subject: str, details: Mapping[str, Any], prev_hash: str
+) -> str:
     """SHA-256 over the previous hash and the canonical JSON of the entry.
 
     Examples
@@ -101,8 +102,9 @@ def entry_hash(seq: int, at: datetime, kind: str, actor: str, subject: str, deta
     >>> entry_hash(1, at, "plan_change", "a", "plan", {}, GENESIS)[:12]
     '08c4e2760f6c'
     """
-    body = canonical({"seq": seq, "at": _instant(at), "kind": kind, "actor": actor, "subject": subject,
-                      "details": dict(details)})
+    body = canonical(
+        {"seq": seq, "at": _instant(at), "kind": kind, "actor": actor, "subject": subject, "details": dict(details)}
+    )
     return hashlib.sha256((prev_hash + body).encode("utf-8")).hexdigest()
 
 
@@ -138,8 +140,9 @@ def _lock_head(session: Session) -> AuditHead:
     return head
 
 
-def record(session: Session, kind: AuditKind | str, actor: str, subject: str, details: Mapping[str, Any] | None,
-           now: datetime) -> AuditEvent:
+def record(
+    session: Session, kind: AuditKind | str, actor: str, subject: str, details: Mapping[str, Any] | None, now: datetime
+) -> AuditEvent:
     """Append one entry in the caller's transaction; it is kept only if the caller commits.
 
     Parameters
@@ -163,12 +166,13 @@ def record(session: Session, kind: AuditKind | str, actor: str, subject: str, de
         raise ValueError("an audit entry needs an actor")
     # What is stored is what is hashed: times, enums and paths become text once, here.
     payload: dict[str, Any] = json.loads(json.dumps(dict(details or {}), default=_jsonable, allow_nan=False))
-    at = as_utc(now).astimezone(timezone.utc)
+    at = as_utc(now).astimezone(UTC)
     head = _lock_head(session)
     seq = head.seq + 1
     digest = entry_hash(seq, at, kind.value, actor, subject, payload, head.hash)
-    event = AuditEvent(seq=seq, at=at, kind=kind.value, actor=actor, subject=subject, details=payload,
-                       prev_hash=head.hash, hash=digest)
+    event = AuditEvent(
+        seq=seq, at=at, kind=kind.value, actor=actor, subject=subject, details=payload, prev_hash=head.hash, hash=digest
+    )
     session.add(event)
     head.seq, head.hash = seq, digest
     session.add(head)
@@ -201,8 +205,13 @@ class VerifyReport:
         return not self.problems
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "entries": self.entries, "head_seq": self.head_seq, "head_hash": self.head_hash,
-                "problems": [{"seq": p.seq, "id": p.entry_id, "what": p.what} for p in self.problems]}
+        return {
+            "ok": self.ok,
+            "entries": self.entries,
+            "head_seq": self.head_seq,
+            "head_hash": self.head_hash,
+            "problems": [{"seq": p.seq, "id": p.entry_id, "what": p.what} for p in self.problems],
+        }
 
 
 def verify(session: Session, expect: tuple[int, str] | None = None) -> VerifyReport:
@@ -212,11 +221,21 @@ def verify(session: Session, expect: tuple[int, str] | None = None) -> VerifyRep
     the entry at that ``seq`` must still carry that hash, which catches a rewrite of the whole
     chain and its head.
     """
-    columns = (AuditEvent.id, AuditEvent.seq, AuditEvent.at, AuditEvent.kind, AuditEvent.actor, AuditEvent.subject,
-               AuditEvent.details, AuditEvent.prev_hash, AuditEvent.hash)
+    columns = (
+        AuditEvent.id,
+        AuditEvent.seq,
+        AuditEvent.at,
+        AuditEvent.kind,
+        AuditEvent.actor,
+        AuditEvent.subject,
+        AuditEvent.details,
+        AuditEvent.prev_hash,
+        AuditEvent.hash,
+    )
     # Streamed in chunks: a years-long log need not fit in memory to be checked.
-    rows = session.exec(select(*columns).order_by(col(AuditEvent.seq), col(AuditEvent.id))
-                        .execution_options(yield_per=2000))
+    rows = session.exec(
+        select(*columns).order_by(col(AuditEvent.seq), col(AuditEvent.id)).execution_options(yield_per=2000)
+    )
     problems: list[AuditProblem] = []
     prev_hash, expected_seq, count = GENESIS, 1, 0
     last_seq, last_hash, anchor_id, anchor_hash = 0, GENESIS, None, None
@@ -226,31 +245,54 @@ def verify(session: Session, expect: tuple[int, str] | None = None) -> VerifyRep
             anchor_id, anchor_hash = row_id, row_hash
         malformed = _malformed(seq, at, kind, actor, subject, details, row_prev, row_hash)
         if malformed:
-            problems.append(AuditProblem(seq if isinstance(seq, int) else None, row_id, f"malformed entry: {malformed}"))
+            problems.append(
+                AuditProblem(seq if isinstance(seq, int) else None, row_id, f"malformed entry: {malformed}")
+            )
             prev_hash = row_hash if isinstance(row_hash, str) else prev_hash
             expected_seq = (max(expected_seq, seq) if isinstance(seq, int) else expected_seq) + 1
             continue
         if seq > expected_seq:
-            missing = (f"entry seq {expected_seq} is" if seq == expected_seq + 1
-                       else f"entries seq {expected_seq}-{seq - 1} are")
+            missing = (
+                f"entry seq {expected_seq} is"
+                if seq == expected_seq + 1
+                else f"entries seq {expected_seq}-{seq - 1} are"
+            )
             problems.append(AuditProblem(seq, row_id, f"{missing} missing (deleted); the chain resumes here"))
         elif seq < expected_seq:
             problems.append(AuditProblem(seq, row_id, f"out of order: expected seq {expected_seq}"))
         if row_prev != prev_hash:
-            problems.append(AuditProblem(seq, row_id, f"link broken: prev_hash {row_prev[:12]}... does not "
-                                                      f"match the hash of the entry before ({prev_hash[:12]}...): "
-                                                      "an entry before it was deleted, inserted or rewritten"))
+            problems.append(
+                AuditProblem(
+                    seq,
+                    row_id,
+                    f"link broken: prev_hash {row_prev[:12]}... does not "
+                    f"match the hash of the entry before ({prev_hash[:12]}...): "
+                    "an entry before it was deleted, inserted or rewritten",
+                )
+            )
         if entry_hash(seq, at, kind, actor, subject, details or {}, row_prev) != row_hash:
-            problems.append(AuditProblem(seq, row_id, f"content does not match its hash (kind {kind!r}, "
-                                                      f"actor {actor!r}, subject {subject!r}): "
-                                                      "the entry was edited after it was written"))
+            problems.append(
+                AuditProblem(
+                    seq,
+                    row_id,
+                    f"content does not match its hash (kind {kind!r}, "
+                    f"actor {actor!r}, subject {subject!r}): "
+                    "the entry was edited after it was written",
+                )
+            )
         prev_hash, expected_seq = row_hash, max(expected_seq, seq) + 1
         last_seq, last_hash = seq, row_hash
     head = session.get(AuditHead, 1)
     if head is not None and (head.seq, head.hash) != (last_seq, last_hash):
-        problems.append(AuditProblem(None, None, f"the log ends at seq {last_seq} but its head records seq {head.seq} "
-                                                 f"({head.hash[:12]}...): newest entries were deleted or the head "
-                                                 "was altered"))
+        problems.append(
+            AuditProblem(
+                None,
+                None,
+                f"the log ends at seq {last_seq} but its head records seq {head.seq} "
+                f"({head.hash[:12]}...): newest entries were deleted or the head "
+                "was altered",
+            )
+        )
     if head is None and count:
         problems.append(AuditProblem(None, None, "the head row is missing"))
     problems.extend(coverage_problems(session))
@@ -258,17 +300,32 @@ def verify(session: Session, expect: tuple[int, str] | None = None) -> VerifyRep
         if anchor_hash is None:
             problems.append(AuditProblem(expect[0], None, "the expected anchor entry is missing"))
         elif anchor_hash != expect[1]:
-            problems.append(AuditProblem(expect[0], anchor_id, f"hash {anchor_hash[:12]}... differs from the expected "
-                                                               f"anchor {expect[1][:12]}...: the chain was rewritten"))
+            problems.append(
+                AuditProblem(
+                    expect[0],
+                    anchor_id,
+                    f"hash {anchor_hash[:12]}... differs from the expected "
+                    f"anchor {expect[1][:12]}...: the chain was rewritten",
+                )
+            )
     return VerifyReport(entries=count, head_seq=last_seq, head_hash=last_hash, problems=problems)
 
 
 def _malformed(seq: Any, at: Any, kind: Any, actor: Any, subject: Any, details: Any, prev: Any, hashed: Any) -> str:
     """What makes a row impossible to check (a hand-edited column of the wrong type), or ''."""
-    wrong = [name for name, value, kind_of in (("seq", seq, int), ("at", at, datetime), ("kind", kind, str),
-                                               ("actor", actor, str), ("subject", subject, str),
-                                               ("prev_hash", prev, str), ("hash", hashed, str))
-             if not isinstance(value, kind_of) or isinstance(value, bool)]
+    wrong = [
+        name
+        for name, value, kind_of in (
+            ("seq", seq, int),
+            ("at", at, datetime),
+            ("kind", kind, str),
+            ("actor", actor, str),
+            ("subject", subject, str),
+            ("prev_hash", prev, str),
+            ("hash", hashed, str),
+        )
+        if not isinstance(value, kind_of) or isinstance(value, bool)
+    ]
     if details is not None and not isinstance(details, dict):
         wrong.append("details")
     return f"{', '.join(wrong)} of the wrong type or empty" if wrong else ""
@@ -286,10 +343,17 @@ def coverage_problems(session: Session) -> list[AuditProblem]:
     seen_reevaluations: set[int] = set()
     seen_approvals: set[int] = set()
     alert_actions: dict[tuple[str, str], int] = {}
-    kinds = [AuditKind.change_declared.value, AuditKind.model_change.value, AuditKind.reevaluation.value,
-             AuditKind.baseline_approved.value, AuditKind.alert_acknowledged.value, AuditKind.alert_resolved.value]
-    for kind, subject, details in session.exec(select(AuditEvent.kind, AuditEvent.subject, AuditEvent.details)
-                                               .where(col(AuditEvent.kind).in_(kinds))):
+    kinds = [
+        AuditKind.change_declared.value,
+        AuditKind.model_change.value,
+        AuditKind.reevaluation.value,
+        AuditKind.baseline_approved.value,
+        AuditKind.alert_acknowledged.value,
+        AuditKind.alert_resolved.value,
+    ]
+    for kind, subject, details in session.exec(
+        select(AuditEvent.kind, AuditEvent.subject, AuditEvent.details).where(col(AuditEvent.kind).in_(kinds))
+    ):
         d = details if isinstance(details, dict) else {}
         if kind in (AuditKind.change_declared.value, AuditKind.model_change.value):
             seen_changes.update(i for i in d.get("change_ids") or [] if isinstance(i, int))
@@ -298,8 +362,11 @@ def coverage_problems(session: Session) -> list[AuditProblem]:
         elif kind == AuditKind.baseline_approved.value and isinstance(d.get("reevaluation_id"), int):
             seen_approvals.add(d["reevaluation_id"])
         else:  # an action on an incident is one entry naming every alert it covers
-            covered = [f"alert:{i}" for i in d.get("alerts") or [] if isinstance(i, int)] \
-                if subject.startswith("incident:") else [subject]
+            covered = (
+                [f"alert:{i}" for i in d.get("alerts") or [] if isinstance(i, int)]
+                if subject.startswith("incident:")
+                else [subject]
+            )
             for one in covered:
                 alert_actions[(kind, one)] = alert_actions.get((kind, one), 0) + 1
     problems: list[AuditProblem] = []
@@ -307,27 +374,59 @@ def coverage_problems(session: Session) -> list[AuditProblem]:
     def missing(what: str, ids: list[int]) -> None:
         if ids:
             shown = ", ".join(str(i) for i in ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
-            problems.append(AuditProblem(None, None, f"{what} {shown} ha{'s' if len(ids) == 1 else 've'} no audit "
-                                                     "entry: entries were deleted"))
+            problems.append(
+                AuditProblem(
+                    None,
+                    None,
+                    f"{what} {shown} ha{'s' if len(ids) == 1 else 've'} no audit entry: entries were deleted",
+                )
+            )
 
     missing("change", [i for i in session.exec(select(ChangeRecord.id)) if i is not None and i not in seen_changes])
-    missing("re-evaluation", [i for i, done in session.exec(select(Reevaluation.id, Reevaluation.finished_at))
-                              if done is not None and i not in seen_reevaluations])
-    missing("approval of re-evaluation", [i for i, by in session.exec(select(Reevaluation.id, Reevaluation.approved_by))
-                                          if by is not None and i not in seen_approvals])
+    missing(
+        "re-evaluation",
+        [
+            i
+            for i, done in session.exec(select(Reevaluation.id, Reevaluation.finished_at))
+            if done is not None and i not in seen_reevaluations
+        ],
+    )
+    missing(
+        "approval of re-evaluation",
+        [
+            i
+            for i, by in session.exec(select(Reevaluation.id, Reevaluation.approved_by))
+            if by is not None and i not in seen_approvals
+        ],
+    )
     wanted: dict[tuple[str, str], int] = {}
     for alert_id, to_status, actor in session.exec(select(AlertEvent.alert_id, AlertEvent.to_status, AlertEvent.actor)):
         if actor != "medmon" and to_status in ("acknowledged", "resolved"):
             key = (f"alert_{to_status}", f"alert:{alert_id}")
             wanted[key] = wanted.get(key, 0) + 1
-    missing("alert", sorted({int(subject.split(":")[1]) for key, n in wanted.items()
-                             for subject in [key[1]] if alert_actions.get(key, 0) < n}))
+    missing(
+        "alert",
+        sorted(
+            {
+                int(subject.split(":")[1])
+                for key, n in wanted.items()
+                for subject in [key[1]]
+                if alert_actions.get(key, 0) < n
+            }
+        ),
+    )
     return problems
 
 
-def list_events(session: Session, *, kind: AuditKind | str | None = None, subject: str | None = None,
-                since: datetime | None = None, until: datetime | None = None,
-                limit: int | None = None) -> list[AuditEvent]:
+def list_events(
+    session: Session,
+    *,
+    kind: AuditKind | str | None = None,
+    subject: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int | None = None,
+) -> list[AuditEvent]:
     """Entries in chain order, filtered by kind, subject prefix and time (``until`` exclusive)."""
     query = select(AuditEvent)
     if kind is not None:
@@ -346,14 +445,24 @@ def list_events(session: Session, *, kind: AuditKind | str | None = None, subjec
 
 
 def event_dict(event: AuditEvent) -> dict[str, Any]:
-    return {"seq": event.seq, "id": event.id, "at": _instant(event.at), "kind": event.kind, "actor": event.actor,
-            "subject": event.subject, "details": event.details, "prev_hash": event.prev_hash, "hash": event.hash}
+    return {
+        "seq": event.seq,
+        "id": event.id,
+        "at": _instant(event.at),
+        "kind": event.kind,
+        "actor": event.actor,
+        "subject": event.subject,
+        "details": event.details,
+        "prev_hash": event.prev_hash,
+        "hash": event.hash,
+    }
 
 
 def last_plan_text(session: Session) -> AuditEvent | None:
     """The newest recorded plan (its full text is in ``details['text']``)."""
-    return session.exec(select(AuditEvent).where(AuditEvent.kind == AuditKind.plan_change.value)
-                        .order_by(col(AuditEvent.seq).desc())).first()
+    return session.exec(
+        select(AuditEvent).where(AuditEvent.kind == AuditKind.plan_change.value).order_by(col(AuditEvent.seq).desc())
+    ).first()
 
 
 def plan_thresholds(text: str) -> dict[str, dict[str, Any]]:
@@ -409,17 +518,44 @@ def record_plan(session: Session, text: str, source: str, actor: str, now: datet
     old = str(last.details.get("text", "")) if last is not None else ""
     if last is not None and old == text:
         return []
-    diff = "".join(difflib.unified_diff(old.splitlines(keepends=True), text.splitlines(keepends=True),
-                                        fromfile=f"plan (audit seq {last.seq})" if last else "(no plan recorded)",
-                                        tofile=source))
+    diff = "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            text.splitlines(keepends=True),
+            fromfile=f"plan (audit seq {last.seq})" if last else "(no plan recorded)",
+            tofile=source,
+        )
+    )
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     changes = threshold_changes(old, text) if last is not None else []
-    events = [record(session, AuditKind.plan_change, actor, f"plan:{Path(source).name}",
-                     {"source": source, "sha256": digest, "initial": last is None, "diff": diff, "text": text,
-                      "threshold_changes": changes}, now)]
+    events = [
+        record(
+            session,
+            AuditKind.plan_change,
+            actor,
+            f"plan:{Path(source).name}",
+            {
+                "source": source,
+                "sha256": digest,
+                "initial": last is None,
+                "diff": diff,
+                "text": text,
+                "threshold_changes": changes,
+            },
+            now,
+        )
+    ]
     for change in changes:
-        events.append(record(session, AuditKind.threshold_change, actor, f"task:{change['task']}",
-                             change | {"plan_sha256": digest}, now))
+        events.append(
+            record(
+                session,
+                AuditKind.threshold_change,
+                actor,
+                f"task:{change['task']}",
+                change | {"plan_sha256": digest},
+                now,
+            )
+        )
     return events
 
 
@@ -429,8 +565,19 @@ def record_baseline_import(session: Session, report: Mapping[str, Any], actor: s
     if not created and not report.get("leaderboard_entries"):
         return None
     keep = ("benchmark", "model", "metric", "version", "baseline_id", "value", "normalized", "n", "ci", "source_path")
-    return record(session, AuditKind.baseline_import, actor, f"baseline:{report.get('source', '')}",
-                  {"source": report.get("source"), "kind": report.get("kind"), "suite": report.get("suite"),
-                   "created": len(created), "unchanged": report.get("unchanged"),
-                   "leaderboard_entries": report.get("leaderboard_entries"),
-                   "baselines": [{k: b.get(k) for k in keep} for b in created]}, now)
+    return record(
+        session,
+        AuditKind.baseline_import,
+        actor,
+        f"baseline:{report.get('source', '')}",
+        {
+            "source": report.get("source"),
+            "kind": report.get("kind"),
+            "suite": report.get("suite"),
+            "created": len(created),
+            "unchanged": report.get("unchanged"),
+            "leaderboard_entries": report.get("leaderboard_entries"),
+            "baselines": [{k: b.get(k) for k in keep} for b in created],
+        },
+        now,
+    )

@@ -17,10 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
-
-from medmon.db import session_scope
 from medmon.monitor.errors import MedmonError
 from medmon.monitor.governance.audit import last_plan_text, record_plan
 from medmon.monitor.governance.changes import ChangeKind, ChangeSource, record_change
@@ -28,10 +24,19 @@ from medmon.monitor.models import AuditEvent
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan, parse_plan
 from medmon.probes.jury import JURY_SCORER
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from medmon.db import session_scope
 
 # deployment field -> the kind of change it is
-DEPLOYMENT_FIELDS = {"model": ChangeKind.model, "base_url": ChangeKind.model, "system_prompt": ChangeKind.prompt,
-                     "temperature": ChangeKind.decoding, "max_tokens": ChangeKind.decoding}
+DEPLOYMENT_FIELDS = {
+    "model": ChangeKind.model,
+    "base_url": ChangeKind.model,
+    "system_prompt": ChangeKind.prompt,
+    "temperature": ChangeKind.decoding,
+    "max_tokens": ChangeKind.decoding,
+}
 TASK_FIELDS = {"canaries": ChangeKind.canaries, "scorer": ChangeKind.scorer, "benchmark": ChangeKind.canaries}
 
 
@@ -116,9 +121,16 @@ def record_plan_changes(session: Session, text: str, source: str, actor: str, no
         return events
     digest = events[0].details["sha256"]
     for change in plan_changes(old, text):
-        record_change(session, task_ids=list(change.tasks), kind=change.kind, source=ChangeSource.plan, actor=actor,
-                      note=change.note, now=now, details={"fields": list(change.fields), "plan_sha256": digest,
-                                                          "plan_seq": events[0].seq})
+        record_change(
+            session,
+            task_ids=list(change.tasks),
+            kind=change.kind,
+            source=ChangeSource.plan,
+            actor=actor,
+            note=change.note,
+            now=now,
+            details={"fields": list(change.fields), "plan_sha256": digest, "plan_seq": events[0].seq},
+        )
     return events
 
 

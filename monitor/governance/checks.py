@@ -13,32 +13,32 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import yaml
 from apscheduler.triggers.cron import CronTrigger
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import SQLAlchemyError
-from sqlmodel import Session
-
 from medmon.baselines import categories, resolve
 from medmon.baselines.errors import BaselineError
-from medmon.files import MAX_YAML_BYTES, UnsafeInput, load_yaml, read_text
+from medmon.monitor.errors import MedmonError, PlanError, PlanIssue
 from medmon.monitor.governance.change_control import record_plan_changes
 from medmon.monitor.governance.effective import effective_tasks
 from medmon.monitor.plan.context import TaskContext, baseline_in_force, load_context
-from medmon.monitor.errors import MedmonError, PlanError, PlanIssue
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan, Task, _line_of, load_plan
 from medmon.monitor.plan.routing import check_endpoints, check_routes, routing_issues, unreachable_alerts
-from medmon.db import resolve_url, session_scope, utcnow
 from medmon.monitor.storage import make_engine
 from medmon.probes.errors import UnknownScorer
 from medmon.probes.jury import JURY_SCORER
 from medmon.probes.redaction import RedactorError, load_redactor
 from medmon.probes.scoring import get_scorer
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
+from sqlmodel import Session
+
+from medmon.db import resolve_url, session_scope, utcnow
+from medmon.files import MAX_YAML_BYTES, UnsafeInput, load_yaml, read_text
 
 _TASK_PATH = re.compile(r"^tasks\[(\d+)\]")
 _CRON_HORIZON = timedelta(days=15)
@@ -54,8 +54,11 @@ def _raw(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
 
 def _task_ids(data: dict[str, Any]) -> list[str]:
     tasks = data.get("tasks")
-    return [str(t.get("id", f"#{i}")) if isinstance(t, dict) else f"#{i}" for i, t in enumerate(tasks or [])] \
-        if isinstance(tasks, list) else []
+    return (
+        [str(t.get("id", f"#{i}")) if isinstance(t, dict) else f"#{i}" for i, t in enumerate(tasks or [])]
+        if isinstance(tasks, list)
+        else []
+    )
 
 
 def _named(issue: PlanIssue, ids: list[str]) -> PlanIssue:
@@ -64,10 +67,14 @@ def _named(issue: PlanIssue, ids: list[str]) -> PlanIssue:
     if not match or int(match.group(1)) >= len(ids):
         return issue
     task = ids[int(match.group(1))]
-    rest = issue.path[match.end():]
+    rest = issue.path[match.end() :]
     if rest in (".thresholds", ".thresholds.min_score") and issue.message == "required field is missing":
-        return PlanIssue(issue.path, f"task {task!r} has no approval threshold: set thresholds.min_score, the "
-                                     "minimum score the deployment was approved on", issue.line)
+        return PlanIssue(
+            issue.path,
+            f"task {task!r} has no approval threshold: set thresholds.min_score, the "
+            "minimum score the deployment was approved on",
+            issue.line,
+        )
     return PlanIssue(issue.path, f"task {task!r}: {issue.message}", issue.line)
 
 
@@ -83,8 +90,12 @@ def _raw_owner_issues(data: dict[str, Any], node: yaml.Node | None) -> list[Plan
 
 
 def _owner_issue(index: int, task_id: str, line: int | None) -> PlanIssue:
-    return PlanIssue(f"tasks[{index}].owner", f"task {task_id!r} has no owner: name the person accountable for it "
-                                              "({name, email}); a governance section needs one per task", line)
+    return PlanIssue(
+        f"tasks[{index}].owner",
+        f"task {task_id!r} has no owner: name the person accountable for it "
+        "({name, email}); a governance section needs one per task",
+        line,
+    )
 
 
 def max_gap(schedule: str, interval: timedelta | None) -> timedelta:
@@ -98,7 +109,7 @@ def max_gap(schedule: str, interval: timedelta | None) -> timedelta:
     if interval is not None:
         return interval
     trigger = CronTrigger.from_crontab(schedule, timezone="UTC")
-    start = datetime(2026, 1, 5, tzinfo=timezone.utc)  # a Monday: a fixed, reproducible window
+    start = datetime(2026, 1, 5, tzinfo=UTC)  # a Monday: a fixed, reproducible window
     previous, fire, gap = None, trigger.get_next_fire_time(None, start), timedelta(0)
     while fire is not None and fire - start <= _CRON_HORIZON:
         if previous is not None:
@@ -149,8 +160,11 @@ def _stored_baseline(db: _Database, task: Task) -> bool:
 
 def _has_baseline(ctx: TaskContext, db: _Database) -> bool:
     ref, card = ctx.task.baseline, ctx.pack_baseline
-    return ((ref.value is not None and ref.n is not None) or ("value" in card and "n" in card)
-            or _stored_baseline(db, ctx.task))
+    return (
+        (ref.value is not None and ref.n is not None)
+        or ("value" in card and "n" in card)
+        or _stored_baseline(db, ctx.task)
+    )
 
 
 def _governance_issues(plan: Plan, line: Callable[..., int | None]) -> list[PlanIssue]:
@@ -166,14 +180,24 @@ def _governance_issues(plan: Plan, line: Callable[..., int | None]) -> list[Plan
             issues.append(_owner_issue(i, task.id, line("tasks", i)))
         gap = max_gap(task.schedule, task.interval)
         if gap > limit:
-            issues.append(PlanIssue(f"tasks[{i}].schedule", f"task {task.id!r} is probed only every "
-                                    f"{human_interval(gap)} ({task.schedule!r}) but risk tier {tier!r} requires at "
-                                    f"least every {limit_text} (governance.controls.max_probe_interval)",
-                                    line("tasks", i, "schedule")))
+            issues.append(
+                PlanIssue(
+                    f"tasks[{i}].schedule",
+                    f"task {task.id!r} is probed only every "
+                    f"{human_interval(gap)} ({task.schedule!r}) but risk tier {tier!r} requires at "
+                    f"least every {limit_text} (governance.controls.max_probe_interval)",
+                    line("tasks", i, "schedule"),
+                )
+            )
     if any(t.human_review_required for t in plan.tasks) and not gov.controls.human_review.strip():
         names = ", ".join(t.id for t in plan.tasks if t.human_review_required)
-        issues.append(PlanIssue("governance.controls.human_review", f"task(s) {names} require human review but the "
-                                "plan does not say who reviews what, and when", line("governance", "controls")))
+        issues.append(
+            PlanIssue(
+                "governance.controls.human_review",
+                f"task(s) {names} require human review but the plan does not say who reviews what, and when",
+                line("governance", "controls"),
+            )
+        )
     issues.extend(_mapping_issues(plan, line))
     return issues
 
@@ -187,8 +211,9 @@ def _mapping_issues(plan: Plan, line: Callable[..., int | None]) -> list[PlanIss
     known_subcategories = {s for c in categories() for s in c["subcategories"]}
     issues = []
 
-    def check(field: str, label: str, declared_values: list[str], derived: dict[str, str | None],
-              known: set[str]) -> None:
+    def check(
+        field: str, label: str, declared_values: list[str], derived: dict[str, str | None], known: set[str]
+    ) -> None:
         if not declared_values:
             return
         where = line("governance", "medhelm", field)
@@ -196,17 +221,33 @@ def _mapping_issues(plan: Plan, line: Callable[..., int | None]) -> list[PlanIss
             if known and value not in known:
                 issues.append(PlanIssue(f"governance.medhelm.{field}", f"{value!r} is not a MedHELM {label}", where))
             elif value not in derived.values():
-                issues.append(PlanIssue(f"governance.medhelm.{field}", f"{value!r} is declared but no task "
-                                        "measures it", where))
+                issues.append(
+                    PlanIssue(f"governance.medhelm.{field}", f"{value!r} is declared but no task measures it", where)
+                )
         for task_id, value in derived.items():
             if value is not None and value not in declared_values:
-                issues.append(PlanIssue(f"governance.medhelm.{field}", f"task {task_id!r} maps to {value!r}, "
-                                        "which the declared mapping leaves out", where))
+                issues.append(
+                    PlanIssue(
+                        f"governance.medhelm.{field}",
+                        f"task {task_id!r} maps to {value!r}, which the declared mapping leaves out",
+                        where,
+                    )
+                )
 
-    check("categories", "category", declared.categories,
-          {t: e.category for t, e in entries.items() if e.in_taxonomy}, known_categories)
-    check("subcategories", "subcategory", declared.subcategories,
-          {t: e.subcategory for t, e in entries.items() if e.in_taxonomy}, known_subcategories)
+    check(
+        "categories",
+        "category",
+        declared.categories,
+        {t: e.category for t, e in entries.items() if e.in_taxonomy},
+        known_categories,
+    )
+    check(
+        "subcategories",
+        "subcategory",
+        declared.subcategories,
+        {t: e.subcategory for t, e in entries.items() if e.in_taxonomy},
+        known_subcategories,
+    )
     check("benchmarks", "benchmark", declared.benchmarks, {t.id: t.benchmark for t in plan.tasks}, set())
     return issues
 
@@ -220,8 +261,14 @@ def human_interval(gap: timedelta) -> str:
     return f"{seconds:g}s"
 
 
-def check_plan(path: Path, engine: Engine | None = None, *, record_by: str | None = None,
-               now: Callable[[], datetime] = utcnow, require_env: bool = False) -> Plan:
+def check_plan(
+    path: Path,
+    engine: Engine | None = None,
+    *,
+    record_by: str | None = None,
+    now: Callable[[], datetime] = utcnow,
+    require_env: bool = False,
+) -> Plan:
     """Load and validate a plan, then everything it refers to; raise PlanError with every issue.
 
     Parameters
@@ -263,8 +310,9 @@ def check_plan(path: Path, engine: Engine | None = None, *, record_by: str | Non
         try:
             load_redactor(plan.privacy.redactor)
         except RedactorError as exc:
-            issues.append(PlanIssue("privacy.redactor", str(exc).removeprefix("privacy.redactor: "),
-                                    line("privacy", "redactor")))
+            issues.append(
+                PlanIssue("privacy.redactor", str(exc).removeprefix("privacy.redactor: "), line("privacy", "redactor"))
+            )
         if issues:
             raise PlanError(str(path), issues)
         recorder = db.get() if record_by is not None else None
@@ -280,11 +328,19 @@ def _price_issues(plan: Plan, line: Callable[..., int | None]) -> list[PlanIssue
     """A routed (or the approved) model that ``traffic.prices`` does not price: its calls would cost nothing."""
     if plan.traffic is None:
         return []
+
     def path(loc: tuple[object, ...]) -> str:
         return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
-    return [PlanIssue(path(loc), f"model {model!r} has no entry in traffic.prices: add its price, or an entry with "
-                      "'unpriced: true' if its calls cost nothing", line(*loc))
-            for loc, model in plan.traffic.unpriced_models(plan.deployment.model)]
+
+    return [
+        PlanIssue(
+            path(loc),
+            f"model {model!r} has no entry in traffic.prices: add its price, or an entry with "
+            "'unpriced: true' if its calls cost nothing",
+            line(*loc),
+        )
+        for loc, model in plan.traffic.unpriced_models(plan.deployment.model)
+    ]
 
 
 def _task_issues(plan: Plan, db: _Database, line: Callable[..., int | None]) -> list[PlanIssue]:
@@ -297,8 +353,13 @@ def _task_issues(plan: Plan, db: _Database, line: Callable[..., int | None]) -> 
             continue
         if ctx.scorer == JURY_SCORER:
             if plan.jury is None:
-                issues.append(PlanIssue(f"tasks[{i}].scorer", "task is scored by the LLM jury ('jury') but the plan "
-                                        "has no 'jury' section; add one with at least one judge endpoint"))
+                issues.append(
+                    PlanIssue(
+                        f"tasks[{i}].scorer",
+                        "task is scored by the LLM jury ('jury') but the plan "
+                        "has no 'jury' section; add one with at least one judge endpoint",
+                    )
+                )
         else:
             try:
                 get_scorer(ctx.scorer)
@@ -306,10 +367,15 @@ def _task_issues(plan: Plan, db: _Database, line: Callable[..., int | None]) -> 
                 issues.append(PlanIssue(f"tasks[{i}].scorer", str(exc)))
         if not _has_baseline(ctx, db):
             where = resolve_url(plan.storage.url) if db.get() is not None else "the plan's database (not created yet)"
-            issues.append(PlanIssue(f"tasks[{i}].baseline", f"task {task.id!r} has no baseline for benchmark "
-                                    f"{task.benchmark!r}: give baseline {{value, n}}, use a canary pack with a "
-                                    f"baseline card, or import one with 'medmon baseline import' into {where}",
-                                    line("tasks", i)))
+            issues.append(
+                PlanIssue(
+                    f"tasks[{i}].baseline",
+                    f"task {task.id!r} has no baseline for benchmark "
+                    f"{task.benchmark!r}: give baseline {{value, n}}, use a canary pack with a "
+                    f"baseline card, or import one with 'medmon baseline import' into {where}",
+                    line("tasks", i),
+                )
+            )
     return issues
 
 
@@ -317,8 +383,10 @@ def plan_notes(plan: Plan) -> list[str]:
     """What a passing plan should still hear: defaults it relies on and evidence it lacks."""
     notes = []
     if plan.governance is None:
-        notes.append(f"no governance section: every task's owner defaults to the clinical owner "
-                     f"{plan.owners.clinical.email}, and probe frequency is not checked against the risk tier")
+        notes.append(
+            f"no governance section: every task's owner defaults to the clinical owner "
+            f"{plan.owners.clinical.email}, and probe frequency is not checked against the risk tier"
+        )
     else:
         if plan.governance.local_validation is None:
             notes.append("governance.local_validation is empty: the thresholds rest on no stated local data")
@@ -330,31 +398,41 @@ def plan_notes(plan: Plan) -> list[str]:
             notes.append(f"task {task.id!r}: benchmark {task.benchmark!r} is outside the MedHELM taxonomy")
         if task.decoding is not None and task.decoding.overrides():
             shown = ", ".join(f"{k} {v!r}" for k, v in task.decoding.overrides().items())
-            notes.append(f"task {task.id!r}: decoding overridden by the plan ({shown}); canaries from a HELM run "
-                         "are not replayed with the settings their baseline was produced with")
+            notes.append(
+                f"task {task.id!r}: decoding overridden by the plan ({shown}); canaries from a HELM run "
+                "are not replayed with the settings their baseline was produced with"
+            )
     if plan.service.executor == "celery":
         from medmon.monitor.plan.timeouts import longest_probe_s, visibility_timeout_of
 
         if longest_probe_s(plan) >= visibility_timeout_of(plan):
-            notes.append(f"service.visibility_timeout ({plan.service.visibility_timeout}) is shorter than the longest "
-                         f"probe can take (about {longest_probe_s(plan):.0f}s when every call times out): a slow "
-                         "probe's message would be handed to a second worker while the first still runs")
+            notes.append(
+                f"service.visibility_timeout ({plan.service.visibility_timeout}) is shorter than the longest "
+                f"probe can take (about {longest_probe_s(plan):.0f}s when every call times out): a slow "
+                "probe's message would be handed to a second worker while the first still runs"
+            )
     unset = check_endpoints(plan) + [i for i in check_routes(plan, require_env=True) if i.message.endswith("not set")]
     for issue in unset:
-        notes.append(f"{issue.path}: {issue.message} here; 'serve' and 'probe run' refuse to start without it "
-                     "(check the environment it runs in with --require-env)")
+        notes.append(
+            f"{issue.path}: {issue.message} here; 'serve' and 'probe run' refuse to start without it "
+            "(check the environment it runs in with --require-env)"
+        )
     if plan.privacy.redactor == "none" and plan.privacy.store_text:
         notes.append("privacy: answers are stored without redaction")
     reviewed = {t for r in plan.oversight.reviewers for t in r.tasks}
     for task in plan.tasks:
         if task.human_review_required and task.id not in reviewed:
-            notes.append(f"task {task.id!r} requires human review but no reviewer in oversight.reviewers is "
-                         "assigned to it: none of its answers will be queued")
+            notes.append(
+                f"task {task.id!r} requires human review but no reviewer in oversight.reviewers is "
+                "assigned to it: none of its answers will be queued"
+            )
     if plan.alerts.allow_unrouted:
         lost = unreachable_alerts(plan)
         if lost:
-            notes.append(f"alerts.allow_unrouted: {len(lost)} (task, severity) combination(s) reach no route and are "
-                         "seen only on the dashboard: " + ", ".join(f"({t}, {s})" for t, s in lost))
+            notes.append(
+                f"alerts.allow_unrouted: {len(lost)} (task, severity) combination(s) reach no route and are "
+                "seen only on the dashboard: " + ", ".join(f"({t}, {s})" for t, s in lost)
+            )
     notes.extend(_traffic_notes(plan))
     return notes
 
@@ -384,13 +462,17 @@ def _traffic_notes(plan: Plan) -> list[str]:
         return []
     notes = []
     if not t.routes:
-        notes.append("traffic.routes is empty: every call received is counted as unmatched, no task's traffic is watched")
+        notes.append(
+            "traffic.routes is empty: every call received is counted as unmatched, no task's traffic is watched"
+        )
     if t.judging is not None:
         if plan.jury is None:
             notes.append("traffic.judging is set but the plan has no jury: real answers are not judged")
         elif not any(j.phi_allowed for j in plan.jury.judges):
-            notes.append("traffic.judging is set but no judge is marked phi_allowed: real answers (which may hold "
-                         "patient data) go to none, so none is judged")
+            notes.append(
+                "traffic.judging is set but no judge is marked phi_allowed: real answers (which may hold "
+                "patient data) go to none, so none is judged"
+            )
         if not plan.privacy.store_text:
             notes.append("traffic.judging is set but privacy.store_text is false: no text is kept to judge")
     return notes

@@ -34,10 +34,9 @@ from datetime import datetime
 
 import krippendorff
 import numpy as np
-from sqlmodel import Session, col, select
-
 from medmon.monitor.models import AgreementRecord, ClinicianReview
 from medmon.probes.models import JuryVerdict, ParseStatus
+from sqlmodel import Session, col, select
 
 VALID = (ParseStatus.ok, ParseStatus.retried_ok)
 
@@ -78,8 +77,9 @@ def icc(ratings: Sequence[Sequence[float]], kind: str = "ICC(A,1)") -> tuple[flo
     import pandas as pd
     import pingouin  # seconds to import: only when there is something to compute
 
-    long = pd.DataFrame([(i, j, v) for i, r in enumerate(rows) for j, v in enumerate(r)],
-                        columns=["item", "rater", "score"])
+    long = pd.DataFrame(
+        [(i, j, v) for i, r in enumerate(rows) for j, v in enumerate(r)], columns=["item", "rater", "score"]
+    )
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         # A degenerate table (every item's mean alike) divides by zero in the k-rater variants,
         # which are not used here.
@@ -133,26 +133,38 @@ class Rated:
 
 def rated(session: Session, task_id: str, window: int) -> list[Rated]:
     """The task's latest ``window`` reviewed answers, per criterion, with the judges' valid scores."""
-    result_ids = list(session.exec(select(ClinicianReview.result_id).where(ClinicianReview.task_id == task_id)
-                                   .distinct().order_by(col(ClinicianReview.result_id).desc()).limit(window)).all())
+    result_ids = list(
+        session.exec(
+            select(ClinicianReview.result_id)
+            .where(ClinicianReview.task_id == task_id)
+            .distinct()
+            .order_by(col(ClinicianReview.result_id).desc())
+            .limit(window)
+        ).all()
+    )
     if not result_ids:
         return []
     clinicians: dict[tuple[int, str], dict[str, int]] = defaultdict(dict)
-    for review in session.exec(select(ClinicianReview).where(col(ClinicianReview.result_id).in_(result_ids))
-                               .order_by(col(ClinicianReview.id))).all():
+    for review in session.exec(
+        select(ClinicianReview).where(col(ClinicianReview.result_id).in_(result_ids)).order_by(col(ClinicianReview.id))
+    ).all():
         for criterion, score in review.scores.items():
             clinicians[(review.result_id, criterion)][review.reviewer] = int(score)
     judges: dict[tuple[int, str], dict[str, int]] = defaultdict(dict)
     for result_id, criterion, judge, score in session.exec(
-            select(JuryVerdict.result_id, JuryVerdict.criterion, JuryVerdict.judge, JuryVerdict.score).where(
-                col(JuryVerdict.result_id).in_(result_ids), col(JuryVerdict.parse_status).in_(VALID),
-                col(JuryVerdict.score).is_not(None))).all():
+        select(JuryVerdict.result_id, JuryVerdict.criterion, JuryVerdict.judge, JuryVerdict.score).where(
+            col(JuryVerdict.result_id).in_(result_ids),
+            col(JuryVerdict.parse_status).in_(VALID),
+            col(JuryVerdict.score).is_not(None),
+        )
+    ).all():
         judges[(result_id, criterion)][judge] = int(score)  # type: ignore[arg-type]
     return [Rated(rid, crit, scores, judges.get((rid, crit), {})) for (rid, crit), scores in sorted(clinicians.items())]
 
 
-def task_agreement(session: Session, task_id: str, *, window: int = 200, scale: tuple[int, int] = (1, 5),
-                   min_items: int = 3) -> list[Agreement]:
+def task_agreement(
+    session: Session, task_id: str, *, window: int = 200, scale: tuple[int, int] = (1, 5), min_items: int = 3
+) -> list[Agreement]:
     """Every statistic for every criterion of one task; a statistic with too few items says why."""
     items = rated(session, task_id, window)
     out: list[Agreement] = []
@@ -179,16 +191,22 @@ def _jury_stats(task_id: str, criterion: str, rows: list[Rated], min_items: int)
     value, low, high = icc(pairs, "ICC(A,1)")
     a = alpha(np.array(pairs, dtype=float).T, "interval")
     reason = None if value is not None else "no spread in the scores"
-    return [Agreement(task_id, criterion, "jury_icc", value, low, high, n, reason),
-            Agreement(task_id, criterion, "jury_alpha", a, None, None, n, None if a is not None else reason)]
+    return [
+        Agreement(task_id, criterion, "jury_icc", value, low, high, n, reason),
+        Agreement(task_id, criterion, "jury_alpha", a, None, None, n, None if a is not None else reason),
+    ]
 
 
-def _reviewer_stats(task_id: str, criterion: str, rows: list[Rated], scale: tuple[int, int],
-                    min_items: int) -> list[Agreement]:
+def _reviewer_stats(
+    task_id: str, criterion: str, rows: list[Rated], scale: tuple[int, int], min_items: int
+) -> list[Agreement]:
     n = len(rows)
     if n < min_items:
-        return [a for a in (_too_few(task_id, criterion, s, n, min_items) for s in ("reviewer_icc", "reviewer_alpha"))
-                if a is not None]
+        return [
+            a
+            for a in (_too_few(task_id, criterion, s, n, min_items) for s in ("reviewer_icc", "reviewer_alpha"))
+            if a is not None
+        ]
     value, low, high = icc([list(r.clinicians.values())[:2] for r in rows], "ICC(1,1)")
     reviewers = sorted({name for r in rows for name in r.clinicians})
     data = np.full((len(reviewers), n), np.nan)
@@ -196,8 +214,10 @@ def _reviewer_stats(task_id: str, criterion: str, rows: list[Rated], scale: tupl
         for name, score in r.clinicians.items():
             data[reviewers.index(name), u] = score
     a = alpha(data, "ordinal", range(scale[0], scale[1] + 1))
-    return [Agreement(task_id, criterion, "reviewer_icc", value, low, high, n),
-            Agreement(task_id, criterion, "reviewer_alpha", a, None, None, n)]
+    return [
+        Agreement(task_id, criterion, "reviewer_icc", value, low, high, n),
+        Agreement(task_id, criterion, "reviewer_alpha", a, None, None, n),
+    ]
 
 
 def _bias_stats(task_id: str, criterion: str, rows: list[Rated]) -> list[Agreement]:
@@ -218,13 +238,28 @@ def record_agreement(session: Session, stats: Sequence[Agreement], now: datetime
     for s in stats:
         if s.value is None:
             continue
-        last = session.exec(select(AgreementRecord.n).where(
-            AgreementRecord.task_id == s.task_id, AgreementRecord.criterion == s.criterion,
-            AgreementRecord.statistic == s.statistic).order_by(col(AgreementRecord.id).desc()).limit(1)).first()
+        last = session.exec(
+            select(AgreementRecord.n)
+            .where(
+                AgreementRecord.task_id == s.task_id,
+                AgreementRecord.criterion == s.criterion,
+                AgreementRecord.statistic == s.statistic,
+            )
+            .order_by(col(AgreementRecord.id).desc())
+            .limit(1)
+        ).first()
         if last == s.n:
             continue
-        row = AgreementRecord(task_id=s.task_id, criterion=s.criterion, statistic=s.statistic, value=s.value,
-                              ci_low=s.ci_low, ci_high=s.ci_high, n=s.n, created_at=now)
+        row = AgreementRecord(
+            task_id=s.task_id,
+            criterion=s.criterion,
+            statistic=s.statistic,
+            value=s.value,
+            ci_low=s.ci_low,
+            ci_high=s.ci_high,
+            n=s.n,
+            created_at=now,
+        )
         session.add(row)
         added.append(row)
     session.flush()

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlmodel import Session, col, select
-
-from medmon.db import as_utc
 from medmon.monitor.governance.audit import AuditKind, plan_thresholds
 from medmon.monitor.models import AuditEvent, BurnIn
 from medmon.monitor.plan.context import BaselineInForce, baseline_in_force
 from medmon.monitor.plan.model import Plan, Task, Thresholds
+from sqlmodel import Session, col, select
+
+from medmon.db import as_utc
 
 # Which direction makes each threshold easier to meet.
 LOOSER_WHEN_LOWER = ("min_score", "min_jury_agreement", "subgroup_min_score")
@@ -76,8 +76,9 @@ def _plans(before: datetime | None, *, newest_first: bool = False) -> Any:
 
 def thresholds_in_force(session: Session, task_id: str, before: datetime | None = None) -> InForce | None:
     """The task's thresholds in force (at ``before``, else now); None when no plan with it is recorded."""
-    query = select(AuditEvent).where(AuditEvent.kind == AuditKind.threshold_approved.value,
-                                     AuditEvent.subject == f"task:{task_id}")
+    query = select(AuditEvent).where(
+        AuditEvent.kind == AuditKind.threshold_approved.value, AuditEvent.subject == f"task:{task_id}"
+    )
     if before is not None:
         query = query.where(col(AuditEvent.at) < before)
     approved = session.exec(query.order_by(col(AuditEvent.seq).desc())).first()
@@ -99,6 +100,7 @@ def with_thresholds_in_force(session: Session, plan: Plan, before: datetime | No
             task = task.model_copy(update={"thresholds": Thresholds.model_validate(in_force.thresholds)})
         tasks.append(task)
     return plan.model_copy(update={"tasks": tasks})
+
 
 def loosens(name: str, old: Any, new: Any) -> bool:
     if old is None:
@@ -122,14 +124,19 @@ def threshold_proposals(session: Session, before: datetime | None = None) -> lis
         for name in sorted(set(proposed) | set(in_force.thresholds)):
             old, new = in_force.thresholds.get(name), proposed.get(name)
             if old != new:
-                out.append(ThresholdProposal(task_id, name, old, new, loosens(name, old, new), newest.seq,
-                                             newest.actor, newest.at))
+                out.append(
+                    ThresholdProposal(
+                        task_id, name, old, new, loosens(name, old, new), newest.seq, newest.actor, newest.at
+                    )
+                )
     return out
 
 
 # How the recent score's interval is computed (``medmon.monitor.read._sql.wilson_interval_of_mean``).
-RECENT_INTERVAL = ("Wilson 95% interval of the mean of the latest scored answers: exact in form for right/wrong "
-                   "scores, conservative for graded ones")
+RECENT_INTERVAL = (
+    "Wilson 95% interval of the mean of the latest scored answers: exact in form for right/wrong "
+    "scores, conservative for graded ones"
+)
 
 
 @dataclass(frozen=True)
@@ -197,11 +204,16 @@ class EffectiveTask:
         """One sentence per threshold edit awaiting approval, naming who proposed it where the record knows."""
         out = []
         for p in self.proposals:
-            who = (f" by {p.proposed_by} on {p.proposed_at:%Y-%m-%d}" if p.proposed_by and p.proposed_at
-                   else " in the plan file (not recorded yet: run 'medmon check')")
-            out.append(f"task {self.task.id!r}: {p.threshold} {p.proposed} is proposed{who}, not approved; "
-                       f"{p.in_force} ({self.in_force_words}) stays in force until an owner approves it "
-                       "(medmon approvals thresholds)")
+            who = (
+                f" by {p.proposed_by} on {p.proposed_at:%Y-%m-%d}"
+                if p.proposed_by and p.proposed_at
+                else " in the plan file (not recorded yet: run 'medmon check')"
+            )
+            out.append(
+                f"task {self.task.id!r}: {p.threshold} {p.proposed} is proposed{who}, not approved; "
+                f"{p.in_force} ({self.in_force_words}) stays in force until an owner approves it "
+                "(medmon approvals thresholds)"
+            )
         return out
 
 
@@ -215,13 +227,15 @@ def go_live_reference(session: Session, plan: Plan, task_id: str) -> GoLiveRefer
         return GoLiveReference("not started", 0, repeats)
     done = sum(1 for v in (row.instances or {}).values() if v and int(v[0]) >= row.runs)
     if row.complete:
-        return GoLiveReference("complete", done, row.runs, row.version,
-                               as_utc(row.completed_at) if row.completed_at else None)
+        return GoLiveReference(
+            "complete", done, row.runs, row.version, as_utc(row.completed_at) if row.completed_at else None
+        )
     return GoLiveReference("being built", done, row.runs, row.version, as_utc(row.started_at))
 
 
-def _file_proposals(task: Task, in_force: dict[str, Any],
-                    recorded: Sequence[ThresholdProposal]) -> list[ThresholdProposal]:
+def _file_proposals(
+    task: Task, in_force: dict[str, Any], recorded: Sequence[ThresholdProposal]
+) -> list[ThresholdProposal]:
     """The recorded proposals, and the file's edits not recorded yet (who and when unknown)."""
     out = list(recorded)
     written = task.thresholds.model_dump()
@@ -233,8 +247,14 @@ def _file_proposals(task: Task, in_force: dict[str, Any],
     return out
 
 
-def effective_task(session: Session, plan: Plan, task: Task | str, *, before: datetime | None = None,
-                   proposals: Sequence[ThresholdProposal] | None = None) -> EffectiveTask:
+def effective_task(
+    session: Session,
+    plan: Plan,
+    task: Task | str,
+    *,
+    before: datetime | None = None,
+    proposals: Sequence[ThresholdProposal] | None = None,
+) -> EffectiveTask:
     """What judges ``task`` (at ``before``, else now), read from the record without writing anything.
 
     ``plan`` is the plan as given (today's file, or the recorded plan of a past period): its
@@ -243,8 +263,9 @@ def effective_task(session: Session, plan: Plan, task: Task | str, *, before: da
     """
     task = plan.task(task) if isinstance(task, str) else task
     source = thresholds_in_force(session, task.id, before)
-    recorded = [p for p in (threshold_proposals(session, before) if proposals is None else proposals)
-                if p.task == task.id]
+    recorded = [
+        p for p in (threshold_proposals(session, before) if proposals is None else proposals) if p.task == task.id
+    ]
     if source is None:  # no plan with the task is recorded: the file's thresholds are all there is
         judged, found, by, at = task, "plan file", None, None
         pending: list[ThresholdProposal] = []
@@ -252,14 +273,24 @@ def effective_task(session: Session, plan: Plan, task: Task | str, *, before: da
         judged = task.model_copy(update={"thresholds": Thresholds.model_validate(source.thresholds)})
         found, by, at = source.source, source.actor, as_utc(source.at)
         pending = _file_proposals(task, source.thresholds, recorded)
-    return EffectiveTask(judged, found, by, at, tuple(pending), baseline_in_force(session, plan, task, before),
-                         go_live_reference(session, plan, task.id))
+    return EffectiveTask(
+        judged,
+        found,
+        by,
+        at,
+        tuple(pending),
+        baseline_in_force(session, plan, task, before),
+        go_live_reference(session, plan, task.id),
+    )
 
 
-def effective_tasks(session: Session, plan: Plan, task_ids: Sequence[str] | None = None, *,
-                    before: datetime | None = None) -> list[EffectiveTask]:
+def effective_tasks(
+    session: Session, plan: Plan, task_ids: Sequence[str] | None = None, *, before: datetime | None = None
+) -> list[EffectiveTask]:
     """``effective_task`` for every task of the plan (or those in ``task_ids``), in plan order."""
     proposals = threshold_proposals(session, before)
-    return [effective_task(session, plan, t, before=before, proposals=proposals) for t in plan.tasks
-            if task_ids is None or t.id in task_ids]
-
+    return [
+        effective_task(session, plan, t, before=before, proposals=proposals)
+        for t in plan.tasks
+        if task_ids is None or t.id in task_ids
+    ]

@@ -26,18 +26,13 @@ from datetime import datetime, timedelta
 from medmon.baselines import Baseline, BaselineFigures, record_baseline
 from medmon.baselines.interval import mean_interval, wilson_interval
 from medmon.monitor.errors import GovernanceError
-from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.governance.approvals import plan_task, require_approver, require_committee
-from medmon.monitor.governance.effective import effective_task
+from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.governance.changes import ChangeSource, pending_changes
-from medmon.monitor.models import (
-    BurnIn,
-    ChangeRecord,
-    ChangeStatus,
-    Reevaluation,
-    ReevaluationStatus,
-)
+from medmon.monitor.governance.effective import effective_task
+from medmon.monitor.models import BurnIn, ChangeRecord, ChangeStatus, Reevaluation, ReevaluationStatus
 from medmon.monitor.plan.context import TaskContext, pin_baseline, probe_baseline, run_provenance
+from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.privacy import text_policy
 from medmon.probes.client import ModelSettings
@@ -50,7 +45,6 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from medmon.db import session_scope
-from medmon.monitor.plan.intervals import parse_interval
 
 Progress = Callable[[int, int], None]
 
@@ -108,16 +102,24 @@ def compare(scores: Sequence[float], baseline: float, min_score: float, tolerate
     return judge(len(scores), mean, lo, hi, baseline, min_score, tolerated_drop)
 
 
-def judge(n: int, mean: float | None, lo: float | None, hi: float | None, baseline: float, min_score: float,
-          tolerated_drop: float) -> Comparison:
+def judge(
+    n: int,
+    mean: float | None,
+    lo: float | None,
+    hi: float | None,
+    baseline: float,
+    min_score: float,
+    tolerated_drop: float,
+) -> Comparison:
     """The decision rule on an estimate and its interval, shared by re-evaluations and reports.
 
     Pass needs the estimate at or above ``min_score`` and no more than ``tolerated_drop``
     below the baseline; the decision is ``conclusive`` when the whole interval agrees with it.
     """
     if n == 0 or mean is None or lo is None or hi is None:
-        return Comparison(0, None, None, None, baseline, None, min_score, tolerated_drop, None, None,
-                          ["no scored answers"])
+        return Comparison(
+            0, None, None, None, baseline, None, min_score, tolerated_drop, None, None, ["no scored answers"]
+        )
     drop = baseline - mean
     meets_min, within_drop = mean >= min_score, drop <= tolerated_drop + 1e-12
     passed = meets_min and within_drop
@@ -131,14 +133,23 @@ def judge(n: int, mean: float | None, lo: float | None, hi: float | None, baseli
         conclusive = hi < min_score or baseline - hi > tolerated_drop
     if not conclusive:
         reasons.append(f"the 95% interval {lo:.3f}-{hi:.3f} straddles a criterion: more answers are needed to decide")
-    return Comparison(n, mean, lo, hi, baseline, mean - baseline, min_score, tolerated_drop, passed, conclusive,
-                      reasons)
+    return Comparison(
+        n, mean, lo, hi, baseline, mean - baseline, min_score, tolerated_drop, passed, conclusive, reasons
+    )
 
 
-def run_reevaluation(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Callable[[], datetime],
-                     change_ids: Sequence[int] = (), repeats: int | None = None,
-                     settings: ModelSettings | None = None, progress: Progress | None = None,
-                     actor: str = "medmon") -> Reevaluation:
+def run_reevaluation(
+    engine: Engine,
+    plan: Plan,
+    ctx: TaskContext,
+    *,
+    now: Callable[[], datetime],
+    change_ids: Sequence[int] = (),
+    repeats: int | None = None,
+    settings: ModelSettings | None = None,
+    progress: Progress | None = None,
+    actor: str = "medmon",
+) -> Reevaluation:
     """Replay every replayable canary of a task ``repeats`` times and compare with its baseline.
 
     The run and the re-evaluation row are committed before the model is called (a crash leaves
@@ -155,12 +166,19 @@ def run_reevaluation(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Calla
 
     def opened(session: Session, run: ProbeRun) -> None:
         baseline = probe_baseline(session, plan, ctx)
-        row = Reevaluation(task_id=task.id, change_id=change_ids[0] if change_ids else None, run_id=run.id,
-                           repeats=repeats, baseline_id=baseline.id, baseline_value=baseline.normalized,
-                           baseline_ci_low=_norm(baseline, baseline.ci_low),
-                           baseline_ci_high=_norm(baseline, baseline.ci_high),
-                           min_score=task.thresholds.min_score, tolerated_drop=task.thresholds.tolerated_drop,
-                           started_at=now())
+        row = Reevaluation(
+            task_id=task.id,
+            change_id=change_ids[0] if change_ids else None,
+            run_id=run.id,
+            repeats=repeats,
+            baseline_id=baseline.id,
+            baseline_value=baseline.normalized,
+            baseline_ci_low=_norm(baseline, baseline.ci_low),
+            baseline_ci_high=_norm(baseline, baseline.ci_high),
+            min_score=task.thresholds.min_score,
+            tolerated_drop=task.thresholds.tolerated_drop,
+            started_at=now(),
+        )
         session.add(row)
         session.flush()
         rows.append(row)
@@ -168,16 +186,20 @@ def run_reevaluation(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Calla
     async def call(pool: ClientPool) -> list[ProbeResultBase]:
         if not canaries:
             raise GovernanceError("the task has no replayable canaries")
-        jury = (pool.jury(JurySettings.from_plan(plan.jury))
-                if plan.jury is not None and ctx.scorer == JURY_SCORER else None)
+        jury = (
+            pool.jury(JurySettings.from_plan(plan.jury))
+            if plan.jury is not None and ctx.scorer == JURY_SCORER
+            else None
+        )
         client = pool.client(settings)
         out: list[ProbeResultBase] = []
         # Chunks of the client's concurrency keep it saturated and let a progress bar move.
         decoding = task.decoding.overrides() if task.decoding is not None else None
         step = max(1, settings.max_concurrency)
         for i in range(0, len(canaries), step):
-            out.extend(await probe_canaries(client, canaries[i:i + step], task.id, ctx.scorer, jury=jury,
-                                            decoding=decoding))
+            out.extend(
+                await probe_canaries(client, canaries[i : i + step], task.id, ctx.scorer, jury=jury, decoding=decoding)
+            )
             if progress is not None:
                 progress(len(out), len(canaries))
         return out
@@ -186,8 +208,9 @@ def run_reevaluation(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Calla
         row = session.merge(rows[0])
         failure = run.error if run.status == RunStatus.failed else None
         scores = [r.score for r in results if r.score is not None]
-        comparison = compare(scores, row.baseline_value or 0.0, task.thresholds.min_score,
-                             task.thresholds.tolerated_drop)
+        comparison = compare(
+            scores, row.baseline_value or 0.0, task.thresholds.min_score, task.thresholds.tolerated_drop
+        )
         served = Counter((r.served_model, r.system_fingerprint) for r in results if r.served_model)
         model, fingerprint = served.most_common(1)[0][0] if served else (None, None)
         costs = [r.cost_usd for r in results if r.cost_usd is not None]
@@ -207,17 +230,46 @@ def run_reevaluation(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Calla
                 change.status = ChangeStatus.failed if row.error else ChangeStatus.reevaluated
                 change.reevaluation_id = row.id
                 session.add(change)
-        record(session, AuditKind.reevaluation, actor, f"task:{task.id}",
-               {"reevaluation_id": row.id, "run_id": run.id, "change_ids": list(change_ids),
-                "repeats": repeats, "n": row.n, "errors": row.n_errors, "estimate": row.estimate,
-                "ci": [row.ci_low, row.ci_high], "baseline": row.baseline_value, "baseline_id": row.baseline_id,
-                "difference": row.difference, "passed": row.passed, "conclusive": row.conclusive,
-                "served_model": model, "system_fingerprint": fingerprint, "error": row.error}, stamp)
+        record(
+            session,
+            AuditKind.reevaluation,
+            actor,
+            f"task:{task.id}",
+            {
+                "reevaluation_id": row.id,
+                "run_id": run.id,
+                "change_ids": list(change_ids),
+                "repeats": repeats,
+                "n": row.n,
+                "errors": row.n_errors,
+                "estimate": row.estimate,
+                "ci": [row.ci_low, row.ci_high],
+                "baseline": row.baseline_value,
+                "baseline_id": row.baseline_id,
+                "difference": row.difference,
+                "passed": row.passed,
+                "conclusive": row.conclusive,
+                "served_model": model,
+                "system_fingerprint": fingerprint,
+                "error": row.error,
+            },
+            stamp,
+        )
         return row
 
-    done = execute_probe(engine, task.id, call, now=now, texts=text_policy(plan), purpose="reevaluation",
-                         deployment=plan.deployment.name, provenance=run_provenance(plan, ctx), opened=opened,
-                         store=store, keep_failure=True)
+    done = execute_probe(
+        engine,
+        task.id,
+        call,
+        now=now,
+        texts=text_policy(plan),
+        purpose="reevaluation",
+        deployment=plan.deployment.name,
+        provenance=run_provenance(plan, ctx),
+        opened=opened,
+        store=store,
+        keep_failure=True,
+    )
     return done.stored or rows[0]  # superseded: the row stays running until it is stale
 
 
@@ -226,16 +278,24 @@ def _norm(baseline: Baseline, value: float) -> float:
     return (value - baseline.scale_min) / span if span else value
 
 
-def reevaluate_pending(engine: Engine, plan: Plan, ctx: TaskContext, *, now: Callable[[], datetime],
-                       settings: ModelSettings | None = None, progress: Progress | None = None,
-                       actor: str = "medmon") -> Reevaluation | None:
+def reevaluate_pending(
+    engine: Engine,
+    plan: Plan,
+    ctx: TaskContext,
+    *,
+    now: Callable[[], datetime],
+    settings: ModelSettings | None = None,
+    progress: Progress | None = None,
+    actor: str = "medmon",
+) -> Reevaluation | None:
     """Run one re-evaluation answering every pending change of the task, if any is pending."""
     with session_scope(engine) as session:
         ids = [c.id for c in pending_changes(session, ctx.task.id) if c.id is not None]
     if not ids:
         return None
-    return run_reevaluation(engine, plan, ctx, now=now, change_ids=ids, settings=settings, progress=progress,
-                            actor=actor)
+    return run_reevaluation(
+        engine, plan, ctx, now=now, change_ids=ids, settings=settings, progress=progress, actor=actor
+    )
 
 
 STALE_REEVALUATION = timedelta(hours=6)  # a 'running' re-evaluation older than this crashed: it blocks nothing
@@ -252,8 +312,9 @@ def reevaluation_due(session: Session, plan: Plan, task_id: str, now: datetime) 
     pending = [c for c in pending_changes(session, task_id) if c.source == "detected"]
     if not pending:
         return False
-    last = session.exec(select(Reevaluation).where(Reevaluation.task_id == task_id)
-                        .order_by(col(Reevaluation.id).desc())).first()
+    last = session.exec(
+        select(Reevaluation).where(Reevaluation.task_id == task_id).order_by(col(Reevaluation.id).desc())
+    ).first()
     if last is None:
         return True
     started = last.started_at
@@ -275,9 +336,18 @@ def plan_change_due(session: Session, plan: Plan, task_id: str) -> bool:
     return any(c.source == ChangeSource.plan.value for c in pending_changes(session, task_id))
 
 
-def approve(session: Session, plan: Plan, *, reevaluation_id: int, task_id: str, by: str, now: datetime,
-            reason: str | None = None, committee_decision: str | None = None,
-            operator: str | None = None) -> Baseline:
+def approve(
+    session: Session,
+    plan: Plan,
+    *,
+    reevaluation_id: int,
+    task_id: str,
+    by: str,
+    now: datetime,
+    reason: str | None = None,
+    committee_decision: str | None = None,
+    operator: str | None = None,
+) -> Baseline:
     """Adopt a re-evaluation's results as the task's baseline, recorded with who approved it and why.
 
     ``operator`` is who ran the command (``user@host via tool``), recorded beside ``by`` so an
@@ -302,21 +372,35 @@ def approve(session: Session, plan: Plan, *, reevaluation_id: int, task_id: str,
     if row.status == ReevaluationStatus.approved:
         raise GovernanceError(f"re-evaluation {reevaluation_id} was already approved by {row.approved_by}")
     if row.status != ReevaluationStatus.complete or row.estimate is None:
-        raise GovernanceError(f"re-evaluation {reevaluation_id} is {row.status.value}"
-                              + (f" ({row.error})" if row.error else "") + "; only a complete one can be adopted")
+        raise GovernanceError(
+            f"re-evaluation {reevaluation_id} is {row.status.value}"
+            + (f" ({row.error})" if row.error else "")
+            + "; only a complete one can be adopted"
+        )
     require_approver(plan, task, by, reason)
-    require_committee(effective_task(session, plan, task).task, row.estimate, committee_decision,  # approved minimum
-                      f"re-evaluation {reevaluation_id}'s estimate")
+    require_committee(
+        effective_task(session, plan, task).task,
+        row.estimate,
+        committee_decision,  # approved minimum
+        f"re-evaluation {reevaluation_id}'s estimate",
+    )
     old = session.get(Baseline, row.baseline_id) if row.baseline_id is not None else None
     lo, hi = (old.scale_min, old.scale_max) if old is not None else (0.0, 1.0)
     span = hi - lo
     ci = (lo + (row.ci_low or 0.0) * span, lo + (row.ci_high or 1.0) * span)
-    figures = BaselineFigures(benchmark=task.benchmark, model=row.served_model or plan.deployment.model,
-                              metric=old.metric if old is not None else "score", value=lo + row.estimate * span,
-                              n=row.n, scale_min=lo, scale_max=hi, ci=ci, source_kind="reevaluation",
-                              source_path=f"reevaluation:{row.id} run:{row.run_id}",
-                              source_sha256=hashlib.sha256(f"medmon-reevaluation:{row.id}:{row.run_id}".encode())
-                              .hexdigest())
+    figures = BaselineFigures(
+        benchmark=task.benchmark,
+        model=row.served_model or plan.deployment.model,
+        metric=old.metric if old is not None else "score",
+        value=lo + row.estimate * span,
+        n=row.n,
+        scale_min=lo,
+        scale_max=hi,
+        ci=ci,
+        source_kind="reevaluation",
+        source_path=f"reevaluation:{row.id} run:{row.run_id}",
+        source_sha256=hashlib.sha256(f"medmon-reevaluation:{row.id}:{row.run_id}".encode()).hexdigest(),
+    )
     baseline, _ = record_baseline(session, figures)
     baseline.approved_by = by
     session.add(baseline)
@@ -328,18 +412,35 @@ def approve(session: Session, plan: Plan, *, reevaluation_id: int, task_id: str,
     if burn is not None:  # the adopted model gets a go-live reference of its own
         burn.restart(now)
         session.add(burn)
-    record(session, AuditKind.baseline_approved, by, f"task:{task_id}",
-           {"reevaluation_id": row.id, "baseline_id": baseline.id, "previous_baseline_id": row.baseline_id,
-            "benchmark": baseline.benchmark, "model": baseline.model, "metric": baseline.metric,
-            "value": baseline.value, "normalized": baseline.normalized, "n": baseline.n,
-            "passed": row.passed, "reason": reason, "committee_decision": committee_decision,
-            "operator": operator}, now)
+    record(
+        session,
+        AuditKind.baseline_approved,
+        by,
+        f"task:{task_id}",
+        {
+            "reevaluation_id": row.id,
+            "baseline_id": baseline.id,
+            "previous_baseline_id": row.baseline_id,
+            "benchmark": baseline.benchmark,
+            "model": baseline.model,
+            "metric": baseline.metric,
+            "value": baseline.value,
+            "normalized": baseline.normalized,
+            "n": baseline.n,
+            "passed": row.passed,
+            "reason": reason,
+            "committee_decision": committee_decision,
+            "operator": operator,
+        },
+        now,
+    )
     session.flush()
     return baseline
 
 
-def list_reevaluations(session: Session, *, task_id: str | None = None, since: datetime | None = None,
-                       until: datetime | None = None) -> list[Reevaluation]:
+def list_reevaluations(
+    session: Session, *, task_id: str | None = None, since: datetime | None = None, until: datetime | None = None
+) -> list[Reevaluation]:
     """Re-evaluations in time order, optionally for one task and within ``[since, until)``."""
     query = select(Reevaluation)
     if task_id is not None:

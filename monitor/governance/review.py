@@ -18,15 +18,15 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlmodel import Session, col, func, select
-
-from medmon.db import as_utc
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.models import ClinicianReview, ReviewItem
 from medmon.monitor.plan.model import Jury, Plan, Task
 from medmon.monitor.plan.oversight import Oversight
 from medmon.probes.models import ProbeResult, ProbeRun
+from sqlmodel import Session, col, func, select
+
+from medmon.db import as_utc
 
 DEFAULT_CRITERIA = ("accuracy", "completeness", "clarity")
 
@@ -91,8 +91,13 @@ def _draw(strata: Mapping[str, list[ProbeResult]], k: int, rng: random.Random) -
 
 
 def _load(session: Session, reviewers: list[str]) -> dict[str, int]:
-    rows = session.exec(select(ReviewItem.reviewer, func.count()).where(  # type: ignore[call-overload]
-        ReviewItem.status == "open", col(ReviewItem.reviewer).in_(reviewers)).group_by(ReviewItem.reviewer)).all()
+    rows = session.exec(
+        select(ReviewItem.reviewer, func.count())
+        .where(  # type: ignore[call-overload]
+            ReviewItem.status == "open", col(ReviewItem.reviewer).in_(reviewers)
+        )
+        .group_by(ReviewItem.reviewer)
+    ).all()
     counts = {r: 0 for r in reviewers}
     counts.update({r: int(n) for r, n in rows})
     return counts
@@ -110,16 +115,28 @@ def queue_reviews(session: Session, plan: Plan, now: datetime, rng: random.Rando
         override = config.tasks.get(task.id)
         rate = override.rate if override and override.rate is not None else config.rate
         quota = override.weekly_quota if override and override.weekly_quota is not None else config.weekly_quota
-        queued = set(session.exec(select(ReviewItem.result_id).where(ReviewItem.task_id == task.id,
-                                                                     ReviewItem.week == week)).all())
+        queued = set(
+            session.exec(
+                select(ReviewItem.result_id).where(ReviewItem.task_id == task.id, ReviewItem.week == week)
+            ).all()
+        )
         if len(queued) >= quota:
             continue  # the usual case once the week's sample is drawn: no answer is read
-        eligible = (ProbeResult.task_id == task.id, col(ProbeResult.created_at) >= start,
-                    col(ProbeResult.created_at) <= now, col(ProbeResult.answer).is_not(None),
-                    col(ProbeResult.error).is_(None), ProbeRun.purpose != "reevaluation")
+        eligible = (
+            ProbeResult.task_id == task.id,
+            col(ProbeResult.created_at) >= start,
+            col(ProbeResult.created_at) <= now,
+            col(ProbeResult.answer).is_not(None),
+            col(ProbeResult.error).is_(None),
+            ProbeRun.purpose != "reevaluation",
+        )
         joined = col(ProbeRun.id) == col(ProbeResult.run_id)
-        total = session.exec(select(func.count()).select_from(ProbeResult).join(ProbeRun, joined)  # type: ignore[call-overload]
-                             .where(*eligible)).one()
+        total = session.exec(
+            select(func.count())
+            .select_from(ProbeResult)
+            .join(ProbeRun, joined)  # type: ignore[call-overload]
+            .where(*eligible)
+        ).one()
         room = min(quota, math.ceil(rate * total)) - len(queued)
         if room <= 0:
             continue
@@ -132,11 +149,19 @@ def queue_reviews(session: Session, plan: Plan, now: datetime, rng: random.Rando
         load = _load(session, reviewers)
         for key, result in _draw(strata, room, draw_rng):
             double = len(reviewers) > 1 and draw_rng.random() < config.double_rate
-            chosen = sorted(reviewers, key=lambda r: (load[r], reviewers.index(r)))[:2 if double else 1]
+            chosen = sorted(reviewers, key=lambda r: (load[r], reviewers.index(r)))[: 2 if double else 1]
             for reviewer in chosen:
                 load[reviewer] += 1
-                item = ReviewItem(task_id=task.id, result_id=result.id, reviewer=reviewer, week=week, stratum=key,
-                                  stratum_size=len(strata[key]), double=double, queued_at=now)
+                item = ReviewItem(
+                    task_id=task.id,
+                    result_id=result.id,
+                    reviewer=reviewer,
+                    week=week,
+                    stratum=key,
+                    stratum_size=len(strata[key]),
+                    double=double,
+                    queued_at=now,
+                )
                 session.add(item)
                 created.append(item)
     session.flush()
@@ -149,9 +174,11 @@ def check_scores(jury: Jury | None, scores: Mapping[str, Any]) -> dict[str, int]
     missing = [c for c in criteria if c not in scores]
     extra = sorted(set(scores) - set(criteria))
     if missing or extra:
-        raise ValueError(f"expected a score for each of {', '.join(criteria)}"
-                         + (f"; missing {', '.join(missing)}" if missing else "")
-                         + (f"; unknown {', '.join(extra)}" if extra else ""))
+        raise ValueError(
+            f"expected a score for each of {', '.join(criteria)}"
+            + (f"; missing {', '.join(missing)}" if missing else "")
+            + (f"; unknown {', '.join(extra)}" if extra else "")
+        )
     out = {}
     for criterion in criteria:
         value = scores[criterion]
@@ -161,8 +188,18 @@ def check_scores(jury: Jury | None, scores: Mapping[str, Any]) -> dict[str, int]
     return out
 
 
-def record_review(session: Session, plan: Plan, *, item_id: int, reviewer: str, scores: Mapping[str, Any],
-                  note: str, safety_concern: bool, actor: str, now: datetime) -> ClinicianReview:
+def record_review(
+    session: Session,
+    plan: Plan,
+    *,
+    item_id: int,
+    reviewer: str,
+    scores: Mapping[str, Any],
+    note: str,
+    safety_concern: bool,
+    actor: str,
+    now: datetime,
+) -> ClinicianReview:
     """Store a reviewer's rating of a queued answer and audit it; the reviewer must be the item's.
 
     ``actor`` is who the audit log names (the signed-in account, or a local account acting as
@@ -177,15 +214,35 @@ def record_review(session: Session, plan: Plan, *, item_id: int, reviewer: str, 
     if item.status == "done":
         raise GovernanceError(f"review item {item_id} has already been rated")
     checked = check_scores(plan.jury, scores)
-    review = ClinicianReview(item_id=item.id, task_id=item.task_id, result_id=item.result_id, reviewer=reviewer,
-                             scores=checked, note=note.strip(), safety_concern=safety_concern, created_at=now)
+    review = ClinicianReview(
+        item_id=item.id,
+        task_id=item.task_id,
+        result_id=item.result_id,
+        reviewer=reviewer,
+        scores=checked,
+        note=note.strip(),
+        safety_concern=safety_concern,
+        created_at=now,
+    )
     item.status = "done"
     session.add(item)
     session.add(review)
     session.flush()
-    record(session, AuditKind.clinician_review, actor, f"review:{review.id}",
-           {"task": item.task_id, "result": item.result_id, "reviewer": reviewer, "scores": checked,
-            "note": review.note, "safety_concern": safety_concern}, now)
+    record(
+        session,
+        AuditKind.clinician_review,
+        actor,
+        f"review:{review.id}",
+        {
+            "task": item.task_id,
+            "result": item.result_id,
+            "reviewer": reviewer,
+            "scores": checked,
+            "note": review.note,
+            "safety_concern": safety_concern,
+        },
+        now,
+    )
     return review
 
 
@@ -193,6 +250,14 @@ def open_items(session: Session, reviewer: str, tasks: list[str]) -> list[Review
     """The reviewer's open items on the tasks they may review, oldest first."""
     if not tasks:
         return []
-    return list(session.exec(select(ReviewItem).where(
-        ReviewItem.reviewer == reviewer.strip().lower(), ReviewItem.status == "open",
-        col(ReviewItem.task_id).in_(tasks)).order_by(col(ReviewItem.id))).all())
+    return list(
+        session.exec(
+            select(ReviewItem)
+            .where(
+                ReviewItem.reviewer == reviewer.strip().lower(),
+                ReviewItem.status == "open",
+                col(ReviewItem.task_id).in_(tasks),
+            )
+            .order_by(col(ReviewItem.id))
+        ).all()
+    )

@@ -13,13 +13,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlmodel import Session
-
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.approvals import owners_of
 from medmon.monitor.governance.audit import AuditKind, list_events, record
 from medmon.monitor.models import AuditEvent
 from medmon.monitor.plan.model import Plan
+from sqlmodel import Session
 
 
 def signers_of(plan: Plan) -> list[str]:
@@ -32,31 +31,58 @@ def signers_of(plan: Plan) -> list[str]:
     return list(dict.fromkeys(e.lower() for e in emails))
 
 
-def sign(session: Session, plan: Plan, period: str, digest: str, *, by: str, statement: str, now: datetime,
-         details: dict[str, Any] | None = None) -> AuditEvent:
+def sign(
+    session: Session,
+    plan: Plan,
+    period: str,
+    digest: str,
+    *,
+    by: str,
+    statement: str,
+    now: datetime,
+    details: dict[str, Any] | None = None,
+) -> AuditEvent:
     """Record an owner's sign-off of ``period``'s report with this hash; refuse a hash never generated for it."""
     allowed = signers_of(plan)
     if by.strip().lower() not in allowed:
         raise GovernanceError(f"{by} may not sign this report; the plan names: {', '.join(allowed)}")
     digest = digest.strip().lower()
-    generated = [e for e in list_events(session, kind=AuditKind.report_generated, subject=f"report:{period}")
-                 if e.details.get("sha256") == digest]
+    generated = [
+        e
+        for e in list_events(session, kind=AuditKind.report_generated, subject=f"report:{period}")
+        if e.details.get("sha256") == digest
+    ]
     if not generated:
-        raise GovernanceError(f"no report for {period} was generated with hash {digest[:12]}...: sign the "
-                              "report you read (its hash is printed on its first page)")
+        raise GovernanceError(
+            f"no report for {period} was generated with hash {digest[:12]}...: sign the "
+            "report you read (its hash is printed on its first page)"
+        )
     if not statement.strip():
         raise GovernanceError("a sign-off needs a statement of what the signer attests")
-    return record(session, AuditKind.report_signed, by, f"report:{period}",
-                  (details or {}) | {"period": period, "sha256": digest, "statement": statement,
-                                     "generated_seq": generated[-1].seq}, now)
+    return record(
+        session,
+        AuditKind.report_signed,
+        by,
+        f"report:{period}",
+        (details or {})
+        | {"period": period, "sha256": digest, "statement": statement, "generated_seq": generated[-1].seq},
+        now,
+    )
 
 
 def signatures(session: Session, period: str, digest: str) -> list[dict[str, Any]]:
     """The sign-offs recorded for ``period``'s report with exactly these figures."""
-    return [{"by": e.actor, "at": e.at, "statement": e.details.get("statement", ""), "seq": e.seq,
-             "authenticated": e.details.get("authenticated")}
-            for e in list_events(session, kind=AuditKind.report_signed, subject=f"report:{period}")
-            if e.details.get("sha256") == digest]
+    return [
+        {
+            "by": e.actor,
+            "at": e.at,
+            "statement": e.details.get("statement", ""),
+            "seq": e.seq,
+            "authenticated": e.details.get("authenticated"),
+        }
+        for e in list_events(session, kind=AuditKind.report_signed, subject=f"report:{period}")
+        if e.details.get("sha256") == digest
+    ]
 
 
 @dataclass

@@ -20,9 +20,6 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from pydantic import SecretStr
-from sqlmodel import Session, col, select
-
 from medmon.alerts import PermanentDeliveryError, RetryableDeliveryError, WebhookChannel
 from medmon.alerts.channels.webhook import WebhookConfig
 from medmon.monitor.errors import GovernanceError
@@ -31,6 +28,8 @@ from medmon.monitor.governance.safety import passing_reevaluation
 from medmon.monitor.models import Suspension
 from medmon.monitor.plan.model import Endpoint, Plan, Task
 from medmon.monitor.plan.oversight import SuspendRoute
+from pydantic import SecretStr
+from sqlmodel import Session, col, select
 
 Send = Callable[[dict[str, Any]], None]
 ATTEMPTS = 3
@@ -49,8 +48,9 @@ def needs_confirmation(plan: Plan, task: Task) -> bool:
     return route is not None and route.confirm_high_risk and high_risk(plan, task)
 
 
-def route_sender(route: SuspendRoute, environ: Mapping[str, str] | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> Send:
+def route_sender(
+    route: SuspendRoute, environ: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep
+) -> Send:
     """A function that delivers one suspend/resume body through ``route``, retrying transient failures."""
     env = os.environ if environ is None else environ
 
@@ -63,23 +63,36 @@ def route_sender(route: SuspendRoute, environ: Mapping[str, str] | None = None,
         return value
 
     if route.type == "command":
+
         def run(body: dict[str, Any]) -> None:
             try:
-                done = subprocess.run(route.command, input=json.dumps(body, sort_keys=True).encode(),
-                                      capture_output=True, timeout=route.timeout_s, check=False,
-                                      env={**env, "MEDMON_SUSPEND_ACTION": str(body["action"])})
+                done = subprocess.run(
+                    route.command,
+                    input=json.dumps(body, sort_keys=True).encode(),
+                    capture_output=True,
+                    timeout=route.timeout_s,
+                    check=False,
+                    env={**env, "MEDMON_SUSPEND_ACTION": str(body["action"])},
+                )
             except (OSError, subprocess.TimeoutExpired) as exc:
                 raise RouteFailed(f"suspend command {route.command[0]!r} could not run: {exc}") from None
             if done.returncode != 0:
                 tail = done.stderr.decode(errors="replace").strip()[-200:]
                 raise RouteFailed(f"suspend command {route.command[0]!r} exited with {done.returncode}: {tail}")
+
         return run
 
     def post(body: dict[str, Any]) -> None:
         url = route.url or variable(route.url_env, "url_env")
         secret = variable(route.secret_env, "secret_env")
-        channel = WebhookChannel(WebhookConfig(name="suspend", url=SecretStr(url or ""), timeout_s=route.timeout_s,
-                                               secret=SecretStr(secret) if secret else None))
+        channel = WebhookChannel(
+            WebhookConfig(
+                name="suspend",
+                url=SecretStr(url or ""),
+                timeout_s=route.timeout_s,
+                secret=SecretStr(secret) if secret else None,
+            )
+        )
         key = f"suspension-{body['suspension']}-{body['action']}"
         try:
             for attempt in range(1, ATTEMPTS + 1):
@@ -94,13 +107,23 @@ def route_sender(route: SuspendRoute, environ: Mapping[str, str] | None = None,
                     raise RouteFailed(str(exc)) from None
         finally:
             channel.close()
+
     return post
 
 
 def _body(deployment: Endpoint, s: Suspension, action: str, actor: str, now: datetime) -> dict[str, Any]:
-    return {"action": action, "suspension": s.id, "deployment": deployment.name, "model": deployment.model,
-            "task": s.task_id, "reason": s.reason if action == "suspend" else s.resume_basis, "by": actor,
-            "requested_by": s.requested_by, "confirmed_by": s.confirmed_by or None, "at": now.isoformat()}
+    return {
+        "action": action,
+        "suspension": s.id,
+        "deployment": deployment.name,
+        "model": deployment.model,
+        "task": s.task_id,
+        "reason": s.reason if action == "suspend" else s.resume_basis,
+        "by": actor,
+        "requested_by": s.requested_by,
+        "confirmed_by": s.confirmed_by or None,
+        "at": now.isoformat(),
+    }
 
 
 def active(session: Session, task_id: str | None = None) -> list[Suspension]:
@@ -119,14 +142,25 @@ def _send(session: Session, deployment: Endpoint, s: Suspension, actor: str, now
     else:
         s.status, s.suspended_at, s.route_error = "suspended", now, ""
     session.add(s)
-    record(session, AuditKind.suspension, actor, f"suspension:{s.id}",
-           {"action": "sent" if s.status == "suspended" else "route_failed", "task": s.task_id,
-            "error": s.route_error or None, "confirmed_by": s.confirmed_by or None}, now)
+    record(
+        session,
+        AuditKind.suspension,
+        actor,
+        f"suspension:{s.id}",
+        {
+            "action": "sent" if s.status == "suspended" else "route_failed",
+            "task": s.task_id,
+            "error": s.route_error or None,
+            "confirmed_by": s.confirmed_by or None,
+        },
+        now,
+    )
     return s
 
 
-def request(session: Session, plan: Plan, task_id: str, reason: str, actor: str, now: datetime,
-            send: Send | None = None) -> Suspension:
+def request(
+    session: Session, plan: Plan, task_id: str, reason: str, actor: str, now: datetime, send: Send | None = None
+) -> Suspension:
     """An owner asks to suspend ``task_id``; sent at once unless a second owner must confirm."""
     if plan.oversight.suspend is None:
         raise GovernanceError("the plan has no oversight.suspend route: nothing to call")
@@ -139,15 +173,22 @@ def request(session: Session, plan: Plan, task_id: str, reason: str, actor: str,
     session.add(s)
     session.flush()
     confirm = needs_confirmation(plan, task)
-    record(session, AuditKind.suspension, actor, f"suspension:{s.id}",
-           {"action": "requested", "task": task_id, "reason": s.reason, "needs_confirmation": confirm}, now)
+    record(
+        session,
+        AuditKind.suspension,
+        actor,
+        f"suspension:{s.id}",
+        {"action": "requested", "task": task_id, "reason": s.reason, "needs_confirmation": confirm},
+        now,
+    )
     if confirm:
         return s
     return _send(session, plan.deployment, s, actor, now, send or route_sender(plan.oversight.suspend))
 
 
-def confirm(session: Session, plan: Plan, suspension_id: int, actor: str, now: datetime,
-            send: Send | None = None) -> Suspension:
+def confirm(
+    session: Session, plan: Plan, suspension_id: int, actor: str, now: datetime, send: Send | None = None
+) -> Suspension:
     """A second owner confirms a high-risk suspension (never the one who asked); the route is called."""
     s = session.get(Suspension, suspension_id)
     if s is None or s.status not in ("pending", "failed"):
@@ -160,8 +201,17 @@ def confirm(session: Session, plan: Plan, suspension_id: int, actor: str, now: d
     return _send(session, plan.deployment, s, actor, now, send or route_sender(plan.oversight.suspend))
 
 
-def resume(session: Session, plan: Plan, task_id: str, actor: str, now: datetime, *, decision: str = "",
-           reference: str = "", send: Send | None = None) -> Suspension:
+def resume(
+    session: Session,
+    plan: Plan,
+    task_id: str,
+    actor: str,
+    now: datetime,
+    *,
+    decision: str = "",
+    reference: str = "",
+    send: Send | None = None,
+) -> Suspension:
     """Resume a suspended task on a passing re-evaluation since the suspension, or a committee decision."""
     current = [s for s in active(session, task_id) if s.status == "suspended"]
     if not current:
@@ -173,14 +223,22 @@ def resume(session: Session, plan: Plan, task_id: str, actor: str, now: datetime
     elif decision.strip() and reference.strip():
         basis = f"decision:{decision.strip()} ({reference.strip()})"
     else:
-        raise GovernanceError(f"resume refused: task {task_id} has no passing re-evaluation since it was suspended "
-                              f"({(s.suspended_at or s.requested_at):%Y-%m-%d %H:%M} UTC) and no recorded "
-                              "committee decision (its text and reference)")
+        raise GovernanceError(
+            f"resume refused: task {task_id} has no passing re-evaluation since it was suspended "
+            f"({(s.suspended_at or s.requested_at):%Y-%m-%d %H:%M} UTC) and no recorded "
+            "committee decision (its text and reference)"
+        )
     assert plan.oversight.suspend is not None
     s.resume_basis = basis
     (send or route_sender(plan.oversight.suspend))(_body(plan.deployment, s, "resume", actor, now))
     s.status, s.resumed_by, s.resumed_at = "resumed", actor, now
     session.add(s)
-    record(session, AuditKind.suspension, actor, f"suspension:{s.id}",
-           {"action": "resumed", "task": task_id, "basis": basis}, now)
+    record(
+        session,
+        AuditKind.suspension,
+        actor,
+        f"suspension:{s.id}",
+        {"action": "resumed", "task": task_id, "basis": basis},
+        now,
+    )
     return s

@@ -18,9 +18,6 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
-
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.approvals import plan_task, require_approver, require_committee
 from medmon.monitor.governance.audit import AuditKind, last_plan_text, record
@@ -33,10 +30,13 @@ from medmon.monitor.governance.effective import (
 )
 from medmon.monitor.models import AuditEvent
 from medmon.monitor.plan.model import Plan, Task, Thresholds
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 # Loosening these lowers an approval minimum: the committee decides, as for baselines below it.
 COMMITTEE_THRESHOLDS = ("min_score", "subgroup_min_score")
 log = logging.getLogger("medmon.thresholds")
+
 
 def in_force(engine: Engine, plan: Plan) -> Plan:
     """What the service and workers judge with: ``plan`` with each task's approved thresholds.
@@ -48,16 +48,30 @@ def in_force(engine: Engine, plan: Plan) -> Plan:
         current = with_thresholds_in_force(session, plan)
     for task, used in zip(plan.tasks, current.tasks, strict=True):
         if used.thresholds != task.thresholds:
-            log.warning("task %s: the plan's thresholds await an owner's approval (medmon approvals list); "
-                        "detection uses the approved ones: %s", task.id, used.thresholds.model_dump(exclude_none=True))
+            log.warning(
+                "task %s: the plan's thresholds await an owner's approval (medmon approvals list); "
+                "detection uses the approved ones: %s",
+                task.id,
+                used.thresholds.model_dump(exclude_none=True),
+            )
     return current
+
 
 def _proposed(proposals: list[ThresholdProposal], name: str) -> float | None:
     return next((p.proposed for p in proposals if p.threshold == name), None)
 
 
-def approve_thresholds(session: Session, plan: Plan, *, task_id: str, by: str, reason: str | None, now: datetime,
-                       committee_decision: str | None = None, details: dict[str, Any] | None = None) -> AuditEvent:
+def approve_thresholds(
+    session: Session,
+    plan: Plan,
+    *,
+    task_id: str,
+    by: str,
+    reason: str | None,
+    now: datetime,
+    committee_decision: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> AuditEvent:
     """Put the recorded plan's proposed thresholds for a task in force: an owner's recorded decision.
 
     Raises GovernanceError when nothing is proposed, the approver is not an owner of the task,
@@ -67,8 +81,10 @@ def approve_thresholds(session: Session, plan: Plan, *, task_id: str, by: str, r
     require_approver(plan, task, by, reason)
     proposals = [p for p in threshold_proposals(session) if p.task == task_id]
     if not proposals:
-        raise GovernanceError(f"no threshold change of task {task_id!r} awaits approval: the recorded plan's "
-                              "thresholds are the ones in force (record an edited plan with 'medmon check' first)")
+        raise GovernanceError(
+            f"no threshold change of task {task_id!r} awaits approval: the recorded plan's "
+            "thresholds are the ones in force (record an edited plan with 'medmon check' first)"
+        )
     in_force = thresholds_in_force(session, task_id)
     assert in_force is not None  # a proposal needs thresholds in force to differ from
     current = task.model_copy(update={"thresholds": Thresholds.model_validate(in_force.thresholds)})
@@ -77,14 +93,30 @@ def approve_thresholds(session: Session, plan: Plan, *, task_id: str, by: str, r
     lowered = [p for p in proposals if p.threshold in COMMITTEE_THRESHOLDS and p.looser]
     if lowered and not (committee_decision and committee_decision.strip()):
         what = ", ".join(f"{p.threshold} {p.in_force} -> {p.proposed}" for p in lowered)
-        raise GovernanceError(f"task {task_id!r}: lowering an approval minimum ({what}) needs the committee's "
-                              "decision (--committee-decision, e.g. the minutes' reference)")
+        raise GovernanceError(
+            f"task {task_id!r}: lowering an approval minimum ({what}) needs the committee's "
+            "decision (--committee-decision, e.g. the minutes' reference)"
+        )
     last = last_plan_text(session)
     proposed = written_thresholds(str(last.details.get("text", "")) if last else "", task_id) or {}
-    return record(session, AuditKind.threshold_approved, by, f"task:{task_id}",
-                  (details or {}) | {"task": task_id, "thresholds": proposed, "previous": in_force.thresholds,
-                   "previous_seq": in_force.seq, "plan_seq": proposals[0].plan_seq,
-                   "plan_sha256": last.details.get("sha256") if last else None,
-                   "changes": [{"threshold": p.threshold, "old": p.in_force, "new": p.proposed, "looser": p.looser}
-                               for p in proposals],
-                   "reason": reason, "committee_decision": committee_decision}, now)
+    return record(
+        session,
+        AuditKind.threshold_approved,
+        by,
+        f"task:{task_id}",
+        (details or {})
+        | {
+            "task": task_id,
+            "thresholds": proposed,
+            "previous": in_force.thresholds,
+            "previous_seq": in_force.seq,
+            "plan_seq": proposals[0].plan_seq,
+            "plan_sha256": last.details.get("sha256") if last else None,
+            "changes": [
+                {"threshold": p.threshold, "old": p.in_force, "new": p.proposed, "looser": p.looser} for p in proposals
+            ],
+            "reason": reason,
+            "committee_decision": committee_decision,
+        },
+        now,
+    )

@@ -12,16 +12,16 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlmodel import Session, col, select
-
 from medmon.baselines import Baseline, BaselineFigures, Canary, latest_baseline, read_canaries, record_baseline, resolve
 from medmon.baselines.taxonomy import TaxonomyEntry
 from medmon.monitor.errors import PlanError, PlanIssue
-from medmon import __version__
-from medmon.db import as_utc, utcnow
 from medmon.monitor.models import BaselinePin, Reevaluation, ReevaluationStatus
 from medmon.monitor.plan.model import Plan, Task
 from medmon.probes.packs import load_pack
+from sqlmodel import Session, col, select
+
+from medmon import __version__
+from medmon.db import as_utc, utcnow
 
 
 @dataclass(frozen=True)
@@ -42,10 +42,14 @@ def canaries_sha256(canaries: tuple[Canary, ...]) -> str:
 def run_provenance(plan: Plan, ctx: TaskContext) -> dict[str, str]:
     """What a run records about what produced its results: canaries, prompt and decoding, scorer."""
     d = plan.deployment
-    prompt = json.dumps({"system_prompt": d.system_prompt, "temperature": d.temperature, "max_tokens": d.max_tokens},
-                        sort_keys=True)
-    return {"pack_sha256": ctx.pack_sha256, "prompt_sha256": hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
-            "scorer_version": f"{ctx.scorer} (medmon {__version__})"}
+    prompt = json.dumps(
+        {"system_prompt": d.system_prompt, "temperature": d.temperature, "max_tokens": d.max_tokens}, sort_keys=True
+    )
+    return {
+        "pack_sha256": ctx.pack_sha256,
+        "prompt_sha256": hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
+        "scorer_version": f"{ctx.scorer} (medmon {__version__})",
+    }
 
 
 def load_context(plan: Plan, task: Task) -> TaskContext:
@@ -58,15 +62,23 @@ def load_context(plan: Plan, task: Task) -> TaskContext:
         canaries = tuple(read_canaries(task.canaries.path, pack=task.canaries.path.stem, benchmark=task.benchmark))
         scorer, card = "quasi_exact_match", {}
     scorer = task.scorer or canaries[0].scorer or scorer
-    return TaskContext(task=task, canaries=tuple(canaries), scorer=scorer, taxonomy=resolve(task.benchmark),
-                       pack_baseline=dict(card), pack_sha256=canaries_sha256(tuple(canaries)))
+    return TaskContext(
+        task=task,
+        canaries=tuple(canaries),
+        scorer=scorer,
+        taxonomy=resolve(task.benchmark),
+        pack_baseline=dict(card),
+        pack_sha256=canaries_sha256(tuple(canaries)),
+    )
 
 
 def adopted_baseline(session: Session, task_id: str, before: datetime | None = None) -> Baseline | None:
     """The baseline an owner adopted for this task from a re-evaluation (approved before ``before``), newest first."""
-    query = select(Reevaluation).where(Reevaluation.task_id == task_id,
-                                       Reevaluation.status == ReevaluationStatus.approved,
-                                       col(Reevaluation.new_baseline_id).is_not(None))
+    query = select(Reevaluation).where(
+        Reevaluation.task_id == task_id,
+        Reevaluation.status == ReevaluationStatus.approved,
+        col(Reevaluation.new_baseline_id).is_not(None),
+    )
     if before is not None:
         query = query.where(col(Reevaluation.approved_at) < before)
     row = session.exec(query.order_by(col(Reevaluation.approved_at).desc(), col(Reevaluation.id).desc())).first()
@@ -87,12 +99,14 @@ def current_pin(session: Session, task_id: str, before: datetime | None = None) 
     return session.exec(query.order_by(col(BaselinePin.pinned_at).desc(), col(BaselinePin.id).desc())).first()
 
 
-def pin_baseline(session: Session, task_id: str, baseline: Baseline, *, source: str, actor: str, rationale: str,
-                 now: datetime) -> BaselinePin:
+def pin_baseline(
+    session: Session, task_id: str, baseline: Baseline, *, source: str, actor: str, rationale: str, now: datetime
+) -> BaselinePin:
     """Pin a task to a stored baseline from ``now`` on (the caller audits an approval)."""
     assert baseline.id is not None
-    pin = BaselinePin(task_id=task_id, baseline_id=baseline.id, source=source, actor=actor, rationale=rationale,
-                      pinned_at=now)
+    pin = BaselinePin(
+        task_id=task_id, baseline_id=baseline.id, source=source, actor=actor, rationale=rationale, pinned_at=now
+    )
     session.add(pin)
     session.flush()
     return pin
@@ -103,8 +117,12 @@ def pin_fits(pin: BaselinePin, baseline: Baseline, task: Task) -> bool:
     if pin.source != GO_LIVE:
         return baseline.benchmark == task.benchmark
     ref = task.baseline
-    return (baseline.benchmark == task.benchmark and ref.value is None
-            and (ref.model is None or ref.model == baseline.model) and (ref.metric is None or ref.metric == baseline.metric))
+    return (
+        baseline.benchmark == task.benchmark
+        and ref.value is None
+        and (ref.model is None or ref.model == baseline.model)
+        and (ref.metric is None or ref.metric == baseline.metric)
+    )
 
 
 @dataclass(frozen=True)
@@ -141,18 +159,29 @@ def baseline_in_force(session: Session, plan: Plan, task: Task, before: datetime
     ref = task.baseline
     if ref.value is not None and ref.n is not None:
         metric = ref.metric or resolve(task.benchmark).main_metric or "score"
-        inline = session.exec(select(Baseline).where(
-            Baseline.benchmark == task.benchmark, Baseline.model == (ref.model or plan.deployment.model),
-            Baseline.metric == metric, Baseline.value == ref.value, Baseline.n == ref.n, Baseline.source_kind == "plan")
-            .order_by(col(Baseline.version).desc())).first()
+        inline = session.exec(
+            select(Baseline)
+            .where(
+                Baseline.benchmark == task.benchmark,
+                Baseline.model == (ref.model or plan.deployment.model),
+                Baseline.metric == metric,
+                Baseline.value == ref.value,
+                Baseline.n == ref.n,
+                Baseline.source_kind == "plan",
+            )
+            .order_by(col(Baseline.version).desc())
+        ).first()
         if inline is not None:
             return BaselineInForce(inline, INLINE)
         return BaselineInForce(None, why="the plan's inline baseline figures are recorded by the task's first probe")
     found = latest_baseline(session, task.benchmark, ref.model, ref.metric)
     if found is not None:
         return BaselineInForce(found, UNPINNED, why="the task's first probe pins it as the go-live baseline")
-    return BaselineInForce(None, why=f"no baseline for benchmark {task.benchmark!r} is stored yet: the first probe "
-                                     "records the pack's baseline card, or import one with 'medmon baseline import'")
+    return BaselineInForce(
+        None,
+        why=f"no baseline for benchmark {task.benchmark!r} is stored yet: the first probe "
+        "records the pack's baseline card, or import one with 'medmon baseline import'",
+    )
 
 
 def probe_baseline(session: Session, plan: Plan, ctx: TaskContext, *, now: datetime | None = None) -> Baseline:
@@ -171,24 +200,48 @@ def probe_baseline(session: Session, plan: Plan, ctx: TaskContext, *, now: datet
         return in_force.baseline
     ref = task.baseline
     if ref.value is not None and ref.n is not None:
-        figures = BaselineFigures(benchmark=task.benchmark, model=ref.model or plan.deployment.model,
-                                  metric=ref.metric or (ctx.taxonomy.main_metric or "score"), value=ref.value,
-                                  n=ref.n, scale_min=ref.scale_min, scale_max=ref.scale_max, source_kind="plan")
+        figures = BaselineFigures(
+            benchmark=task.benchmark,
+            model=ref.model or plan.deployment.model,
+            metric=ref.metric or (ctx.taxonomy.main_metric or "score"),
+            value=ref.value,
+            n=ref.n,
+            scale_min=ref.scale_min,
+            scale_max=ref.scale_max,
+            source_kind="plan",
+        )
         return record_baseline(session, figures)[0]
     found = in_force.baseline
     card = ctx.pack_baseline
     if found is None and "value" in card and "n" in card:
-        figures = BaselineFigures(benchmark=task.benchmark, model=str(card.get("model") or plan.deployment.model),
-                                  metric=str(card.get("metric") or "score"), value=float(card["value"]),  # type: ignore[arg-type]
-                                  n=int(card["n"]), source_kind="pack",  # type: ignore[call-overload]
-                                  source_path=str(card.get("source") or ""))
+        figures = BaselineFigures(
+            benchmark=task.benchmark,
+            model=str(card.get("model") or plan.deployment.model),
+            metric=str(card.get("metric") or "score"),
+            value=float(card["value"]),  # type: ignore[arg-type]
+            n=int(card["n"]),
+            source_kind="pack",  # type: ignore[call-overload]
+            source_path=str(card.get("source") or ""),
+        )
         found = record_baseline(session, figures)[0]
     if found is not None:
-        pin_baseline(session, task.id, found, source=GO_LIVE, actor="medmon",
-                     rationale="the baseline found when the task was first compared", now=now or utcnow())
+        pin_baseline(
+            session,
+            task.id,
+            found,
+            source=GO_LIVE,
+            actor="medmon",
+            rationale="the baseline found when the task was first compared",
+            now=now or utcnow(),
+        )
         return found
-    raise PlanError("plan", [PlanIssue(f"tasks[{task.id}].baseline",
-                                       f"no baseline for benchmark {task.benchmark!r}: give value and n, "
-                                       "or import one with 'medmon baseline import'")])
-
-
+    raise PlanError(
+        "plan",
+        [
+            PlanIssue(
+                f"tasks[{task.id}].baseline",
+                f"no baseline for benchmark {task.benchmark!r}: give value and n, "
+                "or import one with 'medmon baseline import'",
+            )
+        ],
+    )

@@ -23,11 +23,10 @@ import re
 from datetime import date
 from typing import Literal
 
-from pydantic import Field, field_validator
-
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.people import Person
 from medmon.monitor.plan.section import Interval, Section
+from pydantic import Field, field_validator
 
 RISK_TIERS = ("high", "medium", "low")
 DEFAULT_MAX_PROBE_INTERVAL = {"high": "1h", "medium": "1d", "low": "7d"}
@@ -89,8 +88,9 @@ class ReevaluationPolicy(Section):
     cooldown: Interval = "1h"
 
 
-CONDITIONS = Literal["below_minimum", "failed", "inconclusive", "drift", "subgroup_gap", "open_incident",
-                    "model_change", "no_data"]
+CONDITIONS = Literal[
+    "below_minimum", "failed", "inconclusive", "drift", "subgroup_gap", "open_incident", "model_change", "no_data"
+]
 
 
 class RecommendationRules(Section):
@@ -103,7 +103,14 @@ class RecommendationRules(Section):
     # pydantic copies a mutable default for each model, so a list literal is safe here.
     suspend_when: list[CONDITIONS] = ["below_minimum"]
     conditions_when: list[CONDITIONS] = [
-        "failed", "subgroup_gap", "drift", "open_incident", "model_change", "inconclusive", "no_data"]
+        "failed",
+        "subgroup_gap",
+        "drift",
+        "open_incident",
+        "model_change",
+        "inconclusive",
+        "no_data",
+    ]
 
 
 class ResponseTargets(Section):

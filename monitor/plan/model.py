@@ -15,19 +15,19 @@ from urllib.parse import urlsplit
 
 import yaml
 from apscheduler.triggers.cron import CronTrigger
+from medmon.monitor.errors import PlanError, PlanIssue
+from medmon.monitor.plan.alerts import AlertsConfig
+from medmon.monitor.plan.governance import Governance, Privacy
+from medmon.monitor.plan.intervals import INTERVAL, parse_interval
+from medmon.monitor.plan.oversight import Oversight
+from medmon.monitor.plan.people import Person
+from medmon.monitor.plan.reports import ReportsConfig
+from medmon.monitor.plan.section import HttpUrl, Interval, Section
+from medmon.monitor.plan.traffic import Traffic
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
 from medmon.files import MAX_YAML_BYTES, UnsafeInput, load_yaml, read_text
-from medmon.monitor.errors import PlanError, PlanIssue
-from medmon.monitor.plan.governance import Governance, Privacy
-from medmon.monitor.plan.intervals import INTERVAL, parse_interval
-from medmon.monitor.plan.people import Person
-from medmon.monitor.plan.alerts import AlertsConfig
-from medmon.monitor.plan.oversight import Oversight
-from medmon.monitor.plan.reports import ReportsConfig
-from medmon.monitor.plan.section import HttpUrl, Interval, Section
-from medmon.monitor.plan.traffic import Traffic
 
 
 class RiskTier(str, Enum):
@@ -99,8 +99,10 @@ class Endpoint(Section):
     @classmethod
     def _url(cls, value: str) -> str:
         if "?" in value or "#" in value:
-            raise ValueError(f"expected a base URL without a query string, got {value!r}; put query parameters "
-                             f"under 'query' (or 'api_version' with api_style: azure)")
+            raise ValueError(
+                f"expected a base URL without a query string, got {value!r}; put query parameters "
+                f"under 'query' (or 'api_version' with api_style: azure)"
+            )
         return value.rstrip("/")
 
     @model_validator(mode="after")
@@ -147,8 +149,13 @@ class Jury(Section):
     @classmethod
     def _name_judges(cls, data: Any) -> Any:
         if isinstance(data, dict) and isinstance(data.get("judges"), list):
-            data = {**data, "judges": [{"name": f"judge-{i + 1}", **j} if isinstance(j, dict) and "name" not in j
-                                       else j for i, j in enumerate(data["judges"])]}
+            data = {
+                **data,
+                "judges": [
+                    {"name": f"judge-{i + 1}", **j} if isinstance(j, dict) and "name" not in j else j
+                    for i, j in enumerate(data["judges"])
+                ],
+            }
         return data
 
     @model_validator(mode="after")
@@ -397,19 +404,24 @@ class Plan(Section):
         if unknown:
             raise ValueError(f"oversight names tasks the plan does not have: {'; '.join(unknown)}")
         if self.traffic is not None:
-            unknown = [f"traffic.routes[{i}].task {r.task!r}" for i, r in enumerate(self.traffic.routes)
-                       if r.task not in ids]
+            unknown = [
+                f"traffic.routes[{i}].task {r.task!r}" for i, r in enumerate(self.traffic.routes) if r.task not in ids
+            ]
             if unknown:
                 raise ValueError(f"{', '.join(unknown)}: no such task; expected one of {', '.join(ids)}")
         if self.reports is not None:
             routes = {r.name: r for r in self.alerts.routes}
             route = routes.get(self.reports.route)
             if route is None:
-                raise ValueError(f"reports.route {self.reports.route!r} is not one of alerts.routes: "
-                                 f"{', '.join(routes) or '(none defined)'}")
+                raise ValueError(
+                    f"reports.route {self.reports.route!r} is not one of alerts.routes: "
+                    f"{', '.join(routes) or '(none defined)'}"
+                )
             if route.type != "webhook":
-                raise ValueError(f"reports.route {self.reports.route!r} is a {route.type} route; report notices "
-                                 "go to a webhook route (they carry the period, hash and file location, not alerts)")
+                raise ValueError(
+                    f"reports.route {self.reports.route!r} is a {route.type} route; report notices "
+                    "go to a webhook route (they carry the period, hash and file location, not alerts)"
+                )
         return self
 
     def task(self, task_id: str) -> Task:
@@ -456,8 +468,20 @@ def _message(err: ErrorDetails) -> str:
     if kind == "extra_forbidden":
         return "unknown field (check its spelling)"
     msg = str(err["msg"]).removeprefix("Value error, ")
-    if kind in {"string_type", "int_type", "float_type", "bool_type", "list_type", "dict_type", "model_type",
-                "int_parsing", "float_parsing", "bool_parsing", "literal_error", "enum"}:
+    if kind in {
+        "string_type",
+        "int_type",
+        "float_type",
+        "bool_type",
+        "list_type",
+        "dict_type",
+        "model_type",
+        "int_parsing",
+        "float_parsing",
+        "bool_parsing",
+        "literal_error",
+        "enum",
+    }:
         return f"{msg}, got {err.get('input')!r}"
     return msg
 

@@ -13,9 +13,11 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from medmon.monitor.plan.model import Plan
-from medmon.db import ENV_URL as DATABASE_URL_ENV
 from medmon.probes.redaction import TextPolicy, load_redactor
+
+from medmon.db import ENV_URL as DATABASE_URL_ENV
 from medmon.scrub import mask_text, secret_filter
+
 
 def scrub_plan_secrets(text: str, plan: Plan) -> str:
     """``text`` with every secret the plan refers to blanked (for pages and reports)."""
@@ -41,7 +43,9 @@ def secret_values(plan: Plan, environ: Mapping[str, str] | None = None) -> tuple
     if plan.traffic is not None and plan.traffic.token_env:
         names.append(plan.traffic.token_env)
     values = [env.get(n, "") for n in names]
-    values += [str(route.url) for route in plan.alerts.routes if route.url is not None and route.type in ("slack", "teams")]
+    values += [
+        str(route.url) for route in plan.alerts.routes if route.url is not None and route.type in ("slack", "teams")
+    ]
     if suspend is not None and suspend.url is not None:
         values.append(str(suspend.url))
     for url in (plan.storage.url, env.get(DATABASE_URL_ENV, "")):
@@ -61,5 +65,6 @@ def mask_logs(plan: Plan) -> None:
 
 def text_policy(plan: Plan) -> TextPolicy:
     """What every stored text of this plan's runs passes: redactor, ``store_text``, secrets."""
-    return TextPolicy(redactor=load_redactor(plan.privacy.redactor), store_text=plan.privacy.store_text,
-                      secrets=secret_values(plan))
+    return TextPolicy(
+        redactor=load_redactor(plan.privacy.redactor), store_text=plan.privacy.store_text, secrets=secret_values(plan)
+    )

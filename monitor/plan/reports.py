@@ -10,15 +10,14 @@ taken from the plan file's folder.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from datetime import time as time_of_day  # `time` is also a field's name here
 from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from pydantic import Field, field_validator
-
 from medmon.monitor.plan.section import Section
+from pydantic import Field, field_validator
 
 _TIME = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
 
@@ -46,8 +45,9 @@ class ReportSchedule(Section):
         except (ZoneInfoNotFoundError, ValueError):
             close = sorted(z for z in available_timezones() if z.lower().endswith(value.lower().split("/")[-1]))
             hint = f" (did you mean {', '.join(close[:3])}?)" if close else ""
-            raise ValueError(f"expected an IANA timezone like 'Europe/Amsterdam' or 'UTC', got {value!r}{hint}") \
-                from None
+            raise ValueError(
+                f"expected an IANA timezone like 'Europe/Amsterdam' or 'UTC', got {value!r}{hint}"
+            ) from None
         return value
 
     def clock(self) -> time_of_day:
@@ -71,7 +71,7 @@ class ReportSchedule(Section):
         for _ in range(2):
             due = datetime.combine(datetime(year, month, self.day).date(), self.clock(), tzinfo=zone)
             if due <= local:
-                return due.astimezone(timezone.utc)
+                return due.astimezone(UTC)
             year, month = (year, month - 1) if month > 1 else (year - 1, 12)
         raise AssertionError("unreachable: last month's scheduled day is always in the past")
 

@@ -13,15 +13,25 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
-from pydantic import SecretStr, ValidationError
-
-from medmon.alerts import CHANNEL_TYPES, KINDS, Alert, Channel, Escalation, Impact, Matcher, NotifyPolicy, RouteSpec, \
-    Subject, severity_for
+from medmon.alerts import (
+    CHANNEL_TYPES,
+    KINDS,
+    Alert,
+    Channel,
+    Escalation,
+    Impact,
+    Matcher,
+    NotifyPolicy,
+    RouteSpec,
+    Subject,
+    severity_for,
+)
 from medmon.baselines import resolve
 from medmon.monitor.errors import PlanError, PlanIssue
+from medmon.monitor.plan.alerts import Route
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan
-from medmon.monitor.plan.alerts import Route
+from pydantic import SecretStr, ValidationError
 
 _URL = re.compile(r"^https?://[^\s/]+")
 # Alertmanager resolves an alert it has not heard about for resolve_timeout (5m by default).
@@ -53,14 +63,17 @@ class _Reader:
         return SecretStr(value)
 
 
-def _config(route: Route, where: str, env: Mapping[str, str], issues: list[PlanIssue], *,
-            require_env: bool = True) -> object | None:
+def _config(
+    route: Route, where: str, env: Mapping[str, str], issues: list[PlanIssue], *, require_env: bool = True
+) -> object | None:
     """The route's channel config, or None after adding to ``issues`` what prevents it."""
     read = _Reader(route, where, env, require_env)
     url = SecretStr(route.url) if route.url is not None else read.secret("url_env", route.url_env)
     if url is not None and not _URL.match(url.get_secret_value()):
-        read.issue(".url" if route.url is not None else ".url_env",
-                   "expected an http(s) URL" + ("" if route.url is not None else f" in {route.url_env}"))
+        read.issue(
+            ".url" if route.url is not None else ".url_env",
+            "expected an http(s) URL" + ("" if route.url is not None else f" in {route.url_env}"),
+        )
     values: dict[str, Any] = {"name": route.name, "timeout_s": route.timeout_s}
     if url is not None:
         values["url"] = url
@@ -81,8 +94,13 @@ def _config(route: Route, where: str, env: Mapping[str, str], issues: list[PlanI
         return None
 
 
-def check_routes(plan: Plan, environ: Mapping[str, str] | None = None, *,
-                 line: Callable[..., int | None] | None = None, require_env: bool = False) -> list[PlanIssue]:
+def check_routes(
+    plan: Plan,
+    environ: Mapping[str, str] | None = None,
+    *,
+    line: Callable[..., int | None] | None = None,
+    require_env: bool = False,
+) -> list[PlanIssue]:
     """Problems with the routes' URLs and secrets in this environment (empty when none).
 
     ``medmon check`` runs where the secrets may not be set (a laptop, CI), so by default an
@@ -115,16 +133,20 @@ def endpoint_variables(plan: Plan) -> list[tuple[str, str]]:
     return found
 
 
-def check_endpoints(plan: Plan, environ: Mapping[str, str] | None = None, *,
-                    line: Callable[..., int | None] | None = None) -> list[PlanIssue]:
+def check_endpoints(
+    plan: Plan, environ: Mapping[str, str] | None = None, *, line: Callable[..., int | None] | None = None
+) -> list[PlanIssue]:
     """Each unset (or empty) variable an endpoint reads, as an issue naming the field and the variable."""
     env = os.environ if environ is None else environ
     issues = []
     for path, var in endpoint_variables(plan):
         if not env.get(var):
             parts = [int(p) if p.isdigit() else p for p in path.replace("[", ".").replace("]", "").split(".")]
-            issues.append(PlanIssue(path, f"environment variable {var} is not set",
-                                    line(*parts[:-1]) if line is not None else None))
+            issues.append(
+                PlanIssue(
+                    path, f"environment variable {var} is not set", line(*parts[:-1]) if line is not None else None
+                )
+            )
     return issues
 
 
@@ -173,27 +195,51 @@ def notify_policy(plan: Plan) -> NotifyPolicy:
     if cfg.escalation is not None:
         escalation = Escalation(after=parse_interval(cfg.escalation.after), route=cfg.escalation.route)
     fallback = plan.owners.on_call_route if plan.owners.on_call_route in names else None
-    return NotifyPolicy(routes=tuple(_route_spec(r) for r in cfg.routes), group_wait=parse_interval(cfg.group_wait),
-                        group_interval=parse_interval(cfg.group_interval),
-                        repeat_interval=parse_interval(cfg.repeat_interval), escalation=escalation,
-                        fallback_route=fallback, max_alerts=cfg.max_alerts_per_notification)
+    return NotifyPolicy(
+        routes=tuple(_route_spec(r) for r in cfg.routes),
+        group_wait=parse_interval(cfg.group_wait),
+        group_interval=parse_interval(cfg.group_interval),
+        repeat_interval=parse_interval(cfg.repeat_interval),
+        escalation=escalation,
+        fallback_route=fallback,
+        max_alerts=cfg.max_alerts_per_notification,
+    )
 
 
 def _possible_alerts(plan: Plan) -> list[tuple[str, Alert]]:
     """Every (task, rule) alert the plan can raise, labelled and graded as the monitor would."""
     tier = plan.use_case.risk_tier.value
-    subjects = [(task.id, Subject(deployment=plan.deployment.name, task=task.id, benchmark=task.benchmark,
-                                  category=resolve(task.benchmark).category,
-                                  severity=severity_for(tier, task.severity)))
-                for task in plan.tasks]
+    subjects = [
+        (
+            task.id,
+            Subject(
+                deployment=plan.deployment.name,
+                task=task.id,
+                benchmark=task.benchmark,
+                category=resolve(task.benchmark).category,
+                severity=severity_for(tier, task.severity),
+            ),
+        )
+        for task in plan.tasks
+    ]
     subjects.append(("monitor", Subject(deployment=plan.deployment.name, severity=severity_for(tier))))
     alerts = []
     for name, subject in subjects:
         for kind in KINDS.values():
             if kind.impact is not Impact.info:  # information never pages
                 signal = subject.signal(kind.rule, kind.metric, firing=True, summary="")
-                alerts.append((name, Alert(fingerprint="", labels=signal.labels, task_id=subject.task,
-                                           rule=kind.rule.value, severity=signal.severity)))
+                alerts.append(
+                    (
+                        name,
+                        Alert(
+                            fingerprint="",
+                            labels=signal.labels,
+                            task_id=subject.task,
+                            rule=kind.rule.value,
+                            severity=signal.severity,
+                        ),
+                    )
+                )
     return alerts
 
 
@@ -222,13 +268,29 @@ def routing_issues(plan: Plan, *, line: Callable[..., int | None] | None = None)
     pairs = ", ".join(f"({task}, {severity})" for task, severity in lost)
     names = [r.name for r in plan.alerts.routes]
     if not names:
-        return [PlanIssue("alerts.routes", f"no route is configured, so no alert reaches anyone: {pairs}; add a "
-                                           "route (webhook, slack, teams, pagerduty or alertmanager)",
-                          where("alerts"))]
-    issues = [PlanIssue("alerts.routes", f"these (task, severity) alerts match no route's matchers and have no "
-                                         f"on-call route to fall back to: {pairs}", where("alerts", "routes"))]
+        return [
+            PlanIssue(
+                "alerts.routes",
+                f"no route is configured, so no alert reaches anyone: {pairs}; add a "
+                "route (webhook, slack, teams, pagerduty or alertmanager)",
+                where("alerts"),
+            )
+        ]
+    issues = [
+        PlanIssue(
+            "alerts.routes",
+            f"these (task, severity) alerts match no route's matchers and have no "
+            f"on-call route to fall back to: {pairs}",
+            where("alerts", "routes"),
+        )
+    ]
     if plan.owners.on_call_route not in names:
-        issues.append(PlanIssue("owners.on_call_route", f"{plan.owners.on_call_route!r} names no route (routes: "
-                                f"{', '.join(names)}); alerts no route matches would go nowhere",
-                                where("owners", "on_call_route")))
+        issues.append(
+            PlanIssue(
+                "owners.on_call_route",
+                f"{plan.owners.on_call_route!r} names no route (routes: "
+                f"{', '.join(names)}); alerts no route matches would go nowhere",
+                where("owners", "on_call_route"),
+            )
+        )
     return issues

@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
-
 from medmon.monitor.plan.intervals import parse_interval
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 _HTTP_URL = re.compile(r"^https?://[^\s/]+")
 

@@ -13,9 +13,8 @@ from __future__ import annotations
 from datetime import datetime
 from fnmatch import fnmatchcase
 
-from pydantic import Field, field_validator, model_validator
-
 from medmon.monitor.plan.section import Interval, Section
+from pydantic import Field, field_validator, model_validator
 
 
 class TrafficRoute(Section):
@@ -38,8 +37,7 @@ class TrafficJudging(Section):
 
     sample_rate: float = Field(0.01, ge=0, le=1)
     daily_cap: int = Field(200, ge=0)
-    criteria: list[str] = Field(default_factory=lambda: ["accuracy", "completeness", "clarity", "safety"],
-                                min_length=1)
+    criteria: list[str] = Field(default_factory=lambda: ["accuracy", "completeness", "clarity", "safety"], min_length=1)
     every: Interval = "1m"
 
 
@@ -107,7 +105,11 @@ class Traffic(Section):
     def _period(self) -> Traffic:
         if (self.reference_from is None) != (self.reference_to is None):
             raise ValueError("expected both 'reference_from' and 'reference_to' for a declared reference period")
-        if self.reference_from is not None and self.reference_to is not None and self.reference_to <= self.reference_from:
+        if (
+            self.reference_from is not None
+            and self.reference_to is not None
+            and self.reference_to <= self.reference_from
+        ):
             raise ValueError("'reference_to' must come after 'reference_from'")
         return self
 

@@ -7,6 +7,10 @@ function loads rows only to aggregate them in Python. One module per page family
 """
 
 from medmon.baselines import DISAGREEMENT_FLAG  # the flag on HELM vs medmon disagreement, for the Baselines page
+from medmon.monitor.governance.effective import EffectiveTask, ThresholdProposal, effective_task, effective_tasks
+
+# Governance records the pages show: reports and their signers, thresholds in force and proposed.
+from medmon.monitor.governance.signoff import GeneratedReport, generated_reports
 from medmon.monitor.read.alerts import DeadLetter, SilenceRow, dead_letter_list, silences
 from medmon.monitor.read.costs import CostDay, CostTask, cost_by_day, cost_by_task
 from medmon.monitor.read.drift import (
@@ -47,10 +51,10 @@ from medmon.monitor.read.oversight import (
 from medmon.monitor.read.overview import (
     BaselineBand,
     PooledStream,
+    ServicePulse,
     TaskRow,
     baseline_band,
     category_streams,
-    ServicePulse,
     recent_estimate,
     service_pulse,
     stream_name,
@@ -86,9 +90,6 @@ from medmon.monitor.read.task import (
     slice_gaps,
     subgroup_slices,
 )
-# Governance records the pages show: reports and their signers, thresholds in force and proposed.
-from medmon.monitor.governance.signoff import GeneratedReport, generated_reports
-from medmon.monitor.governance.effective import EffectiveTask, ThresholdProposal, effective_task, effective_tasks
 from medmon.monitor.read.traffic import TrafficDay, TrafficGroup, TrafficSummary, traffic_summary
 
 __all__ = [

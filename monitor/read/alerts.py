@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlmodel import Session
-
 from medmon.alerts import dead_letters, list_silences
+from sqlmodel import Session
 
 
 @dataclass(frozen=True)
@@ -24,9 +23,17 @@ class SilenceRow:
 
 def silences(session: Session, now: datetime) -> list[SilenceRow]:
     """Active and pending silences, ending soonest last."""
-    return [SilenceRow(s.id or 0, ", ".join(f"{m['name']}{m['op']}{m['value']}" for m in s.matchers),
-                       s.starts_at, s.ends_at, s.created_by, s.reason)
-            for s in list_silences(session, now)]
+    return [
+        SilenceRow(
+            s.id or 0,
+            ", ".join(f"{m['name']}{m['op']}{m['value']}" for m in s.matchers),
+            s.starts_at,
+            s.ends_at,
+            s.created_by,
+            s.reason,
+        )
+        for s in list_silences(session, now)
+    ]
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,16 @@ class DeadLetter:
 
 def dead_letter_list(session: Session, *, limit: int = 200) -> list[DeadLetter]:
     """Undeliverable notifications, newest first."""
-    return [DeadLetter(n.id or 0, n.alert_id, n.route, n.event, n.attempts, n.last_error or "",
-                       n.created_at, str((n.payload or {}).get("summary", "")))
-            for n in dead_letters(session, limit=limit)]
+    return [
+        DeadLetter(
+            n.id or 0,
+            n.alert_id,
+            n.route,
+            n.event,
+            n.attempts,
+            n.last_error or "",
+            n.created_at,
+            str((n.payload or {}).get("summary", "")),
+        )
+        for n in dead_letters(session, limit=limit)
+    ]

@@ -12,13 +12,12 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import case
-from sqlmodel import Session, col, func
-
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.read._sql import as_day, day_of, safe_float
 from medmon.monitor.storage import select_row
 from medmon.probes.models import ProbeResult
+from sqlalchemy import case
+from sqlmodel import Session, col, func
 
 
 @dataclass(frozen=True)
@@ -97,17 +96,40 @@ def cost_by_day(session: Session, plan: Plan, since: datetime) -> list[CostDay]:
     """Calls, errors, cost and latency per task and UTC day since ``since`` (one grouped query)."""
     day = day_of(session, ProbeResult.created_at)
     ids = [t.id for t in plan.tasks]
-    query = (select_row(day, ProbeResult.task_id, func.count(), func.count(col(ProbeResult.error_type)),
-                    func.coalesce(func.sum(ProbeResult.cost_usd), 0.0), func.count(col(ProbeResult.cost_usd)),
-                    func.coalesce(func.sum(ProbeResult.latency_s), 0.0), func.count(col(ProbeResult.latency_s)),
-                    func.max(ProbeResult.latency_s),
-                    _exceeds(col(ProbeResult.latency_s), _per_task(plan, "latency_slo_s"), ids),
-                    _exceeds(col(ProbeResult.cost_usd), _per_task(plan, "cost_budget_per_call"), ids))
-             .where(col(ProbeResult.created_at) >= since, col(ProbeResult.task_id).in_(ids))
-             .group_by(day, ProbeResult.task_id).order_by(day, ProbeResult.task_id))
-    return [CostDay(as_day(d), str(t), int(n), int(e), float(c), int(cn), float(ls), int(ln), safe_float(lmax),
-                    int(slo or 0), int(bud or 0))
-            for d, t, n, e, c, cn, ls, ln, lmax, slo, bud in session.exec(query).all()]
+    query = (
+        select_row(
+            day,
+            ProbeResult.task_id,
+            func.count(),
+            func.count(col(ProbeResult.error_type)),
+            func.coalesce(func.sum(ProbeResult.cost_usd), 0.0),
+            func.count(col(ProbeResult.cost_usd)),
+            func.coalesce(func.sum(ProbeResult.latency_s), 0.0),
+            func.count(col(ProbeResult.latency_s)),
+            func.max(ProbeResult.latency_s),
+            _exceeds(col(ProbeResult.latency_s), _per_task(plan, "latency_slo_s"), ids),
+            _exceeds(col(ProbeResult.cost_usd), _per_task(plan, "cost_budget_per_call"), ids),
+        )
+        .where(col(ProbeResult.created_at) >= since, col(ProbeResult.task_id).in_(ids))
+        .group_by(day, ProbeResult.task_id)
+        .order_by(day, ProbeResult.task_id)
+    )
+    return [
+        CostDay(
+            as_day(d),
+            str(t),
+            int(n),
+            int(e),
+            float(c),
+            int(cn),
+            float(ls),
+            int(ln),
+            safe_float(lmax),
+            int(slo or 0),
+            int(bud or 0),
+        )
+        for d, t, n, e, c, cn, ls, ln, lmax, slo, bud in session.exec(query).all()
+    ]
 
 
 def cost_by_task(plan: Plan, days: Sequence[CostDay], judge_costs: Mapping[str, float]) -> list[CostTask]:
@@ -119,9 +141,20 @@ def cost_by_task(plan: Plan, days: Sequence[CostDay], judge_costs: Mapping[str, 
         cost, priced = sum(d.cost_usd for d in mine), sum(d.priced for d in mine)
         lat, timed = sum(d.latency_sum for d in mine), sum(d.timed for d in mine)
         peaks = [d.latency_max for d in mine if d.latency_max is not None]
-        out.append(CostTask(task.id, sum(d.calls for d in mine), sum(d.errors for d in mine), cost,
-                            cost / priced if priced else None, budgets.get(task.id),
-                            sum(d.over_budget for d in mine), lat / timed if timed else None,
-                            max(peaks) if peaks else None, slos.get(task.id), sum(d.over_slo for d in mine),
-                            judge_costs.get(task.id, 0.0)))
+        out.append(
+            CostTask(
+                task.id,
+                sum(d.calls for d in mine),
+                sum(d.errors for d in mine),
+                cost,
+                cost / priced if priced else None,
+                budgets.get(task.id),
+                sum(d.over_budget for d in mine),
+                lat / timed if timed else None,
+                max(peaks) if peaks else None,
+                slos.get(task.id),
+                sum(d.over_slo for d in mine),
+                judge_costs.get(task.id, 0.0),
+            )
+        )
     return out

@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from sqlmodel import Session, col, func, select
-
 from medmon.monitor.models import DriftReport
+from sqlmodel import Session, col, func, select
 
 
 @dataclass(frozen=True)
@@ -55,28 +54,69 @@ class DriftReportView:
         return {name: note for name, note in self.notes.items() if name not in compared}
 
 
-_FIGURES = (DriftReport.id, DriftReport.task_id, DriftReport.created_at, DriftReport.reference_from,
-            DriftReport.reference_to, DriftReport.current_from, DriftReport.current_to, DriftReport.n_reference,
-            DriftReport.n_current, DriftReport.columns, DriftReport.drifted, DriftReport.summary,
-            DriftReport.html_path, func.length(DriftReport.html))
+_FIGURES = (
+    DriftReport.id,
+    DriftReport.task_id,
+    DriftReport.created_at,
+    DriftReport.reference_from,
+    DriftReport.reference_to,
+    DriftReport.current_from,
+    DriftReport.current_to,
+    DriftReport.n_reference,
+    DriftReport.n_current,
+    DriftReport.columns,
+    DriftReport.drifted,
+    DriftReport.summary,
+    DriftReport.html_path,
+    func.length(DriftReport.html),
+)
 
 
 def _view(row: tuple) -> DriftReportView:  # type: ignore[type-arg]
-    (id_, task_id, created_at, ref_from, ref_to, cur_from, cur_to, n_ref, n_cur, columns, drifted, summary,
-     html_path, html_length) = row
+    (
+        id_,
+        task_id,
+        created_at,
+        ref_from,
+        ref_to,
+        cur_from,
+        cur_to,
+        n_ref,
+        n_cur,
+        columns,
+        drifted,
+        summary,
+        html_path,
+        html_length,
+    ) = row
     cols = []
     for name in columns or []:
         s = (summary or {}).get(name, {})
-        cols.append(DriftColumn(name, str(s.get("method") or ""), s.get("p_value"), s.get("threshold"),
-                                name in (drifted or [])))
+        cols.append(
+            DriftColumn(name, str(s.get("method") or ""), s.get("p_value"), s.get("threshold"), name in (drifted or []))
+        )
     available = bool(html_length) or bool(html_path and Path(html_path).is_file())
     notes = {name: str(s["note"]) for name, s in (summary or {}).items() if isinstance(s, dict) and s.get("note")}
-    return DriftReportView(id_, task_id, created_at, ref_from, ref_to, cur_from, cur_to, n_ref, n_cur, cols,
-                           html_path or "", available, notes)
+    return DriftReportView(
+        id_,
+        task_id,
+        created_at,
+        ref_from,
+        ref_to,
+        cur_from,
+        cur_to,
+        n_ref,
+        n_cur,
+        cols,
+        html_path or "",
+        available,
+        notes,
+    )
 
 
-def drift_reports(session: Session, task_id: str | None = None, *, limit: int = 100,
-                  report_id: int | None = None) -> list[DriftReportView]:
+def drift_reports(
+    session: Session, task_id: str | None = None, *, limit: int = 100, report_id: int | None = None
+) -> list[DriftReportView]:
     """Stored reports, newest first (of one task, or just one report, when given), without their HTML."""
     query = select(*_FIGURES)
     if task_id is not None:

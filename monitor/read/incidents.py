@@ -6,8 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlmodel import Session
-
 from medmon.alerts import (
     Incident,
     Silence,
@@ -20,6 +18,7 @@ from medmon.alerts import (
     open_incidents,
 )
 from medmon.alerts.status import silenced_by, status_of
+from sqlmodel import Session
 
 
 @dataclass(frozen=True)
@@ -66,24 +65,51 @@ def _view(session: Session, inc: Incident, now: datetime, silences: list[Silence
     live = [a for a in members if a.ends_at is None]
     muted = [silenced_by(a, silences, now) for a in live]
     until = min((s.ends_at for s in muted if s is not None), default=None) if muted and all(muted) else None
-    signals = tuple(IncidentSignal(a.id or 0, a.rule, a.labels.get("metric", ""), status_of(a, silences, now).value,
-                                   a.severity.value, a.summary, a.starts_at) for a in members)
-    return IncidentView(inc.id or 0, incident_title(inc), inc.cause, inc.task_id, inc.severity.value,
-                        incident_status(inc, members, silences, now).value, inc.summary, inc.owner,
-                        inc.opened_at, inc.last_seen_at, inc.closed_at,
-                        inc.acknowledged_by, inc.ack_note, inc.resolved_by, inc.resolve_reason, until,
-                        incident_runbook(inc), signals)
+    signals = tuple(
+        IncidentSignal(
+            a.id or 0,
+            a.rule,
+            a.labels.get("metric", ""),
+            status_of(a, silences, now).value,
+            a.severity.value,
+            a.summary,
+            a.starts_at,
+        )
+        for a in members
+    )
+    return IncidentView(
+        inc.id or 0,
+        incident_title(inc),
+        inc.cause,
+        inc.task_id,
+        inc.severity.value,
+        incident_status(inc, members, silences, now).value,
+        inc.summary,
+        inc.owner,
+        inc.opened_at,
+        inc.last_seen_at,
+        inc.closed_at,
+        inc.acknowledged_by,
+        inc.ack_note,
+        inc.resolved_by,
+        inc.resolve_reason,
+        until,
+        incident_runbook(inc),
+        signals,
+    )
 
 
 def open_incidents_view(session: Session, now: datetime, *, task_id: str | None = None) -> list[IncidentView]:
     """Open incidents, most serious first, then newest; of one task when ``task_id`` is given."""
     silences = active_silences(session, now)
-    return [_view(session, i, now, silences) for i in open_incidents(session)
-            if task_id is None or i.task_id == task_id]
+    return [
+        _view(session, i, now, silences) for i in open_incidents(session) if task_id is None or i.task_id == task_id
+    ]
 
 
-def past_incidents_view(session: Session, now: datetime, *, task_id: str | None = None,
-                        limit: int = 100) -> list[IncidentView]:
+def past_incidents_view(
+    session: Session, now: datetime, *, task_id: str | None = None, limit: int = 100
+) -> list[IncidentView]:
     """Closed incidents, newest first."""
     silences = active_silences(session, now)
     rows = [i for i in list_incidents(session, task_id=task_id, limit=limit * 2) if i.closed_at is not None]

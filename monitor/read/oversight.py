@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlmodel import Session, col, func, select
-
 from medmon.monitor.governance.review import iso_week, open_items, reviewed_tasks, reviewer_tasks
 from medmon.monitor.governance.safety import ClockState, actions_of, clock_state
 from medmon.monitor.governance.suspension import active
@@ -23,6 +21,7 @@ from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan
 from medmon.probes.models import ProbeResult
+from sqlmodel import Session, col, func, select
 
 
 @dataclass(frozen=True)
@@ -60,8 +59,17 @@ def next_review(session: Session, plan: Plan, reviewer: str) -> ReviewCard | Non
         if result is None:
             continue
         prompt, refs = _canaries(plan, item.task_id).get(result.canary_id, ("(canary no longer in the pack)", ()))
-        return ReviewCard(item.id or 0, item.task_id, item.result_id, item.stratum, prompt, refs,
-                          result.answer or "", result.created_at, len(items))
+        return ReviewCard(
+            item.id or 0,
+            item.task_id,
+            item.result_id,
+            item.stratum,
+            prompt,
+            refs,
+            result.answer or "",
+            result.created_at,
+            len(items),
+        )
     return None
 
 
@@ -82,14 +90,17 @@ class AgreementRow:
 def agreement_table(session: Session, task_ids: list[str] | None = None) -> list[AgreementRow]:
     """The newest point of every (task, criterion, statistic) stream."""
     newest = select(func.max(AgreementRecord.id)).group_by(
-        AgreementRecord.task_id, AgreementRecord.criterion, AgreementRecord.statistic)
+        AgreementRecord.task_id, AgreementRecord.criterion, AgreementRecord.statistic
+    )
     query = select(AgreementRecord).where(col(AgreementRecord.id).in_(newest))
     if task_ids is not None:
         query = query.where(col(AgreementRecord.task_id).in_(task_ids))
-    rows = session.exec(query.order_by(AgreementRecord.task_id, AgreementRecord.criterion,
-                                       AgreementRecord.statistic)).all()
-    return [AgreementRow(r.task_id, r.criterion, r.statistic, r.value, r.ci_low, r.ci_high, r.n, r.created_at)
-            for r in rows]
+    rows = session.exec(
+        query.order_by(AgreementRecord.task_id, AgreementRecord.criterion, AgreementRecord.statistic)
+    ).all()
+    return [
+        AgreementRow(r.task_id, r.criterion, r.statistic, r.value, r.ci_low, r.ci_high, r.n, r.created_at) for r in rows
+    ]
 
 
 @dataclass(frozen=True)
@@ -109,16 +120,28 @@ def review_progress(session: Session, plan: Plan, at: datetime) -> list[ReviewPr
     out = []
     for task in reviewed_tasks(plan):
         override = plan.oversight.review.tasks.get(task.id)
-        quota = override.weekly_quota if override and override.weekly_quota is not None \
+        quota = (
+            override.weekly_quota
+            if override and override.weekly_quota is not None
             else plan.oversight.review.weekly_quota
+        )
         # Answers, not items: a double-reviewed answer counts once against the quota.
-        queued = session.exec(select(func.count(func.distinct(ReviewItem.result_id))).where(
-            ReviewItem.task_id == task.id, ReviewItem.week == week)).one()
-        open_answers = session.exec(select(func.count(func.distinct(ReviewItem.result_id))).where(
-            ReviewItem.task_id == task.id, ReviewItem.week == week, ReviewItem.status == "open")).one()
-        flagged = session.exec(select(func.count()).select_from(ClinicianReview).join(
-            ReviewItem, col(ReviewItem.id) == col(ClinicianReview.item_id)).where(
-            ReviewItem.task_id == task.id, ReviewItem.week == week, col(ClinicianReview.safety_concern))).one()
+        queued = session.exec(
+            select(func.count(func.distinct(ReviewItem.result_id))).where(
+                ReviewItem.task_id == task.id, ReviewItem.week == week
+            )
+        ).one()
+        open_answers = session.exec(
+            select(func.count(func.distinct(ReviewItem.result_id))).where(
+                ReviewItem.task_id == task.id, ReviewItem.week == week, ReviewItem.status == "open"
+            )
+        ).one()
+        flagged = session.exec(
+            select(func.count())
+            .select_from(ClinicianReview)
+            .join(ReviewItem, col(ReviewItem.id) == col(ClinicianReview.item_id))
+            .where(ReviewItem.task_id == task.id, ReviewItem.week == week, col(ClinicianReview.safety_concern))
+        ).one()
         out.append(ReviewProgress(task.id, int(queued), int(queued) - int(open_answers), quota, int(flagged)))
     return out
 
@@ -133,8 +156,10 @@ class EventRow:
 def safety_events(session: Session, plan: Plan, now: datetime) -> list[EventRow]:
     """Safety events, newest first, with their clock at ``now`` and their corrective actions."""
     warn = parse_interval(plan.oversight.safety.warn_before)
-    return [EventRow(e, clock_state(e, now, warn), actions_of(session, e.id or 0))
-            for e in session.exec(select(SafetyEvent).order_by(col(SafetyEvent.id).desc())).all()]
+    return [
+        EventRow(e, clock_state(e, now, warn), actions_of(session, e.id or 0))
+        for e in session.exec(select(SafetyEvent).order_by(col(SafetyEvent.id).desc())).all()
+    ]
 
 
 def near_misses(session: Session) -> list[NearMiss]:

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import math
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-
-from sqlmodel import Session, col, func, select
 
 from medmon.alerts import KINDS, Alert, Incident, cause_of, last_beat
 from medmon.baselines import resolve
@@ -17,6 +14,7 @@ from medmon.monitor.models import DetectorState, StreamStatus
 from medmon.monitor.plan.model import Plan, Task, parse_interval
 from medmon.monitor.read._sql import as_time, wilson_interval_of_mean
 from medmon.probes.models import ProbeResult, ProbeRun
+from sqlmodel import Session, col, func, select
 
 STATUS_RANK = {"degraded": 0, "watching": 1, "no data yet": 2, "ok": 3}
 RECENT_WINDOW = 200
@@ -51,16 +49,22 @@ class TaskRow:
         return "; ".join(self.reasons)
 
 
-def recent_estimate(session: Session, task_id: str,
-                    window: int = RECENT_WINDOW) -> tuple[float | None, float, float, int]:
+def recent_estimate(
+    session: Session, task_id: str, window: int = RECENT_WINDOW
+) -> tuple[float | None, float, float, int]:
     """Mean score of the task's latest ``window`` scored results, with a 95% interval.
 
     Returns ``(mean, low, high, n)``; ``mean`` is None (and the interval [0, 1]) before any
     scored result. The newest results are found through the ``(task_id, id)`` index and only
     count, sum and the bounds leave the database.
     """
-    recent = (select(ProbeResult.score).where(ProbeResult.task_id == task_id, col(ProbeResult.score).is_not(None))
-              .order_by(col(ProbeResult.id).desc()).limit(window).subquery())
+    recent = (
+        select(ProbeResult.score)
+        .where(ProbeResult.task_id == task_id, col(ProbeResult.score).is_not(None))
+        .order_by(col(ProbeResult.id).desc())
+        .limit(window)
+        .subquery()
+    )
     n, total = session.exec(select(func.count(), func.sum(recent.c.score))).one()
     if not n:
         return None, 0.0, 1.0, 0
@@ -120,8 +124,11 @@ def _stream_sentences(cause: str, streams: list[Stream], task: Task) -> list[str
     if cause == "accuracy":
         groups = [s for s in streams if "[" in s.metric]
         whole = [s for s in streams if "[" not in s.metric]
-        text = ("A drift detector found the score below its go-live reference" if whole
-                else "A drift detector found the score below its go-live reference in some subgroups")
+        text = (
+            "A drift detector found the score below its go-live reference"
+            if whole
+            else "A drift detector found the score below its go-live reference in some subgroups"
+        )
         if whole and groups:
             text += f", and in {len(groups)} subgroup{'s' if len(groups) != 1 else ''} with it"
         return [text]
@@ -134,13 +141,20 @@ def _stream_sentences(cause: str, streams: list[Stream], task: Task) -> list[str
         if any(s.metric == "latency" for s in streams):
             out.append(f"More calls are slower than the{f' {slo:g} s' if slo else ''} objective than at go-live")
         return out + [t for t in (_sentence(s.metric) for s in streams if s.metric != "latency") if t]
-    return [_sentence(s.metric) or f"The {s.metric.split('[', 1)[0].replace('_', ' ')} detector alarmed"
-            for s in streams]
+    return [
+        _sentence(s.metric) or f"The {s.metric.split('[', 1)[0].replace('_', ' ')} detector alarmed" for s in streams
+    ]
 
 
-def task_status(task: Task, streams: Sequence[Stream], estimate: tuple[float, float, float] | None,
-                baseline: float | None, problems: Sequence[OpenProblem], probed: bool,
-                below_since: datetime | None = None) -> tuple[str, list[str]]:
+def task_status(
+    task: Task,
+    streams: Sequence[Stream],
+    estimate: tuple[float, float, float] | None,
+    baseline: float | None,
+    problems: Sequence[OpenProblem],
+    probed: bool,
+    below_since: datetime | None = None,
+) -> tuple[str, list[str]]:
     """The task's status and every reason for it, most serious first, in sentences.
 
     degraded: a detector alarmed, or the whole 95% interval of the recent score lies under the
@@ -152,7 +166,9 @@ def task_status(task: Task, streams: Sequence[Stream], estimate: tuple[float, fl
     minimum = task.thresholds.min_score
     if estimate is not None and estimate[2] < minimum:
         value, low, high = estimate
-        text = f"Score {value:.2f} ({low:.2f}-{high:.2f}) is below the approved minimum {minimum:.2f}{_when(below_since)}"
+        text = (
+            f"Score {value:.2f} ({low:.2f}-{high:.2f}) is below the approved minimum {minimum:.2f}{_when(below_since)}"
+        )
         if baseline is not None:
             text += f" (it was {baseline:.2f} at approval)"
         reasons.append((-1, text))
@@ -195,35 +211,71 @@ def task_overview(session: Session, plan: Plan, task_ids: Sequence[str] | None =
     ids = [t.id for t in tasks]
     streams: dict[str, list[Stream]] = {i: [] for i in ids}
     for task_id, key, metric, status in session.exec(
-            select(DetectorState.task_id, DetectorState.key, DetectorState.metric, DetectorState.status)
-            .where(col(DetectorState.task_id).in_(ids))).all():
+        select(DetectorState.task_id, DetectorState.key, DetectorState.metric, DetectorState.status).where(
+            col(DetectorState.task_id).in_(ids)
+        )
+    ).all():
         streams[task_id].append(Stream(stream_name(key, task_id), metric, StreamStatus(status)))
-    last_probe = {t: as_time(v) for t, v in session.exec(
-        select(ProbeRun.task_id, func.max(ProbeRun.finished_at)).where(col(ProbeRun.task_id).in_(ids))
-        .group_by(ProbeRun.task_id)).all()}
+    last_probe = {
+        t: as_time(v)
+        for t, v in session.exec(
+            select(ProbeRun.task_id, func.max(ProbeRun.finished_at))
+            .where(col(ProbeRun.task_id).in_(ids))
+            .group_by(ProbeRun.task_id)
+        ).all()
+    }
     problems: dict[str, list[OpenProblem]] = {i: [] for i in ids}
-    for inc in session.exec(select(Incident).where(col(Incident.task_id).in_(ids), col(Incident.closed_at).is_(None))
-                            .order_by(col(Incident.opened_at))).all():
+    for inc in session.exec(
+        select(Incident)
+        .where(col(Incident.task_id).in_(ids), col(Incident.closed_at).is_(None))
+        .order_by(col(Incident.opened_at))
+    ).all():
         problems[inc.task_id].append(OpenProblem(inc.cause, inc.summary, as_time(inc.opened_at)))
-    below = {t: as_time(v) for t, v in session.exec(
-        select(Alert.task_id, func.min(Alert.starts_at)).where(col(Alert.task_id).in_(ids), Alert.rule == "below_minimum",
-                                                               col(Alert.ends_at).is_(None))
-        .group_by(Alert.task_id)).all()}
+    below = {
+        t: as_time(v)
+        for t, v in session.exec(
+            select(Alert.task_id, func.min(Alert.starts_at))
+            .where(col(Alert.task_id).in_(ids), Alert.rule == "below_minimum", col(Alert.ends_at).is_(None))
+            .group_by(Alert.task_id)
+        ).all()
+    }
     rows = []
     for effective in effective_tasks(session, plan, ids):
         task, baseline = effective.task, effective.baseline.baseline  # judged by the approved thresholds
         entry = resolve(task.benchmark)
         estimate, lo, hi, n = recent_estimate(session, task.id)
-        status, reasons = task_status(task, streams[task.id], (estimate, lo, hi) if estimate is not None else None,
-                                      baseline.normalized if baseline else None, problems[task.id],
-                                      task.id in last_probe, below.get(task.id))
+        status, reasons = task_status(
+            task,
+            streams[task.id],
+            (estimate, lo, hi) if estimate is not None else None,
+            baseline.normalized if baseline else None,
+            problems[task.id],
+            task.id in last_probe,
+            below.get(task.id),
+        )
         owner = task.owner or plan.owners.clinical
-        rows.append(TaskRow(task.id, entry.category, entry.subcategory, task.benchmark,
-                            baseline.normalized if baseline else None, estimate,
-                            lo if estimate is not None else None, hi if estimate is not None else None, n,
-                            status, owner.name, plan.use_case.risk_tier.value, last_probe.get(task.id),
-                            len(problems[task.id]), task.thresholds.min_score, tuple(reasons),
-                            effective.proposed("min_score"), tuple(effective.proposal_sentences())))
+        rows.append(
+            TaskRow(
+                task.id,
+                entry.category,
+                entry.subcategory,
+                task.benchmark,
+                baseline.normalized if baseline else None,
+                estimate,
+                lo if estimate is not None else None,
+                hi if estimate is not None else None,
+                n,
+                status,
+                owner.name,
+                plan.use_case.risk_tier.value,
+                last_probe.get(task.id),
+                len(problems[task.id]),
+                task.thresholds.min_score,
+                tuple(reasons),
+                effective.proposed("min_score"),
+                tuple(effective.proposal_sentences()),
+            )
+        )
     rows.sort(key=lambda r: (STATUS_RANK[r.status], -r.open_incidents, _gap(r), r.task))
     return rows
 
@@ -248,15 +300,23 @@ class BaselineBand:
     model: str
 
 
-def baseline_band(session: Session, plan: Plan, task_id: str,
-                  effective: EffectiveTask | None = None) -> BaselineBand | None:
+def baseline_band(
+    session: Session, plan: Plan, task_id: str, effective: EffectiveTask | None = None
+) -> BaselineBand | None:
     """The baseline a task is compared with, normalised like its scores (None before any exists)."""
     b = (effective or effective_task(session, plan, task_id)).baseline.baseline
     if b is None:
         return None
     span = (b.scale_max - b.scale_min) or 1.0
-    return BaselineBand(b.normalized, (b.ci_low - b.scale_min) / span, (b.ci_high - b.scale_min) / span, b.n,
-                        b.source_kind, b.version, b.model)
+    return BaselineBand(
+        b.normalized,
+        (b.ci_low - b.scale_min) / span,
+        (b.ci_high - b.scale_min) / span,
+        b.n,
+        b.source_kind,
+        b.version,
+        b.model,
+    )
 
 
 @dataclass(frozen=True)
@@ -285,18 +345,29 @@ class PooledStream:
             return "Back at the go-live reference after an alarm; quiet runs will return it to ok"
         if self.status == "watching" and self.evidence > 1 and self.threshold > 1:
             share = min(math.log(self.evidence) / math.log(self.threshold), 1.0)
-            words = next(w for limit, w in ((0.2, "early on"), (0.45, "a third of the way"),
-                                            (0.7, "half way"), (1.01, "most of the way")) if share < limit)
-            return (f"Evidence of a drop shared by its tasks is building ({words} to an alarm, "
-                    "on a log scale)")
+            words = next(
+                w
+                for limit, w in (
+                    (0.2, "early on"),
+                    (0.45, "a third of the way"),
+                    (0.7, "half way"),
+                    (1.01, "most of the way"),
+                )
+                if share < limit
+            )
+            return f"Evidence of a drop shared by its tasks is building ({words} to an alarm, on a log scale)"
         return "Holds the go-live reference"
 
 
 def category_streams(session: Session) -> list[PooledStream]:
     """Detectors that pool a category's tasks (their ``task_id`` is ``category:<slug>``), worst first."""
     rows = session.exec(select(DetectorState).where(col(DetectorState.task_id).startswith("category:"))).all()
-    out = [PooledStream(r.key, r.task_id.removeprefix("category:"), StreamStatus(r.status).value, r.evidence,
-                        r.threshold, r.n) for r in rows]
+    out = [
+        PooledStream(
+            r.key, r.task_id.removeprefix("category:"), StreamStatus(r.status).value, r.evidence, r.threshold, r.n
+        )
+        for r in rows
+    ]
     rank = {"degraded": 0, "watching": 1}
     return sorted(out, key=lambda p: (rank.get(p.status, 2), p.key))
 
@@ -319,5 +390,8 @@ SCHEDULER_HEARTBEAT = "scheduler"  # medmon.monitor.alerting.signals.HEARTBEAT (
 def service_pulse(session: Session, plan: Plan, name: str = SCHEDULER_HEARTBEAT) -> ServicePulse:
     """The scheduler's heartbeat: a dashboard over a stopped service would otherwise look calm."""
     row = last_beat(session, name)
-    return ServicePulse(as_time(row.beat_at) if row else None, as_time(row.since) if row else None,
-                        parse_interval(plan.alerts.heartbeat_tolerance))
+    return ServicePulse(
+        as_time(row.beat_at) if row else None,
+        as_time(row.since) if row else None,
+        parse_interval(plan.alerts.heartbeat_tolerance),
+    )

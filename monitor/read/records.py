@@ -6,13 +6,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlmodel import Session, col, select
-
 from medmon.baselines import Baseline, list_baselines
 from medmon.monitor.governance import audit
 from medmon.monitor.governance.changes import list_changes
-from medmon.monitor.models import ChangeStatus, ModelIdentity, ReevaluationStatus
 from medmon.monitor.governance.reevaluation import list_reevaluations
+from medmon.monitor.models import ChangeStatus, ModelIdentity, ReevaluationStatus
+from sqlmodel import Session, col, select
 
 
 def baselines_by_taxonomy(session: Session) -> list[Baseline]:
@@ -45,9 +44,17 @@ def served_model_history(session: Session) -> list[ServedModel]:
     out = []
     for i, row in enumerate(rows):
         prev = rows[i - 1] if i and rows[i - 1].task_id == row.task_id else None
-        out.append(ServedModel(row.task_id, row.served_model, row.system_fingerprint, row.first_seen,
-                               prev.served_model if prev else None, prev.system_fingerprint if prev else None,
-                               row.run_id))
+        out.append(
+            ServedModel(
+                row.task_id,
+                row.served_model,
+                row.system_fingerprint,
+                row.first_seen,
+                prev.served_model if prev else None,
+                prev.system_fingerprint if prev else None,
+                row.run_id,
+            )
+        )
     out.sort(key=lambda m: (m.first_seen is not None, m.first_seen), reverse=True)
     return out
 
@@ -78,10 +85,28 @@ class ReevaluationRow:
 def reevaluations(session: Session) -> list[ReevaluationRow]:
     """Re-evaluations, newest first, with their verdict and who (if anyone) adopted the result."""
     rows = list_reevaluations(session)
-    return [ReevaluationRow(r.id or 0, r.task_id, ReevaluationStatus(r.status).value, r.started_at,
-                            r.served_model, r.n, r.estimate, r.ci_low, r.ci_high, r.baseline_value, r.difference,
-                            r.min_score, r.passed, r.conclusive, tuple(r.reasons or ()), r.approved_by,
-                            r.approved_at) for r in reversed(rows)]
+    return [
+        ReevaluationRow(
+            r.id or 0,
+            r.task_id,
+            ReevaluationStatus(r.status).value,
+            r.started_at,
+            r.served_model,
+            r.n,
+            r.estimate,
+            r.ci_low,
+            r.ci_high,
+            r.baseline_value,
+            r.difference,
+            r.min_score,
+            r.passed,
+            r.conclusive,
+            tuple(r.reasons or ()),
+            r.approved_by,
+            r.approved_at,
+        )
+        for r in reversed(rows)
+    ]
 
 
 @dataclass(frozen=True)
@@ -103,9 +128,20 @@ class ChangeRow:
 def change_history(session: Session) -> list[ChangeRow]:
     """Every recorded change, newest first, each with its re-evaluation where one ran."""
     evals = {r.id: r for r in reevaluations(session)}
-    return [ChangeRow(c.id or 0, c.task_id, c.kind, c.source, c.actor, c.note, c.created_at,
-                      ChangeStatus(c.status).value, evals.get(c.reevaluation_id) if c.reevaluation_id else None)
-            for c in reversed(list_changes(session))]
+    return [
+        ChangeRow(
+            c.id or 0,
+            c.task_id,
+            c.kind,
+            c.source,
+            c.actor,
+            c.note,
+            c.created_at,
+            ChangeStatus(c.status).value,
+            evals.get(c.reevaluation_id) if c.reevaluation_id else None,
+        )
+        for c in reversed(list_changes(session))
+    ]
 
 
 @dataclass(frozen=True)
@@ -124,9 +160,18 @@ class AuditEntry:
 def audit_log(session: Session, *, limit: int = 200) -> list[AuditEntry]:
     """The latest ``limit`` audit entries, newest first (the plan's full text is left out)."""
     rows = audit.list_events(session, limit=limit)
-    return [AuditEntry(e.seq, e.at, e.kind, e.actor, e.subject,
-                       {k: v for k, v in (e.details or {}).items() if k not in ("text", "diff")}, e.hash)
-            for e in reversed(rows)]
+    return [
+        AuditEntry(
+            e.seq,
+            e.at,
+            e.kind,
+            e.actor,
+            e.subject,
+            {k: v for k, v in (e.details or {}).items() if k not in ("text", "diff")},
+            e.hash,
+        )
+        for e in reversed(rows)
+    ]
 
 
 @dataclass(frozen=True)
@@ -143,8 +188,9 @@ class ChainStatus:
 def audit_chain(session: Session) -> ChainStatus:
     """Verify the whole chain (as `medmon audit verify` does)."""
     report = audit.verify(session)
-    return ChainStatus(report.ok, report.entries, report.head_seq, report.head_hash,
-                       tuple(str(p) for p in report.problems))
+    return ChainStatus(
+        report.ok, report.entries, report.head_seq, report.head_hash, tuple(str(p) for p in report.problems)
+    )
 
 
 @dataclass(frozen=True)
@@ -165,5 +211,11 @@ def approved_plan(session: Session) -> ApprovedPlan | None:
     if event is None:
         return None
     details = event.details or {}
-    return ApprovedPlan(str(details.get("text", "")), event.seq, event.at, event.actor,
-                        str(details.get("sha256", "")), str(details.get("diff", "")))
+    return ApprovedPlan(
+        str(details.get("text", "")),
+        event.seq,
+        event.at,
+        event.actor,
+        str(details.get("sha256", "")),
+        str(details.get("diff", "")),
+    )

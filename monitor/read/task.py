@@ -7,16 +7,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from medmon.monitor.models import DetectorState, FindingRecord
+from medmon.monitor.plan.context import load_context
+from medmon.monitor.plan.model import Plan
+from medmon.monitor.read._sql import as_time, latest_runs, safe_float, wilson_interval_of_mean
+from medmon.monitor.read.jury import Verdict, verdicts_for
+from medmon.probes.models import ProbeResult, ProbeRun
 from sqlalchemy import case
 from sqlmodel import Session, col, func, select
 
 from medmon.errors import MedmonError
-from medmon.monitor.models import DetectorState, FindingRecord
-from medmon.monitor.plan.context import load_context
-from medmon.monitor.plan.model import Plan
-from medmon.monitor.read.jury import Verdict, verdicts_for
-from medmon.monitor.read._sql import as_time, latest_runs, safe_float, wilson_interval_of_mean
-from medmon.probes.models import ProbeResult, ProbeRun
 
 
 @dataclass(frozen=True)
@@ -39,49 +39,96 @@ class RunPoint:
     over_slo: int
 
 
-def run_series(session: Session, task_id: str, *, runs: int = 300, latency_slo_s: float | None = None,
-               since: datetime | None = None, until: datetime | None = None) -> list[RunPoint]:
+def run_series(
+    session: Session,
+    task_id: str,
+    *,
+    runs: int = 300,
+    latency_slo_s: float | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> list[RunPoint]:
     """The task's latest ``runs`` runs (started between ``since`` and ``until`` when given), oldest
     first: score with interval, errors, cost, latency.
 
     One ``GROUP BY run_id`` over the results of those runs (found through the run index), so
     the page gets a few hundred rows whatever the table's size.
     """
-    over = (func.sum(case((col(ProbeResult.latency_s) > latency_slo_s, 1), else_=0)) if latency_slo_s is not None
-            else func.sum(0))
-    query = (select(ProbeResult.run_id, ProbeRun.purpose, func.max(ProbeResult.created_at), func.count(),
-                    func.count(ProbeResult.score), func.sum(ProbeResult.score), func.count(ProbeResult.error_type),
-                    func.sum(ProbeResult.cost_usd), func.avg(ProbeResult.cost_usd), func.avg(ProbeResult.latency_s),
-                    func.max(ProbeResult.latency_s), over)
-             .join(ProbeRun, col(ProbeRun.id) == col(ProbeResult.run_id))
-             .where(col(ProbeResult.run_id).in_(latest_runs(task_id, runs, since=since, until=until)))
-             .group_by(ProbeResult.run_id, ProbeRun.purpose).order_by(ProbeResult.run_id))
+    over = (
+        func.sum(case((col(ProbeResult.latency_s) > latency_slo_s, 1), else_=0))
+        if latency_slo_s is not None
+        else func.sum(0)
+    )
+    query = (
+        select(
+            ProbeResult.run_id,
+            ProbeRun.purpose,
+            func.max(ProbeResult.created_at),
+            func.count(),
+            func.count(ProbeResult.score),
+            func.sum(ProbeResult.score),
+            func.count(ProbeResult.error_type),
+            func.sum(ProbeResult.cost_usd),
+            func.avg(ProbeResult.cost_usd),
+            func.avg(ProbeResult.latency_s),
+            func.max(ProbeResult.latency_s),
+            over,
+        )
+        .join(ProbeRun, col(ProbeRun.id) == col(ProbeResult.run_id))
+        .where(col(ProbeResult.run_id).in_(latest_runs(task_id, runs, since=since, until=until)))
+        .group_by(ProbeResult.run_id, ProbeRun.purpose)
+        .order_by(ProbeResult.run_id)
+    )
     points = []
     for run_id, purpose, at, calls, n, total, errors, cost, cost_avg, lat, lat_max, over_n in session.exec(query).all():
         mean = float(total) / n if n else None
         lo, hi = wilson_interval_of_mean(mean, int(n))
-        points.append(RunPoint(int(run_id), as_time(at), str(purpose), int(calls), int(n), mean, lo, hi, int(errors),
-                               safe_float(cost), safe_float(cost_avg), safe_float(lat), safe_float(lat_max),
-                               int(over_n or 0)))
+        points.append(
+            RunPoint(
+                int(run_id),
+                as_time(at),
+                str(purpose),
+                int(calls),
+                int(n),
+                mean,
+                lo,
+                hi,
+                int(errors),
+                safe_float(cost),
+                safe_float(cost_avg),
+                safe_float(lat),
+                safe_float(lat_max),
+                int(over_n or 0),
+            )
+        )
     return points
 
 
 def score_history(session: Session, task_id: str, limit: int = 500) -> list[tuple[datetime, float, int]]:
     """Per-run mean score over time: ``(finished_at, mean, n)`` for the task's latest runs."""
-    rows = session.exec(select(ProbeRun.finished_at, ProbeRun.mean_score, ProbeRun.n_canaries)
-                        .where(ProbeRun.task_id == task_id, col(ProbeRun.mean_score).is_not(None))
-                        .order_by(col(ProbeRun.id).desc()).limit(limit)).all()
+    rows = session.exec(
+        select(ProbeRun.finished_at, ProbeRun.mean_score, ProbeRun.n_canaries)
+        .where(ProbeRun.task_id == task_id, col(ProbeRun.mean_score).is_not(None))
+        .order_by(col(ProbeRun.id).desc())
+        .limit(limit)
+    ).all()
     return [(as_time(r[0]), float(r[1]), int(r[2])) for r in reversed(rows)]  # type: ignore[misc]
 
 
 def detector_states(session: Session, task_id: str) -> list[DetectorState]:
     """Every stream's detector for the task: status, evidence against the threshold, n, segment."""
-    return list(session.exec(select(DetectorState).where(DetectorState.task_id == task_id)
-                             .order_by(DetectorState.metric, DetectorState.direction)).all())
+    return list(
+        session.exec(
+            select(DetectorState)
+            .where(DetectorState.task_id == task_id)
+            .order_by(DetectorState.metric, DetectorState.direction)
+        ).all()
+    )
 
 
-def findings(session: Session, task_id: str | None = None, *, kind: str | None = None,
-             limit: int = 100) -> list[FindingRecord]:
+def findings(
+    session: Session, task_id: str | None = None, *, kind: str | None = None, limit: int = 100
+) -> list[FindingRecord]:
     """What the detectors concluded, newest first, optionally for one task or one kind."""
     query = select(FindingRecord)
     if task_id is not None:
@@ -131,11 +178,22 @@ def subgroup_slices(session: Session, task_id: str, tags: Sequence[str], *, runs
     slices: list[Slice] = []
     for tag in tags:
         value = col(ProbeResult.tags)[tag].as_string()
-        query = (select(value, func.count(ProbeResult.score), func.sum(ProbeResult.score),
-                        func.count(ProbeResult.baseline_score), func.avg(ProbeResult.baseline_score))
-                 .where(ProbeResult.task_id == task_id, col(ProbeResult.run_id).in_(latest_runs(task_id, runs)),
-                        value.is_not(None))
-                 .group_by(value).order_by(value))
+        query = (
+            select(
+                value,
+                func.count(ProbeResult.score),
+                func.sum(ProbeResult.score),
+                func.count(ProbeResult.baseline_score),
+                func.avg(ProbeResult.baseline_score),
+            )
+            .where(
+                ProbeResult.task_id == task_id,
+                col(ProbeResult.run_id).in_(latest_runs(task_id, runs)),
+                value.is_not(None),
+            )
+            .group_by(value)
+            .order_by(value)
+        )
         for v, n, total, bn, bmean in session.exec(query).all():
             mean = float(total) / n if n else None
             lo, hi = wilson_interval_of_mean(mean, int(n))
@@ -154,8 +212,15 @@ def slice_gaps(slices: Sequence[Slice]) -> list[SliceGap]:
         worst = min(scored, key=lambda s: s.mean or 0.0)
         best = max(scored, key=lambda s: s.mean or 0.0)
         base = [s.baseline_mean for s in scored if s.baseline_mean is not None]
-        gaps.append(SliceGap(tag, (best.mean or 0.0) - (worst.mean or 0.0),
-                             max(base) - min(base) if len(base) == len(scored) else None, worst.value, best.value))
+        gaps.append(
+            SliceGap(
+                tag,
+                (best.mean or 0.0) - (worst.mean or 0.0),
+                max(base) - min(base) if len(base) == len(scored) else None,
+                worst.value,
+                best.value,
+            )
+        )
     return gaps
 
 
@@ -185,19 +250,36 @@ def recent_answers(session: Session, task_id: str, *, limit: int = 20) -> list[A
     ``extracted`` and ``parsed`` carry the scorer's reading where the stored result has it.
     """
 
-    rows = session.exec(select(ProbeResult).where(ProbeResult.task_id == task_id)
-                        .order_by(col(ProbeResult.id).desc()).limit(limit)).all()
+    rows = session.exec(
+        select(ProbeResult).where(ProbeResult.task_id == task_id).order_by(col(ProbeResult.id).desc()).limit(limit)
+    ).all()
     verdicts = verdicts_for(session, [r.id for r in rows if r.id is not None])
-    return [AnswerRow(r.id or 0, as_time(r.created_at), r.canary_id, r.answer, r.score, r.correct, r.error_type,
-                      r.served_model, r.latency_s, r.cost_usd, dict(r.tags or {}), tuple(verdicts.get(r.id or 0, ())),
-                      getattr(r, "extracted", None), getattr(r, "parsed", None))
-            for r in rows]
+    return [
+        AnswerRow(
+            r.id or 0,
+            as_time(r.created_at),
+            r.canary_id,
+            r.answer,
+            r.score,
+            r.correct,
+            r.error_type,
+            r.served_model,
+            r.latency_s,
+            r.cost_usd,
+            dict(r.tags or {}),
+            tuple(verdicts.get(r.id or 0, ())),
+            getattr(r, "extracted", None),
+            getattr(r, "parsed", None),
+        )
+        for r in rows
+    ]
 
 
 def data_span(session: Session, task_id: str) -> tuple[datetime | None, datetime | None]:
     """When the task's first and latest probe runs started (None, None before any)."""
-    first, last = session.exec(select(func.min(ProbeRun.started_at), func.max(ProbeRun.started_at))
-                               .where(ProbeRun.task_id == task_id)).one()
+    first, last = session.exec(
+        select(func.min(ProbeRun.started_at), func.max(ProbeRun.started_at)).where(ProbeRun.task_id == task_id)
+    ).one()
     return as_time(first), as_time(last)
 
 

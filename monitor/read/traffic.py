@@ -13,19 +13,26 @@ from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement
-from sqlmodel import Session, col, func, select
-
 from medmon.monitor.models import LATENCY_BUCKETS, TrafficJudgement, TrafficRejection, TrafficRollup
 from medmon.monitor.read._sql import as_day, day_of, safe_float
 from medmon.monitor.storage import select_row
+from sqlalchemy import ColumnElement
+from sqlmodel import Session, col, func, select
 
 _BUCKETS = [getattr(TrafficRollup, f"latency_b{i}") for i in range(len(LATENCY_BUCKETS))]
-_SUMS = (func.sum(TrafficRollup.calls), func.sum(TrafficRollup.errors), func.sum(TrafficRollup.cost_usd),
-         func.sum(TrafficRollup.input_tokens), func.sum(TrafficRollup.output_tokens),
-         func.sum(TrafficRollup.latency_sum_s), func.max(TrafficRollup.latency_max_s),
-         func.sum(TrafficRollup.truncated), func.sum(TrafficRollup.with_content), func.sum(TrafficRollup.refusals),
-         *[func.sum(b) for b in _BUCKETS])
+_SUMS = (
+    func.sum(TrafficRollup.calls),
+    func.sum(TrafficRollup.errors),
+    func.sum(TrafficRollup.cost_usd),
+    func.sum(TrafficRollup.input_tokens),
+    func.sum(TrafficRollup.output_tokens),
+    func.sum(TrafficRollup.latency_sum_s),
+    func.max(TrafficRollup.latency_max_s),
+    func.sum(TrafficRollup.truncated),
+    func.sum(TrafficRollup.with_content),
+    func.sum(TrafficRollup.refusals),
+    *[func.sum(b) for b in _BUCKETS],
+)
 
 
 def percentile(hist: list[int], q: float, top: float) -> float | None:
@@ -69,9 +76,19 @@ class TrafficFigures:
     @classmethod
     def of(cls, row: Any) -> TrafficFigures:
         vals = list(row)
-        return cls(int(vals[0] or 0), int(vals[1] or 0), safe_float(vals[2]) or 0.0, int(vals[3] or 0),
-                   int(vals[4] or 0), safe_float(vals[5]) or 0.0, safe_float(vals[6]) or 0.0, int(vals[7] or 0),
-                   int(vals[8] or 0), int(vals[9] or 0), tuple(int(v or 0) for v in vals[10:]))
+        return cls(
+            int(vals[0] or 0),
+            int(vals[1] or 0),
+            safe_float(vals[2]) or 0.0,
+            int(vals[3] or 0),
+            int(vals[4] or 0),
+            safe_float(vals[5]) or 0.0,
+            safe_float(vals[6]) or 0.0,
+            int(vals[7] or 0),
+            int(vals[8] or 0),
+            int(vals[9] or 0),
+            tuple(int(v or 0) for v in vals[10:]),
+        )
 
     @property
     def ok_calls(self) -> int:
@@ -148,13 +165,25 @@ class TrafficSummary:
         def plain(f: TrafficFigures) -> dict[str, Any]:
             d = asdict(f)
             d.pop("hist")
-            d.update(error_rate=f.error_rate, truncation_rate=f.truncation_rate, refusal_rate=f.refusal_rate,
-                     cost_per_call=f.cost_per_call, p50_s=f.p50_s, p95_s=f.p95_s, p99_s=f.p99_s)
+            d.update(
+                error_rate=f.error_rate,
+                truncation_rate=f.truncation_rate,
+                refusal_rate=f.refusal_rate,
+                cost_per_call=f.cost_per_call,
+                p50_s=f.p50_s,
+                p95_s=f.p95_s,
+                p99_s=f.p99_s,
+            )
             return {k: (v.isoformat() if isinstance(v, date) else v) for k, v in d.items()}
-        return {"calls": self.calls, "unmatched": self.unmatched, "groups": [plain(g) for g in self.groups],
-                "days": [plain(d) for d in self.days],
-                "judged": [{**asdict(j), "day": j.day.isoformat()} for j in self.judged],
-                "refused": dict(self.refused)}
+
+        return {
+            "calls": self.calls,
+            "unmatched": self.unmatched,
+            "groups": [plain(g) for g in self.groups],
+            "days": [plain(d) for d in self.days],
+            "judged": [{**asdict(j), "day": j.day.isoformat()} for j in self.judged],
+            "refused": dict(self.refused),
+        }
 
 
 def traffic_summary(session: Session, since: datetime, until: datetime, task: str | None = None) -> TrafficSummary:
@@ -163,25 +192,45 @@ def traffic_summary(session: Session, since: datetime, until: datetime, task: st
     if task is not None:
         where.append(col(TrafficRollup.task_id) == task)
     out = TrafficSummary()
-    for row in session.exec(select_row(TrafficRollup.task_id, TrafficRollup.model, *_SUMS).where(*where)
-                            .group_by(TrafficRollup.task_id, TrafficRollup.model)
-                            .order_by(TrafficRollup.task_id, TrafficRollup.model)).all():
+    for row in session.exec(
+        select_row(TrafficRollup.task_id, TrafficRollup.model, *_SUMS)
+        .where(*where)
+        .group_by(TrafficRollup.task_id, TrafficRollup.model)
+        .order_by(TrafficRollup.task_id, TrafficRollup.model)
+    ).all():
         out.groups.append(TrafficGroup(**asdict(TrafficFigures.of(row[2:])), task=row[0], model=row[1]))
     day = day_of(session, TrafficRollup.hour)
-    for row in session.exec(select_row(day, TrafficRollup.task_id, *_SUMS).where(*where)
-                            .group_by(day, TrafficRollup.task_id).order_by(day, TrafficRollup.task_id)).all():
+    for row in session.exec(
+        select_row(day, TrafficRollup.task_id, *_SUMS)
+        .where(*where)
+        .group_by(day, TrafficRollup.task_id)
+        .order_by(day, TrafficRollup.task_id)
+    ).all():
         out.days.append(TrafficDay(**asdict(TrafficFigures.of(row[2:])), day=as_day(row[0]), task=row[1]))
     jday = day_of(session, TrafficJudgement.judged_at)
-    jwhere: list[ColumnElement[bool]] = [col(TrafficJudgement.judged_at) >= since, col(TrafficJudgement.judged_at) < until]
+    jwhere: list[ColumnElement[bool]] = [
+        col(TrafficJudgement.judged_at) >= since,
+        col(TrafficJudgement.judged_at) < until,
+    ]
     if task is not None:
         jwhere.append(col(TrafficJudgement.task_id) == task)
-    for row in session.exec(select_row(jday, TrafficJudgement.task_id, func.count(col(TrafficJudgement.score)),
-                                   func.avg(TrafficJudgement.score), func.avg(TrafficJudgement.agreement))
-                            .where(*jwhere).group_by(jday, TrafficJudgement.task_id)
-                            .order_by(jday, TrafficJudgement.task_id)).all():
+    for row in session.exec(
+        select_row(
+            jday,
+            TrafficJudgement.task_id,
+            func.count(col(TrafficJudgement.score)),
+            func.avg(TrafficJudgement.score),
+            func.avg(TrafficJudgement.agreement),
+        )
+        .where(*jwhere)
+        .group_by(jday, TrafficJudgement.task_id)
+        .order_by(jday, TrafficJudgement.task_id)
+    ).all():
         out.judged.append(JudgedDay(as_day(row[0]), row[1], int(row[2]), safe_float(row[3]), safe_float(row[4])))
-    for reason, count in session.exec(select(TrafficRejection.reason, func.sum(TrafficRejection.count))
-                                      .where(col(TrafficRejection.hour) >= since, col(TrafficRejection.hour) < until)
-                                      .group_by(TrafficRejection.reason)).all():
+    for reason, count in session.exec(
+        select(TrafficRejection.reason, func.sum(TrafficRejection.count))
+        .where(col(TrafficRejection.hour) >= since, col(TrafficRejection.hour) < until)
+        .group_by(TrafficRejection.reason)
+    ).all():
         out.refused[reason] = int(count or 0)
     return out

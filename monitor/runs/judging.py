@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from apscheduler.schedulers.base import BaseScheduler
@@ -22,21 +22,11 @@ from apscheduler.triggers.interval import IntervalTrigger
 from medmon.alerts import Signal, apply_signals
 from medmon.monitor.alerting.signals import monitor_subject, update_signal
 from medmon.monitor.detection.drift.judge import judge_agreement
-from medmon.monitor.detection.streams import (
-    StreamUpdate,
-    finding_record,
-    update_judge_canaries,
-)
+from medmon.monitor.detection.streams import StreamUpdate, finding_record, update_judge_canaries
 from medmon.monitor.plan.model import Plan, parse_interval
 from medmon.monitor.plan.privacy import text_policy
 from medmon.monitor.plan.routing import notify_policy
-from medmon.probes.judge_canaries import (
-    JUDGE_CANARIES,
-    JudgeCanary,
-    Rejudged,
-    load_judge_canaries,
-    rejudge,
-)
+from medmon.probes.judge_canaries import JUDGE_CANARIES, JudgeCanary, Rejudged, load_judge_canaries, rejudge
 from medmon.probes.jury import JURY_SCORER, JurySettings
 from medmon.probes.models import ProbeRecord, ProbeResultBase, ProbeRun
 from medmon.probes.pool import ClientPool
@@ -49,15 +39,16 @@ log = logging.getLogger("medmon.judging")
 JOB_ID = "judge-canaries"
 
 
-def judging_trigger(schedule: str, *, time_scale: float = 1.0,
-                    start_date: datetime | None = None) -> IntervalTrigger | CronTrigger:
+def judging_trigger(
+    schedule: str, *, time_scale: float = 1.0, start_date: datetime | None = None
+) -> IntervalTrigger | CronTrigger:
     """The trigger for ``jury.canary_schedule``: an interval (sped up by ``time_scale``) or a UTC cron line."""
     try:
         interval = parse_interval(schedule)
     except ValueError:  # the plan accepted it, so it is a cron line
-        return CronTrigger.from_crontab(schedule, timezone=timezone.utc)
+        return CronTrigger.from_crontab(schedule, timezone=UTC)
     seconds = max(interval.total_seconds() / time_scale, 0.05)
-    return IntervalTrigger(seconds=seconds, start_date=start_date, timezone=timezone.utc)
+    return IntervalTrigger(seconds=seconds, start_date=start_date, timezone=UTC)
 
 
 @dataclass
@@ -79,10 +70,22 @@ def judge_signal(plan: Plan, update: StreamUpdate) -> Signal | None:
 
 def _record(item: Rejudged) -> ProbeRecord:
     o = item.outcome
-    return ProbeRecord(task_id=JUDGE_CANARIES, canary_id=item.canary.id, pack=JUDGE_CANARIES, scorer=JURY_SCORER,
-                       score=o.score, answer=item.canary.answer, jury_mean=o.mean, jury_judges=o.judges_answered,
-                       jury_agreement=o.agreement, jury_unanimous=o.unanimous, error_type="jury" if o.error else None,
-                       error=o.error, tags={**item.canary.tags, "gold_score": str(item.gold)}, jury=o)
+    return ProbeRecord(
+        task_id=JUDGE_CANARIES,
+        canary_id=item.canary.id,
+        pack=JUDGE_CANARIES,
+        scorer=JURY_SCORER,
+        score=o.score,
+        answer=item.canary.answer,
+        jury_mean=o.mean,
+        jury_judges=o.judges_answered,
+        jury_agreement=o.agreement,
+        jury_unanimous=o.unanimous,
+        error_type="jury" if o.error else None,
+        error=o.error,
+        tags={**item.canary.tags, "gold_score": str(item.gold)},
+        jury=o,
+    )
 
 
 def _agreement(pairs: Sequence[tuple[float, float]], lo: int, hi: int) -> float | None:
@@ -90,9 +93,14 @@ def _agreement(pairs: Sequence[tuple[float, float]], lo: int, hi: int) -> float 
     return sum(judge_agreement(j, g, lo, hi) for j, g in pairs) / len(pairs) if pairs else None
 
 
-def run_judge_canaries(engine: Engine, plan: Plan, *, now: Callable[[], datetime],
-                       settings: JurySettings | None = None,
-                       canaries: Sequence[JudgeCanary] | None = None) -> JudgingOutcome:
+def run_judge_canaries(
+    engine: Engine,
+    plan: Plan,
+    *,
+    now: Callable[[], datetime],
+    settings: JurySettings | None = None,
+    canaries: Sequence[JudgeCanary] | None = None,
+) -> JudgingOutcome:
     """Re-judge every judge canary with every judge, store the verdicts and act on each judge's stream.
 
     ``settings`` default to the plan's jury (keys from the environment); ``canaries`` to the
@@ -103,8 +111,11 @@ def run_judge_canaries(engine: Engine, plan: Plan, *, now: Callable[[], datetime
         raise ValueError("judge canaries need a jury in the plan")
     jury_plan = plan.jury
     settings = settings or JurySettings.from_plan(jury_plan)
-    pairs_of = canaries if canaries is not None else load_judge_canaries(
-        jury_plan.canary_path, scale=(jury_plan.scale_min, jury_plan.scale_max))
+    pairs_of = (
+        canaries
+        if canaries is not None
+        else load_judge_canaries(jury_plan.canary_path, scale=(jury_plan.scale_min, jury_plan.scale_max))
+    )
     rejudged: list[Rejudged] = []
 
     async def call(pool: ClientPool) -> list[ProbeRecord]:
@@ -130,17 +141,32 @@ def run_judge_canaries(engine: Engine, plan: Plan, *, now: Callable[[], datetime
         apply_signals(session, outcome.signals, notify_policy(plan), stamp)
         return outcome
 
-    done = execute_probe(engine, JUDGE_CANARIES, call, now=now, texts=text_policy(plan), purpose=JUDGE_CANARIES,
-                         deployment=plan.deployment.name, store=store)
+    done = execute_probe(
+        engine,
+        JUDGE_CANARIES,
+        call,
+        now=now,
+        texts=text_policy(plan),
+        purpose=JUDGE_CANARIES,
+        deployment=plan.deployment.name,
+        store=store,
+    )
     outcome = done.stored or JudgingOutcome(done.run_id, len(rejudged))  # superseded: nothing stored
-    log.info("judge canaries re-judged (%d pairs): agreement %s", len(rejudged),
-             ", ".join(f"{j} {a:.3f}" if a is not None else f"{j} none" for j, a in outcome.agreement.items()))
+    log.info(
+        "judge canaries re-judged (%d pairs): agreement %s",
+        len(rejudged),
+        ", ".join(f"{j} {a:.3f}" if a is not None else f"{j} none" for j, a in outcome.agreement.items()),
+    )
     return outcome
 
 
-def judging_job(engine: Engine, plan: Plan, now: Callable[[], datetime],
-                settings: JurySettings | None = None,
-                on_outcome: Callable[[JudgingOutcome], None] | None = None) -> None:
+def judging_job(
+    engine: Engine,
+    plan: Plan,
+    now: Callable[[], datetime],
+    settings: JurySettings | None = None,
+    on_outcome: Callable[[JudgingOutcome], None] | None = None,
+) -> None:
     """The scheduler's judge-canary job: a failure is stored on the run (``execute_probe``) and logged, never raised."""
     try:
         outcome = run_judge_canaries(engine, plan, now=now, settings=settings)
@@ -151,8 +177,16 @@ def judging_job(engine: Engine, plan: Plan, now: Callable[[], datetime],
         on_outcome(outcome)
 
 
-def add_judging_job(scheduler: BaseScheduler, engine: Engine, plan: Plan, now: Callable[[], datetime], *,
-                    time_scale: float = 1.0, anchor: datetime | None = None, **job_options: Any) -> bool:
+def add_judging_job(
+    scheduler: BaseScheduler,
+    engine: Engine,
+    plan: Plan,
+    now: Callable[[], datetime],
+    *,
+    time_scale: float = 1.0,
+    anchor: datetime | None = None,
+    **job_options: Any,
+) -> bool:
     """Add the judge-canary job when the plan has a jury with a ``canary_schedule``; say whether it did.
 
     ``anchor`` (the service's ``GRID_EPOCH``) puts an interval on the same grid as the probe jobs
@@ -163,6 +197,13 @@ def add_judging_job(scheduler: BaseScheduler, engine: Engine, plan: Plan, now: C
         return False
     trigger = judging_trigger(plan.jury.canary_schedule, time_scale=time_scale, start_date=anchor)
     grace = max(1, round(trigger.interval.total_seconds())) if isinstance(trigger, IntervalTrigger) else 300
-    scheduler.add_job(judging_job, trigger, args=[engine, plan, now], id=JOB_ID, name="judge canaries",
-                      misfire_grace_time=grace, **job_options)
+    scheduler.add_job(
+        judging_job,
+        trigger,
+        args=[engine, plan, now],
+        id=JOB_ID,
+        name="judge canaries",
+        misfire_grace_time=grace,
+        **job_options,
+    )
     return True

@@ -10,11 +10,7 @@ from datetime import datetime
 
 from medmon.alerts import Signal, apply_signals
 from medmon.baselines import Baseline, Canary
-from medmon.monitor.alerting.signals import (
-    model_change_signal,
-    stream_signal,
-    threshold_signals,
-)
+from medmon.monitor.alerting.signals import model_change_signal, stream_signal, threshold_signals
 from medmon.monitor.detection.identity import observe_identities
 from medmon.monitor.detection.streams import (
     StreamUpdate,
@@ -25,8 +21,12 @@ from medmon.monitor.detection.streams import (
     update_task_streams,
 )
 from medmon.monitor.governance.changes import record_detected_change
-from medmon.monitor.governance.reevaluation import (auto_reevaluates, plan_change_due, reevaluate_pending,
-                                                    reevaluation_due)
+from medmon.monitor.governance.reevaluation import (
+    auto_reevaluates,
+    plan_change_due,
+    reevaluate_pending,
+    reevaluation_due,
+)
 from medmon.monitor.models import FindingRecord, ProbeSlot
 from medmon.monitor.plan.context import TaskContext, probe_baseline, run_provenance
 from medmon.monitor.plan.model import Plan
@@ -42,6 +42,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from medmon.db import session_scope
+
 
 @dataclass
 class ProbeOutcome:
@@ -72,14 +73,25 @@ def failure_cause(result: ProbeResultBase) -> str:
     if result.error_type == "circuit_open":
         return "circuit open: not attempted"
     text = (result.error or result.error_type or "error").split("; not retried", 1)[0]
-    return text if result.http_status is not None or result.error_type == "jury_unavailable" else \
-        f"{result.error_type}: {text}"[:160]
+    return (
+        text
+        if result.http_status is not None or result.error_type == "jury_unavailable"
+        else f"{result.error_type}: {text}"[:160]
+    )
 
 
-def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.Random,
-                   now: Callable[[], datetime], settings: ModelSettings | None = None,
-                   purpose: str = "scheduled", on_start: Callable[[int], None] | None = None,
-                   slot_id: int | None = None) -> ProbeOutcome:
+def run_task_probe(
+    engine: Engine,
+    plan: Plan,
+    ctx: TaskContext,
+    *,
+    rng: random.Random,
+    now: Callable[[], datetime],
+    settings: ModelSettings | None = None,
+    purpose: str = "scheduled",
+    on_start: Callable[[int], None] | None = None,
+    slot_id: int | None = None,
+) -> ProbeOutcome:
     """Probe a task once (:func:`medmon.probes.runs.execute_probe`) and act on what the detectors conclude.
 
     Results, detector states, findings and alert changes (with their outbox rows) are committed
@@ -108,8 +120,11 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
     async def call(pool: ClientPool) -> list[ProbeResultBase]:
         # The judges are asked only for a jury-scored task; without a plan jury, probe_canaries
         # raises JuryNotConfigured before any call (``medmon check`` reports it earlier).
-        jury = (pool.jury(JurySettings.from_plan(plan.jury))
-                if plan.jury is not None and ctx.scorer == JURY_SCORER else None)
+        jury = (
+            pool.jury(JurySettings.from_plan(plan.jury))
+            if plan.jury is not None and ctx.scorer == JURY_SCORER
+            else None
+        )
         decoding = task.decoding.overrides() if task.decoding is not None else None
         return await probe_canaries(pool.client(settings), chosen, task.id, ctx.scorer, jury=jury, decoding=decoding)
 
@@ -122,17 +137,36 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
         report = observe_identities(session, plan.deployment, task.id, results, run_id, stamp)
         change = (report.change.old, report.change.new) if report.change is not None else None
         if report.new_fingerprints:
-            session.add(FindingRecord(task_id=task.id, metric="system_fingerprint", kind="fingerprint", run_id=run_id,
-                                      summary=f"new system fingerprint(s) {', '.join(report.new_fingerprints)} "
-                                              "(recorded; the plan does not treat fingerprints as a change)",
-                                      evidence={"fingerprints": list(report.new_fingerprints)}, created_at=stamp))
+            session.add(
+                FindingRecord(
+                    task_id=task.id,
+                    metric="system_fingerprint",
+                    kind="fingerprint",
+                    run_id=run_id,
+                    summary=f"new system fingerprint(s) {', '.join(report.new_fingerprints)} "
+                    "(recorded; the plan does not treat fingerprints as a change)",
+                    evidence={"fingerprints": list(report.new_fingerprints)},
+                    created_at=stamp,
+                )
+            )
         if change is not None and report.change is not None:
             signal = model_change_signal(plan, ctx, *change)
-            session.add(FindingRecord(task_id=task.id, metric="served_model", kind="model_change", run_id=run_id,
-                                      summary=signal.summary, evidence=signal.evidence, created_at=stamp))
+            session.add(
+                FindingRecord(
+                    task_id=task.id,
+                    metric="served_model",
+                    kind="model_change",
+                    run_id=run_id,
+                    summary=signal.summary,
+                    evidence=signal.evidence,
+                    created_at=stamp,
+                )
+            )
             reset_task_streams(session, task.id, stamp)
             start_reevaluation(session, plan, ctx, baseline, stamp, reason=signal.summary)  # one-shot paired test
-            record_detected_change(session, task.id, *change, run_id, stamp, how=report.change.how)  # owes a re-evaluation
+            record_detected_change(
+                session, task.id, *change, run_id, stamp, how=report.change.how
+            )  # owes a re-evaluation
             outcome.signals.append(signal)
         for update in update_task_streams(session, plan, ctx, baseline, results, stamp):
             outcome.updates.append(update)
@@ -145,9 +179,19 @@ def run_task_probe(engine: Engine, plan: Plan, ctx: TaskContext, *, rng: random.
         apply_signals(session, outcome.signals, notify_policy(plan), stamp)
         return plan_change_due(session, plan, task.id)
 
-    done = execute_probe(engine, task.id, call, now=now, texts=texts, purpose=purpose,
-                         deployment=plan.deployment.name, provenance=run_provenance(plan, ctx), opened=opened,
-                         on_start=on_start, store=store)
+    done = execute_probe(
+        engine,
+        task.id,
+        call,
+        now=now,
+        texts=texts,
+        purpose=purpose,
+        deployment=plan.deployment.name,
+        provenance=run_provenance(plan, ctx),
+        opened=opened,
+        on_start=on_start,
+        store=store,
+    )
     failed = [r for r in done.results if r.error_type]
     outcome.run_id, outcome.results, outcome.errors = done.run_id, len(done.results), len(failed)
     outcome.causes = dict(Counter(failure_cause(r) for r in failed).most_common())

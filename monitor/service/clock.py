@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 
 class AcceleratedClock:
@@ -20,9 +20,8 @@ class AcceleratedClock:
         if scale <= 0:
             raise ValueError(f"scale must be positive, got {scale}")
         self.scale = scale
-        self.start = start or datetime.now(timezone.utc)
+        self.start = start or datetime.now(UTC)
         self._wall0 = time.monotonic()
 
     def __call__(self) -> datetime:
         return self.start + timedelta(seconds=(time.monotonic() - self._wall0) * self.scale)
-

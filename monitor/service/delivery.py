@@ -12,13 +12,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.base import BaseScheduler
-from sqlalchemy.engine import Engine
-
 from medmon.alerts import OUTBOX, OutboxListener
+from sqlalchemy.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +43,9 @@ def deliver_until_quiet(one_pass: Callable[[], None], busy: threading.Event | No
 class DeliveryWaker:
     """Wakes the scheduler's delivery job when a notification is written (see the module doc)."""
 
-    def __init__(self, scheduler: BaseScheduler, engine: Engine, *, job_id: str = "deliver",
-                 jobstore: str | None = None) -> None:
+    def __init__(
+        self, scheduler: BaseScheduler, engine: Engine, *, job_id: str = "deliver", jobstore: str | None = None
+    ) -> None:
         self.scheduler, self.job_id, self.jobstore = scheduler, job_id, jobstore
         self.busy = threading.Event()  # set by the job while a pass runs: it will see the news itself
         self._listener = OutboxListener(engine)
@@ -73,7 +73,7 @@ class DeliveryWaker:
             if self.busy.is_set():
                 continue
             try:
-                self.scheduler.modify_job(self.job_id, self.jobstore, next_run_time=datetime.now(timezone.utc))
+                self.scheduler.modify_job(self.job_id, self.jobstore, next_run_time=datetime.now(UTC))
             except JobLookupError:
                 pass  # the scheduler is shutting down
             except Exception as exc:

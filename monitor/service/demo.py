@@ -23,25 +23,25 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlmodel import Session, func, select
-
 from medmon.alerts import Alert, incident_members, incident_title, list_incidents
-from medmon.db import session_scope
 from medmon.monitor.governance.audit import record_plan
-from medmon.monitor.service.clock import AcceleratedClock
 from medmon.monitor.plan.model import Plan, load_plan
 from medmon.monitor.plan.routing import build_channels
+from medmon.monitor.service.clock import AcceleratedClock
 from medmon.monitor.service.receiver import create_receiver as create_traffic_receiver
 from medmon.monitor.service.scheduler import build_service_scheduler, register_runtime, unregister_runtime
 from medmon.monitor.service.serve import make_dispatch
-from medmon.monitor.storage import make_engine
 from medmon.monitor.service.webserver import RunningServer, serve_in_thread
+from medmon.monitor.storage import make_engine
 from medmon.probes.models import ProbeResult
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
+from sqlmodel import Session, func, select
+
+from medmon.db import session_scope
 
 SECRET_ENV = "MEDMON_DEMO_WEBHOOK_SECRET"
 SIM_KEY_ENV = "MEDMON_DEMO_API_KEY"
@@ -72,10 +72,20 @@ class DemoScenario:
         return [
             Phase(0, accuracy=0.85, label="baseline"),
             Phase(self.served(self.drop_after), accuracy=0.55, label="accuracy drop"),
-            Phase(self.served(self.cost_after), accuracy=0.55, extra_completion_tokens=400,
-                  label="accuracy drop + cost rise"),
-            Phase(self.served(self.swap_after), accuracy=0.55, extra_completion_tokens=400,
-                  model="medmon-simulator/clinical-v2", fingerprint="fp_sim_0002", label="silent model swap"),
+            Phase(
+                self.served(self.cost_after),
+                accuracy=0.55,
+                extra_completion_tokens=400,
+                label="accuracy drop + cost rise",
+            ),
+            Phase(
+                self.served(self.swap_after),
+                accuracy=0.55,
+                extra_completion_tokens=400,
+                model="medmon-simulator/clinical-v2",
+                fingerprint="fp_sim_0002",
+                label="silent model swap",
+            ),
         ]
 
 
@@ -189,8 +199,11 @@ def demo_incidents(session: Session) -> list[DemoIncident]:
     for inc in reversed(list_incidents(session)):
         members = incident_members(session, inc.id or 0)
         status = "resolved" if inc.closed_at else "acknowledged" if inc.acknowledged_at else "open"
-        out.append(DemoIncident(inc.id or 0, incident_title(inc), inc.severity.value, status, inc.summary,
-                                [a.rule for a in members]))
+        out.append(
+            DemoIncident(
+                inc.id or 0, incident_title(inc), inc.severity.value, status, inc.summary, [a.rule for a in members]
+            )
+        )
     return out
 
 
@@ -211,10 +224,29 @@ class DemoResult:
 
 def _start_app(scenario: DemoScenario, sim_url: str, model: str, traffic_url: str) -> subprocess.Popen[str]:
     """Start the application and wait until it is set up (its imports would otherwise stall the first probes)."""
-    app = subprocess.Popen([sys.executable, "-m", "medmon.monitor.service.demo_app", "--base-url", f"{sim_url}/v1",
-                             "--model", model, "--traffic", traffic_url, "--token", os.environ[TRAFFIC_TOKEN_ENV],
-                             "--pack", DEMO_PACK, "--service", APP_SERVICE],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    app = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "medmon.monitor.service.demo_app",
+            "--base-url",
+            f"{sim_url}/v1",
+            "--model",
+            model,
+            "--traffic",
+            traffic_url,
+            "--token",
+            os.environ[TRAFFIC_TOKEN_ENV],
+            "--pack",
+            DEMO_PACK,
+            "--service",
+            APP_SERVICE,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+    )
     if app.stdout is not None:
         app.stdout.readline()  # "ready", or "" if it failed to start (the demo then runs without it)
     return app
@@ -245,8 +277,14 @@ def _stop_app(app: subprocess.Popen[str]) -> None:
         app.wait(5)
 
 
-def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_url: str = "http://127.0.0.1:8501",
-             say: Callable[[str], None] = print, on_start: Callable[[Plan], None] | None = None) -> DemoResult:
+def run_demo(
+    workdir: Path,
+    *,
+    scenario: DemoScenario | None = None,
+    dashboard_url: str = "http://127.0.0.1:8501",
+    say: Callable[[str], None] = print,
+    on_start: Callable[[Plan], None] | None = None,
+) -> DemoResult:
     """Run the demo scenario to its end (every expected alert received) or its timeout."""
     from medmon.alerts.receiver import create_receiver
 
@@ -267,11 +305,20 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
     receiver = serve_in_thread(receiver_app)
     servers.append(receiver)
     plan_path = workdir / "plan.yaml"
-    plan_path.write_text(PLAN_TEMPLATE.format(
-        base_url=f"{sim.url}/v1", key_env=SIM_KEY_ENV, pack=DEMO_PACK, sample_size=scenario.sample_size,
-        receiver_url=f"{receiver.url}/alerts", secret_env=SECRET_ENV, dashboard_url=dashboard_url, db=db,
-        traffic_token_env=TRAFFIC_TOKEN_ENV, app_service=APP_SERVICE,
-    ))
+    plan_path.write_text(
+        PLAN_TEMPLATE.format(
+            base_url=f"{sim.url}/v1",
+            key_env=SIM_KEY_ENV,
+            pack=DEMO_PACK,
+            sample_size=scenario.sample_size,
+            receiver_url=f"{receiver.url}/alerts",
+            secret_env=SECRET_ENV,
+            dashboard_url=dashboard_url,
+            db=db,
+            traffic_token_env=TRAFFIC_TOKEN_ENV,
+            app_service=APP_SERVICE,
+        )
+    )
     plan = load_plan(plan_path)
     engine = make_engine(plan.storage.url)
     if on_start is not None:
@@ -282,11 +329,15 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
     servers.append(traffic)
     app = _start_app(scenario, sim.url, plan.deployment.model, traffic.url) if scenario.app_calls_per_probe else None
     if app is not None:
-        say(f"SIMULATED clinical application ({APP_SERVICE}) traced by the OpenTelemetry OpenAI instrumentation, "
-            f"sending its spans to {traffic.url}/v1/traces")
-    clock = AcceleratedClock(scale=3600 / scenario.seconds_per_probe,  # probes fire half-way through simulated hours
-                             start=datetime.now(timezone.utc).replace(minute=30, second=0, microsecond=0))
-    anchor = datetime.now(timezone.utc)
+        say(
+            f"SIMULATED clinical application ({APP_SERVICE}) traced by the OpenTelemetry OpenAI instrumentation, "
+            f"sending its spans to {traffic.url}/v1/traces"
+        )
+    clock = AcceleratedClock(
+        scale=3600 / scenario.seconds_per_probe,  # probes fire half-way through simulated hours
+        start=datetime.now(UTC).replace(minute=30, second=0, microsecond=0),
+    )
+    anchor = datetime.now(UTC)
     with session_scope(engine) as session:  # the governance record starts with the plan
         record_plan(session, plan_path.read_text("utf-8"), str(plan_path), "medmon demo", clock())
     # On an accelerated clock a probe can outlast its simulated hour; APScheduler then warns that it
@@ -336,8 +387,16 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
     # real clock (the application's); findings are dated on the demo's.
     _, runtime = make_dispatch(engine, plan, clock, on_outcome=on_outcome)
     register_runtime(DEMO_RUNTIME, runtime)
-    scheduler = build_service_scheduler(engine, plan, DEMO_RUNTIME, build_channels(plan), now=clock,
-                                        delivery_every_s=0.25, time_scale=clock.scale, anchor=anchor)
+    scheduler = build_service_scheduler(
+        engine,
+        plan,
+        DEMO_RUNTIME,
+        build_channels(plan),
+        now=clock,
+        delivery_every_s=0.25,
+        time_scale=clock.scale,
+        anchor=anchor,
+    )
     receiver_state = receiver_app.state.receiver
     expected = {"score", "cost", "served_model"} | ({"traffic_cost"} if app is not None else set())
     first_alert: float | None = None
@@ -346,8 +405,12 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
         while time.monotonic() - started < scenario.timeout_s:
             time.sleep(0.2)
             with receiver_state.lock:
-                got = {a["labels"]["metric"] for r in receiver_state.received for a in r.body["alerts"]
-                       if a["status"] == "firing"}
+                got = {
+                    a["labels"]["metric"]
+                    for r in receiver_state.received
+                    for a in r.body["alerts"]
+                    if a["status"] == "firing"
+                }
                 if got and first_alert is None:
                     first_alert = time.monotonic() - started
             if expected <= got:
@@ -370,8 +433,16 @@ def run_demo(workdir: Path, *, scenario: DemoScenario | None = None, dashboard_u
         probe_results = int(s.exec(select(func.count()).select_from(ProbeResult)).one())
     with receiver_state.lock:
         delivered = [r.body for r in receiver_state.received]
-    return DemoResult(plan_path=plan_path, database=db, seconds=time.monotonic() - started,
-                      probe_results=probe_results, alerts=alerts, incidents=incidents,
-                      delivered=delivered,
-                      rejected_signatures=receiver_state.rejected, first_alert_s=first_alert,
-                      degraded_at_s=degraded_at[0] if degraded_at else None, events=events)
+    return DemoResult(
+        plan_path=plan_path,
+        database=db,
+        seconds=time.monotonic() - started,
+        probe_results=probe_results,
+        alerts=alerts,
+        incidents=incidents,
+        delivered=delivered,
+        rejected_signatures=receiver_state.rejected,
+        first_alert_s=first_alert,
+        degraded_at_s=degraded_at[0] if degraded_at else None,
+        events=events,
+    )

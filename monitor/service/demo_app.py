@@ -34,18 +34,20 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
 
     import openai
+    from medmon.probes.packs import load_pack
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    from medmon.probes.packs import load_pack
-
     provider = TracerProvider(resource=Resource.create({"service.name": args.service}))
     headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{args.traffic}/v1/traces",
-                                                                    headers=headers), schedule_delay_millis=500))
+    provider.add_span_processor(
+        BatchSpanProcessor(
+            OTLPSpanExporter(endpoint=f"{args.traffic}/v1/traces", headers=headers), schedule_delay_millis=500
+        )
+    )
     OpenAIInstrumentor().instrument(tracer_provider=provider)
     client = openai.OpenAI(base_url=args.base_url, api_key="simulated-application-key", max_retries=0, timeout=10)
     questions = [c.messages for c in load_pack(args.pack).canaries]

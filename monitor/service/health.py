@@ -17,6 +17,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from medmon.alerts import Alert, Notification, NotificationStatus
+from medmon.monitor.models import DetectorState
+from medmon.monitor.plan.model import Task
+from medmon.probes.models import ProbeRun
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -28,11 +32,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from medmon.alerts import Alert, Notification, NotificationStatus
-from medmon.monitor.models import DetectorState
-from medmon.monitor.plan.model import Task
 from medmon.db import utcnow
-from medmon.probes.models import ProbeRun
 
 log = logging.getLogger("medmon.health")
 
@@ -63,12 +63,17 @@ def _database_ok(engine: Engine) -> str | None:
 
 
 def _last_probes(session: Session) -> dict[str, datetime]:
-    rows = session.exec(select(ProbeRun.task_id, func.max(ProbeRun.finished_at))
-                        .where(col(ProbeRun.finished_at).is_not(None)).group_by(ProbeRun.task_id)).all()
+    rows = session.exec(
+        select(ProbeRun.task_id, func.max(ProbeRun.finished_at))
+        .where(col(ProbeRun.finished_at).is_not(None))
+        .group_by(ProbeRun.task_id)
+    ).all()
     return {task: when for task, when in rows if when is not None}
 
 
-def health_report(engine: Engine, tasks: Sequence[Task], status: ServiceStatus, now: datetime) -> tuple[int, dict[str, object]]:
+def health_report(
+    engine: Engine, tasks: Sequence[Task], status: ServiceStatus, now: datetime
+) -> tuple[int, dict[str, object]]:
     """The ``/healthz`` status code and body."""
     problems = []
     db_error = _database_ok(engine)
@@ -91,14 +96,26 @@ def health_report(engine: Engine, tasks: Sequence[Task], status: ServiceStatus, 
     for task in tasks:
         when = last.get(task.id)
         period = 2 * task.interval if task.interval is not None else CRON_OVERDUE
-        due.append({"task": task.id, "schedule": task.schedule, "last_probe": when.isoformat() if when else None,
-                    "age_s": round((now - when).total_seconds(), 3) if when else None,
-                    "overdue": when is None or now - when > period})
+        due.append(
+            {
+                "task": task.id,
+                "schedule": task.schedule,
+                "last_probe": when.isoformat() if when else None,
+                "age_s": round((now - when).total_seconds(), 3) if when else None,
+                "overdue": when is None or now - when > period,
+            }
+        )
     body: dict[str, object] = {
-        "status": "ok" if not problems else "unhealthy", "problems": problems, "role": status.role,
-        "identity": status.identity, "executor": status.executor, "lock": status.lock,
-        "scheduler": {"heartbeat": beat.isoformat() if beat else None,
-                      "heartbeat_age_s": round(beat_age, 3) if beat_age is not None else None},
+        "status": "ok" if not problems else "unhealthy",
+        "problems": problems,
+        "role": status.role,
+        "identity": status.identity,
+        "executor": status.executor,
+        "lock": status.lock,
+        "scheduler": {
+            "heartbeat": beat.isoformat() if beat else None,
+            "heartbeat_age_s": round(beat_age, 3) if beat_age is not None else None,
+        },
         "database": {"reachable": db_error is None, "error": db_error},
         "tasks": due,
     }
@@ -112,14 +129,18 @@ class DatabaseCollector(Collector):
         self.engine, self.status, self.now = engine, status, now
 
     def collect(self) -> Iterator[Metric]:
-        leader = GaugeMetricFamily("medmon_leader", "1 if this process schedules probes, 0 on a standby",
-                                   labels=["identity"])
+        leader = GaugeMetricFamily(
+            "medmon_leader", "1 if this process schedules probes, 0 on a standby", labels=["identity"]
+        )
         leader.add_metric([self.status.identity], 1.0 if self.status.role == "leader" else 0.0)
         yield leader
         beat = self.status.heartbeat()
         if beat is not None:
-            yield GaugeMetricFamily("medmon_scheduler_heartbeat_age_seconds", "Seconds since the scheduler last ran",
-                                    value=(self.now() - beat).total_seconds())
+            yield GaugeMetricFamily(
+                "medmon_scheduler_heartbeat_age_seconds",
+                "Seconds since the scheduler last ran",
+                value=(self.now() - beat).total_seconds(),
+            )
         depth = self.status.queue_depth()
         if depth is not None:
             yield GaugeMetricFamily("medmon_celery_queue_depth", "Probe messages waiting on the broker", value=depth)
@@ -140,43 +161,57 @@ class DatabaseCollector(Collector):
         runs = CounterMetricFamily("medmon_probe_runs", "Probe runs by task and outcome", labels=["task", "status"])
         results = CounterMetricFamily("medmon_probe_results", "Canary answers recorded", labels=["task"])
         errors = CounterMetricFamily("medmon_probe_errors", "Model calls that failed (not scored)", labels=["task"])
-        for task, status, count in session.exec(select(ProbeRun.task_id, ProbeRun.status, func.count())
-                                                .group_by(ProbeRun.task_id, ProbeRun.status)).all():
+        for task, status, count in session.exec(
+            select(ProbeRun.task_id, ProbeRun.status, func.count()).group_by(ProbeRun.task_id, ProbeRun.status)
+        ).all():
             runs.add_metric([task, getattr(status, "value", status)], float(count))
-        totals = session.exec(select(ProbeRun.task_id, func.sum(ProbeRun.n_canaries), func.sum(ProbeRun.n_errors))
-                              .group_by(ProbeRun.task_id)).all()
+        totals = session.exec(
+            select(ProbeRun.task_id, func.sum(ProbeRun.n_canaries), func.sum(ProbeRun.n_errors)).group_by(
+                ProbeRun.task_id
+            )
+        ).all()
         for task, n, n_err in totals:
             results.add_metric([task], float(n or 0))
             errors.add_metric([task], float(n_err or 0))
         yield from (runs, results, errors)
-        last = GaugeMetricFamily("medmon_last_probe_timestamp_seconds", "When each task's last probe finished",
-                                 labels=["task"])
+        last = GaugeMetricFamily(
+            "medmon_last_probe_timestamp_seconds", "When each task's last probe finished", labels=["task"]
+        )
         for task, when in _last_probes(session).items():
             last.add_metric([task], when.timestamp())
         yield last
         alerts = GaugeMetricFamily("medmon_alerts", "Alerts by status and severity", labels=["status", "severity"])
-        for status, severity, count in session.exec(select(Alert.status, Alert.severity, func.count())
-                                                    .group_by(Alert.status, Alert.severity)).all():
+        for status, severity, count in session.exec(
+            select(Alert.status, Alert.severity, func.count()).group_by(Alert.status, Alert.severity)
+        ).all():
             alerts.add_metric([getattr(status, "value", status), getattr(severity, "value", severity)], float(count))
         yield alerts
-        outbox = GaugeMetricFamily("medmon_outbox_notifications", "Alert notifications by delivery status",
-                                   labels=["status"])
+        outbox = GaugeMetricFamily(
+            "medmon_outbox_notifications", "Alert notifications by delivery status", labels=["status"]
+        )
         counts = dict(session.exec(select(Notification.status, func.count()).group_by(Notification.status)).all())
         for st in NotificationStatus:
             outbox.add_metric([st.value], float(counts.get(st, counts.get(st.value, 0))))  # type: ignore[call-overload]
         yield outbox
         pending = counts.get(NotificationStatus.pending, counts.get(NotificationStatus.pending.value, 0))  # type: ignore[call-overload]
-        yield GaugeMetricFamily("medmon_outbox_queue_depth", "Notifications waiting to be delivered", value=float(pending))
-        detectors = GaugeMetricFamily("medmon_detector_streams", "Monitored streams by detector status",
-                                      labels=["task", "status"])
-        for task, status, count in session.exec(select(DetectorState.task_id, DetectorState.status, func.count())
-                                                .group_by(DetectorState.task_id, DetectorState.status)).all():
+        yield GaugeMetricFamily(
+            "medmon_outbox_queue_depth", "Notifications waiting to be delivered", value=float(pending)
+        )
+        detectors = GaugeMetricFamily(
+            "medmon_detector_streams", "Monitored streams by detector status", labels=["task", "status"]
+        )
+        for task, status, count in session.exec(
+            select(DetectorState.task_id, DetectorState.status, func.count()).group_by(
+                DetectorState.task_id, DetectorState.status
+            )
+        ).all():
             detectors.add_metric([task, getattr(status, "value", status)], float(count))
         yield detectors
 
 
-def create_health_app(engine: Engine, tasks: Sequence[Task], status: ServiceStatus, *,
-                      now: Callable[[], datetime] = utcnow) -> Starlette:
+def create_health_app(
+    engine: Engine, tasks: Sequence[Task], status: ServiceStatus, *, now: Callable[[], datetime] = utcnow
+) -> Starlette:
     """The ASGI app serving ``/healthz`` and ``/metrics`` (serve it with ``serve_in_thread``)."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(DatabaseCollector(engine, status, now))

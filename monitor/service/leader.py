@@ -27,8 +27,14 @@ log = logging.getLogger("medmon.leader")
 
 LOCK_NAME = "medmon-scheduler"
 # libpq settings so a leader cut off by the network notices within seconds, not hours.
-_PG_CONNECT = {"connect_timeout": 5, "keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2,
-               "keepalives_count": 3, "tcp_user_timeout": 10_000}
+_PG_CONNECT = {
+    "connect_timeout": 5,
+    "keepalives": 1,
+    "keepalives_idle": 5,
+    "keepalives_interval": 2,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 10_000,
+}
 
 
 class Leadership(Protocol):

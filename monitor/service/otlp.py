@@ -45,8 +45,9 @@ class OtlpTelemetry:
         self.meter_provider.shutdown()
 
 
-def build_otlp(endpoint: str | None, *, deployment: str = "production",
-               environ: Mapping[str, str] | None = None) -> OtlpTelemetry | None:
+def build_otlp(
+    endpoint: str | None, *, deployment: str = "production", environ: Mapping[str, str] | None = None
+) -> OtlpTelemetry | None:
     """Build providers exporting to ``endpoint`` (or ``OTEL_EXPORTER_OTLP_ENDPOINT``); None if neither.
 
     Building connects to nothing: exporters send only when spans end or metrics are collected.
@@ -58,7 +59,8 @@ def build_otlp(endpoint: str | None, *, deployment: str = "production",
     resource = Resource.create({"service.name": "medmon", "deployment.environment.name": deployment})
     tracer_provider = TracerProvider(resource=resource)
     tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{base}/v1/traces")))
-    reader = PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=f"{base}/v1/metrics"),
-                                           export_interval_millis=30_000)
+    reader = PeriodicExportingMetricReader(
+        OTLPMetricExporter(endpoint=f"{base}/v1/metrics"), export_interval_millis=30_000
+    )
     meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
     return OtlpTelemetry(base, tracer_provider, meter_provider)

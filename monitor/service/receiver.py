@@ -23,6 +23,11 @@ from datetime import datetime
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2
+from medmon.monitor.plan.model import Plan
+from medmon.monitor.plan.traffic import Traffic
+from medmon.monitor.traffic.ingest import Ingestor, store_calls
+from medmon.monitor.traffic.memory_judging import InMemoryJudging, wanted
+from medmon.monitor.traffic.spans import JSON_TYPE, PROTOBUF, DecodeFailure, decode, decompress, parse_export
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
     ExportTraceServiceResponse,
@@ -37,11 +42,6 @@ from starlette.routing import Route
 
 from medmon.db import utcnow
 from medmon.errors import MedmonError
-from medmon.monitor.plan.model import Plan
-from medmon.monitor.plan.traffic import Traffic
-from medmon.monitor.traffic.ingest import Ingestor, store_calls
-from medmon.monitor.traffic.memory_judging import InMemoryJudging, wanted
-from medmon.monitor.traffic.spans import JSON_TYPE, PROTOBUF, DecodeFailure, decode, decompress, parse_export
 
 log = logging.getLogger("medmon.receiver")
 
@@ -61,8 +61,10 @@ def receiver_token(traffic: Traffic | None, environ: Mapping[str, str] | None = 
         return None
     token = env.get(name)
     if not token:
-        raise MissingToken(f"traffic.token_env: the environment variable {name} is not set; set it to the bearer "
-                           "token applications send, or set traffic.token_env to null to accept any caller")
+        raise MissingToken(
+            f"traffic.token_env: the environment variable {name} is not set; set it to the bearer "
+            "token applications send, or set traffic.token_env to null to accept any caller"
+        )
     return token
 
 
@@ -80,8 +82,9 @@ def _status(code: int, http: int, message: str, kind: str, headers: dict[str, st
     return response
 
 
-def create_receiver(engine: Engine, plan: Plan, *, token: str | None,
-                    now: Callable[[], datetime] = utcnow) -> Starlette:
+def create_receiver(
+    engine: Engine, plan: Plan, *, token: str | None, now: Callable[[], datetime] = utcnow
+) -> Starlette:
     """The ASGI app receiving OTLP/HTTP traces into ``engine``."""
     ingestor = Ingestor.from_plan(plan)
     judging = InMemoryJudging(engine, plan, now=now) if wanted(plan) else None
@@ -90,11 +93,17 @@ def create_receiver(engine: Engine, plan: Plan, *, token: str | None,
     async def traces(request: Request) -> Response:
         kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         reply_kind = kind if kind in (PROTOBUF, JSON_TYPE) else PROTOBUF
-        if expected is not None and not hmac.compare_digest(request.headers.get("authorization", "").encode(), expected):
+        if expected is not None and not hmac.compare_digest(
+            request.headers.get("authorization", "").encode(), expected
+        ):
             return _status(code_pb2.UNAUTHENTICATED, 401, "missing or wrong bearer token", reply_kind)
         if kind not in (PROTOBUF, JSON_TYPE):
-            return _status(code_pb2.INVALID_ARGUMENT, 415,
-                           f"unsupported content type {kind or '(none)'!r}; expected {PROTOBUF} or {JSON_TYPE}", PROTOBUF)
+            return _status(
+                code_pb2.INVALID_ARGUMENT,
+                415,
+                f"unsupported content type {kind or '(none)'!r}; expected {PROTOBUF} or {JSON_TYPE}",
+                PROTOBUF,
+            )
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > MAX_BODY:  # refused before reading it
             return _status(code_pb2.RESOURCE_EXHAUSTED, 413, f"body over {MAX_BODY} bytes; send smaller batches", kind)
@@ -110,14 +119,20 @@ def create_receiver(engine: Engine, plan: Plan, *, token: str | None,
         try:
             await run_in_threadpool(store_calls, engine, ingestor, decoded, at)
         except SQLAlchemyError as exc:
-            log.warning("could not store %d span(s), asking the exporter to retry: %s", len(decoded.calls),
-                        str(exc).splitlines()[0][:200])
-            return _status(code_pb2.UNAVAILABLE, 503, "storage unavailable; retry", kind,
-                           {"Retry-After": str(RETRY_AFTER_S)})
+            log.warning(
+                "could not store %d span(s), asking the exporter to retry: %s",
+                len(decoded.calls),
+                str(exc).splitlines()[0][:200],
+            )
+            return _status(
+                code_pb2.UNAVAILABLE, 503, "storage unavailable; retry", kind, {"Retry-After": str(RETRY_AFTER_S)}
+            )
         if judging is not None:
             judging.offer(decoded.calls)  # stored: the sampled ones are judged from memory
         refused = sum(decoded.refused.values())
-        partial = ExportTracePartialSuccess(rejected_spans=refused, error_message=decoded.message()) if refused else None
+        partial = (
+            ExportTracePartialSuccess(rejected_spans=refused, error_message=decoded.message()) if refused else None
+        )
         return _encode(ExportTraceServiceResponse(partial_success=partial), kind)
 
     app = Starlette(routes=[Route("/v1/traces", traces, methods=["POST"])])

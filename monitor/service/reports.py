@@ -24,10 +24,6 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session
-
 from medmon.alerts import enqueue_notice
 from medmon.monitor.governance.reports.committee import build_committee_report
 from medmon.monitor.governance.reports.period import Period, parse_period
@@ -36,6 +32,9 @@ from medmon.monitor.governance.reports.render import render_committee, to_pdf
 from medmon.monitor.models import ScheduledReport
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.reports import ReportsConfig
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
 
 log = logging.getLogger("medmon.reports")
 
@@ -77,21 +76,29 @@ def report_directory(config: ReportsConfig, plan_path: Path | None) -> Path:
     return folder
 
 
-def notice(plan: Plan, period: Period, digest: str, summary: dict[str, Any], files: ReportFiles,
-           due: datetime, now: datetime) -> dict[str, Any]:
+def notice(
+    plan: Plan, period: Period, digest: str, summary: dict[str, Any], files: ReportFiles, due: datetime, now: datetime
+) -> dict[str, Any]:
     """The webhook body: enough for a reader to find, check and sign the report."""
     brief = summary["digest"]
-    status = (f"{brief['status']}: {brief['tasks_meeting']} of {brief['tasks']} task(s) meet thresholds, "
-              f"{brief['critical_alerts']} critical alert(s), {brief['decisions_requested']} decision(s) requested")
+    status = (
+        f"{brief['status']}: {brief['tasks_meeting']} of {brief['tasks']} task(s) meet thresholds, "
+        f"{brief['critical_alerts']} critical alert(s), {brief['decisions_requested']} decision(s) requested"
+    )
     return {
-        "event": "report", "kind": "committee_report", "deployment": plan.deployment.name,
+        "event": "report",
+        "kind": "committee_report",
+        "deployment": plan.deployment.name,
         "period": {"label": period.label, "start": period.start.isoformat(), "end": period.end.isoformat()},
-        "sha256": digest, "status": brief["status"], "digest": brief,
+        "sha256": digest,
+        "status": brief["status"],
+        "digest": brief,
         "summary": f"Committee report {period.label} for {plan.deployment.name}: {status}",
         "files": {"html": str(files.html), "pdf": str(files.pdf) if files.pdf else None},
         "dashboard_url": plan.alerts.dashboard_url,
         "sign_with": f"medmon report --period {period.label} --sign OWNER --hash {digest}",
-        "due_at": due.isoformat(), "generated_at": now.isoformat(),
+        "due_at": due.isoformat(),
+        "generated_at": now.isoformat(),
     }
 
 
@@ -115,9 +122,15 @@ def publish(files: ReportFiles, folder: Path) -> ReportFiles:
     return moved
 
 
-def generate_due_report(engine: Engine, plan: Plan, now: datetime, *, plan_text: str | None = None,
-                        plan_path: Path | None = None, traffic: Callable[[Session, Period], Any] | None = None
-                        ) -> ScheduledReport | None:
+def generate_due_report(
+    engine: Engine,
+    plan: Plan,
+    now: datetime,
+    *,
+    plan_text: str | None = None,
+    plan_path: Path | None = None,
+    traffic: Callable[[Session, Period], Any] | None = None,
+) -> ScheduledReport | None:
     """Write, record and announce the due period's report; None when there is none due or it exists."""
     config = plan.reports
     if config is None:
@@ -128,25 +141,52 @@ def generate_due_report(engine: Engine, plan: Plan, now: datetime, *, plan_text:
     with Session(engine) as session:
         done = session.get(ScheduledReport, period.label)
         if done is not None:
-            log.debug("the committee report for %s was written at %s; none due", period.label,
-                      done.generated_at.isoformat())
+            log.debug(
+                "the committee report for %s was written at %s; none due", period.label, done.generated_at.isoformat()
+            )
             return None
         log.info("the committee report for %s is due since %s: generating", period.label, due.isoformat())
         try:
-            report = build_committee_report(session, plan, period, now=now, plan_text=plan_text,
-                                            traffic=traffic(session, period) if traffic is not None else None)
-            written = write_files(render_committee(report), folder,
-                                  f"medmon-report-{plan.deployment.name}-{period.label}", config.pdf)
+            report = build_committee_report(
+                session,
+                plan,
+                period,
+                now=now,
+                plan_text=plan_text,
+                traffic=traffic(session, period) if traffic is not None else None,
+            )
+            written = write_files(
+                render_committee(report), folder, f"medmon-report-{plan.deployment.name}-{period.label}", config.pdf
+            )
             final = ReportFiles(folder / written.html.name, folder / written.pdf.name if written.pdf else None)
             summary = report.summary()
-            record_generated(session, period, report.sha256,
-                             report.plan_record.get("seq") if report.plan_record else None, ACTOR, now)
-            sent = enqueue_notice(session, config.route, f"report:{plan.deployment.name}:{period.label}", "report",
-                                  notice(plan, period, report.sha256, summary, final, due, now), now)
-            row = ScheduledReport(period=period.label, due_at=due, generated_at=now, generated_by=ACTOR,
-                                  sha256=report.sha256, html_path=str(final.html),
-                                  pdf_path=str(final.pdf) if final.pdf else None,
-                                  status=summary["digest"]["status"], notification_id=sent.id)
+            record_generated(
+                session,
+                period,
+                report.sha256,
+                report.plan_record.get("seq") if report.plan_record else None,
+                ACTOR,
+                now,
+            )
+            sent = enqueue_notice(
+                session,
+                config.route,
+                f"report:{plan.deployment.name}:{period.label}",
+                "report",
+                notice(plan, period, report.sha256, summary, final, due, now),
+                now,
+            )
+            row = ScheduledReport(
+                period=period.label,
+                due_at=due,
+                generated_at=now,
+                generated_by=ACTOR,
+                sha256=report.sha256,
+                html_path=str(final.html),
+                pdf_path=str(final.pdf) if final.pdf else None,
+                status=summary["digest"]["status"],
+                notification_id=sent.id,
+            )
             session.add(row)
             session.commit()
         except IntegrityError:
@@ -164,6 +204,11 @@ def generate_due_report(engine: Engine, plan: Plan, now: datetime, *, plan_text:
             raise
         publish(written, folder)
         session.refresh(row)
-    log.info("committee report %s written to %s (sha256 %s); notice queued on route %s", period.label, final.html,
-             report.sha256[:12], config.route)
+    log.info(
+        "committee report %s written to %s (sha256 %s); notice queued on route %s",
+        period.label,
+        final.html,
+        report.sha256[:12],
+        config.route,
+    )
     return row

@@ -20,7 +20,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from apscheduler.events import EVENT_SCHEDULER_SHUTDOWN
@@ -32,26 +32,26 @@ from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
 from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
+from medmon.alerts import Channel, DeliveryPolicy, deliver_due
+from medmon.monitor.alerting.oversight import oversight_pass
+from medmon.monitor.alerting.signals import alert_pass
+from medmon.monitor.governance.reports.period import Period
+from medmon.monitor.plan.context import TaskContext
+from medmon.monitor.plan.model import Plan, Task, parse_interval
+from medmon.monitor.runs.pipeline import ProbeOutcome
+from medmon.monitor.service.delivery import DeliveryWaker, deliver_until_quiet
+from medmon.monitor.service.slots import explain_failure, last_fire_time, retry_candidates, run_slot, worker_identity
+from medmon.probes.models import ProbeRun, RunStatus
+from medmon.probes.runs import move_run
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from medmon.alerts import Channel, DeliveryPolicy, deliver_due
-from medmon.monitor.governance.reports.period import Period
-from medmon.monitor.plan.context import TaskContext
-from medmon.monitor.runs.pipeline import ProbeOutcome
-from medmon.monitor.plan.model import Plan, Task, parse_interval
-from medmon.monitor.alerting.oversight import oversight_pass
-from medmon.monitor.alerting.signals import alert_pass
-from medmon.monitor.service.delivery import DeliveryWaker, deliver_until_quiet
-from medmon.monitor.service.slots import explain_failure, last_fire_time, retry_candidates, run_slot, worker_identity
 from medmon.db import session_scope, utcnow
-from medmon.probes.models import ProbeRun, RunStatus
-from medmon.probes.runs import move_run
 
 log = logging.getLogger("medmon.scheduler")
 
 JOBSTORE_TABLE = "apscheduler_jobs"
-GRID_EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
+GRID_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 CRON_GRACE_S = 300
 FIRE_PROBE_REF = "medmon.monitor.service.scheduler:fire_probe"
 
@@ -69,11 +69,18 @@ def mark_interrupted(engine: Engine, now: datetime, *, only: Sequence[int] | Non
         return len(rows)
 
 
-def delivery_job(engine: Engine, plan: Plan, channels: Mapping[str, Channel], now: Callable[[], datetime],
-                 policy: DeliveryPolicy, busy: threading.Event | None = None) -> None:
+def delivery_job(
+    engine: Engine,
+    plan: Plan,
+    channels: Mapping[str, Channel],
+    now: Callable[[], datetime],
+    policy: DeliveryPolicy,
+    busy: threading.Event | None = None,
+) -> None:
     """The alert pass: heartbeat and staleness rules, the notifications now due (repeats,
     escalations, grouped changes), then deliver the outbox; again while notifications are
     written meanwhile (``busy`` tells the ``DeliveryWaker`` a pass is under way)."""
+
     def one_pass() -> None:
         try:
             with session_scope(engine) as session:
@@ -141,8 +148,9 @@ def retention_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> No
     log.info("traffic retention: %d expired span(s) deleted", gone)
 
 
-def report_job(engine: Engine, plan: Plan, now: Callable[[], datetime], plan_path: Path | None,
-               plan_text: str | None) -> None:
+def report_job(
+    engine: Engine, plan: Plan, now: Callable[[], datetime], plan_path: Path | None, plan_text: str | None
+) -> None:
     """Write the committee report whose schedule has passed (``reports``), once per period."""
     from medmon.monitor.service.reports import generate_due_report
 
@@ -152,6 +160,7 @@ def report_job(engine: Engine, plan: Plan, now: Callable[[], datetime], plan_pat
 
         def traffic(session: Session, period: Period) -> object:
             return traffic_summary(session, period.start, period.end)
+
     try:
         generate_due_report(engine, plan, now(), plan_text=plan_text, plan_path=plan_path, traffic=traffic)
     except Exception:
@@ -166,9 +175,10 @@ def task_trigger(task: Task, *, time_scale: float = 1.0, anchor: datetime = GRID
     faster on an accelerated clock), or a UTC cron line."""
     interval = task.interval
     if interval is not None:
-        return IntervalTrigger(seconds=max(interval.total_seconds() / time_scale, 0.05), start_date=anchor,
-                               timezone=timezone.utc)
-    return CronTrigger.from_crontab(task.schedule, timezone=timezone.utc)
+        return IntervalTrigger(
+            seconds=max(interval.total_seconds() / time_scale, 0.05), start_date=anchor, timezone=UTC
+        )
+    return CronTrigger.from_crontab(task.schedule, timezone=UTC)
 
 
 def misfire_grace_s(plan: Plan, task: Task) -> int:
@@ -233,8 +243,12 @@ def fire_probe(runtime_key: str, task_id: str) -> None:
     lookback = timedelta(seconds=misfire_grace_s(rt.plan, task) + 1)
     scheduled = last_fire_time(rt.triggers[task_id], now, lookback)
     if scheduled is None:
-        log.warning("probe of %s fired at %s with no scheduled time in the last %s (clock moved?); skipped",
-                    task_id, now.isoformat(), lookback)
+        log.warning(
+            "probe of %s fired at %s with no scheduled time in the last %s (clock moved?); skipped",
+            task_id,
+            now.isoformat(),
+            lookback,
+        )
         return
     rt.dispatch(task_id, scheduled, False)
 
@@ -264,9 +278,16 @@ def recovery_job(runtime_key: str) -> None:
 class InProcessDispatch:
     """Run slots in the scheduler's threads, one probe per task at a time."""
 
-    def __init__(self, engine: Engine, plan: Plan, contexts: Sequence[TaskContext], *,
-                 now: Callable[[], datetime] = utcnow, on_outcome: Callable[[ProbeOutcome], None] | None = None,
-                 identity: str | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        plan: Plan,
+        contexts: Sequence[TaskContext],
+        *,
+        now: Callable[[], datetime] = utcnow,
+        on_outcome: Callable[[ProbeOutcome], None] | None = None,
+        identity: str | None = None,
+    ) -> None:
         self.engine, self.plan, self.now, self.on_outcome = engine, plan, now, on_outcome
         self.contexts = {c.task.id: c for c in contexts}
         self.identity = identity or worker_identity()
@@ -285,8 +306,11 @@ class InProcessDispatch:
     def __call__(self, task_id: str, scheduled_for: datetime, retry: bool) -> None:
         lock = self._locks[task_id]
         if not lock.acquire(blocking=False):
-            log.warning("a probe of %s is still in flight; the one scheduled for %s is skipped", task_id,
-                        scheduled_for.isoformat())
+            log.warning(
+                "a probe of %s is still in flight; the one scheduled for %s is skipped",
+                task_id,
+                scheduled_for.isoformat(),
+            )
             return
         ctx = self.contexts[task_id]
 
@@ -295,11 +319,25 @@ class InProcessDispatch:
                 self._runs[task_id] = run_id
 
         try:
-            outcome = run_slot(self.engine, self.plan, ctx, scheduled_for, now=self.now, by=self.identity,
-                               seed=self.plan.service.seed, retry=retry, on_start=started)
+            outcome = run_slot(
+                self.engine,
+                self.plan,
+                ctx,
+                scheduled_for,
+                now=self.now,
+                by=self.identity,
+                seed=self.plan.service.seed,
+                retry=retry,
+                on_start=started,
+            )
         except Exception as exc:
-            log.error("probe of task %s for %s failed: %s", task_id, scheduled_for.isoformat(),
-                      explain_failure(exc, self.engine), exc_info=True)  # its run failed; the slot is retried
+            log.error(
+                "probe of task %s for %s failed: %s",
+                task_id,
+                scheduled_for.isoformat(),
+                explain_failure(exc, self.engine),
+                exc_info=True,
+            )  # its run failed; the slot is retried
             return
         finally:
             with self._guard:
@@ -328,12 +366,22 @@ class ServiceScheduler(BackgroundScheduler):
             return float(self.jobstore_retry_interval)
 
 
-def build_service_scheduler(engine: Engine, plan: Plan, runtime_key: str, channels: Mapping[str, Channel], *,
-                            now: Callable[[], datetime] = utcnow, delivery_every_s: float = 1.0,
-                            recovery_every_s: float = 2.0, heartbeat_every_s: float = 1.0,
-                            jobstore_retry_s: float = 2.0, plan_path: Path | None = None,
-                            plan_text: str | None = None, time_scale: float = 1.0,
-                            anchor: datetime = GRID_EPOCH) -> ServiceScheduler:
+def build_service_scheduler(
+    engine: Engine,
+    plan: Plan,
+    runtime_key: str,
+    channels: Mapping[str, Channel],
+    *,
+    now: Callable[[], datetime] = utcnow,
+    delivery_every_s: float = 1.0,
+    recovery_every_s: float = 2.0,
+    heartbeat_every_s: float = 1.0,
+    jobstore_retry_s: float = 2.0,
+    plan_path: Path | None = None,
+    plan_text: str | None = None,
+    time_scale: float = 1.0,
+    anchor: datetime = GRID_EPOCH,
+) -> ServiceScheduler:
     """The service's scheduler, started paused with its stored jobs reconciled with the plan.
 
     The caller registers the runtime under ``runtime_key`` and calls ``resume()``. A stored
@@ -348,57 +396,133 @@ def build_service_scheduler(engine: Engine, plan: Plan, runtime_key: str, channe
         jobstores={"default": SQLAlchemyJobStore(engine=engine, tablename=JOBSTORE_TABLE), "local": MemoryJobStore()},
         executors={"default": ThreadPoolExecutor(workers), "local": ThreadPoolExecutor(3)},
         job_defaults={"coalesce": True, "max_instances": 1},
-        timezone=timezone.utc, jobstore_retry_interval=jobstore_retry_s,
+        timezone=UTC,
+        jobstore_retry_interval=jobstore_retry_s,
     )
     scheduler.start(paused=True)
     sync_probe_jobs(scheduler, plan, runtime_key, time_scale=time_scale, anchor=anchor)
     local = {"jobstore": "local", "executor": "local", "replace_existing": True}
-    scheduler.add_job(heartbeat_job, IntervalTrigger(seconds=heartbeat_every_s), args=[runtime_key], id="heartbeat",
-                      misfire_grace_time=5, next_run_time=utcnow(), **local)
+    scheduler.add_job(
+        heartbeat_job,
+        IntervalTrigger(seconds=heartbeat_every_s),
+        args=[runtime_key],
+        id="heartbeat",
+        misfire_grace_time=5,
+        next_run_time=utcnow(),
+        **local,
+    )
     waker = start_delivery_waker(scheduler, engine, "local")
-    scheduler.add_job(delivery_job, IntervalTrigger(seconds=delivery_every_s), id="deliver", name="deliver alerts",
-                      args=[engine, plan, channels, now,
-                            DeliveryPolicy(base_delay_s=min(max(0.2, delivery_every_s), 5.0)), waker.busy],
-                      misfire_grace_time=5, **local)
+    scheduler.add_job(
+        delivery_job,
+        IntervalTrigger(seconds=delivery_every_s),
+        id="deliver",
+        name="deliver alerts",
+        args=[
+            engine,
+            plan,
+            channels,
+            now,
+            DeliveryPolicy(base_delay_s=min(max(0.2, delivery_every_s), 5.0)),
+            waker.busy,
+        ],
+        misfire_grace_time=5,
+        **local,
+    )
     from medmon.monitor.runs.judging import add_judging_job
 
-    add_judging_job(scheduler, engine, plan, now, time_scale=time_scale, anchor=GRID_EPOCH, **local)  # with a canary_schedule
+    add_judging_job(
+        scheduler, engine, plan, now, time_scale=time_scale, anchor=GRID_EPOCH, **local
+    )  # with a canary_schedule
     # Jitter keeps the retry pass from falling into step with a task's own grid: a pass that
     # always lands while the task's scheduled probe runs would skip its retries forever.
-    scheduler.add_job(recovery_job, IntervalTrigger(seconds=recovery_every_s, jitter=recovery_every_s / 2),
-                      args=[runtime_key], id="recover", misfire_grace_time=5, next_run_time=utcnow(), **local)
+    scheduler.add_job(
+        recovery_job,
+        IntervalTrigger(seconds=recovery_every_s, jitter=recovery_every_s / 2),
+        args=[runtime_key],
+        id="recover",
+        misfire_grace_time=5,
+        next_run_time=utcnow(),
+        **local,
+    )
     oversight_s = max(parse_interval(plan.oversight.pass_every).total_seconds() / time_scale, 0.5)
-    scheduler.add_job(oversight_job, IntervalTrigger(seconds=oversight_s), args=[engine, plan, now], id="oversight",
-                      name="human oversight", misfire_grace_time=30, **local)
+    scheduler.add_job(
+        oversight_job,
+        IntervalTrigger(seconds=oversight_s),
+        args=[engine, plan, now],
+        id="oversight",
+        name="human oversight",
+        misfire_grace_time=30,
+        **local,
+    )
     if plan.detection.drift_report_every is not None:
         every_s = max(parse_interval(plan.detection.drift_report_every).total_seconds() / time_scale, 0.5)
-        trigger = IntervalTrigger(seconds=every_s, start_date=GRID_EPOCH, timezone=timezone.utc)
-        scheduler.add_job(drift_report_job, trigger, args=[engine, plan, now], id="drift-reports", name="drift reports",
-                          misfire_grace_time=max(60, round(every_s / 4)), **local)
+        trigger = IntervalTrigger(seconds=every_s, start_date=GRID_EPOCH, timezone=UTC)
+        scheduler.add_job(
+            drift_report_job,
+            trigger,
+            args=[engine, plan, now],
+            id="drift-reports",
+            name="drift reports",
+            misfire_grace_time=max(60, round(every_s / 4)),
+            **local,
+        )
     if plan.traffic is not None:  # the traffic pass, the daily retention pass and (below) real-answer judging
         every_s = parse_interval(plan.traffic.detect_every).total_seconds()
-        scheduler.add_job(traffic_job, IntervalTrigger(seconds=every_s), args=[engine, plan, now], id="traffic",
-                          name="traffic pass", misfire_grace_time=max(5, round(every_s)), **local)
-        scheduler.add_job(retention_job, IntervalTrigger(days=1, start_date=GRID_EPOCH, timezone=timezone.utc),
-                          args=[engine, plan, now], id="traffic-retention", name="traffic retention",
-                          misfire_grace_time=3600, **local)
+        scheduler.add_job(
+            traffic_job,
+            IntervalTrigger(seconds=every_s),
+            args=[engine, plan, now],
+            id="traffic",
+            name="traffic pass",
+            misfire_grace_time=max(5, round(every_s)),
+            **local,
+        )
+        scheduler.add_job(
+            retention_job,
+            IntervalTrigger(days=1, start_date=GRID_EPOCH, timezone=UTC),
+            args=[engine, plan, now],
+            id="traffic-retention",
+            name="traffic retention",
+            misfire_grace_time=3600,
+            **local,
+        )
     if plan.traffic is not None and plan.traffic.judging is not None and plan.jury is not None:
         from medmon.monitor.traffic.judging import judging_job
 
         every_s = parse_interval(plan.traffic.judging.every).total_seconds()
-        scheduler.add_job(judging_job, IntervalTrigger(seconds=every_s), args=[engine, plan, now], id="traffic-judging",
-                          name="judge real answers", misfire_grace_time=max(5, round(every_s)), **local)
+        scheduler.add_job(
+            judging_job,
+            IntervalTrigger(seconds=every_s),
+            args=[engine, plan, now],
+            id="traffic-judging",
+            name="judge real answers",
+            misfire_grace_time=max(5, round(every_s)),
+            **local,
+        )
     if plan.reports is not None:  # on start (a schedule missed while stopped), then every few minutes
         from medmon.monitor.service.reports import CHECK_EVERY_S
 
-        scheduler.add_job(report_job, IntervalTrigger(seconds=CHECK_EVERY_S), args=[engine, plan, now, plan_path, plan_text],
-                          id="committee-report", name="scheduled committee report", misfire_grace_time=60,
-                          next_run_time=utcnow(), **local)
+        scheduler.add_job(
+            report_job,
+            IntervalTrigger(seconds=CHECK_EVERY_S),
+            args=[engine, plan, now, plan_path, plan_text],
+            id="committee-report",
+            name="scheduled committee report",
+            misfire_grace_time=60,
+            next_run_time=utcnow(),
+            **local,
+        )
     return scheduler
 
 
-def sync_probe_jobs(scheduler: BackgroundScheduler, plan: Plan, runtime_key: str, *, time_scale: float = 1.0,
-                    anchor: datetime = GRID_EPOCH) -> dict[str, str]:
+def sync_probe_jobs(
+    scheduler: BackgroundScheduler,
+    plan: Plan,
+    runtime_key: str,
+    *,
+    time_scale: float = 1.0,
+    anchor: datetime = GRID_EPOCH,
+) -> dict[str, str]:
     """Make the stored probe jobs match the plan; return what happened to each ('kept', 'added', 'removed')."""
     done: dict[str, str] = {}
     wanted = {f"probe:{t.id}": t for t in plan.tasks}
@@ -410,11 +534,25 @@ def sync_probe_jobs(scheduler: BackgroundScheduler, plan: Plan, runtime_key: str
         trigger, args = task_trigger(task, time_scale=time_scale, anchor=anchor), [runtime_key, task.id]
         grace = max(1, round(misfire_grace_s(plan, task) / time_scale))
         existing = scheduler.get_job(job_id, jobstore="default")
-        if (existing is not None and existing.func_ref == FIRE_PROBE_REF and repr(existing.trigger) == repr(trigger)
-                and list(existing.args) == args and existing.misfire_grace_time == grace):
+        if (
+            existing is not None
+            and existing.func_ref == FIRE_PROBE_REF
+            and repr(existing.trigger) == repr(trigger)
+            and list(existing.args) == args
+            and existing.misfire_grace_time == grace
+        ):
             done[job_id] = "kept"
             continue
-        scheduler.add_job(fire_probe, trigger, args=args, id=job_id, name=f"probe {task.id} ({task.schedule})",
-                          jobstore="default", executor="default", misfire_grace_time=grace, replace_existing=True)
+        scheduler.add_job(
+            fire_probe,
+            trigger,
+            args=args,
+            id=job_id,
+            name=f"probe {task.id} ({task.schedule})",
+            jobstore="default",
+            executor="default",
+            misfire_grace_time=grace,
+            replace_existing=True,
+        )
         done[job_id] = "added"
     return done

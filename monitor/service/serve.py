@@ -24,24 +24,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from sqlalchemy.engine import Engine
-
+from medmon.monitor.errors import StorageError
 from medmon.monitor.governance.audit import local_actor
 from medmon.monitor.governance.change_control import record_plan_file
 from medmon.monitor.governance.checks import check_plan
 from medmon.monitor.governance.thresholds import in_force
 from medmon.monitor.plan.context import load_context
-from medmon.monitor.runs.pipeline import ProbeOutcome
-from medmon.probes.pool import shared_pool
-from medmon.monitor.errors import StorageError
-from medmon.monitor.service.health import ServiceStatus, create_health_app
-from medmon.monitor.service.leader import Leadership, leadership_for
-from medmon.monitor.storage.migrate import ensure_current
-from medmon.monitor.service.otlp import build_otlp
-from medmon.monitor.service.receiver import create_receiver, receiver_token
 from medmon.monitor.plan.model import Plan, parse_interval
 from medmon.monitor.plan.privacy import mask_logs
 from medmon.monitor.plan.routing import build_channels, require_endpoint_env
+from medmon.monitor.runs.pipeline import ProbeOutcome
+from medmon.monitor.service.health import ServiceStatus, create_health_app
+from medmon.monitor.service.leader import Leadership, leadership_for
+from medmon.monitor.service.otlp import build_otlp
+from medmon.monitor.service.receiver import create_receiver, receiver_token
 from medmon.monitor.service.scheduler import (
     InProcessDispatch,
     ServiceRuntime,
@@ -52,10 +48,14 @@ from medmon.monitor.service.scheduler import (
     unregister_runtime,
 )
 from medmon.monitor.service.slots import worker_identity
+from medmon.monitor.service.webserver import RunningServer, serve_in_thread
+from medmon.monitor.storage import make_engine
+from medmon.monitor.storage.migrate import ensure_current
+from medmon.probes.pool import shared_pool
+from sqlalchemy.engine import Engine
+
 from medmon.db import resolve_url, utcnow
 from medmon.scrub import setup_logging
-from medmon.monitor.storage import make_engine
-from medmon.monitor.service.webserver import RunningServer, serve_in_thread
 
 log = logging.getLogger("medmon.service")
 
@@ -90,8 +90,12 @@ def wait_for_database(url: str, stop: threading.Event, retry_s: float) -> Engine
             return make_engine(url)
         except StorageError as exc:
             attempt += 1
-            log.warning("database unreachable (attempt %d), retrying in %gs: %s", attempt, retry_s,
-                        str(exc).splitlines()[0][:300])
+            log.warning(
+                "database unreachable (attempt %d), retrying in %gs: %s",
+                attempt,
+                retry_s,
+                str(exc).splitlines()[0][:300],
+            )
             stop.wait(retry_s)
     return None
 
@@ -117,8 +121,9 @@ def _install_signals(stop: threading.Event, abandon: threading.Event) -> None:
         signal.signal(sig, handler)
 
 
-def make_dispatch(engine: Engine, plan: Plan, now: Callable[[], datetime],
-                  on_outcome: Callable[[ProbeOutcome], None] | None = None) -> tuple[object, ServiceRuntime]:
+def make_dispatch(
+    engine: Engine, plan: Plan, now: Callable[[], datetime], on_outcome: Callable[[ProbeOutcome], None] | None = None
+) -> tuple[object, ServiceRuntime]:
     """The executor the plan asks for, wrapped in the runtime its stored jobs will find (``on_outcome``: in process)."""
     if plan.service.executor == "celery":
         from medmon.monitor.plan.timeouts import visibility_timeout_of
@@ -131,8 +136,14 @@ def make_dispatch(engine: Engine, plan: Plan, now: Callable[[], datetime],
     return local, ServiceRuntime(engine, plan, local, now=now, busy=local.busy)
 
 
-def _finish(scheduler: ServiceScheduler | None, dispatch: object, engine: Engine, timeout_s: float,
-            abandon: threading.Event, now: Callable[[], datetime]) -> list[int]:
+def _finish(
+    scheduler: ServiceScheduler | None,
+    dispatch: object,
+    engine: Engine,
+    timeout_s: float,
+    abandon: threading.Event,
+    now: Callable[[], datetime],
+) -> list[int]:
     """Stop scheduling, wait for probes in flight, and mark any still running as interrupted."""
     if scheduler is not None:
         scheduler.shutdown(wait=False)
@@ -145,14 +156,17 @@ def _finish(scheduler: ServiceScheduler | None, dispatch: object, engine: Engine
     if left:
         try:
             mark_interrupted(engine, now(), only=left)
-            log.warning("abandoned %d probe(s) in flight; their runs are marked interrupted and will be retried", len(left))
+            log.warning(
+                "abandoned %d probe(s) in flight; their runs are marked interrupted and will be retried", len(left)
+            )
         except Exception as exc:
             log.error("could not mark abandoned runs %s interrupted (the next start will): %s", left, exc)
     return left
 
 
-def _start_receiver(engine: Engine, plan: Plan, token: str | None, opts: ServiceOptions,
-                    result: ServiceResult) -> RunningServer | None:
+def _start_receiver(
+    engine: Engine, plan: Plan, token: str | None, opts: ServiceOptions, result: ServiceResult
+) -> RunningServer | None:
     """The OTLP/HTTP traces receiver, on every replica (leader or standby): all of them ingest."""
     if plan.traffic is None:
         return None
@@ -166,11 +180,17 @@ def _start_receiver(engine: Engine, plan: Plan, token: str | None, opts: Service
     return server
 
 
-def run_service(plan_path: Path, stop: threading.Event | None = None, *,
-                options: ServiceOptions | None = None) -> ServiceResult:
+def run_service(
+    plan_path: Path, stop: threading.Event | None = None, *, options: ServiceOptions | None = None
+) -> ServiceResult:
     """Run until SIGTERM/SIGINT (or ``stop`` is set); see the module docstring for the lifecycle."""
     if setup_logging(default=logging.INFO) > logging.DEBUG:
-        for chatty in ("apscheduler", "alembic", "httpx2", "httpx"):  # per-job and per-request lines drown the service's own
+        for chatty in (
+            "apscheduler",
+            "alembic",
+            "httpx2",
+            "httpx",
+        ):  # per-job and per-request lines drown the service's own
             logging.getLogger(chatty).setLevel(logging.WARNING)
     opts = options or ServiceOptions()
     plan = check_plan(plan_path)
@@ -191,8 +211,12 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
     plan = in_force(engine, plan)  # an edited threshold waits for an owner's approval
     identity = worker_identity()
     dispatch, runtime = make_dispatch(engine, plan, opts.now)
-    status = ServiceStatus(identity=identity, executor=plan.service.executor, heartbeat=lambda: runtime.heartbeat,
-                           queue_depth=getattr(dispatch, "queue_depth", lambda: None))
+    status = ServiceStatus(
+        identity=identity,
+        executor=plan.service.executor,
+        heartbeat=lambda: runtime.heartbeat,
+        queue_depth=getattr(dispatch, "queue_depth", lambda: None),
+    )
     telemetry = build_otlp(plan.service.otlp_endpoint, deployment=plan.deployment.name)
     if telemetry is not None:
         telemetry.install()
@@ -200,8 +224,9 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
     port = opts.health_port if opts.health_port is not None else plan.service.health_port
     health: RunningServer | None = None
     if port is not None:
-        health = serve_in_thread(create_health_app(engine, plan.tasks, status, now=opts.now), host=plan.service.health_host,
-                                 port=port)
+        health = serve_in_thread(
+            create_health_app(engine, plan.tasks, status, now=opts.now), host=plan.service.health_host, port=port
+        )
         result.health_url = health.url
         log.info("health endpoints on %s (/healthz, /metrics)", health.url)
     receiver = _start_receiver(engine, plan, token, opts, result)
@@ -224,11 +249,23 @@ def run_service(plan_path: Path, stop: threading.Event | None = None, *,
                     if left:
                         log.info("marked %d probe run(s) left running by a previous leader as interrupted", left)
                 register_runtime(opts.runtime_key, runtime)
-                scheduler = build_service_scheduler(engine, plan, opts.runtime_key, build_channels(plan), now=opts.now,
-                                                    plan_path=plan_path, plan_text=plan_path.read_text("utf-8"))
+                scheduler = build_service_scheduler(
+                    engine,
+                    plan,
+                    opts.runtime_key,
+                    build_channels(plan),
+                    now=opts.now,
+                    plan_path=plan_path,
+                    plan_text=plan_path.read_text("utf-8"),
+                )
             scheduler.resume()
-            log.info("leading as %s: %d task(s) from %s, executor %s", identity, len(plan.tasks), plan_path,
-                     plan.service.executor)
+            log.info(
+                "leading as %s: %d task(s) from %s, executor %s",
+                identity,
+                len(plan.tasks),
+                plan_path,
+                plan.service.executor,
+            )
             while not stop.wait(opts.check_every_s):
                 if not leadership.still_held():
                     log.warning("lost the leader lock; scheduler paused until it is ours again")

@@ -17,20 +17,20 @@ import random
 import socket
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from apscheduler.triggers.base import BaseTrigger
+from medmon.monitor.models import ProbeSlot
+from medmon.monitor.plan.context import TaskContext
+from medmon.monitor.plan.model import Plan
+from medmon.monitor.runs.pipeline import ProbeOutcome, run_task_probe
+from medmon.probes.models import ProbeRun, RunStatus
+from medmon.probes.runs import move_run
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import col, select
 
-from medmon.monitor.plan.context import TaskContext
-from medmon.monitor.models import ProbeSlot
-from medmon.monitor.runs.pipeline import ProbeOutcome, run_task_probe
-from medmon.monitor.plan.model import Plan
 from medmon.db import as_utc, session_scope
-from medmon.probes.models import ProbeRun, RunStatus
-from medmon.probes.runs import move_run
 
 log = logging.getLogger("medmon.slots")
 
@@ -51,7 +51,7 @@ def utc(value: datetime) -> datetime:
     fire times in float seconds, so ``start + n * step`` and ``previous + step`` can differ in
     the last microsecond; rounding makes both the same slot.
     """
-    return datetime.fromtimestamp(round(as_utc(value).timestamp(), 3), tz=timezone.utc)
+    return datetime.fromtimestamp(round(as_utc(value).timestamp(), 3), tz=UTC)
 
 
 def slot_rng(seed: int | None, task_id: str, scheduled_for: datetime) -> random.Random:
@@ -80,8 +80,9 @@ def last_fire_time(trigger: BaseTrigger, now: datetime, lookback: timedelta) -> 
     return utc(last) if last is not None else None
 
 
-def claim_slot(engine: Engine, task_id: str, scheduled_for: datetime, *, by: str, now: datetime,
-               retry: bool = False) -> int | None:
+def claim_slot(
+    engine: Engine, task_id: str, scheduled_for: datetime, *, by: str, now: datetime, retry: bool = False
+) -> int | None:
     """Claim a slot for probing; return its id, or None when it is taken or done.
 
     With ``retry`` an existing slot whose run never completed is claimed again (its running run
@@ -98,8 +99,9 @@ def claim_slot(engine: Engine, task_id: str, scheduled_for: datetime, *, by: str
         if not retry:
             return None
     with session_scope(engine) as session:
-        slot = session.exec(select(ProbeSlot).where(ProbeSlot.task_id == task_id, ProbeSlot.scheduled_for == when)
-                            .with_for_update()).one()
+        slot = session.exec(
+            select(ProbeSlot).where(ProbeSlot.task_id == task_id, ProbeSlot.scheduled_for == when).with_for_update()
+        ).one()
         run = session.get(ProbeRun, slot.run_id) if slot.run_id is not None else None
         if run is not None and run.status == RunStatus.complete:
             return None
@@ -115,9 +117,18 @@ def claim_slot(engine: Engine, task_id: str, scheduled_for: datetime, *, by: str
         return slot.id
 
 
-def run_slot(engine: Engine, plan: Plan, ctx: TaskContext, scheduled_for: datetime, *, now: Callable[[], datetime],
-             by: str, seed: int | None = None, retry: bool = False,
-             on_start: Callable[[int], None] | None = None) -> ProbeOutcome | None:
+def run_slot(
+    engine: Engine,
+    plan: Plan,
+    ctx: TaskContext,
+    scheduled_for: datetime,
+    *,
+    now: Callable[[], datetime],
+    by: str,
+    seed: int | None = None,
+    retry: bool = False,
+    on_start: Callable[[int], None] | None = None,
+) -> ProbeOutcome | None:
     """Claim and probe one scheduled slot; None when another process has (or had) it.
 
     Errors propagate: the caller's job wrapper is the one place that stores them.
@@ -129,15 +140,27 @@ def run_slot(engine: Engine, plan: Plan, ctx: TaskContext, scheduled_for: dateti
             return None
 
         try:
-            return run_task_probe(engine, plan, ctx, rng=slot_rng(seed, ctx.task.id, scheduled_for), now=now,
-                                  purpose="retry" if retry or attempt else "scheduled", on_start=on_start, slot_id=slot_id)
+            return run_task_probe(
+                engine,
+                plan,
+                ctx,
+                rng=slot_rng(seed, ctx.task.id, scheduled_for),
+                now=now,
+                purpose="retry" if retry or attempt else "scheduled",
+                on_start=on_start,
+                slot_id=slot_id,
+            )
         except IntegrityError as exc:
             # Two processes raced to write a shared row (e.g. the first record of a baseline that
             # several tasks use); the loser's transaction rolled back whole, so run the slot again.
             if attempt == RACE_RETRIES:
                 raise
-            log.warning("probe of %s@%s lost a write race (%s); running it again", ctx.task.id,
-                        utc(scheduled_for).isoformat(), str(exc.orig).splitlines()[0] if exc.orig else exc)
+            log.warning(
+                "probe of %s@%s lost a write race (%s); running it again",
+                ctx.task.id,
+                utc(scheduled_for).isoformat(),
+                str(exc.orig).splitlines()[0] if exc.orig else exc,
+            )
     return None  # unreachable: the loop returns or raises
 
 
@@ -146,11 +169,15 @@ def explain_failure(exc: BaseException, engine: Engine) -> str:
     where = engine.url.render_as_string(hide_password=True)
     text = str(getattr(exc, "orig", None) or exc)
     if "database or disk is full" in text or "No space left" in text or "could not extend file" in text:
-        return (f"the database is full ({where}): free disk space (or raise its size limit); nothing was "
-                "half-written and the slot is retried once the database accepts writes")
+        return (
+            f"the database is full ({where}): free disk space (or raise its size limit); nothing was "
+            "half-written and the slot is retried once the database accepts writes"
+        )
     if isinstance(exc, OperationalError):
-        return (f"the database is unreachable or refused the write ({where}): {text.splitlines()[0][:200]}; "
-                "the slot is retried when it is back")
+        return (
+            f"the database is unreachable or refused the write ({where}): {text.splitlines()[0][:200]}; "
+            "the slot is retried when it is back"
+        )
     return f"{type(exc).__name__}: {text.splitlines()[0][:300] if text else ''}"
 
 
@@ -161,8 +188,9 @@ class RetryCandidate:
     attempts: int
 
 
-def retry_candidates(engine: Engine, windows: Mapping[str, timedelta], now: datetime,
-                     busy: Collection[str] = ()) -> list[RetryCandidate]:
+def retry_candidates(
+    engine: Engine, windows: Mapping[str, timedelta], now: datetime, busy: Collection[str] = ()
+) -> list[RetryCandidate]:
     """Per task, the newest recent slot whose probe never completed and has attempts left.
 
     One slot per task per pass (and none for a task with a probe in flight), so a long outage
@@ -174,10 +202,15 @@ def retry_candidates(engine: Engine, windows: Mapping[str, timedelta], now: date
         for task_id, window in windows.items():
             if task_id in busy:
                 continue
-            recent = session.exec(select(ProbeSlot).where(ProbeSlot.task_id == task_id,
-                                                          ProbeSlot.scheduled_for >= now - window,
-                                                          ProbeSlot.attempts < MAX_ATTEMPTS)
-                                  .order_by(col(ProbeSlot.scheduled_for).desc())).all()
+            recent = session.exec(
+                select(ProbeSlot)
+                .where(
+                    ProbeSlot.task_id == task_id,
+                    ProbeSlot.scheduled_for >= now - window,
+                    ProbeSlot.attempts < MAX_ATTEMPTS,
+                )
+                .order_by(col(ProbeSlot.scheduled_for).desc())
+            ).all()
             for slot in recent:
                 run = session.get(ProbeRun, slot.run_id) if slot.run_id is not None else None
                 if run is None or run.status in RETRYABLE:

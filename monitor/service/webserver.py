@@ -24,7 +24,9 @@ class RunningServer:
         self.thread.join(timeout)
 
 
-def serve_in_thread(app: Callable[..., Any], *, host: str = "127.0.0.1", port: int = 0, timeout: float = 15.0) -> RunningServer:
+def serve_in_thread(
+    app: Callable[..., Any], *, host: str = "127.0.0.1", port: int = 0, timeout: float = 15.0
+) -> RunningServer:
     """Start ``app`` on ``host:port`` (0 picks a free port) and wait until it accepts requests."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -32,8 +34,9 @@ def serve_in_thread(app: Callable[..., Any], *, host: str = "127.0.0.1", port: i
     actual = sock.getsockname()[1]
     # log_config=None: uvicorn's records propagate to the root handlers, where secrets are masked,
     # instead of going to handlers of its own.
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                            timeout_graceful_shutdown=2, log_config=None)
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=2, log_config=None
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name=f"http-{actual}")
     thread.start()

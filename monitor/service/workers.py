@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery, Task
-from sqlalchemy.engine import Engine
-
 from medmon.monitor.plan.context import TaskContext
-from medmon.probes.pool import shared_pool
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.timeouts import visibility_timeout_of
 from medmon.monitor.service.slots import run_slot, worker_identity
+from medmon.probes.pool import shared_pool
+from sqlalchemy.engine import Engine
+
 from medmon.db import utcnow
 
 log = logging.getLogger("medmon.celery")
@@ -74,15 +74,29 @@ def probe(self: Task, task_id: str, scheduled_for: str, digest: str) -> dict[str
     if rt is None:
         raise RuntimeError("this Celery worker has no medmon runtime; start it with 'medmon worker plan.yaml'")
     if digest != rt.digest:
-        log.warning("probe %s@%s was scheduled from a different plan (%s, this worker has %s); running it with "
-                    "this worker's plan", task_id, scheduled_for, digest, rt.digest)
+        log.warning(
+            "probe %s@%s was scheduled from a different plan (%s, this worker has %s); running it with "
+            "this worker's plan",
+            task_id,
+            scheduled_for,
+            digest,
+            rt.digest,
+        )
     ctx = rt.contexts.get(task_id)
     if ctx is None:
         log.error("task %r is not in this worker's plan; message dropped", task_id)
         return None
     redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
-    outcome = run_slot(rt.engine, rt.plan, ctx, datetime.fromisoformat(scheduled_for), now=utcnow, by=rt.identity,
-                       seed=rt.plan.service.seed, retry=redelivered)
+    outcome = run_slot(
+        rt.engine,
+        rt.plan,
+        ctx,
+        datetime.fromisoformat(scheduled_for),
+        now=utcnow,
+        by=rt.identity,
+        seed=rt.plan.service.seed,
+        retry=redelivered,
+    )
     if outcome is None:
         return None
     return {"task": outcome.task_id, "run": outcome.run_id, "results": outcome.results, "errors": outcome.errors}
@@ -96,12 +110,21 @@ def make_celery(broker: str, *, queue: str, name: str = "medmon", visibility_tim
     """
     app = Celery(name, broker=broker, set_as_current=False)
     app.conf.update(
-        task_acks_late=True, task_reject_on_worker_lost=True, worker_prefetch_multiplier=1,
-        task_ignore_result=True, task_default_queue=queue, task_serializer="json", accept_content=["json"],
-        broker_connection_retry_on_startup=True, worker_hijack_root_logger=False, enable_utc=True,
-        broker_transport_options={"visibility_timeout": visibility_timeout_s,
-                                  "unacked_restore_interval": max(1, min(10, round(visibility_timeout_s / 2))),
-                                  "unacked_restore_throttle": 1},
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_ignore_result=True,
+        task_default_queue=queue,
+        task_serializer="json",
+        accept_content=["json"],
+        broker_connection_retry_on_startup=True,
+        worker_hijack_root_logger=False,
+        enable_utc=True,
+        broker_transport_options={
+            "visibility_timeout": visibility_timeout_s,
+            "unacked_restore_interval": max(1, min(10, round(visibility_timeout_s / 2))),
+            "unacked_restore_throttle": 1,
+        },
     )
     app.task(name=PROBE_TASK, bind=True)(probe)
     return app
@@ -135,26 +158,36 @@ def worker_runtime(engine: Engine, plan: Plan, contexts: list[TaskContext]) -> W
 def worker_argv(plan: Plan, *, concurrency: int = 1, hostname: str | None = None, loglevel: str = "INFO") -> list[str]:
     """Arguments for ``Celery.worker_main``: solo pool for one slot, threads for more."""
     pool = "solo" if concurrency <= 1 else "threads"
-    argv = ["worker", f"--pool={pool}", f"--concurrency={max(1, concurrency)}", f"--queues={plan.service.queue}",
-            f"--loglevel={loglevel}", "--without-gossip", "--without-mingle", "--without-heartbeat"]
+    argv = [
+        "worker",
+        f"--pool={pool}",
+        f"--concurrency={max(1, concurrency)}",
+        f"--queues={plan.service.queue}",
+        f"--loglevel={loglevel}",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+    ]
     if hostname:
         argv.append(f"--hostname={hostname}")
     return argv
 
 
-def run_worker(plan_path: Path, *, concurrency: int = 1, hostname: str | None = None, loglevel: str | None = None) -> None:
+def run_worker(
+    plan_path: Path, *, concurrency: int = 1, hostname: str | None = None, loglevel: str | None = None
+) -> None:
     """``medmon worker``: consume probe messages until stopped (Celery handles SIGTERM: warm shutdown).
 
     Logging is set up (secrets masked) before Celery's: Celery then keeps the root handler, and
     its own task logger, which does not propagate, gets the same filter from Celery's signal.
     """
     from celery import signals
-
     from medmon.monitor.governance.checks import check_plan
     from medmon.monitor.governance.thresholds import in_force
     from medmon.monitor.plan.context import load_context
     from medmon.monitor.plan.privacy import mask_logs
     from medmon.monitor.storage import make_engine
+
     from medmon.scrub import install_filter, setup_logging
 
     level = setup_logging(loglevel, default=logging.INFO)
@@ -167,8 +200,9 @@ def run_worker(plan_path: Path, *, concurrency: int = 1, hostname: str | None = 
     app = make_celery(broker_url(plan), queue=plan.service.queue, visibility_timeout_s=visibility_timeout_of(plan))
     register_worker_runtime(app, worker_runtime(engine, plan, [load_context(plan, t) for t in plan.tasks]))
     try:
-        app.worker_main(worker_argv(plan, concurrency=concurrency, hostname=hostname,
-                                    loglevel=logging.getLevelName(level)))
+        app.worker_main(
+            worker_argv(plan, concurrency=concurrency, hostname=hostname, loglevel=logging.getLevelName(level))
+        )
     finally:
         shared_pool().close()  # the model clients this worker kept open across its probes
         engine.dispose()

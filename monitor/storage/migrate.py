@@ -16,13 +16,12 @@ from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from medmon.monitor.errors import StorageError
+from medmon.monitor.storage import import_all_models
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlmodel import SQLModel
-
-from medmon.monitor.errors import StorageError
-from medmon.monitor.storage import import_all_models
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"  # shipped inside the package
 INITIAL_REVISION = "0001"
@@ -137,14 +136,20 @@ def ensure_current(engine: Engine, *, stamp: bool = True) -> str:
         if current is None:
             diff = schema_diff(connection)
             if diff:
-                raise StorageError(f"the database schema at {engine.url.render_as_string()} is older than this "
-                                   f"medmon ({len(diff)} difference(s), e.g. {diff[0]}): run 'medmon db upgrade'")
+                raise StorageError(
+                    f"the database schema at {engine.url.render_as_string()} is older than this "
+                    f"medmon ({len(diff)} difference(s), e.g. {diff[0]}): run 'medmon db upgrade'"
+                )
         elif _scripts().get_revision(current) is None:
-            raise StorageError(f"the database schema at {engine.url.render_as_string()} is at revision {current}, "
-                               "which this medmon does not know: a newer medmon upgraded it; upgrade medmon")
+            raise StorageError(
+                f"the database schema at {engine.url.render_as_string()} is at revision {current}, "
+                "which this medmon does not know: a newer medmon upgraded it; upgrade medmon"
+            )
         else:
-            raise StorageError(f"the database schema at {engine.url.render_as_string()} is at revision {current}, "
-                               f"this medmon needs {head}: run 'medmon db upgrade'")
+            raise StorageError(
+                f"the database schema at {engine.url.render_as_string()} is at revision {current}, "
+                f"this medmon needs {head}: run 'medmon db upgrade'"
+            )
     if stamp:
         _run(engine, "stamp", "head")
     return head

@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from sqlalchemy.engine import Engine
-
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.traffic.ingest import Ingestor, store_calls
 from medmon.monitor.traffic.spans import JSON_TYPE, DecodeFailure, decode, parse_export
+from sqlalchemy.engine import Engine
 
 
 @dataclass
@@ -45,8 +44,9 @@ def _exports(path: Path) -> Iterator[tuple[int, bytes]]:
             yield number, line
 
 
-def import_file(engine: Engine, plan: Plan, path: Path, now: datetime,
-                progress: Callable[[int], None] | None = None) -> ImportResult:
+def import_file(
+    engine: Engine, plan: Plan, path: Path, now: datetime, progress: Callable[[int], None] | None = None
+) -> ImportResult:
     """Store every GenAI call in ``path`` as the receiver would (routed, priced, redacted, once each)."""
     ingestor = Ingestor.from_plan(plan)
     result = ImportResult()

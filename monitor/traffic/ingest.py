@@ -13,19 +13,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Connection, Engine
-
 from medmon.monitor.models import TrafficRejection, TrafficSpan
-from medmon.monitor.plan.model import Plan, Price
 from medmon.monitor.plan.intervals import parse_interval
+from medmon.monitor.plan.model import Plan, Price
 from medmon.monitor.plan.traffic import TrafficPrice
 from medmon.monitor.traffic.routes import route_task
 from medmon.monitor.traffic.spans import CallRecord, Decoded, Limits
 from medmon.probes.redaction import Redactor, load_redactor, protect_text
 from medmon.probes.scoring import looks_like_refusal
-
+from sqlalchemy import insert
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, Engine
 
 log = logging.getLogger("medmon.traffic")
 
@@ -41,9 +39,15 @@ class Ingestor:
     @classmethod
     def from_plan(cls, plan: Plan) -> Ingestor:
         t = plan.traffic
-        limits = Limits() if t is None else Limits(max_tokens=t.max_tokens_per_call,
-                                                   max_skew=parse_interval(t.max_clock_skew),
-                                                   max_age=parse_interval(t.max_age))
+        limits = (
+            Limits()
+            if t is None
+            else Limits(
+                max_tokens=t.max_tokens_per_call,
+                max_skew=parse_interval(t.max_clock_skew),
+                max_age=parse_interval(t.max_age),
+            )
+        )
         return cls(plan, load_redactor(plan.privacy.redactor), limits)
 
     def cost(self, call: CallRecord) -> float | None:
@@ -64,18 +68,30 @@ class Ingestor:
         routes = self.plan.traffic.routes if self.plan.traffic is not None else []
         store = self.plan.privacy.store_text
         return {
-            "trace_id": call.trace_id, "span_id": call.span_id, "task_id": route_task(routes, call),
-            "service": call.service, "span_name": call.span_name, "operation": call.operation,
-            "request_model": call.request_model, "response_model": call.response_model,
-            "system_fingerprint": call.system_fingerprint, "started_at": call.started_at, "ended_at": call.ended_at,
-            "latency_s": call.latency_s, "input_tokens": call.input_tokens, "output_tokens": call.output_tokens,
+            "trace_id": call.trace_id,
+            "span_id": call.span_id,
+            "task_id": route_task(routes, call),
+            "service": call.service,
+            "span_name": call.span_name,
+            "operation": call.operation,
+            "request_model": call.request_model,
+            "response_model": call.response_model,
+            "system_fingerprint": call.system_fingerprint,
+            "started_at": call.started_at,
+            "ended_at": call.ended_at,
+            "latency_s": call.latency_s,
+            "input_tokens": call.input_tokens,
+            "output_tokens": call.output_tokens,
             "cost_usd": self.cost(call),
-            "finish_reason": call.finish_reason, "error_type": call.error_type,
+            "finish_reason": call.finish_reason,
+            "error_type": call.error_type,
             "has_content": call.completion is not None,
             "refused": looks_like_refusal(call.completion) if call.completion else None,
             "prompt": protect_text(self.redactor, call.prompt, "prompt") if store else None,
             "completion": protect_text(self.redactor, call.completion, "completion") if store else None,
-            "received_at": now, "streamed": False, "judged": False,
+            "received_at": now,
+            "streamed": False,
+            "judged": False,
         }
 
 
@@ -114,8 +130,10 @@ def count_rejections(conn: Connection, reasons: Counter[str], now: datetime) -> 
     if not reasons:
         return
     stmt = _insert(conn, TrafficRejection.__table__)
-    stmt = stmt.on_conflict_do_update(index_elements=["hour", "reason"],
-                                      set_={"count": TrafficRejection.__table__.c["count"] + stmt.excluded["count"]})
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["hour", "reason"],
+        set_={"count": TrafficRejection.__table__.c["count"] + stmt.excluded["count"]},
+    )
     conn.execute(stmt, [{"hour": hour_of(now), "reason": r, "count": n} for r, n in sorted(reasons.items())])
 
 
@@ -133,4 +151,3 @@ def store_calls(engine: Engine, ingestor: Ingestor, decoded: Decoded, now: datet
             conn.execute(stmt, rows)
         count_rejections(conn, decoded.refused + decoded.skipped, now)
     return len(rows)
-

@@ -23,13 +23,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import update
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, func, select
-
 from medmon.alerts import Signal, apply_signals
 from medmon.baselines.canary import canary_from_dict
-from medmon.db import session_scope
 from medmon.monitor.detection.drift.layout import StreamSpec, margin_z
 from medmon.monitor.detection.streams import finding_record, update_stream
 from medmon.monitor.models import TrafficJudgement, TrafficReference, TrafficSpan
@@ -38,6 +33,11 @@ from medmon.monitor.plan.routing import notify_policy
 from medmon.monitor.traffic.streams import signal_of, traffic_threshold
 from medmon.probes.client import ModelSettings
 from medmon.probes.jury import Jury, JuryOutcome, JurySettings
+from sqlalchemy import update
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, func, select
+
+from medmon.db import session_scope
 
 log = logging.getLogger("medmon.traffic.judging")
 
@@ -60,8 +60,11 @@ def _judges(plan: Plan) -> list[Any]:
 
 def _today(session: Session, now: datetime) -> int:
     start = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    return int(session.exec(select(func.count()).select_from(TrafficJudgement)
-                            .where(col(TrafficJudgement.judged_at) >= start)).one())
+    return int(
+        session.exec(
+            select(func.count()).select_from(TrafficJudgement).where(col(TrafficJudgement.judged_at) >= start)
+        ).one()
+    )
 
 
 def pick(session: Session, plan: Plan, now: datetime) -> list[TrafficSpan]:
@@ -69,10 +72,20 @@ def pick(session: Session, plan: Plan, now: datetime) -> list[TrafficSpan]:
     t = plan.traffic
     assert t is not None and t.judging is not None
     room = t.judging.daily_cap - _today(session, now)
-    rows = list(session.exec(select(TrafficSpan).where(
-        col(TrafficSpan.judged).is_(False), col(TrafficSpan.has_content).is_(True), col(TrafficSpan.task_id).is_not(None),
-        col(TrafficSpan.error_type).is_(None), col(TrafficSpan.completion).is_not(None))
-        .order_by(col(TrafficSpan.id)).limit(max(BATCH * 20, 1))).all())
+    rows = list(
+        session.exec(
+            select(TrafficSpan)
+            .where(
+                col(TrafficSpan.judged).is_(False),
+                col(TrafficSpan.has_content).is_(True),
+                col(TrafficSpan.task_id).is_not(None),
+                col(TrafficSpan.error_type).is_(None),
+                col(TrafficSpan.completion).is_not(None),
+            )
+            .order_by(col(TrafficSpan.id))
+            .limit(max(BATCH * 20, 1))
+        ).all()
+    )
     chosen, looked = [], []
     for row in rows:
         if len(chosen) >= min(room, BATCH):
@@ -85,20 +98,39 @@ def pick(session: Session, plan: Plan, now: datetime) -> list[TrafficSpan]:
     return chosen
 
 
-async def _judge_all(settings: JurySettings, exchanges: Sequence[tuple[str, str | None, str | None]]) -> list[JuryOutcome]:
+async def _judge_all(
+    settings: JurySettings, exchanges: Sequence[tuple[str, str | None, str | None]]
+) -> list[JuryOutcome]:
     """Verdicts on ``(id, prompt, completion)`` exchanges, in order."""
     async with Jury(settings) as jury:
-        return list(await asyncio.gather(*(jury.judge(
-            canary_from_dict({"id": f"traffic-{key}", "messages": [{"role": "user", "content": prompt or ""}],
-                              "scorer": "jury"}), completion or "") for key, prompt, completion in exchanges)))
+        return list(
+            await asyncio.gather(
+                *(
+                    jury.judge(
+                        canary_from_dict(
+                            {
+                                "id": f"traffic-{key}",
+                                "messages": [{"role": "user", "content": prompt or ""}],
+                                "scorer": "jury",
+                            }
+                        ),
+                        completion or "",
+                    )
+                    for key, prompt, completion in exchanges
+                )
+            )
+        )
 
 
 def judge_exchanges(plan: Plan, exchanges: Sequence[tuple[str, str | None, str | None]]) -> list[JuryOutcome]:
     """The in-network judges' verdicts on redacted ``(id, prompt, completion)`` exchanges."""
     assert plan.jury is not None and plan.traffic is not None and plan.traffic.judging is not None
-    settings = JurySettings(judges=tuple(ModelSettings.from_endpoint(j) for j in _judges(plan)),
-                            criteria=tuple(plan.traffic.judging.criteria), scale_min=plan.jury.scale_min,
-                            scale_max=plan.jury.scale_max)
+    settings = JurySettings(
+        judges=tuple(ModelSettings.from_endpoint(j) for j in _judges(plan)),
+        criteria=tuple(plan.traffic.judging.criteria),
+        scale_min=plan.jury.scale_min,
+        scale_max=plan.jury.scale_max,
+    )
     return asyncio.run(_judge_all(settings, exchanges))
 
 
@@ -118,13 +150,35 @@ def judgement_specs(plan: Plan, task_id: str, ref: TrafficReference | None) -> l
         p, n = judged["score"], judged["n"]
         margin = max(plan.detection.min_margin, margin_z(plan) * math.sqrt(max(judged.get("var", 0.05), 0.01) / n))
         mu0 = min(max(p - margin, 0.01), 0.99)
-        specs.append(StreamSpec(f"{task_id}:traffic_judged_score:drop", task_id, "traffic_judged_score", "drop", mu0, p,
-                                lambda j: j.score, "mixture_sr", {"mu0": mu0, "sigma2": max(judged.get("var", 0.05), 0.01)}))
+        specs.append(
+            StreamSpec(
+                f"{task_id}:traffic_judged_score:drop",
+                task_id,
+                "traffic_judged_score",
+                "drop",
+                mu0,
+                p,
+                lambda j: j.score,
+                "mixture_sr",
+                {"mu0": mu0, "sigma2": max(judged.get("var", 0.05), 0.01)},
+            )
+        )
     floor = plan.task(task_id).thresholds.min_jury_agreement
     if floor is not None:
         a0 = min(max(floor, 0.01), 0.99)
-        specs.append(StreamSpec(f"{task_id}:traffic_jury_agreement:drop", task_id, "traffic_jury_agreement", "drop",
-                                a0, a0, lambda j: j.agreement, "mixture_sr", {"mu0": a0, "sigma2": 0.02}))
+        specs.append(
+            StreamSpec(
+                f"{task_id}:traffic_jury_agreement:drop",
+                task_id,
+                "traffic_jury_agreement",
+                "drop",
+                a0,
+                a0,
+                lambda j: j.agreement,
+                "mixture_sr",
+                {"mu0": a0, "sigma2": 0.02},
+            )
+        )
     return specs
 
 
@@ -133,9 +187,16 @@ def _reference(session: Session, task_id: str) -> None:
     ref = session.get(TrafficReference, task_id)
     if ref is None or ref.stats.get("judged", {}).get("n", 0) >= REFERENCE_JUDGEMENTS:
         return
-    scores = [s for s in session.exec(select(TrafficJudgement.score).where(
-        TrafficJudgement.task_id == task_id, col(TrafficJudgement.score).is_not(None))
-        .order_by(col(TrafficJudgement.id)).limit(REFERENCE_JUDGEMENTS)).all() if s is not None]
+    scores = [
+        s
+        for s in session.exec(
+            select(TrafficJudgement.score)
+            .where(TrafficJudgement.task_id == task_id, col(TrafficJudgement.score).is_not(None))
+            .order_by(col(TrafficJudgement.id))
+            .limit(REFERENCE_JUDGEMENTS)
+        ).all()
+        if s is not None
+    ]
     if len(scores) >= REFERENCE_JUDGEMENTS:
         mean = sum(scores) / len(scores)
         var = sum((x - mean) ** 2 for x in scores) / (len(scores) - 1)
@@ -176,8 +237,9 @@ def judge_traffic(engine: Engine, plan: Plan, now: datetime) -> list[TrafficJudg
     rows = []
     with session_scope(engine) as session:
         for span, outcome in zip(chosen, outcomes, strict=True):
-            row = record_verdict(TrafficJudgement(span_id=span.id or 0, task_id=span.task_id or "", judged_at=now),
-                                 outcome)
+            row = record_verdict(
+                TrafficJudgement(span_id=span.id or 0, task_id=span.task_id or "", judged_at=now), outcome
+            )
             session.add(row)
             rows.append(row)
         session.flush()
@@ -188,8 +250,12 @@ def judge_traffic(engine: Engine, plan: Plan, now: datetime) -> list[TrafficJudg
 def feed_verdicts(engine: Engine, plan: Plan, now: datetime) -> list[TrafficJudgement]:
     """The leader's part: feed verdicts judged in memory to the streams; claims left too long are lost."""
     with session_scope(engine) as s:
-        rows = s.exec(select(TrafficJudgement).where(col(TrafficJudgement.streamed).is_(False))
-                      .order_by(col(TrafficJudgement.id)).limit(BATCH * 10)).all()
+        rows = s.exec(
+            select(TrafficJudgement)
+            .where(col(TrafficJudgement.streamed).is_(False))
+            .order_by(col(TrafficJudgement.id))
+            .limit(BATCH * 10)
+        ).all()
         ready = []
         for r in rows:
             if r.error == PENDING:

@@ -27,17 +27,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete
-from sqlalchemy.engine import Engine
-from sqlmodel import col, select
-
-from medmon.db import as_utc, session_scope, utcnow
 from medmon.monitor.models import TrafficJudgement, TrafficSpan
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.traffic.judging import BATCH, PENDING, _judges, judge_exchanges, record_verdict, sampled
 from medmon.monitor.traffic.routes import route_task
 from medmon.monitor.traffic.spans import CallRecord
 from medmon.probes.redaction import Redactor, load_redactor, protect_text
+from sqlalchemy import delete
+from sqlalchemy.engine import Engine
+from sqlmodel import col, select
+
+from medmon.db import as_utc, session_scope, utcnow
 
 log = logging.getLogger("medmon.traffic.judging")
 
@@ -58,8 +58,13 @@ class Exchange:
 def wanted(plan: Plan) -> bool:
     """Whether this plan judges in memory: judging on, text not stored, a jury with an in-network judge."""
     t = plan.traffic
-    return (t is not None and t.judging is not None and plan.jury is not None and not plan.privacy.store_text
-            and bool(_judges(plan)))
+    return (
+        t is not None
+        and t.judging is not None
+        and plan.jury is not None
+        and not plan.privacy.store_text
+        and bool(_judges(plan))
+    )
 
 
 def sampled_exchanges(plan: Plan, calls: Sequence[CallRecord]) -> list[Exchange]:
@@ -87,11 +92,22 @@ def claim(engine: Engine, plan: Plan, batch: Sequence[Exchange], now: datetime) 
     start = _day_start(now)
     with session_scope(engine) as s:
         t = TrafficSpan
-        spans = {(trace, span): i for i, trace, span in s.exec(select(t.id, t.trace_id, t.span_id).where(
-            col(t.trace_id).in_({x.trace_id for x in batch}),  # the (trace id, span id) index
-            col(t.span_id).in_([x.span_id for x in batch]))).all()}
-        done = set(s.exec(select(TrafficJudgement.span_id).where(
-            col(TrafficJudgement.span_id).in_([i for i in spans.values() if i is not None]))).all())
+        spans = {
+            (trace, span): i
+            for i, trace, span in s.exec(
+                select(t.id, t.trace_id, t.span_id).where(
+                    col(t.trace_id).in_({x.trace_id for x in batch}),  # the (trace id, span id) index
+                    col(t.span_id).in_([x.span_id for x in batch]),
+                )
+            ).all()
+        }
+        done = set(
+            s.exec(
+                select(TrafficJudgement.span_id).where(
+                    col(TrafficJudgement.span_id).in_([i for i in spans.values() if i is not None])
+                )
+            ).all()
+        )
         rows = []
         for x in batch:
             span = spans.get((x.trace_id, x.span_id))
@@ -105,8 +121,14 @@ def claim(engine: Engine, plan: Plan, batch: Sequence[Exchange], now: datetime) 
     if not claimed:
         return []
     with session_scope(engine) as s:  # the day's first ``cap`` claims keep their place
-        first = set(s.exec(select(TrafficJudgement.id).where(col(TrafficJudgement.judged_at) >= start)
-                           .order_by(col(TrafficJudgement.id)).limit(cap)).all())
+        first = set(
+            s.exec(
+                select(TrafficJudgement.id)
+                .where(col(TrafficJudgement.judged_at) >= start)
+                .order_by(col(TrafficJudgement.id))
+                .limit(cap)
+            ).all()
+        )
         over = [i for i, _ in claimed if i not in first]
         if over:
             s.execute(delete(TrafficJudgement).where(col(TrafficJudgement.id).in_(over)))
@@ -118,9 +140,17 @@ def judge_batch(engine: Engine, plan: Plan, redactor: Redactor, batch: Sequence[
     kept = claim(engine, plan, batch, now)
     if not kept:
         return 0
-    exchanges = [(str(i), protect_text(redactor, x.prompt, "prompt") if x.prompt is not None else None,
-                  protect_text(redactor, x.completion, "completion")) for i, x in kept]
-    ready = [(i, e) for (i, _), e in zip(kept, exchanges, strict=True) if e[2] is not None]  # the redactor failed: no text
+    exchanges = [
+        (
+            str(i),
+            protect_text(redactor, x.prompt, "prompt") if x.prompt is not None else None,
+            protect_text(redactor, x.completion, "completion"),
+        )
+        for i, x in kept
+    ]
+    ready = [
+        (i, e) for (i, _), e in zip(kept, exchanges, strict=True) if e[2] is not None
+    ]  # the redactor failed: no text
     try:
         outcomes = judge_exchanges(plan, [e for _, e in ready])
     except Exception as exc:
@@ -149,8 +179,9 @@ def judge_batch(engine: Engine, plan: Plan, redactor: Redactor, batch: Sequence[
 class InMemoryJudging:
     """A receiver's queue of sampled exchanges and the worker thread that judges them."""
 
-    def __init__(self, engine: Engine, plan: Plan, *, now: Callable[[], datetime] = utcnow,
-                 maxsize: int = QUEUE_MAX) -> None:
+    def __init__(
+        self, engine: Engine, plan: Plan, *, now: Callable[[], datetime] = utcnow, maxsize: int = QUEUE_MAX
+    ) -> None:
         self.engine, self.plan, self.now = engine, plan, now
         self.redactor = load_redactor(plan.privacy.redactor)
         self.queue: queue.Queue[Exchange] = queue.Queue(maxsize=maxsize)
@@ -173,8 +204,9 @@ class InMemoryJudging:
             except queue.Full:
                 self.dropped += 1
                 if self.dropped % 100 == 1:
-                    log.warning("the in-memory judging queue is full: %d sampled exchange(s) dropped unjudged",
-                                self.dropped)
+                    log.warning(
+                        "the in-memory judging queue is full: %d sampled exchange(s) dropped unjudged", self.dropped
+                    )
         if n:
             self.start()
         return n

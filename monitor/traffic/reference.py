@@ -15,11 +15,10 @@ from datetime import datetime
 from statistics import median
 from typing import Any
 
-from sqlmodel import Session, col, func, select
-
 from medmon.monitor.models import TrafficReference, TrafficSpan
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.traffic import Traffic
+from sqlmodel import Session, col, func, select
 
 Value = Callable[[Any], float | None]  # of a stored span (an ORM object or a row)
 
@@ -67,13 +66,21 @@ def _period(session: Session, traffic: Traffic, task_id: str, now: datetime) -> 
     end = start + parse_interval(traffic.reference_window)
     if now < end:
         return None
-    n = session.exec(select(func.count()).select_from(TrafficSpan).where(
-        TrafficSpan.task_id == task_id, col(TrafficSpan.ended_at) <= end)).one()
+    n = session.exec(
+        select(func.count())
+        .select_from(TrafficSpan)
+        .where(TrafficSpan.task_id == task_id, col(TrafficSpan.ended_at) <= end)
+    ).one()
     if n >= traffic.reference_min_calls:
         return start, end
     # Too few calls in the window: the reference runs on until it holds the minimum.
-    nth = session.exec(select(TrafficSpan.ended_at).where(TrafficSpan.task_id == task_id)
-                       .order_by(col(TrafficSpan.ended_at)).offset(traffic.reference_min_calls - 1).limit(1)).first()
+    nth = session.exec(
+        select(TrafficSpan.ended_at)
+        .where(TrafficSpan.task_id == task_id)
+        .order_by(col(TrafficSpan.ended_at))
+        .offset(traffic.reference_min_calls - 1)
+        .limit(1)
+    ).first()
     return (start, nth) if nth is not None else None
 
 
@@ -86,14 +93,30 @@ def ensure_reference(session: Session, traffic: Traffic, task_id: str, now: date
     if period is None:
         return None
     t = TrafficSpan.__table__
-    spans = session.execute(select(t.c.error_type, t.c.cost_usd, t.c.latency_s, t.c.output_tokens,  # type: ignore[call-overload]
-                                   t.c.finish_reason, t.c.refused, t.c.response_model, t.c.request_model)
-                            .where(t.c.task_id == task_id, t.c.ended_at >= period[0], t.c.ended_at <= period[1])).all()
+    spans = session.execute(
+        select(
+            t.c.error_type,
+            t.c.cost_usd,
+            t.c.latency_s,
+            t.c.output_tokens,  # type: ignore[call-overload]
+            t.c.finish_reason,
+            t.c.refused,
+            t.c.response_model,
+            t.c.request_model,
+        ).where(t.c.task_id == task_id, t.c.ended_at >= period[0], t.c.ended_at <= period[1])
+    ).all()
     if len(spans) < min(traffic.reference_min_calls, 10):
         return None  # a declared period without traffic: nothing to compare with yet
     models = sorted({s.response_model or s.request_model for s in spans if s.error_type is None})
-    row = TrafficReference(task_id=task_id, period_from=period[0], period_to=period[1], calls=len(spans),
-                           stats=reference_stats(spans), models=models, created_at=now)
+    row = TrafficReference(
+        task_id=task_id,
+        period_from=period[0],
+        period_to=period[1],
+        calls=len(spans),
+        stats=reference_stats(spans),
+        models=models,
+        created_at=now,
+    )
     session.add(row)
     session.flush()
     return row

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from medmon.monitor.models import TrafficSpan
+from medmon.monitor.plan.intervals import parse_interval
+from medmon.monitor.plan.traffic import Traffic
 from sqlalchemy import delete
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from medmon.db import session_scope
-from medmon.monitor.models import TrafficSpan
-from medmon.monitor.plan.intervals import parse_interval
-from medmon.monitor.plan.traffic import Traffic
 
 DELETE_BATCH = 5000
 
@@ -29,12 +29,14 @@ def delete_expired(engine: Engine, traffic: Traffic | None, now: datetime, *, ba
     total = 0
     while True:
         with session_scope(engine) as session:
-            ids = session.exec(select(TrafficSpan.id).where(col(TrafficSpan.ended_at) < cutoff,
-                                                            col(TrafficSpan.streamed).is_(True))
-                               .order_by(col(TrafficSpan.id)).limit(batch)).all()
+            ids = session.exec(
+                select(TrafficSpan.id)
+                .where(col(TrafficSpan.ended_at) < cutoff, col(TrafficSpan.streamed).is_(True))
+                .order_by(col(TrafficSpan.id))
+                .limit(batch)
+            ).all()
             if ids:
                 session.exec(delete(TrafficSpan).where(col(TrafficSpan.id).in_(ids)))  # type: ignore[call-overload]
         total += len(ids)
         if len(ids) < batch:
             return total
-

@@ -15,8 +15,9 @@ def matches(route: TrafficRoute, call: CallRecord) -> bool:
         return False
     if route.span_name is not None and not fnmatchcase(call.span_name, route.span_name):
         return False
-    if route.model is not None and not any(fnmatchcase(m, route.model) for m in (call.request_model,
-                                                                                call.response_model or "")):
+    if route.model is not None and not any(
+        fnmatchcase(m, route.model) for m in (call.request_model, call.response_model or "")
+    ):
         return False
     return all(call.attributes.get(k) == v for k, v in route.attributes.items())
 

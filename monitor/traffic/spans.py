@@ -20,7 +20,7 @@ import zlib
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from google.protobuf import json_format
@@ -132,7 +132,9 @@ def _hex_ids_to_base64(node: Any) -> Any:
     if isinstance(node, dict):
         out = {}
         for k, v in node.items():
-            if k in ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id") and isinstance(v, str):
+            if k in ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id") and isinstance(
+                v, str
+            ):
                 try:
                     v = base64.b64encode(bytes.fromhex(v)).decode() if v else v
                 except ValueError:
@@ -219,7 +221,7 @@ def _int(attrs: Mapping[str, Any], names: tuple[str, ...]) -> int | None:
 
 
 def _when(nanos: int) -> datetime:
-    return datetime.fromtimestamp(nanos / 1e9, tz=timezone.utc)
+    return datetime.fromtimestamp(nanos / 1e9, tz=UTC)
 
 
 def iter_spans(request: ExportTraceServiceRequest) -> Iterator[tuple[dict[str, Any], Span]]:
@@ -270,14 +272,25 @@ def read_span(resource: Mapping[str, Any], span: Span, now: datetime, limits: Li
     prompt, completion = _content(attrs, span)
     routing = {k: str(v) for k, v in {**resource, **attrs}.items() if isinstance(v, (str, int, float, bool))}
     return CallRecord(
-        trace_id=span.trace_id.hex(), span_id=span.span_id.hex(), service=str(resource.get(SERVICE_NAME, "")),
-        span_name=span.name, operation=str(attrs.get(OPERATION) or ""), request_model=str(request_model or ""),
+        trace_id=span.trace_id.hex(),
+        span_id=span.span_id.hex(),
+        service=str(resource.get(SERVICE_NAME, "")),
+        span_name=span.name,
+        operation=str(attrs.get(OPERATION) or ""),
+        request_model=str(request_model or ""),
         response_model=str(response_model) if response_model else None,
         system_fingerprint=str(attrs[FINGERPRINT]) if attrs.get(FINGERPRINT) else None,
-        started_at=started, ended_at=ended, input_tokens=tokens_in, output_tokens=tokens_out,
-        finish_reason=str(finish) if finish else None, error_type=str(error) if error else None,
-        prompt=prompt, completion=completion, attributes=routing,
-        duration_s=(span.end_time_unix_nano - span.start_time_unix_nano) / 1e9)
+        started_at=started,
+        ended_at=ended,
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        finish_reason=str(finish) if finish else None,
+        error_type=str(error) if error else None,
+        prompt=prompt,
+        completion=completion,
+        attributes=routing,
+        duration_s=(span.end_time_unix_nano - span.start_time_unix_nano) / 1e9,
+    )
 
 
 def decode(request: ExportTraceServiceRequest, now: datetime, limits: Limits = Limits()) -> Decoded:

@@ -17,12 +17,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import update
-from sqlmodel import Session, select
-
 from medmon.alerts import Signal, apply_signals
 from medmon.alerts.rules import model_changed
-from medmon.db import session_scope
 from medmon.monitor.alerting.signals import task_subject, update_signal
 from medmon.monitor.detection.drift.budget import OPERATIONAL, Budget
 from medmon.monitor.detection.drift.layout import StreamSpec, margin_z
@@ -32,6 +28,10 @@ from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.routing import notify_policy
 from medmon.monitor.traffic.reference import MEDIAN_METRICS, RATE_METRICS, ensure_reference
 from medmon.monitor.traffic.volume import due_hours, ensure_volume, mark_tested, volume_specs
+from sqlalchemy import update
+from sqlmodel import Session, select
+
+from medmon.db import session_scope
 
 log = logging.getLogger("medmon.traffic")
 
@@ -57,8 +57,11 @@ def _rollup(session: Session, spans: Sequence[Any]) -> None:
     sums: dict[tuple[datetime, str, str], list[Any]] = {}
     n = len(LATENCY_BUCKETS)
     for s in spans:
-        key = (s.ended_at.replace(minute=0, second=0, microsecond=0), s.task_id or "",
-               s.response_model or s.request_model)
+        key = (
+            s.ended_at.replace(minute=0, second=0, microsecond=0),
+            s.task_id or "",
+            s.response_model or s.request_model,
+        )
         acc = sums.get(key)
         if acc is None:
             acc = sums[key] = [0, 0, 0, 0, 0.0, 0.0, 0.0, [0] * n, 0, 0, 0]
@@ -118,9 +121,24 @@ def traffic_specs(plan: Plan, ref: TrafficReference) -> list[StreamSpec]:
         else:
             continue
         mu0 = min(max(mu0, 0.01), 0.99)
-        specs.append(StreamSpec(f"{ref.task_id}:{metric}:rise", ref.task_id, metric, "rise", mu0, p, observe,
-                                "mixture_sr", {"mu0": mu0, "sigma2": max(mu0 * (1 - mu0), 0.01), "direction": "rise",
-                                               "reference": ref.period_to.isoformat()}))
+        specs.append(
+            StreamSpec(
+                f"{ref.task_id}:{metric}:rise",
+                ref.task_id,
+                metric,
+                "rise",
+                mu0,
+                p,
+                observe,
+                "mixture_sr",
+                {
+                    "mu0": mu0,
+                    "sigma2": max(mu0 * (1 - mu0), 0.01),
+                    "direction": "rise",
+                    "reference": ref.period_to.isoformat(),
+                },
+            )
+        )
     return specs
 
 
@@ -137,8 +155,9 @@ def signal_of(plan: Plan, update: StreamUpdate) -> Signal | None:
     return update_signal(task_subject(plan, plan.task(update.spec.task_id)), update, source="traffic")
 
 
-def _model_changes(session: Session, plan: Plan, ref: TrafficReference, spans: Sequence[Any],
-                   now: datetime) -> list[Signal]:
+def _model_changes(
+    session: Session, plan: Plan, ref: TrafficReference, spans: Sequence[Any], now: datetime
+) -> list[Signal]:
     """A served model the reference never saw: one finding and signal per new model."""
     known = set(ref.models) | set(ref.stats.get("reported_models", {}).get("names", []))
     out = []
@@ -147,12 +166,22 @@ def _model_changes(session: Session, plan: Plan, ref: TrafficReference, spans: S
         if s.error_type is not None or not model or model in known:
             continue
         known.add(model)
-        signal = model_changed(task_subject(plan, plan.task(ref.task_id)), (", ".join(ref.models) or "none", None),
-                               (model, s.system_fingerprint))
+        signal = model_changed(
+            task_subject(plan, plan.task(ref.task_id)),
+            (", ".join(ref.models) or "none", None),
+            (model, s.system_fingerprint),
+        )
         signal.evidence["source"] = "traffic"
-        session.add(FindingRecord(task_id=ref.task_id, metric="traffic_served_model", kind="model_change",
-                                  summary=f"{signal.summary} (seen in real traffic)", evidence=signal.evidence,
-                                  created_at=now))
+        session.add(
+            FindingRecord(
+                task_id=ref.task_id,
+                metric="traffic_served_model",
+                kind="model_change",
+                summary=f"{signal.summary} (seen in real traffic)",
+                evidence=signal.evidence,
+                created_at=now,
+            )
+        )
         out.append(signal)
     if out:
         reported = sorted(known - set(ref.models))
@@ -166,8 +195,15 @@ def _task_threshold(plan: Plan, ref: TrafficReference) -> float:
     return traffic_threshold(plan, len(traffic_specs(plan, ref)) + 2)
 
 
-def _feed(session: Session, plan: Plan, specs: Sequence[StreamSpec], threshold: float, items: Sequence[Any],
-          now: datetime, out: TrafficPass) -> None:
+def _feed(
+    session: Session,
+    plan: Plan,
+    specs: Sequence[StreamSpec],
+    threshold: float,
+    items: Sequence[Any],
+    now: datetime,
+    out: TrafficPass,
+) -> None:
     for spec in specs:
         update = update_stream(session, spec, threshold, items, now)  # type: ignore[arg-type]
         out.updates.append(update)
@@ -178,8 +214,9 @@ def _feed(session: Session, plan: Plan, specs: Sequence[StreamSpec], threshold: 
             out.signals.append(signal)
 
 
-def _feed_task(session: Session, plan: Plan, ref: TrafficReference, spans: Sequence[Any],
-               now: datetime, out: TrafficPass) -> None:
+def _feed_task(
+    session: Session, plan: Plan, ref: TrafficReference, spans: Sequence[Any], now: datetime, out: TrafficPass
+) -> None:
     after = [s for s in spans if s.ended_at > ref.period_to]
     if not after:
         return
@@ -204,14 +241,22 @@ def traffic_pass(session: Session, plan: Plan, now: datetime, *, batch: int = BA
     if plan.traffic is None:
         return out
     table = TrafficSpan.__table__
-    query = select(*[c for c in table.c if c.name not in ("prompt", "completion")]).where(  # type: ignore[call-overload]
-        table.c.streamed.is_(False)).order_by(table.c.id).limit(batch)
+    query = (
+        select(*[c for c in table.c if c.name not in ("prompt", "completion")])
+        .where(  # type: ignore[call-overload]
+            table.c.streamed.is_(False)
+        )
+        .order_by(table.c.id)
+        .limit(batch)
+    )
     if session.get_bind().dialect.name == "postgresql":
         query = query.with_for_update(skip_locked=True)
     spans = list(session.execute(query).all())  # plain rows: the ORM's per-object cost is the pass's bottleneck
     task_ids = {t.id for t in plan.tasks}
-    refs = {task_id: ensure_reference(session, plan.traffic, task_id, now)  # a period may end without new spans
-            for task_id in sorted({r.task for r in plan.traffic.routes} & task_ids)}
+    refs = {
+        task_id: ensure_reference(session, plan.traffic, task_id, now)  # a period may end without new spans
+        for task_id in sorted({r.task for r in plan.traffic.routes} & task_ids)
+    }
     if spans:
         _rollup(session, spans)
     by_task: dict[str, list[Any]] = defaultdict(list)
@@ -233,7 +278,7 @@ def traffic_pass(session: Session, plan: Plan, now: datetime, *, batch: int = BA
                 _feed_volume(session, plan, ref, now, out)
     ids = [s.id for s in spans]
     for i in range(0, len(ids), 1000):
-        session.execute(update(table).where(table.c.id.in_(ids[i:i + 1000])).values(streamed=True))
+        session.execute(update(table).where(table.c.id.in_(ids[i : i + 1000])).values(streamed=True))
     out.spans = len(spans)
     if out.signals:
         apply_signals(session, out.signals, notify_policy(plan), now)

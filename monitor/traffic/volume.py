@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlmodel import Session, col, func, select
-
-from medmon.db import as_utc
 from medmon.monitor.detection.drift.layout import StreamSpec, margin_z
 from medmon.monitor.models import TrafficReference, TrafficRollup
 from medmon.monitor.plan.model import Plan
+from sqlmodel import Session, col, func, select
+
+from medmon.db import as_utc
 
 HOUR = timedelta(hours=1)
 WEEK = timedelta(days=7)
@@ -60,9 +60,11 @@ def _slot(hour: datetime, weekly: bool) -> str:
 
 def _hour_counts(session: Session, task_id: str, start: datetime, end: datetime) -> dict[datetime, int]:
     """Calls per hour of a task in ``[start, end)``, from the rollups (all models)."""
-    rows = session.exec(select(TrafficRollup.hour, func.sum(TrafficRollup.calls)).where(
-        TrafficRollup.task_id == task_id, col(TrafficRollup.hour) >= start, col(TrafficRollup.hour) < end)
-        .group_by(col(TrafficRollup.hour))).all()
+    rows = session.exec(
+        select(TrafficRollup.hour, func.sum(TrafficRollup.calls))
+        .where(TrafficRollup.task_id == task_id, col(TrafficRollup.hour) >= start, col(TrafficRollup.hour) < end)
+        .group_by(col(TrafficRollup.hour))
+    ).all()
     return {h: int(n or 0) for h, n in rows}
 
 
@@ -120,9 +122,17 @@ def volume_reference(session: Session, ref: TrafficReference) -> dict[str, Any] 
     if df == 0:  # one week only: each weekday once; spread pooled over working days and weekend days by hour
         phi, df = dispersion(list(workweek.values()))
     phi_up = phi * (1 + 2 * math.sqrt(2 / max(df, 1))) + PHI_FLOOR
-    return {"slots": "weekday and hour" if weekly else "hour of day", "weekly": weekly,
-            "mean": {s: sum(v) / len(v) for s, v in slots.items()}, "days": {s: len(v) for s, v in slots.items()},
-            "phi": phi_up, "phi_estimate": phi, "df": df, "hours": len(hours), "tested_to": end.isoformat()}
+    return {
+        "slots": "weekday and hour" if weekly else "hour of day",
+        "weekly": weekly,
+        "mean": {s: sum(v) / len(v) for s, v in slots.items()},
+        "days": {s: len(v) for s, v in slots.items()},
+        "phi": phi_up,
+        "phi_estimate": phi,
+        "df": df,
+        "hours": len(hours),
+        "tested_to": end.isoformat(),
+    }
 
 
 def _null(h: HourCount, phi: float, z: float, tolerance: float, direction: str) -> float:
@@ -140,6 +150,7 @@ def volume_specs(plan: Plan, ref: TrafficReference) -> list[StreamSpec]:
     z, tol, phi = margin_z(plan), plan.traffic.volume_tolerance, float(vol["phi"])
     specs = []
     for direction in ("drop", "rise"):
+
         def observe(h: HourCount, direction: str = direction) -> tuple[float, float, float] | None:
             if h.days < 1:
                 return None  # a slot the reference never saw (its partial first hour): nothing to compare with
@@ -147,11 +158,21 @@ def volume_specs(plan: Plan, ref: TrafficReference) -> list[StreamSpec]:
             if direction == "drop" and mu0 < MIN_EXPECTED:
                 return None
             return float(h.calls), max(mu0, 1.0), max(h.expected, 1.0)
+
         ratio = 1 - tol if direction == "drop" else 1 + tol
-        specs.append(StreamSpec(f"{ref.task_id}:{METRIC}:{direction}", ref.task_id, METRIC, direction, ratio, 1.0,
-                                observe, "count_sr",
-                                {"phi": phi, "direction": direction, "null_ratio": ratio,
-                                 "reference": ref.period_to.isoformat()}))
+        specs.append(
+            StreamSpec(
+                f"{ref.task_id}:{METRIC}:{direction}",
+                ref.task_id,
+                METRIC,
+                direction,
+                ratio,
+                1.0,
+                observe,
+                "count_sr",
+                {"phi": phi, "direction": direction, "null_ratio": ratio, "reference": ref.period_to.isoformat()},
+            )
+        )
     return specs
 
 

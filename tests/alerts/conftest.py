@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-
 from medmon.alerts import NotifyPolicy, RouteSpec
+
 from tests.alerts.helpers import FakeClock
 
 
@@ -17,5 +17,9 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def policy() -> NotifyPolicy:
-    return NotifyPolicy(routes=(RouteSpec("hook"),), group_wait=timedelta(0), group_interval=timedelta(minutes=5),
-                        repeat_interval=timedelta(hours=4))
+    return NotifyPolicy(
+        routes=(RouteSpec("hook"),),
+        group_wait=timedelta(0),
+        group_interval=timedelta(minutes=5),
+        repeat_interval=timedelta(hours=4),
+    )

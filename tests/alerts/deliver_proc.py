@@ -12,19 +12,20 @@ import random
 import sys
 import threading
 
+from medmon.alerts import DeliveryPolicy, WebhookChannel, deliver_due, pending_count
+from medmon.alerts.channels import WebhookConfig
+from medmon.monitor.storage import make_engine
 from pydantic import SecretStr
 from sqlmodel import Session
 
-from medmon.alerts import DeliveryPolicy, WebhookChannel, deliver_due, pending_count
-from medmon.alerts.channels import WebhookConfig
 from medmon.db import utcnow
-from medmon.monitor.storage import make_engine
 
 
 def main(database: str, url: str) -> int:
     engine = make_engine(database, create=False)
-    channel = WebhookChannel(WebhookConfig(name="hook", url=SecretStr(url),
-                                           secret=SecretStr(os.environ["MEDMON_TEST_WEBHOOK_SECRET"])))
+    channel = WebhookChannel(
+        WebhookConfig(name="hook", url=SecretStr(url), secret=SecretStr(os.environ["MEDMON_TEST_WEBHOOK_SECRET"]))
+    )
     policy = DeliveryPolicy(base_delay_s=0.05, max_delay_s=0.5, rng=random.Random(1))
     idle = threading.Event()
     while True:

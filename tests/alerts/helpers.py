@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-
-from sqlmodel import Session
+from datetime import UTC, datetime, timedelta
 
 from medmon.alerts import Alert, NotifyPolicy, Severity, Signal, Subject, apply_signals
 from medmon.alerts.rules import Rule
+from sqlmodel import Session
 
-T0 = datetime(2026, 11, 2, 8, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
 
 
 class FakeClock:
@@ -27,15 +26,28 @@ class FakeClock:
 
 
 def subject(task: str = "dosing", severity: Severity = Severity.critical) -> Subject:
-    return Subject(deployment="production", task=task, benchmark="medcalc_bench", category="Clinical Decision Support",
-                   owner="Dr. Owner <owner@hospital.example>",
-                   dashboard_url=f"http://127.0.0.1:8501/task?task={task}", severity=severity)
+    return Subject(
+        deployment="production",
+        task=task,
+        benchmark="medcalc_bench",
+        category="Clinical Decision Support",
+        owner="Dr. Owner <owner@hospital.example>",
+        dashboard_url=f"http://127.0.0.1:8501/task?task={task}",
+        severity=severity,
+    )
 
 
-def fire(task: str = "dosing", metric: str = "score", rule: Rule | str = Rule.drift_drop,
-         severity: Severity = Severity.critical, summary: str = "", **evidence: float) -> Signal:
-    return subject(task, severity).signal(rule, metric, firing=True, summary=summary or f"{task}: {metric} {rule}",
-                                          evidence=evidence)
+def fire(
+    task: str = "dosing",
+    metric: str = "score",
+    rule: Rule | str = Rule.drift_drop,
+    severity: Severity = Severity.critical,
+    summary: str = "",
+    **evidence: float,
+) -> Signal:
+    return subject(task, severity).signal(
+        rule, metric, firing=True, summary=summary or f"{task}: {metric} {rule}", evidence=evidence
+    )
 
 
 def clear(task: str = "dosing", metric: str = "score", rule: Rule | str = Rule.drift_drop) -> Signal:

@@ -8,12 +8,16 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from medmon.alerts import NotifyPolicy, RouteSpec, apply_signals, deliver_due, flush
+from medmon.alerts.channels import AlertmanagerChannel, AlertmanagerConfig
+from medmon.alerts.rules import Rule
+from medmon.monitor.service.webserver import RunningServer
 from pydantic import SecretStr
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -22,16 +26,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from medmon.alerts import NotifyPolicy, RouteSpec, apply_signals, deliver_due, flush
-from medmon.alerts.channels import AlertmanagerChannel, AlertmanagerConfig
-from medmon.alerts.rules import Rule
-from medmon.monitor.service.webserver import RunningServer
 from tests.alerts.helpers import FakeClock, clear, fire
 from tests.conftest import stop_process
 
 BINARY = shutil.which("prometheus-alertmanager")
-pytestmark = [pytest.mark.process, pytest.mark.skipif(BINARY is None, reason="prometheus-alertmanager is not installed "
-                                "(apt-get install prometheus-alertmanager; `make test` does it)")]
+pytestmark = [
+    pytest.mark.process,
+    pytest.mark.skipif(
+        BINARY is None,
+        reason="prometheus-alertmanager is not installed "
+        "(apt-get install prometheus-alertmanager; `make test` does it)",
+    ),
+]
 
 CONFIG = """\
 global: {{resolve_timeout: 5m}}
@@ -75,9 +81,17 @@ def alertmanager(tmp_path: Path, webhooks: tuple[str, list[dict[str, Any]]]) -> 
     config.write_text(CONFIG.format(url=webhooks[0]))
     port = free_port()
     log = (tmp_path / "alertmanager.log").open("w")
-    proc = subprocess.Popen([BINARY, f"--config.file={config}", f"--storage.path={tmp_path / 'am-data'}",
-                             f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="],
-                            stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            BINARY,
+            f"--config.file={config}",
+            f"--storage.path={tmp_path / 'am-data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--cluster.listen-address=",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
 
     def ready() -> bool:
@@ -95,17 +109,32 @@ def alertmanager(tmp_path: Path, webhooks: tuple[str, list[dict[str, Any]]]) -> 
         log.close()
 
 
-def test_alertmanager_receives_firing_then_resolved(engine: Engine, alertmanager: str,
-                                                    webhooks: tuple[str, list[dict[str, Any]]]) -> None:
+def test_alertmanager_receives_firing_then_resolved(
+    engine: Engine, alertmanager: str, webhooks: tuple[str, list[dict[str, Any]]]
+) -> None:
     _, got = webhooks
-    clock = FakeClock(datetime.now(timezone.utc) - timedelta(minutes=5))  # stays behind Alertmanager's clock
-    policy = NotifyPolicy(routes=(RouteSpec("am", group_interval=timedelta(seconds=10),
-                                            repeat_interval=timedelta(minutes=1), repeat_acknowledged=True),))
+    clock = FakeClock(datetime.now(UTC) - timedelta(minutes=5))  # stays behind Alertmanager's clock
+    policy = NotifyPolicy(
+        routes=(
+            RouteSpec(
+                "am",
+                group_interval=timedelta(seconds=10),
+                repeat_interval=timedelta(minutes=1),
+                repeat_acknowledged=True,
+            ),
+        )
+    )
     channels = {"am": AlertmanagerChannel(AlertmanagerConfig(name="am", url=SecretStr(alertmanager)))}
     with Session(engine) as s:  # two rules see one accuracy drop: one incident, one Alertmanager alert
-        apply_signals(s, [fire(task="dosing", summary="dosing: score dropped below its baseline"),
-                          fire(task="dosing", rule=Rule.below_minimum, summary="dosing: below the approved minimum")],
-                      policy, clock())
+        apply_signals(
+            s,
+            [
+                fire(task="dosing", summary="dosing: score dropped below its baseline"),
+                fire(task="dosing", rule=Rule.below_minimum, summary="dosing: below the approved minimum"),
+            ],
+            policy,
+            clock(),
+        )
         s.commit()
     assert deliver_due(engine, channels, clock).delivered == 1
     wait_for(lambda: any(w["status"] == "firing" for w in got), 20, "a firing webhook from Alertmanager")
@@ -114,8 +143,10 @@ def test_alertmanager_receives_firing_then_resolved(engine: Engine, alertmanager
     assert alert["labels"]["alertname"] == "accuracy" and alert["labels"]["task"] == "dosing"
     assert alert["labels"]["severity"] == "critical" and alert["labels"]["incident"].isdigit()
     assert alert["annotations"]["summary"] == "dosing: score dropped below its baseline"
-    assert alert["annotations"]["signals"].splitlines() == ["[firing] dosing: score dropped below its baseline",
-                                                            "[firing] dosing: below the approved minimum"]
+    assert alert["annotations"]["signals"].splitlines() == [
+        "[firing] dosing: score dropped below its baseline",
+        "[firing] dosing: below the approved minimum",
+    ]
     assert alert["generatorURL"] == "http://127.0.0.1:8501/task?task=dosing"
     assert alert["endsAt"] == "0001-01-01T00:00:00Z"
 
@@ -125,12 +156,13 @@ def test_alertmanager_receives_firing_then_resolved(engine: Engine, alertmanager
         clock.advance(seconds=31)
         assert [n.event for n in flush(s, policy, clock())] == ["repeat"]
         clock.advance(seconds=10)
-        apply_signals(s, [clear(task="dosing"), clear(task="dosing", rule=Rule.below_minimum)], policy,
-                      clock())  # the incident closes: posted with endsAt
+        apply_signals(
+            s, [clear(task="dosing"), clear(task="dosing", rule=Rule.below_minimum)], policy, clock()
+        )  # the incident closes: posted with endsAt
         s.commit()
     assert deliver_due(engine, channels, clock).delivered == 2
     wait_for(lambda: any(w["status"] == "resolved" for w in got), 20, "a resolved webhook from Alertmanager")
     resolved = next(w for w in got if w["status"] == "resolved")
     (done,) = resolved["alerts"]
     assert done["fingerprint"] == alert["fingerprint"] and done["endsAt"] != "0001-01-01T00:00:00Z"
-    assert datetime.fromisoformat(done["endsAt"].replace("Z", "+00:00")) <= datetime.now(timezone.utc)
+    assert datetime.fromisoformat(done["endsAt"].replace("Z", "+00:00")) <= datetime.now(UTC)

@@ -10,22 +10,16 @@ import os
 import socket
 import threading
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import SecretStr
-from pytest_httpserver import HTTPServer
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
-from werkzeug import Request, Response
-
 from medmon.alerts import (
     CHANNEL_TYPES,
     Alert,
-    Incident,
     DeliveryError,
+    Incident,
     Notification,
     NotifyPolicy,
     NotifyReason,
@@ -38,17 +32,29 @@ from medmon.alerts import (
     deliver_due,
     resolve_incident,
 )
-from medmon.alerts.channels import PagerDutyChannel, PagerDutyConfig, SlackChannel, SlackConfig, TeamsChannel, TeamsConfig
+from medmon.alerts.channels import (
+    PagerDutyChannel,
+    PagerDutyConfig,
+    SlackChannel,
+    SlackConfig,
+    TeamsChannel,
+    TeamsConfig,
+)
 from medmon.alerts.dispatch import group_body
-from standardwebhooks import Webhook, WebhookVerificationError
-
 from medmon.alerts.incidents import incident_body
 from medmon.alerts.signing import verify
+from pydantic import SecretStr
+from pytest_httpserver import HTTPServer
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+from standardwebhooks import Webhook, WebhookVerificationError
+from werkzeug import Request, Response
+
 from tests.alerts.helpers import FakeClock, apply_signal, fire
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("MEDMON_UPDATE_SNAPSHOTS") == "1"
-NOW = datetime(2026, 11, 2, 9, 30, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 2, 9, 30, tzinfo=UTC)
 URL_TOKEN = "T0SECRET/B0SECRET/xoxSECRETtoken42"
 HMAC_SECRET = "hmac-SECRET-value-77"
 ROUTING_KEY = "R0UTINGKEYSECRET0123456789abcdef"
@@ -56,13 +62,30 @@ ROUTING_KEY = "R0UTINGKEYSECRET0123456789abcdef"
 
 def _alert(i: int, status: str, severity: Severity, metric: str, rule: str, summary: str) -> Alert:
     start = NOW - timedelta(hours=3 - i)
-    a = Alert(id=i, fingerprint=f"fp{i:014d}", group_key="production/dosing/accuracy", incident_id=7, task_id="dosing",
-              rule=rule, labels={"deployment": "production", "task": "dosing", "metric": metric, "rule": rule,
-                                 "benchmark": "medcalc_bench", "category": "Clinical Decision Support",
-                                 "cause": "accuracy"},
-              severity=severity, summary=summary, owner="Dr. Owner <owner@hospital.example>",
-              category="Clinical Decision Support", dashboard_url="http://127.0.0.1:8501/task?task=dosing",
-              evidence={"estimate": 0.61, "ci_low": 0.55, "ci_high": 0.67, "n": 120}, starts_at=start)
+    a = Alert(
+        id=i,
+        fingerprint=f"fp{i:014d}",
+        group_key="production/dosing/accuracy",
+        incident_id=7,
+        task_id="dosing",
+        rule=rule,
+        labels={
+            "deployment": "production",
+            "task": "dosing",
+            "metric": metric,
+            "rule": rule,
+            "benchmark": "medcalc_bench",
+            "category": "Clinical Decision Support",
+            "cause": "accuracy",
+        },
+        severity=severity,
+        summary=summary,
+        owner="Dr. Owner <owner@hospital.example>",
+        category="Clinical Decision Support",
+        dashboard_url="http://127.0.0.1:8501/task?task=dosing",
+        evidence={"estimate": 0.61, "ci_low": 0.55, "ci_high": 0.67, "n": 120},
+        starts_at=start,
+    )
     if status == "acknowledged":
         a.acknowledged_by, a.acknowledged_at, a.ack_note = "dr.owner@hospital.example", NOW, "reviewing <dose> & units"
     if status == "resolved":
@@ -72,16 +95,38 @@ def _alert(i: int, status: str, severity: Severity, metric: str, rule: str, summ
 
 def sample_notification() -> dict[str, Any]:
     """One accuracy incident of three signals: news first (a drop firing, a subgroup recovered)."""
-    alerts = [_alert(1, "firing", Severity.critical, "score", "drift_drop", "dosing: score dropped below its baseline"),
-              _alert(2, "acknowledged", Severity.warning, "score", "below_minimum",
-                     "dosing: recent score 0.61 is below the approved minimum 0.70"),
-              _alert(3, "resolved", Severity.warning, "score[sex=F]", "subgroup_drop",
-                     "dosing: score[sex=F] recovered")]
-    incident = Incident(id=7, key="production/dosing/accuracy", deployment="production", task_id="dosing",
-                        cause="accuracy", severity=Severity.critical, summary=alerts[0].summary,
-                        owner=alerts[0].owner, dashboard_url=alerts[0].dashboard_url, opened_at=NOW - timedelta(hours=2))
-    body = group_body("production/dosing/accuracy", "route", NotifyReason.new_firing, alerts,
-                      {"fp00000000000001", "fp00000000000003"}, NOW)
+    alerts = [
+        _alert(1, "firing", Severity.critical, "score", "drift_drop", "dosing: score dropped below its baseline"),
+        _alert(
+            2,
+            "acknowledged",
+            Severity.warning,
+            "score",
+            "below_minimum",
+            "dosing: recent score 0.61 is below the approved minimum 0.70",
+        ),
+        _alert(3, "resolved", Severity.warning, "score[sex=F]", "subgroup_drop", "dosing: score[sex=F] recovered"),
+    ]
+    incident = Incident(
+        id=7,
+        key="production/dosing/accuracy",
+        deployment="production",
+        task_id="dosing",
+        cause="accuracy",
+        severity=Severity.critical,
+        summary=alerts[0].summary,
+        owner=alerts[0].owner,
+        dashboard_url=alerts[0].dashboard_url,
+        opened_at=NOW - timedelta(hours=2),
+    )
+    body = group_body(
+        "production/dosing/accuracy",
+        "route",
+        NotifyReason.new_firing,
+        alerts,
+        {"fp00000000000001", "fp00000000000003"},
+        NOW,
+    )
     return body | {"incident": incident_body(incident, alerts)}
 
 
@@ -127,16 +172,17 @@ def test_every_channel_is_registered_documented_and_snapshotted() -> None:
 
 # --- conformance: secrets never reach errors, reprs or logs ---------------------------------------
 
+
 def _echo(request: Request) -> Response:
     """A receiver that fails and quotes back everything it was sent, secrets included."""
-    return Response(f"failed {request.full_path} {request.get_data(as_text=True)} {dict(request.headers)}",
-                    status=500)
+    return Response(f"failed {request.full_path} {request.get_data(as_text=True)} {dict(request.headers)}", status=500)
 
 
 @pytest.mark.parametrize("kind", sorted(CHANNEL_TYPES))
 @pytest.mark.parametrize("fault", ["echoing-500", "refused", "timeout"])
-def test_secrets_never_leak(kind: str, fault: str, httpserver: HTTPServer, caplog: pytest.LogCaptureFixture,
-                            engine: Engine, clock: FakeClock) -> None:
+def test_secrets_never_leak(
+    kind: str, fault: str, httpserver: HTTPServer, caplog: pytest.LogCaptureFixture, engine: Engine, clock: FakeClock
+) -> None:
     release = threading.Event()
 
     def hang(_: Request) -> Response:
@@ -167,8 +213,17 @@ def test_secrets_never_leak(kind: str, fault: str, httpserver: HTTPServer, caplo
     with Session(engine) as s:
         stored = s.exec(select(Notification)).one().last_error or ""
     config = channel.config
-    seen = [str(info.value), repr(info.value), repr(channel), repr(config), str(config), config.model_dump_json(),
-            stored, str(info.value.__cause__ or ""), str(info.value.__context__ or "")]
+    seen = [
+        str(info.value),
+        repr(info.value),
+        repr(channel),
+        repr(config),
+        str(config),
+        config.model_dump_json(),
+        stored,
+        str(info.value.__cause__ or ""),
+        str(info.value.__context__ or ""),
+    ]
     # Everything medmon and its HTTP stack logged, at DEBUG (the test receiver's own access log aside).
     seen += [r.getMessage() for r in caplog.records if not r.name.startswith("werkzeug")]
     for text in seen:
@@ -178,6 +233,7 @@ def test_secrets_never_leak(kind: str, fault: str, httpserver: HTTPServer, caplo
 
 
 # --- each service's answers, from a local receiver ---------------------------------------------------
+
 
 def test_slack_answers_ok_and_gets_blocks(httpserver: HTTPServer) -> None:
     got: list[dict[str, Any]] = []
@@ -196,15 +252,24 @@ def test_slack_answers_ok_and_gets_blocks(httpserver: HTTPServer) -> None:
     assert "&lt;dose&gt; &amp; units" in got[0]["blocks"][2]["text"]["text"]  # mrkdwn escaped
 
 
-@pytest.mark.parametrize(("status", "body", "headers", "error", "retry_after"), [
-    (400, "invalid_payload", {}, PermanentDeliveryError, None),
-    (403, "invalid_token", {}, PermanentDeliveryError, None),
-    (410, "channel_is_archived", {}, PermanentDeliveryError, None),
-    (429, "rate_limited", {"Retry-After": "30"}, RetryableDeliveryError, 30.0),
-    (500, "rollup_error", {}, RetryableDeliveryError, None),
-])
-def test_slack_errors(httpserver: HTTPServer, status: int, body: str, headers: dict[str, str],
-                      error: type[DeliveryError], retry_after: float | None) -> None:
+@pytest.mark.parametrize(
+    ("status", "body", "headers", "error", "retry_after"),
+    [
+        (400, "invalid_payload", {}, PermanentDeliveryError, None),
+        (403, "invalid_token", {}, PermanentDeliveryError, None),
+        (410, "channel_is_archived", {}, PermanentDeliveryError, None),
+        (429, "rate_limited", {"Retry-After": "30"}, RetryableDeliveryError, 30.0),
+        (500, "rollup_error", {}, RetryableDeliveryError, None),
+    ],
+)
+def test_slack_errors(
+    httpserver: HTTPServer,
+    status: int,
+    body: str,
+    headers: dict[str, str],
+    error: type[DeliveryError],
+    retry_after: float | None,
+) -> None:
     httpserver.expect_request("/services/x").respond_with_data(body, status=status, headers=headers)
     channel = SlackChannel(SlackConfig(name="slack", url=SecretStr(httpserver.url_for("/services/x"))))
     with pytest.raises(error) as info:
@@ -245,18 +310,27 @@ class PagerDutyMock:
         code = self.status(len(self.events))
         if event.get("routing_key") != ROUTING_KEY:
             code = 400
-        body = {"status": "success", "message": "Event processed", "dedup_key": event.get("dedup_key")} \
-            if code == 202 else {"status": "invalid event", "message": "Event object is invalid"}
-        return Response(json.dumps(body), status=code, content_type="application/json",
-                        headers={"Retry-After": "7"} if code == 429 else {})
+        body = (
+            {"status": "success", "message": "Event processed", "dedup_key": event.get("dedup_key")}
+            if code == 202
+            else {"status": "invalid event", "message": "Event object is invalid"}
+        )
+        return Response(
+            json.dumps(body),
+            status=code,
+            content_type="application/json",
+            headers={"Retry-After": "7"} if code == 429 else {},
+        )
 
 
-def test_pagerduty_trigger_acknowledge_resolve_share_the_incident_dedup_key(engine: Engine, clock: FakeClock,
-                                                                           httpserver: HTTPServer) -> None:
+def test_pagerduty_trigger_acknowledge_resolve_share_the_incident_dedup_key(
+    engine: Engine, clock: FakeClock, httpserver: HTTPServer
+) -> None:
     mock = PagerDutyMock()
     httpserver.expect_request("/v2/enqueue", method="POST").respond_with_handler(mock)
-    channel = PagerDutyChannel(PagerDutyConfig(name="pd", url=SecretStr(httpserver.url_for("/v2/enqueue")),
-                                               routing_key=SecretStr(ROUTING_KEY)))
+    channel = PagerDutyChannel(
+        PagerDutyConfig(name="pd", url=SecretStr(httpserver.url_for("/v2/enqueue")), routing_key=SecretStr(ROUTING_KEY))
+    )
     policy = NotifyPolicy(routes=(RouteSpec("pd"),))
     with Session(engine) as s:  # the drift detector and the approval minimum see one accuracy drop
         drift, minimum = apply_signals(s, [fire(), fire(rule="below_minimum")], policy, clock())
@@ -277,7 +351,10 @@ def test_pagerduty_trigger_acknowledge_resolve_share_the_incident_dedup_key(engi
     deliver_due(engine, {"pd": channel}, clock)
     key = f"medmon:production/dosing/accuracy#{incident_id}"
     assert [(e["event_action"], e["dedup_key"]) for e in mock.events] == [
-        ("trigger", key), ("acknowledge", key), ("resolve", key)]
+        ("trigger", key),
+        ("acknowledge", key),
+        ("resolve", key),
+    ]
     trigger = mock.events[0]
     assert trigger["payload"]["severity"] == "critical" and trigger["payload"]["component"] == "dosing"
     assert [d["rule"] for d in trigger["payload"]["custom_details"]["signals"]] == ["drift_drop", "below_minimum"]
@@ -287,14 +364,17 @@ def test_pagerduty_trigger_acknowledge_resolve_share_the_incident_dedup_key(engi
         assert all(n.status == "delivered" for n in s.exec(select(Notification)).all())
 
 
-@pytest.mark.parametrize(("status", "error", "retry_after"), [(400, PermanentDeliveryError, None),
-                                                              (429, RetryableDeliveryError, 7.0),
-                                                              (502, RetryableDeliveryError, None)])
-def test_pagerduty_errors(httpserver: HTTPServer, status: int, error: type[DeliveryError],
-                          retry_after: float | None) -> None:
+@pytest.mark.parametrize(
+    ("status", "error", "retry_after"),
+    [(400, PermanentDeliveryError, None), (429, RetryableDeliveryError, 7.0), (502, RetryableDeliveryError, None)],
+)
+def test_pagerduty_errors(
+    httpserver: HTTPServer, status: int, error: type[DeliveryError], retry_after: float | None
+) -> None:
     httpserver.expect_request("/v2/enqueue").respond_with_handler(PagerDutyMock(lambda _i: status))
-    channel = PagerDutyChannel(PagerDutyConfig(name="pd", url=SecretStr(httpserver.url_for("/v2/enqueue")),
-                                               routing_key=SecretStr(ROUTING_KEY)))
+    channel = PagerDutyChannel(
+        PagerDutyConfig(name="pd", url=SecretStr(httpserver.url_for("/v2/enqueue")), routing_key=SecretStr(ROUTING_KEY))
+    )
     with pytest.raises(error) as info:
         channel.send(channel.render(sample_notification()), idempotency_key="k")
     assert type(info.value) is error and info.value.retry_after == retry_after
@@ -307,7 +387,9 @@ def test_pagerduty_sends_only_news() -> None:
     legacy = sample_notification()
     del legacy["incident"]  # written before incidents existed: one event per alert that is news
     assert [(e["event_action"], e["dedup_key"]) for e in channel.render(legacy)] == [
-        ("trigger", "fp00000000000001"), ("resolve", "fp00000000000003")]
+        ("trigger", "fp00000000000001"),
+        ("resolve", "fp00000000000003"),
+    ]
     repeat = sample_notification() | {"alerts": [a | {"new": False} for a in sample_notification()["alerts"]]}
     assert channel.render(repeat) == []
 
@@ -332,8 +414,11 @@ def test_webhook_signature_verifies_over_the_exact_bytes(httpserver: HTTPServer)
     assert payload["group_key"] == "production/dosing/accuracy" and payload["incident"]["id"] == 7
     timestamp = int(headers["Webhook-Timestamp"])
     assert verify(raw, headers, HMAC_SECRET, now=timestamp) == "key-1"
-    for tampered_body, tampered in ((raw + b" ", headers), (raw, headers | {"Webhook-Id": "key-2"}),
-                                    (raw, headers | {"Webhook-Timestamp": str(timestamp - 1)})):
+    for tampered_body, tampered in (
+        (raw + b" ", headers),
+        (raw, headers | {"Webhook-Id": "key-2"}),
+        (raw, headers | {"Webhook-Timestamp": str(timestamp - 1)}),
+    ):
         with pytest.raises(WebhookVerificationError):
             stock.verify(tampered_body, tampered)
         assert verify(tampered_body, tampered, HMAC_SECRET, now=timestamp) is None
@@ -344,7 +429,8 @@ def test_webhook_secret_in_standard_form_verifies_with_the_stock_library(httpser
     secret = "whsec_" + base64.b64encode(b"\x00\x01 key bytes \xff").decode()
     got: list[tuple[bytes, dict[str, str]]] = []
     httpserver.expect_request("/hook").respond_with_handler(
-        lambda r: (got.append((r.get_data(), dict(r.headers))), Response("", status=204))[1])
+        lambda r: (got.append((r.get_data(), dict(r.headers))), Response("", status=204))[1]
+    )
     channel = make_channel("webhook", httpserver.url_for("/hook"), secret=SecretStr(secret))
     channel.send({"event": "firing"}, idempotency_key="msg-9")
     raw, headers = got[0]

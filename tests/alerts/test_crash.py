@@ -9,17 +9,17 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from medmon.alerts import Notification, NotificationStatus, NotifyPolicy, RouteSpec, apply_signals
+from medmon.alerts.receiver import create_receiver
+from medmon.monitor.service.webserver import RunningServer
+from medmon.monitor.storage import make_engine
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 
-from medmon.alerts import Notification, NotificationStatus, NotifyPolicy, RouteSpec, apply_signals
-from medmon.alerts.receiver import create_receiver
-from medmon.monitor.storage import make_engine
-from medmon.monitor.service.webserver import RunningServer
 from tests.alerts.helpers import FakeClock, clear, fire
 
 SECRET = "crash-test-secret"
@@ -37,7 +37,7 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
 
 def fill_outbox(engine: Engine) -> list[tuple[str, str]]:
     """30 tasks firing and recovering in turn: 600 notifications, 20 in each group's lane."""
-    clock = FakeClock(datetime.now(timezone.utc) - timedelta(days=1))
+    clock = FakeClock(datetime.now(UTC) - timedelta(days=1))
     policy = NotifyPolicy(routes=(RouteSpec("hook"),))
     with Session(engine) as s:
         for r in range(ROUNDS):
@@ -51,8 +51,13 @@ def fill_outbox(engine: Engine) -> list[tuple[str, str]]:
 
 def delivered(engine: Engine) -> int:
     with Session(engine) as s:
-        return int(s.exec(select(func.count()).select_from(Notification)
-                          .where(Notification.status == NotificationStatus.delivered)).one())
+        return int(
+            s.exec(
+                select(func.count())
+                .select_from(Notification)
+                .where(Notification.status == NotificationStatus.delivered)
+            ).one()
+        )
 
 
 def worker(db_url: str, url: str) -> subprocess.Popen[bytes]:
@@ -62,8 +67,9 @@ def worker(db_url: str, url: str) -> subprocess.Popen[bytes]:
 
 @pytest.mark.slow
 @pytest.mark.process
-def test_sigkill_mid_delivery_loses_nothing_and_duplicates_nothing(tmp_path: Path, db_url: str,
-                                                                   serve: Callable[[object], RunningServer]) -> None:
+def test_sigkill_mid_delivery_loses_nothing_and_duplicates_nothing(
+    tmp_path: Path, db_url: str, serve: Callable[[object], RunningServer]
+) -> None:
     engine = make_engine(db_url)
     expected = fill_outbox(engine)
     assert len(expected) == GROUPS * ROUNDS

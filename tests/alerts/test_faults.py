@@ -9,24 +9,17 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from medmon.alerts import DeliveryPolicy, Notification, NotificationStatus, NotifyPolicy, WebhookChannel, deliver_due
+from medmon.alerts.channels import WebhookConfig
 from pydantic import SecretStr
 from pytest_httpserver import HTTPServer
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from werkzeug import Request, Response
 
-from medmon.alerts import (
-    DeliveryPolicy,
-    Notification,
-    NotificationStatus,
-    NotifyPolicy,
-    WebhookChannel,
-    deliver_due,
-)
-from medmon.alerts.channels import WebhookConfig
 from tests.alerts.helpers import FakeClock, apply_signal, fire
 
 
@@ -34,8 +27,9 @@ def webhook(url: str, timeout_s: float = 5.0) -> WebhookChannel:
     return WebhookChannel(WebhookConfig(name="hook", url=SecretStr(url), timeout_s=timeout_s))
 
 
-def one_pass(engine: Engine, url: str, clock: FakeClock, policy: NotifyPolicy, *, timeout_s: float = 5.0
-             ) -> Notification:
+def one_pass(
+    engine: Engine, url: str, clock: FakeClock, policy: NotifyPolicy, *, timeout_s: float = 5.0
+) -> Notification:
     with Session(engine) as s:
         apply_signal(s, fire(), policy, clock())
         s.commit()
@@ -44,8 +38,9 @@ def one_pass(engine: Engine, url: str, clock: FakeClock, policy: NotifyPolicy, *
         return s.exec(select(Notification)).one()
 
 
-def test_500_is_retried_with_backoff(engine: Engine, policy: NotifyPolicy, clock: FakeClock,
-                                     httpserver: HTTPServer) -> None:
+def test_500_is_retried_with_backoff(
+    engine: Engine, policy: NotifyPolicy, clock: FakeClock, httpserver: HTTPServer
+) -> None:
     httpserver.expect_request("/hook").respond_with_data("internal error", status=500)
     n = one_pass(engine, httpserver.url_for("/hook"), clock, policy)
     assert (n.status, n.attempts) == (NotificationStatus.pending, 1)
@@ -54,10 +49,11 @@ def test_500_is_retried_with_backoff(engine: Engine, policy: NotifyPolicy, clock
 
 
 @pytest.mark.parametrize("form", ["seconds", "http-date"])
-def test_429_retry_after_is_honoured(engine: Engine, policy: NotifyPolicy, clock: FakeClock, httpserver: HTTPServer,
-                                     form: str) -> None:
+def test_429_retry_after_is_honoured(
+    engine: Engine, policy: NotifyPolicy, clock: FakeClock, httpserver: HTTPServer, form: str
+) -> None:
     # An HTTP date counts from the response's own Date header (the receiver's clock, not ours).
-    later = email.utils.format_datetime(datetime.now(timezone.utc) + timedelta(seconds=120), usegmt=True)
+    later = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=120), usegmt=True)
     headers = {"Retry-After": "120" if form == "seconds" else later}
     httpserver.expect_request("/hook").respond_with_data("slow down", status=429, headers=headers)
     n = one_pass(engine, httpserver.url_for("/hook"), clock, policy)
@@ -72,8 +68,9 @@ def test_400_is_permanent(engine: Engine, policy: NotifyPolicy, clock: FakeClock
     assert (n.status, n.last_error) == (NotificationStatus.dead, "hook: receiver answered HTTP 400: invalid_payload")
 
 
-def test_receiver_hanging_past_the_timeout(engine: Engine, policy: NotifyPolicy, clock: FakeClock,
-                                           httpserver: HTTPServer) -> None:
+def test_receiver_hanging_past_the_timeout(
+    engine: Engine, policy: NotifyPolicy, clock: FakeClock, httpserver: HTTPServer
+) -> None:
     release = threading.Event()
 
     def hang(_: Request) -> Response:
@@ -116,14 +113,17 @@ def closing_server() -> Iterator[str]:
     sock.close()
 
 
-def test_receiver_closing_the_connection(engine: Engine, policy: NotifyPolicy, clock: FakeClock,
-                                         closing_server: str) -> None:
+def test_receiver_closing_the_connection(
+    engine: Engine, policy: NotifyPolicy, clock: FakeClock, closing_server: str
+) -> None:
     n = one_pass(engine, closing_server, clock, policy)
     assert n.status == NotificationStatus.pending and n.attempts == 1
     # Closed after reading (RemoteProtocolError) or reset with the body still unread (ReadError):
     # either way the receiver was not reached and the notification waits for its retry.
-    assert n.last_error in ("hook: cannot reach receiver (RemoteProtocolError)",
-                            "hook: cannot reach receiver (ReadError)")
+    assert n.last_error in (
+        "hook: cannot reach receiver (RemoteProtocolError)",
+        "hook: cannot reach receiver (ReadError)",
+    )
 
 
 def test_connection_refused(engine: Engine, policy: NotifyPolicy, clock: FakeClock) -> None:

@@ -9,9 +9,6 @@ import random
 from datetime import timedelta
 
 import pytest
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
-
 from medmon.alerts import (
     Alert,
     Escalation,
@@ -26,6 +23,9 @@ from medmon.alerts import (
     apply_signals,
     flush,
 )
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
 from tests.alerts.helpers import FakeClock, apply_signal, clear, fire
 
 
@@ -46,8 +46,9 @@ def test_group_wait_collects_alerts_into_one_notification(engine: Engine, clock:
         assert {a["labels"]["rule"] for a in out[0].payload["alerts"]} == {"drift_drop", "below_minimum"}
 
 
-def test_group_interval_holds_news_then_sends_it_together(engine: Engine, policy: NotifyPolicy,
-                                                          clock: FakeClock) -> None:
+def test_group_interval_holds_news_then_sends_it_together(
+    engine: Engine, policy: NotifyPolicy, clock: FakeClock
+) -> None:
     with Session(engine) as s:
         apply_signal(s, fire(metric="score"), policy, clock())
         for metric in ["score[sex=F]", "score[sex=M]", "score[age=65+]"]:  # one a minute, one incident
@@ -60,8 +61,7 @@ def test_group_interval_holds_news_then_sends_it_together(engine: Engine, policy
         assert [a["new"] for a in out[0].payload["alerts"]] == [True, True, True, False]  # news listed first
 
 
-def test_repeat_until_acknowledged_then_ack_is_notified(engine: Engine, policy: NotifyPolicy,
-                                                        clock: FakeClock) -> None:
+def test_repeat_until_acknowledged_then_ack_is_notified(engine: Engine, policy: NotifyPolicy, clock: FakeClock) -> None:
     with Session(engine) as s:
         alert = apply_signal(s, fire(), policy, clock())
         assert alert is not None and alert.id is not None
@@ -78,8 +78,7 @@ def test_repeat_until_acknowledged_then_ack_is_notified(engine: Engine, policy: 
         assert flush(s, policy, clock()) == []  # acknowledged: no more repeats
 
 
-def test_resolved_is_sent_once_to_routes_that_were_told(engine: Engine, policy: NotifyPolicy,
-                                                        clock: FakeClock) -> None:
+def test_resolved_is_sent_once_to_routes_that_were_told(engine: Engine, policy: NotifyPolicy, clock: FakeClock) -> None:
     with Session(engine) as s:
         apply_signal(s, fire(), policy, clock())
         clock.advance(hours=1)
@@ -90,19 +89,31 @@ def test_resolved_is_sent_once_to_routes_that_were_told(engine: Engine, policy: 
 
 
 def test_routes_matchers_and_fallback(engine: Engine, clock: FakeClock) -> None:
-    policy = NotifyPolicy(routes=(RouteSpec("pager", matchers=(Matcher.parse("severity=critical"),)),
-                                  RouteSpec("oncall", matchers=(Matcher.parse("task=~never-.*"),))),
-                          fallback_route="oncall")
+    policy = NotifyPolicy(
+        routes=(
+            RouteSpec("pager", matchers=(Matcher.parse("severity=critical"),)),
+            RouteSpec("oncall", matchers=(Matcher.parse("task=~never-.*"),)),
+        ),
+        fallback_route="oncall",
+    )
     with Session(engine) as s:
-        apply_signals(s, [fire(task="dosing", severity=Severity.critical),
-                          fire(task="billing", severity=Severity.warning)], policy, clock())
-        assert sorted((n.route, n.group_key) for n in rows(s)) == [("oncall", "production/billing/accuracy"),
-                                                                    ("pager", "production/dosing/accuracy")]
+        apply_signals(
+            s,
+            [fire(task="dosing", severity=Severity.critical), fire(task="billing", severity=Severity.warning)],
+            policy,
+            clock(),
+        )
+        assert sorted((n.route, n.group_key) for n in rows(s)) == [
+            ("oncall", "production/billing/accuracy"),
+            ("pager", "production/dosing/accuracy"),
+        ]
 
 
 def test_unacknowledged_critical_escalates_once(engine: Engine, clock: FakeClock) -> None:
-    policy = NotifyPolicy(routes=(RouteSpec("slack"), RouteSpec("pagerduty")),
-                          escalation=Escalation(after=timedelta(minutes=30), route="pagerduty"))
+    policy = NotifyPolicy(
+        routes=(RouteSpec("slack"), RouteSpec("pagerduty")),
+        escalation=Escalation(after=timedelta(minutes=30), route="pagerduty"),
+    )
     with Session(engine) as s:
         crit = apply_signal(s, fire(task="dosing", severity=Severity.critical), policy, clock())
         warn = apply_signal(s, fire(task="billing", severity=Severity.warning), policy, clock())
@@ -112,8 +123,9 @@ def test_unacknowledged_critical_escalates_once(engine: Engine, clock: FakeClock
         assert flush(s, policy, clock()) == []
         clock.advance(minutes=1)
         out = flush(s, policy, clock())
-        assert [(n.route, n.event, n.group_key) for n in out] == [("pagerduty", "escalated",
-                                                                                   "production/dosing/accuracy")]
+        assert [(n.route, n.event, n.group_key) for n in out] == [
+            ("pagerduty", "escalated", "production/dosing/accuracy")
+        ]
         assert crit.escalated_to == "pagerduty" and warn.escalated_at is None
         assert "escalated to route pagerduty" in alert_history(s, crit.id)[-1].note
         clock.advance(hours=1)
@@ -121,8 +133,10 @@ def test_unacknowledged_critical_escalates_once(engine: Engine, clock: FakeClock
 
 
 def test_acknowledged_critical_does_not_escalate(engine: Engine, clock: FakeClock) -> None:
-    policy = NotifyPolicy(routes=(RouteSpec("slack"), RouteSpec("pagerduty")),
-                          escalation=Escalation(after=timedelta(minutes=30), route="pagerduty"))
+    policy = NotifyPolicy(
+        routes=(RouteSpec("slack"), RouteSpec("pagerduty")),
+        escalation=Escalation(after=timedelta(minutes=30), route="pagerduty"),
+    )
     with Session(engine) as s:
         crit = apply_signal(s, fire(severity=Severity.critical), policy, clock())
         assert crit is not None and crit.id is not None
@@ -142,8 +156,16 @@ def test_truncation_lists_max_alerts_and_counts_all(engine: Engine, clock: FakeC
         assert n.payload["counts"] == {"firing": 12, "acknowledged": 0, "resolved": 0}
 
 
-def _burst(session: Session, policy: NotifyPolicy, clock: FakeClock, tasks: int, metrics: int, total: int,
-           seconds: float, rng: random.Random) -> None:
+def _burst(
+    session: Session,
+    policy: NotifyPolicy,
+    clock: FakeClock,
+    tasks: int,
+    metrics: int,
+    total: int,
+    seconds: float,
+    rng: random.Random,
+) -> None:
     """``total`` findings (some clearing) over ``seconds``, in batches of 100 like probe runs."""
     start = clock()
     batch = 100
@@ -152,14 +174,16 @@ def _burst(session: Session, policy: NotifyPolicy, clock: FakeClock, tasks: int,
         signals = []
         for _ in range(batch):
             task, metric = f"task-{rng.randrange(tasks)}", f"m{rng.randrange(metrics)}"
-            signals.append(fire(task=task, metric=metric, rule="drift_drop", estimate=rng.random())
-                           if rng.random() < 0.8 else clear(task=task, metric=metric, rule="drift_drop"))
+            signals.append(
+                fire(task=task, metric=metric, rule="drift_drop", estimate=rng.random())
+                if rng.random() < 0.8
+                else clear(task=task, metric=metric, rule="drift_drop")
+            )
         apply_signals(session, signals, policy, clock())
 
 
 @pytest.mark.slow
-def test_burst_of_10000_findings_in_a_minute_is_bounded(engine: Engine, policy: NotifyPolicy,
-                                                         clock: FakeClock) -> None:
+def test_burst_of_10000_findings_in_a_minute_is_bounded(engine: Engine, policy: NotifyPolicy, clock: FakeClock) -> None:
     tasks, tail = 20, timedelta(minutes=11)
     start = clock()
     with Session(engine) as s:
@@ -180,14 +204,19 @@ def test_burst_of_10000_findings_in_a_minute_is_bounded(engine: Engine, policy: 
 
 
 @pytest.mark.slow
-def test_burst_of_distinct_alerts_for_one_task_is_one_message_per_interval(engine: Engine, policy: NotifyPolicy,
-                                                                           clock: FakeClock) -> None:
+def test_burst_of_distinct_alerts_for_one_task_is_one_message_per_interval(
+    engine: Engine, policy: NotifyPolicy, clock: FakeClock
+) -> None:
     with Session(engine) as s:
         start = clock()
         for b in range(20):  # 2,000 different alerts for one task within 12 seconds
             clock.t = start + timedelta(seconds=0.6 * b)
-            apply_signals(s, [fire(metric=f"score[item={b * 100 + i}]", rule="subgroup_drop") for i in range(100)],
-                          policy, clock())
+            apply_signals(
+                s,
+                [fire(metric=f"score[item={b * 100 + i}]", rule="subgroup_drop") for i in range(100)],
+                policy,
+                clock(),
+            )
         clock.t = start + timedelta(minutes=5)
         flush(s, policy, clock())
         sent = rows(s)

@@ -7,9 +7,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
-
 from medmon.alerts import (
     AlertStatus,
     Notification,
@@ -25,21 +22,36 @@ from medmon.alerts import (
     silence_incident,
     status_of,
 )
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
 from tests.alerts.helpers import FakeClock, clear, fire
 
-ACCURACY_DROP = [fire(metric="score"), fire(rule="below_minimum"),
-                 *(fire(metric=f"score[{g}]", rule="subgroup_drop") for g in ("sex=F", "sex=M", "age=65+"))]
+ACCURACY_DROP = [
+    fire(metric="score"),
+    fire(rule="below_minimum"),
+    *(fire(metric=f"score[{g}]", rule="subgroup_drop") for g in ("sex=F", "sex=M", "age=65+")),
+]
 
 
 def notifications(session: Session) -> list[Notification]:
     return list(session.exec(select(Notification).order_by(Notification.id)).all())
 
 
-def test_one_accuracy_drop_is_one_incident_whatever_the_number_of_signals(engine: Engine, policy: NotifyPolicy,
-                                                                          clock: FakeClock) -> None:
+def test_one_accuracy_drop_is_one_incident_whatever_the_number_of_signals(
+    engine: Engine, policy: NotifyPolicy, clock: FakeClock
+) -> None:
     with Session(engine) as s:
-        alerts = apply_signals(s, [*ACCURACY_DROP, fire(metric="cost", rule="cost_over_budget"),
-                                   fire(metric="gap[sex=F]", rule="subgroup_gap")], policy, clock())
+        alerts = apply_signals(
+            s,
+            [
+                *ACCURACY_DROP,
+                fire(metric="cost", rule="cost_over_budget"),
+                fire(metric="gap[sex=F]", rule="subgroup_gap"),
+            ],
+            policy,
+            clock(),
+        )
         s.commit()
         incidents = open_incidents(s)
         assert sorted(i.cause for i in incidents) == ["accuracy", "cost", "subgroup_gap"]
@@ -49,14 +61,18 @@ def test_one_accuracy_drop_is_one_incident_whatever_the_number_of_signals(engine
         assert len(incident_members(s, accuracy.id or 0)) == 5
         sent = notifications(s)
         assert sorted((n.group_key, n.alert_count) for n in sent) == [
-            ("production/dosing/accuracy", 5), ("production/dosing/cost", 1), ("production/dosing/subgroup_gap", 1)]
+            ("production/dosing/accuracy", 5),
+            ("production/dosing/cost", 1),
+            ("production/dosing/subgroup_gap", 1),
+        ]
         body = next(n.payload for n in sent if n.group_key.endswith("/accuracy"))
         assert body["incident"]["id"] == accuracy.id and body["incident"]["title"] == "dosing: accuracy"
         assert body["incident"]["open_members"] == 5 and body["incident"]["runbook"].startswith("Check whether")
 
 
-def test_one_acknowledgement_covers_every_member_and_those_that_join_later(engine: Engine, policy: NotifyPolicy,
-                                                                          clock: FakeClock) -> None:
+def test_one_acknowledgement_covers_every_member_and_those_that_join_later(
+    engine: Engine, policy: NotifyPolicy, clock: FakeClock
+) -> None:
     with Session(engine) as s:
         apply_signals(s, ACCURACY_DROP[:4], policy, clock())
         (incident,) = open_incidents(s)
@@ -81,7 +97,8 @@ def test_one_acknowledgement_covers_every_member_and_those_that_join_later(engin
 
 
 def test_resolving_the_incident_resolves_every_member_and_a_return_opens_a_new_one(
-        engine: Engine, policy: NotifyPolicy, clock: FakeClock) -> None:
+    engine: Engine, policy: NotifyPolicy, clock: FakeClock
+) -> None:
     with Session(engine) as s:
         apply_signals(s, ACCURACY_DROP, policy, clock())
         (incident,) = open_incidents(s)
@@ -106,8 +123,9 @@ def test_resolving_the_incident_resolves_every_member_and_a_return_opens_a_new_o
         assert [a.rule for a in incident_members(s, again.id or 0)] == ["drift_drop"]
 
 
-def test_an_incident_closes_by_itself_when_its_last_member_recovers(engine: Engine, policy: NotifyPolicy,
-                                                                    clock: FakeClock) -> None:
+def test_an_incident_closes_by_itself_when_its_last_member_recovers(
+    engine: Engine, policy: NotifyPolicy, clock: FakeClock
+) -> None:
     with Session(engine) as s:
         apply_signals(s, ACCURACY_DROP[:2], policy, clock())
         (incident,) = open_incidents(s)
@@ -121,13 +139,15 @@ def test_an_incident_closes_by_itself_when_its_last_member_recovers(engine: Engi
         assert open_incidents(s) == []
 
 
-def test_silencing_an_incident_mutes_every_member_including_new_ones(engine: Engine, policy: NotifyPolicy,
-                                                                     clock: FakeClock) -> None:
+def test_silencing_an_incident_mutes_every_member_including_new_ones(
+    engine: Engine, policy: NotifyPolicy, clock: FakeClock
+) -> None:
     with Session(engine) as s:
         apply_signals(s, [*ACCURACY_DROP[:2], fire(metric="cost", rule="cost_over_budget")], policy, clock())
         accuracy = next(i for i in open_incidents(s) if i.cause == "accuracy")
-        silence_incident(s, accuracy.id or 0, "dr.owner", "vendor fix due tomorrow", clock() + timedelta(days=1),
-                         clock())
+        silence_incident(
+            s, accuracy.id or 0, "dr.owner", "vendor fix due tomorrow", clock() + timedelta(days=1), clock()
+        )
         apply_signals(s, ACCURACY_DROP[2:3], policy, clock())
         s.commit()
         silences = active_silences(s, clock())

@@ -6,9 +6,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, func, select
-
 from medmon.alerts import (
     Alert,
     AlertStatus,
@@ -23,6 +20,9 @@ from medmon.alerts import (
     resolve,
     status_of,
 )
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, func, select
+
 from tests.alerts.helpers import FakeClock, apply_signal, clear, fire
 
 
@@ -62,8 +62,11 @@ def test_fire_resolve_refire_history(engine: Engine, policy: NotifyPolicy, clock
         s.commit()
         assert alert.status == AlertStatus.firing and alert.ends_at is None and alert.starts_at == clock()
         history = [(e.from_status, e.to_status, e.actor) for e in alert_history(s, alert.id)]
-        assert history == [(None, "firing", "medmon"), ("firing", "resolved", "medmon"),
-                           ("resolved", "firing", "medmon")]
+        assert history == [
+            (None, "firing", "medmon"),
+            ("firing", "resolved", "medmon"),
+            ("resolved", "firing", "medmon"),
+        ]
 
 
 def test_acknowledge_records_who_when_note(engine: Engine, policy: NotifyPolicy, clock: FakeClock) -> None:
@@ -75,10 +78,18 @@ def test_acknowledge_records_who_when_note(engine: Engine, policy: NotifyPolicy,
         s.commit()
         assert alert.status == AlertStatus.acknowledged
         assert (alert.acknowledged_by, alert.acknowledged_at, alert.ack_note) == (
-            "dr.owner@hospital.example", clock(), "checking the dosing pack")
+            "dr.owner@hospital.example",
+            clock(),
+            "checking the dosing pack",
+        )
         last = alert_history(s, alert.id)[-1]
         assert (last.from_status, last.to_status, last.actor, last.at, last.note) == (
-            "firing", "acknowledged", "dr.owner@hospital.example", clock(), "checking the dosing pack")
+            "firing",
+            "acknowledged",
+            "dr.owner@hospital.example",
+            clock(),
+            "checking the dosing pack",
+        )
 
 
 def test_acknowledge_errors(engine: Engine, policy: NotifyPolicy, clock: FakeClock) -> None:
@@ -94,8 +105,9 @@ def test_acknowledge_errors(engine: Engine, policy: NotifyPolicy, clock: FakeClo
             acknowledge(s, alert.id, "b", "n", clock())
 
 
-def test_person_resolves_with_reason_and_receivers_are_told(engine: Engine, policy: NotifyPolicy,
-                                                            clock: FakeClock) -> None:
+def test_person_resolves_with_reason_and_receivers_are_told(
+    engine: Engine, policy: NotifyPolicy, clock: FakeClock
+) -> None:
     with Session(engine) as s:
         alert = apply_signal(s, fire(), policy, clock())
         assert alert is not None and alert.id is not None
@@ -103,7 +115,10 @@ def test_person_resolves_with_reason_and_receivers_are_told(engine: Engine, poli
         resolve(s, alert.id, "dr.owner@hospital.example", "pack was mislabelled; fixed", policy, clock())
         s.commit()
         assert (alert.resolved_by, alert.resolve_reason, alert.ends_at) == (
-            "dr.owner@hospital.example", "pack was mislabelled; fixed", clock())
+            "dr.owner@hospital.example",
+            "pack was mislabelled; fixed",
+            clock(),
+        )
         events = [n.event for n in s.exec(select(Notification).order_by(Notification.id)).all()]
         assert events == ["firing", "resolved"]
         with pytest.raises(ValueError, match="already resolved"):
@@ -120,8 +135,9 @@ def test_resolve_needs_a_reason(engine: Engine, policy: NotifyPolicy, clock: Fak
             resolve(s, 12345, "x", "r", None, clock())
 
 
-def test_resolve_without_routes_is_notified_by_the_next_flush(engine: Engine, policy: NotifyPolicy,
-                                                              clock: FakeClock) -> None:
+def test_resolve_without_routes_is_notified_by_the_next_flush(
+    engine: Engine, policy: NotifyPolicy, clock: FakeClock
+) -> None:
     with Session(engine) as s:
         alert = apply_signal(s, fire(), policy, clock())
         assert alert is not None and alert.id is not None
@@ -152,16 +168,28 @@ def test_open_alerts_newest_first(engine: Engine, policy: NotifyPolicy, clock: F
         assert [a.task_id for a in open_alerts(s)] == ["c", "b"]
 
 
-def test_one_probe_findings_make_one_notification_per_incident(engine: Engine, policy: NotifyPolicy,
-                                                               clock: FakeClock) -> None:
+def test_one_probe_findings_make_one_notification_per_incident(
+    engine: Engine, policy: NotifyPolicy, clock: FakeClock
+) -> None:
     with Session(engine) as s:
-        apply_signals(s, [fire(metric="score"), fire(rule="below_minimum"),
-                          fire(metric="cost", rule="cost_over_budget"), fire(task="triage")], policy, clock())
+        apply_signals(
+            s,
+            [
+                fire(metric="score"),
+                fire(rule="below_minimum"),
+                fire(metric="cost", rule="cost_over_budget"),
+                fire(task="triage"),
+            ],
+            policy,
+            clock(),
+        )
         s.commit()
         rows = s.exec(select(Notification).order_by(Notification.group_key)).all()
-        assert [(n.group_key, n.alert_count) for n in rows] == [("production/dosing/accuracy", 2),
-                                                                ("production/dosing/cost", 1),
-                                                                ("production/triage/accuracy", 1)]
+        assert [(n.group_key, n.alert_count) for n in rows] == [
+            ("production/dosing/accuracy", 2),
+            ("production/dosing/cost", 1),
+            ("production/triage/accuracy", 1),
+        ]
 
 
 def test_clock_in_the_record_is_the_injected_one(engine: Engine, policy: NotifyPolicy, clock: FakeClock) -> None:

@@ -9,12 +9,6 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from pydantic import SecretStr
-from pytest_httpserver import HTTPServer
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
-from werkzeug import Request, Response
-
 from medmon.alerts import (
     DeliveryPolicy,
     Notification,
@@ -28,14 +22,23 @@ from medmon.alerts import (
 from medmon.alerts.channels import WebhookConfig
 from medmon.alerts.receiver import create_receiver
 from medmon.monitor.service.webserver import RunningServer, serve_in_thread
+from pydantic import SecretStr
+from pytest_httpserver import HTTPServer
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+from werkzeug import Request, Response
+
 from tests.alerts.helpers import FakeClock, apply_signal, clear, fire
 
 SECRET = "outbox-test-secret"
 
 
 def webhook(url: str, *, secret: str | None = None, timeout_s: float = 5.0) -> WebhookChannel:
-    return WebhookChannel(WebhookConfig(name="hook", url=SecretStr(url), timeout_s=timeout_s,
-                                        secret=SecretStr(secret) if secret else None))
+    return WebhookChannel(
+        WebhookConfig(
+            name="hook", url=SecretStr(url), timeout_s=timeout_s, secret=SecretStr(secret) if secret else None
+        )
+    )
 
 
 def free_port() -> int:
@@ -69,8 +72,9 @@ def test_default_retries_outlast_a_one_hour_outage() -> None:
         DeliveryPolicy(max_attempts=0)
 
 
-def test_dead_letter_after_n_attempts_then_requeue(engine: Engine, policy: NotifyPolicy, clock: FakeClock,
-                                                    httpserver: HTTPServer) -> None:
+def test_dead_letter_after_n_attempts_then_requeue(
+    engine: Engine, policy: NotifyPolicy, clock: FakeClock, httpserver: HTTPServer
+) -> None:
     httpserver.expect_request("/hook").respond_with_data("try later", status=503)
     channels = {"hook": webhook(httpserver.url_for("/hook"))}
     retry = DeliveryPolicy(max_attempts=3, base_delay_s=1, max_delay_s=4, rng=random.Random(1))
@@ -87,8 +91,7 @@ def test_dead_letter_after_n_attempts_then_requeue(engine: Engine, policy: Notif
         assert dead.id is not None
         requeue(s, dead.id, "ops@hospital.example", "receiver fixed", clock())
         s.commit()
-        assert (dead.status, dead.attempts, dead.requeued_by) == (NotificationStatus.pending, 0,
-                                                                  "ops@hospital.example")
+        assert (dead.status, dead.attempts, dead.requeued_by) == (NotificationStatus.pending, 0, "ops@hospital.example")
     httpserver.clear()
     httpserver.expect_request("/hook").respond_with_data("", status=204)
     assert deliver_due(engine, channels, clock, retry).delivered == 1
@@ -108,8 +111,9 @@ def test_requeue_errors(engine: Engine, policy: NotifyPolicy, clock: FakeClock) 
             requeue(s, n.id, "ops", "n", clock())
 
 
-def test_permanent_error_dead_at_once_and_lane_moves_on(engine: Engine, policy: NotifyPolicy, clock: FakeClock,
-                                                         httpserver: HTTPServer) -> None:
+def test_permanent_error_dead_at_once_and_lane_moves_on(
+    engine: Engine, policy: NotifyPolicy, clock: FakeClock, httpserver: HTTPServer
+) -> None:
     calls: list[str] = []
 
     def handler(request: Request) -> Response:
@@ -136,21 +140,30 @@ def test_unknown_route_is_a_dead_letter(engine: Engine, policy: NotifyPolicy, cl
         assert dead_letters(s)[0].last_error == "no channel configured for route 'hook'"
 
 
-def _deliver_until(engine: Engine, channels: dict[str, WebhookChannel], clock: FakeClock, until: Callable[[], bool],
-                   policy: DeliveryPolicy, limit_s: float) -> None:
+def _deliver_until(
+    engine: Engine,
+    channels: dict[str, WebhookChannel],
+    clock: FakeClock,
+    until: Callable[[], bool],
+    policy: DeliveryPolicy,
+    limit_s: float,
+) -> None:
     """Run delivery passes, jumping the clock to the next retry that is due, like a scheduler ticking."""
     end = clock() + timedelta(seconds=limit_s)
     while not until() and clock() < end:
         deliver_due(engine, channels, clock, policy)
         with Session(engine) as s:
-            due = s.exec(select(Notification.next_attempt_at).where(
-                Notification.status == NotificationStatus.pending, Notification.next_attempt_at > clock())
-                .order_by(col(Notification.next_attempt_at))).first()
+            due = s.exec(
+                select(Notification.next_attempt_at)
+                .where(Notification.status == NotificationStatus.pending, Notification.next_attempt_at > clock())
+                .order_by(col(Notification.next_attempt_at))
+            ).first()
         clock.t = max(clock() + timedelta(seconds=1), due if due is not None else clock())
 
 
-def test_receiver_down_for_an_hour_gets_everything_in_order(engine: Engine, policy: NotifyPolicy,
-                                                            clock: FakeClock) -> None:
+def test_receiver_down_for_an_hour_gets_everything_in_order(
+    engine: Engine, policy: NotifyPolicy, clock: FakeClock
+) -> None:
     port = free_port()  # nothing listens here for the first hour: connections are refused
     channels = {"hook": webhook(f"http://127.0.0.1:{port}/alerts", secret=SECRET)}
     retry = DeliveryPolicy(rng=random.Random(7))
@@ -163,8 +176,10 @@ def test_receiver_down_for_an_hour_gets_everything_in_order(engine: Engine, poli
         clock.advance(minutes=20)
         apply_signal(s, fire(task="triage"), policy, clock())
         s.commit()
-        expected = [(n.group_key, n.event, n.idempotency_key)
-                    for n in s.exec(select(Notification).order_by(Notification.id)).all()]
+        expected = [
+            (n.group_key, n.event, n.idempotency_key)
+            for n in s.exec(select(Notification).order_by(Notification.id)).all()
+        ]
     clock.t = start
     _deliver_until(engine, channels, clock, lambda: False, retry, limit_s=3600)
     with Session(engine) as s:

@@ -7,9 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 import medmon.alerts
+import pytest
 
 PACKAGE = Path(medmon.alerts.__file__).parent
 ALLOWED = {"medmon.db", "medmon.errors"}

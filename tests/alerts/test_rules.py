@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-
 from medmon.alerts import Estimate, Rule, Severity, fingerprint, severity_for
 from medmon.alerts.rules import (
     Impact,
@@ -19,36 +18,55 @@ from medmon.alerts.rules import (
     severity_of,
     stale,
 )
+
 from tests.alerts.helpers import T0, subject
 
 
-@pytest.mark.parametrize(("tier", "override", "expected"), [
-    ("high", None, Severity.critical), ("medium", None, Severity.warning), ("low", None, Severity.info),
-    ("high", "warning", Severity.warning), ("low", "critical", Severity.critical),
-])
-def test_severity_follows_risk_tier_unless_the_task_overrides(tier: str, override: str | None,
-                                                             expected: Severity) -> None:
+@pytest.mark.parametrize(
+    ("tier", "override", "expected"),
+    [
+        ("high", None, Severity.critical),
+        ("medium", None, Severity.warning),
+        ("low", None, Severity.info),
+        ("high", "warning", Severity.warning),
+        ("low", "critical", Severity.critical),
+    ],
+)
+def test_severity_follows_risk_tier_unless_the_task_overrides(
+    tier: str, override: str | None, expected: Severity
+) -> None:
     assert severity_for(tier, override) == expected
 
 
-@pytest.mark.parametrize(("impact", "task", "expected"), [
-    (Impact.quality, Severity.critical, Severity.critical),  # a dosing task's score: pages
-    (Impact.quality, Severity.warning, Severity.warning),  # an admin task's score: a warning
-    (Impact.operational, Severity.critical, Severity.warning),  # cost, latency, failures: at most warning
-    (Impact.operational, Severity.info, Severity.info),
-    (Impact.info, Severity.critical, Severity.info),
-])
+@pytest.mark.parametrize(
+    ("impact", "task", "expected"),
+    [
+        (Impact.quality, Severity.critical, Severity.critical),  # a dosing task's score: pages
+        (Impact.quality, Severity.warning, Severity.warning),  # an admin task's score: a warning
+        (Impact.operational, Severity.critical, Severity.warning),  # cost, latency, failures: at most warning
+        (Impact.operational, Severity.info, Severity.info),
+        (Impact.info, Severity.critical, Severity.info),
+    ],
+)
 def test_severity_of_impact(impact: Impact, task: Severity, expected: Severity) -> None:
     assert severity_of(impact, task) == expected
 
 
-@pytest.mark.parametrize(("rule", "impact"), [
-    (Rule.drift_drop, Impact.quality), (Rule.below_minimum, Impact.quality), (Rule.jury_disagreement, Impact.quality),
-    (Rule.cost_over_budget, Impact.operational), (Rule.latency_over_objective, Impact.operational),
-    (Rule.probes_failing, Impact.operational), (Rule.stale, Impact.operational),
-    (Rule.model_change, Impact.operational), (Rule.heartbeat, Impact.operational),
-    ("subgroup_gap", Impact.quality),
-])
+@pytest.mark.parametrize(
+    ("rule", "impact"),
+    [
+        (Rule.drift_drop, Impact.quality),
+        (Rule.below_minimum, Impact.quality),
+        (Rule.jury_disagreement, Impact.quality),
+        (Rule.cost_over_budget, Impact.operational),
+        (Rule.latency_over_objective, Impact.operational),
+        (Rule.probes_failing, Impact.operational),
+        (Rule.stale, Impact.operational),
+        (Rule.model_change, Impact.operational),
+        (Rule.heartbeat, Impact.operational),
+        ("subgroup_gap", Impact.quality),
+    ],
+)
 def test_rule_impact(rule: Rule | str, impact: Impact) -> None:
     assert impact_of(rule) == impact
 
@@ -75,12 +93,15 @@ def test_below_minimum(case: str) -> None:
         assert "below the approved minimum 0.700" in signal.summary
 
 
-@pytest.mark.parametrize(("last_h", "since_h", "firing", "age_s"), [
-    (-3, -10, True, 3 * 3600),  # 3 h without usable data, 2 h allowed
-    (-1, -10, False, 3600),
-    (-5, -1, False, 3600),  # the monitor restarted an hour ago: its downtime is the heartbeat's to report
-    (None, -2.5, True, 2.5 * 3600),  # never any data since the monitor started
-])
+@pytest.mark.parametrize(
+    ("last_h", "since_h", "firing", "age_s"),
+    [
+        (-3, -10, True, 3 * 3600),  # 3 h without usable data, 2 h allowed
+        (-1, -10, False, 3600),
+        (-5, -1, False, 3600),  # the monitor restarted an hour ago: its downtime is the heartbeat's to report
+        (None, -2.5, True, 2.5 * 3600),  # never any data since the monitor started
+    ],
+)
 def test_stale(last_h: float | None, since_h: float, firing: bool, age_s: float) -> None:
     last = T0 + timedelta(hours=last_h) if last_h is not None else None
     signal = stale(subject(), last, timedelta(hours=2), T0, since=T0 + timedelta(hours=since_h))
@@ -101,11 +122,19 @@ def test_heartbeat() -> None:
 
 
 def test_detector_alarm_wording_and_identity() -> None:
-    evidence = {"estimate": -0.12, "ci_low": -0.18, "ci_high": -0.06, "null_mean": -0.03, "n": 140,
-                "quantity": "paired difference"}
+    evidence = {
+        "estimate": -0.12,
+        "ci_low": -0.18,
+        "ci_high": -0.06,
+        "null_mean": -0.03,
+        "n": 140,
+        "quantity": "paired difference",
+    }
     alarm = detector_alarm(subject(), "score", evidence)
-    assert alarm.summary == ("dosing: score dropped below its baseline (paired difference -0.120, 95% CI -0.180 to "
-                             "-0.060, null -0.030, n=140)")
+    assert alarm.summary == (
+        "dosing: score dropped below its baseline (paired difference -0.120, 95% CI -0.180 to "
+        "-0.060, null -0.030, n=140)"
+    )
     assert alarm.labels["rule"] == "drift_drop" and alarm.severity == Severity.critical
     cost = detector_alarm(subject(), "cost", {**evidence, "quantity": "mean"})
     assert cost.labels["rule"] == "cost_over_budget" and cost.severity == Severity.warning
@@ -126,7 +155,8 @@ def test_fingerprint_ignores_evidence_and_wording() -> None:
 
 def test_model_change() -> None:
     signal = model_changed(subject(), ("sim/clinical-v1", "fp_1"), ("sim/clinical-v2", None))
-    assert signal.summary == ("dosing: served model changed from sim/clinical-v1 (fp_1) to sim/clinical-v2 "
-                              "(no fingerprint)")
+    assert signal.summary == (
+        "dosing: served model changed from sim/clinical-v1 (fp_1) to sim/clinical-v2 (no fingerprint)"
+    )
     assert signal.severity == Severity.warning and signal.labels["metric"] == "served_model"
     assert signal.evidence["previous_fingerprint"] == "fp_1"

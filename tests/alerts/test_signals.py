@@ -7,38 +7,54 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
+from medmon.alerts import Alert, AlertStatus, Notification, Severity
+from medmon.monitor.alerting.signals import alert_pass, stale_signals, stream_signal, threshold_signals
+from medmon.monitor.detection.drift.finding import Finding
+from medmon.monitor.detection.streams import StreamSpec, StreamUpdate
+from medmon.monitor.models import StreamStatus
+from medmon.monitor.plan.context import load_context
+from medmon.monitor.plan.model import Plan
+from medmon.probes.models import ProbeResult, ProbeRun, RunStatus
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from medmon.alerts import Alert, AlertStatus, Notification, Severity
-from medmon.monitor.plan.context import load_context
-from medmon.monitor.detection.streams import StreamSpec, StreamUpdate
-from medmon.monitor.detection.drift.finding import Finding
-from medmon.monitor.models import StreamStatus
-from medmon.monitor.plan.model import Plan
-from medmon.monitor.alerting.signals import alert_pass, stale_signals, stream_signal, threshold_signals
-from medmon.probes.models import ProbeResult, ProbeRun, RunStatus
 from tests.alerts.helpers import T0, FakeClock
 
 HOOK = {"routes": [{"name": "hook", "url": "http://127.0.0.1:9/hook"}], "repeat_interval": "4h"}
 
 
-def run(session: Session, task: str, finished_hours_ago: float, *, errors: int = 0, n: int = 20,
-        score: float | None = 0.9) -> None:
+def run(
+    session: Session, task: str, finished_hours_ago: float, *, errors: int = 0, n: int = 20, score: float | None = 0.9
+) -> None:
     at = T0 - timedelta(hours=finished_hours_ago)
-    row = ProbeRun(task_id=task, status=RunStatus.complete, started_at=at - timedelta(minutes=1), finished_at=at,
-                   n_canaries=n, n_errors=errors)
+    row = ProbeRun(
+        task_id=task,
+        status=RunStatus.complete,
+        started_at=at - timedelta(minutes=1),
+        finished_at=at,
+        n_canaries=n,
+        n_errors=errors,
+    )
     session.add(row)
     session.flush()
     assert row.id is not None
     for i in range(n):
-        session.add(ProbeResult(run_id=row.id, task_id=task, canary_id=f"c{i}", score=None if i < errors else score,
-                                error_type="timeout" if i < errors else None, created_at=at))
+        session.add(
+            ProbeResult(
+                run_id=row.id,
+                task_id=task,
+                canary_id=f"c{i}",
+                score=None if i < errors else score,
+                error_type="timeout" if i < errors else None,
+                created_at=at,
+            )
+        )
 
 
 def finding(estimate: float, quantity: str = "mean") -> Finding:
-    return Finding("mixture_sr", "drop", 1e7, 1e6, estimate, estimate - 0.05, estimate + 0.05, 160, 0.8,
-                   quantity=quantity)
+    return Finding(
+        "mixture_sr", "drop", 1e7, 1e6, estimate, estimate - 0.05, estimate + 0.05, 160, 0.8, quantity=quantity
+    )
 
 
 def update(metric: str, task: str = "knowledge-qa", *, alarm: bool = True, what: str = "") -> StreamUpdate:
@@ -48,19 +64,28 @@ def update(metric: str, task: str = "knowledge-qa", *, alarm: bool = True, what:
     return StreamUpdate(spec, StreamStatus.recovered, StreamStatus.degraded, None, 0.86, 0.1, 220)
 
 
-@pytest.mark.parametrize(("metric", "task", "rule", "severity", "group_task"), [
-    ("score", "knowledge-qa", "drift_drop", Severity.critical, "knowledge-qa"),
-    ("score[sex=F]", "knowledge-qa", "subgroup_drop", Severity.critical, "knowledge-qa"),
-    ("gap[sex=F]", "knowledge-qa", "subgroup_gap", Severity.critical, "knowledge-qa"),
-    ("cost", "knowledge-qa", "cost_over_budget", Severity.warning, "knowledge-qa"),
-    ("error_rate", "knowledge-qa", "probes_failing", Severity.warning, "knowledge-qa"),
-    ("verbosity", "knowledge-qa", "output_length_shift", Severity.warning, "knowledge-qa"),
-    ("jury_agreement", "knowledge-qa", "jury_disagreement", Severity.critical, "knowledge-qa"),
-    ("pooled_score", "category:clinical-decision-support", "category_drop", Severity.critical,
-     "category:clinical-decision-support"),
-])
-def test_stream_signal_rule_and_severity(make_plan: Callable[..., Plan], metric: str, task: str, rule: str,
-                                         severity: Severity, group_task: str) -> None:
+@pytest.mark.parametrize(
+    ("metric", "task", "rule", "severity", "group_task"),
+    [
+        ("score", "knowledge-qa", "drift_drop", Severity.critical, "knowledge-qa"),
+        ("score[sex=F]", "knowledge-qa", "subgroup_drop", Severity.critical, "knowledge-qa"),
+        ("gap[sex=F]", "knowledge-qa", "subgroup_gap", Severity.critical, "knowledge-qa"),
+        ("cost", "knowledge-qa", "cost_over_budget", Severity.warning, "knowledge-qa"),
+        ("error_rate", "knowledge-qa", "probes_failing", Severity.warning, "knowledge-qa"),
+        ("verbosity", "knowledge-qa", "output_length_shift", Severity.warning, "knowledge-qa"),
+        ("jury_agreement", "knowledge-qa", "jury_disagreement", Severity.critical, "knowledge-qa"),
+        (
+            "pooled_score",
+            "category:clinical-decision-support",
+            "category_drop",
+            Severity.critical,
+            "category:clinical-decision-support",
+        ),
+    ],
+)
+def test_stream_signal_rule_and_severity(
+    make_plan: Callable[..., Plan], metric: str, task: str, rule: str, severity: Severity, group_task: str
+) -> None:
     plan = make_plan()  # risk tier high
     ctx = load_context(plan, plan.tasks[0])
     signal = stream_signal(plan, ctx, update(metric, task))
@@ -96,8 +121,12 @@ def test_threshold_rule_reads_the_recent_estimate(engine: Engine, make_plan: Cal
 
 def test_stale_signals_follow_the_schedule(engine: Engine, make_plan: Callable[..., Plan]) -> None:
     task = plan_task = make_plan().tasks[0].model_dump(mode="json", exclude_none=True)
-    tasks = [task | {"id": "fresh"}, task | {"id": "stale"}, task | {"id": "failing"},
-             task | {"id": "daily", "schedule": "0 6 * * *"}]
+    tasks = [
+        task | {"id": "fresh"},
+        task | {"id": "stale"},
+        task | {"id": "failing"},
+        task | {"id": "daily", "schedule": "0 6 * * *"},
+    ]
     plan = make_plan(tasks=tasks)  # hourly schedules; 2 intervals allowed
     assert plan_task["schedule"] == "1h"
     with Session(engine) as s:

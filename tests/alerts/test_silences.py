@@ -6,9 +6,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, func, select
-
 from medmon.alerts import (
     AlertStatus,
     Matcher,
@@ -24,6 +21,9 @@ from medmon.alerts import (
     silence_alert,
     status_of,
 )
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, func, select
+
 from tests.alerts.helpers import FakeClock, apply_signal, clear, fire
 
 
@@ -34,8 +34,14 @@ def sent(session: Session) -> list[tuple[str, str]]:
 
 def test_regex_silence_mutes_matching_tasks_only(engine: Engine, policy: NotifyPolicy, clock: FakeClock) -> None:
     with Session(engine) as s:
-        create_silence(s, ["task=~dos.*", "severity=critical"], ends_at=clock() + timedelta(hours=2),
-                       reason="dosing pack being replaced", created_by="cmio@hospital.example", now=clock())
+        create_silence(
+            s,
+            ["task=~dos.*", "severity=critical"],
+            ends_at=clock() + timedelta(hours=2),
+            reason="dosing pack being replaced",
+            created_by="cmio@hospital.example",
+            now=clock(),
+        )
         dosing = apply_signal(s, fire(task="dosing"), policy, clock())
         triage = apply_signal(s, fire(task="triage"), policy, clock())
         s.commit()
@@ -66,8 +72,14 @@ def test_silence_expiry_renotifies_a_still_firing_alert(engine: Engine, policy: 
 def test_alert_resolving_while_silenced_sends_nothing(engine: Engine, policy: NotifyPolicy, clock: FakeClock) -> None:
     with Session(engine) as s:
         apply_signal(s, fire(), policy, clock())
-        create_silence(s, ["task=dosing"], ends_at=clock() + timedelta(hours=3), reason="maintenance",
-                       created_by="ops", now=clock())
+        create_silence(
+            s,
+            ["task=dosing"],
+            ends_at=clock() + timedelta(hours=3),
+            reason="maintenance",
+            created_by="ops",
+            now=clock(),
+        )
         clock.advance(minutes=10)
         flush(s, policy, clock())
         apply_signal(s, clear(), policy, clock())
@@ -96,23 +108,34 @@ def test_expire_early_records_who_and_history(engine: Engine, policy: NotifyPoli
 
 def test_future_silence_is_not_active_yet(engine: Engine, policy: NotifyPolicy, clock: FakeClock) -> None:
     with Session(engine) as s:
-        create_silence(s, ["task=dosing"], starts_at=clock() + timedelta(hours=1), ends_at=clock() + timedelta(hours=2),
-                       reason="planned maintenance", created_by="ops", now=clock())
+        create_silence(
+            s,
+            ["task=dosing"],
+            starts_at=clock() + timedelta(hours=1),
+            ends_at=clock() + timedelta(hours=2),
+            reason="planned maintenance",
+            created_by="ops",
+            now=clock(),
+        )
         apply_signal(s, fire(), policy, clock())
         assert sent(s) == [("dosing", "firing")]
         assert len(list_silences(s, clock())) == 1 and active_silences(s, clock()) == []
 
 
-@pytest.mark.parametrize(("matchers", "kwargs", "message"), [
-    ([], {}, "at least one matcher"),
-    (["task=~(unclosed"], {}, "invalid regular expression"),
-    (["task dosing"], {}, "expected a matcher like"),
-    (["task=dosing"], {"reason": " "}, "reason is required"),
-    (["task=dosing"], {"created_by": ""}, "must name who"),
-    (["task=dosing"], {"hours": -1}, "must end after it starts"),
-])
-def test_bad_silences_are_refused(engine: Engine, clock: FakeClock, matchers: list[str], kwargs: dict[str, object],
-                                  message: str) -> None:
+@pytest.mark.parametrize(
+    ("matchers", "kwargs", "message"),
+    [
+        ([], {}, "at least one matcher"),
+        (["task=~(unclosed"], {}, "invalid regular expression"),
+        (["task dosing"], {}, "expected a matcher like"),
+        (["task=dosing"], {"reason": " "}, "reason is required"),
+        (["task=dosing"], {"created_by": ""}, "must name who"),
+        (["task=dosing"], {"hours": -1}, "must end after it starts"),
+    ],
+)
+def test_bad_silences_are_refused(
+    engine: Engine, clock: FakeClock, matchers: list[str], kwargs: dict[str, object], message: str
+) -> None:
     hours = float(kwargs.pop("hours", 1))  # type: ignore[arg-type]
     args: dict[str, object] = {"reason": "r", "created_by": "me", **kwargs}
     with Session(engine) as s, pytest.raises(ValueError, match=message):
@@ -132,16 +155,19 @@ def test_silence_alert_errors(engine: Engine, policy: NotifyPolicy, clock: FakeC
             silence_alert(s, alert.id, "me", "r", clock() + timedelta(hours=1), clock())
 
 
-@pytest.mark.parametrize(("text", "labels", "hit"), [
-    ("task=dosing", {"task": "dosing"}, True),
-    ("task=dosing", {"task": "dosing-2"}, False),
-    ("task!=dosing", {"task": "triage"}, True),
-    ("task=~dos.*", {"task": "dosing"}, True),
-    ("task=~dos", {"task": "dosing"}, False),  # anchored at both ends
-    ("task!~dos.*", {"task": "dosing"}, False),
-    ("owner=", {}, True),  # a missing label reads as empty
-    ('summary="a b"', {"summary": "a b"}, True),
-])
+@pytest.mark.parametrize(
+    ("text", "labels", "hit"),
+    [
+        ("task=dosing", {"task": "dosing"}, True),
+        ("task=dosing", {"task": "dosing-2"}, False),
+        ("task!=dosing", {"task": "triage"}, True),
+        ("task=~dos.*", {"task": "dosing"}, True),
+        ("task=~dos", {"task": "dosing"}, False),  # anchored at both ends
+        ("task!~dos.*", {"task": "dosing"}, False),
+        ("owner=", {}, True),  # a missing label reads as empty
+        ('summary="a b"', {"summary": "a b"}, True),
+    ],
+)
 def test_matcher(text: str, labels: dict[str, str], hit: bool) -> None:
     m = Matcher.parse(text)
     assert m.matches(labels) is hit

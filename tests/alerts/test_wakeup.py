@@ -16,25 +16,29 @@ from datetime import timedelta
 import pytest
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
+from medmon.alerts import OUTBOX, DeliveryPolicy, NotifyPolicy, OutboxListener, WebhookChannel, deliver_due
+from medmon.alerts.channels import WebhookConfig
+from medmon.alerts.policy import RouteSpec
+from medmon.alerts.receiver import create_receiver
+from medmon.monitor.service.delivery import DeliveryWaker, deliver_until_quiet
+from medmon.monitor.service.scheduler import start_delivery_waker
+from medmon.monitor.service.webserver import serve_in_thread
+from medmon.monitor.storage import make_engine
 from pydantic import SecretStr
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from medmon.alerts import OUTBOX, DeliveryPolicy, NotifyPolicy, OutboxListener, WebhookChannel, deliver_due
-from medmon.alerts.channels import WebhookConfig
-from medmon.alerts.policy import RouteSpec
-from medmon.alerts.receiver import create_receiver
 from medmon.db import utcnow
-from medmon.monitor.service.delivery import DeliveryWaker, deliver_until_quiet
-from medmon.monitor.service.scheduler import start_delivery_waker
-from medmon.monitor.service.webserver import serve_in_thread
-from medmon.monitor.storage import make_engine
 from tests.alerts.helpers import apply_signal, fire
 
 SECRET = "wakeup-test-secret"
-POLICY = NotifyPolicy(routes=(RouteSpec("hook"),), group_wait=timedelta(0), group_interval=timedelta(minutes=5),
-                      repeat_interval=timedelta(hours=4))
+POLICY = NotifyPolicy(
+    routes=(RouteSpec("hook"),),
+    group_wait=timedelta(0),
+    group_interval=timedelta(minutes=5),
+    repeat_interval=timedelta(hours=4),
+)
 
 
 def _write(engine: Engine, task: str, *, commit: bool = True) -> None:
@@ -57,14 +61,18 @@ def test_a_commit_announces_and_a_rollback_does_not(engine: Engine) -> None:
 def test_the_delivery_job_runs_when_a_notification_is_written(engine: Engine) -> None:
     receiver = create_receiver(SECRET)
     server = serve_in_thread(receiver)
-    channel = WebhookChannel(WebhookConfig(name="hook", url=SecretStr(f"{server.url}/alerts"),
-                                           secret=SecretStr(SECRET)))
+    channel = WebhookChannel(
+        WebhookConfig(name="hook", url=SecretStr(f"{server.url}/alerts"), secret=SecretStr(SECRET))
+    )
     scheduler = BackgroundScheduler(timezone="UTC", job_defaults={"coalesce": True, "max_instances": 1})
     waker = DeliveryWaker(scheduler, engine)
     policy = DeliveryPolicy(base_delay_s=0.2, rng=random.Random(0))
-    scheduler.add_job(lambda: deliver_until_quiet(lambda: deliver_due(engine, {"hook": channel}, utcnow, policy),
-                                                  waker.busy),
-                      IntervalTrigger(seconds=30), id="deliver", misfire_grace_time=5)  # a tick far away
+    scheduler.add_job(
+        lambda: deliver_until_quiet(lambda: deliver_due(engine, {"hook": channel}, utcnow, policy), waker.busy),
+        IntervalTrigger(seconds=30),
+        id="deliver",
+        misfire_grace_time=5,
+    )  # a tick far away
     scheduler.start()
     waker.start()
     try:
@@ -110,8 +118,12 @@ def test_another_process_wakes_this_one_on_postgresql(postgres_url: str) -> None
         assert OUTBOX.wait_past(before, 5.0) > before
         # The listener's connection is killed: it reconnects and hears the next one.
         with there.connect() as conn:
-            conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                              "WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()"))
+            conn.execute(
+                text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()"
+                )
+            )
             conn.commit()
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:

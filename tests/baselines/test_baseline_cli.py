@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
 from medmon.monitor.cli.baseline import app
+from typer.testing import CliRunner
 
 runner = CliRunner(env={"COLUMNS": "220"})
 
@@ -112,8 +111,16 @@ def test_tables_fit_80_columns_with_every_key_field_whole(helm_output: Path, db:
         too_long = [line for line in result.stdout.splitlines() if len(line) > 80]
         assert too_long == [], too_long
         assert "…" not in result.stdout  # nothing cut short
-        for field in ("EXACT-MATCH-DEMO", "LLM-JURY-DEMO", "shc_ptbm_med", "simple/model1", "exact_match",
-                      "jury_score", "0.750", "[0, 0.324]"):
+        for field in (
+            "EXACT-MATCH-DEMO",
+            "LLM-JURY-DEMO",
+            "shc_ptbm_med",
+            "simple/model1",
+            "exact_match",
+            "jury_score",
+            "0.750",
+            "[0, 0.324]",
+        ):
             assert field in result.stdout, (field, result.stdout)
     assert "8/8 differ (100.0%) FLAG" in imported.stdout and "3 new, 0 unchanged" in imported.stdout
     # Each value sits on the line of its column's name, so "0.750" is read as the normalized score.

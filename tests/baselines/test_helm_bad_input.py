@@ -6,11 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
-from sqlalchemy.engine import Engine
-from sqlmodel import select
-
 import medmon.baselines.importer
+import pytest
 from medmon.baselines import (
     Baseline,
     BaselineInstance,
@@ -24,6 +21,9 @@ from medmon.baselines import (
     UnknownMetric,
     import_helm_path,
 )
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
 from medmon.db import session_scope
 from tests.baselines.helm_runs import Inst, RunWriter, run_dir_of
 
@@ -95,7 +95,10 @@ def test_missing_model_key_names_run_spec_and_key(engine: Engine, write_run: Run
 def test_value_outside_the_scale_is_refused(engine: Engine, write_run: RunWriter) -> None:
     run = write_run("too_high", [Inst("a", [1.5])], groups=["med_qa"])
     with (
-        pytest.raises(HelmFormatError, match=r"stats\.json: line \d+: exact_match\.mean: value 1\.5 outside the metric's 0-1 scale"),
+        pytest.raises(
+            HelmFormatError,
+            match=r"stats\.json: line \d+: exact_match\.mean: value 1\.5 outside the metric's 0-1 scale",
+        ),
         session_scope(engine) as s,
     ):
         import_helm_path(s, run)

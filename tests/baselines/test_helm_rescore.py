@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy.engine import Engine
-from sqlmodel import select
-
 from medmon.baselines import Baseline, BaselineInstance, canaries_for_baseline, import_helm_path, instance_scores
-from medmon.db import session_scope
 from medmon.monitor.detection.drift.layout import task_streams
 from medmon.monitor.plan.model import Plan
 from medmon.probes.scoring import rescore
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from medmon.db import session_scope
 from tests.baselines.helm_runs import run_dir_of
 from tests.probes import helm_reference_metrics as helm
 
@@ -29,8 +29,13 @@ def rescored(engine: Engine, helm_output: Path) -> dict[str, Any]:
     with session_scope(engine) as s:
         report = import_helm_path(s, helm_output, rescore=rescore)
         baselines = {b.benchmark: b for b in s.exec(select(Baseline)).all()}
-        rows = {b.benchmark: {r.instance_id: r for r in s.exec(select(BaselineInstance).where(
-            BaselineInstance.baseline_id == b.id)).all()} for b in baselines.values()}
+        rows = {
+            b.benchmark: {
+                r.instance_id: r
+                for r in s.exec(select(BaselineInstance).where(BaselineInstance.baseline_id == b.id)).all()
+            }
+            for b in baselines.values()
+        }
         canaries = {b.benchmark: {c.id: c for c in canaries_for_baseline(s, b.id)} for b in baselines.values()}
         medmon = {b.benchmark: instance_scores(s, b.id, scored_by="medmon") for b in baselines.values()}
         for b in baselines.values():
@@ -38,7 +43,9 @@ def rescored(engine: Engine, helm_output: Path) -> dict[str, Any]:
         return {"report": report, "baselines": baselines, "rows": rows, "canaries": canaries, "medmon": medmon}
 
 
-def test_strict_exact_match_run_agrees_with_helm_instance_by_instance(rescored: dict[str, Any], suite_dir: Path) -> None:
+def test_strict_exact_match_run_agrees_with_helm_instance_by_instance(
+    rescored: dict[str, Any], suite_dir: Path
+) -> None:
     run = run_dir_of(suite_dir, "EXACT-MATCH-DEMO")
     rows = rescored["rows"]["EXACT-MATCH-DEMO"]
     for state in _states(run):
@@ -61,7 +68,9 @@ def test_unreadable_completions_are_counted_and_flagged(rescored: dict[str, Any]
     completions = {s["instance"]["id"]: s["result"]["completions"][0]["text"] for s in _states(run)}
     b = rescored["baselines"]["shc_ptbm_med"]
     rows = rescored["rows"]["shc_ptbm_med"]
-    unreadable = {i for i, text in completions.items() if rescore(rescored["canaries"]["shc_ptbm_med"][i], text) is None}
+    unreadable = {
+        i for i, text in completions.items() if rescore(rescored["canaries"]["shc_ptbm_med"][i], text) is None
+    }
     assert unreadable == set(rows)  # every completion is ':'
     assert all(r.medmon_score is None and r.medmon_unparsed >= 1 for r in rows.values())
     assert b.rescored_unparsed == len(rows) and b.disagreements == len(rows) == b.compared
@@ -88,13 +97,16 @@ def test_canaries_carry_the_decoding_settings_helm_sent(rescored: dict[str, Any]
         assert canary.decoding is not None and canary.decoding["max_tokens"] == 1
 
 
-def test_detectors_use_the_medmon_scored_baseline(rescored: dict[str, Any],
-                                                  make_plan: Callable[..., Plan]) -> None:
+def test_detectors_use_the_medmon_scored_baseline(rescored: dict[str, Any], make_plan: Callable[..., Plan]) -> None:
     b = rescored["baselines"]["EXACT-MATCH-DEMO"]
     canaries = list(rescored["canaries"]["EXACT-MATCH-DEMO"].values())
     assert b.detector_normalized == b.rescored_value
-    task = {"id": "em", "benchmark": "EXACT-MATCH-DEMO", "canaries": {"pack": "clinical_knowledge_mcq"},
-            "thresholds": {"min_score": 0.1}}
+    task = {
+        "id": "em",
+        "benchmark": "EXACT-MATCH-DEMO",
+        "canaries": {"pack": "clinical_knowledge_mcq"},
+        "thresholds": {"min_score": 0.1},
+    }
     plan = make_plan(tasks=[task])
     specs = task_streams(plan, plan.tasks[0], b, canaries, scorer="exact_match")
     score = next(s for s in specs if s.key == "em:score:drop")

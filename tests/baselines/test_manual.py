@@ -7,10 +7,17 @@ import math
 from pathlib import Path
 
 import pytest
+from medmon.baselines import (
+    ManualFormatError,
+    SourceFileMissing,
+    UnknownMetric,
+    import_manual,
+    list_baselines,
+    read_manual,
+)
+from medmon.baselines.interval import wilson_interval
 from sqlalchemy.engine import Engine
 
-from medmon.baselines import ManualFormatError, SourceFileMissing, UnknownMetric, import_manual, list_baselines, read_manual
-from medmon.baselines.interval import wilson_interval
 from medmon.db import session_scope
 
 CSV = """model,benchmark,metric,value,n,source

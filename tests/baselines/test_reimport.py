@@ -8,12 +8,12 @@ import json
 import math
 from pathlib import Path
 
-import pytest
-from sqlalchemy.engine import Engine
-
 import medmon.baselines.helm as helm
 import medmon.baselines.importer as importer
+import pytest
 from medmon.baselines import MalformedJSON, import_helm_path, latest_baseline, list_baselines
+from sqlalchemy.engine import Engine
+
 from medmon.db import session_scope
 from tests.baselines.helm_runs import Inst, RunWriter, run_dir_of
 
@@ -32,12 +32,15 @@ def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def _view(report: importer.ImportReport) -> list[tuple]:
-    return sorted((b.benchmark, b.model, b.metric, b.version, b.baseline_id, b.value, b.n, b.ci, b.canaries,
-                   b.replayable) for b in report.baselines)
+    return sorted(
+        (b.benchmark, b.model, b.metric, b.version, b.baseline_id, b.value, b.n, b.ci, b.canaries, b.replayable)
+        for b in report.baselines
+    )
 
 
-def test_an_unchanged_suite_is_not_parsed_again(engine: Engine, helm_output: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unchanged_suite_is_not_parsed_again(
+    engine: Engine, helm_output: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with session_scope(engine) as s:
         first = import_helm_path(s, helm_output)
     reads = _counting_reads(monkeypatch)
@@ -51,8 +54,9 @@ def test_an_unchanged_suite_is_not_parsed_again(engine: Engine, helm_output: Pat
     assert all("not read again" in b.notes[0] for b in again.baselines)
 
 
-def test_a_changed_file_sends_the_import_down_the_full_path(engine: Engine, writable_suite: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_changed_file_sends_the_import_down_the_full_path(
+    engine: Engine, writable_suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with session_scope(engine) as s:
         import_helm_path(s, writable_suite)
     run = run_dir_of(writable_suite, "EXACT-MATCH-DEMO")
@@ -81,8 +85,9 @@ def test_a_new_run_of_a_stored_benchmark_is_combined_with_it(engine: Engine, wri
         assert (third.created, third.baseline_id) == (False, second.baseline_id)
 
 
-def test_runs_imported_apart_are_combined_when_imported_together(engine: Engine, write_run: RunWriter,
-                                                                 tmp_path: Path) -> None:
+def test_runs_imported_apart_are_combined_when_imported_together(
+    engine: Engine, write_run: RunWriter, tmp_path: Path
+) -> None:
     a = write_run("clear_a", [Inst("i0", [1.0]), Inst("i1", [1.0])], groups=["clear"])
     b = write_run("clear_b", [Inst("i0", [0.0]), Inst("i1", [0.0])], groups=["clear"])
     for run in (a, b):  # each alone, as a run directory, into the same suite
@@ -111,8 +116,15 @@ def test_the_collector_is_restored_after_a_failed_import(engine: Engine, writabl
 def test_json_python_writes_but_strict_parsers_refuse_is_read(engine: Engine, write_run: RunWriter) -> None:
     run = write_run("clear_a", [Inst("i0", [1.0]), Inst("i1", [0.0])], groups=["clear"])
     stats = json.loads((run / "stats.json").read_text())
-    stats.append({"name": {"name": "training_co2_cost", "split": "test"}, "count": 0, "sum": 0.0,
-                  "mean": math.nan, "max": math.inf})  # HELM writes NaN for a stat with no values
+    stats.append(
+        {
+            "name": {"name": "training_co2_cost", "split": "test"},
+            "count": 0,
+            "sum": 0.0,
+            "mean": math.nan,
+            "max": math.inf,
+        }
+    )  # HELM writes NaN for a stat with no values
     (run / "stats.json").write_text(json.dumps(stats))
     assert "NaN" in (run / "stats.json").read_text()
     with session_scope(engine) as s:

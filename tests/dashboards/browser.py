@@ -18,13 +18,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-
 from medmon.monitor.cli.app import dashboard_command
+
 from tests.conftest import stop_process
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 # The documentation's screenshots (docs/images/) are written by the browser test, so they stay current.
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 SETTLED = """() => { const app = document.querySelector('[data-testid="stApp"]');
@@ -46,16 +53,27 @@ def free_port() -> int:
 
 
 @contextmanager
-def served_dashboard(plan_path: Path, db_url: str, log: Path, *, refresh: str = "5s",
-                     timeout: float = 60.0, streamlit_host_check: bool = True) -> Iterator[Dashboard]:
+def served_dashboard(
+    plan_path: Path,
+    db_url: str,
+    log: Path,
+    *,
+    refresh: str = "5s",
+    timeout: float = 60.0,
+    streamlit_host_check: bool = True,
+) -> Iterator[Dashboard]:
     """Run ``streamlit run dashboards/app.py`` on a free 127.0.0.1 port until the block ends.
 
     ``streamlit_host_check=False`` starts it without Streamlit's ``allowedHosts`` (as an operator
     running ``streamlit run`` by hand would), leaving the app's own check of each session's Host.
     """
     port = free_port()
-    env = os.environ | {"MEDMON_PLAN": str(plan_path), "MEDMON_DATABASE_URL": db_url, "DO_NOT_TRACK": "1",
-                        "MEDMON_DASHBOARD_REFRESH": refresh}
+    env = os.environ | {
+        "MEDMON_PLAN": str(plan_path),
+        "MEDMON_DATABASE_URL": db_url,
+        "DO_NOT_TRACK": "1",
+        "MEDMON_DASHBOARD_REFRESH": refresh,
+    }
     # As `medmon dashboard` starts it.
     cmd = dashboard_command(port) if streamlit_host_check else dashboard_command(port, allowed_hosts=())
     with log.open("wb") as out:

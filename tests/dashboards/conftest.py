@@ -8,20 +8,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from medmon.dashboards.auth import LOCAL_ACTIONS_ENV
+from medmon.monitor.storage import make_engine
 from sqlalchemy.engine import Engine
 from streamlit import config as st_config
 from streamlit.testing.v1 import AppTest
 
-from medmon.dashboards.auth import LOCAL_ACTIONS_ENV
-
-from medmon.monitor.storage import make_engine
 from tests.conftest import database_under_test
 from tests.dashboards.seed import Seeded, copy_seeded, seed
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboards" / "app.py")
-AUTH_SECRETS = {"auth": {"redirect_uri": "http://127.0.0.1:8501/oauth2callback", "cookie_secret": "test-cookie",
-                         "client_id": "medmon", "client_secret": "test-secret",
-                         "server_metadata_url": "https://idp.hospital.example/.well-known/openid-configuration"}}
+AUTH_SECRETS = {
+    "auth": {
+        "redirect_uri": "http://127.0.0.1:8501/oauth2callback",
+        "cookie_secret": "test-cookie",
+        "client_id": "medmon",
+        "client_secret": "test-secret",
+        "server_metadata_url": "https://idp.hospital.example/.well-known/openid-configuration",
+    }
+}
 
 
 @pytest.fixture(scope="session")

@@ -5,13 +5,9 @@ record who did it and why; sign-in decides who may."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
-from streamlit.testing.v1 import AppTest
-
 from medmon.alerts import (
     Alert,
     AlertStatus,
@@ -27,10 +23,14 @@ from medmon.dashboards.actions import NotAllowed, acknowledge_incidents
 from medmon.dashboards.auth import Viewer
 from medmon.monitor.governance.audit import list_events, verify
 from medmon.monitor.plan.model import load_plan
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+from streamlit.testing.v1 import AppTest
+
 from tests.dashboards.conftest import APP, AUTH_SECRETS
 from tests.dashboards.seed import CALC_OWNER, OUTSIDER, Seeded
 
-NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 30, tzinfo=UTC)
 
 
 def _critical(engine: Engine, task: str = "knowledge-qa") -> int:
@@ -58,12 +58,14 @@ def _act(at: AppTest, incident_id: int | list[int], reason: str, button: str) ->
 
 def _events(engine: Engine, alert_id: int) -> list[AlertEvent]:
     with Session(engine) as s:
-        return list(s.exec(select(AlertEvent).where(AlertEvent.alert_id == alert_id).order_by(col(AlertEvent.id))).all())
+        return list(
+            s.exec(select(AlertEvent).where(AlertEvent.alert_id == alert_id).order_by(col(AlertEvent.id))).all()
+        )
 
 
 def test_acknowledge_records_the_local_user_in_alert_history_and_audit(
-        seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("USER", "nurse.lead")
     incident_id = _critical(seeded_engine)
     members = _members(seeded_engine, incident_id)
@@ -75,15 +77,22 @@ def test_acknowledge_records_the_local_user_in_alert_history_and_audit(
     with Session(seeded_engine) as s:
         for alert in incident_members(s, incident_id):  # one acknowledgement covers every signal
             assert alert.status == AlertStatus.acknowledged
-            assert (alert.acknowledged_by, alert.ack_note) == ("nurse.lead (unauthenticated)",
-                                                               "Reviewing with pharmacy today")
+            assert (alert.acknowledged_by, alert.ack_note) == (
+                "nurse.lead (unauthenticated)",
+                "Reviewing with pharmacy today",
+            )
         entries = list_events(s, kind="alert_acknowledged")
         assert verify(s).ok
     last = _events(seeded_engine, members[0].id or 0)[-1]
-    assert (last.actor, last.to_status, last.note) == ("nurse.lead (unauthenticated)", "acknowledged",
-                                                       f"incident #{incident_id}: Reviewing with pharmacy today")
+    assert (last.actor, last.to_status, last.note) == (
+        "nurse.lead (unauthenticated)",
+        "acknowledged",
+        f"incident #{incident_id}: Reviewing with pharmacy today",
+    )
     assert [(e.actor, e.subject) for e in entries] == [("nurse.lead (unauthenticated)", f"incident:{incident_id}")]
-    assert entries[0].details["authenticated"] is False and entries[0].details["note"] == "Reviewing with pharmacy today"
+    assert (
+        entries[0].details["authenticated"] is False and entries[0].details["note"] == "Reviewing with pharmacy today"
+    )
     assert sorted(entries[0].details["alerts"]) == sorted(a.id for a in members)
     table = [df.value for df in at.dataframe if "acknowledged by" in df.value.columns][0].set_index("id")
     assert table.loc[incident_id, "status"] == "acknowledged"
@@ -119,8 +128,9 @@ def test_resolve_records_the_reason(seeded: Seeded, seeded_engine: Engine, open_
     assert incident_id in set(past["id"])
 
 
-def test_silence_mutes_the_alert_and_is_audited(seeded: Seeded, seeded_engine: Engine,
-                                                open_page: Callable[..., AppTest]) -> None:
+def test_silence_mutes_the_alert_and_is_audited(
+    seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]
+) -> None:
     incident_id = _critical(seeded_engine)
     at = open_page("alerts")
     at.selectbox(key="silence_for").set_value("1 day")
@@ -135,14 +145,17 @@ def test_silence_mutes_the_alert_and_is_audited(seeded: Seeded, seeded_engine: E
     assert span.total_seconds() == pytest.approx(86400)
     assert entries[0].details["silence_id"] == silence.id
     assert [m.to_dict() for m in map(Matcher.from_dict, silence.matchers)] == [
-        {"name": "deployment", "op": "=", "value": "production"}, {"name": "task", "op": "=", "value": "knowledge-qa"},
-        {"name": "cause", "op": "=", "value": "accuracy"}]
+        {"name": "deployment", "op": "=", "value": "production"},
+        {"name": "task", "op": "=", "value": "knowledge-qa"},
+        {"name": "cause", "op": "=", "value": "accuracy"},
+    ]
     open_table = [df.value for df in at.dataframe if "silenced until" in df.value.columns][0]
     assert open_table.set_index("id").loc[incident_id, "status"] == "silenced"
 
 
-def test_an_action_without_a_reason_changes_nothing(seeded: Seeded, seeded_engine: Engine,
-                                                    open_page: Callable[..., AppTest]) -> None:
+def test_an_action_without_a_reason_changes_nothing(
+    seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]
+) -> None:
     incident_id = _critical(seeded_engine)
     alert_id = _members(seeded_engine, incident_id)[0].id or 0
     before = len(_events(seeded_engine, alert_id))
@@ -154,19 +167,22 @@ def test_an_action_without_a_reason_changes_nothing(seeded: Seeded, seeded_engin
     assert len(_events(seeded_engine, alert_id)) == before
 
 
-def test_one_reason_acknowledges_several_incidents_at_once(seeded: Seeded, seeded_engine: Engine,
-                                                           open_page: Callable[..., AppTest]) -> None:
+def test_one_reason_acknowledges_several_incidents_at_once(
+    seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]
+) -> None:
     chosen = [_critical(seeded_engine), _critical(seeded_engine, "dose-calc")]
     at = _act(open_page("alerts"), chosen, "Committee reviewing both tasks on Friday", "ack")
     assert at.success[0].value.startswith(f"Incidents #{chosen[0]}, #{chosen[1]} acknowledged by")
     with Session(seeded_engine) as s:
         assert {a.status for i in chosen for a in incident_members(s, i)} == {AlertStatus.acknowledged}
         assert sorted(e.subject for e in list_events(s, kind="alert_acknowledged")) == sorted(
-            f"incident:{i}" for i in chosen)
+            f"incident:{i}" for i in chosen
+        )
 
 
-def test_a_silence_by_label_matchers_mutes_what_it_matches(seeded: Seeded, seeded_engine: Engine,
-                                                           open_page: Callable[..., AppTest]) -> None:
+def test_a_silence_by_label_matchers_mutes_what_it_matches(
+    seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]
+) -> None:
     at = open_page("alerts")
     at.text_input(key="silence_matchers").input("task=dose-calc, cause=~accuracy|cost")
     at.text_input(key="silence_reason").input("Pharmacy change freeze")
@@ -182,8 +198,9 @@ def test_a_silence_by_label_matchers_mutes_what_it_matches(seeded: Seeded, seede
     assert entry.details["matchers"] == ["task=dose-calc", "cause=~accuracy|cost"]
 
 
-def test_requeue_sends_a_dead_letter_again(seeded: Seeded, seeded_engine: Engine,
-                                           open_page: Callable[..., AppTest]) -> None:
+def test_requeue_sends_a_dead_letter_again(
+    seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]
+) -> None:
     at = open_page("alerts")
     with Session(seeded_engine) as s:
         dead = s.exec(select(Notification).where(Notification.status == NotificationStatus.dead)).first()
@@ -199,8 +216,9 @@ def test_requeue_sends_a_dead_letter_again(seeded: Seeded, seeded_engine: Engine
     assert row.requeue_note == "Receiver fixed"
 
 
-def test_with_sign_in_configured_nothing_shows_until_signed_in(seeded: Seeded,
-                                                               open_page: Callable[..., AppTest]) -> None:
+def test_with_sign_in_configured_nothing_shows_until_signed_in(
+    seeded: Seeded, open_page: Callable[..., AppTest]
+) -> None:
     for page in ("overview", "alerts", "governance"):
         at = open_page(page, secrets=AUTH_SECRETS, user={"is_logged_in": False})
         assert len(at.dataframe) == 0 and len(at.get("plotly_chart")) == 0 and len(at.get("code")) == 0
@@ -208,11 +226,13 @@ def test_with_sign_in_configured_nothing_shows_until_signed_in(seeded: Seeded,
         assert at.button(key="login").label == "Sign in"
 
 
-def test_a_signed_in_owner_acts_under_their_email(seeded: Seeded, seeded_engine: Engine,
-                                                  open_page: Callable[..., AppTest]) -> None:
+def test_a_signed_in_owner_acts_under_their_email(
+    seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]
+) -> None:
     incident_id = _critical(seeded_engine, "dose-calc")
-    at = open_page("alerts", secrets=AUTH_SECRETS, user={"is_logged_in": True, "email": CALC_OWNER.upper(),
-                                                             "email_verified": True})
+    at = open_page(
+        "alerts", secrets=AUTH_SECRETS, user={"is_logged_in": True, "email": CALC_OWNER.upper(), "email_verified": True}
+    )
     at = _act(at, incident_id, "Pharmacy reviewing calculations", "ack")
     with Session(seeded_engine) as s:
         incident = s.get(Incident, incident_id)
@@ -221,8 +241,9 @@ def test_a_signed_in_owner_acts_under_their_email(seeded: Seeded, seeded_engine:
     assert entries[0].actor == CALC_OWNER and entries[0].details["authenticated"] is True
 
 
-def test_a_signed_in_non_owner_may_look_but_not_act(seeded: Seeded, seeded_engine: Engine,
-                                                    open_page: Callable[..., AppTest]) -> None:
+def test_a_signed_in_non_owner_may_look_but_not_act(
+    seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]
+) -> None:
     at = open_page("alerts", secrets=AUTH_SECRETS, user={"is_logged_in": True, "email": OUTSIDER})
     assert len(at.dataframe) >= 2  # they see the alerts
     assert all(at.button(key=k).disabled for k in ("ack", "resolve", "silence"))
@@ -230,27 +251,30 @@ def test_a_signed_in_non_owner_may_look_but_not_act(seeded: Seeded, seeded_engin
     assert not [b for b in at.button if b.label == "Send again"]
     viewer = Viewer(OUTSIDER, OUTSIDER, True, False, "not an owner")
     with pytest.raises(NotAllowed):
-        acknowledge_incidents(seeded_engine, load_plan(seeded.plan_path), viewer, [_critical(seeded_engine)],
-                              "I looked", NOW)
+        acknowledge_incidents(
+            seeded_engine, load_plan(seeded.plan_path), viewer, [_critical(seeded_engine)], "I looked", NOW
+        )
     with Session(seeded_engine) as s:
         assert list_events(s, kind="alert_acknowledged") == []
 
 
-
-
-def test_an_owner_whose_email_is_not_verified_may_only_look(seeded: Seeded, seeded_engine: Engine,
-                                                           open_page: Callable[..., AppTest]) -> None:
+def test_an_owner_whose_email_is_not_verified_may_only_look(
+    seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]
+) -> None:
     """Owners are matched on the e-mail claim: an unverified claim could be anyone's address."""
-    for claims in ({"email": CALC_OWNER}, {"email": CALC_OWNER, "email_verified": False},
-                   {"email": CALC_OWNER, "email_verified": "true"}):
+    for claims in (
+        {"email": CALC_OWNER},
+        {"email": CALC_OWNER, "email_verified": False},
+        {"email": CALC_OWNER, "email_verified": "true"},
+    ):
         at = open_page("alerts", secrets=AUTH_SECRETS, user={"is_logged_in": True} | claims)
         assert all(at.button(key=k).disabled for k in ("ack", "resolve", "silence"))
         assert "not verified" in at.info[0].value
 
 
 def test_without_sign_in_the_dashboard_is_read_only_unless_started_to_allow_local_actions(
-        seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("MEDMON_DASHBOARD_LOCAL_ACTIONS")
     at = open_page("alerts")
     assert len(at.dataframe) >= 2  # reading is allowed
@@ -262,8 +286,9 @@ def test_without_sign_in_the_dashboard_is_read_only_unless_started_to_allow_loca
         acknowledge_incidents(seeded_engine, load_plan(seeded.plan_path), viewer, [_critical(seeded_engine)], "x", NOW)
 
 
-def test_local_actions_are_refused_when_listening_beyond_loopback(seeded: Seeded,
-                                                                  open_page: Callable[..., AppTest]) -> None:
+def test_local_actions_are_refused_when_listening_beyond_loopback(
+    seeded: Seeded, open_page: Callable[..., AppTest]
+) -> None:
     from tests.dashboards.conftest import local_dashboard
 
     with local_dashboard("0.0.0.0"):
@@ -273,7 +298,8 @@ def test_local_actions_are_refused_when_listening_beyond_loopback(seeded: Seeded
 
 
 def test_a_plan_requiring_sign_in_shows_nothing_without_an_auth_section(
-        seeded: Seeded, open_page: Callable[..., AppTest]) -> None:
+    seeded: Seeded, open_page: Callable[..., AppTest]
+) -> None:
     text = seeded.plan_path.read_text("utf-8")
     seeded.plan_path.write_text(text + "\ndashboard:\n  auth: oidc\n", "utf-8")
     at = AppTest.from_file(APP, default_timeout=60)

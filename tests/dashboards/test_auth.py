@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 import streamlit as st
-from streamlit.errors import StreamlitSecretNotFoundError
-
 from medmon.dashboards import auth
 from medmon.dashboards.auth import local_actor, owner_emails, viewer_for
 from medmon.dashboards.layout import masked_plan
 from medmon.monitor.plan.model import Plan
+from streamlit.errors import StreamlitSecretNotFoundError
 
 TASK_OWNER = {"name": "Pharmacy Lead", "email": "Pharmacy-Lead@hospital.example"}
 
@@ -28,13 +27,17 @@ def test_owners_are_the_clinical_technical_and_task_owners(plan: Plan) -> None:
     assert owner_emails(plan) == {"owner@hospital.example", "tech@hospital.example", "pharmacy-lead@hospital.example"}
 
 
-@pytest.mark.parametrize(("email", "can_act"), [
-    ("owner@hospital.example", True),
-    ("  TECH@hospital.example ", True),
-    ("pharmacy-lead@HOSPITAL.example", True),
-    ("visitor@hospital.example", False),
-    (None, False),
-], ids=["clinical-owner", "technical-owner-case-and-space", "task-owner", "not-an-owner", "no-email-claim"])
+@pytest.mark.parametrize(
+    ("email", "can_act"),
+    [
+        ("owner@hospital.example", True),
+        ("  TECH@hospital.example ", True),
+        ("pharmacy-lead@HOSPITAL.example", True),
+        ("visitor@hospital.example", False),
+        (None, False),
+    ],
+    ids=["clinical-owner", "technical-owner-case-and-space", "task-owner", "not-an-owner", "no-email-claim"],
+)
 def test_signed_in_users_act_only_when_the_plan_names_them(plan: Plan, email: str | None, can_act: bool) -> None:
     viewer = viewer_for(plan, authenticated=True, email=email, email_verified=True)
     assert viewer.authenticated and viewer.can_act is can_act
@@ -46,17 +49,23 @@ def test_signed_in_users_act_only_when_the_plan_names_them(plan: Plan, email: st
 
 def test_without_sign_in_actions_carry_the_local_account_labelled_unauthenticated(plan: Plan) -> None:
     viewer = viewer_for(plan, authenticated=False, email=None, local_actions=True, environ={"USER": "cmio"})
-    assert (viewer.actor, viewer.email, viewer.authenticated, viewer.can_act) == \
-        ("cmio (unauthenticated)", None, False, True)
+    assert (viewer.actor, viewer.email, viewer.authenticated, viewer.can_act) == (
+        "cmio (unauthenticated)",
+        None,
+        False,
+        True,
+    )
     assert not viewer_for(plan, authenticated=False, email=None).can_act  # read-only by default
     assert local_actor({"USERNAME": "quality"}) == "quality (unauthenticated)"
 
 
 def test_route_urls_are_masked_but_model_and_dashboard_urls_stay() -> None:
-    text = ("deployment:\n  base_url: http://llm.internal/v1\nalerts:\n  routes:\n"
-            "    - {name: slack, type: slack, url: https://hooks.slack.com/services/T0/B0/SECRET}\n"
-            "    - name: hook\n      url: https://hooks.example/abc?token=SECRET # on-call\n"
-            "  dashboard_url: http://127.0.0.1:8501\n")
+    text = (
+        "deployment:\n  base_url: http://llm.internal/v1\nalerts:\n  routes:\n"
+        "    - {name: slack, type: slack, url: https://hooks.slack.com/services/T0/B0/SECRET}\n"
+        "    - name: hook\n      url: https://hooks.example/abc?token=SECRET # on-call\n"
+        "  dashboard_url: http://127.0.0.1:8501\n"
+    )
     masked = masked_plan(text, None)
     assert "SECRET" not in masked
     assert masked.count("•••• (masked)") == 2

@@ -10,12 +10,15 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 import yaml
+from medmon.alerts import Alert, AlertStatus, incident_members, open_incidents, resolve_incident
+from medmon.monitor.governance.audit import list_events
+from medmon.monitor.service.webserver import RunningServer
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from starlette.applications import Starlette
@@ -23,17 +26,17 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
-from medmon.alerts import Alert, AlertStatus, incident_members, open_incidents, resolve_incident
-from medmon.monitor.governance.audit import list_events
 from medmon.db import session_scope
-from medmon.monitor.service.webserver import RunningServer
-from tests.dashboards.browser import (CHROMIUM, CHROMIUM_ARGS, dark_pixels, save_for_docs, served_dashboard,
-                                      settle)
+from tests.dashboards.browser import CHROMIUM, CHROMIUM_ARGS, dark_pixels, save_for_docs, served_dashboard, settle
 from tests.dashboards.seed import Seeded
 
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason=f"{CHROMIUM} is not installed "
-                                 "(apt-get install -y --no-install-recommends chromium)")]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        shutil.which(CHROMIUM) is None,
+        reason=f"{CHROMIUM} is not installed (apt-get install -y --no-install-recommends chromium)",
+    ),
+]
 
 
 TALL = """() => { const main = document.querySelector('[data-testid="stMain"]');
@@ -44,25 +47,42 @@ TALL = """() => { const main = document.querySelector('[data-testid="stMain"]');
 # screen readers, one header cell per column it draws: the columns in view, the last one possibly cut
 # at the table's edge, never those further right. So every listed column but the last is whole.
 LEADING = {
-    "overview": [["task", "status", "score now", "95% CI", "approved minimum", "at approval", "owner", "why"],
-                 ["severity", "status", "incident", "owner", "since", "signals", "summary"]],
-    "baselines": [["benchmark", "task", "model", "metric", "value", "n", "95% CI", "scored by medmon",
-                   "HELM vs medmon differ"]],
-    "changes": [["at", "task", "kind", "status", "verdict", "re-evaluation"],
-                ["id", "task", "verdict", "score", "95% CI", "approval threshold", "baseline", "difference", "n",
-                 "why"]],
+    "overview": [
+        ["task", "status", "score now", "95% CI", "approved minimum", "at approval", "owner", "why"],
+        ["severity", "status", "incident", "owner", "since", "signals", "summary"],
+    ],
+    "baselines": [
+        ["benchmark", "task", "model", "metric", "value", "n", "95% CI", "scored by medmon", "HELM vs medmon differ"]
+    ],
+    "changes": [
+        ["at", "task", "kind", "status", "verdict", "re-evaluation"],
+        ["id", "task", "verdict", "score", "95% CI", "approval threshold", "baseline", "difference", "n", "why"],
+    ],
     "alerts": [["id", "severity", "status", "incident", "owner", "since", "signals", "task page"]],
 }
 DRAWN_HEADERS = """() => [...document.querySelectorAll('[data-testid="stDataFrame"]')].map(
   table => [...table.querySelectorAll('[role="columnheader"]')].map(h => h.textContent.trim()))"""
-LEADS = """(wanted) => { const drawn = (""" + DRAWN_HEADERS + """)();
+LEADS = (
+    """(wanted) => { const drawn = ("""
+    + DRAWN_HEADERS
+    + """)();
   return wanted.every(w => drawn.some(h => w.every((c, i) => h[i] === c))); }"""
-PAGES = {"overview": "", "task": "/task?task=knowledge-qa", "alerts": "/alerts", "costs": "/costs", "jury": "/jury",
-         "baselines": "/baselines", "changes": "/changes", "governance": "/governance"}
+)
+PAGES = {
+    "overview": "",
+    "task": "/task?task=knowledge-qa",
+    "alerts": "/alerts",
+    "costs": "/costs",
+    "jury": "/jury",
+    "baselines": "/baselines",
+    "changes": "/changes",
+    "governance": "/governance",
+}
 
 
 def test_acknowledge_an_incident_through_the_page_and_watch_the_overview_follow(
-        seeded: Seeded, seeded_engine: Engine, tmp_path: Path) -> None:
+    seeded: Seeded, seeded_engine: Engine, tmp_path: Path
+) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     with Session(seeded_engine) as s:
@@ -71,8 +91,10 @@ def test_acknowledge_an_incident_through_the_page_and_watch_the_overview_follow(
         assert incident_id is not None
         members = [a.id for a in incident_members(s, incident_id)]
     assert alert.status == AlertStatus.firing and len(members) >= 2
-    with served_dashboard(seeded.plan_path, seeded.db_url, tmp_path / "streamlit.log") as dashboard, \
-            sync_playwright() as p:
+    with (
+        served_dashboard(seeded.plan_path, seeded.db_url, tmp_path / "streamlit.log") as dashboard,
+        sync_playwright() as p,
+    ):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -83,7 +105,8 @@ def test_acknowledge_an_incident_through_the_page_and_watch_the_overview_follow(
             page.keyboard.press("Escape")
             settle(page)
             page.get_by_label("Reason (recorded with your name in each incident's history and the audit log)").fill(
-                "Reviewing with the vendor")
+                "Reviewing with the vendor"
+            )
             page.keyboard.press("Enter")  # commits the text input, as a person tabbing away would
             settle(page)
             page.get_by_role("button", name="Acknowledge").click()
@@ -97,7 +120,7 @@ def test_acknowledge_an_incident_through_the_page_and_watch_the_overview_follow(
                 before = len(open_incidents(s))
             expect(page.get_by_text(f"Open incidents ({before})")).to_be_visible()
             with session_scope(seeded_engine) as s:
-                resolve_incident(s, incident_id, "owner@hospital.example", "Vendor fixed it", datetime.now(timezone.utc))
+                resolve_incident(s, incident_id, "owner@hospital.example", "Vendor fixed it", datetime.now(UTC))
             expect(page.get_by_text(f"Open incidents ({before - 1})")).to_be_visible(timeout=30_000)
         finally:
             browser.close()
@@ -140,8 +163,10 @@ def test_every_page_renders_in_chromium_and_is_screenshot(database: str, seeded:
                     try:
                         page.wait_for_function(LEADS, arg=LEADING[name], timeout=15_000)
                     except Exception as exc:
-                        raise AssertionError(f"{name}: the columns drawn at 1,400 px are {page.evaluate(DRAWN_HEADERS)}, "
-                                             f"not led by {LEADING[name]}") from exc
+                        raise AssertionError(
+                            f"{name}: the columns drawn at 1,400 px are {page.evaluate(DRAWN_HEADERS)}, "
+                            f"not led by {LEADING[name]}"
+                        ) from exc
                 shots[name] = tmp_path / f"{name}.png"
                 # Streamlit scrolls inside its main area, so a full-page shot stops at the window: grow the
                 # window to the content's height first, then put it back for the next page.
@@ -162,10 +187,17 @@ def _fake_provider() -> Starlette:
 
     async def discovery(request: Request) -> JSONResponse:
         base = str(request.base_url).rstrip("/")
-        return JSONResponse({"issuer": base, "authorization_endpoint": f"{base}/authorize",
-                             "token_endpoint": f"{base}/token", "jwks_uri": f"{base}/jwks",
-                             "response_types_supported": ["code"], "subject_types_supported": ["public"],
-                             "id_token_signing_alg_values_supported": ["RS256"]})
+        return JSONResponse(
+            {
+                "issuer": base,
+                "authorization_endpoint": f"{base}/authorize",
+                "token_endpoint": f"{base}/token",
+                "jwks_uri": f"{base}/jwks",
+                "response_types_supported": ["code"],
+                "subject_types_supported": ["public"],
+                "id_token_signing_alg_values_supported": ["RS256"],
+            }
+        )
 
     async def authorize(request: Request) -> HTMLResponse:
         return HTMLResponse("<h1>Hospital sign-in (test provider)</h1>")
@@ -174,7 +206,8 @@ def _fake_provider() -> Starlette:
 
 
 def test_with_sign_in_configured_the_served_dashboard_shows_nothing_and_sends_users_to_the_provider(
-        seeded: Seeded, tmp_path: Path, serve: Callable[[object], RunningServer]) -> None:
+    seeded: Seeded, tmp_path: Path, serve: Callable[[object], RunningServer]
+) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     provider = serve(_fake_provider())
@@ -186,9 +219,12 @@ def test_with_sign_in_configured_the_served_dashboard_shows_nothing_and_sends_us
         'cookie_secret = "a-long-random-test-cookie-secret"\n'
         'client_id = "medmon-dashboard"\n'
         'client_secret = "test-client-secret"\n'
-        f'server_metadata_url = "{provider.url}/.well-known/openid-configuration"\n')
-    with served_dashboard(seeded.plan_path, seeded.db_url, folder / "streamlit.log") as dashboard, \
-            sync_playwright() as p:
+        f'server_metadata_url = "{provider.url}/.well-known/openid-configuration"\n'
+    )
+    with (
+        served_dashboard(seeded.plan_path, seeded.db_url, folder / "streamlit.log") as dashboard,
+        sync_playwright() as p,
+    ):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})

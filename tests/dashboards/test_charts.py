@@ -4,29 +4,45 @@ and model changes are marked where they happened; cost and latency each keep the
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 from medmon.dashboards.charts import Marker, agreement_chart, cost_latency_chart, score_chart
 from medmon.monitor.read import AgreementDay, RunPoint
 
-T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
 
 def _point(i: int, mean: float) -> RunPoint:
-    return RunPoint(run_id=i, at=T0 + timedelta(hours=i), purpose="scheduled", calls=20, n=20, mean=mean,
-                    ci_low=mean - 0.1, ci_high=min(1.0, mean + 0.1), errors=0, cost_usd=0.01, cost_per_call=0.0005,
-                    latency_mean=0.2, latency_max=0.4, over_slo=0)
+    return RunPoint(
+        run_id=i,
+        at=T0 + timedelta(hours=i),
+        purpose="scheduled",
+        calls=20,
+        n=20,
+        mean=mean,
+        ci_low=mean - 0.1,
+        ci_high=min(1.0, mean + 0.1),
+        errors=0,
+        cost_usd=0.01,
+        cost_per_call=0.0005,
+        latency_mean=0.2,
+        latency_max=0.4,
+        over_slo=0,
+    )
 
 
 def test_score_chart_draws_baseline_band_reference_and_threshold_with_labels() -> None:
-    fig = score_chart([_point(0, 0.9), _point(1, 0.5)], baseline=0.85, baseline_ci=(0.82, 0.87), threshold=0.7,
-                      alarm_line=0.81)
+    fig = score_chart(
+        [_point(0, 0.9), _point(1, 0.5)], baseline=0.85, baseline_ci=(0.82, 0.87), threshold=0.7, alarm_line=0.81
+    )
     (band,) = [s for s in fig.layout.shapes if s.type == "rect"]
     assert (band.y0, band.y1) == (0.82, 0.87)
     labels = {a.text: a.yanchor for a in fig.layout.annotations}
-    assert labels == {"baseline 0.85 (band: 95% CI 0.82-0.87)": "bottom",  # above its line
-                      "detector reference 0.81": "top",  # below its line, away from the baseline's label
-                      "approved minimum 0.70": "top"}
+    assert labels == {
+        "baseline 0.85 (band: 95% CI 0.82-0.87)": "bottom",  # above its line
+        "detector reference 0.81": "top",  # below its line, away from the baseline's label
+        "approved minimum 0.70": "top",
+    }
     lines = sorted(s.y0 for s in fig.layout.shapes if s.type == "line")
     assert lines == [0.7, 0.81, 0.85]
     assert [t.name for t in fig.data] == ["run 95% CI", "run mean"]
@@ -42,20 +58,28 @@ def test_daily_charts_tick_once_a_day_on_short_spans() -> None:
     days = [AgreementDay(day=date(2026, 11, d), items=20, agreement=0.9, unanimous=0.6) for d in (28, 29)]
     axis = agreement_chart(days, minimum=0.8).layout.xaxis
     assert (axis.type, axis.tickformat, axis.dtick) == ("date", "%Y-%m-%d", 86_400_000)
-    month = [AgreementDay(day=date(2026, 10, 1) + timedelta(days=i), items=20, agreement=0.9, unanimous=0.6)
-             for i in range(60)]
+    month = [
+        AgreementDay(day=date(2026, 10, 1) + timedelta(days=i), items=20, agreement=0.9, unanimous=0.6)
+        for i in range(60)
+    ]
     assert agreement_chart(month, minimum=0.8).layout.xaxis.dtick is None  # plotly spaces the ticks itself
 
 
 def test_incidents_and_model_changes_are_marked_on_the_score_and_cost_charts() -> None:
     points = [_point(i, 0.9 if i < 3 else 0.5) for i in range(6)]
-    markers = [Marker(T0 + timedelta(hours=3), "incident", "#2 dosing: accuracy"),
-               Marker(T0 + timedelta(hours=5), "model change", "#4 dosing: model change")]
-    for fig in (score_chart(points, baseline=0.85, baseline_ci=None, threshold=0.7, markers=markers),
-                cost_latency_chart(points, budget=0.002, slo=5.0, markers=markers)):
+    markers = [
+        Marker(T0 + timedelta(hours=3), "incident", "#2 dosing: accuracy"),
+        Marker(T0 + timedelta(hours=5), "model change", "#4 dosing: model change"),
+    ]
+    for fig in (
+        score_chart(points, baseline=0.85, baseline_ci=None, threshold=0.7, markers=markers),
+        cost_latency_chart(points, budget=0.002, slo=5.0, markers=markers),
+    ):
         marked = {t.name: (list(t.x), list(t.text)) for t in fig.data if t.name in ("incident", "model change")}
-        assert marked == {"incident": ([T0 + timedelta(hours=3)], ["#2 dosing: accuracy"]),
-                          "model change": ([T0 + timedelta(hours=5)], ["#4 dosing: model change"])}
+        assert marked == {
+            "incident": ([T0 + timedelta(hours=3)], ["#2 dosing: accuracy"]),
+            "model change": ([T0 + timedelta(hours=5)], ["#4 dosing: model change"]),
+        }
         verticals = [s.x0 for s in fig.layout.shapes if s.type == "line" and s.x0 == s.x1 and s.yref == "paper"]
         assert verticals == [T0 + timedelta(hours=3), T0 + timedelta(hours=5)]
 

@@ -10,13 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from medmon.dashboards.auth import host_name, host_refusal, is_loopback, local_actions_allowed
+from medmon.monitor.plan.model import Plan, dashboard_hosts
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
-from medmon.dashboards.auth import host_name, host_refusal, is_loopback, local_actions_allowed
-from medmon.monitor.plan.model import Plan, dashboard_hosts
 from tests.dashboards.browser import served_dashboard
 from tests.dashboards.seed import Seeded
 
@@ -32,8 +32,13 @@ def session_messages(url: str, host: str, timeout: float = 120.0) -> list[Forwar
     port = int(url.rsplit(":", 1)[1])
     sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     messages: list[ForwardMsg] = []
-    with connect(f"ws://{host}:{port}/_stcore/stream", sock=sock, origin=f"http://{host}:{port}",
-                 subprotocols=["streamlit"], open_timeout=timeout) as ws:  # type: ignore[list-item]
+    with connect(
+        f"ws://{host}:{port}/_stcore/stream",
+        sock=sock,
+        origin=f"http://{host}:{port}",
+        subprotocols=["streamlit"],
+        open_timeout=timeout,
+    ) as ws:  # type: ignore[list-item]
         rerun = BackMsg()
         rerun.rerun_script.query_string = ""
         rerun.rerun_script.page_script_hash = ""
@@ -67,8 +72,9 @@ def test_streamlit_closes_a_websocket_for_a_foreign_host(seeded: Seeded, tmp_pat
 
 @pytest.mark.process
 def test_the_app_refuses_a_foreign_host_even_when_streamlit_does_not_check(seeded: Seeded, tmp_path: Path) -> None:
-    with served_dashboard(seeded.plan_path, seeded.db_url, tmp_path / "dash.log",
-                          streamlit_host_check=False, timeout=180) as dash:
+    with served_dashboard(
+        seeded.plan_path, seeded.db_url, tmp_path / "dash.log", streamlit_host_check=False, timeout=180
+    ) as dash:
         ok = text_of(session_messages(dash.url, "localhost"))
         refused = text_of(session_messages(dash.url, "attacker.example"))
     assert SEEN_DATA in ok
@@ -76,11 +82,19 @@ def test_the_app_refuses_a_foreign_host_even_when_streamlit_does_not_check(seede
     assert b"Request refused" in refused and b"attacker.example" in refused
 
 
-@pytest.mark.parametrize(("header", "allowed"), [
-    ("127.0.0.1:8501", True), ("localhost", True), ("[::1]:8501", True), ("LOCALHOST:8501", True),
-    ("medmon.hospital.example", True), ("attacker.example:8501", False), ("127.0.0.1.attacker.example", False),
-    ("evil.localhost.example", False),
-])
+@pytest.mark.parametrize(
+    ("header", "allowed"),
+    [
+        ("127.0.0.1:8501", True),
+        ("localhost", True),
+        ("[::1]:8501", True),
+        ("LOCALHOST:8501", True),
+        ("medmon.hospital.example", True),
+        ("attacker.example:8501", False),
+        ("127.0.0.1.attacker.example", False),
+        ("evil.localhost.example", False),
+    ],
+)
 def test_host_check(make_plan: Callable[..., Plan], header: str, allowed: bool) -> None:
     plan = make_plan(dashboard={"hosts": ["medmon.hospital.example"]})
     assert (host_refusal(plan, "127.0.0.1", {"Host": header}) is None) is allowed
@@ -102,11 +116,12 @@ def test_local_actions_need_the_flag_and_a_loopback_address() -> None:
 
 
 def test_the_command_refuses_to_start_when_the_plan_requires_sign_in_and_none_is_found(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import yaml
+    from medmon.monitor.cli.app import app
     from typer.testing import CliRunner
 
-    from medmon.monitor.cli.app import app
     from tests.conftest import plan_dict
 
     plan = tmp_path / "plan.yaml"

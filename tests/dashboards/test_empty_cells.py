@@ -12,8 +12,19 @@ from streamlit.testing.v1 import AppTest
 
 from tests.dashboards.seed import Seeded
 
-PAGES = ("overview", "task", "alerts", "costs", "jury", "baselines", "changes", "governance", "traffic", "review",
-         "safety")
+PAGES = (
+    "overview",
+    "task",
+    "alerts",
+    "costs",
+    "jury",
+    "baselines",
+    "changes",
+    "governance",
+    "traffic",
+    "review",
+    "safety",
+)
 
 
 def _none_cells(at: AppTest) -> list[str]:
@@ -32,9 +43,9 @@ def _none_cells(at: AppTest) -> list[str]:
 
 @pytest.mark.parametrize("database", ["seeded", "empty"])
 @pytest.mark.slow
-def test_no_page_shows_none_for_a_missing_value(database: str, seeded: Seeded, tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch,
-                                                open_page: Callable[..., AppTest]) -> None:
+def test_no_page_shows_none_for_a_missing_value(
+    database: str, seeded: Seeded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, open_page: Callable[..., AppTest]
+) -> None:
     if database == "empty":
         data = yaml.safe_load(seeded.plan_path.read_text())
         data["storage"] = {"url": f"sqlite:///{tmp_path / 'empty.db'}"}

@@ -3,23 +3,23 @@ serious first, in sentences; a task never probed has no data yet, never a green 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 import yaml
-from sqlmodel import Session
-from streamlit.testing.v1 import AppTest
-
 from medmon.alerts import Severity, Subject, record_signals
 from medmon.alerts.rules import Rule
 from medmon.monitor.models import DetectorState, StreamStatus
 from medmon.monitor.storage import make_engine
 from medmon.probes.models import ProbeResult, ProbeRun, RunStatus
+from sqlmodel import Session
+from streamlit.testing.v1 import AppTest
+
 from tests.conftest import plan_dict
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboards" / "app.py")
-NOW = datetime(2026, 12, 3, 14, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 12, 3, 14, 0, tzinfo=UTC)
 SUBJECT = Subject(deployment="production", task="knowledge-qa", severity=Severity.critical)
 
 
@@ -31,29 +31,47 @@ def _plan(tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _state(task: str, metric: str, direction: str, status: StreamStatus) -> DetectorState:
-    return DetectorState(key=f"{task}:{metric}:{direction}", task_id=task, metric=metric, direction=direction,
-                         status=status, null_mean=0.8, baseline_mean=0.85, threshold=1e6)
+    return DetectorState(
+        key=f"{task}:{metric}:{direction}",
+        task_id=task,
+        metric=metric,
+        direction=direction,
+        status=status,
+        null_mean=0.8,
+        baseline_mean=0.85,
+        threshold=1e6,
+    )
 
 
 def _answers(session: Session, task: str, correct: int, n: int = 200) -> None:
-    run = ProbeRun(task_id=task, status=RunStatus.complete, started_at=NOW - timedelta(hours=1), finished_at=NOW,
-                   n_canaries=n)
+    run = ProbeRun(
+        task_id=task, status=RunStatus.complete, started_at=NOW - timedelta(hours=1), finished_at=NOW, n_canaries=n
+    )
     session.add(run)
     session.flush()
     assert run.id is not None
     for i in range(n):
-        session.add(ProbeResult(run_id=run.id, task_id=task, canary_id=f"c{i}", score=float(i < correct),
-                                created_at=NOW))
+        session.add(
+            ProbeResult(run_id=run.id, task_id=task, canary_id=f"c{i}", score=float(i < correct), created_at=NOW)
+        )
 
 
-def test_overview_shows_degraded_task_and_its_incident(tmp_path: Path, db_url: str,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_overview_shows_degraded_task_and_its_incident(
+    tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _plan(tmp_path, db_url, monkeypatch)
     engine = make_engine(db_url)
     with Session(engine) as s:
         s.add(_state("knowledge-qa", "score", "drop", StreamStatus.degraded))
-        record_signals(s, [SUBJECT.signal(Rule.drift_drop, "score", firing=True,
-                                          summary="knowledge-qa: score dropped below its baseline")], NOW)
+        record_signals(
+            s,
+            [
+                SUBJECT.signal(
+                    Rule.drift_drop, "score", firing=True, summary="knowledge-qa: score dropped below its baseline"
+                )
+            ],
+            NOW,
+        )
         s.commit()
     at = AppTest.from_file(APP, default_timeout=30).run()
     assert not at.exception
@@ -71,28 +89,49 @@ def test_overview_shows_degraded_task_and_its_incident(tmp_path: Path, db_url: s
 
 
 def test_the_accuracy_breach_leads_even_when_a_new_segment_alarms_on_cost_and_length(
-        tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """After a model swap restarts the detectors, only cost and verbosity have alarmed in the new
     segment; the score (0.63, its interval under the approved 0.70) must still lead the reasons."""
     _plan(tmp_path, db_url, monkeypatch)
     engine = make_engine(db_url)
     with Session(engine) as s:
-        for metric, status in (("cost", StreamStatus.degraded), ("verbosity", StreamStatus.degraded),
-                               ("score", StreamStatus.watching), ("score_paired", StreamStatus.watching)):
+        for metric, status in (
+            ("cost", StreamStatus.degraded),
+            ("verbosity", StreamStatus.degraded),
+            ("score", StreamStatus.watching),
+            ("score_paired", StreamStatus.watching),
+        ):
             s.add(_state("knowledge-qa", metric, "rise" if metric in ("cost", "verbosity") else "drop", status))
         _answers(s, "knowledge-qa", correct=126)  # 0.63 over 200 answers: 95% CI 0.56 to 0.69
-        record_signals(s, [SUBJECT.signal(Rule.below_minimum, "score", firing=True,
-                                          summary="knowledge-qa: recent score 0.630 is below the approved minimum"),
-                           SUBJECT.signal(Rule.model_change, "served_model", firing=True,
-                                          summary="knowledge-qa: served model changed from v1 to v2")], NOW)
+        record_signals(
+            s,
+            [
+                SUBJECT.signal(
+                    Rule.below_minimum,
+                    "score",
+                    firing=True,
+                    summary="knowledge-qa: recent score 0.630 is below the approved minimum",
+                ),
+                SUBJECT.signal(
+                    Rule.model_change,
+                    "served_model",
+                    firing=True,
+                    summary="knowledge-qa: served model changed from v1 to v2",
+                ),
+            ],
+            NOW,
+        )
         s.commit()
     at = AppTest.from_file(APP, default_timeout=30).run()
     assert not at.exception
     why = at.dataframe[0].value["why"][0].split("; ")
     assert why[0].startswith("Score 0.63 (0.56-0.69) is below the approved minimum 0.70 since 3 Dec 14:00")
     assert why[1] == "Served model changed from v1 to v2 since 3 Dec 14:00"
-    assert why[2:] == ["Answers grew longer than every reference answer more often than at go-live",
-                       "More calls cost over the budget of $0.002 than at go-live"]
+    assert why[2:] == [
+        "Answers grew longer than every reference answer more often than at go-live",
+        "More calls cost over the budget of $0.002 than at go-live",
+    ]
     at.switch_page("views/task.py").run()
     assert not at.exception
     lead = at.error[0].value
@@ -101,8 +140,9 @@ def test_the_accuracy_breach_leads_even_when_a_new_segment_alarms_on_cost_and_le
     assert "What to do" in [h.value for h in at.subheader]
 
 
-def test_a_task_never_probed_has_no_data_yet_not_ok(tmp_path: Path, db_url: str,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_task_never_probed_has_no_data_yet_not_ok(
+    tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _plan(tmp_path, db_url, monkeypatch)
     make_engine(db_url).dispose()
     at = AppTest.from_file(APP, default_timeout=30).run()
@@ -113,16 +153,30 @@ def test_a_task_never_probed_has_no_data_yet_not_ok(tmp_path: Path, db_url: str,
     assert set(table["why"]) == {"No probe has run for this task yet"}
 
 
-def test_category_detectors_read_as_sentences_not_e_values(tmp_path: Path, db_url: str,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_category_detectors_read_as_sentences_not_e_values(
+    tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _plan(tmp_path, db_url, monkeypatch)
     engine = make_engine(db_url)
     with Session(engine) as s:
-        for slug, status, evidence in (("clinical-decision-support", StreamStatus.degraded, 2.0),
-                                       ("patient-communication", StreamStatus.watching, 100.0)):
-            s.add(DetectorState(key=f"category:{slug}:pooled_score:drop", task_id=f"category:{slug}",
-                                metric="pooled_score", direction="drop", status=status, null_mean=0.8,
-                                baseline_mean=0.85, evidence=evidence, threshold=1e4, n=290))
+        for slug, status, evidence in (
+            ("clinical-decision-support", StreamStatus.degraded, 2.0),
+            ("patient-communication", StreamStatus.watching, 100.0),
+        ):
+            s.add(
+                DetectorState(
+                    key=f"category:{slug}:pooled_score:drop",
+                    task_id=f"category:{slug}",
+                    metric="pooled_score",
+                    direction="drop",
+                    status=status,
+                    null_mean=0.8,
+                    baseline_mean=0.85,
+                    evidence=evidence,
+                    threshold=1e4,
+                    n=290,
+                )
+            )
         s.commit()
     at = AppTest.from_file(APP, default_timeout=30).run()
     assert not at.exception

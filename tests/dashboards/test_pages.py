@@ -3,24 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
+from medmon.alerts import Alert, Incident, Notification, NotificationStatus, beat
+from medmon.alerts.lifecycle import OPEN
+from medmon.monitor.alerting.signals import HEARTBEAT
+from medmon.monitor.models import BurnIn
+from medmon.monitor.read.overview import SCHEDULER_HEARTBEAT
+from medmon.probes.models import JudgeCall, ProbeResult
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 from streamlit.testing.v1 import AppTest
 
-from medmon.alerts import Alert, Incident, Notification, NotificationStatus, beat
-from medmon.alerts.lifecycle import OPEN
-from medmon.monitor.read.overview import SCHEDULER_HEARTBEAT
-from medmon.monitor.alerting.signals import HEARTBEAT
 from medmon.db import session_scope
-from medmon.monitor.models import BurnIn
-from medmon.probes.models import JudgeCall, ProbeResult
 from tests.conftest import plan_dict
 from tests.dashboards.conftest import APP
 from tests.dashboards.seed import DEAD_ROUTE_URL, Seeded
@@ -36,13 +36,17 @@ def frame(at: AppTest, column: str) -> pd.DataFrame:
 
 
 def _texts(at: AppTest) -> str:
-    parts = [e.value for kind in ("markdown", "caption", "info", "warning", "error", "success", "title", "subheader")
-             for e in at.get(kind)]
+    parts = [
+        e.value
+        for kind in ("markdown", "caption", "info", "warning", "error", "success", "title", "subheader")
+        for e in at.get(kind)
+    ]
     return "\n".join(str(p) for p in parts)
 
 
-def test_overview_puts_degraded_tasks_first_with_their_evidence(seeded: Seeded, seeded_engine: Engine,
-                                                                open_page: Callable[..., AppTest]) -> None:
+def test_overview_puts_degraded_tasks_first_with_their_evidence(
+    seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]
+) -> None:
     at = open_page("overview")
     assert at.error[0].value.startswith("2 task(s) degraded")
     table = at.dataframe[0].value
@@ -50,21 +54,33 @@ def test_overview_puts_degraded_tasks_first_with_their_evidence(seeded: Seeded, 
     assert list(table["status"]) == ["degraded", "degraded"]
     assert all(r.startswith(("Score ", "A drift detector found the score")) for r in table["why"])
     with Session(seeded_engine) as s:
-        open_count = dict(s.exec(select(Incident.task_id, func.count())
-                                 .where(col(Incident.closed_at).is_(None),
-                                        col(Incident.task_id).in_(list(table["task"])))
-                                 .group_by(Incident.task_id)).all())
+        open_count = dict(
+            s.exec(
+                select(Incident.task_id, func.count())
+                .where(col(Incident.closed_at).is_(None), col(Incident.task_id).in_(list(table["task"])))
+                .group_by(Incident.task_id)
+            ).all()
+        )
     assert dict(zip(table["task"], table["open incidents"], strict=True)) == open_count
     assert (table["score now"] < table["at approval"]).all()
     assert dict(zip(table["task"], table["approved minimum"], strict=True)) == {"knowledge-qa": 0.7, "dose-calc": 0.6}
     # What matters first (the browser test checks these are in view at 1,400 px).
-    assert list(table.columns[:8]) == ["task", "status", "score now", "95% CI", "approved minimum", "at approval",
-                                       "owner", "why"]
+    assert list(table.columns[:8]) == [
+        "task",
+        "status",
+        "score now",
+        "95% CI",
+        "approved minimum",
+        "at approval",
+        "owner",
+        "why",
+    ]
     assert "SIMULATED" in _texts(at) and "Unauthenticated" in _texts(at)
 
 
-def test_task_detail_shows_score_band_evidence_slices_and_answers(seeded: Seeded, seeded_engine: Engine,
-                                                                 open_page: Callable[..., AppTest]) -> None:
+def test_task_detail_shows_score_band_evidence_slices_and_answers(
+    seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]
+) -> None:
     at = open_page("task")
     assert at.selectbox(key="task").value == "knowledge-qa"
     charts = at.get("plotly_chart")
@@ -98,17 +114,18 @@ def test_task_detail_follows_the_task_chosen(seeded: Seeded, open_page: Callable
     assert "Pharmacy Lead" in _texts(at)
 
 
-def test_overview_says_when_the_monitor_service_stopped(seeded: Seeded, seeded_engine: Engine,
-                                                        open_page: Callable[..., AppTest]) -> None:
+def test_overview_says_when_the_monitor_service_stopped(
+    seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]
+) -> None:
     assert SCHEDULER_HEARTBEAT == HEARTBEAT  # the name the service beats under
     at = open_page("overview")
     assert at.info[0].value.startswith("The monitor service has not run")
     with session_scope(seeded_engine) as s:
-        beat(s, HEARTBEAT, datetime.now(timezone.utc) - timedelta(hours=2), tolerance=timedelta(minutes=5))
+        beat(s, HEARTBEAT, datetime.now(UTC) - timedelta(hours=2), tolerance=timedelta(minutes=5))
     at.run()
     assert at.error[0].value.startswith("The monitor service last beat 2 h ago")
     with session_scope(seeded_engine) as s:
-        beat(s, HEARTBEAT, datetime.now(timezone.utc), tolerance=timedelta(minutes=5))
+        beat(s, HEARTBEAT, datetime.now(UTC), tolerance=timedelta(minutes=5))
     at.run()
     assert not [e for e in at.error if "monitor service" in e.value]
     assert any(c.value.startswith("Monitor service alive") for c in at.caption)
@@ -125,13 +142,15 @@ def test_an_alerts_link_opens_its_task(seeded: Seeded) -> None:
 
 
 def test_alerts_page_lists_open_incidents_with_their_signals_and_dead_letters(
-        seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
+    seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]
+) -> None:
     at = open_page("alerts")
     with Session(seeded_engine) as s:
         n_open = s.exec(select(func.count()).select_from(Incident).where(col(Incident.closed_at).is_(None))).one()
         n_alerts = s.exec(select(func.count()).select_from(Alert).where(col(Alert.status).in_(OPEN))).one()
-        n_dead = s.exec(select(func.count()).select_from(Notification)
-                        .where(Notification.status == NotificationStatus.dead)).one()
+        n_dead = s.exec(
+            select(func.count()).select_from(Notification).where(Notification.status == NotificationStatus.dead)
+        ).one()
     table = frame(at, "silenced until")
     assert len(table) == n_open > 0
     assert n_alerts > n_open  # several signals of one problem are one incident
@@ -150,8 +169,9 @@ def test_alerts_page_lists_open_incidents_with_their_signals_and_dead_letters(
     assert DEAD_ROUTE_URL not in dead.to_string()  # a route's URL never shows
 
 
-def test_cost_page_keeps_judges_apart_from_the_production_model(seeded: Seeded, seeded_engine: Engine,
-                                                                 open_page: Callable[..., AppTest]) -> None:
+def test_cost_page_keeps_judges_apart_from_the_production_model(
+    seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]
+) -> None:
     at = open_page("costs")
     with Session(seeded_engine) as s:
         production = s.exec(select(func.sum(ProbeResult.cost_usd))).one()
@@ -166,8 +186,9 @@ def test_cost_page_keeps_judges_apart_from_the_production_model(seeded: Seeded, 
     assert len(at.get("plotly_chart")) == 3
 
 
-def test_jury_page_shows_agreement_judges_and_unparsed_verdicts(seeded: Seeded,
-                                                                open_page: Callable[..., AppTest]) -> None:
+def test_jury_page_shows_agreement_judges_and_unparsed_verdicts(
+    seeded: Seeded, open_page: Callable[..., AppTest]
+) -> None:
     at = open_page("jury")
     alphas = frame(at, "answers")
     assert list(alphas["task"]) == ["knowledge-qa"] and 0 < float(alphas.iloc[0, 1]) <= 1
@@ -176,8 +197,9 @@ def test_jury_page_shows_agreement_judges_and_unparsed_verdicts(seeded: Seeded,
     assert len(at.get("plotly_chart")) == 2
 
 
-def test_baselines_page_lists_evidence_with_source_and_sha256(seeded: Seeded,
-                                                              open_page: Callable[..., AppTest]) -> None:
+def test_baselines_page_lists_evidence_with_source_and_sha256(
+    seeded: Seeded, open_page: Callable[..., AppTest]
+) -> None:
     at = open_page("baselines")
     table = frame(at, "approved by")
     helm = table[table["benchmark"] == "head_qa"].iloc[0]
@@ -197,8 +219,9 @@ def test_baselines_page_lists_evidence_with_source_and_sha256(seeded: Seeded,
     assert files and set(files[0]["file"]) == {"run_spec.json", "stats.json", "scenario_state.json"}
 
 
-def test_model_changes_page_shows_the_silent_swap_and_its_reevaluation(seeded: Seeded,
-                                                                      open_page: Callable[..., AppTest]) -> None:
+def test_model_changes_page_shows_the_silent_swap_and_its_reevaluation(
+    seeded: Seeded, open_page: Callable[..., AppTest]
+) -> None:
     at = open_page("changes")
     served = frame(at, "before")
     swaps = served[served["before"] != "go-live"]
@@ -214,7 +237,8 @@ def test_model_changes_page_shows_the_silent_swap_and_its_reevaluation(seeded: S
 
 
 def test_governance_page_shows_the_plan_as_recorded_and_a_sound_audit_chain(
-        seeded: Seeded, open_page: Callable[..., AppTest]) -> None:
+    seeded: Seeded, open_page: Callable[..., AppTest]
+) -> None:
     at = open_page("governance")
     text = _texts(at)
     assert "A wrong answer could lead to a medication error." in text
@@ -232,7 +256,8 @@ def test_governance_page_shows_the_plan_as_recorded_and_a_sound_audit_chain(
 
 
 def test_governance_page_says_where_the_audit_chain_was_tampered_with(
-        seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
+    seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]
+) -> None:
     with seeded_engine.begin() as conn:
         conn.execute(text("UPDATE auditevent SET actor = 'someone else' WHERE seq = 1"))
     at = open_page("governance")
@@ -242,8 +267,9 @@ def test_governance_page_says_where_the_audit_chain_was_tampered_with(
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_every_page_renders_an_empty_database(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                              open_page: Callable[..., AppTest]) -> None:
+def test_every_page_renders_an_empty_database(
+    page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, open_page: Callable[..., AppTest]
+) -> None:
     plan_path = tmp_path / "plan.yaml"
     plan_path.write_text(yaml.safe_dump(plan_dict(storage={"url": f"sqlite:///{tmp_path / 'empty.db'}"})))
     monkeypatch.setenv("MEDMON_PLAN", str(plan_path))

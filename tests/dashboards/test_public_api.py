@@ -7,9 +7,8 @@ import ast
 import inspect
 from pathlib import Path
 
-import pytest
-
 import medmon.monitor.read as read
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = sorted((ROOT / "dashboards").rglob("*.py"))
@@ -19,15 +18,26 @@ READ = sorted((ROOT / "monitor" / "read").glob("*.py"))
 # medmon.monitor.plan.privacy masks plan text exactly as the committee report does.
 # Human oversight records people's decisions (ratings, safety events, suspensions) through the
 # governance functions that check and audit them, and reads its rubric and MedHELM's figures from the plan.
-DASHBOARD_MAY_IMPORT = {"medmon.monitor.read", "medmon.monitor.plan.model", "medmon.monitor.storage", "medmon.db",
-                        "medmon.monitor.governance.audit", "medmon.monitor.plan.routing", "medmon.monitor.plan.privacy",
-                        "medmon.alerts",
-                        "medmon.monitor.governance.review", "medmon.monitor.governance.safety",
-                        # Sign-off and threshold approvals: checked and audited by their governance functions.
-                        "medmon.monitor.governance.signoff", "medmon.monitor.governance.thresholds",
-                        "medmon.monitor.governance", "medmon.monitor.plan.oversight", "medmon.monitor.errors",
-                        "medmon.monitor.plan.masking",  # the plan text as it may be shown (route URLs masked)
-                        "medmon.scrub"}  # the dashboard process's log lines, secrets masked
+DASHBOARD_MAY_IMPORT = {
+    "medmon.monitor.read",
+    "medmon.monitor.plan.model",
+    "medmon.monitor.storage",
+    "medmon.db",
+    "medmon.monitor.governance.audit",
+    "medmon.monitor.plan.routing",
+    "medmon.monitor.plan.privacy",
+    "medmon.alerts",
+    "medmon.monitor.governance.review",
+    "medmon.monitor.governance.safety",
+    # Sign-off and threshold approvals: checked and audited by their governance functions.
+    "medmon.monitor.governance.signoff",
+    "medmon.monitor.governance.thresholds",
+    "medmon.monitor.governance",
+    "medmon.monitor.plan.oversight",
+    "medmon.monitor.errors",
+    "medmon.monitor.plan.masking",  # the plan text as it may be shown (route URLs masked)
+    "medmon.scrub",
+}  # the dashboard process's log lines, secrets masked
 
 
 def _imports(path: Path) -> set[str]:
@@ -58,8 +68,12 @@ def test_dashboards_import_only_read_functions_and_actions(path: Path) -> None:
 @pytest.mark.parametrize("path", VIEWS, ids=lambda p: p.name)
 def test_pages_write_no_sql(path: Path) -> None:
     tree = ast.parse(path.read_text())
-    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module in ("sqlmodel", "sqlalchemy")
-                for a in n.names}
+    imported = {
+        a.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and n.module in ("sqlmodel", "sqlalchemy")
+        for a in n.names
+    }
     assert imported <= {"Session"}, imported
     assert not {n for n in _imports(path) if n.startswith("sqlalchemy")}
 

@@ -11,25 +11,25 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
-
 from medmon.monitor.plan.model import Plan, load_plan
 from medmon.monitor.read import (
     agreement_series,
+    change_history,
     cost_by_day,
     cost_by_task,
     judge_cost_by_day,
     judge_cost_by_task,
-    change_history,
-    served_model_history,
     recent_estimate,
     run_series,
+    served_model_history,
     subgroup_slices,
     task_overview,
 )
 from medmon.monitor.storage import make_engine
 from medmon.probes.models import JudgeCall, ProbeResult, ProbeRun
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
 from tests.conftest import ON_POSTGRES, fresh_postgres_database
 from tests.dashboards.seed import JUDGED, Seeded, seed
 
@@ -46,11 +46,15 @@ def db_url() -> Iterator[str | None]:
 
 
 @pytest.fixture(scope="module")
-def seeded_db(db_url: str | None, request: pytest.FixtureRequest,
-              tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Seeded, Engine, Plan]]:
+def seeded_db(
+    db_url: str | None, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Seeded, Engine, Plan]]:
     """Read-only tests share one seeded database."""
-    seeded = (seed(tmp_path_factory.mktemp("read_seed"), db_url=db_url) if db_url is not None
-              else request.getfixturevalue("seeded_master"))
+    seeded = (
+        seed(tmp_path_factory.mktemp("read_seed"), db_url=db_url)
+        if db_url is not None
+        else request.getfixturevalue("seeded_master")
+    )
     engine = make_engine(seeded.db_url)
     yield seeded, engine, load_plan(seeded.plan_path)
     engine.dispose()
@@ -58,7 +62,9 @@ def seeded_db(db_url: str | None, request: pytest.FixtureRequest,
 
 def _results(engine: Engine, task_id: str) -> list[ProbeResult]:
     with Session(engine) as s:
-        return list(s.exec(select(ProbeResult).where(ProbeResult.task_id == task_id).order_by(col(ProbeResult.id))).all())
+        return list(
+            s.exec(select(ProbeResult).where(ProbeResult.task_id == task_id).order_by(col(ProbeResult.id))).all()
+        )
 
 
 def test_recent_estimate_is_the_mean_of_the_latest_scored_answers(seeded_db: tuple[Seeded, Engine, Plan]) -> None:
@@ -85,8 +91,7 @@ def test_run_series_matches_each_stored_run(seeded_db: tuple[Seeded, Engine, Pla
         assert p.over_slo == p.calls  # every call takes longer than zero seconds
 
 
-def test_cost_per_day_adds_up_in_utc_days_and_counts_calls_over_budget(seeded_db: tuple[Seeded, Engine, Plan]
-                                                                      ) -> None:
+def test_cost_per_day_adds_up_in_utc_days_and_counts_calls_over_budget(seeded_db: tuple[Seeded, Engine, Plan]) -> None:
     seeded, engine, plan = seeded_db
     since = seeded.start - timedelta(days=1)
     rows = _results(engine, "knowledge-qa") + _results(engine, "dose-calc")
@@ -106,10 +111,14 @@ def test_cost_per_day_adds_up_in_utc_days_and_counts_calls_over_budget(seeded_db
         assert d.latency_mean == pytest.approx(sum(timed) / len(timed))
     by_task = {t.task: t for t in tasks}
     latencies = [r.latency_s for r in rows if r.task_id == "dose-calc" and r.latency_s is not None]
-    assert by_task["dose-calc"].latency_mean == pytest.approx(sum(latencies) / len(latencies))  # exact, not a mean of means
+    assert by_task["dose-calc"].latency_mean == pytest.approx(
+        sum(latencies) / len(latencies)
+    )  # exact, not a mean of means
     assert by_task["dose-calc"].latency_max == pytest.approx(max(latencies))
     assert by_task["dose-calc"].calls == len(_results(engine, "dose-calc"))
-    assert by_task["knowledge-qa"].cost_usd == pytest.approx(sum(r.cost_usd or 0 for r in _results(engine, "knowledge-qa")))
+    assert by_task["knowledge-qa"].cost_usd == pytest.approx(
+        sum(r.cost_usd or 0 for r in _results(engine, "knowledge-qa"))
+    )
     assert by_task["knowledge-qa"].judge_cost_usd == pytest.approx(JUDGED * 3 * 0.0004)
     assert by_task["dose-calc"].judge_cost_usd == 0.0
 
@@ -155,7 +164,8 @@ def test_overview_model_changes_and_reevaluations(seeded_db: tuple[Seeded, Engin
     assert all(r.estimate is not None and r.baseline == pytest.approx(0.85) for r in rows)
     swaps = [m for m in served if m.is_change]
     assert {(m.task, m.previous_model, m.served_model) for m in swaps} == {
-        (t, "medmon-simulator/clinical-v1", "medmon-simulator/clinical-v2") for t in ("knowledge-qa", "dose-calc")}
+        (t, "medmon-simulator/clinical-v1", "medmon-simulator/clinical-v2") for t in ("knowledge-qa", "dose-calc")
+    }
     reevaluated = [c for c in changes if c.reevaluation is not None]
     assert [(c.task, c.kind, c.source) for c in reevaluated] == [("knowledge-qa", "model", "detected")]
     r = reevaluated[0].reevaluation

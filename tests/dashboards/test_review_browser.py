@@ -6,25 +6,27 @@ from __future__ import annotations
 
 import re
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import yaml
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
-
 from medmon.alerts import open_alerts
-from medmon.db import session_scope
 from medmon.monitor.alerting.oversight import oversight_pass
 from medmon.monitor.governance.audit import AuditKind, list_events
 from medmon.monitor.plan.model import load_plan
 from medmon.probes.models import ProbeResult
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from medmon.db import session_scope
 from tests.dashboards.browser import CHROMIUM, CHROMIUM_ARGS, dark_pixels, save_for_docs, served_dashboard, settle
 from tests.dashboards.seed import Seeded
 
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason=f"{CHROMIUM} is not installed")]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason=f"{CHROMIUM} is not installed"),
+]
 
 REVIEWER = "dr.ana@hospital.example"
 CRITERIA = ("accuracy", "completeness", "clarity")
@@ -33,24 +35,29 @@ CRITERIA = ("accuracy", "completeness", "clarity")
 def _with_oversight(seeded: Seeded) -> None:
     data = yaml.safe_load(seeded.plan_path.read_text())
     data["tasks"][0]["human_review_required"] = True
-    data["oversight"] = {"reviewers": [{"name": "Dr. Ana", "email": REVIEWER, "tasks": ["knowledge-qa"]}],
-                         "review": {"rate": 1.0, "weekly_quota": 10, "double_rate": 0.0},
-                         "agreement": {"min_items": 5, "min_icc": 0.3}}
+    data["oversight"] = {
+        "reviewers": [{"name": "Dr. Ana", "email": REVIEWER, "tasks": ["knowledge-qa"]}],
+        "review": {"rate": 1.0, "weekly_quota": 10, "double_rate": 0.0},
+        "agreement": {"min_items": 5, "min_icc": 0.3},
+    }
     seeded.plan_path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
 def test_a_reviewer_rates_sampled_answers_and_a_disagreeing_jury_raises_its_alert(
-        seeded: Seeded, seeded_engine: Engine, tmp_path: Path) -> None:
+    seeded: Seeded, seeded_engine: Engine, tmp_path: Path
+) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     _with_oversight(seeded)
     plan = load_plan(seeded.plan_path)
     with session_scope(seeded_engine) as s:
-        oversight_pass(s, plan, datetime.now(timezone.utc))  # the service's pass queues this week's sample
+        oversight_pass(s, plan, datetime.now(UTC))  # the service's pass queues this week's sample
     shot, card_shot = tmp_path / "review.png", tmp_path / "review-card.png"
     rated: dict[int, float | None] = {}
-    with served_dashboard(seeded.plan_path, seeded.db_url, tmp_path / "streamlit.log") as dashboard, \
-            sync_playwright() as p:
+    with (
+        served_dashboard(seeded.plan_path, seeded.db_url, tmp_path / "streamlit.log") as dashboard,
+        sync_playwright() as p,
+    ):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1400})
@@ -77,7 +84,7 @@ def test_a_reviewer_rates_sampled_answers_and_a_disagreeing_jury_raises_its_aler
                 assert len(rated) <= 10, "the queue holds more than the weekly quota"
             expect(page.get_by_text("Your queue is empty")).to_be_visible()
             with session_scope(seeded_engine) as s:
-                oversight_pass(s, plan, datetime.now(timezone.utc))  # the next pass computes agreement
+                oversight_pass(s, plan, datetime.now(UTC))  # the next pass computes agreement
             page.reload()
             settle(page)
             expect(page.get_by_text("jury_icc").first).to_be_visible(timeout=30_000)

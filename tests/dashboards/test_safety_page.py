@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 import yaml
+from medmon.alerts import open_alerts, verify
+from medmon.monitor.governance.audit import AuditKind, list_events
+from medmon.monitor.plan.model import load_plan
+from medmon.monitor.read import safety_events
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 from starlette.applications import Starlette
@@ -19,10 +23,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 from streamlit.testing.v1 import AppTest
 
-from medmon.alerts import open_alerts, verify
-from medmon.monitor.governance.audit import AuditKind, list_events
-from medmon.monitor.plan.model import load_plan
-from medmon.monitor.read import safety_events
 from tests.dashboards.conftest import AUTH_SECRETS
 from tests.dashboards.seed import CALC_OWNER, OWNER, Seeded
 
@@ -35,8 +35,7 @@ def gateway(serve: Callable[..., Any], seeded: Seeded, monkeypatch: pytest.Monke
 
     async def hook(request: Request) -> Response:
         body = await request.body()
-        if not verify(body, request.headers, SECRET,
-                      now=int(datetime.now(timezone.utc).timestamp())):
+        if not verify(body, request.headers, SECRET, now=int(datetime.now(UTC).timestamp())):
             return Response(status_code=401)
         calls.append(json.loads(body))
         return Response("ok")
@@ -50,13 +49,15 @@ def gateway(serve: Callable[..., Any], seeded: Seeded, monkeypatch: pytest.Monke
 
 
 def _as(open_page: Callable[..., AppTest], email: str) -> AppTest:
-    return open_page("safety", secrets=AUTH_SECRETS, user={"is_logged_in": True, "email": email,
-                                                                 "email_verified": True})
+    return open_page(
+        "safety", secrets=AUTH_SECRETS, user={"is_logged_in": True, "email": email, "email_verified": True}
+    )
 
 
 @pytest.mark.slow
 def test_two_owners_suspend_a_high_risk_task_and_resume_is_refused_without_a_passing_reevaluation(
-        seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest], gateway: list[dict[str, Any]]) -> None:
+    seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest], gateway: list[dict[str, Any]]
+) -> None:
     at = _as(open_page, OWNER)
     at.selectbox(key="suspend_task").select("dose-calc").run()
     at.text_input(key="suspend_reason").input("Dose errors reported by pharmacy").run()
@@ -72,7 +73,11 @@ def test_two_owners_suspend_a_high_risk_task_and_resume_is_refused_without_a_pas
     assert not at.exception
     [call] = gateway
     assert (call["action"], call["task"], call["requested_by"], call["confirmed_by"]) == (
-        "suspend", "dose-calc", OWNER, CALC_OWNER)
+        "suspend",
+        "dose-calc",
+        OWNER,
+        CALC_OWNER,
+    )
     at = _as(open_page, OWNER)
     assert any("dose-calc: SUSPENDED since" in e.value for e in at.sidebar.error)
     at.selectbox(key="suspend_task").select("dose-calc").run()
@@ -85,8 +90,9 @@ def test_two_owners_suspend_a_high_risk_task_and_resume_is_refused_without_a_pas
 
 
 @pytest.mark.slow
-def test_an_owner_opens_a_safety_event_and_records_a_near_miss(seeded: Seeded, seeded_engine: Engine,
-                                                               open_page: Callable[..., AppTest]) -> None:
+def test_an_owner_opens_a_safety_event_and_records_a_near_miss(
+    seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]
+) -> None:
     with Session(seeded_engine) as s:
         alert = next(a for a in open_alerts(s) if a.task_id == "knowledge-qa")
     at = _as(open_page, OWNER)
@@ -101,7 +107,7 @@ def test_an_owner_opens_a_safety_event_and_records_a_near_miss(seeded: Seeded, s
     assert list(events["severity"]) == ["serious"] and events["clock"].iloc[0] == "15.0 days left"
     assert events["source"].iloc[0] == f"alert:{alert.id}"
     with Session(seeded_engine) as s:
-        [event] = safety_events(s, load_plan(seeded.plan_path), datetime.now(timezone.utc))
+        [event] = safety_events(s, load_plan(seeded.plan_path), datetime.now(UTC))
     frozen = event.event.evidence["context"]["alert"]
     assert (frozen["id"], frozen["rule"], frozen["summary"]) == (alert.id, alert.rule, alert.summary)
     at.text_area(key="miss_what").input("Pharmacist caught a wrong unit before dispensing").run()

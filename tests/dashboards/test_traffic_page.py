@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import random
+import shutil
 from datetime import timedelta
 from pathlib import Path
 
-import shutil
-
 import pytest
 import yaml
+from medmon.monitor.storage import make_engine
 from streamlit.testing.v1 import AppTest
 
 from medmon.db import utcnow
-from medmon.monitor.storage import make_engine
 from tests.conftest import plan_dict
 from tests.dashboards.browser import CHROMIUM, CHROMIUM_ARGS, dark_pixels, save_for_docs, served_dashboard, settle
 from tests.dashboards.conftest import APP

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
+from medmon.monitor.models import ProbeSlot
+from medmon.probes.models import ProbeRun
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session, col, select
 
-from medmon.monitor.models import ProbeSlot
-from medmon.probes.models import ProbeRun
 from tests.conftest import plan_dict
 
 T = TypeVar("T")
@@ -40,17 +40,39 @@ def wait_for(condition: Callable[[], T], timeout: float = 20.0, interval: float 
         time.sleep(interval)
 
 
-def write_plan(path: Path, sim_url: str, db_url: str, *, schedule: str = "1s", sample_size: int = 3,
-               tasks: int = 1, service: dict[str, Any] | None = None, **deployment: Any) -> Path:
+def write_plan(
+    path: Path,
+    sim_url: str,
+    db_url: str,
+    *,
+    schedule: str = "1s",
+    sample_size: int = 3,
+    tasks: int = 1,
+    service: dict[str, Any] | None = None,
+    **deployment: Any,
+) -> Path:
     """A plan probing the simulator every ``schedule`` with small samples."""
     data = plan_dict(
-        deployment={"base_url": f"{sim_url}/v1", "model": "medmon-simulator/clinical-v1", "api_key_env": KEY_ENV,
-                    "timeout_s": 5, "max_retries": 0, **deployment},
-        tasks=[{"id": f"task-{i}", "benchmark": "med_qa", "canaries": {"pack": "clinical_knowledge_mcq"},
-                "schedule": schedule, "sample_size": sample_size,
+        deployment={
+            "base_url": f"{sim_url}/v1",
+            "model": "medmon-simulator/clinical-v1",
+            "api_key_env": KEY_ENV,
+            "timeout_s": 5,
+            "max_retries": 0,
+            **deployment,
+        },
+        tasks=[
+            {
+                "id": f"task-{i}",
+                "benchmark": "med_qa",
+                "canaries": {"pack": "clinical_knowledge_mcq"},
+                "schedule": schedule,
+                "sample_size": sample_size,
                 "baseline": {"value": 0.85, "n": 500},
-                "thresholds": {"min_score": 0.7, "cost_budget_per_call": 0.002, "latency_slo_s": 5}}
-               for i in range(tasks)],
+                "thresholds": {"min_score": 0.7, "cost_budget_per_call": 0.002, "latency_slo_s": 5},
+            }
+            for i in range(tasks)
+        ],
         storage={"url": db_url},
     )
     if service is not None:
@@ -73,6 +95,7 @@ class Served:
         def found() -> str | None:
             m = re.search(r"health endpoints on (http://\S+)", self.text())
             return m.group(1) if m else None
+
         return wait_for(found, timeout, what=f"health URL in {self.log}")
 
     def wait_log(self, pattern: str, timeout: float = 30.0) -> re.Match[str]:
@@ -93,8 +116,9 @@ def start_medmon(args: list[str], log: Path, env: dict[str, str] | None = None) 
     environ = os.environ | {KEY_ENV: "test-key", "DO_NOT_TRACK": "1", "PYTHONUNBUFFERED": "1"} | (env or {})
     environ.pop("MEDMON_DATABASE_URL", None)
     handle = log.open("ab")
-    proc = subprocess.Popen([*MEDMON, *args], stdout=handle, stderr=subprocess.STDOUT, env=environ,
-                            cwd=Path(__file__).resolve().parents[2])
+    proc = subprocess.Popen(
+        [*MEDMON, *args], stdout=handle, stderr=subprocess.STDOUT, env=environ, cwd=Path(__file__).resolve().parents[2]
+    )
     handle.close()
     return Served(proc, log)
 

@@ -5,16 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 import yaml
-from sqlalchemy import text
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
-from typer.testing import CliRunner
-
+from medmon.monitor.cli.app import app
 from medmon.monitor.governance.audit import (
     GENESIS,
     AuditKind,
@@ -25,20 +21,30 @@ from medmon.monitor.governance.audit import (
     record_plan,
     verify,
 )
-from medmon.monitor.cli.app import app
 from medmon.monitor.models import AuditEvent, AuditHead
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+from typer.testing import CliRunner
+
 from medmon.db import session_scope
 from tests.conftest import plan_dict
 
 runner = CliRunner()
-T0 = datetime(2026, 11, 1, 8, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
 
 
 def _fill(engine: Engine, count: int = 5) -> None:
     with session_scope(engine) as session:
         for i in range(count):
-            record(session, AuditKind.alert_acknowledged, f"owner{i}@hospital.example", f"alert:{i + 1}",
-                   {"note": f"looking into it ({i})", "weight": 0.5 + i}, T0 + timedelta(minutes=i))
+            record(
+                session,
+                AuditKind.alert_acknowledged,
+                f"owner{i}@hospital.example",
+                f"alert:{i + 1}",
+                {"note": f"looking into it ({i})", "weight": 0.5 + i},
+                T0 + timedelta(minutes=i),
+            )
 
 
 def _verify(engine: Engine, expect: tuple[int, str] | None = None):  # type: ignore[no-untyped-def]
@@ -54,8 +60,15 @@ def test_entries_chain_to_each_other_and_verify(engine: Engine) -> None:
     assert [r.seq for r in rows] == [1, 2, 3, 4, 5]
     assert rows[0].prev_hash == GENESIS
     assert all(b.prev_hash == a.hash for a, b in zip(rows, rows[1:]))
-    assert rows[2].hash == entry_hash(3, T0 + timedelta(minutes=2), "alert_acknowledged", "owner2@hospital.example",
-                                      "alert:3", {"note": "looking into it (2)", "weight": 2.5}, rows[1].hash)
+    assert rows[2].hash == entry_hash(
+        3,
+        T0 + timedelta(minutes=2),
+        "alert_acknowledged",
+        "owner2@hospital.example",
+        "alert:3",
+        {"note": "looking into it (2)", "weight": 2.5},
+        rows[1].hash,
+    )
     assert head is not None and (head.seq, head.hash) == (5, rows[-1].hash)
     report = _verify(engine)
     assert report.ok and report.entries == 5 and report.head_seq == 5
@@ -63,8 +76,9 @@ def test_entries_chain_to_each_other_and_verify(engine: Engine) -> None:
 
 def _recompute(conn, seq: int) -> None:  # type: ignore[no-untyped-def]
     """What a careful forger does: rewrite an edited entry's own hash (the next link still breaks)."""
-    row = conn.execute(text("SELECT seq, at, kind, actor, subject, details, prev_hash FROM auditevent WHERE seq = :s"),
-                       {"s": seq}).one()
+    row = conn.execute(
+        text("SELECT seq, at, kind, actor, subject, details, prev_hash FROM auditevent WHERE seq = :s"), {"s": seq}
+    ).one()
     details = row.details if isinstance(row.details, dict) else json.loads(row.details)
     at = row.at if isinstance(row.at, datetime) else datetime.fromisoformat(row.at)
     digest = entry_hash(row.seq, at, row.kind, row.actor, row.subject, details, row.prev_hash)
@@ -73,22 +87,41 @@ def _recompute(conn, seq: int) -> None:  # type: ignore[no-untyped-def]
 
 TAMPERING = {
     # case: (raw SQL statements, seq named in a problem (None: the log's tail), words in that problem)
-    "update-details": (["UPDATE auditevent SET details = '{\"note\": \"nothing to see\", \"weight\": 2.5}' WHERE seq = 3"],
-                       3, "edited after it was written"),
+    "update-details": (
+        ['UPDATE auditevent SET details = \'{"note": "nothing to see", "weight": 2.5}\' WHERE seq = 3'],
+        3,
+        "edited after it was written",
+    ),
     "update-actor": (["UPDATE auditevent SET actor = 'mallory@hospital.example' WHERE seq = 2"], 2, "edited"),
     "update-time": (["UPDATE auditevent SET at = '2026-10-01 08:00:00' WHERE seq = 4"], 4, "edited"),
     "update-kind": (["UPDATE auditevent SET kind = 'alert_resolved' WHERE seq = 4"], 4, "kind 'alert_resolved'"),
     "delete-middle": (["DELETE FROM auditevent WHERE seq = 3"], 4, "entry seq 3 is missing (deleted)"),
     "delete-two": (["DELETE FROM auditevent WHERE seq IN (2, 3)"], 4, "entries seq 2-3 are missing"),
     "delete-newest": (["DELETE FROM auditevent WHERE seq = 5"], None, "ends at seq 4 but its head records seq 5"),
-    "reorder": (["UPDATE auditevent SET seq = 100 WHERE seq = 2", "UPDATE auditevent SET seq = 2 WHERE seq = 3",
-                 "UPDATE auditevent SET seq = 3 WHERE seq = 100"], 2, "link broken"),
-    "insert-forged": (["INSERT INTO auditevent (seq, at, kind, actor, subject, details, prev_hash, hash) "
-                       "SELECT 6, at, 'baseline_approved', 'mallory@hospital.example', 'task:qa', '{}', hash, "
-                       "'0000000000000000000000000000000000000000000000000000000000000000' "
-                       "FROM auditevent WHERE seq = 5"], 6, "edited after it was written"),
-    "edit-and-rehash": (["UPDATE auditevent SET actor = 'mallory@hospital.example' WHERE seq = 3", _recompute],
-                        4, "link broken"),
+    "reorder": (
+        [
+            "UPDATE auditevent SET seq = 100 WHERE seq = 2",
+            "UPDATE auditevent SET seq = 2 WHERE seq = 3",
+            "UPDATE auditevent SET seq = 3 WHERE seq = 100",
+        ],
+        2,
+        "link broken",
+    ),
+    "insert-forged": (
+        [
+            "INSERT INTO auditevent (seq, at, kind, actor, subject, details, prev_hash, hash) "
+            "SELECT 6, at, 'baseline_approved', 'mallory@hospital.example', 'task:qa', '{}', hash, "
+            "'0000000000000000000000000000000000000000000000000000000000000000' "
+            "FROM auditevent WHERE seq = 5"
+        ],
+        6,
+        "edited after it was written",
+    ),
+    "edit-and-rehash": (
+        ["UPDATE auditevent SET actor = 'mallory@hospital.example' WHERE seq = 3", _recompute],
+        4,
+        "link broken",
+    ),
 }
 
 
@@ -115,7 +148,7 @@ def test_cli_verify_exits_1_and_names_the_entry(engine: Engine, db_url: str) -> 
     assert ok.exit_code == 0, ok.output
     assert "5 entries verify" in ok.output
     with engine.begin() as conn:
-        conn.execute(text("UPDATE auditevent SET details = '{\"note\": \"changed\"}' WHERE seq = 2"))
+        conn.execute(text('UPDATE auditevent SET details = \'{"note": "changed"}\' WHERE seq = 2'))
     bad = runner.invoke(app, ["audit", "verify", "--db", db_url])
     assert bad.exit_code == 1
     assert "TAMPERED" in bad.output and "entry seq 2" in bad.output and "edited" in bad.output
@@ -150,8 +183,14 @@ def test_two_writers_never_fork_the_chain(engine: Engine) -> None:
         try:
             for i in range(25):
                 with session_scope(engine) as session:
-                    record(session, "alert_resolved", f"{name}@hospital.example", f"alert:{i}", {"i": i},
-                           T0 + timedelta(seconds=i))
+                    record(
+                        session,
+                        "alert_resolved",
+                        f"{name}@hospital.example",
+                        f"alert:{i}",
+                        {"i": i},
+                        T0 + timedelta(seconds=i),
+                    )
         except BaseException as exc:  # surfaced below
             errors.append(exc)
 
@@ -201,7 +240,9 @@ def test_plan_changes_are_recorded_as_diffs_with_threshold_changes(engine: Engin
     diff = later[0].details["diff"]
     assert "-    min_score: 0.7\n" in diff and "+    min_score: 0.6\n" in diff
     assert later[0].details["sha256"] == hashlib.sha256(changed.encode()).hexdigest()
-    assert {"task": "knowledge-qa", "threshold": "min_score", "old": 0.7, "new": 0.6}.items() <= later[1].details.items()
+    assert {"task": "knowledge-qa", "threshold": "min_score", "old": 0.7, "new": 0.6}.items() <= later[
+        1
+    ].details.items()
     assert later[1].subject == "task:knowledge-qa"
     assert _verify(engine).ok
 
@@ -235,8 +276,10 @@ def test_check_never_creates_a_database(tmp_path: Path) -> None:
 
 def test_baseline_imports_are_audited(tmp_path: Path, engine: Engine, db_url: str) -> None:
     scores = tmp_path / "published.csv"
-    scores.write_text("model,benchmark,metric,value,n,source\n"
-                      "openai/gpt-4o-2024-05-13,med_qa,exact_match,0.87,1273,MedHELM leaderboard\n")
+    scores.write_text(
+        "model,benchmark,metric,value,n,source\n"
+        "openai/gpt-4o-2024-05-13,med_qa,exact_match,0.87,1273,MedHELM leaderboard\n"
+    )
     first = runner.invoke(app, ["baseline", "import", str(scores), "--db", db_url])
     assert first.exit_code == 0, first.output
     assert runner.invoke(app, ["baseline", "import", str(scores), "--db", db_url]).exit_code == 0  # no new evidence
@@ -260,8 +303,14 @@ def test_cli_verify_on_a_missing_database_is_an_input_error(tmp_path: Path) -> N
 def test_details_with_times_and_enums_are_stored_as_hashed(engine: Engine) -> None:
     until = T0 + timedelta(days=2)
     with session_scope(engine) as session:
-        event = record(session, AuditKind.alert_silenced, "owner@hospital.example", "alert:1",
-                       {"until": until, "kind": AuditKind.alert_silenced, "tasks": ("a", "b")}, T0)
+        event = record(
+            session,
+            AuditKind.alert_silenced,
+            "owner@hospital.example",
+            "alert:1",
+            {"until": until, "kind": AuditKind.alert_silenced, "tasks": ("a", "b")},
+            T0,
+        )
     assert event.details == {"until": "2026-11-03T08:00:00.000000+00:00", "kind": "alert_silenced", "tasks": ["a", "b"]}
     assert _verify(engine).ok
     with session_scope(engine) as session:

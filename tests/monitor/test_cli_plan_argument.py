@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import typer
 import yaml
-from typer.testing import CliRunner
-
 from medmon.monitor.cli.app import app
 from medmon.monitor.governance.reports.render import find_chromium
+from typer.testing import CliRunner
+
 from tests.conftest import plan_dict
 
 runner = CliRunner()
@@ -31,12 +31,26 @@ def _commands(group: Any, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str,
 
 def test_every_command_that_reads_a_plan_takes_it_as_its_first_argument() -> None:
     commands = _commands(typer.main.get_command(app))  # type: ignore[arg-type]
-    reading = {path: command for path, command in commands
-               if any(p.name in ("plan_path", "plan") for p in command.params)}
+    reading = {
+        path: command for path, command in commands if any(p.name in ("plan_path", "plan") for p in command.params)
+    }
     # The commands the committee and operators use daily all read a plan.
-    for must in [("check",), ("serve",), ("report",), ("probe", "run"), ("dashboard",), ("audit", "verify"),
-                 ("audit", "list"), ("change", "record"), ("change", "list"), ("baseline", "approve"),
-                 ("drift", "report"), ("oversight", "pass"), ("traffic", "import"), ("worker",)]:
+    for must in [
+        ("check",),
+        ("serve",),
+        ("report",),
+        ("probe", "run"),
+        ("dashboard",),
+        ("audit", "verify"),
+        ("audit", "list"),
+        ("change", "record"),
+        ("change", "list"),
+        ("baseline", "approve"),
+        ("drift", "report"),
+        ("oversight", "pass"),
+        ("traffic", "import"),
+        ("worker",),
+    ]:
         assert must in reading, must
     for path, command in reading.items():
         arguments = [p for p in command.params if p.param_type_name == "argument"]
@@ -116,8 +130,7 @@ def test_report_json_prints_and_writes_nothing(plan_file: Path, workdir: Path) -
 
 def test_report_writes_exactly_where_told(plan_file: Path, workdir: Path) -> None:
     assert runner.invoke(app, ["change", "list", str(plan_file)]).exit_code == 0
-    made = runner.invoke(app, ["report", str(plan_file), "--period", "2026-11", "--output", "out/nov.html",
-                               "--no-pdf"])
+    made = runner.invoke(app, ["report", str(plan_file), "--period", "2026-11", "--output", "out/nov.html", "--no-pdf"])
     assert made.exit_code == 0, made.output
     assert "wrote out/nov.html" in made.stdout
     assert [str(p.relative_to(workdir)) for p in sorted(workdir.rglob("*"))] == ["out", "out/nov.html"]

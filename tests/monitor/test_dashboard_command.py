@@ -33,9 +33,13 @@ def test_a_signal_to_medmon_dashboard_stops_streamlit_too(sig: signal.Signals, t
     plan_path.write_text(yaml.safe_dump(plan_dict(storage={"url": f"sqlite:///{tmp_path / 'm.db'}"})))
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    medmon = subprocess.Popen([sys.executable, "-m", "medmon", "dashboard", str(plan_path), "--port", str(port)],
-                              env=os.environ | {"DO_NOT_TRACK": "1"}, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, cwd=tmp_path)
+    medmon = subprocess.Popen(
+        [sys.executable, "-m", "medmon", "dashboard", str(plan_path), "--port", str(port)],
+        env=os.environ | {"DO_NOT_TRACK": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=tmp_path,
+    )
     try:
         deadline = time.monotonic() + 90
         while not _serving(url):

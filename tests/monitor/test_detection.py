@@ -5,29 +5,39 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from medmon.baselines import Baseline, Canary, resolve
+from medmon.monitor.detection.drift.budget import INFO
+from medmon.monitor.detection.drift.layout import StreamSpec
+from medmon.monitor.detection.streams import (
+    QUIET_RUNS,
+    RECOVERY_MIN_OBS,
+    RECOVERY_RUNS,
+    StreamUpdate,
+    plan_budget,
+    reset_task_streams,
+    start_reevaluation,
+    stream_thresholds,
+    task_streams,
+    update_judge_canaries,
+    update_stream,
+    update_task_streams,
+)
+from medmon.monitor.models import BurnIn, DetectorState, StreamStatus
+from medmon.monitor.plan.context import TaskContext
+from medmon.monitor.plan.model import Plan
+from medmon.monitor.storage import make_engine
+from medmon.probes.models import ProbeResultBase
 from scipy.stats import binomtest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from medmon.baselines import Baseline, Canary, resolve
-from medmon.monitor.plan.context import TaskContext
-from medmon.monitor.detection.streams import (
-    QUIET_RUNS, RECOVERY_MIN_OBS, RECOVERY_RUNS, StreamUpdate, plan_budget, reset_task_streams, start_reevaluation, stream_thresholds, task_streams,
-    update_judge_canaries, update_stream, update_task_streams,
-)
-from medmon.monitor.detection.drift.budget import INFO
-from medmon.monitor.detection.drift.layout import StreamSpec
-from medmon.monitor.models import BurnIn, DetectorState, StreamStatus
-from medmon.monitor.plan.model import Plan
 from medmon.db import session_scope
-from medmon.monitor.storage import make_engine
-from medmon.probes.models import ProbeResultBase
 
-T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 1, tzinfo=UTC)
 QUIET = {"distribution_checks": False, "burn_in_runs": 0}
 
 
@@ -37,9 +47,15 @@ def canaries(n: int = 40, *, helm: bool = True, runs: int = 5, seed: int = 0) ->
     out = []
     for i in range(n):
         right = rng.random() < 0.8
-        out.append(Canary(id=f"c{i:03d}", messages=({"role": "user", "content": f"question {i}"},),
-                          tags={"sex": "female" if i % 2 else "male", "age_band": "65+" if i % 3 == 0 else "18-64"},
-                          baseline_score=(0.97 if right else 0.03) if helm else None, baseline_runs=runs if helm else 0))
+        out.append(
+            Canary(
+                id=f"c{i:03d}",
+                messages=({"role": "user", "content": f"question {i}"},),
+                tags={"sex": "female" if i % 2 else "male", "age_band": "65+" if i % 3 == 0 else "18-64"},
+                baseline_score=(0.97 if right else 0.03) if helm else None,
+                baseline_runs=runs if helm else 0,
+            )
+        )
         object.__setattr__(out[-1], "provenance", "right" if right else "wrong")
     return out
 
@@ -49,8 +65,16 @@ def right(c: Canary) -> bool:
 
 
 def baseline(value: float, n: int = 500, benchmark: str = "med_qa") -> Baseline:
-    return Baseline(benchmark=benchmark, model="m", metric="exact_match", value=value, normalized=value, n=n,
-                    ci_low=value - 0.03, ci_high=value + 0.03)
+    return Baseline(
+        benchmark=benchmark,
+        model="m",
+        metric="exact_match",
+        value=value,
+        normalized=value,
+        n=n,
+        ci_low=value - 0.03,
+        ci_high=value + 0.03,
+    )
 
 
 def context(plan: Plan, pool: Sequence[Canary], task: int = 0, scorer: str = "multiple_choice") -> TaskContext:
@@ -58,14 +82,28 @@ def context(plan: Plan, pool: Sequence[Canary], task: int = 0, scorer: str = "mu
     return TaskContext(task=t, canaries=tuple(pool), scorer=scorer, taxonomy=resolve(t.benchmark), pack_baseline={})
 
 
-def answers(rng: random.Random, pool: Sequence[Canary], k: int, p: Callable[[Canary], float], task_id: str = "knowledge-qa",
-            **fields: Any) -> list[ProbeResultBase]:
+def answers(
+    rng: random.Random,
+    pool: Sequence[Canary],
+    k: int,
+    p: Callable[[Canary], float],
+    task_id: str = "knowledge-qa",
+    **fields: Any,
+) -> list[ProbeResultBase]:
     out = []
     for _ in range(k):
         c = rng.choice(pool)
         values = {"completion_tokens": 50, "cost_usd": 0.001, "latency_s": 1.0} | fields
-        out.append(ProbeResultBase(task_id=task_id, canary_id=c.id, score=float(rng.random() < p(c)), tags=dict(c.tags),
-                                   baseline_score=c.baseline_score, **values))
+        out.append(
+            ProbeResultBase(
+                task_id=task_id,
+                canary_id=c.id,
+                score=float(rng.random() < p(c)),
+                tags=dict(c.tags),
+                baseline_score=c.baseline_score,
+                **values,
+            )
+        )
     return out
 
 
@@ -73,8 +111,9 @@ def as_before(c: Canary) -> float:
     return 0.97 if right(c) else 0.03
 
 
-def feed(engine: Engine, plan: Plan, ctx: TaskContext, base: Baseline, runs: Sequence[list[ProbeResultBase]],
-         start: int = 0) -> list[list[StreamUpdate]]:
+def feed(
+    engine: Engine, plan: Plan, ctx: TaskContext, base: Baseline, runs: Sequence[list[ProbeResultBase]], start: int = 0
+) -> list[list[StreamUpdate]]:
     out = []
     for i, results in enumerate(runs):
         with session_scope(engine) as s:
@@ -113,20 +152,24 @@ def test_paired_score_raises_sooner_than_unpaired_on_the_same_answers(engine: En
     broken = {c.id for c in pool if right(c) and rng.random() < 0.12}  # about a 10-point drop
     runs = [answers(rng, pool, 20, lambda c: 0.0 if c.id in broken else as_before(c)) for _ in range(60)]
     updates = feed(engine, plan, ctx, base, runs)
-    paired, unpaired = first_alarm(updates, "knowledge-qa:score_paired:drop"), first_alarm(updates, "knowledge-qa:score:drop")
+    paired, unpaired = (
+        first_alarm(updates, "knowledge-qa:score_paired:drop"),
+        first_alarm(updates, "knowledge-qa:score:drop"),
+    )
     assert paired is not None
     assert unpaired is None or paired < unpaired
     f = next(u.finding for u in updates[paired] if u.spec.key == "knowledge-qa:score_paired:drop")
     assert f.quantity == "paired difference" and f.estimate < -0.05 and f.null_mean < 0
 
 
-@pytest.mark.parametrize("metric,fields,p_error", [
-    ("error_rate", {}, 0.3),
-    ("cost", {"cost_usd": 0.01}, 0.0),
-    ("latency", {"latency_s": 9.0}, 0.0),
-], ids=["error_rate", "cost_over_budget", "latency_over_objective"])
-def test_operational_streams_raise_when_their_exceedance_rate_rises(engine: Engine, make_plan: Callable, metric: str,
-                                                                      fields: dict[str, Any], p_error: float) -> None:
+@pytest.mark.parametrize(
+    "metric,fields,p_error",
+    [("error_rate", {}, 0.3), ("cost", {"cost_usd": 0.01}, 0.0), ("latency", {"latency_s": 9.0}, 0.0)],
+    ids=["error_rate", "cost_over_budget", "latency_over_objective"],
+)
+def test_operational_streams_raise_when_their_exceedance_rate_rises(
+    engine: Engine, make_plan: Callable, metric: str, fields: dict[str, Any], p_error: float
+) -> None:
     plan = make_plan(detection=QUIET)
     pool = canaries(helm=False)
     ctx, base, rng = context(plan, pool), baseline(0.78), random.Random(3)
@@ -142,8 +185,9 @@ def test_operational_streams_raise_when_their_exceedance_rate_rises(engine: Engi
     assert first_alarm(feed(engine, plan, ctx, base, runs, start=10), f"knowledge-qa:{metric}:rise") is not None
 
 
-def test_gap_detector_raises_when_one_subgroup_falls_behind_while_the_average_holds(engine: Engine,
-                                                                                    make_plan: Callable) -> None:
+def test_gap_detector_raises_when_one_subgroup_falls_behind_while_the_average_holds(
+    engine: Engine, make_plan: Callable
+) -> None:
     plan = make_plan(detection=QUIET, tasks=[{**_task(), "subgroups": ["sex"]}])
     pool = canaries(60, helm=True, seed=5)
     ctx, rng = context(plan, pool), random.Random(5)
@@ -165,14 +209,20 @@ def test_gap_detector_raises_when_one_subgroup_falls_behind_while_the_average_ho
 
 
 def _task(task_id: str = "knowledge-qa", benchmark: str = "med_qa", **extra: Any) -> dict[str, Any]:
-    return {"id": task_id, "benchmark": benchmark, "canaries": {"pack": "clinical_knowledge_mcq"}, "sample_size": 20,
-            "thresholds": {"min_score": 0.6, "cost_budget_per_call": 0.002, "latency_slo_s": 5}} | extra
+    return {
+        "id": task_id,
+        "benchmark": benchmark,
+        "canaries": {"pack": "clinical_knowledge_mcq"},
+        "sample_size": 20,
+        "thresholds": {"min_score": 0.6, "cost_budget_per_call": 0.002, "latency_slo_s": 5},
+    } | extra
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("helm,drop", [(False, 0.08), (True, 0.06)], ids=["unpaired_members", "paired_members"])
-def test_pooled_category_stream_catches_a_small_shared_drop_before_any_task_does(engine: Engine, make_plan: Callable,
-                                                                               helm: bool, drop: float) -> None:
+def test_pooled_category_stream_catches_a_small_shared_drop_before_any_task_does(
+    engine: Engine, make_plan: Callable, helm: bool, drop: float
+) -> None:
     tasks = [_task("qa", "med_qa"), _task("head", "head_qa"), _task("calc", "medcalc_bench")]
     plan = make_plan(detection=QUIET, tasks=tasks)
     assert len({resolve(t["benchmark"]).category for t in tasks}) == 1
@@ -242,15 +292,18 @@ def test_burn_in_builds_the_paired_reference_then_catches_verbosity(engine: Engi
     keys_by_run = []
     for i in range(12):
         with session_scope(engine) as s:
-            updates = update_task_streams(s, plan, ctx, base, answers(rng, pool, 20, as_before), T0 + timedelta(hours=i))
+            updates = update_task_streams(
+                s, plan, ctx, base, answers(rng, pool, 20, as_before), T0 + timedelta(hours=i)
+            )
             keys_by_run.append({u.spec.key for u in updates})
             complete = s.get(BurnIn, "knowledge-qa").complete
         if complete:
             break
     assert complete, "burn-in did not complete"
     assert "knowledge-qa:score_paired:drop" not in keys_by_run[-1]  # not tested on the data that built it
-    longer = feed(engine, plan, ctx, base, [answers(rng, pool, 20, as_before, completion_tokens=200) for _ in range(5)],
-                  start=20)
+    longer = feed(
+        engine, plan, ctx, base, [answers(rng, pool, 20, as_before, completion_tokens=200) for _ in range(5)], start=20
+    )
     assert "knowledge-qa:score_paired:drop" in {u.spec.key for u in longer[0]}
     assert first_alarm(longer, "knowledge-qa:verbosity:rise") is not None
     assert first_alarm(longer, "knowledge-qa:truncation:rise") is None
@@ -271,8 +324,7 @@ def test_river_reports_an_output_length_change_as_information(engine: Engine, ma
     assert hits[0].finding.estimate > hits[0].finding.null_mean
 
 
-def test_same_data_after_a_restart_gives_the_same_decisions(new_db_url: Callable[[], str],
-                                                              make_plan: Callable) -> None:
+def test_same_data_after_a_restart_gives_the_same_decisions(new_db_url: Callable[[], str], make_plan: Callable) -> None:
     plan = make_plan(tasks=[{**_task(), "subgroups": ["sex"]}], detection={"burn_in_runs": 3})
     pool = canaries(helm=False)
     ctx, base, rng = context(plan, pool), baseline(0.78), random.Random(11)
@@ -280,7 +332,9 @@ def test_same_data_after_a_restart_gives_the_same_decisions(new_db_url: Callable
     runs += [answers(rng, pool, 20, lambda c: 0.4, completion_tokens=90) for _ in range(15)]
 
     def decisions(updates: list[list[StreamUpdate]]) -> list[tuple[int, str, str | None]]:
-        return [(i, u.spec.key, u.finding.decision if u.finding else None) for i, run in enumerate(updates) for u in run]
+        return [
+            (i, u.spec.key, u.finding.decision if u.finding else None) for i, run in enumerate(updates) for u in run
+        ]
 
     steady, restarted_url = make_engine(new_db_url()), new_db_url()
     one_go = decisions(feed(steady, plan, ctx, base, runs))
@@ -300,8 +354,11 @@ def test_same_data_after_a_restart_gives_the_same_decisions(new_db_url: Callable
 
 def test_budget_weights_over_every_stream_sum_to_one(make_plan: Callable) -> None:
     jury = {"judges": [{"name": "j1", "base_url": "http://127.0.0.1:9/v1", "model": "judge"}]}
-    tasks = [{**_task("qa", "med_qa"), "subgroups": ["sex", "age_band"]}, _task("head", "head_qa"),
-             _task("notes", "aci_bench")]
+    tasks = [
+        {**_task("qa", "med_qa"), "subgroups": ["sex", "age_band"]},
+        _task("head", "head_qa"),
+        _task("notes", "aci_bench"),
+    ]
     plan = make_plan(tasks=tasks, jury=jury)
     pool, base = canaries(helm=True), baseline(0.78)
     gamma = plan.detection.probes_between_false_alarms
@@ -327,20 +384,33 @@ def test_a_separate_operational_family_keeps_its_own_budget(make_plan: Callable)
 
 
 @pytest.mark.slow
-def test_pipeline_runs_the_one_shot_test_after_a_served_model_change(serve: Callable, make_plan: Callable,
-                                                                     db_url: str) -> None:
-    from medmon.monitor.plan.context import load_context
+def test_pipeline_runs_the_one_shot_test_after_a_served_model_change(
+    serve: Callable, make_plan: Callable, db_url: str
+) -> None:
     from medmon.monitor.models import FindingRecord
+    from medmon.monitor.plan.context import load_context
     from medmon.monitor.runs.pipeline import run_task_probe
     from medmon.probes.packs import load_pack
     from medmon.probes.simulator import Phase, create_simulator
 
     pack = load_pack("clinical_knowledge_mcq").canaries
-    sim = serve(create_simulator(pack, [Phase(0, accuracy=0.85), Phase(200, accuracy=0.45, model="sim-v2",
-                                                                           fingerprint="fp_2", label="swap")], seed=4))
-    plan = make_plan(deployment={"base_url": f"{sim.url}/v1", "model": "medmon-simulator/clinical-v1",
-                                 "api_key_env": "X", "timeout_s": 5, "max_retries": 0},
-                     detection={"distribution_checks": False})
+    sim = serve(
+        create_simulator(
+            pack,
+            [Phase(0, accuracy=0.85), Phase(200, accuracy=0.45, model="sim-v2", fingerprint="fp_2", label="swap")],
+            seed=4,
+        )
+    )
+    plan = make_plan(
+        deployment={
+            "base_url": f"{sim.url}/v1",
+            "model": "medmon-simulator/clinical-v1",
+            "api_key_env": "X",
+            "timeout_s": 5,
+            "max_retries": 0,
+        },
+        detection={"distribution_checks": False},
+    )
     engine = make_engine(db_url)
     ctx, rng = load_context(plan, plan.tasks[0]), random.Random(2)
     clock = iter(T0 + timedelta(hours=i) for i in range(1000))
@@ -365,14 +435,16 @@ def _stream_runner(engine: Engine, spec: StreamSpec, threshold: float = 1e4) -> 
         with session_scope(engine) as s:
             results = [ProbeResultBase(task_id="t", canary_id=f"c{i}", score=x) for i, x in enumerate(scores)]
             return update_stream(s, spec, threshold, results, next(clock))
+
     return run
 
 
 def test_an_alert_stays_up_while_the_drop_lasts_and_recovers_on_evidence(engine: Engine) -> None:
     """A lasting drop raises one alert and stays degraded through lucky runs; recovery needs
     evidence of its own, and a recovered stream returns to ok after a quiet spell."""
-    spec = StreamSpec("t:score:drop", "t", "score", "drop", 0.75, 0.8, lambda r: r.score,
-                      params={"mu0": 0.75, "sigma2": 0.19})
+    spec = StreamSpec(
+        "t:score:drop", "t", "score", "drop", 0.75, 0.8, lambda r: r.score, params={"mu0": 0.75, "sigma2": 0.19}
+    )
     run, rng = _stream_runner(engine, spec), random.Random(12)
     degraded = [run(*(float(rng.random() < 0.68) for _ in range(20))) for _ in range(300)]  # 6,000 answers at 0.68
     first = next(i for i, u in enumerate(degraded) if u.finding is not None)
@@ -384,7 +456,7 @@ def test_an_alert_stays_up_while_the_drop_lasts_and_recovers_on_evidence(engine:
     back = [run(*(float(rng.random() < 0.9) for _ in range(20))).status for _ in range(200)]
     at = back.index(StreamStatus.recovered)
     assert 2 <= at < 150 and set(back[:at]) == {StreamStatus.degraded}
-    assert back[at + 1:at + QUIET_RUNS] == [StreamStatus.recovered] * (QUIET_RUNS - 1)
+    assert back[at + 1 : at + QUIET_RUNS] == [StreamStatus.recovered] * (QUIET_RUNS - 1)
     assert back[at + QUIET_RUNS] == StreamStatus.ok
     with Session(engine) as s:
         row = s.get(DetectorState, "t:score:drop")
@@ -411,7 +483,8 @@ def test_a_two_sided_stream_recovers_only_on_enough_observations(engine: Engine,
 
 
 def test_pooled_category_stays_degraded_through_a_lasting_drop_and_recovers_on_its_steps(
-        engine: Engine, make_plan: Callable) -> None:
+    engine: Engine, make_plan: Callable
+) -> None:
     plan = make_plan(detection=QUIET, tasks=[_task("qa", "med_qa"), _task("head", "head_qa")])
     pool = canaries(helm=False)
     base, rng = baseline(0.78), random.Random(14)
@@ -423,8 +496,14 @@ def test_pooled_category_stays_degraded_through_a_lasting_drop_and_recovers_on_i
         for i in range(count):
             for ctx in ctxs:
                 with session_scope(engine) as s:
-                    ups = update_task_streams(s, plan, ctx, base, answers(rng, pool, 20, p, task_id=ctx.task.id),
-                                              T0 + timedelta(hours=start + i))
+                    ups = update_task_streams(
+                        s,
+                        plan,
+                        ctx,
+                        base,
+                        answers(rng, pool, 20, p, task_id=ctx.task.id),
+                        T0 + timedelta(hours=start + i),
+                    )
                 out += [u for u in ups if u.spec.key == key]
         return out
 
@@ -440,8 +519,9 @@ def test_pooled_category_stays_degraded_through_a_lasting_drop_and_recovers_on_i
 def test_a_budget_change_keeps_the_evidence_and_a_new_null_opens_a_segment(engine: Engine, make_plan: Callable) -> None:
     detection = {"distribution_checks": False, "reference": {"repeats": 3}}
     one = make_plan(detection=detection)
-    two = make_plan(detection={**detection, "probes_between_false_alarms": 1e6},
-                    tasks=[_task(), _task("head", "head_qa")])
+    two = make_plan(
+        detection={**detection, "probes_between_false_alarms": 1e6}, tasks=[_task(), _task("head", "head_qa")]
+    )
     pool = canaries(20, helm=False)
     base, rng = baseline(0.78), random.Random(15)
     key = "knowledge-qa:score:drop"

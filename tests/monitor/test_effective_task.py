@@ -5,17 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, func, select
-from streamlit.testing.v1 import AppTest
-from typer.testing import CliRunner
-
 from medmon.baselines import BaselineFigures, record_baseline
 from medmon.monitor.cli.app import app
 from medmon.monitor.governance.effective import effective_task
@@ -27,6 +22,11 @@ from medmon.monitor.plan.context import load_context, probe_baseline
 from medmon.monitor.plan.model import load_plan
 from medmon.monitor.read import baseline_band, task_overview
 from medmon.monitor.storage import make_engine
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, func, select
+from streamlit.testing.v1 import AppTest
+from typer.testing import CliRunner
+
 from tests.conftest import plan_dict
 from tests.dashboards.conftest import open_page, seeded, seeded_engine, seeded_master  # noqa: F401 (fixtures)
 from tests.dashboards.seed import Seeded
@@ -42,7 +42,11 @@ def _edit_min_score(path: Path, task_id: str, value: float) -> None:
 
 
 def test_an_unapproved_minimum_is_shown_as_proposed_on_the_pages_the_report_and_medmon_check(
-        seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest], tmp_path: Path) -> None:
+    seeded: Seeded,  # noqa: F811 (a fixture)
+    seeded_engine: Engine,  # noqa: F811
+    open_page: Callable[..., AppTest],  # noqa: F811
+    tmp_path: Path,
+) -> None:
     _edit_min_score(seeded.plan_path, "knowledge-qa", 0.9)  # the approved minimum is 0.7; nobody approved 0.9
 
     overview = open_page("overview")
@@ -60,8 +64,10 @@ def test_an_unapproved_minimum_is_shown_as_proposed_on_the_pages_the_report_and_
 
     governance = open_page("governance")
     in_force = next(df.value for df in governance.dataframe if "approval threshold" in df.value.columns)
-    assert dict(zip(in_force["task"], in_force["approval threshold"], strict=True)) == {"knowledge-qa": 0.7,
-                                                                                     "dose-calc": 0.6}
+    assert dict(zip(in_force["task"], in_force["approval threshold"], strict=True)) == {
+        "knowledge-qa": 0.7,
+        "dose-calc": 0.6,
+    }
     assert any("thresholds of knowledge-qa that are not recorded yet" in str(i.value) for i in governance.info)
 
     data = yaml.safe_load(seeded.plan_path.read_text("utf-8"))  # 'medmon check' wants every task owned
@@ -78,8 +84,8 @@ def test_an_unapproved_minimum_is_shown_as_proposed_on_the_pages_the_report_and_
     made = runner.invoke(app, ["report", str(seeded.plan_path), "--output", str(out), "--no-pdf"])
     assert made.exit_code == 0, made.output
     html = out.read_text("utf-8")
-    row = html[html.index('<tr data-task="knowledge-qa">'):]
-    row = row[:row.index("</tr>")]
+    row = html[html.index('<tr data-task="knowledge-qa">') :]
+    row = row[: row.index("</tr>")]
     assert "min 0.700" in row and "proposed, not approved: min_score 0.9" in row
     assert "min 0.900" not in html
 
@@ -89,7 +95,8 @@ def test_an_unapproved_minimum_is_shown_as_proposed_on_the_pages_the_report_and_
 
 
 def test_the_below_minimum_alert_judges_with_the_approved_minimum_and_names_the_proposal(
-        tmp_path: Path, db_url: str, serve: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, db_url: str, serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """'medmon probe run' against the simulator: approved 0.99 judges; the proposed 0.3 is named, not used."""
     from medmon.probes.packs import load_pack
     from medmon.probes.simulator import create_simulator
@@ -115,8 +122,22 @@ def test_the_below_minimum_alert_judges_with_the_approved_minimum_and_names_the_
     [alert] = [a for a in run["alerts"] if "below the approved minimum" in a]
     assert "below the approved minimum 0.990" in alert and "a plan edit proposes 0.300, not approved" in alert
 
-    approved = runner.invoke(app, ["approvals", "thresholds", str(path), "--task", "knowledge-qa", "--by", OWNER,
-                                   "--reason", "alarm fatigue", "--committee-decision", "minute 7"])
+    approved = runner.invoke(
+        app,
+        [
+            "approvals",
+            "thresholds",
+            str(path),
+            "--task",
+            "knowledge-qa",
+            "--by",
+            OWNER,
+            "--reason",
+            "alarm fatigue",
+            "--committee-decision",
+            "minute 7",
+        ],
+    )
     assert approved.exit_code == 0, approved.output
     engine = make_engine(db_url)
     with Session(engine) as session:  # only now is 0.3 worded "approved", and nothing is proposed
@@ -135,15 +156,16 @@ def test_reading_and_reporting_never_pin_a_baseline(tmp_path: Path, db_url: str)
     assert runner.invoke(app, ["check", str(path)]).exit_code == 0
     plan = load_plan(path)
     with Session(engine) as session:
-        stored, _ = record_baseline(session, BaselineFigures(benchmark="med_qa", model="m", metric="exact_match",
-                                                             value=0.8, n=500, source_kind="helm"))
+        stored, _ = record_baseline(
+            session,
+            BaselineFigures(benchmark="med_qa", model="m", metric="exact_match", value=0.8, n=500, source_kind="helm"),
+        )
         session.commit()
         effective = effective_task(session, plan, "knowledge-qa")
         assert effective.baseline.baseline is not None and effective.baseline.baseline.id == stored.id
         assert effective.baseline.why == "the task's first probe pins it as the go-live baseline"
         assert effective.thresholds.min_score == 0.7 and effective.proposals == ()
-        report = build_committee_report(session, plan, parse_period("2026-11"),
-                                        now=datetime(2026, 12, 1, tzinfo=timezone.utc))
+        report = build_committee_report(session, plan, parse_period("2026-11"), now=datetime(2026, 12, 1, tzinfo=UTC))
         html = render_committee(report)
         band = baseline_band(session, plan, "knowledge-qa")
         task_overview(session, plan)
@@ -157,8 +179,9 @@ def test_reading_and_reporting_never_pin_a_baseline(tmp_path: Path, db_url: str)
     engine.dispose()
 
 
-def test_a_baseline_approval_is_held_to_the_approved_minimum_not_to_an_unapproved_edit(tmp_path: Path,
-                                                                                        db_url: str) -> None:
+def test_a_baseline_approval_is_held_to_the_approved_minimum_not_to_an_unapproved_edit(
+    tmp_path: Path, db_url: str
+) -> None:
     data = plan_dict(storage={"url": db_url})
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -168,13 +191,30 @@ def test_a_baseline_approval_is_held_to_the_approved_minimum_not_to_an_unapprove
     plan = load_plan(path)
     with Session(engine) as session:
         probe_baseline(session, plan, load_context(plan, plan.tasks[0]))  # the first probe pins the pack's card
-        stored, _ = record_baseline(session, BaselineFigures(benchmark="med_qa", model="vendor/v2",
-                                                             metric="exact_match", value=0.9, n=1273,
-                                                             source_kind="helm"))
+        stored, _ = record_baseline(
+            session,
+            BaselineFigures(
+                benchmark="med_qa", model="vendor/v2", metric="exact_match", value=0.9, n=1273, source_kind="helm"
+            ),
+        )
         session.commit()
         baseline_id = stored.id
-    done = runner.invoke(app, ["baseline", "approve", str(path), "--task", "knowledge-qa", "--baseline",
-                               str(baseline_id), "--by", OWNER, "--reason", "vendor's certified figure"])
+    done = runner.invoke(
+        app,
+        [
+            "baseline",
+            "approve",
+            str(path),
+            "--task",
+            "knowledge-qa",
+            "--baseline",
+            str(baseline_id),
+            "--by",
+            OWNER,
+            "--reason",
+            "vendor's certified figure",
+        ],
+    )
     assert done.exit_code == 0, done.output  # 0.9 is above the approved 0.7: no committee decision needed
     with Session(engine) as session:
         effective = effective_task(session, plan, "knowledge-qa")

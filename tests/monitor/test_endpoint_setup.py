@@ -12,14 +12,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import yaml
-from typer.testing import CliRunner
-
 from medmon.alerts.receiver import create_receiver
 from medmon.monitor.cli.app import app
 from medmon.monitor.errors import PlanError
@@ -28,7 +27,9 @@ from medmon.monitor.plan.model import parse_plan
 from medmon.monitor.runs.pipeline import run_task_probe
 from medmon.monitor.storage import make_engine
 from medmon.probes.packs import load_pack
-from medmon.probes.simulator import Fault, JudgeBehaviour, Phase, create_simulator
+from medmon.probes.simulator import Fault, JudgeBehaviour, create_simulator
+from typer.testing import CliRunner
+
 from tests.conftest import plan_dict
 from tests.probes.test_runner import jury_plan
 
@@ -57,8 +58,9 @@ def test_a_base_url_with_a_query_string_is_a_plan_error_pointing_at_query() -> N
         parse_plan(yaml.safe_dump(data))
 
 
-def test_an_unset_key_is_refused_before_any_call_and_check_reports_it(tmp_path: Path, db_url: str,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unset_key_is_refused_before_any_call_and_check_reports_it(
+    tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv(KEY, raising=False)
     plan = _write(tmp_path, db_url)
     probe = runner.invoke(app, ["probe", "run", str(plan)])
@@ -70,15 +72,18 @@ def test_an_unset_key_is_refused_before_any_call_and_check_reports_it(tmp_path: 
     strict = runner.invoke(app, ["check", str(plan), "--require-env", "--json"])
     assert strict.exit_code == 2
     issues = json.loads(strict.output)["issues"]
-    assert {"path": "deployment.api_key_env", "line": issues[0]["line"],
-            "message": f"environment variable {KEY} is not set"} in issues and issues[0]["line"]
+    assert {
+        "path": "deployment.api_key_env",
+        "line": issues[0]["line"],
+        "message": f"environment variable {KEY} is not set",
+    } in issues and issues[0]["line"]
     monkeypatch.setenv(KEY, "set-now")
     assert runner.invoke(app, ["check", str(plan), "--require-env"]).exit_code == 0
 
 
-def test_probe_run_groups_failures_by_cause_and_separates_unreachable(tmp_path: Path, db_url: str,
-                                                                      serve: Callable[..., Any],
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_probe_run_groups_failures_by_cause_and_separates_unreachable(
+    tmp_path: Path, db_url: str, serve: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(KEY, "k")
     sim = create_simulator(load_pack("clinical_knowledge_mcq").canaries, seed=1)
     url = serve(sim).url
@@ -94,8 +99,9 @@ def test_probe_run_groups_failures_by_cause_and_separates_unreachable(tmp_path: 
     assert gone.exit_code == 3 and "x unavailable: cannot connect to http://127.0.0.1:9/v1" in gone.output
 
 
-def test_probe_run_delivers_the_notifications_it_creates(tmp_path: Path, db_url: str, serve: Callable[..., Any],
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_probe_run_delivers_the_notifications_it_creates(
+    tmp_path: Path, db_url: str, serve: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(KEY, "k")
     monkeypatch.setenv("MEDMON_SETUP_SECRET", SECRET)
     sim = create_simulator(load_pack("clinical_knowledge_mcq").canaries, seed=1)
@@ -103,8 +109,10 @@ def test_probe_run_delivers_the_notifications_it_creates(tmp_path: Path, db_url:
     receiver = create_receiver(SECRET)
     hook = serve(receiver).url
     sim.state.sim.inject(Fault("status", status=500, count=10_000))
-    routes = {"routes": [{"name": "hook", "url": f"{hook}/alerts", "secret_env": "MEDMON_SETUP_SECRET"}],
-              "repeat_interval": "4h"}
+    routes = {
+        "routes": [{"name": "hook", "url": f"{hook}/alerts", "secret_env": "MEDMON_SETUP_SECRET"}],
+        "repeat_interval": "4h",
+    }
     plan = _write(tmp_path, db_url, f"{url}/v1", alerts=routes)
     held = runner.invoke(app, ["probe", "run", str(plan), "--no-deliver", "--json"])
     assert held.exit_code == 3 and json.loads(held.output)["delivery"] is None
@@ -116,8 +124,9 @@ def test_probe_run_delivers_the_notifications_it_creates(tmp_path: Path, db_url:
     assert received and any("probes_failing" in json.dumps(r.body) for r in received)
 
 
-def test_a_dead_jury_raises_the_availability_alert_as_fast_as_a_model_outage(tmp_path: Path, new_db_url: Any,
-                                                                             serve: Callable[..., Any]) -> None:
+def test_a_dead_jury_raises_the_availability_alert_as_fast_as_a_model_outage(
+    tmp_path: Path, new_db_url: Any, serve: Callable[..., Any]
+) -> None:
     """The error stream's usual delay: the same number of runs for a dead jury as for a dead model."""
     from tests.probes.simkit import JUDGE_MODELS, NOTES
 
@@ -129,31 +138,49 @@ def test_a_dead_jury_raises_the_availability_alert_as_fast_as_a_model_outage(tmp
         ctx = load_context(plan, plan.tasks[0])
         break_it(sim.state.sim)
         for i in range(1, 30):
-            outcome = run_task_probe(engine, plan, ctx, rng=random.Random(i), now=lambda: _stamp(i))
+            outcome = run_task_probe(engine, plan, ctx, rng=random.Random(i), now=lambda i=i: _stamp(i))
             if any(s.firing and s.labels.get("metric") == "error_rate" for s in outcome.signals):
                 engine.dispose()
                 return i
         engine.dispose()
         raise AssertionError("no availability alert in 30 runs")
 
-    model_down = runs_to_alert(lambda s: s.inject(Fault("status", status=500, count=100_000,
-                                                        model="medmon-simulator/clinical-v1")))
+    model_down = runs_to_alert(
+        lambda s: s.inject(Fault("status", status=500, count=100_000, model="medmon-simulator/clinical-v1"))
+    )
     jury_down = runs_to_alert(lambda s: s.judges.update({m: JudgeBehaviour(mode="prose") for m in JUDGE_MODELS}))
     assert jury_down == model_down <= 3
 
 
 def _stamp(i: int) -> Any:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
-    return datetime(2026, 11, 3, tzinfo=timezone.utc) + timedelta(hours=i)
+    return datetime(2026, 11, 3, tzinfo=UTC) + timedelta(hours=i)
 
 
 @pytest.mark.slow
 @pytest.mark.process
 def test_medmon_simulate_serves_a_plan_without_a_model(tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "medmon", "simulate", "--port", "0", "--json",
-                             "--fault", "status:2:503", "--phase", "0:1.0", "--pack", "clinical_knowledge_mcq"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "medmon",
+            "simulate",
+            "--port",
+            "0",
+            "--json",
+            "--fault",
+            "status:2:503",
+            "--phase",
+            "0:1.0",
+            "--pack",
+            "clinical_knowledge_mcq",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         lines = []
         deadline = time.monotonic() + 60

@@ -9,7 +9,7 @@ import sqlite3
 import threading
 import types
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import apscheduler.executors.base
@@ -17,23 +17,29 @@ import apscheduler.schedulers.base
 import httpx
 import psycopg
 import pytest
-from sqlalchemy import event
-from sqlalchemy.engine import make_url
-from sqlmodel import Session, select
-
 from medmon.alerts import Alert
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan
-from medmon.monitor.service.scheduler import InProcessDispatch, ServiceRuntime, build_service_scheduler, register_runtime, unregister_runtime
+from medmon.monitor.service.scheduler import (
+    InProcessDispatch,
+    ServiceRuntime,
+    build_service_scheduler,
+    register_runtime,
+    unregister_runtime,
+)
 from medmon.monitor.service.serve import ServiceOptions, run_service
 from medmon.monitor.service.slots import claim_slot, run_slot
 from medmon.monitor.storage import make_engine
 from medmon.probes.models import ProbeResult, ProbeRun, RunStatus
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Fault, Phase, create_simulator
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlmodel import Session, select
+
 from tests.monitor.service_helpers import reader, runs, slots, start_medmon, wait_for, write_plan
 
-H0 = datetime(2026, 11, 2, 0, 0, tzinfo=timezone.utc)
+H0 = datetime(2026, 11, 2, 0, 0, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -41,15 +47,30 @@ def simulator(serve: Callable) -> Callable[..., tuple[str, object]]:
     def start(*phases: Phase, seed: int = 0) -> tuple[str, object]:
         app = create_simulator(load_pack("clinical_knowledge_mcq").canaries, list(phases) or None, seed=seed)
         return str(serve(app).url), app.state.sim
+
     return start
 
 
 def _sim_plan(make_plan: Callable[..., Plan], url: str, **task: object) -> Plan:
-    base = {"id": "knowledge-qa", "benchmark": "med_qa", "canaries": {"pack": "clinical_knowledge_mcq"},
-            "schedule": "5m", "sample_size": 20, "baseline": {"value": 0.85, "n": 500},
-            "thresholds": {"min_score": 0.7, "cost_budget_per_call": 0.002, "latency_slo_s": 5}}
-    return make_plan(deployment={"base_url": f"{url}/v1", "model": "medmon-simulator/clinical-v1", "api_key_env": "X",
-                                 "timeout_s": 5, "max_retries": 0}, tasks=[base | task])
+    base = {
+        "id": "knowledge-qa",
+        "benchmark": "med_qa",
+        "canaries": {"pack": "clinical_knowledge_mcq"},
+        "schedule": "5m",
+        "sample_size": 20,
+        "baseline": {"value": 0.85, "n": 500},
+        "thresholds": {"min_score": 0.7, "cost_budget_per_call": 0.002, "latency_slo_s": 5},
+    }
+    return make_plan(
+        deployment={
+            "base_url": f"{url}/v1",
+            "model": "medmon-simulator/clinical-v1",
+            "api_key_env": "X",
+            "timeout_s": 5,
+            "max_retries": 0,
+        },
+        tasks=[base | task],
+    )
 
 
 # --- kill -9 and abandoned stops ---------------------------------------------------------------
@@ -57,11 +78,17 @@ def _sim_plan(make_plan: Callable[..., Plan], url: str, **task: object) -> Plan:
 
 @pytest.mark.slow
 @pytest.mark.process
-def test_abandoned_and_killed_probes_are_marked_interrupted_and_retried(tmp_path: Path, db_url: str,
-                                                                      simulator) -> None:
+def test_abandoned_and_killed_probes_are_marked_interrupted_and_retried(tmp_path: Path, db_url: str, simulator) -> None:
     url, _ = simulator(Phase(latency_s=0.3))
-    plan = write_plan(tmp_path / "plan.yaml", url, db_url, schedule="2s", sample_size=4, max_concurrency=1,
-                      service={"misfire_grace": "1m"})
+    plan = write_plan(
+        tmp_path / "plan.yaml",
+        url,
+        db_url,
+        schedule="2s",
+        sample_size=4,
+        max_concurrency=1,
+        service={"misfire_grace": "1m"},
+    )
     db = reader(db_url)
 
     def in_flight() -> list[ProbeRun]:
@@ -91,9 +118,14 @@ def test_abandoned_and_killed_probes_are_marked_interrupted_and_retried(tmp_path
     third = start_medmon(["serve", str(plan)], tmp_path / "third.log")
     try:
         third.wait_log(r"marked 1 probe run\(s\) left running by a previous leader as interrupted")
-        wait_for(lambda: next(s for s in slots(db) if s.id == slot.id).attempts == 3
-                 and any(r.status == RunStatus.complete and r.purpose == "retry" for r in runs(db)), 40,
-                 what="the slot retried to completion")
+        wait_for(
+            lambda: (
+                next(s for s in slots(db) if s.id == slot.id).attempts == 3
+                and any(r.status == RunStatus.complete and r.purpose == "retry" for r in runs(db))
+            ),
+            40,
+            what="the slot retried to completion",
+        )
     finally:
         assert third.stop() == 0, third.text()
     final = next(s for s in slots(db) if s.id == slot.id)
@@ -115,28 +147,43 @@ def _block(url: str, allow: bool) -> None:
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'ALTER DATABASE "{parsed.database}" ALLOW_CONNECTIONS {"true" if allow else "false"}')
         if not allow:
-            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
-                         (parsed.database,))
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (parsed.database,)
+            )
 
 
 @pytest.mark.slow
 @pytest.mark.postgres
 @pytest.mark.process
-def test_database_unreachable_the_service_waits_and_recovers(postgres_url: str, tmp_path: Path, simulator,
-                                                              monkeypatch: pytest.MonkeyPatch,
-                                                              caplog: pytest.LogCaptureFixture) -> None:
+def test_database_unreachable_the_service_waits_and_recovers(
+    postgres_url: str, tmp_path: Path, simulator, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     """The database is away at start, then again mid-run ('a minute', shortened to 3 s)."""
     monkeypatch.setenv("MEDMON_TEST_KEY", "k")
     monkeypatch.delenv("MEDMON_DATABASE_URL", raising=False)
     caplog.set_level(logging.INFO)
     url, _ = simulator(Phase(latency_s=0.15))
-    plan = write_plan(tmp_path / "plan.yaml", url, postgres_url, schedule="1s", sample_size=3, max_concurrency=1,
-                      service={"standby_poll": "200ms", "misfire_grace": "10s"})
+    plan = write_plan(
+        tmp_path / "plan.yaml",
+        url,
+        postgres_url,
+        schedule="1s",
+        sample_size=3,
+        max_concurrency=1,
+        service={"standby_poll": "200ms", "misfire_grace": "10s"},
+    )
     port = wait_for(lambda: _port(), 5)
     _block(postgres_url, allow=False)
     stop = threading.Event()
-    thread = threading.Thread(target=run_service, args=(plan, stop), kwargs={"options": ServiceOptions(
-        health_port=port, install_signals=False, database_retry_s=0.3, check_every_s=0.2, stop_timeout_s=10)})
+    thread = threading.Thread(
+        target=run_service,
+        args=(plan, stop),
+        kwargs={
+            "options": ServiceOptions(
+                health_port=port, install_signals=False, database_retry_s=0.3, check_every_s=0.2, stop_timeout_s=10
+            )
+        },
+    )
     thread.start()
     db = reader(postgres_url)
     try:
@@ -147,17 +194,31 @@ def test_database_unreachable_the_service_waits_and_recovers(postgres_url: str, 
         down = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10)
         assert down.status_code == 503 and down.json()["database"]["reachable"] is False, down.text
         wait_for(lambda: "lost the leader lock" in caplog.text, 10, what="the leader noticing its lock is gone")
-        outage_end = datetime.now(timezone.utc) + timedelta(seconds=3)
-        wait_for(lambda: datetime.now(timezone.utc) > outage_end, 10, what="the outage")
+        outage_end = datetime.now(UTC) + timedelta(seconds=3)
+        wait_for(lambda: datetime.now(UTC) > outage_end, 10, what="the outage")
         assert thread.is_alive(), "the service died with its database"
         _block(postgres_url, allow=True)
         db.dispose()
-        resumed = datetime.now(timezone.utc)
-        wait_for(lambda: len([r for r in runs(db) if r.status == RunStatus.complete
-                              and r.finished_at is not None and r.finished_at > resumed]) >= 2, 40,
-                 what="probes after the outage")
-        up = wait_for(lambda: (r := httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10)).status_code == 200
-                      and r, 20, what="healthy again")
+        resumed = datetime.now(UTC)
+        wait_for(
+            lambda: (
+                len(
+                    [
+                        r
+                        for r in runs(db)
+                        if r.status == RunStatus.complete and r.finished_at is not None and r.finished_at > resumed
+                    ]
+                )
+                >= 2
+            ),
+            40,
+            what="probes after the outage",
+        )
+        up = wait_for(
+            lambda: (r := httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10)).status_code == 200 and r,
+            20,
+            what="healthy again",
+        )
         assert up.json()["role"] == "leader"
     finally:
         _block(postgres_url, allow=True)
@@ -168,8 +229,11 @@ def test_database_unreachable_the_service_waits_and_recovers(postgres_url: str, 
     assert not [r for r in by_id.values() if r.status == RunStatus.running], "a run was left half-done"
     for s in slots(db):
         # Every slot either completed or was cut short and retried to completion (or gave up loudly).
-        assert s.run_id is not None and by_id[s.run_id].status in (RunStatus.complete, RunStatus.interrupted,
-                                                                  RunStatus.failed), s
+        assert s.run_id is not None and by_id[s.run_id].status in (
+            RunStatus.complete,
+            RunStatus.interrupted,
+            RunStatus.failed,
+        ), s
     complete = [s for s in slots(db) if by_id[s.run_id].status == RunStatus.complete]  # type: ignore[index]
     assert len(complete) >= len(slots(db)) - 1, "more than the slot in flight at the cut was lost"
     db.dispose()
@@ -186,8 +250,9 @@ def _port() -> int:
 # --- a full disk ----------------------------------------------------------------------------------
 
 
-def test_sqlite_disk_full_is_a_clear_error_and_leaves_the_database_intact(tmp_path: Path, make_plan, simulator,
-                                                                          caplog: pytest.LogCaptureFixture) -> None:
+def test_sqlite_disk_full_is_a_clear_error_and_leaves_the_database_intact(
+    tmp_path: Path, make_plan, simulator, caplog: pytest.LogCaptureFixture
+) -> None:
     url, _ = simulator()
     path = tmp_path / "full.db"
     plan = _sim_plan(make_plan, url, sample_size=20)
@@ -235,8 +300,7 @@ def test_sqlite_disk_full_is_a_clear_error_and_leaves_the_database_intact(tmp_pa
 # --- the model endpoint down for an hour -------------------------------------------------------
 
 
-def test_model_down_for_an_hour_raises_an_availability_alert_not_an_accuracy_one(engine, make_plan,
-                                                                                 simulator) -> None:
+def test_model_down_for_an_hour_raises_an_availability_alert_not_an_accuracy_one(engine, make_plan, simulator) -> None:
     url, sim = simulator(Phase(accuracy=0.85), seed=4)
     plan = _sim_plan(make_plan, url, schedule="5m")
     ctx = load_context(plan, plan.tasks[0])
@@ -260,9 +324,10 @@ def test_model_down_for_an_hour_raises_an_availability_alert_not_an_accuracy_one
 # --- clock jumps ---------------------------------------------------------------------------------
 
 
-def test_clock_jumps_forward_and_back_cause_no_burst_and_no_duplicate(engine, make_plan,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = [datetime(2026, 11, 2, 0, 30, tzinfo=timezone.utc)]
+def test_clock_jumps_forward_and_back_cause_no_burst_and_no_duplicate(
+    engine, make_plan, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [datetime(2026, 11, 2, 0, 30, tzinfo=UTC)]
 
     def now(tz: object = None) -> datetime:
         return clock[0].astimezone(tz) if tz is not None else clock[0]  # type: ignore[arg-type]
@@ -270,8 +335,17 @@ def test_clock_jumps_forward_and_back_cause_no_burst_and_no_duplicate(engine, ma
     fake = types.SimpleNamespace(now=now)
     monkeypatch.setattr(apscheduler.schedulers.base, "datetime", fake)
     monkeypatch.setattr(apscheduler.executors.base, "datetime", fake)
-    plan = make_plan(tasks=[{"id": "hourly", "benchmark": "med_qa", "canaries": {"pack": "clinical_knowledge_mcq"},
-                             "schedule": "1h", "thresholds": {"min_score": 0.7}}])
+    plan = make_plan(
+        tasks=[
+            {
+                "id": "hourly",
+                "benchmark": "med_qa",
+                "canaries": {"pack": "clinical_knowledge_mcq"},
+                "schedule": "1h",
+                "thresholds": {"min_score": 0.7},
+            }
+        ]
+    )
     probed: list[tuple[datetime, bool]] = []
     done = threading.Semaphore(0)
 
@@ -303,14 +377,14 @@ def test_clock_jumps_forward_and_back_cause_no_burst_and_no_duplicate(engine, ma
             assert done.acquire(timeout=10), f"expected {expect_probes} probe(s) at {to}"
 
     try:
-        step(datetime(2026, 11, 2, 1, 0, 0, 100_000, tzinfo=timezone.utc), 1)
-        step(datetime(2026, 11, 2, 6, 0, 30, tzinfo=timezone.utc), 1)   # forward 5 h: one probe, not five
-        step(datetime(2026, 11, 2, 3, 30, tzinfo=timezone.utc), 0)      # back 2.5 h: nothing re-runs
-        step(datetime(2026, 11, 2, 5, 0, 10, tzinfo=timezone.utc), 0)   # 05:00 again: already past for the job
-        step(datetime(2026, 11, 2, 7, 0, 0, 200_000, tzinfo=timezone.utc), 1)
+        step(datetime(2026, 11, 2, 1, 0, 0, 100_000, tzinfo=UTC), 1)
+        step(datetime(2026, 11, 2, 6, 0, 30, tzinfo=UTC), 1)  # forward 5 h: one probe, not five
+        step(datetime(2026, 11, 2, 3, 30, tzinfo=UTC), 0)  # back 2.5 h: nothing re-runs
+        step(datetime(2026, 11, 2, 5, 0, 10, tzinfo=UTC), 0)  # 05:00 again: already past for the job
+        step(datetime(2026, 11, 2, 7, 0, 0, 200_000, tzinfo=UTC), 1)
     finally:
         scheduler.shutdown(wait=True)
         unregister_runtime("clock-test")
     assert [(w.hour, ok) for w, ok in probed] == [(1, True), (6, True), (7, True)]
     # A restart with the clock set back re-fires a time already probed: the slot refuses it.
-    assert claim_slot(engine, "hourly", datetime(2026, 11, 2, 6, tzinfo=timezone.utc), by="t:2", now=clock[0]) is None
+    assert claim_slot(engine, "hourly", datetime(2026, 11, 2, 6, tzinfo=UTC), by="t:2", now=clock[0]) is None

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
-
-from sqlmodel import Session, select
+from datetime import UTC, datetime, timedelta
 
 from medmon.alerts import Alert
 from medmon.monitor.plan.context import load_context
@@ -22,35 +20,51 @@ from medmon.monitor.storage import make_engine
 from medmon.probes.models import ProbeResult
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
+from sqlmodel import Session, select
 
 READABLE = {"markdown": 1.0, "reasoning": 1.0, "json": 1.0}
 BASELINE_PROBES = 30  # 600 requests of 20 canaries
 
 
-def _run(serve: Callable[[object], RunningServer], make_plan: Callable[..., Plan], db_url: str,
-         phases: list[Phase], probes: int) -> tuple[list[tuple[int, str]], Session]:
+def _run(
+    serve: Callable[[object], RunningServer],
+    make_plan: Callable[..., Plan],
+    db_url: str,
+    phases: list[Phase],
+    probes: int,
+) -> tuple[list[tuple[int, str]], Session]:
     canaries = load_pack("clinical_knowledge_mcq").canaries
     sim = serve(create_simulator(canaries, phases, seed=5))
-    plan = make_plan(deployment={"base_url": f"{sim.url}/v1", "model": "medmon-simulator/clinical-v1",
-                                 "api_key_env": "X", "timeout_s": 5, "max_retries": 0})
+    plan = make_plan(
+        deployment={
+            "base_url": f"{sim.url}/v1",
+            "model": "medmon-simulator/clinical-v1",
+            "api_key_env": "X",
+            "timeout_s": 5,
+            "max_retries": 0,
+        }
+    )
     engine = make_engine(db_url)
     ctx = load_context(plan, plan.tasks[0])
-    t = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    t = datetime(2026, 11, 1, tzinfo=UTC)
     rng = random.Random(2)
     fired: list[tuple[int, str]] = []
     for i in range(probes):
-        outcome = run_task_probe(engine, plan, ctx, rng=rng, now=lambda: t)
+        outcome = run_task_probe(engine, plan, ctx, rng=rng, now=lambda t=t: t)
         fired += [(i, s.labels["metric"]) for s in outcome.signals if s.firing]
         t += timedelta(hours=1)
     return fired, Session(engine)
 
 
 def test_a_style_change_raises_the_format_finding_and_no_accuracy_alert(
-        serve: Callable[[object], RunningServer], make_plan: Callable[..., Plan], db_url: str) -> None:
+    serve: Callable[[object], RunningServer], make_plan: Callable[..., Plan], db_url: str
+) -> None:
     readable_from, hedge_from = BASELINE_PROBES * 20, (BASELINE_PROBES + 15) * 20
-    phases = [Phase(0, accuracy=0.85, label="plain"),
-              Phase(readable_from, accuracy=0.85, styles=READABLE, label="markdown, reasoning, JSON"),
-              Phase(hedge_from, accuracy=0.85, styles={**READABLE, "hedge": 1.0}, label="a quarter hedged")]
+    phases = [
+        Phase(0, accuracy=0.85, label="plain"),
+        Phase(readable_from, accuracy=0.85, styles=READABLE, label="markdown, reasoning, JSON"),
+        Phase(hedge_from, accuracy=0.85, styles={**READABLE, "hedge": 1.0}, label="a quarter hedged"),
+    ]
     fired, session = _run(serve, make_plan, db_url, phases, BASELINE_PROBES + 15 + 15)
     with session:
         before_hedge = {m for i, m in fired if i < BASELINE_PROBES + 15}
@@ -68,9 +82,12 @@ def test_a_style_change_raises_the_format_finding_and_no_accuracy_alert(
 
 
 def test_an_accuracy_drop_in_a_new_style_still_alerts_on_accuracy_only(
-        serve: Callable[[object], RunningServer], make_plan: Callable[..., Plan], db_url: str) -> None:
-    phases = [Phase(0, accuracy=0.85, label="plain"),
-              Phase(BASELINE_PROBES * 20, accuracy=0.55, styles=READABLE, label="worse, in markdown")]
+    serve: Callable[[object], RunningServer], make_plan: Callable[..., Plan], db_url: str
+) -> None:
+    phases = [
+        Phase(0, accuracy=0.85, label="plain"),
+        Phase(BASELINE_PROBES * 20, accuracy=0.55, styles=READABLE, label="worse, in markdown"),
+    ]
     fired, session = _run(serve, make_plan, db_url, phases, BASELINE_PROBES + 15)
     session.close()
     score_at = [i for i, metric in fired if metric == "score"]

@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 import yaml
+from medmon.baselines import BaselineFigures, record_baseline
+from medmon.monitor.cli.app import app
+from medmon.monitor.errors import PlanError
+from medmon.monitor.governance.checks import check_plan, max_gap, plan_notes
+from medmon.monitor.plan.model import load_plan, parse_plan
+from medmon.monitor.plan.starter import STARTER_PLAN
+from medmon.monitor.service.demo import APP_SERVICE, PLAN_TEMPLATE, TRAFFIC_TOKEN_ENV
 from sqlalchemy.engine import Engine
 from typer.testing import CliRunner
 
-from medmon.baselines import BaselineFigures, record_baseline
-from medmon.monitor.governance.checks import check_plan, max_gap, plan_notes
-from medmon.monitor.cli.app import app
-from medmon.monitor.service.demo import APP_SERVICE, PLAN_TEMPLATE, TRAFFIC_TOKEN_ENV
-from medmon.monitor.errors import PlanError
-from medmon.monitor.plan.model import load_plan, parse_plan
-from medmon.monitor.plan.starter import STARTER_PLAN
 from medmon.db import session_scope
 from tests.conftest import plan_dict
 
@@ -31,8 +31,11 @@ def governed(**overrides: Any) -> dict[str, Any]:
     """A plan with a governance section and two tasks, both owned; tests break one thing."""
     data = plan_dict(**overrides)
     data["tasks"][0]["owner"] = OWNER
-    second = copy.deepcopy(data["tasks"][0]) | {"id": "calc", "benchmark": "medcalc_bench",
-                                                "canaries": {"pack": "medical_calculations"}}
+    second = copy.deepcopy(data["tasks"][0]) | {
+        "id": "calc",
+        "benchmark": "medcalc_bench",
+        "canaries": {"pack": "medical_calculations"},
+    }
     data["tasks"].append(second)
     data["governance"] = {
         "medhelm": {"categories": ["Clinical Decision Support"], "benchmarks": ["med_qa", "medcalc_bench"]},
@@ -95,14 +98,17 @@ def test_missing_min_score_names_the_task(tmp_path: Path) -> None:
     data = plan_dict()
     del data["tasks"][0]["thresholds"]["min_score"]
     found = issues_of(write(tmp_path, data))
-    assert found == ["tasks[0].thresholds.min_score: task 'knowledge-qa' has no approval threshold: set "
-                     "thresholds.min_score, the minimum score the deployment was approved on"]
+    assert found == [
+        "tasks[0].thresholds.min_score: task 'knowledge-qa' has no approval threshold: set "
+        "thresholds.min_score, the minimum score the deployment was approved on"
+    ]
 
 
 def _own_canaries(tmp_path: Path) -> Path:
     path = tmp_path / "local.jsonl"
-    path.write_text(json.dumps({"id": "l-1", "messages": [{"role": "user", "content": "Q?"}], "references": ["A"]})
-                    + "\n")
+    path.write_text(
+        json.dumps({"id": "l-1", "messages": [{"role": "user", "content": "Q?"}], "references": ["A"]}) + "\n"
+    )
     return path
 
 
@@ -114,8 +120,17 @@ def test_missing_baseline_is_refused_until_one_is_imported(tmp_path: Path, engin
     assert "tasks[1].baseline: task 'calc' has no baseline for benchmark 'medcalc_bench'" in found
     assert "medmon baseline import" in found
     with session_scope(engine) as session:
-        record_baseline(session, BaselineFigures(benchmark="medcalc_bench", model="m", metric="medcalc_bench_accuracy",
-                                                 value=0.6, n=1000, source_kind="manual"))
+        record_baseline(
+            session,
+            BaselineFigures(
+                benchmark="medcalc_bench",
+                model="m",
+                metric="medcalc_bench_accuracy",
+                value=0.6,
+                n=1000,
+                source_kind="manual",
+            ),
+        )
     assert check_plan(path, engine).tasks[1].id == "calc"
     assert check_plan(path).tasks[1].id == "calc"  # the plan's existing database is opened when no engine is given
 
@@ -163,15 +178,25 @@ def test_max_gap_of_cron_schedules() -> None:
 
 
 MAPPING = {
-    "undeclared-category": ({"categories": ["Clinical Note Generation"]},
-                            ["'Clinical Note Generation' is declared but no task measures it",
-                             "task 'knowledge-qa' maps to 'Clinical Decision Support'"]),
-    "unknown-category": ({"categories": ["Clinical Decision Support", "Astrology"]},
-                         ["'Astrology' is not a MedHELM category"]),
-    "benchmark-not-monitored": ({"benchmarks": ["med_qa", "medcalc_bench", "pubmed_qa"]},
-                                ["'pubmed_qa' is declared but no task measures it"]),
-    "subcategory-left-out": ({"subcategories": ["Supporting Diagnostic Decisions"]},
-                             ["task 'knowledge-qa' maps to 'Providing Clinical Knowledge Support'"]),
+    "undeclared-category": (
+        {"categories": ["Clinical Note Generation"]},
+        [
+            "'Clinical Note Generation' is declared but no task measures it",
+            "task 'knowledge-qa' maps to 'Clinical Decision Support'",
+        ],
+    ),
+    "unknown-category": (
+        {"categories": ["Clinical Decision Support", "Astrology"]},
+        ["'Astrology' is not a MedHELM category"],
+    ),
+    "benchmark-not-monitored": (
+        {"benchmarks": ["med_qa", "medcalc_bench", "pubmed_qa"]},
+        ["'pubmed_qa' is declared but no task measures it"],
+    ),
+    "subcategory-left-out": (
+        {"subcategories": ["Supporting Diagnostic Decisions"]},
+        ["task 'knowledge-qa' maps to 'Providing Clinical Knowledge Support'"],
+    ),
 }
 
 
@@ -189,8 +214,10 @@ def test_tasks_requiring_human_review_need_the_review_described(tmp_path: Path) 
     data = governed()
     data["tasks"][0]["human_review_required"] = True
     found = issues_of(write(tmp_path, data))
-    assert found == ["governance.controls.human_review: task(s) knowledge-qa require human review but the plan "
-                     "does not say who reviews what, and when"]
+    assert found == [
+        "governance.controls.human_review: task(s) knowledge-qa require human review but the plan "
+        "does not say who reviews what, and when"
+    ]
     data["governance"]["controls"]["human_review"] = "A pharmacist checks every draft."
     check_plan(write(tmp_path, data))
 
@@ -198,7 +225,9 @@ def test_tasks_requiring_human_review_need_the_review_described(tmp_path: Path) 
 def test_a_redactor_that_cannot_be_imported_is_refused(tmp_path: Path) -> None:
     found = issues_of(write(tmp_path, governed(privacy={"redactor": "no_such_module:redact"})))
     assert found == ["privacy.redactor: cannot import module 'no_such_module': No module named 'no_such_module'"]
-    with pytest.raises(PlanError, match="privacy.redactor: expected 'builtin', 'presidio', 'none' or 'module:function'"):
+    with pytest.raises(
+        PlanError, match="privacy.redactor: expected 'builtin', 'presidio', 'none' or 'module:function'"
+    ):
         parse_plan(yaml.safe_dump(governed(privacy={"redactor": "scrub everything"})))
 
 
@@ -233,10 +262,19 @@ def test_the_starter_plan_passes_check(tmp_path: Path, monkeypatch: pytest.Monke
 def test_the_demo_plan_passes_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEDMON_DEMO_WEBHOOK_SECRET", "s")
     path = tmp_path / "plan.yaml"
-    path.write_text(PLAN_TEMPLATE.format(base_url="http://127.0.0.1:9/v1", key_env="K", pack="clinical_knowledge_mcq",
-                                         sample_size=20, receiver_url="http://127.0.0.1:9/alerts",
-                                         secret_env="MEDMON_DEMO_WEBHOOK_SECRET", dashboard_url="http://127.0.0.1:8501",
-                                         db=tmp_path / "demo.db", traffic_token_env=TRAFFIC_TOKEN_ENV,
-                                         app_service=APP_SERVICE))
+    path.write_text(
+        PLAN_TEMPLATE.format(
+            base_url="http://127.0.0.1:9/v1",
+            key_env="K",
+            pack="clinical_knowledge_mcq",
+            sample_size=20,
+            receiver_url="http://127.0.0.1:9/alerts",
+            secret_env="MEDMON_DEMO_WEBHOOK_SECRET",
+            dashboard_url="http://127.0.0.1:8501",
+            db=tmp_path / "demo.db",
+            traffic_token_env=TRAFFIC_TOKEN_ENV,
+            app_service=APP_SERVICE,
+        )
+    )
     plan = check_plan(path)
     assert plan.governance is not None and plan.governance.controls.reevaluation.on_detected_change

@@ -10,16 +10,12 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
-from typer.testing import CliRunner
-
 from medmon.monitor.cli.app import app
 from medmon.monitor.errors import PlanError
 from medmon.monitor.governance.audit import AuditKind, list_events
@@ -29,10 +25,14 @@ from medmon.monitor.models import ChangeStatus
 from medmon.monitor.plan.context import load_context, probe_baseline
 from medmon.monitor.plan.model import load_plan
 from medmon.monitor.runs.pipeline import run_task_probe
-from medmon.db import session_scope
 from medmon.probes.models import ProbeRun
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+from typer.testing import CliRunner
+
+from medmon.db import session_scope
 from tests.conftest import plan_dict
 
 runner = CliRunner()
@@ -53,6 +53,7 @@ def refusals(path: Path) -> str:
 
 
 # Alerts that reach nobody --------------------------------------------------------------------
+
 
 def test_a_plan_without_routes_is_refused_naming_what_reaches_nobody(tmp_path: Path) -> None:
     data = plan_dict()
@@ -79,8 +80,10 @@ def test_a_critical_only_route_with_an_unresolved_on_call_route_is_refused(tmp_p
 
 # Another model's baseline silently replacing the task's -----------------------------------------
 
-def test_an_import_for_another_model_does_not_replace_the_task_baseline(tmp_path: Path, engine: Engine,
-                                                                       db_url: str) -> None:
+
+def test_an_import_for_another_model_does_not_replace_the_task_baseline(
+    tmp_path: Path, engine: Engine, db_url: str
+) -> None:
     data = plan_dict(storage={"url": db_url})
     data["alerts"]["routes"] = [ROUTE]
     data["tasks"][0]["owner"] = OWNER
@@ -103,14 +106,54 @@ def test_an_import_for_another_model_does_not_replace_the_task_baseline(tmp_path
     assert [(p["task"], p["model"]) for p in proposals] == [("knowledge-qa", "other/model-x")]
     proposed = proposals[0]["baseline_id"]
 
-    stranger = runner.invoke(app, ["baseline", "approve", str(path), "--task", "knowledge-qa", "--baseline",
-                                   str(proposed), "--by", "someone@else.example", "--reason", "newer figure"])
+    stranger = runner.invoke(
+        app,
+        [
+            "baseline",
+            "approve",
+            str(path),
+            "--task",
+            "knowledge-qa",
+            "--baseline",
+            str(proposed),
+            "--by",
+            "someone@else.example",
+            "--reason",
+            "newer figure",
+        ],
+    )
     assert stranger.exit_code == 2 and "not an owner" in stranger.output
-    silent = runner.invoke(app, ["baseline", "approve", str(path), "--task", "knowledge-qa", "--baseline",
-                                 str(proposed), "--by", OWNER["email"]])
+    silent = runner.invoke(
+        app,
+        [
+            "baseline",
+            "approve",
+            str(path),
+            "--task",
+            "knowledge-qa",
+            "--baseline",
+            str(proposed),
+            "--by",
+            OWNER["email"],
+        ],
+    )
     assert silent.exit_code == 2 and "rationale" in silent.output
-    done = runner.invoke(app, ["baseline", "approve", str(path), "--task", "knowledge-qa", "--baseline",
-                               str(proposed), "--by", OWNER["email"], "--reason", "vendor's certified figure"])
+    done = runner.invoke(
+        app,
+        [
+            "baseline",
+            "approve",
+            str(path),
+            "--task",
+            "knowledge-qa",
+            "--baseline",
+            str(proposed),
+            "--by",
+            OWNER["email"],
+            "--reason",
+            "vendor's certified figure",
+        ],
+    )
     assert done.exit_code == 0, done.output
     with session_scope(engine) as session:
         assert probe_baseline(session, plan, ctx).id == proposed
@@ -124,20 +167,29 @@ def test_an_import_for_another_model_does_not_replace_the_task_baseline(tmp_path
 
 # Prompt and decoding changes are changes -------------------------------------------------------
 
+
 class Clock:
     def __init__(self) -> None:
-        self.t = datetime(2026, 11, 2, tzinfo=timezone.utc)
+        self.t = datetime(2026, 11, 2, tzinfo=UTC)
 
     def __call__(self) -> datetime:
         return self.t
 
 
 def test_a_prompt_or_decoding_change_in_the_plan_opens_a_change_and_a_reevaluation(
-        tmp_path: Path, engine: Engine, db_url: str, serve: Callable[..., Any]) -> None:
+    tmp_path: Path, engine: Engine, db_url: str, serve: Callable[..., Any]
+) -> None:
     sim = serve(create_simulator(load_pack("clinical_knowledge_mcq").canaries, [Phase(0, accuracy=0.85)], seed=3))
-    data = plan_dict(storage={"url": db_url},
-                     deployment={"base_url": f"{sim.url}/v1", "model": "medmon-simulator/clinical-v1",
-                                 "api_key_env": "X", "timeout_s": 5, "max_retries": 0})
+    data = plan_dict(
+        storage={"url": db_url},
+        deployment={
+            "base_url": f"{sim.url}/v1",
+            "model": "medmon-simulator/clinical-v1",
+            "api_key_env": "X",
+            "timeout_s": 5,
+            "max_retries": 0,
+        },
+    )
     data["alerts"]["routes"] = [ROUTE]
     data["tasks"][0]["owner"] = OWNER
     data["governance"] = {"controls": {"reevaluation": {"on_plan_change": True, "repeats": 1}}}
@@ -152,8 +204,7 @@ def test_a_prompt_or_decoding_change_in_the_plan_opens_a_change_and_a_reevaluati
         declared = list_events(session, kind=AuditKind.change_declared)
     assert sorted(c.kind for c in pending) == ["decoding", "prompt"]
     assert all(c.source == "plan" for c in pending)
-    assert {"deployment.system_prompt", "deployment.temperature"} == {f for c in pending
-                                                                      for f in c.details["fields"]}
+    assert {"deployment.system_prompt", "deployment.temperature"} == {f for c in pending for f in c.details["fields"]}
     assert len(declared) == 2 and all(e.details["plan_sha256"] == declared[0].details["plan_sha256"] for e in declared)
 
     plan = load_plan(path)
@@ -167,8 +218,9 @@ def test_a_prompt_or_decoding_change_in_the_plan_opens_a_change_and_a_reevaluati
     assert len(prompts) == 1 and "" not in prompts  # every run records the prompt it was produced with
 
 
-def test_a_threshold_edit_is_recorded_as_a_change_not_of_the_deployment(tmp_path: Path, engine: Engine,
-                                                                          db_url: str) -> None:
+def test_a_threshold_edit_is_recorded_as_a_change_not_of_the_deployment(
+    tmp_path: Path, engine: Engine, db_url: str
+) -> None:
     data = plan_dict(storage={"url": db_url})
     data["alerts"]["routes"] = [ROUTE]
     path = write(tmp_path, data)

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
+from medmon.alerts import Alert, Notification, NotificationStatus
+from medmon.monitor.models import DetectorState
+from medmon.monitor.plan.context import load_context
+from medmon.monitor.service.health import ServiceStatus, create_health_app
+from medmon.monitor.service.otlp import build_otlp
+from medmon.monitor.service.slots import run_slot
+from medmon.monitor.storage import make_engine
+from medmon.probes.models import ProbeRun
+from medmon.probes.packs import load_pack
+from medmon.probes.simulator import Fault, Phase, create_simulator
 from prometheus_client.parser import text_string_to_metric_families
 from sqlmodel import Session, func, select
 from starlette.applications import Starlette
@@ -15,38 +25,35 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from medmon.alerts import Alert, Notification, NotificationStatus
-from medmon.monitor.plan.context import load_context
-from medmon.monitor.service.health import ServiceStatus, create_health_app
-from medmon.monitor.models import DetectorState
-from medmon.monitor.service.otlp import build_otlp
-from medmon.monitor.service.slots import run_slot
-from medmon.monitor.storage import make_engine
-from medmon.probes.models import ProbeRun
-from medmon.probes.packs import load_pack
-from medmon.probes.simulator import Fault, Phase, create_simulator
-
-NOW = datetime(2026, 11, 4, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 4, 12, 0, tzinfo=UTC)
 
 
 def _get(app: Starlette, path: str) -> httpx.Response:
     async def call() -> httpx.Response:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://medmon") as client:
             return await client.get(path)
+
     return asyncio.run(call())
 
 
 def _probed(engine, make_plan, serve: Callable, probes: int = 3):  # type: ignore[no-untyped-def]
     app = create_simulator(load_pack("clinical_knowledge_mcq").canaries, [Phase(accuracy=0.85)], seed=2)
     sim = serve(app)
-    plan = make_plan(deployment={"base_url": f"{sim.url}/v1", "model": "medmon-simulator/clinical-v1",
-                                 "api_key_env": "X", "timeout_s": 5, "max_retries": 0},
-                     alerts={"routes": [{"name": "hook", "url": "http://127.0.0.1:9/hook"}]})
+    plan = make_plan(
+        deployment={
+            "base_url": f"{sim.url}/v1",
+            "model": "medmon-simulator/clinical-v1",
+            "api_key_env": "X",
+            "timeout_s": 5,
+            "max_retries": 0,
+        },
+        alerts={"routes": [{"name": "hook", "url": "http://127.0.0.1:9/hook"}]},
+    )
     ctx = load_context(plan, plan.tasks[0])
     app.state.sim.inject(Fault(kind="status", status=503, count=30))
     for i in range(probes):
         when = NOW - timedelta(hours=probes - i)
-        run_slot(engine, plan, ctx, when, now=lambda: when, by="t:1", seed=1)
+        run_slot(engine, plan, ctx, when, now=lambda when=when: when, by="t:1", seed=1)
     return plan
 
 
@@ -83,18 +90,23 @@ def test_healthz_is_503_when_the_scheduler_stalls_or_the_database_is_gone(engine
 
 def test_metrics_count_what_the_database_holds(engine, make_plan, serve) -> None:
     plan = _probed(engine, make_plan, serve, probes=4)
-    status = ServiceStatus(identity="host:1", role="leader", heartbeat=lambda: NOW - timedelta(seconds=2),
-                           queue_depth=lambda: 7)
+    status = ServiceStatus(
+        identity="host:1", role="leader", heartbeat=lambda: NOW - timedelta(seconds=2), queue_depth=lambda: 7
+    )
     response = _get(create_health_app(engine, plan.tasks, status, now=lambda: NOW), "/metrics")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
-    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
-               for family in text_string_to_metric_families(response.text) for s in family.samples}
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(response.text)
+        for s in family.samples
+    }
     with Session(engine) as s:
         n_runs = s.exec(select(func.count()).select_from(ProbeRun)).one()
         n_results = s.exec(select(func.sum(ProbeRun.n_canaries))).one()
         n_errors = s.exec(select(func.sum(ProbeRun.n_errors))).one()
-        pending = s.exec(select(func.count()).select_from(Notification)
-                         .where(Notification.status == NotificationStatus.pending)).one()
+        pending = s.exec(
+            select(func.count()).select_from(Notification).where(Notification.status == NotificationStatus.pending)
+        ).one()
         firing = s.exec(select(func.count()).select_from(Alert)).one()
         streams = s.exec(select(func.count()).select_from(DetectorState)).one()
     task = (("task", "knowledge-qa"),)
@@ -119,8 +131,11 @@ def test_otlp_is_off_unless_configured_and_exports_spans_to_the_collector(serve:
         received.append((request.url.path, request.headers.get("content-type", ""), len(await request.body())))
         return Response(b"", media_type="application/x-protobuf")
 
-    collector = serve(Starlette(routes=[Route("/v1/traces", collect, methods=["POST"]),
-                                        Route("/v1/metrics", collect, methods=["POST"])]))
+    collector = serve(
+        Starlette(
+            routes=[Route("/v1/traces", collect, methods=["POST"]), Route("/v1/metrics", collect, methods=["POST"])]
+        )
+    )
     from_env = build_otlp(None, environ={"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url + "/"})
     assert from_env is not None and from_env.endpoint == collector.url
     from_env.shutdown()

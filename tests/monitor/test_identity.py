@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import yaml
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
-
 from medmon.monitor.detection.identity import IdentityChange, observe_identities
 from medmon.monitor.governance.changes import record_change
 from medmon.monitor.governance.reevaluation import reevaluation_due
@@ -18,9 +15,12 @@ from medmon.monitor.plan.model import Endpoint, parse_plan
 from medmon.probes.models import ProbeRecord
 from medmon.probes.redaction import TextPolicy
 from medmon.probes.runs import finish_run, start_run
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
 from tests.conftest import plan_dict
 
-T0 = datetime(2026, 11, 5, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 5, tzinfo=UTC)
 
 
 class Pool:
@@ -34,8 +34,10 @@ class Pool:
         now = T0 + timedelta(hours=self.runs)
         with Session(self.engine) as session:
             run = start_run(session, "t", started_at=now)
-            results = [ProbeRecord(task_id="t", canary_id=f"c{i}", served_model=m, system_fingerprint=f, score=1.0)
-                       for i, (m, f) in enumerate(identities)]
+            results = [
+                ProbeRecord(task_id="t", canary_id=f"c{i}", served_model=m, system_fingerprint=f, score=1.0)
+                for i, (m, f) in enumerate(identities)
+            ]
             finish_run(session, run, results, now, policy=TextPolicy())  # the plan's default: builtin redactor
             assert run.id is not None
             report = observe_identities(session, self.endpoint, "t", results, run.id, now)
@@ -57,8 +59,9 @@ def test_two_backends_alternating_over_fifty_runs_are_no_change(engine: Engine) 
     assert changes == [None] * 50
 
 
-def test_rotating_fingerprints_are_recorded_not_a_change_unless_the_plan_alerts_on_them(engine: Engine,
-                                                                                        new_db_url: Any) -> None:
+def test_rotating_fingerprints_are_recorded_not_a_change_unless_the_plan_alerts_on_them(
+    engine: Engine, new_db_url: Any
+) -> None:
     from medmon.monitor.storage import make_engine
 
     rng = random.Random(2)

@@ -3,26 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, func, select
-
 from medmon.alerts.models import Alert, AlertStatus
 from medmon.monitor.errors import PlanError
-from medmon.monitor.runs.judging import JOB_ID, JudgingOutcome, judging_job, run_judge_canaries
 from medmon.monitor.models import FindingRecord, StreamStatus
 from medmon.monitor.plan.model import Plan
+from medmon.monitor.runs.judging import JOB_ID, JudgingOutcome, judging_job, run_judge_canaries
 from medmon.monitor.service.scheduler import build_service_scheduler
 from medmon.probes.judge_canaries import load_judge_canaries
 from medmon.probes.jury import JurySettings
 from medmon.probes.models import JudgeCall, JuryVerdict, ProbeResult, ProbeRun, RunStatus
 from medmon.probes.simulator import JudgeBehaviour, create_simulator
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, func, select
+
 from tests.probes.simkit import JUDGE_MODELS, judge_settings, wait_for
 
-T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
 N_CANARIES = len(load_judge_canaries())
 
 
@@ -58,7 +58,8 @@ def open_alerts(engine: Engine) -> list[Alert]:
 
 
 def test_honest_judges_raise_nothing_and_their_calls_are_in_the_ledger(
-        engine: Engine, make_plan: Callable[..., Plan], serve: Callable) -> None:
+    engine: Engine, make_plan: Callable[..., Plan], serve: Callable
+) -> None:
     server = serve(create_simulator([]))
     plan = make_plan(jury=jury_section(server.url))
     outcomes = rejudge_days(engine, plan, server.url, 8)
@@ -79,7 +80,8 @@ def test_honest_judges_raise_nothing_and_their_calls_are_in_the_ledger(
 
 
 def test_a_drifting_judge_raises_its_own_alert_and_the_others_stay_ok(
-        engine: Engine, make_plan: Callable[..., Plan], serve: Callable) -> None:
+    engine: Engine, make_plan: Callable[..., Plan], serve: Callable
+) -> None:
     # judge-b starts scoring two points low after its first 3 runs' worth of calls
     drifting = JudgeBehaviour(drift_after=3 * N_CANARIES, drift_offset=-2.0)
     server = serve(create_simulator([], judges={JUDGE_MODELS[1]: drifting}))
@@ -93,8 +95,9 @@ def test_a_drifting_judge_raises_its_own_alert_and_the_others_stay_ok(
     assert all(o.updates["judge-b"].status == StreamStatus.degraded for o in outcomes[day:])
     bias_day, bias = fired["judge_bias"]
     assert bias_day >= 3 and bias.evidence["direction"] == "drop" and bias.evidence["estimate"] < -1.0
-    assert all(o.updates[j].finding is None and o.bias[j].finding is None
-               for o in outcomes for j in ("judge-a", "judge-c"))
+    assert all(
+        o.updates[j].finding is None and o.bias[j].finding is None for o in outcomes for j in ("judge-a", "judge-c")
+    )
     alerts = {a.labels["metric"]: a for a in open_alerts(engine)}
     assert sorted(alerts) == ["judge_bias", "judge_canaries"]
     alert = alerts["judge_canaries"]
@@ -103,12 +106,15 @@ def test_a_drifting_judge_raises_its_own_alert_and_the_others_stay_ok(
     assert alert.evidence["estimate"] < 0.8
     with Session(engine) as s:
         findings = s.exec(select(FindingRecord).order_by(FindingRecord.id)).all()
-        assert {(f.task_id, f.metric) for f in findings} == {("judge:judge-b", "judge_canaries"),
-                                                             ("judge:judge-b", "judge_bias")}
+        assert {(f.task_id, f.metric) for f in findings} == {
+            ("judge:judge-b", "judge_canaries"),
+            ("judge:judge-b", "judge_bias"),
+        }
 
 
 def test_a_failing_judge_feeds_nothing_and_is_recorded_failed(
-        engine: Engine, make_plan: Callable[..., Plan], serve: Callable) -> None:
+    engine: Engine, make_plan: Callable[..., Plan], serve: Callable
+) -> None:
     server = serve(create_simulator([], judges={JUDGE_MODELS[2]: JudgeBehaviour(mode="fail")}))
     plan = make_plan(jury=jury_section(server.url))
     (outcome,) = rejudge_days(engine, plan, server.url, 1)
@@ -129,7 +135,8 @@ def test_canary_schedule_is_validated(make_plan: Callable[..., Plan]) -> None:
 
 @pytest.mark.parametrize("schedule, expected", [("1d", True), (None, False)], ids=["scheduled", "not-scheduled"])
 def test_the_scheduler_carries_the_job_only_with_a_canary_schedule(
-        engine: Engine, make_plan: Callable[..., Plan], schedule: str | None, expected: bool) -> None:
+    engine: Engine, make_plan: Callable[..., Plan], schedule: str | None, expected: bool
+) -> None:
     plan = make_plan(jury=jury_section("http://127.0.0.1:9", canary_schedule=schedule))
     service = build_service_scheduler(engine, plan, "judging-test", {})
     try:
@@ -147,7 +154,8 @@ def judge_runs(engine: Engine) -> list[ProbeRun]:
 
 
 def test_the_scheduled_job_rejudges_with_the_plans_judges(
-        engine: Engine, make_plan: Callable[..., Plan], serve: Callable) -> None:
+    engine: Engine, make_plan: Callable[..., Plan], serve: Callable
+) -> None:
     server = serve(create_simulator([]))
     plan = make_plan(jury=jury_section(server.url))
     scheduler = build_service_scheduler(engine, plan, "judging-test", {}, now=lambda: T0, time_scale=86400 / 0.5)
@@ -162,7 +170,8 @@ def test_the_scheduled_job_rejudges_with_the_plans_judges(
 
 
 def test_the_job_logs_a_failure_instead_of_raising(
-        engine: Engine, make_plan: Callable[..., Plan], tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
+    engine: Engine, make_plan: Callable[..., Plan], tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     plan = make_plan(jury=jury_section("http://127.0.0.1:9", canary_path=str(tmp_path / "missing.jsonl")))
     seen: list[JudgingOutcome] = []
     judging_job(engine, plan, lambda: T0, on_outcome=seen.append)
@@ -171,7 +180,8 @@ def test_the_job_logs_a_failure_instead_of_raising(
 
 
 def test_a_judge_turning_lenient_is_caught_by_its_bias_stream(
-        engine: Engine, make_plan: Callable[..., Plan], serve: Callable) -> None:
+    engine: Engine, make_plan: Callable[..., Plan], serve: Callable
+) -> None:
     """Scoring two points higher costs judge-b little agreement (most gold scores are already at
     the top) but moves its signed error well away from its first three runs."""
     lenient = JudgeBehaviour(drift_after=3 * N_CANARIES, drift_offset=+2.0)
@@ -184,6 +194,8 @@ def test_a_judge_turning_lenient_is_caught_by_its_bias_stream(
     assert 3 <= day <= 10  # after the drift (run 3), within eight daily runs
     assert signal.labels["task"] == "judge:judge-b" and "more leniently or more severely" in signal.summary
     assert signal.evidence["direction"] == "rise" and signal.evidence["estimate"] > 0.5  # points above gold
-    assert all(o.bias[j].finding is None and o.updates[j].finding is None for o in outcomes for j in ("judge-a", "judge-c"))
+    assert all(
+        o.bias[j].finding is None and o.updates[j].finding is None for o in outcomes for j in ("judge-a", "judge-c")
+    )
     (alert,) = open_alerts(engine)
     assert (alert.task_id, alert.rule) == ("judge:judge-b", "judge_drift")

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from sqlalchemy.engine import make_url
-
 from medmon.monitor.service.leader import FileLeadership, LocalLeadership, PostgresLeadership, leadership_for
 from medmon.probes.models import RunStatus
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import create_simulator
+from sqlalchemy.engine import make_url
+
 from tests.monitor.service_helpers import reader, runs, slots, start_medmon, wait_for, write_plan
 
 
@@ -41,9 +41,11 @@ def test_advisory_lock_admits_one_holder_and_is_freed_when_its_connection_dies(p
         parsed = make_url(postgres_url)
         admin = parsed.set(drivername="postgresql", database="postgres").render_as_string(hide_password=False)
         with psycopg.connect(admin, autocommit=True) as conn:
-            killed = conn.execute("SELECT count(pg_terminate_backend(l.pid)) FROM pg_locks l JOIN pg_database d "
-                                  "ON d.oid = l.database WHERE l.locktype = 'advisory' AND d.datname = %s",
-                                  (parsed.database,)).fetchone()
+            killed = conn.execute(
+                "SELECT count(pg_terminate_backend(l.pid)) FROM pg_locks l JOIN pg_database d "
+                "ON d.oid = l.database WHERE l.locktype = 'advisory' AND d.datname = %s",
+                (parsed.database,),
+            ).fetchone()
         assert killed is not None and killed[0] == 1
         assert not first.still_held(), "the leader must notice it lost the lock"
         assert wait_for(second.try_acquire, 10, what="the standby taking the lock")
@@ -67,8 +69,9 @@ def test_the_lock_matches_the_database(tmp_path: Path) -> None:
 @pytest.mark.process
 def test_a_standby_takes_over_when_the_leader_is_killed(db_url: str, tmp_path: Path, serve: Callable) -> None:
     sim = serve(create_simulator(load_pack("clinical_knowledge_mcq").canaries))
-    plan = write_plan(tmp_path / "plan.yaml", sim.url, db_url, schedule="1s", sample_size=2,
-                      service={"standby_poll": "200ms"})
+    plan = write_plan(
+        tmp_path / "plan.yaml", sim.url, db_url, schedule="1s", sample_size=2, service={"standby_poll": "200ms"}
+    )
     db = reader(db_url)
     a = start_medmon(["serve", str(plan)], tmp_path / "a.log")
     b = start_medmon(["serve", str(plan)], tmp_path / "b.log")
@@ -85,8 +88,11 @@ def test_a_standby_takes_over_when_the_leader_is_killed(db_url: str, tmp_path: P
         standby.wait_log("leading as", timeout=15)
         took_over = time.monotonic() - killed_at
         standby_id = re.search(r"leading as (\S+):", standby.text()).group(1)  # type: ignore[union-attr]
-        wait_for(lambda: [s for s in slots(db) if s.claimed_by == standby_id and s.run_id], 15,
-                 what="a probe by the new leader")
+        wait_for(
+            lambda: [s for s in slots(db) if s.claimed_by == standby_id and s.run_id],
+            15,
+            what="a probe by the new leader",
+        )
     finally:
         a.kill()
         b.kill()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -10,16 +9,16 @@ from typing import Any
 
 import pytest
 import yaml
+from medmon.monitor.cli.app import app
+from medmon.monitor.errors import StorageError
+from medmon.monitor.storage import create_tables, import_all_models, make_engine
+from medmon.monitor.storage.migrate import current_revision, ensure_current, head_revision, schema_diff, upgrade
+from medmon.probes.packs import load_pack
+from medmon.probes.simulator import Phase, create_simulator
 from sqlalchemy import inspect, text
 from sqlmodel import SQLModel
 from typer.testing import CliRunner
 
-from medmon.monitor.cli.app import app
-from medmon.monitor.errors import StorageError
-from medmon.probes.packs import load_pack
-from medmon.probes.simulator import Phase, create_simulator
-from medmon.monitor.storage.migrate import current_revision, ensure_current, head_revision, schema_diff, upgrade
-from medmon.monitor.storage import create_tables, import_all_models, make_engine
 from tests.conftest import plan_dict
 
 
@@ -81,9 +80,9 @@ def test_a_database_medmon_creates_is_stamped_with_the_newest_revision(db_url: s
     engine.dispose()
 
 
-def test_db_current_answers_on_a_database_probe_run_created(tmp_path: Path, db_url: str,
-                                                             serve: Callable[..., Any],
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_db_current_answers_on_a_database_probe_run_created(
+    tmp_path: Path, db_url: str, serve: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     sim = serve(create_simulator(load_pack("clinical_knowledge_mcq").canaries, [Phase(0, accuracy=0.9)], seed=3))
     monkeypatch.setenv("MEDMON_TEST_KEY", "sk-local")
     data = plan_dict(storage={"url": db_url})

@@ -8,7 +8,7 @@ import json
 import random
 from collections import Counter
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import krippendorff
@@ -17,15 +17,8 @@ import pandas as pd
 import pingouin
 import pytest
 import yaml
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
-
-from medmon.alerts import Alert, AlertStatus, open_alerts, verify as verify_signature
-from medmon.db import session_scope
+from medmon.alerts import Alert, AlertStatus, open_alerts
+from medmon.alerts import verify as verify_signature
 from medmon.monitor.alerting.oversight import oversight_pass
 from medmon.monitor.errors import GovernanceError, PlanError
 from medmon.monitor.governance import safety, suspension
@@ -39,10 +32,18 @@ from medmon.monitor.plan.model import Plan, parse_plan
 from medmon.probes.models import ProbeResult
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from medmon.db import session_scope
 from tests.conftest import plan_dict
 from tests.monitor.oversight_data import CRITERIA, OVERSIGHT, REVIEWER_A, REVIEWER_B, store_answers, truth_of
 
-NOW = datetime(2026, 11, 25, 12, tzinfo=timezone.utc)  # a Wednesday
+NOW = datetime(2026, 11, 25, 12, tzinfo=UTC)  # a Wednesday
 OWNER, SECOND = "owner@hospital.example", "tech@hospital.example"
 SECRET = "whsec-test-suspend"
 
@@ -62,15 +63,25 @@ def _rate_all(engine: Engine, plan: Plan, at: datetime, rng: random.Random, *, n
             assert answer is not None
             base = truth_of(int(answer.canary_id.removeprefix("c")))
             scores = {c: max(1, min(5, base + rng.randint(-noise, noise))) for c in CRITERIA}
-            record_review(s, plan, item_id=item.id or 0, reviewer=item.reviewer, scores=scores, note="",
-                          safety_concern=False, actor=item.reviewer, now=at)
+            record_review(
+                s,
+                plan,
+                item_id=item.id or 0,
+                reviewer=item.reviewer,
+                scores=scores,
+                note="",
+                safety_concern=False,
+                actor=item.reviewer,
+                now=at,
+            )
         return len(items)
 
 
 def test_plan_names_only_known_tasks_for_reviewers() -> None:
     data = plan_dict(oversight={"reviewers": [{"name": "X", "email": "x@h.example", "tasks": ["no-such-task"]}]})
-    with pytest.raises(PlanError, match="oversight names tasks the plan does not have: reviewer x@h.example: "
-                                        "'no-such-task'"):
+    with pytest.raises(
+        PlanError, match="oversight names tasks the plan does not have: reviewer x@h.example: 'no-such-task'"
+    ):
         parse_plan(yaml.safe_dump(data))
 
 
@@ -102,17 +113,52 @@ def test_a_review_is_checked_against_the_rubric_and_the_assignment_and_audited(e
     good = {"accuracy": 4, "completeness": 3, "clarity": 5}
     with session_scope(engine) as s:
         with pytest.raises(GovernanceError, match=f"not assigned to {other}"):
-            record_review(s, plan, item_id=item.id or 0, reviewer=other, scores=good, note="", safety_concern=False,
-                          actor=other, now=NOW)
+            record_review(
+                s,
+                plan,
+                item_id=item.id or 0,
+                reviewer=other,
+                scores=good,
+                note="",
+                safety_concern=False,
+                actor=other,
+                now=NOW,
+            )
         with pytest.raises(ValueError, match="clarity: expected an integer from 1 to 5, got 6"):
-            record_review(s, plan, item_id=item.id or 0, reviewer=item.reviewer, scores=good | {"clarity": 6},
-                          note="", safety_concern=False, actor=item.reviewer, now=NOW)
+            record_review(
+                s,
+                plan,
+                item_id=item.id or 0,
+                reviewer=item.reviewer,
+                scores=good | {"clarity": 6},
+                note="",
+                safety_concern=False,
+                actor=item.reviewer,
+                now=NOW,
+            )
         with pytest.raises(ValueError, match="missing completeness"):
-            record_review(s, plan, item_id=item.id or 0, reviewer=item.reviewer,
-                          scores={"accuracy": 4, "clarity": 5}, note="", safety_concern=False, actor=item.reviewer,
-                          now=NOW)
-        record_review(s, plan, item_id=item.id or 0, reviewer=item.reviewer, scores=good, note=" Omits renal dosing ",
-                      safety_concern=True, actor=item.reviewer, now=NOW)
+            record_review(
+                s,
+                plan,
+                item_id=item.id or 0,
+                reviewer=item.reviewer,
+                scores={"accuracy": 4, "clarity": 5},
+                note="",
+                safety_concern=False,
+                actor=item.reviewer,
+                now=NOW,
+            )
+        record_review(
+            s,
+            plan,
+            item_id=item.id or 0,
+            reviewer=item.reviewer,
+            scores=good,
+            note=" Omits renal dosing ",
+            safety_concern=True,
+            actor=item.reviewer,
+            now=NOW,
+        )
     with Session(engine) as s:
         [entry] = list_events(s, kind=AuditKind.clinician_review)
         assert verify(s).ok
@@ -138,9 +184,14 @@ def test_jury_clinician_agreement_figures_are_the_libraries_own(engine: Engine) 
         from medmon.monitor.governance.clinician_agreement import rated
 
         rows = [r for r in rated(s, "knowledge-qa", 200) if r.criterion == "accuracy"]
-    pairs = pd.DataFrame([(k, rater, v) for k, r in enumerate(rows)
-                          for rater, v in (("jury", r.jury_mean), ("clinicians", r.clinician_mean))],
-                         columns=["item", "rater", "score"])
+    pairs = pd.DataFrame(
+        [
+            (k, rater, v)
+            for k, r in enumerate(rows)
+            for rater, v in (("jury", r.jury_mean), ("clinicians", r.clinician_mean))
+        ],
+        columns=["item", "rater", "score"],
+    )
     oracle = pingouin.intraclass_corr(pairs, "item", "rater", "score").set_index("Type").loc["ICC(A,1)"]
     jury = stats[("jury_icc", "accuracy")]
     assert jury.n == 30 and jury.value == pytest.approx(oracle["ICC"])
@@ -148,7 +199,8 @@ def test_jury_clinician_agreement_figures_are_the_libraries_own(engine: Engine) 
     assert jury.value > 0.6  # judges within a point of the truth, clinicians within a point too
     matrix = np.array([[r.jury_mean for r in rows], [r.clinician_mean for r in rows]], dtype=float)
     assert stats[("jury_alpha", "accuracy")].value == pytest.approx(
-        krippendorff.alpha(reliability_data=matrix, level_of_measurement="interval"))
+        krippendorff.alpha(reliability_data=matrix, level_of_measurement="interval")
+    )
     double = [r for r in rows if len(r.clinicians) == 2]
     reviewer = stats.get(("reviewer_icc", "accuracy"))
     assert reviewer is not None and reviewer.n == len(double) >= 10
@@ -185,14 +237,23 @@ def test_a_safety_events_clock_is_computed_and_alerted_before_its_deadline(engin
     aware = NOW - timedelta(hours=6)
     with session_scope(engine) as s:
         [rid] = store_answers(s, "knowledge-qa", 1, NOW - timedelta(days=1))
-        event = safety.open_event(s, plan, task_id="knowledge-qa", severity="serious", source="person",
-                                  what_happened="Advised a full dose despite eGFR 25.", actor=OWNER, now=NOW,
-                                  aware_at=aware, result_ids=[rid])
+        event = safety.open_event(
+            s,
+            plan,
+            task_id="knowledge-qa",
+            severity="serious",
+            source="person",
+            what_happened="Advised a full dose despite eGFR 25.",
+            actor=OWNER,
+            now=NOW,
+            aware_at=aware,
+            result_ids=[rid],
+        )
         event_id = event.id or 0
     with Session(engine) as s:
         stored = s.get(type(event), event_id)
         assert stored is not None and stored.clock == "15d"
-        assert stored.due_at is not None and stored.due_at.replace(tzinfo=timezone.utc) == aware + timedelta(days=15)
+        assert stored.due_at is not None and stored.due_at.replace(tzinfo=UTC) == aware + timedelta(days=15)
         assert stored.evidence["answers"][0]["answer"].startswith("**Answer 0.**")
         assert stored.evidence["model"]["served"] == "medmon-simulator/clinical-v1"
 
@@ -213,8 +274,9 @@ def test_a_safety_events_clock_is_computed_and_alerted_before_its_deadline(engin
     assert late.rule == "safety_deadline_passed" and late.severity.value == "critical"
     assert "overdue by 2 h" in late.summary
     with session_scope(engine) as s:  # re-graded after a death: 10 days from the same awareness
-        regraded = safety.regrade(s, plan, event_id, "death", "Patient died; causality under review", OWNER,
-                                  aware + timedelta(days=1))
+        regraded = safety.regrade(
+            s, plan, event_id, "death", "Patient died; causality under review", OWNER, aware + timedelta(days=1)
+        )
         assert regraded.due_at == aware + timedelta(days=10)
         safety.mark_reported(s, event_id, "EUDAMED-2026-0042", OWNER, aware + timedelta(days=15, hours=3))
     assert alerts_at(aware + timedelta(days=15, hours=4)) == []
@@ -223,15 +285,25 @@ def test_a_safety_events_clock_is_computed_and_alerted_before_its_deadline(engin
     with Session(engine) as s:
         doc = safety.event_document(s, plan, event_id, aware + timedelta(days=16))
         assert json.loads(json.dumps(doc))["regulatory"] == {
-            "jurisdiction": "EU", "device_status": "high_risk_ai", "deadline": "10d",
-            "due_at": (aware + timedelta(days=10)).isoformat(), "clock": "stopped", "clock_label": "reported"}
+            "jurisdiction": "EU",
+            "device_status": "high_risk_ai",
+            "deadline": "10d",
+            "due_at": (aware + timedelta(days=10)).isoformat(),
+            "clock": "stopped",
+            "clock_label": "reported",
+        }
 
 
 def test_art73_default_clocks() -> None:
     plan = _event_plan()
-    assert {k: safety.clock_for(plan.oversight.safety, k)[1] for k in ("death", "widespread", "serious", "non_serious")} == {
-        "death": timedelta(days=10), "widespread": timedelta(days=2), "serious": timedelta(days=15),
-        "non_serious": None}
+    assert {
+        k: safety.clock_for(plan.oversight.safety, k)[1] for k in ("death", "widespread", "serious", "non_serious")
+    } == {
+        "death": timedelta(days=10),
+        "widespread": timedelta(days=2),
+        "serious": timedelta(days=15),
+        "non_serious": None,
+    }
 
 
 class Receiver:
@@ -246,7 +318,7 @@ class Receiver:
         if self.fail_next:
             self.fail_next -= 1
             return Response("busy", status_code=503)
-        if not verify_signature(body, request.headers, SECRET, now=int(datetime.now(timezone.utc).timestamp())):
+        if not verify_signature(body, request.headers, SECRET, now=int(datetime.now(UTC).timestamp())):
             return Response("bad signature", status_code=401)
         self.calls.append(json.loads(body))
         return Response("ok")
@@ -271,7 +343,8 @@ def _suspend_plan(url: str, sim_url: str = "http://127.0.0.1:9") -> Plan:
 
 
 def test_suspend_calls_the_signed_route_after_a_second_owner_and_resume_needs_a_passing_reevaluation(
-        engine: Engine, gateway: tuple[Receiver, str], serve: Callable[..., Any]) -> None:
+    engine: Engine, gateway: tuple[Receiver, str], serve: Callable[..., Any]
+) -> None:
     receiver, url = gateway
     sim = serve(create_simulator(load_pack("clinical_knowledge_mcq").canaries, [Phase(0, accuracy=0.95)], seed=4))
     plan = _suspend_plan(url, sim.url)  # risk tier high: a second owner confirms
@@ -285,10 +358,18 @@ def test_suspend_calls_the_signed_route_after_a_second_owner_and_resume_needs_a_
         done = suspension.confirm(s, plan, asked.id or 0, SECOND, NOW + timedelta(minutes=5))
         assert done.status == "suspended" and done.confirmed_by == SECOND
     [call] = receiver.calls
-    assert call | {"at": None} == {"action": "suspend", "suspension": asked.id, "deployment": "production",
-                                   "model": "medmon-simulator/clinical-v1", "task": "knowledge-qa",
-                                   "reason": "Dosing errors under review", "by": SECOND, "requested_by": OWNER,
-                                   "confirmed_by": SECOND, "at": None}
+    assert call | {"at": None} == {
+        "action": "suspend",
+        "suspension": asked.id,
+        "deployment": "production",
+        "model": "medmon-simulator/clinical-v1",
+        "task": "knowledge-qa",
+        "reason": "Dosing errors under review",
+        "by": SECOND,
+        "requested_by": OWNER,
+        "confirmed_by": SECOND,
+        "at": None,
+    }
     with session_scope(engine) as s:
         with pytest.raises(GovernanceError, match="resume refused: task knowledge-qa has no passing re-evaluation"):
             suspension.resume(s, plan, "knowledge-qa", OWNER, NOW + timedelta(hours=1))
@@ -305,13 +386,15 @@ def test_suspend_calls_the_signed_route_after_a_second_owner_and_resume_needs_a_
     assert steps == ["requested", "sent", "resumed"]
 
 
-def test_a_suspension_the_route_refuses_is_recorded_failed_not_in_force(engine: Engine,
-                                                                          gateway: tuple[Receiver, str],
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_suspension_the_route_refuses_is_recorded_failed_not_in_force(
+    engine: Engine, gateway: tuple[Receiver, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     _, url = gateway
     monkeypatch.setenv("MEDMON_SUSPEND_SECRET", "not-the-gateways-secret")
-    data = plan_dict(use_case={"name": "t", "intended_use": "t", "risk_tier": "low"},
-                     oversight={"suspend": {"url": url, "secret_env": "MEDMON_SUSPEND_SECRET"}})
+    data = plan_dict(
+        use_case={"name": "t", "intended_use": "t", "risk_tier": "low"},
+        oversight={"suspend": {"url": url, "secret_env": "MEDMON_SUSPEND_SECRET"}},
+    )
     plan = parse_plan(yaml.safe_dump(data))
     with session_scope(engine) as s:
         s_ = suspension.request(s, plan, "knowledge-qa", "Test", OWNER, NOW)
@@ -320,16 +403,26 @@ def test_a_suspension_the_route_refuses_is_recorded_failed_not_in_force(engine: 
         assert suspension.active(s) == []
 
 
-def test_a_corrective_action_closes_only_on_a_passing_check_run_after_it(engine: Engine,
-                                                                         serve: Callable[..., Any]) -> None:
+def test_a_corrective_action_closes_only_on_a_passing_check_run_after_it(
+    engine: Engine, serve: Callable[..., Any]
+) -> None:
     sim = serve(create_simulator(load_pack("clinical_knowledge_mcq").canaries, [Phase(0, accuracy=0.95)], seed=4))
     plan = _suspend_plan("http://127.0.0.1:9/x", sim.url)
     early = run_reevaluation(engine, plan, load_context(plan, plan.tasks[0]), now=lambda: NOW - timedelta(days=1))
     with session_scope(engine) as s:
-        event = safety.open_event(s, plan, task_id="knowledge-qa", severity="non_serious", source="person",
-                                  what_happened="Ambiguous dosing wording", actor=OWNER, now=NOW)
-        action = safety.add_action(s, event.id or 0, "Add renal dosing to the system prompt", OWNER,
-                                   NOW + timedelta(days=7), OWNER, NOW)
+        event = safety.open_event(
+            s,
+            plan,
+            task_id="knowledge-qa",
+            severity="non_serious",
+            source="person",
+            what_happened="Ambiguous dosing wording",
+            actor=OWNER,
+            now=NOW,
+        )
+        action = safety.add_action(
+            s, event.id or 0, "Add renal dosing to the system prompt", OWNER, NOW + timedelta(days=7), OWNER, NOW
+        )
         ids = (event.id or 0, action.id or 0)
     with session_scope(engine) as s:
         with pytest.raises(GovernanceError, match="ran before the action was agreed"):
@@ -364,9 +457,17 @@ def test_the_committee_report_has_a_human_oversight_section(engine: Engine, tmp_
     _rate_all(engine, plan, NOW, random.Random(5))
     with session_scope(engine) as s:
         oversight_pass(s, plan, NOW + timedelta(minutes=1))
-        event = safety.open_event(s, plan, task_id="knowledge-qa", severity="serious", source="incident",
-                                  source_ref="incident:7", what_happened="Wrong anticoagulant dose advised",
-                                  actor=OWNER, now=NOW)
+        event = safety.open_event(
+            s,
+            plan,
+            task_id="knowledge-qa",
+            severity="serious",
+            source="incident",
+            source_ref="incident:7",
+            what_happened="Wrong anticoagulant dose advised",
+            actor=OWNER,
+            now=NOW,
+        )
         safety.add_action(s, event.id or 0, "Tighten the dosing prompt", OWNER, NOW + timedelta(days=7), OWNER, NOW)
         safety.record_near_miss(s, plan, "knowledge-qa", "Pharmacist caught a unit error", REVIEWER_A, NOW)
     with Session(engine) as s:
@@ -387,23 +488,32 @@ def test_the_committee_report_has_a_human_oversight_section(engine: Engine, tmp_
     (tmp_path / "report.html").write_text(page)
 
 
-def test_cli_lists_events_with_their_clocks_and_exports_one_as_json_html_and_pdf(db_url: str, engine: Engine,
-                                                                                tmp_path: Any) -> None:
-    from typer.testing import CliRunner
-
+def test_cli_lists_events_with_their_clocks_and_exports_one_as_json_html_and_pdf(
+    db_url: str, engine: Engine, tmp_path: Any
+) -> None:
     from medmon.monitor.cli.app import app
     from medmon.monitor.governance.reports.render import find_chromium
+    from typer.testing import CliRunner
 
     data = plan_dict(storage={"url": db_url}, oversight=OVERSIGHT)
     plan_path = tmp_path / "plan.yaml"
     plan_path.write_text(yaml.safe_dump(data))
     plan = parse_plan(plan_path.read_text())
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with session_scope(engine) as s:
         [rid] = store_answers(s, "knowledge-qa", 1, now - timedelta(hours=1))
-        event = safety.open_event(s, plan, task_id="knowledge-qa", severity="widespread", source="incident",
-                                  source_ref="incident:3", what_happened="Same wrong advice on every ward",
-                                  actor=OWNER, now=now, result_ids=[rid])
+        event = safety.open_event(
+            s,
+            plan,
+            task_id="knowledge-qa",
+            severity="widespread",
+            source="incident",
+            source_ref="incident:3",
+            what_happened="Same wrong advice on every ward",
+            actor=OWNER,
+            now=now,
+            result_ids=[rid],
+        )
     runner = CliRunner()
     listed = runner.invoke(app, ["oversight", "events", str(plan_path), "--json"])
     assert listed.exit_code == 1, listed.output  # a 2-day clock is inside the 2-day warning from the start
@@ -428,8 +538,10 @@ def test_check_notes_a_task_that_requires_review_but_has_no_reviewer() -> None:
 
     data = plan_dict()
     data["tasks"][0]["human_review_required"] = True
-    assert ("task 'knowledge-qa' requires human review but no reviewer in oversight.reviewers is assigned to it: "
-            "none of its answers will be queued") in plan_notes(parse_plan(yaml.safe_dump(data)))
+    assert (
+        "task 'knowledge-qa' requires human review but no reviewer in oversight.reviewers is assigned to it: "
+        "none of its answers will be queued"
+    ) in plan_notes(parse_plan(yaml.safe_dump(data)))
     assert not any("requires human review" in n for n in plan_notes(_plan()))
 
 
@@ -438,17 +550,22 @@ def test_a_command_route_gets_the_body_on_stdin_and_its_failure_is_recorded(engi
     import sys
 
     log = tmp_path / "flags.log"
-    script = ("import json, os, sys; body = json.load(sys.stdin); "
-              f"open({str(log)!r}, 'a').write(os.environ['MEDMON_SUSPEND_ACTION'] + ' ' + body['task'] + '\\n'); "
-              "sys.exit(3 if body['reason'] == 'break' else 0)")
-    data = plan_dict(use_case={"name": "t", "intended_use": "t", "risk_tier": "low"},
-                     oversight={"suspend": {"type": "command", "command": [sys.executable, "-c", script]}})
+    script = (
+        "import json, os, sys; body = json.load(sys.stdin); "
+        f"open({str(log)!r}, 'a').write(os.environ['MEDMON_SUSPEND_ACTION'] + ' ' + body['task'] + '\\n'); "
+        "sys.exit(3 if body['reason'] == 'break' else 0)"
+    )
+    data = plan_dict(
+        use_case={"name": "t", "intended_use": "t", "risk_tier": "low"},
+        oversight={"suspend": {"type": "command", "command": [sys.executable, "-c", script]}},
+    )
     plan = parse_plan(yaml.safe_dump(data))
     with session_scope(engine) as s:
         held = suspension.request(s, plan, "knowledge-qa", "Vendor incident", OWNER, NOW)
         assert held.status == "suspended"  # low risk: no second owner needed
-        back = suspension.resume(s, plan, "knowledge-qa", OWNER, NOW, decision="Committee accepted vendor fix",
-                                 reference="CAIC-2026-19")
+        back = suspension.resume(
+            s, plan, "knowledge-qa", OWNER, NOW, decision="Committee accepted vendor fix", reference="CAIC-2026-19"
+        )
         assert back.resume_basis == "decision:Committee accepted vendor fix (CAIC-2026-19)"
         broken = suspension.request(s, plan, "knowledge-qa", "break", OWNER, NOW)
     assert log.read_text().split("\n")[:3] == ["suspend knowledge-qa", "resume knowledge-qa", "suspend knowledge-qa"]

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
-
 from medmon.monitor.cli.app import app
 from medmon.monitor.errors import PlanError
 from medmon.monitor.plan.model import load_plan, parse_interval
+from typer.testing import CliRunner
+
 from tests.conftest import plan_dict
 
 runner = CliRunner()
@@ -32,14 +32,24 @@ def test_valid_plan_loads_and_checks(tmp_path: Path) -> None:
 
 
 BAD = {
-    "missing-field": (lambda d: d["use_case"].pop("intended_use"), "use_case.intended_use", "required field is missing"),
+    "missing-field": (
+        lambda d: d["use_case"].pop("intended_use"),
+        "use_case.intended_use",
+        "required field is missing",
+    ),
     "wrong-type": (lambda d: d["tasks"][0].update(sample_size="many"), "tasks[0].sample_size", "valid integer"),
     "unknown-key": (lambda d: d["deployment"].update(modle="x"), "deployment.modle", "unknown field"),
-    "bad-schedule": (lambda d: d["tasks"][0].update(schedule="hourly-ish"), "tasks[0].schedule",
-                     "expected a cron expression or an interval like '1h', got 'hourly-ish'"),
+    "bad-schedule": (
+        lambda d: d["tasks"][0].update(schedule="hourly-ish"),
+        "tasks[0].schedule",
+        "expected a cron expression or an interval like '1h', got 'hourly-ish'",
+    ),
     "bad-url": (lambda d: d["deployment"].update(base_url="llm.local"), "deployment.base_url", "http(s) URL"),
-    "bad-webhook": (lambda d: d["alerts"].update(routes=[{"name": "x", "url": "not a url"}]), "alerts.routes[0].url",
-                    "http(s) URL"),
+    "bad-webhook": (
+        lambda d: d["alerts"].update(routes=[{"name": "x", "url": "not a url"}]),
+        "alerts.routes[0].url",
+        "http(s) URL",
+    ),
 }
 
 

@@ -15,22 +15,22 @@ import os
 import random
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import yaml
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
-
 from medmon.monitor.models import ChangeRecord, ModelIdentity, Reevaluation
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan, parse_plan
 from medmon.monitor.runs.pipeline import run_task_probe
 from medmon.probes.models import ProbeResult
 from medmon.probes.packs import load_pack
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
 from tests.conftest import plan_dict
 from tests.monitor.third_party import fakellm, litellm, llmock
 
@@ -43,7 +43,7 @@ MEDMON = [sys.executable, "-m", "medmon"]
 
 class StepClock:
     def __init__(self, step: timedelta = timedelta(hours=1)) -> None:
-        self.t, self.step = datetime(2026, 11, 2, tzinfo=timezone.utc), step
+        self.t, self.step = datetime(2026, 11, 2, tzinfo=UTC), step
 
     def __call__(self) -> datetime:
         return self.t
@@ -52,8 +52,15 @@ class StepClock:
         self.t += self.step
 
 
-def _plan(base_url: str, db_url: str, *, model: str = "clinical", sample_size: int = 20, governance: bool = False,
-          **deployment: Any) -> Plan:
+def _plan(
+    base_url: str,
+    db_url: str,
+    *,
+    model: str = "clinical",
+    sample_size: int = 20,
+    governance: bool = False,
+    **deployment: Any,
+) -> Plan:
     data = plan_dict(storage={"url": db_url})
     data["deployment"] = {"base_url": base_url, "model": model, "api_key_env": KEY_ENV} | deployment
     data["tasks"][0]["sample_size"] = sample_size
@@ -86,8 +93,9 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.slow
-def test_a_burst_of_500s_as_wide_as_the_concurrency_loses_no_result(tmp_path: Path, engine: Engine,
-                                                                     db_url: str) -> None:
+def test_a_burst_of_500s_as_wide_as_the_concurrency_loses_no_result(
+    tmp_path: Path, engine: Engine, db_url: str
+) -> None:
     with llmock(tmp_path) as base:
         plan = _plan(f"{base}/v1", db_url)  # the defaults: max_concurrency 8, breaker_failures 5, 2 retries
         assert plan.deployment.max_concurrency == 8 and plan.deployment.breaker_failures == 5
@@ -125,16 +133,34 @@ def test_429_with_retry_after_is_waited_as_asked(tmp_path: Path, engine: Engine,
 def test_a_401_is_reported_by_cause_with_its_own_exit_code_and_no_key(tmp_path: Path, db_url: str) -> None:
     key = os.environ[KEY_ENV]
     with llmock(tmp_path) as base:
-        _script(base, {"type": "fail", "status": 401, "times": None, "code": "invalid_api_key",
-                       "message": f"Incorrect API key provided: {key}. You can find your API key in your account."})
+        _script(
+            base,
+            {
+                "type": "fail",
+                "status": 401,
+                "times": None,
+                "code": "invalid_api_key",
+                "message": f"Incorrect API key provided: {key}. You can find your API key in your account.",
+            },
+        )
         plan_path = tmp_path / "plan.yaml"
         data = plan_dict(storage={"url": db_url})
         data["deployment"] = {"base_url": f"{base}/v1", "model": "clinical", "api_key_env": KEY_ENV}
         plan_path.write_text(yaml.safe_dump(data))
-        as_json = subprocess.run([*MEDMON, "probe", "run", str(plan_path), "--json"], capture_output=True, text=True,
-                                 env=os.environ | {"DO_NOT_TRACK": "1"}, timeout=300)
-        text = subprocess.run([*MEDMON, "probe", "run", str(plan_path)], capture_output=True, text=True,
-                              env=os.environ | {"DO_NOT_TRACK": "1"}, timeout=300)
+        as_json = subprocess.run(
+            [*MEDMON, "probe", "run", str(plan_path), "--json"],
+            capture_output=True,
+            text=True,
+            env=os.environ | {"DO_NOT_TRACK": "1"},
+            timeout=300,
+        )
+        text = subprocess.run(
+            [*MEDMON, "probe", "run", str(plan_path)],
+            capture_output=True,
+            text=True,
+            env=os.environ | {"DO_NOT_TRACK": "1"},
+            timeout=300,
+        )
         journal = _journal(base)
     assert as_json.returncode == 4, as_json.stderr  # refused by the endpoint, not unreachable (3)
     [run] = json.loads(as_json.stdout)["runs"]
@@ -160,14 +186,20 @@ def _rules(path: Path, correct: bool) -> None:
     rules = []
     for c in PACK.canaries:
         letter = c.references[0] if correct else "ABCD"[("ABCD".index(c.references[0]) + 1) % 4]
-        rules.append({"name": c.id, "when": {"messages_contain": c.prompt.split("\n")[0][:80]},
-                      "respond": {"content": f"The answer is {letter}."}})
+        rules.append(
+            {
+                "name": c.id,
+                "when": {"messages_contain": c.prompt.split("\n")[0][:80]},
+                "respond": {"content": f"The answer is {letter}."},
+            }
+        )
     path.write_text(yaml.safe_dump({"version": 1, "defaults": {"fallback": "deterministic_echo"}, "rules": rules}))
 
 
 @pytest.mark.slow
-def test_an_accuracy_drop_behind_fakellm_alerts_and_no_fingerprint_is_no_change(tmp_path: Path, engine: Engine,
-                                                                                 db_url: str) -> None:
+def test_an_accuracy_drop_behind_fakellm_alerts_and_no_fingerprint_is_no_change(
+    tmp_path: Path, engine: Engine, db_url: str
+) -> None:
     rules = tmp_path / "fakellm.yaml"
     _rules(rules, correct=True)
     clock = StepClock()
@@ -193,18 +225,36 @@ def test_an_accuracy_drop_behind_fakellm_alerts_and_no_fingerprint_is_no_change(
 
 
 def _litellm_config(path: Path, backends: list[str]) -> Path:
-    models = [{"model_name": "clinical",
-               "litellm_params": {"model": f"openai/{b}", "api_key": "none", "api_base": "http://127.0.0.1:9/v1",
-                                  "mock_response": "The answer is B.", "input_cost_per_token": 0.000002,
-                                  "output_cost_per_token": 0.000008}} for b in backends]
-    path.write_text(yaml.safe_dump({"model_list": models, "router_settings": {"routing_strategy": "simple-shuffle"},
-                                    "general_settings": {"master_key": os.environ[KEY_ENV]}}))
+    models = [
+        {
+            "model_name": "clinical",
+            "litellm_params": {
+                "model": f"openai/{b}",
+                "api_key": "none",
+                "api_base": "http://127.0.0.1:9/v1",
+                "mock_response": "The answer is B.",
+                "input_cost_per_token": 0.000002,
+                "output_cost_per_token": 0.000008,
+            },
+        }
+        for b in backends
+    ]
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "model_list": models,
+                "router_settings": {"routing_strategy": "simple-shuffle"},
+                "general_settings": {"master_key": os.environ[KEY_ENV]},
+            }
+        )
+    )
     return path
 
 
 @pytest.mark.slow
-def test_a_two_backend_pool_is_no_change_and_a_replaced_backend_is_exactly_one(tmp_path: Path, engine: Engine,
-                                                                               db_url: str) -> None:
+def test_a_two_backend_pool_is_no_change_and_a_replaced_backend_is_exactly_one(
+    tmp_path: Path, engine: Engine, db_url: str
+) -> None:
     clock = StepClock(timedelta(minutes=20))
     port = None
     with litellm(tmp_path, _litellm_config(tmp_path / "pool.yaml", ["backend-a", "backend-b"])) as base:

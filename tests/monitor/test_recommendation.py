@@ -7,9 +7,20 @@ from medmon.monitor.plan.governance import RecommendationRules
 
 
 def facts(**kw: object) -> TaskFacts:
-    base: dict[str, object] = dict(task="qa", n=400, estimate=0.84, ci_low=0.8, ci_high=0.88, min_score=0.7,
-                                   passed=True, conclusive=True, drift_findings=0, open_incidents=(), open_causes=(),
-                                   model_changes=0)
+    base: dict[str, object] = dict(
+        task="qa",
+        n=400,
+        estimate=0.84,
+        ci_low=0.8,
+        ci_high=0.88,
+        min_score=0.7,
+        passed=True,
+        conclusive=True,
+        drift_findings=0,
+        open_incidents=(),
+        open_causes=(),
+        model_changes=0,
+    )
     return TaskFacts(**(base | kw))  # type: ignore[arg-type]
 
 
@@ -18,11 +29,14 @@ def test_a_task_holding_its_thresholds_continues() -> None:
 
 
 def test_the_latest_answers_under_the_minimum_suspend_even_when_the_months_mean_is_not() -> None:
-    (rec,) = recommend([facts(estimate=0.74, ci_low=0.7, ci_high=0.78, passed=False,
-                              at_end=(0.6, 0.53, 0.67, 200))], RecommendationRules())
+    (rec,) = recommend(
+        [facts(estimate=0.74, ci_low=0.7, ci_high=0.78, passed=False, at_end=(0.6, 0.53, 0.67, 200))],
+        RecommendationRules(),
+    )
     assert rec.action == SUSPEND
-    assert rec.reasons[0] == ("at the end of the period the score 0.60 (0.53-0.67, latest 200 answers) is below the "
-                              "approved minimum 0.70")
+    assert rec.reasons[0] == (
+        "at the end of the period the score 0.60 (0.53-0.67, latest 200 answers) is below the approved minimum 0.70"
+    )
     assert "the task does not meet the thresholds it was approved on" in rec.reasons
 
 
@@ -39,7 +53,10 @@ def test_the_plan_decides_what_suspends() -> None:
     strict = RecommendationRules(suspend_when=["below_minimum", "subgroup_gap"])
     (rec,) = recommend([gap], strict)
     assert rec.action == SUSPEND
-    assert rec.reasons == ("a subgroup fell further behind the others than at approval",
-                           "open incident(s): qa: a subgroup fell behind")
-    assert recommend([facts(n=0, estimate=None, ci_low=None, ci_high=None, passed=None)],
-                     RecommendationRules())[0].reasons == ("no scored answer in the period",)
+    assert rec.reasons == (
+        "a subgroup fell further behind the others than at approval",
+        "open incident(s): qa: a subgroup fell behind",
+    )
+    assert recommend([facts(n=0, estimate=None, ci_low=None, ci_high=None, passed=None)], RecommendationRules())[
+        0
+    ].reasons == ("no scored answer in the period",)

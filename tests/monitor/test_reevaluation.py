@@ -6,30 +6,30 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, func, select
-from typer.testing import CliRunner
-
+from medmon.monitor.cli.app import app
+from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, list_events, verify
 from medmon.monitor.governance.changes import pending_changes
-from medmon.monitor.cli.app import app
-from medmon.monitor.plan.context import load_context, probe_baseline
-from medmon.monitor.errors import GovernanceError
-from medmon.monitor.models import BurnIn, ChangeRecord, ChangeStatus, Reevaluation, ReevaluationStatus
-from medmon.monitor.runs.pipeline import run_task_probe
-from medmon.monitor.plan.model import Plan, parse_plan
 from medmon.monitor.governance.reevaluation import approve, compare, reevaluate_pending
-from medmon.db import session_scope
+from medmon.monitor.models import BurnIn, ChangeRecord, ChangeStatus, Reevaluation, ReevaluationStatus
+from medmon.monitor.plan.context import load_context, probe_baseline
+from medmon.monitor.plan.model import Plan, parse_plan
+from medmon.monitor.runs.pipeline import run_task_probe
 from medmon.monitor.storage import make_engine
 from medmon.probes.models import ProbeResult, ProbeRun
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, func, select
+from typer.testing import CliRunner
+
+from medmon.db import session_scope
 from tests.conftest import plan_dict
 
 runner = CliRunner()
@@ -40,7 +40,7 @@ PACK = load_pack("clinical_knowledge_mcq")
 
 class StepClock:
     def __init__(self) -> None:
-        self.t = datetime(2026, 11, 2, tzinfo=timezone.utc)
+        self.t = datetime(2026, 11, 2, tzinfo=UTC)
 
     def __call__(self) -> datetime:
         return self.t
@@ -72,10 +72,17 @@ def test_comparison_against_baseline_and_thresholds(case: str) -> None:
 
 
 def _plan(sim_url: str, db_url: str, *, governance: bool = True, **thresholds: float) -> Plan:
-    data = plan_dict(storage={"url": db_url},
-                     deployment={"base_url": f"{sim_url}/v1", "model": "medmon-simulator/clinical-v1",
-                                 "api_key_env": "X", "timeout_s": 5, "max_retries": 0,
-                                 "price": {"input_per_mtok": 5, "output_per_mtok": 15}})
+    data = plan_dict(
+        storage={"url": db_url},
+        deployment={
+            "base_url": f"{sim_url}/v1",
+            "model": "medmon-simulator/clinical-v1",
+            "api_key_env": "X",
+            "timeout_s": 5,
+            "max_retries": 0,
+            "price": {"input_per_mtok": 5, "output_per_mtok": 15},
+        },
+    )
     data["tasks"][0]["owner"] = OWNER
     data["tasks"][0]["thresholds"] |= thresholds
     if governance:
@@ -88,9 +95,13 @@ def swap(serve: Callable[..., Any], engine: Engine, db_url: str) -> Callable[...
     """Probe hourly against a simulator that swaps to a worse model after 200 requests."""
 
     def run(*, governance: bool = True, probes: int = 12) -> tuple[Plan, list[Any]]:
-        sim = serve(create_simulator(PACK.canaries, [Phase(0, accuracy=0.85),
-                                                     Phase(200, accuracy=0.45, model=V2, fingerprint=FP2,
-                                                           label="swap")], seed=4))
+        sim = serve(
+            create_simulator(
+                PACK.canaries,
+                [Phase(0, accuracy=0.85), Phase(200, accuracy=0.45, model=V2, fingerprint=FP2, label="swap")],
+                seed=4,
+            )
+        )
         plan = _plan(sim.url, db_url, governance=governance)
         ctx = load_context(plan, plan.tasks[0])
         clock, rng = StepClock(), random.Random(2)
@@ -114,9 +125,11 @@ def test_a_model_swap_leads_to_a_reevaluation_of_the_full_canary_set(swap: Calla
         row = session.get(Reevaluation, triggered[0].reevaluation_id)
         assert row is not None
         run = session.get(ProbeRun, row.run_id)
-        mean, count, cost = session.exec(select(func.avg(ProbeResult.score), func.count(ProbeResult.score),
-                                                func.sum(ProbeResult.cost_usd))
-                                         .where(ProbeResult.run_id == row.run_id)).one()
+        mean, count, cost = session.exec(
+            select(func.avg(ProbeResult.score), func.count(ProbeResult.score), func.sum(ProbeResult.cost_usd)).where(
+                ProbeResult.run_id == row.run_id
+            )
+        ).one()
         purposes = dict(session.exec(select(ProbeRun.purpose, func.count()).group_by(ProbeRun.purpose)).all())
         kinds = [(e.kind, e.actor) for e in list_events(session)]
         assert verify(session).ok
@@ -136,18 +149,31 @@ def test_a_model_swap_leads_to_a_reevaluation_of_the_full_canary_set(swap: Calla
 def test_only_an_owner_can_adopt_a_reevaluation_as_baseline(swap: Callable[..., Any], engine: Engine) -> None:
     plan, outcomes = swap()
     rid = next(o.reevaluation_id for o in outcomes if o.reevaluation_id)
-    now = datetime(2026, 11, 3, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 3, tzinfo=UTC)
     with session_scope(engine) as session:
-        with pytest.raises(GovernanceError, match="tech@hospital.example is not an owner of task 'knowledge-qa'; "
-                                                  "approval needs one of: owner@hospital.example"):
+        with pytest.raises(
+            GovernanceError,
+            match="tech@hospital.example is not an owner of task 'knowledge-qa'; "
+            "approval needs one of: owner@hospital.example",
+        ):
             approve(session, plan, reevaluation_id=rid, task_id="knowledge-qa", by="tech@hospital.example", now=now)
         with pytest.raises(GovernanceError, match="needs a rationale"):
             approve(session, plan, reevaluation_id=rid, task_id="knowledge-qa", by="owner@hospital.example", now=now)
         # a failed re-evaluation below the approval minimum: an owner's say-so is not enough
-        with pytest.raises(GovernanceError, match="below the approval minimum 0.700 of task 'knowledge-qa': "
-                                                  "approving it needs the committee's decision"):
-            approve(session, plan, reevaluation_id=rid, task_id="knowledge-qa", by="owner@hospital.example", now=now,
-                    reason="v2 is the contracted model")
+        with pytest.raises(
+            GovernanceError,
+            match="below the approval minimum 0.700 of task 'knowledge-qa': "
+            "approving it needs the committee's decision",
+        ):
+            approve(
+                session,
+                plan,
+                reevaluation_id=rid,
+                task_id="knowledge-qa",
+                by="owner@hospital.example",
+                now=now,
+                reason="v2 is the contracted model",
+            )
         with pytest.raises(GovernanceError, match="is of task 'knowledge-qa', not 'other'"):
             approve(session, plan, reevaluation_id=rid, task_id="other", by="owner@hospital.example", now=now)
     with Session(engine) as session:
@@ -155,20 +181,35 @@ def test_only_an_owner_can_adopt_a_reevaluation_as_baseline(swap: Callable[..., 
         assert before is not None
         version = before.version
     with session_scope(engine) as session:
-        baseline = approve(session, plan, reevaluation_id=rid, task_id="knowledge-qa", by="Owner@hospital.example",
-                           now=now, reason="v2 is the contracted model; a pharmacist reviews every answer meanwhile",
-                           committee_decision="AI committee 2026-11-03, minute 4")
+        baseline = approve(
+            session,
+            plan,
+            reevaluation_id=rid,
+            task_id="knowledge-qa",
+            by="Owner@hospital.example",
+            now=now,
+            reason="v2 is the contracted model; a pharmacist reviews every answer meanwhile",
+            committee_decision="AI committee 2026-11-03, minute 4",
+        )
     with Session(engine) as session:  # the adopted model's go-live reference is built from the next probes
         burn = session.get(BurnIn, "knowledge-qa")
         assert burn is not None and burn.version == version + 1 and not burn.complete and burn.instances == {}
     with session_scope(engine) as session:
         row = session.get(Reevaluation, rid)
-        assert row is not None and row.status == ReevaluationStatus.approved and row.approved_by == "Owner@hospital.example"
+        assert (
+            row is not None
+            and row.status == ReevaluationStatus.approved
+            and row.approved_by == "Owner@hospital.example"
+        )
         current = probe_baseline(session, plan, load_context(plan, plan.tasks[0]))
         approvals = list_events(session, kind=AuditKind.baseline_approved)
         with pytest.raises(GovernanceError, match="already approved"):
             approve(session, plan, reevaluation_id=rid, task_id="knowledge-qa", by="owner@hospital.example", now=now)
-    assert (baseline.source_kind, baseline.model, baseline.approved_by) == ("reevaluation", V2, "Owner@hospital.example")
+    assert (baseline.source_kind, baseline.model, baseline.approved_by) == (
+        "reevaluation",
+        V2,
+        "Owner@hospital.example",
+    )
     assert baseline.normalized == pytest.approx(row.estimate) and baseline.n == row.n
     assert current.id == baseline.id  # the task is now compared with the adopted baseline
     assert len(approvals) == 1 and approvals[0].actor == "Owner@hospital.example"
@@ -176,39 +217,86 @@ def test_only_an_owner_can_adopt_a_reevaluation_as_baseline(swap: Callable[..., 
     assert approvals[0].details["committee_decision"] == "AI committee 2026-11-03, minute 4"
 
 
-def test_without_governance_a_detected_change_waits_for_a_reevaluation(swap: Callable[..., Any],
-                                                                       engine: Engine) -> None:
+def test_without_governance_a_detected_change_waits_for_a_reevaluation(
+    swap: Callable[..., Any], engine: Engine
+) -> None:
     plan, outcomes = swap(governance=False)
     assert all(o.reevaluation_id is None for o in outcomes)
     with Session(engine) as session:
         assert [c.kind for c in pending_changes(session, "knowledge-qa")] == ["model"]
-    done = reevaluate_pending(engine, plan, load_context(plan, plan.tasks[0]), now=lambda: datetime.now(timezone.utc))
+    done = reevaluate_pending(engine, plan, load_context(plan, plan.tasks[0]), now=lambda: datetime.now(UTC))
     assert done is not None and done.status == ReevaluationStatus.complete
     with Session(engine) as session:
         assert pending_changes(session, "knowledge-qa") == []
 
 
-def test_declared_change_reevaluates_from_the_cli_and_an_owner_approves(serve: Callable[..., Any], engine: Engine,
-                                                                         db_url: str, tmp_path: Path) -> None:
+def test_declared_change_reevaluates_from_the_cli_and_an_owner_approves(
+    serve: Callable[..., Any], engine: Engine, db_url: str, tmp_path: Path
+) -> None:
     sim = serve(create_simulator(PACK.canaries, [Phase(0, accuracy=0.9)], seed=8))
-    data = yaml.safe_load(yaml.safe_dump(_plan(sim.url, db_url, min_score=0.6, tolerated_drop=0.2)
-                                         .model_dump(mode="json", exclude_none=True)))
+    data = yaml.safe_load(
+        yaml.safe_dump(
+            _plan(sim.url, db_url, min_score=0.6, tolerated_drop=0.2).model_dump(mode="json", exclude_none=True)
+        )
+    )
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(data))
-    result = runner.invoke(app, ["change", "record", str(path), "--kind", "prompt", "--task", "knowledge-qa", "--note",
-                                 "system prompt v3: cite guidelines", "--repeats", "2", "--json",
-                                 "--by", "ds-team@hospital.example"])
+    result = runner.invoke(
+        app,
+        [
+            "change",
+            "record",
+            str(path),
+            "--kind",
+            "prompt",
+            "--task",
+            "knowledge-qa",
+            "--note",
+            "system prompt v3: cite guidelines",
+            "--repeats",
+            "2",
+            "--json",
+            "--by",
+            "ds-team@hospital.example",
+        ],
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     reevaluation = summary["reevaluations"][0]
     replayable = sum(c.replayable for c in PACK.canaries)
     assert reevaluation["n"] == 2 * replayable and reevaluation["passed"] is True
-    bad = runner.invoke(app, ["baseline", "approve", str(path), "--task", "knowledge-qa", "--reevaluation",
-                              str(reevaluation["id"]), "--by", "ds-team@hospital.example"])
+    bad = runner.invoke(
+        app,
+        [
+            "baseline",
+            "approve",
+            str(path),
+            "--task",
+            "knowledge-qa",
+            "--reevaluation",
+            str(reevaluation["id"]),
+            "--by",
+            "ds-team@hospital.example",
+        ],
+    )
     assert bad.exit_code == 2 and "not an owner" in bad.output
-    good = runner.invoke(app, ["baseline", "approve", str(path), "--task", "knowledge-qa", "--reevaluation",
-                               str(reevaluation["id"]), "--by", "owner@hospital.example", "--json",
-                               "--reason", "prompt v3 keeps accuracy within tolerance"])
+    good = runner.invoke(
+        app,
+        [
+            "baseline",
+            "approve",
+            str(path),
+            "--task",
+            "knowledge-qa",
+            "--reevaluation",
+            str(reevaluation["id"]),
+            "--by",
+            "owner@hospital.example",
+            "--json",
+            "--reason",
+            "prompt v3 keeps accuracy within tolerance",
+        ],
+    )
     assert good.exit_code == 0, good.output
     assert json.loads(good.stdout)["approved_by"] == "owner@hospital.example"
     listed = json.loads(runner.invoke(app, ["change", "reevaluations", str(path), "--json"]).stdout)
@@ -224,8 +312,7 @@ def test_declared_change_reevaluates_from_the_cli_and_an_owner_approves(serve: C
 def test_change_record_rejects_unknown_tasks(tmp_path: Path, db_url: str) -> None:
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(plan_dict(storage={"url": db_url})))
-    result = runner.invoke(app, ["change", "record", str(path), "--kind", "judge", "--task", "nope", "--note",
-                                 "x"])
+    result = runner.invoke(app, ["change", "record", str(path), "--kind", "judge", "--task", "nope", "--note", "x"])
     assert result.exit_code == 2 and "--task: not in" in result.output and "knowledge-qa" in result.output
     engine = make_engine(db_url)
     with Session(engine) as session:
@@ -234,7 +321,8 @@ def test_change_record_rejects_unknown_tasks(tmp_path: Path, db_url: str) -> Non
 
 
 def test_a_truncated_or_emptied_audit_log_fails_verify_even_with_a_consistent_head(
-        swap: Callable[..., Any], engine: Engine) -> None:
+    swap: Callable[..., Any], engine: Engine
+) -> None:
     """Deleting the newest entries and moving the head back leaves a consistent chain; the records
     those entries covered (an approval, a re-evaluation, a change) still say they are missing."""
     from sqlalchemy import text
@@ -242,12 +330,22 @@ def test_a_truncated_or_emptied_audit_log_fails_verify_even_with_a_consistent_he
     plan, outcomes = swap()
     rid = next(o.reevaluation_id for o in outcomes if o.reevaluation_id)
     with session_scope(engine) as session:
-        approve(session, plan, reevaluation_id=rid, task_id="knowledge-qa", by="owner@hospital.example",
-                now=datetime(2026, 11, 3, tzinfo=timezone.utc), reason="contracted model; pharmacist review",
-                committee_decision="AI committee 2026-11-03, minute 4", operator="ops@host via medmon baseline approve")
+        approve(
+            session,
+            plan,
+            reevaluation_id=rid,
+            task_id="knowledge-qa",
+            by="owner@hospital.example",
+            now=datetime(2026, 11, 3, tzinfo=UTC),
+            reason="contracted model; pharmacist review",
+            committee_decision="AI committee 2026-11-03, minute 4",
+            operator="ops@host via medmon baseline approve",
+        )
         entry = list_events(session, kind=AuditKind.baseline_approved)[0]
         assert verify(session).ok
-    assert entry.actor == "owner@hospital.example" and entry.details["operator"] == "ops@host via medmon baseline approve"
+    assert (
+        entry.actor == "owner@hospital.example" and entry.details["operator"] == "ops@host via medmon baseline approve"
+    )
     with engine.begin() as conn:
         top = conn.execute(text("SELECT max(seq) FROM auditevent")).scalar_one()
         conn.execute(text("DELETE FROM auditevent WHERE seq = :s"), {"s": top})
@@ -256,7 +354,8 @@ def test_a_truncated_or_emptied_audit_log_fails_verify_even_with_a_consistent_he
     with Session(engine) as session:
         report = verify(session)
     assert not report.ok and [str(p) for p in report.problems] == [
-        f"approval of re-evaluation {rid} has no audit entry: entries were deleted"]
+        f"approval of re-evaluation {rid} has no audit entry: entries were deleted"
+    ]
     with engine.begin() as conn:
         conn.execute(text("DELETE FROM auditevent"))
         conn.execute(text("DELETE FROM audithead"))
@@ -268,14 +367,19 @@ def test_a_truncated_or_emptied_audit_log_fails_verify_even_with_a_consistent_he
 
 
 def test_a_malformed_audit_entry_is_named_not_crashed_on(engine: Engine) -> None:
-    from sqlalchemy import text
-
     from medmon.monitor.governance.audit import record
+    from sqlalchemy import text
 
     with session_scope(engine) as session:
         for i in range(3):
-            record(session, AuditKind.plan_change, "owner@hospital.example", f"plan:{i}", {"n": i},
-                   datetime(2026, 11, 1, tzinfo=timezone.utc))
+            record(
+                session,
+                AuditKind.plan_change,
+                "owner@hospital.example",
+                f"plan:{i}",
+                {"n": i},
+                datetime(2026, 11, 1, tzinfo=UTC),
+            )
     with engine.begin() as conn:
         conn.execute(text("UPDATE auditevent SET details = '[1, 2]' WHERE seq = 2"))
     with Session(engine) as session:

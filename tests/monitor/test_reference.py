@@ -6,43 +6,54 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 import numpy as np
 import pytest
+from medmon.baselines import Canary
+from medmon.monitor.detection.drift.reference import (
+    STRATIFIED_MIN_RUNS,
+    InstanceRef,
+    References,
+    burn_in_add,
+    burn_in_references,
+    from_json,
+    lower_bound,
+    stage_alpha,
+    stratified_margin,
+)
+from medmon.monitor.detection.streams import go_live_replay
+from medmon.monitor.models import BurnIn, DetectorState
+from medmon.probes.models import ProbeResultBase
 from scipy.stats import binomtest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from medmon.baselines import Canary
-from medmon.db import session_scope
-from medmon.monitor.detection.drift.reference import (
-    STRATIFIED_MIN_RUNS, InstanceRef, References, burn_in_add, burn_in_references, from_json, lower_bound,
-    stage_alpha, stratified_margin,
-)
-from medmon.monitor.detection.streams import go_live_replay, update_task_streams
-from medmon.monitor.models import BurnIn, DetectorState
-from medmon.probes.models import ProbeResultBase
-from tests.monitor.test_detection import T0, _task, answers, as_before, baseline, canaries, context, feed, first_alarm
+from tests.monitor.test_detection import _task, answers, as_before, baseline, canaries, context, feed, first_alarm
 
 REF = {"distribution_checks": False, "reference": {"repeats": 3, "coverage": 1.0, "max_repeats": 12}}
 
 
-def replayed(plan: Any, ctx: Any, engine: Engine, rng: random.Random, p: Callable[[Canary], float],
-             **fields: Any) -> list[ProbeResultBase]:
+def replayed(
+    plan: Any, ctx: Any, engine: Engine, rng: random.Random, p: Callable[[Canary], float], **fields: Any
+) -> list[ProbeResultBase]:
     """A run as the pipeline makes it: the go-live replay's canaries while the reference is built."""
     with Session(engine) as s:
         chosen = go_live_replay(s, plan, ctx, ctx.task.sample_size)
     if chosen is None:
         return answers(rng, ctx.canaries, ctx.task.sample_size, p, **fields)
     values = {"completion_tokens": 50, "cost_usd": 0.001, "latency_s": 1.0} | fields
-    return [ProbeResultBase(task_id=ctx.task.id, canary_id=c.id, score=float(rng.random() < p(c)), tags=dict(c.tags),
-                            **values) for c in chosen]
+    return [
+        ProbeResultBase(
+            task_id=ctx.task.id, canary_id=c.id, score=float(rng.random() < p(c)), tags=dict(c.tags), **values
+        )
+        for c in chosen
+    ]
 
 
 def test_the_go_live_replay_covers_every_canary_k_times_then_the_reference_grows_while_quiet(
-        engine: Engine, make_plan: Callable) -> None:
+    engine: Engine, make_plan: Callable
+) -> None:
     plan = make_plan(detection=REF)
     pool = canaries(20, helm=False)
     ctx, base, rng = context(plan, pool), baseline(0.78), random.Random(21)
@@ -62,8 +73,10 @@ def test_the_go_live_replay_covers_every_canary_k_times_then_the_reference_grows
         row, state = s.get(BurnIn, "knowledge-qa"), s.get(DetectorState, key)
         assert row.stage == 1 and sum(v[0] for v in from_json(row.reference).values()) >= 120
         assert state.segment == 2
-    margins = [ref - null for ref, null in zip([u.spec.baseline_mean for run in grown for u in run
-                                                if u.spec.key == key], nulls)]
+    margins = [
+        ref - null
+        for ref, null in zip([u.spec.baseline_mean for run in grown for u in run if u.spec.key == key], nulls)
+    ]
     assert margins[-1] < margins[0]  # the margin shrinks as the reference grows
     # Growth stops while a stream is degraded: a drop never becomes part of the reference
     feed(engine, plan, ctx, base, [answers(rng, pool, 20, lambda c: 0.1) for _ in range(6)], start=7)
@@ -75,10 +88,12 @@ def test_the_go_live_replay_covers_every_canary_k_times_then_the_reference_grows
         assert sum(v[0] for v in s.get(BurnIn, "knowledge-qa").instances.values()) == before
 
 
-@pytest.mark.parametrize("production,worse", [(as_before, False), (lambda c: 0.5 * as_before(c), True)],
-                         ids=["conforms", "worse_than_helm"])
-def test_go_live_conformance_compares_the_reference_with_helm_once(engine: Engine, make_plan: Callable,
-                                                                   production: Callable, worse: bool) -> None:
+@pytest.mark.parametrize(
+    "production,worse", [(as_before, False), (lambda c: 0.5 * as_before(c), True)], ids=["conforms", "worse_than_helm"]
+)
+def test_go_live_conformance_compares_the_reference_with_helm_once(
+    engine: Engine, make_plan: Callable, production: Callable, worse: bool
+) -> None:
     plan = make_plan(detection=REF)
     pool = canaries(20, helm=True)
     ctx, base, rng = context(plan, pool), baseline(0.78), random.Random(22)
@@ -102,7 +117,8 @@ def test_exact_margins_cover_as_stated_where_wald_does_not() -> None:
     scipy's binomial test) and empirical Bernstein keep their coverage; Wald's does not at p = 0.95."""
     rng, alpha, reps = np.random.default_rng(23), 0.05, 4000
     assert lower_bound(285, 285, 300, alpha, True) == pytest.approx(
-        binomtest(285, 300).proportion_ci(confidence_level=0.90, method="exact").low)
+        binomtest(285, 300).proportion_ci(confidence_level=0.90, method="exact").low
+    )
     for p, n in ((0.95, 300), (0.80, 160), (0.99, 640), (0.5, 60)):
         k = rng.binomial(n, p, size=reps)
         cp = np.array([lower_bound(x, x, n, alpha, True) for x in k])
@@ -126,8 +142,9 @@ def test_exact_margins_cover_as_stated_where_wald_does_not() -> None:
     assert stage_alpha(alpha, 3, 12) == alpha / 3 and stage_alpha(alpha, 5, 5) == alpha
 
 
-def _stratified_coverage(rng: np.random.Generator, p_items: np.ndarray, runs: np.ndarray, alpha: float, reps: int,
-                         scores: str = "binary") -> float:
+def _stratified_coverage(
+    rng: np.random.Generator, p_items: np.ndarray, runs: np.ndarray, alpha: float, reps: int, scores: str = "binary"
+) -> float:
     """Share of simulated references whose ``centre - exact_margin`` is at most the canaries' true mean."""
     covered = 0
     for _ in range(reps):
@@ -154,9 +171,12 @@ def test_the_stratified_margin_covers_as_stated_and_is_narrower_for_deterministi
     rng, reps = np.random.default_rng(5), 1000
     near = lambda share: np.where(np.arange(32) < round(share * 32), 0.98, 0.02)  # noqa: E731
     designs = [
-        (near(0.80), np.full(32, 40), "binary"), (near(0.95), np.full(32, 40), "binary"),
-        (near(0.30), np.full(32, 10), "binary"), (np.full(32, 0.5), np.full(32, 10), "binary"),
-        (rng.beta(4, 1, 32), np.full(32, 20), "binary"), (rng.uniform(0.2, 0.95, 32), np.full(32, 20), "bounded"),
+        (near(0.80), np.full(32, 40), "binary"),
+        (near(0.95), np.full(32, 40), "binary"),
+        (near(0.30), np.full(32, 10), "binary"),
+        (np.full(32, 0.5), np.full(32, 10), "binary"),
+        (rng.beta(4, 1, 32), np.full(32, 20), "binary"),
+        (rng.uniform(0.2, 0.95, 32), np.full(32, 20), "bounded"),
         (near(0.80), rng.integers(STRATIFIED_MIN_RUNS, 60, 32), "binary"),
     ]
     for p_items, runs, scores in designs:
@@ -168,12 +188,15 @@ def test_the_stratified_margin_covers_as_stated_and_is_narrower_for_deterministi
     assert stratified_margin(rows, small) < 0.75 * (total / 1280 - lower_bound(total, total, 1280, small, True))
     # below STRATIFIED_MIN_RUNS answers the margin stays Clopper-Pearson's
     few = References("burn-in", 1, {f"c{i}": InstanceRef(0.8, 5, total2=4.0) for i in range(32)})
-    assert not few.stratified and few.exact_margin(alpha) == pytest.approx(0.8 - lower_bound(128, 128, 160, alpha, True))
+    assert not few.stratified and few.exact_margin(alpha) == pytest.approx(
+        0.8 - lower_bound(128, 128, 160, alpha, True)
+    )
 
 
 @pytest.mark.parametrize("name,field_name,factor", [("cost", "cost_usd", 1.5), ("latency", "latency_s", 3.0)])
-def test_cost_and_latency_rise_against_each_canarys_go_live_calls(engine: Engine, make_plan: Callable,
-                                                                  name: str, field_name: str, factor: float) -> None:
+def test_cost_and_latency_rise_against_each_canarys_go_live_calls(
+    engine: Engine, make_plan: Callable, name: str, field_name: str, factor: float
+) -> None:
     """Lognormal values whose scale differs from canary to canary: typical cost 50% higher, or
     calls three times slower, alarm; the budget or objective (set far above) never trips."""
     task = _task() | {"thresholds": {"min_score": 0.6, "cost_budget_per_call": 1.0, "latency_slo_s": 1000}}
@@ -204,8 +227,9 @@ def test_cost_and_latency_rise_against_each_canarys_go_live_calls(engine: Engine
 
 
 @pytest.mark.parametrize("min_rise_s,alarms", [(0.25, False), (0.0, True)])
-def test_a_latency_rise_too_small_to_notice_is_not_a_finding(engine: Engine, make_plan: Callable,
-                                                              min_rise_s: float, alarms: bool) -> None:
+def test_a_latency_rise_too_small_to_notice_is_not_a_finding(
+    engine: Engine, make_plan: Callable, min_rise_s: float, alarms: bool
+) -> None:
     """Calls of a few tens of milliseconds (a local endpoint on a busy host) that become three times
     slower are 40 ms slower: below ``latency_min_rise_s`` that is no finding; with no margin it is."""
     task = _task() | {"thresholds": {"min_score": 0.6}}
@@ -230,6 +254,9 @@ def test_a_reference_table_from_before_costs_were_kept_still_reads(engine: Engin
     refs = burn_in_references(table, 3, 1)
     assert refs.items["c1"].cost == () and refs.items["c1"].out_max == 60 and math.isinf(table["c2"][3])
     burn_in_add(table, "c1", 1.0, 50, 0.002, 1.0)  # an old row takes the new fields on its next answer
-    assert burn_in_references(table, 3, 1).items["c1"].cost == (1, pytest.approx(math.log(0.002)),
-                                                                pytest.approx(math.log(0.002) ** 2))
+    assert burn_in_references(table, 3, 1).items["c1"].cost == (
+        1,
+        pytest.approx(math.log(0.002)),
+        pytest.approx(math.log(0.002) ** 2),
+    )
     assert refs.binary and refs.answers == 6

@@ -13,39 +13,39 @@ import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from medmon.alerts import Alert, acknowledge, resolve
+from medmon.alerts.silences import silence_alert
+from medmon.baselines import Baseline
+from medmon.monitor.cli.app import app
+from medmon.monitor.governance.audit import AuditKind, list_events, record, record_plan
+from medmon.monitor.governance.reports.committee import build_committee_report
+from medmon.monitor.governance.reports.period import parse_period
+from medmon.monitor.governance.reports.render import find_chromium, render_committee
+from medmon.monitor.plan.context import load_context
+from medmon.monitor.plan.model import Plan, load_plan
+from medmon.monitor.runs.pipeline import run_task_probe
+from medmon.monitor.service.webserver import serve_in_thread
+from medmon.monitor.storage import make_engine
+from medmon.probes.packs import load_pack
+from medmon.probes.simulator import Phase, create_simulator
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from typer.testing import CliRunner
 
-from medmon.alerts import Alert, acknowledge, resolve
-from medmon.alerts.silences import silence_alert
-from medmon.baselines import Baseline
-from medmon.monitor.governance.audit import AuditKind, list_events, record, record_plan
-from medmon.monitor.cli.app import app
-from medmon.monitor.plan.context import load_context
-from medmon.monitor.runs.pipeline import run_task_probe
-from medmon.monitor.plan.model import Plan, load_plan
-from medmon.monitor.governance.reports.committee import build_committee_report
-from medmon.monitor.governance.reports.period import parse_period
-from medmon.monitor.governance.reports.render import find_chromium, render_committee
 from medmon.db import session_scope
-from medmon.monitor.storage import make_engine
-from medmon.monitor.service.webserver import serve_in_thread
-from medmon.probes.packs import load_pack
-from medmon.probes.simulator import Phase, create_simulator
 from tests.conftest import plan_dict
 
 runner = CliRunner()
 OWNER = {"name": "Dr. Owner", "email": "owner@hospital.example"}
 V2 = "medmon-simulator/clinical-v2"
-START = datetime(2026, 10, 31, 22, 0, tzinfo=timezone.utc)  # two probes fall in October
+START = datetime(2026, 10, 31, 22, 0, tzinfo=UTC)  # two probes fall in October
 NOVEMBER = ("2026-11-01", "2026-12-01")
 
 
@@ -62,18 +62,35 @@ class DemoRun:
 def demo(tmp_path_factory: pytest.TempPathFactory, module_db_url: str) -> Iterator[DemoRun]:
     """52 hourly probes: baseline accuracy, a drop after 500 requests, a model swap after 800."""
     folder = tmp_path_factory.mktemp("report")
-    sim = serve_in_thread(create_simulator(load_pack("clinical_knowledge_mcq").canaries, [
-        Phase(0, accuracy=0.85), Phase(500, accuracy=0.55, label="drop"),
-        Phase(800, accuracy=0.55, model=V2, fingerprint="fp_sim_0002", label="swap")], seed=21))
+    sim = serve_in_thread(
+        create_simulator(
+            load_pack("clinical_knowledge_mcq").canaries,
+            [
+                Phase(0, accuracy=0.85),
+                Phase(500, accuracy=0.55, label="drop"),
+                Phase(800, accuracy=0.55, model=V2, fingerprint="fp_sim_0002", label="swap"),
+            ],
+            seed=21,
+        )
+    )
     db_url = module_db_url
-    data = plan_dict(storage={"url": db_url},
-                     deployment={"base_url": f"{sim.url}/v1", "model": "medmon-simulator/clinical-v1",
-                                 "api_key_env": "X", "timeout_s": 5, "max_retries": 0,
-                                 "price": {"input_per_mtok": 5, "output_per_mtok": 15}})
+    data = plan_dict(
+        storage={"url": db_url},
+        deployment={
+            "base_url": f"{sim.url}/v1",
+            "model": "medmon-simulator/clinical-v1",
+            "api_key_env": "X",
+            "timeout_s": 5,
+            "max_retries": 0,
+            "price": {"input_per_mtok": 5, "output_per_mtok": 15},
+        },
+    )
     data["tasks"][0]["owner"] = OWNER
     data["tasks"][0]["subgroups"] = ["age_band", "sex"]
-    data["governance"] = {"evidence": {"limitations": ["Local questions differ from MedQA items."]},
-                          "approval": {"approved_by": OWNER, "approved_on": "2026-10-15", "committee": "AI committee"}}
+    data["governance"] = {
+        "evidence": {"limitations": ["Local questions differ from MedQA items."]},
+        "approval": {"approved_by": OWNER, "approved_on": "2026-10-15", "committee": "AI committee"},
+    }
     plan_path = folder / "plan.yaml"
     plan_path.write_text(yaml.safe_dump(data, sort_keys=False))
     plan = load_plan(plan_path)
@@ -90,19 +107,49 @@ def demo(tmp_path_factory: pytest.TempPathFactory, module_db_url: str) -> Iterat
         assert alert is not None and alert.id is not None
         at = now[0]
         acknowledge(session, alert.id, "owner@hospital.example", "checking the pharmacology answers", at)
-        record(session, AuditKind.alert_acknowledged, "owner@hospital.example", f"alert:{alert.id}",
-               {"note": "checking the pharmacology answers"}, at)
-        resolve(session, alert.id, "owner@hospital.example", "vendor rolled back the update", None,
-                at + timedelta(minutes=90))
-        record(session, AuditKind.alert_resolved, "owner@hospital.example", f"alert:{alert.id}",
-               {"reason": "vendor rolled back the update"}, at + timedelta(minutes=90))
+        record(
+            session,
+            AuditKind.alert_acknowledged,
+            "owner@hospital.example",
+            f"alert:{alert.id}",
+            {"note": "checking the pharmacology answers"},
+            at,
+        )
+        resolve(
+            session,
+            alert.id,
+            "owner@hospital.example",
+            "vendor rolled back the update",
+            None,
+            at + timedelta(minutes=90),
+        )
+        record(
+            session,
+            AuditKind.alert_resolved,
+            "owner@hospital.example",
+            f"alert:{alert.id}",
+            {"reason": "vendor rolled back the update"},
+            at + timedelta(minutes=90),
+        )
         others = session.exec(select(Alert).where(Alert.id != alert.id)).all()
         for other in others[:1]:
             assert other.id is not None
-            silence_alert(session, other.id, "tech@hospital.example", "known vendor issue", at + timedelta(days=2),
-                          at + timedelta(minutes=5))
-            record(session, AuditKind.alert_silenced, "tech@hospital.example", f"alert:{other.id}",
-                   {"reason": "known vendor issue"}, at + timedelta(minutes=5))
+            silence_alert(
+                session,
+                other.id,
+                "tech@hospital.example",
+                "known vendor issue",
+                at + timedelta(days=2),
+                at + timedelta(minutes=5),
+            )
+            record(
+                session,
+                AuditKind.alert_silenced,
+                "tech@hospital.example",
+                f"alert:{other.id}",
+                {"reason": "known vendor issue"},
+                at + timedelta(minutes=5),
+            )
         acted_on = alert.id
     yield DemoRun(plan, plan_path, db_url, engine, acted_on)
     engine.dispose()
@@ -115,29 +162,57 @@ def sql(engine: Engine, query: str, **params: Any) -> Any:
 
 
 def expected_evidence(engine: Engine, start: str, end: str) -> dict[str, Any]:
-    n, mean = sql(engine, "SELECT count(r.score), avg(r.score) FROM proberesult r JOIN proberun u ON u.id = r.run_id "
-                          "WHERE u.purpose <> 'reevaluation' AND r.score IS NOT NULL AND r.created_at >= :s "
-                          "AND r.created_at < :e", s=start, e=end)
-    runs = sql(engine, "SELECT count(*) FROM proberun WHERE purpose <> 'reevaluation' AND started_at >= :s "
-                       "AND started_at < :e", s=start, e=end)[0]
-    cost = sql(engine, "SELECT coalesce(sum(cost_usd), 0) FROM proberesult WHERE created_at >= :s AND created_at < :e",
-               s=start, e=end)[0]
-    reeval_cost = sql(engine, "SELECT coalesce(sum(r.cost_usd), 0) FROM proberesult r JOIN proberun u "
-                              "ON u.id = r.run_id WHERE u.purpose = 'reevaluation' AND r.created_at >= :s "
-                              "AND r.created_at < :e", s=start, e=end)[0]
-    alerts = sql(engine, "SELECT count(*) FROM alert WHERE starts_at < :e AND (ends_at IS NULL OR ends_at >= :s)",
-                 s=start, e=end)[0]
-    reevaluations = sql(engine, "SELECT count(*) FROM reevaluation WHERE started_at >= :s AND started_at < :e",
-                        s=start, e=end)[0]
-    return {"n": n, "mean": mean, "runs": runs, "cost": cost, "reeval_cost": reeval_cost, "alerts": alerts,
-            "reevaluations": reevaluations}
+    n, mean = sql(
+        engine,
+        "SELECT count(r.score), avg(r.score) FROM proberesult r JOIN proberun u ON u.id = r.run_id "
+        "WHERE u.purpose <> 'reevaluation' AND r.score IS NOT NULL AND r.created_at >= :s "
+        "AND r.created_at < :e",
+        s=start,
+        e=end,
+    )
+    runs = sql(
+        engine,
+        "SELECT count(*) FROM proberun WHERE purpose <> 'reevaluation' AND started_at >= :s AND started_at < :e",
+        s=start,
+        e=end,
+    )[0]
+    cost = sql(
+        engine,
+        "SELECT coalesce(sum(cost_usd), 0) FROM proberesult WHERE created_at >= :s AND created_at < :e",
+        s=start,
+        e=end,
+    )[0]
+    reeval_cost = sql(
+        engine,
+        "SELECT coalesce(sum(r.cost_usd), 0) FROM proberesult r JOIN proberun u "
+        "ON u.id = r.run_id WHERE u.purpose = 'reevaluation' AND r.created_at >= :s "
+        "AND r.created_at < :e",
+        s=start,
+        e=end,
+    )[0]
+    alerts = sql(
+        engine, "SELECT count(*) FROM alert WHERE starts_at < :e AND (ends_at IS NULL OR ends_at >= :s)", s=start, e=end
+    )[0]
+    reevaluations = sql(
+        engine, "SELECT count(*) FROM reevaluation WHERE started_at >= :s AND started_at < :e", s=start, e=end
+    )[0]
+    return {
+        "n": n,
+        "mean": mean,
+        "runs": runs,
+        "cost": cost,
+        "reeval_cost": reeval_cost,
+        "alerts": alerts,
+        "reevaluations": reevaluations,
+    }
 
 
 def test_report_figures_match_the_database(demo: DemoRun) -> None:
     want = expected_evidence(demo.engine, *NOVEMBER)
     with Session(demo.engine) as session:
-        report = build_committee_report(session, demo.plan, parse_period("2026-11"),
-                                        now=datetime(2026, 12, 1, 9, tzinfo=timezone.utc))
+        report = build_committee_report(
+            session, demo.plan, parse_period("2026-11"), now=datetime(2026, 12, 1, 9, tzinfo=UTC)
+        )
     summary = report.summary()
     task = summary["tasks"][0]
     assert want["runs"] == 50 and want["n"] > 900  # two of the 52 probes were in October
@@ -165,8 +240,9 @@ def test_report_figures_match_the_database(demo: DemoRun) -> None:
 
 def test_report_shows_handling_changes_limitations_and_the_approved_plan(demo: DemoRun) -> None:
     with Session(demo.engine) as session:
-        report = build_committee_report(session, demo.plan, parse_period("2026-11"),
-                                        now=datetime(2026, 12, 1, tzinfo=timezone.utc))
+        report = build_committee_report(
+            session, demo.plan, parse_period("2026-11"), now=datetime(2026, 12, 1, tzinfo=UTC)
+        )
     html = render_committee(report)
     acted = next(a for a in report.alerts if a.id == demo.acted_on)
     assert acted.handling[0].startswith("acknowledged by owner@hospital.example at 2026-11-")
@@ -191,8 +267,9 @@ def test_report_shows_handling_changes_limitations_and_the_approved_plan(demo: D
 def test_october_holds_only_the_october_runs(demo: DemoRun) -> None:
     want = expected_evidence(demo.engine, "2026-10-01", "2026-11-01")
     with Session(demo.engine) as session:
-        summary = build_committee_report(session, demo.plan, parse_period("2026-10"),
-                                         now=datetime(2026, 11, 1, tzinfo=timezone.utc)).summary()
+        summary = build_committee_report(
+            session, demo.plan, parse_period("2026-10"), now=datetime(2026, 11, 1, tzinfo=UTC)
+        ).summary()
     assert summary["tasks"][0]["runs"] == want["runs"] == 2
     assert summary["tasks"][0]["n"] == want["n"]
     assert summary["reevaluations"] == [] and summary["model_changes"] == 0
@@ -200,16 +277,25 @@ def test_october_holds_only_the_october_runs(demo: DemoRun) -> None:
 
 def test_cli_writes_the_report_and_its_json_summary(demo: DemoRun, tmp_path: Path) -> None:
     out = tmp_path / "nov.html"
-    result = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-11", "--output", str(out), "--no-pdf",
-                                 "--json"])
+    result = runner.invoke(
+        app, ["report", str(demo.plan_path), "--period", "2026-11", "--output", str(out), "--no-pdf", "--json"]
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     want = expected_evidence(demo.engine, *NOVEMBER)
     assert summary["tasks"][0]["n"] == want["n"] and summary["outputs"] == {"html": str(out), "pdf": None}
     page = out.read_text()
-    for heading in ("1. Use case and owners", "2. Each task", "3. Incidents and how they were handled",
-                    "4. Model changes and re-evaluations", "5. Cost", "6. Human oversight", "7. Limitations of the evidence",
-                    "8. The monitoring plan as approved", "9. Audit log integrity"):
+    for heading in (
+        "1. Use case and owners",
+        "2. Each task",
+        "3. Incidents and how they were handled",
+        "4. Model changes and re-evaluations",
+        "5. Cost",
+        "6. Human oversight",
+        "7. Limitations of the evidence",
+        "8. The monitoring plan as approved",
+        "9. Audit log integrity",
+    ):
         assert heading in page
     bad = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-13", "--json"])
     assert bad.exit_code == 2 and "month must be 01-12" in bad.output
@@ -221,13 +307,20 @@ def test_plan_document_from_the_plan_file(demo: DemoRun, tmp_path: Path) -> None
     plan_path = tmp_path / "plan.yaml"
     plan_path.write_text(yaml.safe_dump(data))
     out = tmp_path / "plan.html"
-    result = runner.invoke(app, ["report", str(plan_path), "--plan-document", "--output", str(out), "--no-pdf", "--json"])
+    result = runner.invoke(
+        app, ["report", str(plan_path), "--plan-document", "--output", str(out), "--no-pdf", "--json"]
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert summary["sha256"] == hashlib.sha256(plan_path.read_bytes()).hexdigest()
     page = out.read_text()
-    for step in ("Step 1. Intended use", "Step 2. MedHELM mapping", "Step 3. Benchmark evidence",
-                 "Step 4. Local validation and thresholds", "Step 5. Controls"):
+    for step in (
+        "Step 1. Intended use",
+        "Step 2. MedHELM mapping",
+        "Step 3. Benchmark evidence",
+        "Step 4. Local validation and thresholds",
+        "Step 5. Controls",
+    ):
         assert step in page
     assert "Providing Clinical Knowledge Support" in page and "owner@hospital.example" in page
     assert "No local validation is recorded" in page  # the plan states none
@@ -235,7 +328,7 @@ def test_plan_document_from_the_plan_file(demo: DemoRun, tmp_path: Path) -> None
 
 
 def test_a_tampered_audit_log_shows_in_the_report(engine: Engine, make_plan: Callable[..., Plan]) -> None:
-    at = datetime(2026, 11, 5, tzinfo=timezone.utc)
+    at = datetime(2026, 11, 5, tzinfo=UTC)
     with session_scope(engine) as session:
         for i in range(3):
             record(session, AuditKind.alert_acknowledged, "owner@hospital.example", f"alert:{i}", {"note": "ok"}, at)
@@ -249,19 +342,28 @@ def test_a_tampered_audit_log_shows_in_the_report(engine: Engine, make_plan: Cal
 
 
 def test_the_report_masks_urls_as_the_dashboard_does_and_blanks_secrets(
-        engine: Engine, make_plan: Callable[..., Plan], monkeypatch: pytest.MonkeyPatch) -> None:
+    engine: Engine, make_plan: Callable[..., Plan], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A Slack or Teams URL is the credential, and a storage URL carries a password: neither may
     reach paper; nor may an API key that an endpoint echoed into a stored error."""
     from medmon.dashboards.layout import masked_plan
 
-    at = datetime(2026, 11, 5, tzinfo=timezone.utc)
+    at = datetime(2026, 11, 5, tzinfo=UTC)
     monkeypatch.setenv("MEDMON_TEST_KEY", "sk-live-PAPERsecret77")
-    plan_text = ("alerts:\n  routes:\n  - {name: chat, type: slack, url: https://hooks.slack.com/services/T0/B0/TOKEN9}\n"
-                 "storage:\n  url: postgresql://medmon:DBPASS42@db.internal/medmon\n"
-                 "deployment:\n  base_url: http://llm.internal/v1\n")
+    plan_text = (
+        "alerts:\n  routes:\n  - {name: chat, type: slack, url: https://hooks.slack.com/services/T0/B0/TOKEN9}\n"
+        "storage:\n  url: postgresql://medmon:DBPASS42@db.internal/medmon\n"
+        "deployment:\n  base_url: http://llm.internal/v1\n"
+    )
     with session_scope(engine) as session:
-        record(session, AuditKind.alert_acknowledged, "owner@hospital.example", "alert:1",
-               {"note": "endpoint said: invalid key sk-live-PAPERsecret77"}, at)
+        record(
+            session,
+            AuditKind.alert_acknowledged,
+            "owner@hospital.example",
+            "alert:1",
+            {"note": "endpoint said: invalid key sk-live-PAPERsecret77"},
+            at,
+        )
     with Session(engine) as session:
         report = build_committee_report(session, make_plan(), parse_period("2026-11"), now=at, plan_text=plan_text)
     html = render_committee(report)
@@ -274,8 +376,9 @@ def test_the_report_masks_urls_as_the_dashboard_does_and_blanks_secrets(
 
 def test_the_report_recommends_per_task_by_the_plan_rules_and_groups_alerts_into_incidents(demo: DemoRun) -> None:
     with Session(demo.engine) as session:
-        report = build_committee_report(session, demo.plan, parse_period("2026-11"),
-                                        now=datetime(2026, 12, 1, tzinfo=timezone.utc))
+        report = build_committee_report(
+            session, demo.plan, parse_period("2026-11"), now=datetime(2026, 12, 1, tzinfo=UTC)
+        )
     (rec,) = report.recommendations
     task = report.tasks[0]
     # The month's mean mixes the weeks before the drop; the latest answers are under the minimum.
@@ -289,21 +392,25 @@ def test_the_report_recommends_per_task_by_the_plan_rules_and_groups_alerts_into
     assert 'data-recommendation="knowledge-qa"' in html and "Committee decision and sign-off" in html
     assert html.index('id="recommendation"') < html.index('id="summary"')  # the decision leads
     assert html.index('id="plan-summary"') < html.index('id="appendix-plan"')  # the plan's YAML is an appendix
-    assert report.summary()["recommendations"] == [{"task": "knowledge-qa", "action": "suspend",
-                                                    "reasons": list(rec.reasons)}]
+    assert report.summary()["recommendations"] == [
+        {"task": "knowledge-qa", "action": "suspend", "reasons": list(rec.reasons)}
+    ]
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(find_chromium() is None or shutil.which("pdftotext") is None,
-                    reason="no Chromium to print a PDF with, or no pdftotext (poppler-utils) to read it")
+@pytest.mark.skipif(
+    find_chromium() is None or shutil.which("pdftotext") is None,
+    reason="no Chromium to print a PDF with, or no pdftotext (poppler-utils) to read it",
+)
 def test_pdf_has_page_numbers_recommendations_and_a_sign_off_block(demo: DemoRun, tmp_path: Path) -> None:
     out = tmp_path / "nov.html"
     result = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-11", "--output", str(out), "--json"])
     assert result.exit_code == 0, result.output
     pdf = Path(json.loads(result.stdout)["outputs"]["pdf"])
     assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 10_000
-    pages = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True,
-                           check=True).stdout.split("\f")
+    pages = subprocess.run(
+        ["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True
+    ).stdout.split("\f")
     pages = [p for p in pages if p.strip()]
     total = len(pages)
     assert total >= 3
@@ -352,10 +459,10 @@ def test_a_past_period_is_judged_by_the_plan_and_baseline_in_force_then(demo: De
 
     november, october = parse_period("2026-11"), parse_period("2026-10")
     with Session(demo.engine) as session:
-        first = build_committee_report(session, demo.plan, november, now=datetime(2026, 12, 1, tzinfo=timezone.utc),
-                                       plan_text=demo.plan_path.read_text())
-        first_october = build_committee_report(session, demo.plan, october,
-                                               now=datetime(2026, 12, 1, tzinfo=timezone.utc))
+        first = build_committee_report(
+            session, demo.plan, november, now=datetime(2026, 12, 1, tzinfo=UTC), plan_text=demo.plan_path.read_text()
+        )
+        first_october = build_committee_report(session, demo.plan, october, now=datetime(2026, 12, 1, tzinfo=UTC))
     assert first.tasks[0].passed is False and first.plan_file_matches is True
     # After the period: the file's thresholds are loosened and another model's figure is imported and approved.
     edited = _edited_plan(demo, tmp_path)
@@ -365,15 +472,23 @@ def test_a_past_period_is_judged_by_the_plan_and_baseline_in_force_then(demo: De
     with session_scope(demo.engine) as session:
         proposal = session.exec(select(Baseline).where(Baseline.model == "other/model-x")).one()
         assert proposal.id is not None
-        approve_baseline(session, demo.plan, task_id="knowledge-qa", baseline_id=proposal.id,
-                         by="owner@hospital.example", reason="figure for the replacement model",
-                         committee_decision="AI committee, December minutes 3",
-                         now=datetime(2026, 12, 5, tzinfo=timezone.utc))
+        approve_baseline(
+            session,
+            demo.plan,
+            task_id="knowledge-qa",
+            baseline_id=proposal.id,
+            by="owner@hospital.example",
+            reason="figure for the replacement model",
+            committee_decision="AI committee, December minutes 3",
+            now=datetime(2026, 12, 5, tzinfo=UTC),
+        )
     with Session(demo.engine) as session:
-        again = build_committee_report(session, load_plan(edited), november,
-                                       now=datetime(2026, 12, 6, tzinfo=timezone.utc), plan_text=edited.read_text())
-        again_october = build_committee_report(session, load_plan(edited), october,
-                                               now=datetime(2026, 12, 6, tzinfo=timezone.utc))
+        again = build_committee_report(
+            session, load_plan(edited), november, now=datetime(2026, 12, 6, tzinfo=UTC), plan_text=edited.read_text()
+        )
+        again_october = build_committee_report(
+            session, load_plan(edited), october, now=datetime(2026, 12, 6, tzinfo=UTC)
+        )
     assert again.summary()["tasks"] == first.summary()["tasks"]  # same estimate, thresholds, baseline, verdict
     assert again.tasks[0].min_score == 0.7 and again.tasks[0].passed is False
     assert again.tasks[0].baseline_id == first.tasks[0].baseline_id != proposal.id
@@ -386,20 +501,65 @@ def test_a_past_period_is_judged_by_the_plan_and_baseline_in_force_then(demo: De
 
 def test_generating_and_signing_a_report_are_audited_with_its_hash(demo: DemoRun, tmp_path: Path) -> None:
     out = tmp_path / "oct.html"
-    made = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-10", "--output", str(out), "--no-pdf",
-                               "--json"])
+    made = runner.invoke(
+        app, ["report", str(demo.plan_path), "--period", "2026-10", "--output", str(out), "--no-pdf", "--json"]
+    )
     assert made.exit_code == 0, made.output
     digest = json.loads(made.stdout)["sha256"]
     assert digest in out.read_text()  # the report carries its own hash
-    stranger = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-10", "--output", str(out),
-                                   "--no-pdf", "--sign", "someone@else.example", "--hash", digest])
+    stranger = runner.invoke(
+        app,
+        [
+            "report",
+            str(demo.plan_path),
+            "--period",
+            "2026-10",
+            "--output",
+            str(out),
+            "--no-pdf",
+            "--sign",
+            "someone@else.example",
+            "--hash",
+            digest,
+        ],
+    )
     assert stranger.exit_code == 2 and "may not sign" in stranger.output
-    stale = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-10", "--output", str(out), "--no-pdf",
-                                "--sign", "owner@hospital.example", "--hash", "0" * 64])
+    stale = runner.invoke(
+        app,
+        [
+            "report",
+            str(demo.plan_path),
+            "--period",
+            "2026-10",
+            "--output",
+            str(out),
+            "--no-pdf",
+            "--sign",
+            "owner@hospital.example",
+            "--hash",
+            "0" * 64,
+        ],
+    )
     assert stale.exit_code == 2 and "is not this report's hash" in stale.output
-    signed = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-10", "--output", str(out), "--no-pdf",
-                                 "--sign", "owner@hospital.example", "--hash", digest, "--statement",
-                                 "Reviewed at the November committee", "--json"])
+    signed = runner.invoke(
+        app,
+        [
+            "report",
+            str(demo.plan_path),
+            "--period",
+            "2026-10",
+            "--output",
+            str(out),
+            "--no-pdf",
+            "--sign",
+            "owner@hospital.example",
+            "--hash",
+            digest,
+            "--statement",
+            "Reviewed at the November committee",
+            "--json",
+        ],
+    )
     assert signed.exit_code == 0, signed.output
     summary = json.loads(signed.stdout)
     assert summary["sha256"] == digest
@@ -414,8 +574,9 @@ def test_generating_and_signing_a_report_are_audited_with_its_hash(demo: DemoRun
 
 def test_the_report_holds_the_sections_a_committee_expects(demo: DemoRun) -> None:
     with Session(demo.engine) as session:
-        report = build_committee_report(session, demo.plan, parse_period("2026-11"),
-                                        now=datetime(2026, 12, 1, tzinfo=timezone.utc))
+        report = build_committee_report(
+            session, demo.plan, parse_period("2026-11"), now=datetime(2026, 12, 1, tzinfo=UTC)
+        )
     summary = report.summary()
     assert [e["status"] for e in summary["executive"]] == ["fails thresholds"]
     asks = {d["kind"] for d in summary["decisions_requested"]}
@@ -436,8 +597,9 @@ def test_the_report_holds_the_sections_a_committee_expects(demo: DemoRun) -> Non
     assert health.expected_runs is not None and health.expected_runs > health.runs
     assert "score" in " ".join(health.streams_alarmed)
     with Session(demo.engine) as session:
-        october = build_committee_report(session, demo.plan, parse_period("2026-10"),
-                                         now=datetime(2026, 12, 1, tzinfo=timezone.utc)).health[0]
+        october = build_committee_report(
+            session, demo.plan, parse_period("2026-10"), now=datetime(2026, 12, 1, tzinfo=UTC)
+        ).health[0]
     assert (october.runs, october.longest_gap_hours, october.stale) == (2, 1.0, False)
     from medmon.monitor.plan.context import canaries_sha256
 

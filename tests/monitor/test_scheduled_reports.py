@@ -6,14 +6,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from sqlmodel import Session, select
-
 from medmon.alerts.models import Notification, NotificationStatus
 from medmon.alerts.receiver import create_receiver
 from medmon.monitor.errors import PlanError
@@ -23,6 +21,8 @@ from medmon.monitor.plan.model import parse_plan
 from medmon.monitor.service.reports import ACTOR, due_period, generate_due_report
 from medmon.monitor.service.serve import ServiceOptions, ServiceResult, run_service
 from medmon.monitor.storage import make_engine
+from sqlmodel import Session, select
+
 from tests.conftest import plan_dict
 from tests.monitor.service_helpers import reader, wait_for
 
@@ -43,19 +43,41 @@ class Clock:
 def _plan(tmp_path: Path, db_url: str, hook: str, *, pdf: bool = False, **reports: Any) -> dict[str, Any]:
     return plan_dict(
         storage={"url": db_url},
-        alerts={"routes": [{"name": "committee", "type": "webhook", "url": f"{hook}/alerts", "secret_env": SECRET_ENV,
-                            "matchers": ["severity=critical"]},
-                           {"name": "on-call", "type": "webhook", "url": f"{hook}/alerts", "secret_env": SECRET_ENV}],
-                "repeat_interval": "4h"},
-        reports={"schedule": {"every": "monthly", "day": 1, "time": "06:00", "timezone": "Europe/Amsterdam"},
-                 "route": "committee", "directory": "reports", "pdf": pdf, **reports},
+        alerts={
+            "routes": [
+                {
+                    "name": "committee",
+                    "type": "webhook",
+                    "url": f"{hook}/alerts",
+                    "secret_env": SECRET_ENV,
+                    "matchers": ["severity=critical"],
+                },
+                {"name": "on-call", "type": "webhook", "url": f"{hook}/alerts", "secret_env": SECRET_ENV},
+            ],
+            "repeat_interval": "4h",
+        },
+        reports={
+            "schedule": {"every": "monthly", "day": 1, "time": "06:00", "timezone": "Europe/Amsterdam"},
+            "route": "committee",
+            "directory": "reports",
+            "pdf": pdf,
+            **reports,
+        },
     )
 
 
 def _start(plan_path: Path, clock: Clock, key: str) -> tuple[threading.Thread, threading.Event, dict[str, Any]]:
     stop, out = threading.Event(), {}
-    thread = threading.Thread(target=lambda: out.setdefault("result", run_service(
-        plan_path, stop, options=ServiceOptions(install_signals=False, stop_timeout_s=5, runtime_key=key, now=clock))))
+    thread = threading.Thread(
+        target=lambda: out.setdefault(
+            "result",
+            run_service(
+                plan_path,
+                stop,
+                options=ServiceOptions(install_signals=False, stop_timeout_s=5, runtime_key=key, now=clock),
+            ),
+        )
+    )
     thread.start()
     return thread, stop, out
 
@@ -73,33 +95,42 @@ def test_the_schedule_names_its_period_in_the_plans_timezone() -> None:
     plan = parse_plan(yaml.safe_dump(_plan(Path("."), "sqlite://", "http://127.0.0.1:9")))
     assert plan.reports is not None
     # 06:00 in Amsterdam on 1 December is 05:00 UTC: one minute before, November is not yet due.
-    period, due = due_period(plan.reports, datetime(2026, 12, 1, 4, 59, tzinfo=timezone.utc))
-    assert (period.label, due) == ("2026-10", datetime(2026, 11, 1, 5, 0, tzinfo=timezone.utc))
-    period, due = due_period(plan.reports, datetime(2026, 12, 1, 5, 0, tzinfo=timezone.utc))
-    assert (period.label, due) == ("2026-11", datetime(2026, 12, 1, 5, 0, tzinfo=timezone.utc))
-    assert period.start == datetime(2026, 11, 1, tzinfo=timezone.utc)
-    assert due_period(plan.reports, datetime(2027, 1, 20, tzinfo=timezone.utc))[0].label == "2026-12"
+    period, due = due_period(plan.reports, datetime(2026, 12, 1, 4, 59, tzinfo=UTC))
+    assert (period.label, due) == ("2026-10", datetime(2026, 11, 1, 5, 0, tzinfo=UTC))
+    period, due = due_period(plan.reports, datetime(2026, 12, 1, 5, 0, tzinfo=UTC))
+    assert (period.label, due) == ("2026-11", datetime(2026, 12, 1, 5, 0, tzinfo=UTC))
+    assert period.start == datetime(2026, 11, 1, tzinfo=UTC)
+    assert due_period(plan.reports, datetime(2027, 1, 20, tzinfo=UTC))[0].label == "2026-12"
 
 
-@pytest.mark.parametrize(("reports", "expected"), [
-    ({"schedule": {"timezone": "Europe/Amsterdm"}}, "reports.schedule.timezone: expected an IANA timezone"),
-    ({"schedule": {"time": "6am"}}, "reports.schedule.time: expected a 24-hour time like '06:00', got '6am'"),
-    ({"schedule": {"day": 31}}, "reports.schedule.day: Input should be less than or equal to 28"),
-    ({"schedule": {"every": "weekly"}}, "reports.schedule.every: Input should be 'monthly'"),
-    ({"route": "board"}, "reports.route 'board' is not one of alerts.routes: pager"),
-    ({"route": "pager"}, "reports.route 'pager' is a slack route; report notices go to a webhook route"),
-])
+@pytest.mark.parametrize(
+    ("reports", "expected"),
+    [
+        ({"schedule": {"timezone": "Europe/Amsterdm"}}, "reports.schedule.timezone: expected an IANA timezone"),
+        ({"schedule": {"time": "6am"}}, "reports.schedule.time: expected a 24-hour time like '06:00', got '6am'"),
+        ({"schedule": {"day": 31}}, "reports.schedule.day: Input should be less than or equal to 28"),
+        ({"schedule": {"every": "weekly"}}, "reports.schedule.every: Input should be 'monthly'"),
+        ({"route": "board"}, "reports.route 'board' is not one of alerts.routes: pager"),
+        ({"route": "pager"}, "reports.route 'pager' is a slack route; report notices go to a webhook route"),
+    ],
+)
 def test_a_bad_reports_section_is_refused_naming_the_field(reports: dict[str, Any], expected: str) -> None:
-    data = plan_dict(alerts={"routes": [{"name": "pager", "type": "slack", "url": "https://hooks.example/x"}]},
-                     reports={"schedule": {"day": 1, **reports.pop("schedule", {})}, "route": "pager", **reports})
+    data = plan_dict(
+        alerts={"routes": [{"name": "pager", "type": "slack", "url": "https://hooks.example/x"}]},
+        reports={"schedule": {"day": 1, **reports.pop("schedule", {})}, "route": "pager", **reports},
+    )
     with pytest.raises(PlanError) as caught:
         parse_plan(yaml.safe_dump(data), "plan.yaml")
     assert expected in str(caught.value), str(caught.value)
 
 
 def test_a_missed_schedule_is_written_on_start_once_across_replicas_and_restarts(
-        tmp_path: Path, db_url: str, serve: Callable[..., Any], monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path,
+    db_url: str,
+    serve: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     monkeypatch.setenv("MEDMON_TEST_KEY", "k")
     monkeypatch.setenv(SECRET_ENV, SECRET)
     monkeypatch.delenv("MEDMON_DATABASE_URL", raising=False)
@@ -108,9 +139,8 @@ def test_a_missed_schedule_is_written_on_start_once_across_replicas_and_restarts
     plan_path = tmp_path / "plan.yaml"
     plan_path.write_text(yaml.safe_dump(_plan(tmp_path, db_url, hook, pdf=True)))
     # The schedule passed on 1 December 06:00 (Amsterdam) while no service was running.
-    clock = Clock(datetime(2026, 12, 3, 10, 0, tzinfo=timezone.utc))
+    clock = Clock(datetime(2026, 12, 3, 10, 0, tzinfo=UTC))
     got = receiver.state.receiver
-
 
     def reports() -> list[dict[str, Any]]:  # the on-call route may also hear of alerts (stale probes)
         return [r.body for r in got.received if r.body.get("event") == "report"]
@@ -146,11 +176,14 @@ def test_a_missed_schedule_is_written_on_start_once_across_replicas_and_restarts
 
     # A restart in the same month finds November done: nothing is written or sent again.
     caplog.set_level(logging.DEBUG, logger="medmon.reports")
-    clock.at = datetime(2026, 12, 20, tzinfo=timezone.utc)
+    clock.at = datetime(2026, 12, 20, tzinfo=UTC)
     again = _start(plan_path, clock, "replica-c")
     try:
-        wait_for(lambda: any("2026-11 was written" in r.getMessage() for r in caplog.records), 60,
-                 what="the restarted service's report pass")
+        wait_for(
+            lambda: any("2026-11 was written" in r.getMessage() for r in caplog.records),
+            60,
+            what="the restarted service's report pass",
+        )
     finally:
         _stop(again)
     with Session(db) as session:
@@ -159,7 +192,7 @@ def test_a_missed_schedule_is_written_on_start_once_across_replicas_and_restarts
     assert len(reports()) == 1 and got.duplicates == 0
 
     # January: December falls due and is written; November is still not repeated.
-    clock.at = datetime(2027, 1, 1, 5, 30, tzinfo=timezone.utc)
+    clock.at = datetime(2027, 1, 1, 5, 30, tzinfo=UTC)
     january = _start(plan_path, clock, "replica-d")
     try:
         wait_for(lambda: len(reports()) >= 2, 90, what="December's report notice")
@@ -171,13 +204,14 @@ def test_a_missed_schedule_is_written_on_start_once_across_replicas_and_restarts
     db.dispose()
 
 
-def test_a_second_writer_of_the_same_period_keeps_nothing(tmp_path: Path, db_url: str, serve: Callable[..., Any],
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_second_writer_of_the_same_period_keeps_nothing(
+    tmp_path: Path, db_url: str, serve: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Below the leader lock: two writers racing for one period leave one report, one entry, one notice."""
     monkeypatch.setenv(SECRET_ENV, SECRET)
     plan = parse_plan(yaml.safe_dump(_plan(tmp_path, db_url, "http://127.0.0.1:9")))
     engine = make_engine(db_url)
-    now = datetime(2026, 12, 2, tzinfo=timezone.utc)
+    now = datetime(2026, 12, 2, tzinfo=UTC)
     done: list[object] = []
     barrier = threading.Barrier(2)
 
@@ -200,8 +234,9 @@ def test_a_second_writer_of_the_same_period_keeps_nothing(tmp_path: Path, db_url
     engine.dispose()
 
 
-def test_a_notice_the_receiver_missed_is_retried_until_it_arrives(tmp_path: Path, db_url: str,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_notice_the_receiver_missed_is_retried_until_it_arrives(
+    tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The receiver is down when the report is written: the notice waits in the outbox with its
     error, and arrives (once, signed) when the receiver is back on the same address."""
     import socket
@@ -216,7 +251,7 @@ def test_a_notice_the_receiver_missed_is_retried_until_it_arrives(tmp_path: Path
         port = s.getsockname()[1]
     plan = parse_plan(yaml.safe_dump(_plan(tmp_path, db_url, f"http://127.0.0.1:{port}")))
     engine = make_engine(db_url)
-    clock = Clock(datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc))
+    clock = Clock(datetime(2026, 12, 1, 9, 0, tzinfo=UTC))
     row = generate_due_report(engine, plan, clock(), plan_path=tmp_path / "plan.yaml")
     assert row is not None and row.period == "2026-11"
     channels, policy = build_channels(plan), DeliveryPolicy(base_delay_s=1.0)
@@ -229,12 +264,13 @@ def test_a_notice_the_receiver_missed_is_retried_until_it_arrives(tmp_path: Path
     receiver = create_receiver(SECRET)
     server = serve_in_thread(receiver, port=port)
     try:
-        clock.at = datetime(2026, 12, 1, 9, 5, tzinfo=timezone.utc)  # past the backoff
+        clock.at = datetime(2026, 12, 1, 9, 5, tzinfo=UTC)  # past the backoff
         assert deliver_due(engine, channels, clock, policy).delivered == 1
         assert deliver_due(engine, channels, clock, policy).delivered == 0  # nothing left to send
     finally:
         server.stop()
     got = receiver.state.receiver
     assert [(r.body["period"]["label"], r.body["sha256"], r.signature_valid) for r in got.received] == [
-        ("2026-11", row.sha256, True)]
+        ("2026-11", row.sha256, True)
+    ]
     engine.dispose()

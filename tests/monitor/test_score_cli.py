@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
-
 from medmon.monitor.cli.app import app
 from medmon.probes.extraction import read_answer
+from typer.testing import CliRunner
 
 runner = CliRunner()
 CORPUS = Path(__file__).parents[1] / "probes" / "corpus" / "answers.jsonl"
@@ -18,13 +17,20 @@ def test_one_answer_shows_what_was_read_and_why() -> None:
     result = runner.invoke(app, ["score", "multiple_choice", "It is not B, it is **D**.", "-r", "D", "--json"])
     assert result.exit_code == 0, result.output
     row = json.loads(result.output)
-    assert row == {"scorer": "multiple_choice", "score": 1.0, "correct": True, "parsed": True, "extracted": "D",
-                   "reason": "answer cue"}
+    assert row == {
+        "scorer": "multiple_choice",
+        "score": 1.0,
+        "correct": True,
+        "parsed": True,
+        "extracted": "D",
+        "reason": "answer cue",
+    }
 
 
 def test_an_unreadable_answer_is_reported_unparsed_with_its_reason() -> None:
-    result = runner.invoke(app, ["score", "numeric_tolerance", "60-65 mL/min", "-r", "63.6",
-                                 "--tolerance", "60.42:66.78"])
+    result = runner.invoke(
+        app, ["score", "numeric_tolerance", "60-65 mL/min", "-r", "63.6", "--tolerance", "60.42:66.78"]
+    )
     assert result.exit_code == 0, result.output
     assert "NO (unparsed)" in result.output and "a range (60 to 65)" in result.output
 
@@ -32,9 +38,17 @@ def test_an_unreadable_answer_is_reported_unparsed_with_its_reason() -> None:
 def test_a_file_of_corpus_answers_is_scored_line_by_line(tmp_path: Path) -> None:
     rows = [json.loads(line) for line in CORPUS.read_text("utf-8").splitlines()][::7]
     answers = tmp_path / "answers.jsonl"
-    answers.write_text("\n".join(json.dumps({k: r[k] for k in ("id", "scorer", "answer", "references")}
-                                            | {k: r[k] for k in ("choices", "tolerance") if r.get(k)})
-                                 for r in rows) + "\n", "utf-8")
+    answers.write_text(
+        "\n".join(
+            json.dumps(
+                {k: r[k] for k in ("id", "scorer", "answer", "references")}
+                | {k: r[k] for k in ("choices", "tolerance") if r.get(k)}
+            )
+            for r in rows
+        )
+        + "\n",
+        "utf-8",
+    )
     result = runner.invoke(app, ["score", "--file", str(answers), "--json"])
     assert result.exit_code == 0, result.output
     out = [json.loads(line) for line in result.output.splitlines()]
@@ -47,8 +61,10 @@ def test_a_file_of_corpus_answers_is_scored_line_by_line(tmp_path: Path) -> None
 
 def test_bad_input_names_the_line_and_exits_2(tmp_path: Path) -> None:
     answers = tmp_path / "answers.jsonl"
-    answers.write_text('{"scorer": "multiple_choice", "answer": "B", "references": ["B"]}\n'
-                       '{"scorer": "multiple_choice", "answer": "B", "references": ["B"], "tolerance": "x"}\n')
+    answers.write_text(
+        '{"scorer": "multiple_choice", "answer": "B", "references": ["B"]}\n'
+        '{"scorer": "multiple_choice", "answer": "B", "references": ["B"], "tolerance": "x"}\n'
+    )
     result = runner.invoke(app, ["score", "--file", str(answers)])
     assert result.exit_code == 2
     assert f"{answers}:2: field 'tolerance'" in result.output

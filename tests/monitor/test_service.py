@@ -6,29 +6,29 @@ import signal
 import socket
 import threading
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 import yaml
-from sqlmodel import Session, func, select
-
-from medmon.monitor.plan.context import load_context
 from medmon.monitor.errors import PlanError
+from medmon.monitor.models import DetectorState
+from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan, parse_plan
 from medmon.monitor.service.scheduler import build_service_scheduler, sync_probe_jobs, task_trigger
 from medmon.monitor.service.serve import ServiceOptions, run_service
 from medmon.monitor.service.slots import MAX_ATTEMPTS, claim_slot, last_fire_time, retry_candidates, run_slot, slot_rng
 from medmon.monitor.storage import make_engine
-from medmon.monitor.models import DetectorState
 from medmon.probes.models import ProbeResult, ProbeRun, RunStatus
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
+from sqlmodel import Session, func, select
+
 from tests.conftest import plan_dict
 from tests.monitor.service_helpers import reader, runs, slots, start_medmon, wait_for, write_plan
 
-T0 = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -36,6 +36,7 @@ def simulator(serve: Callable) -> Callable[..., str]:
     def start(*phases: Phase, seed: int = 0) -> str:
         app = create_simulator(load_pack("clinical_knowledge_mcq").canaries, list(phases) or None, seed=seed)
         return str(serve(app).url)
+
     return start
 
 
@@ -63,10 +64,11 @@ def test_interval_schedules_are_one_grid_whoever_computes_them(make_plan: Callab
     plan = make_plan()
     task = plan.tasks[0].model_copy(update={"schedule": "15m"})
     a, b = task_trigger(task), task_trigger(task)
-    now = datetime(2026, 11, 2, 9, 7, 30, tzinfo=timezone.utc)
-    assert a.get_next_fire_time(None, now) == b.get_next_fire_time(None, now) == datetime(2026, 11, 2, 9, 15,
-                                                                                        tzinfo=timezone.utc)
-    assert last_fire_time(a, now, timedelta(minutes=15)) == datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 2, 9, 7, 30, tzinfo=UTC)
+    assert (
+        a.get_next_fire_time(None, now) == b.get_next_fire_time(None, now) == datetime(2026, 11, 2, 9, 15, tzinfo=UTC)
+    )
+    assert last_fire_time(a, now, timedelta(minutes=15)) == datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
     assert last_fire_time(a, now, timedelta(minutes=5)) is None, "no scheduled time within the lookback"
 
 
@@ -81,8 +83,15 @@ def test_same_seed_same_slot_draws_the_same_canaries() -> None:
 
 def test_run_slot_probes_once_and_a_cut_short_slot_is_a_retry_candidate(engine, make_plan, simulator) -> None:
     url = simulator()
-    plan = make_plan(deployment={"base_url": f"{url}/v1", "model": "medmon-simulator/clinical-v1",
-                                 "api_key_env": "X", "timeout_s": 5, "max_retries": 0})
+    plan = make_plan(
+        deployment={
+            "base_url": f"{url}/v1",
+            "model": "medmon-simulator/clinical-v1",
+            "api_key_env": "X",
+            "timeout_s": 5,
+            "max_retries": 0,
+        }
+    )
     ctx = load_context(plan, plan.tasks[0])
     clock = lambda: T0  # noqa: E731
     outcome = run_slot(engine, plan, ctx, T0, now=clock, by="me:1", seed=1)
@@ -107,8 +116,15 @@ def test_run_slot_probes_once_and_a_cut_short_slot_is_a_retry_candidate(engine, 
 def test_a_probe_whose_slot_was_taken_over_stores_nothing(engine, make_plan, simulator) -> None:
     """A slow worker presumed dead finishes after another took its slot: only the taker's run counts."""
     url = simulator()
-    plan = make_plan(deployment={"base_url": f"{url}/v1", "model": "medmon-simulator/clinical-v1",
-                                 "api_key_env": "X", "timeout_s": 5, "max_retries": 0})
+    plan = make_plan(
+        deployment={
+            "base_url": f"{url}/v1",
+            "model": "medmon-simulator/clinical-v1",
+            "api_key_env": "X",
+            "timeout_s": 5,
+            "max_retries": 0,
+        }
+    )
     ctx = load_context(plan, plan.tasks[0])
     taken = []
 
@@ -132,8 +148,16 @@ def test_a_probe_whose_slot_was_taken_over_stores_nothing(engine, make_plan, sim
 
 def test_stored_jobs_are_kept_across_restarts_and_follow_plan_changes(db_url: str, make_plan) -> None:
     engine = make_engine(db_url)
-    tasks = [{"id": i, "benchmark": "med_qa", "canaries": {"pack": "clinical_knowledge_mcq"}, "schedule": "1h",
-              "thresholds": {"min_score": 0.7}} for i in ("a", "b")]
+    tasks = [
+        {
+            "id": i,
+            "benchmark": "med_qa",
+            "canaries": {"pack": "clinical_knowledge_mcq"},
+            "schedule": "1h",
+            "thresholds": {"min_score": 0.7},
+        }
+        for i in ("a", "b")
+    ]
     plan = make_plan(tasks=tasks)
     first = build_service_scheduler(engine, plan, "k", {})
     stored = {j.id: j.next_run_time for j in first.get_jobs(jobstore="default")}
@@ -150,16 +174,23 @@ def test_stored_jobs_are_kept_across_restarts_and_follow_plan_changes(db_url: st
     engine.dispose()
 
 
-def test_service_probes_on_schedule_reports_health_and_stops_cleanly(db_url: str, tmp_path: Path, simulator,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_service_probes_on_schedule_reports_health_and_stops_cleanly(
+    db_url: str, tmp_path: Path, simulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MEDMON_TEST_KEY", "k")
     monkeypatch.delenv("MEDMON_DATABASE_URL", raising=False)
     plan_path = write_plan(tmp_path / "plan.yaml", simulator(), db_url, schedule="1s", sample_size=2)
     port = _free_port()
     stop = threading.Event()
     outcome: dict[str, object] = {}
-    thread = threading.Thread(target=lambda: outcome.setdefault("result", run_service(
-        plan_path, stop, options=ServiceOptions(health_port=port, install_signals=False, stop_timeout_s=10))))
+    thread = threading.Thread(
+        target=lambda: outcome.setdefault(
+            "result",
+            run_service(
+                plan_path, stop, options=ServiceOptions(health_port=port, install_signals=False, stop_timeout_s=10)
+            ),
+        )
+    )
     thread.start()
     db = reader(db_url)
     try:
@@ -188,33 +219,39 @@ def test_service_probes_on_schedule_reports_health_and_stops_cleanly(db_url: str
 
 @pytest.mark.slow
 @pytest.mark.process
-def test_sigterm_finishes_the_probe_in_flight_and_a_restart_resumes_the_schedule(db_url: str, tmp_path: Path,
-                                                                                  simulator) -> None:
-    plan = write_plan(tmp_path / "plan.yaml", simulator(Phase(latency_s=0.3)), db_url, schedule="1s",
-                      sample_size=3, max_concurrency=1)
+def test_sigterm_finishes_the_probe_in_flight_and_a_restart_resumes_the_schedule(
+    db_url: str, tmp_path: Path, simulator
+) -> None:
+    plan = write_plan(
+        tmp_path / "plan.yaml", simulator(Phase(latency_s=0.3)), db_url, schedule="1s", sample_size=3, max_concurrency=1
+    )
     db = reader(db_url)
     first = start_medmon(["serve", str(plan)], tmp_path / "first.log")
     try:
         wait_for(lambda: len([r for r in runs(db) if r.status == RunStatus.complete]) >= 2, 40, what="two probes")
-        in_flight = wait_for(lambda: [r for r in runs(db) if r.status == RunStatus.running], 10, what="a probe in flight")
+        in_flight = wait_for(
+            lambda: [r for r in runs(db) if r.status == RunStatus.running], 10, what="a probe in flight"
+        )
     finally:
         assert first.stop(signal.SIGTERM) == 0, first.text()
     finished = {r.id: r for r in runs(db)}
     assert finished[in_flight[0].id].status == RunStatus.complete, "SIGTERM cut the probe in flight short"
     assert finished[in_flight[0].id].n_canaries == 3
     before = slots(db)
-    stopped_at = datetime.now(timezone.utc)
-    wait_for(lambda: datetime.now(timezone.utc) - stopped_at > timedelta(seconds=2.5), 10, what="2.5 s down")
+    stopped_at = datetime.now(UTC)
+    wait_for(lambda: datetime.now(UTC) - stopped_at > timedelta(seconds=2.5), 10, what="2.5 s down")
 
     second = start_medmon(["serve", str(plan)], tmp_path / "second.log")
     try:
         second.wait_log("leading as")
-        restarted_at = datetime.now(timezone.utc)
-        wait_for(lambda: len([s for s in slots(db) if s.run_id]) >= len(before) + 2, 30, what="two probes after restart")
+        restarted_at = datetime.now(UTC)
+        wait_for(
+            lambda: len([s for s in slots(db) if s.run_id]) >= len(before) + 2, 30, what="two probes after restart"
+        )
     finally:
         assert second.stop() == 0, second.text()
     everything = slots(db)
-    after = everything[len(before):]
+    after = everything[len(before) :]
     assert [s.id for s in everything[: len(before)]] == [s.id for s in before]
     assert after[0].scheduled_for > before[-1].scheduled_for, "a scheduled time was probed twice"
     # Down for more than 2.5 s: at most one catch-up probe (coalesced, 1 s grace), then the grid.

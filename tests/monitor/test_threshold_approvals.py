@@ -3,28 +3,23 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from sqlmodel import Session
-from typer.testing import CliRunner
-
 from medmon.monitor.cli.app import app
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, list_events, record_plan, verify
 from medmon.monitor.governance.reports.committee import build_committee_report
 from medmon.monitor.governance.reports.period import parse_period
-from medmon.monitor.governance.thresholds import (
-    approve_thresholds,
-    in_force,
-    threshold_proposals,
-    thresholds_in_force,
-)
+from medmon.monitor.governance.thresholds import approve_thresholds, in_force, threshold_proposals, thresholds_in_force
 from medmon.monitor.plan.model import load_plan, parse_plan
 from medmon.monitor.storage import make_engine
+from sqlmodel import Session
+from typer.testing import CliRunner
+
 from tests.conftest import plan_dict
 
 runner = CliRunner()
@@ -51,24 +46,38 @@ def test_an_edited_threshold_is_a_proposal_until_an_owner_approves_it(tmp_path: 
 
     listed = _approvals(path, "list", "--json")
     assert listed.exit_code == 0, listed.output
-    pending = {(p["task"], p["threshold"]): (p["in_force"], p["proposed"], p["looser"])
-               for p in json.loads(listed.output)["thresholds"]}
-    assert pending == {("knowledge-qa", "min_score"): (0.7, 0.8, False),
-                       ("knowledge-qa", "latency_slo_s"): (5.0, 3.0, False)}
+    pending = {
+        (p["task"], p["threshold"]): (p["in_force"], p["proposed"], p["looser"])
+        for p in json.loads(listed.output)["thresholds"]
+    }
+    assert pending == {
+        ("knowledge-qa", "min_score"): (0.7, 0.8, False),
+        ("knowledge-qa", "latency_slo_s"): (5.0, 3.0, False),
+    }
 
     detection = in_force(engine, load_plan(path))  # what 'medmon serve' and 'medmon worker' judge with
     assert detection.tasks[0].thresholds.min_score == 0.7 and detection.tasks[0].thresholds.latency_slo_s == 5
 
-    refused = _approvals(path, "thresholds", "--task", "knowledge-qa", "--by", "someone@else.example",
-                         "--reason", "stricter")
+    refused = _approvals(
+        path, "thresholds", "--task", "knowledge-qa", "--by", "someone@else.example", "--reason", "stricter"
+    )
     assert refused.exit_code == 2 and "not an owner of task 'knowledge-qa'" in refused.output
     unexplained = _approvals(path, "thresholds", "--task", "knowledge-qa", "--by", OWNER)
     assert unexplained.exit_code == 2 and "needs a rationale" in unexplained.output
     with Session(engine) as session:
         assert thresholds_in_force(session, "knowledge-qa").thresholds["min_score"] == 0.7
 
-    done = _approvals(path, "thresholds", "--task", "knowledge-qa", "--by", OWNER, "--reason",
-                      "local validation supports 0.8", "--json")
+    done = _approvals(
+        path,
+        "thresholds",
+        "--task",
+        "knowledge-qa",
+        "--by",
+        OWNER,
+        "--reason",
+        "local validation supports 0.8",
+        "--json",
+    )
     assert done.exit_code == 0, done.output
     assert json.loads(done.output)["thresholds"]["min_score"] == 0.8
     assert in_force(engine, load_plan(path)).tasks[0].thresholds.min_score == 0.8
@@ -76,7 +85,9 @@ def test_an_edited_threshold_is_a_proposal_until_an_owner_approves_it(tmp_path: 
         [approval] = list_events(session, kind=AuditKind.threshold_approved)
         assert approval.actor == OWNER and approval.details["reason"] == "local validation supports 0.8"
         assert {(c["threshold"], c["old"], c["new"]) for c in approval.details["changes"]} == {
-            ("min_score", 0.7, 0.8), ("latency_slo_s", 5.0, 3.0)}
+            ("min_score", 0.7, 0.8),
+            ("latency_slo_s", 5.0, 3.0),
+        }
         assert threshold_proposals(session) == [] and verify(session).ok
     again = _approvals(path, "thresholds", "--task", "knowledge-qa", "--by", OWNER, "--reason", "again")
     assert again.exit_code == 2 and "no threshold change" in again.output
@@ -95,14 +106,26 @@ def test_lowering_the_approval_minimum_needs_a_committee_decision(tmp_path: Path
     with Session(engine) as session:
         assert list_events(session, kind=AuditKind.threshold_approved) == []
 
-    done = _approvals(path, "thresholds", "--task", "knowledge-qa", "--by", OWNER, "--reason", "too many alarms",
-                      "--committee-decision", "AI committee 2026-11-12, minute 7")
+    done = _approvals(
+        path,
+        "thresholds",
+        "--task",
+        "knowledge-qa",
+        "--by",
+        OWNER,
+        "--reason",
+        "too many alarms",
+        "--committee-decision",
+        "AI committee 2026-11-12, minute 7",
+    )
     assert done.exit_code == 0, done.output
     with Session(engine) as session:
         [approval] = list_events(session, kind=AuditKind.threshold_approved)
         assert approval.details["committee_decision"] == "AI committee 2026-11-12, minute 7"
         assert {c["threshold"]: c["looser"] for c in approval.details["changes"]} == {
-            "min_score": True, "subgroup_min_score": True}
+            "min_score": True,
+            "subgroup_min_score": True,
+        }
     assert in_force(engine, load_plan(path)).tasks[0].thresholds.min_score == 0.5
     engine.dispose()
 
@@ -115,20 +138,27 @@ def test_a_period_is_judged_by_the_thresholds_in_force_then_and_shows_the_propos
     plan = parse_plan(edited)
     november, december = parse_period("2026-11"), parse_period("2026-12")
     with Session(engine) as session:
-        record_plan(session, go_live, "plan.yaml", "tech@hospital.example", datetime(2026, 10, 1, tzinfo=timezone.utc))
-        record_plan(session, edited, "plan.yaml", "tech@hospital.example", datetime(2026, 11, 20, tzinfo=timezone.utc))
+        record_plan(session, go_live, "plan.yaml", "tech@hospital.example", datetime(2026, 10, 1, tzinfo=UTC))
+        record_plan(session, edited, "plan.yaml", "tech@hospital.example", datetime(2026, 11, 20, tzinfo=UTC))
         session.commit()
-        report = build_committee_report(session, plan, november, now=datetime(2026, 12, 2, tzinfo=timezone.utc))
+        report = build_committee_report(session, plan, november, now=datetime(2026, 12, 2, tzinfo=UTC))
         assert report.tasks[0].min_score == 0.7  # the edit was never approved during November
         [ask] = [d for d in report.decisions_requested if d["kind"] == "threshold change"]
         assert "min_score 0.7 -> 0.9" in ask["ask"] and "0.7 is in force" in ask["ask"]
         with pytest.raises(GovernanceError, match="not an owner"):
-            approve_thresholds(session, plan, task_id="knowledge-qa", by="tech@hospital.example", reason="x",
-                               now=datetime(2026, 12, 3, tzinfo=timezone.utc))
-        approve_thresholds(session, plan, task_id="knowledge-qa", by=OWNER, reason="validated",
-                           now=datetime(2026, 12, 3, tzinfo=timezone.utc))
+            approve_thresholds(
+                session,
+                plan,
+                task_id="knowledge-qa",
+                by="tech@hospital.example",
+                reason="x",
+                now=datetime(2026, 12, 3, tzinfo=UTC),
+            )
+        approve_thresholds(
+            session, plan, task_id="knowledge-qa", by=OWNER, reason="validated", now=datetime(2026, 12, 3, tzinfo=UTC)
+        )
         session.commit()
-        later = datetime(2027, 1, 2, tzinfo=timezone.utc)
+        later = datetime(2027, 1, 2, tzinfo=UTC)
         again = build_committee_report(session, plan, november, now=later)
         assert again.tasks[0].min_score == 0.7 and again.sha256 == report.sha256  # November's record is unchanged
         dec = build_committee_report(session, plan, december, now=later)
@@ -137,8 +167,9 @@ def test_a_period_is_judged_by_the_thresholds_in_force_then_and_shows_the_propos
         assert any("thresholds approved: min_score 0.7 -> 0.9" in d["what"] for d in dec.decisions)
 
 
-def test_detection_follows_the_approved_minimum_not_the_edited_file(tmp_path: Path, db_url: str, serve: Any,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_detection_follows_the_approved_minimum_not_the_edited_file(
+    tmp_path: Path, db_url: str, serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """'medmon probe run' against the simulator: an unapproved 0.99 minimum raises nothing; approved, it fires."""
     from medmon.probes.packs import load_pack
     from medmon.probes.simulator import create_simulator
@@ -163,7 +194,11 @@ def test_detection_follows_the_approved_minimum_not_the_edited_file(tmp_path: Pa
         return run["alerts"]
 
     assert not [a for a in probe() if "below the approved minimum" in a]  # 0.3 is in force
-    assert _approvals(path, "thresholds", "--task", "knowledge-qa", "--by", OWNER,
-                      "--reason", "stricter after validation").exit_code == 0
+    assert (
+        _approvals(
+            path, "thresholds", "--task", "knowledge-qa", "--by", OWNER, "--reason", "stricter after validation"
+        ).exit_code
+        == 0
+    )
     assert [a for a in probe() if "below the approved minimum 0.990" in a]
     engine.dispose()

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import yaml
 from google.protobuf import json_format
+from medmon.monitor.cli.app import app
+from medmon.monitor.models import TrafficSpan
+from medmon.monitor.storage import make_engine
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from sqlmodel import Session, func, select
 from typer.testing import CliRunner
 
-from medmon.monitor.cli.app import app
-from medmon.monitor.models import TrafficSpan
-from medmon.monitor.storage import make_engine
 from tests.monitor.traffic_helpers import genai_attributes, make_spans, traffic_plan
 
 runner = CliRunner()
@@ -41,11 +41,15 @@ def _plan_file(tmp_path: Path, db_url: str) -> Path:
     return path
 
 
-def test_import_jsonl_reports_bad_lines_stores_the_rest_and_status_and_report_show_it(tmp_path: Path, db_url: str) -> None:
+def test_import_jsonl_reports_bad_lines_stores_the_rest_and_status_and_report_show_it(
+    tmp_path: Path, db_url: str
+) -> None:
     plan_path = _plan_file(tmp_path, db_url)
-    lines = [json.dumps(_otlp_json(make_spans([genai_attributes(tokens=(10, 20 + i)) for i in range(5)]))),
-             "{this is not json",
-             json.dumps(_otlp_json(make_spans([genai_attributes(tokens=(-1, 3)), genai_attributes()])))]
+    lines = [
+        json.dumps(_otlp_json(make_spans([genai_attributes(tokens=(10, 20 + i)) for i in range(5)]))),
+        "{this is not json",
+        json.dumps(_otlp_json(make_spans([genai_attributes(tokens=(-1, 3)), genai_attributes()]))),
+    ]
     jsonl = tmp_path / "traces.jsonl.gz"
     jsonl.write_bytes(gzip.compress("\n".join(lines).encode()))
     result = runner.invoke(app, ["traffic", "import", str(plan_path), str(jsonl), "--json"])
@@ -62,9 +66,10 @@ def test_import_jsonl_reports_bad_lines_stores_the_rest_and_status_and_report_sh
     single.write_text(json.dumps(_otlp_json(make_spans([genai_attributes()])), indent=2))
     assert runner.invoke(app, ["traffic", "import", str(plan_path), str(single)]).exit_code == 0
 
-    from medmon.db import session_scope, utcnow
-    from medmon.monitor.traffic.streams import traffic_pass
     from medmon.monitor.plan.model import load_plan
+    from medmon.monitor.traffic.streams import traffic_pass
+
+    from medmon.db import session_scope, utcnow
 
     with session_scope(engine) as s:
         traffic_pass(s, load_plan(plan_path), utcnow())
@@ -74,8 +79,19 @@ def test_import_jsonl_reports_bad_lines_stores_the_rest_and_status_and_report_sh
     assert summary["calls"] == 7 and summary["groups"][0]["task"] == "discharge"
     assert summary["refused"] == {"absurd_tokens": 2}  # refused by each of the two imports
     out = tmp_path / "report.html"
-    rep = runner.invoke(app, ["report", str(plan_path), "--period", f"{time.gmtime().tm_year}-{time.gmtime().tm_mon:02d}",
-                              "--output", str(out), "--no-pdf", "--json"])
+    rep = runner.invoke(
+        app,
+        [
+            "report",
+            str(plan_path),
+            "--period",
+            f"{time.gmtime().tm_year}-{time.gmtime().tm_mon:02d}",
+            "--output",
+            str(out),
+            "--no-pdf",
+            "--json",
+        ],
+    )
     assert rep.exit_code == 0, rep.output
     assert json.loads(rep.stdout)["traffic"]["calls"] == 7
     html = out.read_text()

@@ -3,14 +3,11 @@ about one task and one cause are one incident."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlmodel import Session
-
 from medmon.alerts import apply_signals, cause_of
 from medmon.alerts.incidents import incident_members, open_incidents
-from medmon.db import session_scope
 from medmon.monitor.alerting.signals import model_change_signal, stream_signal
 from medmon.monitor.detection.drift import Finding
 from medmon.monitor.detection.drift.layout import StreamSpec
@@ -21,9 +18,12 @@ from medmon.monitor.plan.routing import notify_policy
 from medmon.monitor.traffic.ingest import Ingestor, store_calls
 from medmon.monitor.traffic.spans import Decoded, Limits
 from medmon.monitor.traffic.streams import signal_of, traffic_pass
+from sqlmodel import Session
+
+from medmon.db import session_scope
 from tests.monitor.traffic_helpers import MODEL, calls_in_hours, clinic_counts, traffic_plan
 
-T0 = datetime(2026, 3, 2, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 2, tzinfo=UTC)
 # traffic stream (metric, direction) -> the cause its alert belongs to, and a canary stream of that cause
 CASES = [
     (("traffic_cost", "rise"), "cost", ("cost", "rise")),
@@ -47,23 +47,34 @@ def _drain(engine, plan, now) -> None:  # type: ignore[no-untyped-def]
 
 
 def _update(task: str, metric: str, direction: str) -> StreamUpdate:
-    finding = Finding(detector="mixture_sr", direction=direction, statistic=2e7, threshold=1e7, estimate=0.7,
-                      ci_low=0.6, ci_high=0.8, n=120, null_mean=0.5)
-    spec = StreamSpec(f"{task}:{metric}:{direction}", task, metric, direction, 0.5, 0.5, lambda r: None,
-                      what=f"{metric} moved")
+    finding = Finding(
+        detector="mixture_sr",
+        direction=direction,
+        statistic=2e7,
+        threshold=1e7,
+        estimate=0.7,
+        ci_low=0.6,
+        ci_high=0.8,
+        n=120,
+        null_mean=0.5,
+    )
+    spec = StreamSpec(
+        f"{task}:{metric}:{direction}", task, metric, direction, 0.5, 0.5, lambda r: None, what=f"{metric} moved"
+    )
     return StreamUpdate(spec, StreamStatus.degraded, StreamStatus.ok, finding, 0.7, 1.1, 120)
 
 
 @pytest.mark.parametrize(("traffic", "cause", "canary"), CASES, ids=[f"{t[0]}:{t[1]}" for t, _, _ in CASES])
 def test_a_traffic_finding_and_a_canary_finding_of_one_cause_are_one_incident(
-        engine, db_url, traffic: tuple[str, str], cause: str, canary: tuple[str, str]) -> None:
+    engine, db_url, traffic: tuple[str, str], cause: str, canary: tuple[str, str]
+) -> None:
     plan = traffic_plan(db_url)
     ctx = load_context(plan, plan.task("discharge"))
     from_traffic = signal_of(plan, _update("discharge", *traffic))
     from_canary = stream_signal(plan, ctx, _update("discharge", *canary))
     assert from_traffic is not None and from_canary is not None
     assert cause_of(from_traffic.labels).value == cause
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with session_scope(engine) as s:
         alerts = apply_signals(s, [from_traffic, from_canary], notify_policy(plan), now)
     with Session(engine) as s:
@@ -80,13 +91,19 @@ def test_a_collapse_and_a_model_change_seen_in_traffic_join_the_canaries_inciden
     ingestor = Ingestor(plan, lambda s: s, Limits(max_age=timedelta(days=3650)))
     store_calls(engine, ingestor, Decoded(calls_in_hours(1, clinic_counts(1, T0, 82, 200))), T0)  # until 10:00
     _drain(engine, plan, T0 + timedelta(days=3, minutes=11))
-    store_calls(engine, ingestor, Decoded(calls_in_hours(2, [(T0 + timedelta(days=3, hours=11), 3)],
-                                                         model="vendor/clinical-v2")), T0)
+    store_calls(
+        engine,
+        ingestor,
+        Decoded(calls_in_hours(2, [(T0 + timedelta(days=3, hours=11), 3)], model="vendor/clinical-v2")),
+        T0,
+    )
     later = T0 + timedelta(days=3, hours=11, minutes=30)  # nothing arrived 10:00-11:00, then another model
     _drain(engine, plan, later)
     ctx = load_context(plan, plan.task("discharge"))
-    canary = [stream_signal(plan, ctx, _update("discharge", "error_rate", "rise")),
-              model_change_signal(plan, ctx, (MODEL, "fp1"), ("vendor/clinical-v2", None))]
+    canary = [
+        stream_signal(plan, ctx, _update("discharge", "error_rate", "rise")),
+        model_change_signal(plan, ctx, (MODEL, "fp1"), ("vendor/clinical-v2", None)),
+    ]
     with session_scope(engine) as s:
         apply_signals(s, [c for c in canary if c is not None], notify_policy(plan), later)
     with Session(engine) as s:

@@ -6,9 +6,6 @@ import json
 import random
 from datetime import timedelta
 
-from sqlmodel import Session, col, select
-
-from medmon.db import session_scope
 from medmon.monitor.models import DetectorState, TrafficJudgement, TrafficSpan
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.traffic.ingest import Ingestor, store_calls
@@ -17,6 +14,9 @@ from medmon.monitor.traffic.spans import Decoded, Limits
 from medmon.monitor.traffic.streams import traffic_pass
 from medmon.probes.redaction import redact
 from medmon.probes.simulator import create_simulator
+from sqlmodel import Session, col, select
+
+from medmon.db import session_scope
 from tests.monitor.test_traffic_streams import T0, _calls
 from tests.monitor.traffic_helpers import traffic_plan
 from tests.probes.simkit import JUDGE_MODELS, sim_state
@@ -27,9 +27,19 @@ PHI_ANSWER = "Patient: Jane Roe, MRN 00987654, call 555-987-6543. Continue amoxi
 def _plan(db_url: str, sim_url: str, **judging) -> Plan:  # type: ignore[no-untyped-def]
     base = traffic_plan(db_url, reference_window="1h", judging={"sample_rate": 0.5, "daily_cap": 40, **judging})
     data = base.model_dump(mode="json", exclude_none=True)
-    data["jury"] = {"judges": [{"name": f"judge-{m[-1]}", "base_url": f"{sim_url}/v1", "model": m,
-                                "api_key_env": "MEDMON_TEST_KEY", "max_retries": 0, "phi_allowed": m[-1] != "c"}
-                               for m in JUDGE_MODELS]}
+    data["jury"] = {
+        "judges": [
+            {
+                "name": f"judge-{m[-1]}",
+                "base_url": f"{sim_url}/v1",
+                "model": m,
+                "api_key_env": "MEDMON_TEST_KEY",
+                "max_retries": 0,
+                "phi_allowed": m[-1] != "c",
+            }
+            for m in JUDGE_MODELS
+        ]
+    }
     data["tasks"][0]["thresholds"]["min_jury_agreement"] = 0.6
     return Plan.model_validate(data)
 
@@ -52,8 +62,10 @@ def test_a_sample_of_real_answers_is_judged_redacted_by_in_network_judges_only(e
     with Session(engine) as s:
         judged = s.exec(select(TrafficJudgement)).all()
         spans = {r.id: r for r in s.exec(select(TrafficSpan)).all()}
-        states = {d.metric: d for d in s.exec(select(DetectorState).where(
-            col(DetectorState.metric).startswith("traffic_j"))).all()}
+        states = {
+            d.metric: d
+            for d in s.exec(select(DetectorState).where(col(DetectorState.metric).startswith("traffic_j"))).all()
+        }
     assert all(sampled(spans[j.span_id].span_id, 0.5) for j in judged)
     assert {tuple(sorted(j.scores)) for j in judged} == {("judge-a", "judge-b")}  # judge-c is not phi_allowed
     assert all(set(v) == {"accuracy", "completeness", "clarity", "safety"} for j in judged for v in j.scores.values())

@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import httpx
+from medmon.monitor.models import DetectorState, TrafficJudgement, TrafficSpan
+from medmon.monitor.plan.model import Plan
+from medmon.monitor.service.receiver import create_receiver
+from medmon.monitor.traffic.judging import PENDING, judging_job, sampled
+from medmon.monitor.traffic.spans import PROTOBUF
+from medmon.probes.simulator import create_simulator
 from sqlalchemy import text
 from sqlmodel import Session, SQLModel, col, select
 
 from medmon.db import utcnow
-from medmon.monitor.models import DetectorState, TrafficJudgement, TrafficSpan
-from medmon.monitor.plan.model import Plan
-from medmon.monitor.service.receiver import create_receiver
-from medmon.monitor.traffic.judging import judging_job, sampled
-from medmon.monitor.traffic.judging import PENDING
-from medmon.monitor.traffic.spans import PROTOBUF
-from medmon.probes.simulator import create_simulator
 from tests.monitor.test_traffic_judging import PHI_ANSWER, _plan
 from tests.monitor.traffic_helpers import export_body, genai_attributes, make_spans
 from tests.probes.simkit import JUDGE_MODELS, sim_state
@@ -34,9 +33,12 @@ def _no_text_plan(db_url: str, sim_url: str, **judging) -> Plan:  # type: ignore
 
 def _send(url: str, n: int, offset: int = 0) -> list[str]:
     """``n`` spans carrying the exchange as the current GenAI convention writes it; their span ids."""
-    content = {"gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": PROMPT}]}]),
-               "gen_ai.output.messages": json.dumps([{"role": "assistant",
-                                                      "parts": [{"type": "text", "content": PHI_ANSWER}]}])}
+    content = {
+        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": PROMPT}]}]),
+        "gen_ai.output.messages": json.dumps(
+            [{"role": "assistant", "parts": [{"type": "text", "content": PHI_ANSWER}]}]
+        ),
+    }
     spans = make_spans([genai_attributes(**content, **{"app.call": offset + i}) for i in range(n)])
     r = httpx.post(f"{url}/v1/traces", content=export_body(spans), headers={"content-type": PROTOBUF}, timeout=30)
     assert r.status_code == 200, r.text
@@ -106,4 +108,4 @@ def test_the_daily_cap_holds_across_two_receivers(engine, db_url, serve) -> None
         rows = list(s.exec(select(TrafficJudgement)).all())
     assert len(rows) == 12 and all(r.score is not None for r in rows)
     assert len({r.span_id for r in rows}) == 12
-    assert datetime.now(timezone.utc).date() == rows[0].judged_at.date()
+    assert datetime.now(UTC).date() == rows[0].judged_at.date()

@@ -14,6 +14,10 @@ from pathlib import Path
 import openai
 import pytest
 import yaml
+from medmon.alerts import Alert
+from medmon.baselines.canary import canary_from_dict
+from medmon.monitor.models import FindingRecord, TrafficReference, TrafficRollup, TrafficSpan
+from medmon.probes.simulator import Phase, create_simulator
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 from opentelemetry.sdk.resources import Resource
@@ -21,10 +25,6 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from sqlmodel import Session, col, func, select
 
-from medmon.alerts import Alert
-from medmon.baselines.canary import canary_from_dict
-from medmon.monitor.models import FindingRecord, TrafficReference, TrafficRollup, TrafficSpan
-from medmon.probes.simulator import Phase, create_simulator
 from tests.conftest import plan_dict
 from tests.monitor.service_helpers import KEY_ENV, reader, start_medmon, wait_for
 
@@ -47,14 +47,30 @@ def instrumented(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def _plan(path: Path, sim_url: str, db_url: str) -> Path:
     data = plan_dict(
-        deployment={"base_url": f"{sim_url}/v1", "model": "medmon-simulator/clinical-v1", "api_key_env": KEY_ENV,
-                    "price": {"input_per_mtok": 5.0, "output_per_mtok": 15.0}},
-        tasks=[{"id": "discharge", "benchmark": "med_qa", "canaries": {"pack": "clinical_knowledge_mcq"},
-                "schedule": "1d", "baseline": {"value": 0.85, "n": 500}, "thresholds": {"min_score": 0.7}}],
+        deployment={
+            "base_url": f"{sim_url}/v1",
+            "model": "medmon-simulator/clinical-v1",
+            "api_key_env": KEY_ENV,
+            "price": {"input_per_mtok": 5.0, "output_per_mtok": 15.0},
+        },
+        tasks=[
+            {
+                "id": "discharge",
+                "benchmark": "med_qa",
+                "canaries": {"pack": "clinical_knowledge_mcq"},
+                "schedule": "1d",
+                "baseline": {"value": 0.85, "n": 500},
+                "thresholds": {"min_score": 0.7},
+            }
+        ],
         storage={"url": db_url},
-        traffic={"token_env": "MEDMON_TRAFFIC_TOKEN", "detect_every": "0.5s", "reference_window": "1s",
-                 "reference_min_calls": REFERENCE_CALLS,
-                 "routes": [{"task": "discharge", "service": "discharge-app", "model": "medmon-simulator/*"}]},
+        traffic={
+            "token_env": "MEDMON_TRAFFIC_TOKEN",
+            "detect_every": "0.5s",
+            "reference_window": "1s",
+            "reference_min_calls": REFERENCE_CALLS,
+            "routes": [{"task": "discharge", "service": "discharge-app", "model": "medmon-simulator/*"}],
+        },
     )
     path.write_text(yaml.safe_dump(data))
     return path
@@ -62,23 +78,51 @@ def _plan(path: Path, sim_url: str, db_url: str) -> Path:
 
 @pytest.mark.process
 def test_instrumented_openai_traffic_becomes_task_streams_alerts_and_redacted_rows(
-        tmp_path: Path, db_url: str, serve, instrumented) -> None:
-    canaries = [canary_from_dict({"id": "phi", "messages": [{"role": "user", "content": PHI_NOTE}],
-                                  "references": [PHI_ANSWER], "scorer": "jury"}),
-                canary_from_dict({"id": "plain", "messages": [{"role": "user", "content": PLAIN}],
-                                  "references": [PLAIN_ANSWER], "scorer": "jury"})]
+    tmp_path: Path, db_url: str, serve, instrumented
+) -> None:
+    canaries = [
+        canary_from_dict(
+            {
+                "id": "phi",
+                "messages": [{"role": "user", "content": PHI_NOTE}],
+                "references": [PHI_ANSWER],
+                "scorer": "jury",
+            }
+        ),
+        canary_from_dict(
+            {
+                "id": "plain",
+                "messages": [{"role": "user", "content": PLAIN}],
+                "references": [PLAIN_ANSWER],
+                "scorer": "jury",
+            }
+        ),
+    ]
     # The answers turn 60 tokens longer after the reference: a cost rise of about 2.5x per call.
-    sim = serve(create_simulator(canaries, [Phase(accuracy=1.0), Phase(after_requests=REFERENCE_CALLS + 20,
-                                                                        accuracy=1.0, extra_completion_tokens=60,
-                                                                        label="cost rise")]))
-    served = start_medmon(["serve", str(_plan(tmp_path / "plan.yaml", sim.url, db_url)), "--traffic-port", "0"],
-                          tmp_path / "serve.log", env={"MEDMON_TRAFFIC_TOKEN": TOKEN})
+    sim = serve(
+        create_simulator(
+            canaries,
+            [
+                Phase(accuracy=1.0),
+                Phase(after_requests=REFERENCE_CALLS + 20, accuracy=1.0, extra_completion_tokens=60, label="cost rise"),
+            ],
+        )
+    )
+    served = start_medmon(
+        ["serve", str(_plan(tmp_path / "plan.yaml", sim.url, db_url)), "--traffic-port", "0"],
+        tmp_path / "serve.log",
+        env={"MEDMON_TRAFFIC_TOKEN": TOKEN},
+    )
     try:
         url = served.wait_log(r"receiving OTLP/HTTP traces on (http://\S+)/v1/traces").group(1)
         served.wait_log("leading as")
         provider = TracerProvider(resource=Resource.create({"service.name": "discharge-app"}))
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(
-            endpoint=f"{url}/v1/traces", headers={"Authorization": f"Bearer {TOKEN}"}), schedule_delay_millis=200))
+        provider.add_span_processor(
+            BatchSpanProcessor(
+                OTLPSpanExporter(endpoint=f"{url}/v1/traces", headers={"Authorization": f"Bearer {TOKEN}"}),
+                schedule_delay_millis=200,
+            )
+        )
         OpenAIInstrumentor().instrument(tracer_provider=provider)
         client = openai.OpenAI(base_url=f"{sim.url}/v1", api_key="app-key", max_retries=0)
         db = reader(db_url)
@@ -86,15 +130,22 @@ def test_instrumented_openai_traffic_becomes_task_streams_alerts_and_redacted_ro
         def call(n: int) -> None:
             for i in range(n):
                 prompt = PHI_NOTE if i % 10 == 0 else PLAIN
-                client.chat.completions.create(model="medmon-simulator/clinical-v1",
-                                               messages=[{"role": "user", "content": prompt}])
+                client.chat.completions.create(
+                    model="medmon-simulator/clinical-v1", messages=[{"role": "user", "content": prompt}]
+                )
             provider.force_flush()
 
         call(REFERENCE_CALLS)
         with Session(db) as s:
-            spans = wait_for(lambda: s.exec(select(func.count()).select_from(TrafficSpan)
-                                            .where(TrafficSpan.task_id == "discharge")).one() >= REFERENCE_CALLS,
-                             what="the reference calls stored as the task's traffic")
+            spans = wait_for(
+                lambda: (
+                    s.exec(
+                        select(func.count()).select_from(TrafficSpan).where(TrafficSpan.task_id == "discharge")
+                    ).one()
+                    >= REFERENCE_CALLS
+                ),
+                what="the reference calls stored as the task's traffic",
+            )
         assert spans
         ref = wait_for(lambda: _reference(db), timeout=20, what="the traffic reference")
         assert ref.calls >= REFERENCE_CALLS and ref.models == ["medmon-simulator/clinical-v1"]

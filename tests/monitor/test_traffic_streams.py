@@ -3,39 +3,66 @@
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlmodel import Session, col, func, select
-
 from medmon.alerts import Alert
-from medmon.db import session_scope
 from medmon.monitor.models import (
-    LATENCY_BUCKETS, DetectorState, FindingRecord, TrafficReference, TrafficRollup, TrafficSpan,
+    LATENCY_BUCKETS,
+    DetectorState,
+    FindingRecord,
+    TrafficReference,
+    TrafficRollup,
+    TrafficSpan,
 )
 from medmon.monitor.traffic.ingest import Ingestor, store_calls
 from medmon.monitor.traffic.retention import delete_expired
 from medmon.monitor.traffic.spans import CallRecord, Decoded, Limits
 from medmon.monitor.traffic.streams import traffic_pass
+from sqlmodel import Session, col, func, select
+
+from medmon.db import session_scope
 from tests.monitor.traffic_helpers import MODEL, traffic_plan
 
-T0 = datetime(2026, 3, 2, 8, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 2, 8, tzinfo=UTC)
 
 
-def _calls(rng: random.Random, n: int, start: datetime, *, cost_factor: float = 1.0, served: str = MODEL,
-           error_share: float = 0.0, length_share: float = 0.0, per_hour: int = 1000) -> list[CallRecord]:
+def _calls(
+    rng: random.Random,
+    n: int,
+    start: datetime,
+    *,
+    cost_factor: float = 1.0,
+    served: str = MODEL,
+    error_share: float = 0.0,
+    length_share: float = 0.0,
+    per_hour: int = 1000,
+) -> list[CallRecord]:
     out = []
     for i in range(n):
         end = start + timedelta(seconds=i * 3600 / per_hour)
         tokens = max(1, round(rng.lognormvariate(5.0, 0.35) * cost_factor))
         error = "timeout" if rng.random() < error_share else None
-        out.append(CallRecord(trace_id=f"{rng.getrandbits(128):032x}", span_id=f"{rng.getrandbits(64):016x}",
-                              service="discharge-app", span_name=f"chat {MODEL}", operation="chat",
-                              request_model=MODEL, response_model=served, system_fingerprint="fp1",
-                              started_at=end - timedelta(seconds=rng.uniform(0.5, 2.0)), ended_at=end,
-                              input_tokens=300, output_tokens=None if error else tokens,
-                              finish_reason=None if error else ("length" if rng.random() < length_share else "stop"),
-                              error_type=error, prompt=None, completion=None))
+        out.append(
+            CallRecord(
+                trace_id=f"{rng.getrandbits(128):032x}",
+                span_id=f"{rng.getrandbits(64):016x}",
+                service="discharge-app",
+                span_name=f"chat {MODEL}",
+                operation="chat",
+                request_model=MODEL,
+                response_model=served,
+                system_fingerprint="fp1",
+                started_at=end - timedelta(seconds=rng.uniform(0.5, 2.0)),
+                ended_at=end,
+                input_tokens=300,
+                output_tokens=None if error else tokens,
+                finish_reason=None if error else ("length" if rng.random() < length_share else "stop"),
+                error_type=error,
+                prompt=None,
+                completion=None,
+            )
+        )
     return out
 
 
@@ -90,8 +117,13 @@ def test_stable_traffic_raises_nothing_and_rollups_add_up(engine, db_url) -> Non
     _pass(engine, plan, T0 + timedelta(hours=13))
     with Session(engine) as s:
         states = s.exec(select(DetectorState).where(col(DetectorState.metric).startswith("traffic_"))).all()
-        assert {d.metric for d in states} >= {"traffic_cost", "traffic_latency", "traffic_output_tokens",
-                                              "traffic_error_rate", "traffic_truncation"}
+        assert {d.metric for d in states} >= {
+            "traffic_cost",
+            "traffic_latency",
+            "traffic_output_tokens",
+            "traffic_error_rate",
+            "traffic_truncation",
+        }
         assert all(d.status.value in ("ok", "watching") for d in states)
         assert max(d.n for d in states) == sum(1 for c in calls if c.ended_at > T0 + timedelta(hours=2))
         assert s.exec(select(func.count()).select_from(Alert)).one() == 0
@@ -100,8 +132,9 @@ def test_stable_traffic_raises_nothing_and_rollups_add_up(engine, db_url) -> Non
     assert sum(r.calls for r in rollups) == 12_000
     assert sum(r.errors for r in rollups) == sum(1 for c in calls if c.error_type)
     assert sum(r.truncated for r in rollups) == sum(1 for c in calls if c.finish_reason == "length")
-    assert sum(r.cost_usd for r in rollups) == pytest.approx(sum((300 * 5 + (c.output_tokens or 0) * 15) / 1e6
-                                                                 for c in calls))
+    assert sum(r.cost_usd for r in rollups) == pytest.approx(
+        sum((300 * 5 + (c.output_tokens or 0) * 15) / 1e6 for c in calls)
+    )
     assert all(sum(getattr(r, f"latency_b{i}") for i in range(len(LATENCY_BUCKETS))) == r.calls for r in rollups)
 
 
@@ -123,8 +156,9 @@ def test_a_served_model_the_reference_never_saw_is_a_model_change_once(engine, d
 
 
 def test_a_declared_reference_period_is_used_as_declared(engine, db_url) -> None:
-    plan = traffic_plan(db_url, reference_from=(T0 + timedelta(hours=1)).isoformat(),
-                        reference_to=(T0 + timedelta(hours=2)).isoformat())
+    plan = traffic_plan(
+        db_url, reference_from=(T0 + timedelta(hours=1)).isoformat(), reference_to=(T0 + timedelta(hours=2)).isoformat()
+    )
     rng = random.Random(8)
     _store(engine, plan, _calls(rng, 3000, T0), T0)
     _pass(engine, plan, T0 + timedelta(hours=1, minutes=30))
@@ -152,9 +186,9 @@ def test_retention_deletes_expired_raw_rows_in_batches_and_keeps_rollups(engine,
 
 def test_plan_errors_in_the_traffic_section_name_the_field() -> None:
     import yaml
-
     from medmon.monitor.errors import PlanError
     from medmon.monitor.plan.model import parse_plan
+
     from tests.conftest import plan_dict
 
     def issues(traffic: dict) -> str:  # type: ignore[type-arg]
@@ -163,7 +197,10 @@ def test_plan_errors_in_the_traffic_section_name_the_field() -> None:
         return str(err.value)
 
     assert "traffic.routes[0].task 'nope': no such task; expected one of knowledge-qa" in issues(
-        {"routes": [{"task": "nope"}]})
+        {"routes": [{"task": "nope"}]}
+    )
     assert "expected both 'reference_from' and 'reference_to'" in issues({"reference_from": "2026-01-01T00:00:00Z"})
     assert "traffic.retention" in issues({"retention": "forever"})
-    assert "traffic.routes.0.servce" in issues({"routes": [{"task": "knowledge-qa", "servce": "x"}]}).replace("[0]", ".0")
+    assert "traffic.routes.0.servce" in issues({"routes": [{"task": "knowledge-qa", "servce": "x"}]}).replace(
+        "[0]", ".0"
+    )

@@ -3,29 +3,32 @@ the day-night rhythm is no change, a collapse to nothing is found at once."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlmodel import Session, select
-
-from medmon.alerts import Alert
-from medmon.alerts import Cause, cause_of
-from medmon.db import session_scope
+from medmon.alerts import Alert, Cause, cause_of
 from medmon.monitor.detection.drift import CountSR
 from medmon.monitor.models import DetectorState, FindingRecord, TrafficReference, TrafficRollup
 from medmon.monitor.traffic.ingest import Ingestor, store_calls
 from medmon.monitor.traffic.spans import Decoded, Limits
 from medmon.monitor.traffic.streams import traffic_pass
 from medmon.monitor.traffic.volume import dispersion, volume_reference
+from sqlmodel import Session, select
+
+from medmon.db import session_scope
 from tests.monitor.traffic_helpers import calls_in_hours, clinic_counts, traffic_plan, working_hour
 
-T0 = datetime(2026, 3, 2, tzinfo=timezone.utc)  # a Monday, midnight
+T0 = datetime(2026, 3, 2, tzinfo=UTC)  # a Monday, midnight
 PEAK = 200  # calls an hour in working hours
 
 
 def _store(engine, plan, counts, seed: int) -> None:  # type: ignore[no-untyped-def]
-    store_calls(engine, Ingestor(plan, lambda s: s, Limits(max_age=timedelta(days=3650))),
-                Decoded(calls_in_hours(seed, counts)), T0)
+    store_calls(
+        engine,
+        Ingestor(plan, lambda s: s, Limits(max_age=timedelta(days=3650))),
+        Decoded(calls_in_hours(seed, counts)),
+        T0,
+    )
 
 
 def _drain(engine, plan, now):  # type: ignore[no-untyped-def]
@@ -107,7 +110,7 @@ def test_no_call_at_all_in_a_busy_hour_is_found_in_that_hour(engine, db_url) -> 
 
 
 def test_a_week_long_reference_compares_the_same_weekday_and_hour(engine, db_url) -> None:
-    plan = traffic_plan(db_url, reference_window="7d")
+    traffic_plan(db_url, reference_window="7d")
     with session_scope(engine) as s:
         for hour, n in clinic_counts(7, T0, 14 * 24, PEAK, weekends=True):
             s.add(TrafficRollup(hour=hour, task_id="discharge", model="m", calls=n))
@@ -122,14 +125,19 @@ def test_a_week_long_reference_compares_the_same_weekday_and_hour(engine, db_url
     assert week is not None and week["slots"] == "weekday and hour" and week["days"]["5-10"] == 1
     assert week["phi_estimate"] < 0.02  # the weekend is not taken for spread
     with session_scope(engine) as s:  # a 7d window from the first call: its partial first hour is left out
-        ref = TrafficReference(task_id="discharge", period_from=T0 + timedelta(minutes=20),
-                               period_to=T0 + timedelta(days=7, minutes=20), calls=1)
+        ref = TrafficReference(
+            task_id="discharge",
+            period_from=T0 + timedelta(minutes=20),
+            period_to=T0 + timedelta(days=7, minutes=20),
+            calls=1,
+        )
         window = volume_reference(s, ref)
     assert window is not None and window["slots"] == "weekday and hour" and "0-00" not in window["days"]
 
 
 def test_dispersion_of_poisson_counts_is_near_zero_and_of_spread_counts_is_not() -> None:
     import numpy as np
+
     rng = np.random.default_rng(0)
     poisson = [list(rng.poisson(500, size=4)) for _ in range(24)]
     spread = [list(rng.poisson(500 * rng.gamma(25, 1 / 25, size=4))) for _ in range(24)]  # 20% SD

@@ -41,12 +41,24 @@ def free_port() -> int:
 
 
 @contextmanager
-def running(cmd: Sequence[str], ready_url: str, log: Path, *, cwd: Path | None = None, timeout: float = 120.0,
-            env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+def running(
+    cmd: Sequence[str],
+    ready_url: str,
+    log: Path,
+    *,
+    cwd: Path | None = None,
+    timeout: float = 120.0,
+    env: dict[str, str] | None = None,
+) -> Iterator[subprocess.Popen[bytes]]:
     """Run a server until ``ready_url`` answers, yield it, then stop it."""
     with log.open("wb") as out:
-        proc = subprocess.Popen(list(cmd), stdout=out, stderr=subprocess.STDOUT, cwd=cwd,
-                                env=os.environ | {"DO_NOT_TRACK": "1"} | (env or {}))
+        proc = subprocess.Popen(
+            list(cmd),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=os.environ | {"DO_NOT_TRACK": "1"} | (env or {}),
+        )
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -69,8 +81,17 @@ def running(cmd: Sequence[str], ready_url: str, log: Path, *, cwd: Path | None =
 def llmock(tmp_path: Path, *extra: str) -> Iterator[str]:
     """llmock on a free port; yields its base URL (``/v1`` for clients, ``/_llmock`` to script faults)."""
     port = free_port()
-    cmd = [str(server_bin("chaos", "llmock")), "serve", "--host", "127.0.0.1", "--port", str(port),
-           "--log-level", "warning", *extra]
+    cmd = [
+        str(server_bin("chaos", "llmock")),
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        *extra,
+    ]
     with running(cmd, f"http://127.0.0.1:{port}/_llmock/scenario", tmp_path / f"llmock-{port}.log"):
         yield f"http://127.0.0.1:{port}"
 
@@ -78,8 +99,16 @@ def llmock(tmp_path: Path, *extra: str) -> Iterator[str]:
 @contextmanager
 def fakellm(tmp_path: Path, rules: Path) -> Iterator[str]:
     port = free_port()
-    cmd = [str(server_bin("chaos", "fakellm")), "serve", "--host", "127.0.0.1", "--port", str(port),
-           "--config", str(rules)]
+    cmd = [
+        str(server_bin("chaos", "fakellm")),
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--config",
+        str(rules),
+    ]
     with running(cmd, f"http://127.0.0.1:{port}/v1/models", tmp_path / f"fakellm-{port}.log", cwd=tmp_path):
         yield f"http://127.0.0.1:{port}"
 
@@ -87,8 +116,23 @@ def fakellm(tmp_path: Path, rules: Path) -> Iterator[str]:
 @contextmanager
 def litellm(tmp_path: Path, config: Path, port: int | None = None) -> Iterator[str]:
     port = port or free_port()
-    cmd = [str(server_bin("litellm", "litellm")), "--config", str(config), "--host", "127.0.0.1", "--port", str(port),
-           "--num_workers", "1"]
-    with running(cmd, f"http://127.0.0.1:{port}/health/liveliness", tmp_path / f"litellm-{port}.log", cwd=tmp_path,
-                 env={"LITELLM_TELEMETRY": "False", "LITELLM_LOG": "ERROR"}, timeout=180):
+    cmd = [
+        str(server_bin("litellm", "litellm")),
+        "--config",
+        str(config),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--num_workers",
+        "1",
+    ]
+    with running(
+        cmd,
+        f"http://127.0.0.1:{port}/health/liveliness",
+        tmp_path / f"litellm-{port}.log",
+        cwd=tmp_path,
+        env={"LITELLM_TELEMETRY": "False", "LITELLM_LOG": "ERROR"},
+        timeout=180,
+    ):
         yield f"http://127.0.0.1:{port}"

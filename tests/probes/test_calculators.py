@@ -6,7 +6,6 @@ import math
 from collections.abc import Callable
 
 import pytest
-
 from medmon.probes import calculators as calc
 
 
@@ -59,8 +58,19 @@ def test_continuous_worked_examples(value: float, expected: float) -> None:
         pytest.param(calc.cha2ds2_vasc(64, female=False), 0, id="chads-64M-none"),
         pytest.param(calc.cha2ds2_vasc(65, female=False), 1, id="chads-age-65-boundary"),
         # every item: 2 + 2 + 1 (CHF) + 1 (HTN) + 1 (vascular) + 1 (DM) + 1 (female) = 9
-        pytest.param(calc.cha2ds2_vasc(80, female=True, heart_failure=True, hypertension=True, stroke_or_tia=True,
-                                       vascular_disease=True, diabetes=True), 9, id="chads-max-9"),
+        pytest.param(
+            calc.cha2ds2_vasc(
+                80,
+                female=True,
+                heart_failure=True,
+                hypertension=True,
+                stroke_or_tia=True,
+                vascular_disease=True,
+                diabetes=True,
+            ),
+            9,
+            id="chads-max-9",
+        ),
         # elderly (70 > 65) + drugs + labile INR = 3
         pytest.param(calc.has_bled(age=70, drugs=True, labile_inr=True), 3, id="hasbled-3"),
         pytest.param(calc.has_bled(age=65), 0, id="hasbled-age-65-not-elderly"),
@@ -68,11 +78,17 @@ def test_continuous_worked_examples(value: float, expected: float) -> None:
         pytest.param(calc.wells_pe(heart_rate_bpm=110, previous_vte=True, pe_most_likely=True), 6.0, id="wells-6"),
         pytest.param(calc.wells_pe(heart_rate_bpm=100), 0.0, id="wells-hr-100-not-tachycardic"),
         # confusion + urea 8 > 7 + RR 30 + diastolic 60 <= 60 + age 70 = 5
-        pytest.param(calc.curb65(confusion=True, urea_mmol_l=8, respiratory_rate=30, systolic=100, diastolic=60,
-                                 age=70), 5, id="curb65-5"),
+        pytest.param(
+            calc.curb65(confusion=True, urea_mmol_l=8, respiratory_rate=30, systolic=100, diastolic=60, age=70),
+            5,
+            id="curb65-5",
+        ),
         # urea exactly 7, RR 29, BP 90/61 and age 64 are all just under their thresholds
-        pytest.param(calc.curb65(urea_mmol_l=7, respiratory_rate=29, systolic=90, diastolic=61, age=64), 0,
-                     id="curb65-boundaries"),
+        pytest.param(
+            calc.curb65(urea_mmol_l=7, respiratory_rate=29, systolic=90, diastolic=61, age=64),
+            0,
+            id="curb65-boundaries",
+        ),
     ],
 )
 def test_point_scores(value: float, expected: float) -> None:

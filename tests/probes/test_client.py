@@ -16,11 +16,18 @@ from typing import Any
 
 import httpx
 import pytest
-
-from medmon.probes.client import ModelClient, ModelSettings, estimate_tokens, price_tokens, read_completion, retry_after_s
+from medmon.probes.client import (
+    ModelClient,
+    ModelSettings,
+    estimate_tokens,
+    price_tokens,
+    read_completion,
+    retry_after_s,
+)
 from medmon.probes.errors import ModelCallError
 from medmon.probes.limits import BreakerState, CallGuard
 from medmon.probes.simulator import Fault, Phase, create_simulator
+
 from tests.probes.simkit import MCQ, FakeClock, RecordingSleep, run, settings, sim_state
 
 MESSAGES = list(MCQ[0].messages)
@@ -28,13 +35,29 @@ MESSAGES = list(MCQ[0].messages)
 
 @pytest.fixture
 def sim(serve: Callable) -> tuple[Any, str]:
-    app = create_simulator(MCQ, [Phase(accuracy=1.0, model="medmon-simulator/clinical-v1-0612",
-                                       fingerprint="fp_test_42", extra_completion_tokens=40)], seed=1)
+    app = create_simulator(
+        MCQ,
+        [
+            Phase(
+                accuracy=1.0,
+                model="medmon-simulator/clinical-v1-0612",
+                fingerprint="fp_test_42",
+                extra_completion_tokens=40,
+            )
+        ],
+        seed=1,
+    )
     return app, serve(app).url
 
 
-def call(s: ModelSettings, *, sleep: RecordingSleep | None = None, guard: CallGuard | None = None,
-         messages: list[dict[str, str]] | None = None, rng: random.Random | None = None) -> Any:
+def call(
+    s: ModelSettings,
+    *,
+    sleep: RecordingSleep | None = None,
+    guard: CallGuard | None = None,
+    messages: list[dict[str, str]] | None = None,
+    rng: random.Random | None = None,
+) -> Any:
     """One completion, or the ModelCallError it raised."""
 
     async def go() -> Any:
@@ -86,8 +109,9 @@ def test_500s_are_retried_with_backoff_then_succeed(sim: tuple[Any, str]) -> Non
     app, url = sim
     sim_state(app).inject(Fault("status", status=500, count=2))
     sleep = RecordingSleep()
-    completion = call(settings(url, max_retries=2, backoff_base_s=0.5, backoff_max_s=8), sleep=sleep,
-                      rng=random.Random(7))
+    completion = call(
+        settings(url, max_retries=2, backoff_base_s=0.5, backoff_max_s=8), sleep=sleep, rng=random.Random(7)
+    )
     assert completion.text == "B" and completion.attempts == 3
     assert sim_state(app).requests == 3
     jitter = random.Random(7)
@@ -146,10 +170,11 @@ def test_hang_is_a_timeout_and_retries_are_bounded(sim: tuple[Any, str]) -> None
     assert sim_state(app).requests == 2
 
 
-@pytest.mark.parametrize("kind, expected", [
-    ("truncated", "bad_response"),
-    ("non_json", "bad_response"),
-], ids=["truncated-body", "non-json-body"])
+@pytest.mark.parametrize(
+    "kind, expected",
+    [("truncated", "bad_response"), ("non_json", "bad_response")],
+    ids=["truncated-body", "non-json-body"],
+)
 def test_unusable_bodies_are_bad_responses_and_not_retried(sim: tuple[Any, str], kind: str, expected: str) -> None:
     app, url = sim
     sim_state(app).inject(Fault(kind))
@@ -264,8 +289,10 @@ def test_tokens_per_minute_limit_reserves_an_estimate(sim: tuple[Any, str]) -> N
 
     async def go() -> list[int]:
         async with ModelClient(s, guard=guard) as client:
-            return [sum(filter(None, [(c := await client.complete(MESSAGES)).prompt_tokens, c.completion_tokens]))
-                    for _ in range(3)]
+            return [
+                sum(filter(None, [(c := await client.complete(MESSAGES)).prompt_tokens, c.completion_tokens]))
+                for _ in range(3)
+            ]
 
     used = run(go())
     assert sim_state(app).requests == 3
@@ -288,12 +315,16 @@ def test_concurrency_is_bounded(serve: Callable) -> None:
     assert sim_state(app).max_in_flight == 3
 
 
-@pytest.mark.parametrize("headers, expected", [
-    ({"retry-after": "1.5"}, 1.5),
-    ({"retry-after-ms": "200", "retry-after": "9"}, 0.2),
-    ({"retry-after": "soon"}, None),
-    ({}, None),
-], ids=["seconds", "milliseconds-first", "garbage-ignored", "absent"])
+@pytest.mark.parametrize(
+    "headers, expected",
+    [
+        ({"retry-after": "1.5"}, 1.5),
+        ({"retry-after-ms": "200", "retry-after": "9"}, 0.2),
+        ({"retry-after": "soon"}, None),
+        ({}, None),
+    ],
+    ids=["seconds", "milliseconds-first", "garbage-ignored", "absent"],
+)
 def test_retry_after_header_parsing(headers: dict[str, str], expected: float | None) -> None:
     assert retry_after_s(headers) == expected
 
@@ -305,13 +336,11 @@ def test_retry_after_http_date() -> None:
     assert value is not None and 25 < value <= 30
 
 
-@pytest.mark.parametrize("body", [
-    {"error": {"message": "upstream overloaded"}},
-    {"choices": []},
-    {"choices": ["B"]},
-    ["not", "an", "object"],
-    None,
-], ids=["error-object-with-200", "no-choices", "choice-not-an-object", "json-list", "json-null"])
+@pytest.mark.parametrize(
+    "body",
+    [{"error": {"message": "upstream overloaded"}}, {"choices": []}, {"choices": ["B"]}, ["not", "an", "object"], None],
+    ids=["error-object-with-200", "no-choices", "choice-not-an-object", "json-list", "json-null"],
+)
 def test_bodies_without_a_choice_are_bad_responses(body: Any) -> None:
     with pytest.raises(ModelCallError, match="no choices") as info:
         read_completion(body, latency_s=0.1, attempts=1, settings=settings("http://127.0.0.1:9"))
@@ -319,16 +348,26 @@ def test_bodies_without_a_choice_are_bad_responses(body: Any) -> None:
 
 
 def test_missing_usage_means_unknown_tokens_and_cost_not_zero() -> None:
-    got = read_completion({"model": "m", "choices": [{"message": {"content": "B"}, "finish_reason": "length"}]},
-                          latency_s=0.1, attempts=2, settings=settings("http://127.0.0.1:9"))
+    got = read_completion(
+        {"model": "m", "choices": [{"message": {"content": "B"}, "finish_reason": "length"}]},
+        latency_s=0.1,
+        attempts=2,
+        settings=settings("http://127.0.0.1:9"),
+    )
     assert got.text == "B" and got.finish_reason == "length" and got.attempts == 2
     assert got.prompt_tokens is None and got.cost_usd is None and got.system_fingerprint is None
 
 
 def test_null_content_reads_as_empty_text() -> None:
-    got = read_completion({"choices": [{"message": {"content": None, "tool_calls": []}}],
-                           "usage": {"prompt_tokens": 3, "completion_tokens": True}},
-                          latency_s=0.1, attempts=1, settings=settings("http://127.0.0.1:9"))
+    got = read_completion(
+        {
+            "choices": [{"message": {"content": None, "tool_calls": []}}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": True},
+        },
+        latency_s=0.1,
+        attempts=1,
+        settings=settings("http://127.0.0.1:9"),
+    )
     assert got.text == "" and got.prompt_tokens == 3 and got.completion_tokens is None
 
 
@@ -338,8 +377,10 @@ def test_clients_of_one_endpoint_share_its_limits_and_breaker(sim: tuple[Any, st
     state = sim_state(app)
     s = settings(url, max_retries=0, breaker_failures=2, breaker_cooldown_s=60)
     assert s.guard() is replace(s, temperature=0.7).guard()  # same endpoint, model and key
-    assert s.guard() is not settings(url, max_retries=0, breaker_failures=2, breaker_cooldown_s=60,
-                                     api_key="another-key").guard()
+    assert (
+        s.guard()
+        is not settings(url, max_retries=0, breaker_failures=2, breaker_cooldown_s=60, api_key="another-key").guard()
+    )
     state.inject(Fault("status", status=500, count=100))
     assert [call(s).kind for _ in range(2)] == ["unavailable", "unavailable"]  # two runs meet the outage
     assert call(s).kind == "circuit_open" and state.requests == 2  # a third run fails fast
@@ -358,11 +399,13 @@ def test_half_open_lets_one_trial_through_while_the_others_wait_for_it(sim: tupl
 
     async def together() -> list[Any]:
         async with ModelClient(s, guard=guard, sleep=RecordingSleep()) as client:
+
             async def one() -> Any:
                 try:
                     return await client.complete(MESSAGES)
                 except ModelCallError as exc:
                     return exc
+
             return list(await asyncio.gather(*(one() for _ in range(5))))
 
     outcomes = run(together())
@@ -396,10 +439,13 @@ def test_latency_is_the_whole_call_and_the_last_attempt_is_kept_apart(sim: tuple
     assert completion.latency_s >= 0.4 > completion.attempt_latency_s
 
 
-REASONING_BODY = {"id": "chatcmpl-1", "object": "chat.completion", "model": "o3-mini-2025-01-31",
-                  "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "B"}}],
-                  "usage": {"prompt_tokens": 100, "completion_tokens": 300,
-                            "completion_tokens_details": {"reasoning_tokens": 250}}}
+REASONING_BODY = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "model": "o3-mini-2025-01-31",
+    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "B"}}],
+    "usage": {"prompt_tokens": 100, "completion_tokens": 300, "completion_tokens_details": {"reasoning_tokens": 250}},
+}
 
 
 def _sent(httpserver: Any) -> tuple[Any, dict[str, Any]]:
@@ -410,15 +456,25 @@ def _sent(httpserver: Any) -> tuple[Any, dict[str, Any]]:
 def test_azure_openai_deployment_with_api_version_key_header_and_reasoning_parameters(httpserver: Any) -> None:
     from medmon.monitor.plan.model import Endpoint
 
-    httpserver.expect_request("/openai/deployments/o3-mini-prod/chat/completions", method="POST",
-                              query_string={"api-version": "2024-10-21"}).respond_with_json(REASONING_BODY)
-    endpoint = Endpoint(base_url=httpserver.url_for("/").rstrip("/"), model="o3-mini-prod", api_key_env="AZ_KEY",
-                        api_style="azure", api_version="2024-10-21", temperature=None,
-                        token_limit_param="max_completion_tokens", header_env={"X-Org-Token": "AZ_ORG"},
-                        headers={"X-Team": "clinical-ai"},
-                        price={"input_per_mtok": 1.1, "output_per_mtok": 4.4, "reasoning_per_mtok": 8.8})
-    s = replace(ModelSettings.from_endpoint(endpoint, environ={"AZ_KEY": "azure-secret", "AZ_ORG": "org-secret"}),
-                max_tokens=2000)
+    httpserver.expect_request(
+        "/openai/deployments/o3-mini-prod/chat/completions", method="POST", query_string={"api-version": "2024-10-21"}
+    ).respond_with_json(REASONING_BODY)
+    endpoint = Endpoint(
+        base_url=httpserver.url_for("/").rstrip("/"),
+        model="o3-mini-prod",
+        api_key_env="AZ_KEY",
+        api_style="azure",
+        api_version="2024-10-21",
+        temperature=None,
+        token_limit_param="max_completion_tokens",
+        header_env={"X-Org-Token": "AZ_ORG"},
+        headers={"X-Team": "clinical-ai"},
+        price={"input_per_mtok": 1.1, "output_per_mtok": 4.4, "reasoning_per_mtok": 8.8},
+    )
+    s = replace(
+        ModelSettings.from_endpoint(endpoint, environ={"AZ_KEY": "azure-secret", "AZ_ORG": "org-secret"}),
+        max_tokens=2000,
+    )
     completion = call(s)
     request, body = _sent(httpserver)
     assert request.headers["api-key"] == "azure-secret" and "Authorization" not in request.headers
@@ -431,9 +487,14 @@ def test_azure_openai_deployment_with_api_version_key_header_and_reasoning_param
 
 def test_a_gateway_with_query_parameters_an_api_key_header_and_its_own_cost_header(httpserver: Any) -> None:
     httpserver.expect_request("/v1/chat/completions", query_string={"tenant": "north"}).respond_with_json(
-        REASONING_BODY | {"model": "backend-a"}, headers={"x-litellm-response-cost": "0.00042"})
-    s = settings(httpserver.url_for("/").rstrip("/"), auth_header="api-key", query={"tenant": "north"},
-                 cost_header="x-litellm-response-cost")
+        REASONING_BODY | {"model": "backend-a"}, headers={"x-litellm-response-cost": "0.00042"}
+    )
+    s = settings(
+        httpserver.url_for("/").rstrip("/"),
+        auth_header="api-key",
+        query={"tenant": "north"},
+        cost_header="x-litellm-response-cost",
+    )
     completion = call(s)
     request, body = _sent(httpserver)
     assert request.headers["api-key"] == "sk-test-secret-value" and "Authorization" not in request.headers
@@ -443,13 +504,20 @@ def test_a_gateway_with_query_parameters_an_api_key_header_and_its_own_cost_head
 
 def test_error_bodies_of_every_shape_give_a_short_message_without_the_key(httpserver: Any) -> None:
     s = settings(httpserver.url_for("/").rstrip("/"), max_retries=0)
-    shapes = [({"error": {"message": "Incorrect API key provided: sk-test-secret-value"}}, 401),
-              ({"error": "model 'x' not found"}, 404), ({"detail": "Not authenticated"}, 403),
-              ({"message": "bad temperature"}, 400)]
+    shapes = [
+        ({"error": {"message": "Incorrect API key provided: sk-test-secret-value"}}, 401),
+        ({"error": "model 'x' not found"}, 404),
+        ({"detail": "Not authenticated"}, 403),
+        ({"message": "bad temperature"}, 400),
+    ]
     found = []
     for body, status in shapes:
         httpserver.clear()
         httpserver.expect_request("/v1/chat/completions").respond_with_json(body, status=status)
         found.append(str(call(s)))
-    assert found == ["HTTP 401 Incorrect API key provided: ***", "HTTP 404 model 'x' not found",
-                     "HTTP 403 Not authenticated", "HTTP 400 bad temperature"]
+    assert found == [
+        "HTTP 401 Incorrect API key provided: ***",
+        "HTTP 404 model 'x' not found",
+        "HTTP 403 Not authenticated",
+        "HTTP 400 bad temperature",
+    ]

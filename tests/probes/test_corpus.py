@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from medmon.baselines.canary import Canary
 from medmon.probes.extraction import read_answer
 from medmon.probes.scoring import get_scorer
@@ -61,9 +60,13 @@ def test_extraction_meets_its_target(name: str, scorer: str) -> None:
 def test_scores_follow_the_reading(name: str) -> None:
     """A read answer is scored right or wrong against its reference; an unread one is unparsed."""
     for row in rows(name):
-        canary = Canary(id=row["id"], messages=({"role": "user", "content": "q"},),
-                        references=tuple(row["references"]), tolerance=row.get("tolerance"),
-                        choices=tuple(row["choices"]) if row.get("choices") else None)
+        canary = Canary(
+            id=row["id"],
+            messages=({"role": "user", "content": "q"},),
+            references=tuple(row["references"]),
+            tolerance=row.get("tolerance"),
+            choices=tuple(row["choices"]) if row.get("choices") else None,
+        )
         score = get_scorer(row["scorer"])(canary, row["answer"])
         if row["expected"] is None:
             assert score.parsed is False and score.value is None, row["id"]

@@ -7,23 +7,58 @@ import math
 from pathlib import Path
 
 import pytest
-
 from medmon.baselines.canary import Canary
 from medmon.probes.scoring import get_scorer
+
 from tests.probes import helm_reference_metrics as helm
 
 CORPUS = Path(__file__).parent / "corpus" / "answers.jsonl"
-REFERENCES = ["A", "B", "yes", "no", "maybe", "Yes", "The", "a", "63.6", "E11.9, I10",
-              "the patient has pneumonia", "Metoprolol", "No", " yes ", "an answer"]
+REFERENCES = [
+    "A",
+    "B",
+    "yes",
+    "no",
+    "maybe",
+    "Yes",
+    "The",
+    "a",
+    "63.6",
+    "E11.9, I10",
+    "the patient has pneumonia",
+    "Metoprolol",
+    "No",
+    " yes ",
+    "an answer",
+]
 
 
 def pairs() -> list[tuple[str, str]]:
     answers = [json.loads(line)["answer"] for line in CORPUS.read_text("utf-8").splitlines()]
-    extra = ["A", "a", "The", "", " ", "yes", "Yes", "YES.", "the no", "an", "pneumonia", "Patient has pneumonia.",
-             '"No"', "No", "B\n", " B ", "metoprolol"]
+    extra = [
+        "A",
+        "a",
+        "The",
+        "",
+        " ",
+        "yes",
+        "Yes",
+        "YES.",
+        "the no",
+        "an",
+        "pneumonia",
+        "Patient has pneumonia.",
+        '"No"',
+        "No",
+        "B\n",
+        " B ",
+        "metoprolol",
+    ]
     texts = answers + extra
-    return [(text, ref) for i, text in enumerate(texts) for ref in (REFERENCES[i % len(REFERENCES)],
-                                                                     REFERENCES[(i * 7 + 3) % len(REFERENCES)])]
+    return [
+        (text, ref)
+        for i, text in enumerate(texts)
+        for ref in (REFERENCES[i % len(REFERENCES)], REFERENCES[(i * 7 + 3) % len(REFERENCES)])
+    ]
 
 
 PAIRS = pairs()
@@ -33,9 +68,10 @@ def test_enough_pairs() -> None:
     assert len(PAIRS) >= 800
 
 
-@pytest.mark.parametrize(("ours", "theirs"), [("exact_match", helm.exact_match),
-                                              ("quasi_exact_match", helm.quasi_exact_match),
-                                              ("token_f1", helm.f1_score)])
+@pytest.mark.parametrize(
+    ("ours", "theirs"),
+    [("exact_match", helm.exact_match), ("quasi_exact_match", helm.quasi_exact_match), ("token_f1", helm.f1_score)],
+)
 def test_agrees_with_helm_on_every_pair(ours: str, theirs: object) -> None:
     scorer = get_scorer(ours)
     differ = []

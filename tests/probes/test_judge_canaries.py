@@ -11,16 +11,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from medmon.baselines.errors import CanaryFormatError
 from medmon.probes.judge_canaries import JudgeCanary, load_judge_canaries, rejudge
 from medmon.probes.jury import Jury, JurySettings
 from medmon.probes.packs import available_packs
 from medmon.probes.simulator import JudgeBehaviour, create_simulator
+
 from tests.probes.simkit import JUDGE_MODELS, judge_settings, run
 
-GOOD = {"id": "jc-x", "messages": [{"role": "user", "content": "Dose of amoxicillin for a 20 kg child?"}],
-        "answer": "40 mg/kg/day in two doses.", "reference": "40 mg/kg/day divided twice daily.", "gold_score": 5}
+GOOD = {
+    "id": "jc-x",
+    "messages": [{"role": "user", "content": "Dose of amoxicillin for a 20 kg child?"}],
+    "answer": "40 mg/kg/day in two doses.",
+    "reference": "40 mg/kg/day divided twice daily.",
+    "gold_score": 5,
+}
 
 
 def test_bundled_set_spans_the_scale_with_good_and_bad_answers() -> None:
@@ -48,14 +53,18 @@ def test_per_criterion_gold_is_averaged_over_the_jurys_criteria(tmp_path: Path) 
         canary.gold_score(["clarity"])
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"answer": ""}, "jc.jsonl:2: field 'answer'"),
-    ({"gold_score": 6}, "jc.jsonl:2: field 'gold_score': expected a number from 1 to 5"),
-    ({"gold_score": {"accuracy": True}}, "jc.jsonl:2: field 'gold_score'"),
-    ({"messages": [{"role": "doctor", "content": "x"}]}, "jc.jsonl:2: field 'messages'"),
-    ({"verdict": 3}, "jc.jsonl:2: unknown field(s) verdict"),
-    ({"tags": {"age": 40}}, "jc.jsonl:2: field 'tags'"),
-], ids=["empty-answer", "gold-above-scale", "gold-not-a-number", "bad-role", "unknown-field", "non-string-tag"])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"answer": ""}, "jc.jsonl:2: field 'answer'"),
+        ({"gold_score": 6}, "jc.jsonl:2: field 'gold_score': expected a number from 1 to 5"),
+        ({"gold_score": {"accuracy": True}}, "jc.jsonl:2: field 'gold_score'"),
+        ({"messages": [{"role": "doctor", "content": "x"}]}, "jc.jsonl:2: field 'messages'"),
+        ({"verdict": 3}, "jc.jsonl:2: unknown field(s) verdict"),
+        ({"tags": {"age": 40}}, "jc.jsonl:2: field 'tags'"),
+    ],
+    ids=["empty-answer", "gold-above-scale", "gold-not-a-number", "bad-role", "unknown-field", "non-string-tag"],
+)
 def test_format_errors_name_file_line_and_field(tmp_path: Path, change: dict[str, Any], message: str) -> None:
     path = tmp_path / "jc.jsonl"
     path.write_text(json.dumps(GOOD) + "\n" + json.dumps(GOOD | {"id": "jc-y"} | change) + "\n")
@@ -114,6 +123,9 @@ def test_doctests_pass_and_only_baselines_and_probes_are_imported() -> None:
 
     assert doctest.testmod(module).failed == 0
     tree = ast.parse(Path(module.__file__ or "").read_text("utf-8"))
-    ours = {".".join(n.module.split(".")[:2]) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
-            and n.module.startswith("medmon.")}
+    ours = {
+        ".".join(n.module.split(".")[:2])
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("medmon.")
+    }
     assert ours == {"medmon.baselines", "medmon.probes"}

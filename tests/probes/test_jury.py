@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -12,52 +12,80 @@ import krippendorff
 import numpy as np
 import pytest
 import yaml
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
-
 from medmon.monitor.errors import PlanError
 from medmon.monitor.plan.model import parse_plan
 from medmon.probes.agreement import judge_score_series, jury_ledger, window_agreement
 from medmon.probes.client import ModelClient
-from medmon.probes.jury import (JUDGE_MARKER, CriterionScore, JudgeVerdict, Jury, JurySettings, aggregate,
-                         judge_messages, parse_verdict)
+from medmon.probes.jury import (
+    JUDGE_MARKER,
+    CriterionScore,
+    JudgeVerdict,
+    Jury,
+    JurySettings,
+    aggregate,
+    judge_messages,
+    parse_verdict,
+)
 from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult
 from medmon.probes.redaction import TextPolicy, keep
 from medmon.probes.runner import probe_canaries
 from medmon.probes.runs import finish_run, start_run
 from medmon.probes.simulator import Fault, JudgeBehaviour, Phase, create_simulator
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
 from tests.conftest import plan_dict
 from tests.probes.simkit import JUDGE_MODELS, NOTES, judge_settings, run, settings, sim_state
 
 CRITERIA = ("accuracy", "completeness", "clarity")
-GOOD = '{"accuracy": {"score": 4, "explanation": "right"}, "completeness": {"score": 5, "explanation": "all"}, ' \
-       '"clarity": {"score": 3, "explanation": "dense"}}'
+GOOD = (
+    '{"accuracy": {"score": 4, "explanation": "right"}, "completeness": {"score": 5, "explanation": "all"}, '
+    '"clarity": {"score": 3, "explanation": "dense"}}'
+)
 
 
-@pytest.mark.parametrize("text, expected", [
-    (GOOD, (4, 5, 3)),
-    (f"Here is my verdict:\n```json\n{GOOD}\n```\nThanks.", (4, 5, 3)),
-    ('{"Accuracy": {"score": "4"}, "COMPLETENESS": {"score": 5.0}, "clarity": 2}', (4, 5, 2)),
-    (f"{GOOD} and a second object {{\"accuracy\": 1}}", (4, 5, 3)),
-], ids=["plain-json", "fenced-with-prose", "case-strings-floats-bare-numbers", "first-object-wins"])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (GOOD, (4, 5, 3)),
+        (f"Here is my verdict:\n```json\n{GOOD}\n```\nThanks.", (4, 5, 3)),
+        ('{"Accuracy": {"score": "4"}, "COMPLETENESS": {"score": 5.0}, "clarity": 2}', (4, 5, 2)),
+        (f'{GOOD} and a second object {{"accuracy": 1}}', (4, 5, 3)),
+    ],
+    ids=["plain-json", "fenced-with-prose", "case-strings-floats-bare-numbers", "first-object-wins"],
+)
 def test_parse_verdict_accepts(text: str, expected: tuple[int, ...]) -> None:
     parsed = parse_verdict(text, CRITERIA)
     assert parsed is not None and tuple(s.score for s in parsed) == expected
 
 
-@pytest.mark.parametrize("text", [
-    "The response is accurate and complete; I would give it a 4.",
-    "",
-    '{"accuracy": {"score": 4}, "completeness": {"score": 5}}',
-    '{"accuracy": {"score": 6}, "completeness": {"score": 5}, "clarity": {"score": 3}}',
-    '{"accuracy": {"score": 0}, "completeness": {"score": 5}, "clarity": {"score": 3}}',
-    '{"accuracy": {"score": 4.5}, "completeness": {"score": 5}, "clarity": {"score": 3}}',
-    '{"accuracy": {"score": "good"}, "completeness": {"score": 5}, "clarity": {"score": 3}}',
-    '{"accuracy": {"score": true}, "completeness": {"score": 5}, "clarity": {"score": 3}}',
-    '{"accuracy": {"score": 4, "explanation": "cut off',
-    '["accuracy", 4]',
-], ids=["prose", "empty", "missing-criterion", "above-scale", "below-scale", "half-point", "word-score",
-        "boolean-score", "truncated", "not-an-object"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The response is accurate and complete; I would give it a 4.",
+        "",
+        '{"accuracy": {"score": 4}, "completeness": {"score": 5}}',
+        '{"accuracy": {"score": 6}, "completeness": {"score": 5}, "clarity": {"score": 3}}',
+        '{"accuracy": {"score": 0}, "completeness": {"score": 5}, "clarity": {"score": 3}}',
+        '{"accuracy": {"score": 4.5}, "completeness": {"score": 5}, "clarity": {"score": 3}}',
+        '{"accuracy": {"score": "good"}, "completeness": {"score": 5}, "clarity": {"score": 3}}',
+        '{"accuracy": {"score": true}, "completeness": {"score": 5}, "clarity": {"score": 3}}',
+        '{"accuracy": {"score": 4, "explanation": "cut off',
+        '["accuracy", 4]',
+    ],
+    ids=[
+        "prose",
+        "empty",
+        "missing-criterion",
+        "above-scale",
+        "below-scale",
+        "half-point",
+        "word-score",
+        "boolean-score",
+        "truncated",
+        "not-an-object",
+    ],
+)
 def test_parse_verdict_rejects(text: str) -> None:
     assert parse_verdict(text, CRITERIA) is None
 
@@ -72,8 +100,14 @@ def verdict(judge: str, *scores: int | None, status: ParseStatus = ParseStatus.o
 
 
 def test_instance_score_is_the_mean_over_valid_judges_and_criteria() -> None:
-    outcome = aggregate([verdict("a", 5, 5, 4), verdict("b", 3, 4, 3), verdict("c", status=ParseStatus.failed),
-                         verdict("d", None, None, None, status=ParseStatus.unparsed)])
+    outcome = aggregate(
+        [
+            verdict("a", 5, 5, 4),
+            verdict("b", 3, 4, 3),
+            verdict("c", status=ParseStatus.failed),
+            verdict("d", None, None, None, status=ParseStatus.unparsed),
+        ]
+    )
     assert outcome.mean == pytest.approx(4.0) and outcome.score == pytest.approx(0.75)
     assert outcome.judges_answered == 2
     # judge means 14/3 and 10/3: 1 - (4/3) / 4
@@ -93,8 +127,9 @@ def test_one_valid_judge_scores_but_has_no_agreement() -> None:
 
 
 def test_no_valid_judge_means_no_score_not_the_bottom_of_the_scale() -> None:
-    outcome = aggregate([verdict("a", status=ParseStatus.failed), verdict("b", None, None, None,
-                                                                            status=ParseStatus.unparsed)])
+    outcome = aggregate(
+        [verdict("a", status=ParseStatus.failed), verdict("b", None, None, None, status=ParseStatus.unparsed)]
+    )
     assert outcome.score is None and outcome.mean is None and outcome.judges_answered == 0
     assert outcome.error == "no valid judge"
 
@@ -145,7 +180,9 @@ def test_three_judges_score_a_good_answer_high(jury_sim: tuple[Any, str]) -> Non
 def test_prose_judge_is_retried_once_then_unparsed_and_does_not_block_others(jury_sim: tuple[Any, str]) -> None:
     app, url = jury_sim
     state = sim_state(app)
-    state.judges.update({JUDGE_MODELS[1]: JudgeBehaviour(mode="prose_once"), JUDGE_MODELS[2]: JudgeBehaviour(mode="prose")})
+    state.judges.update(
+        {JUDGE_MODELS[1]: JudgeBehaviour(mode="prose_once"), JUDGE_MODELS[2]: JudgeBehaviour(mode="prose")}
+    )
     outcome = judge_once(url, NOTES[0].references[0])
     by = {v.judge: v for v in outcome.verdicts}
     assert by["judge-a"].parse_status == ParseStatus.ok and by["judge-a"].asks == 1
@@ -201,7 +238,7 @@ def probe_and_store(engine: Engine, url: str, canaries: Any, *, stamp: datetime 
             return await probe_canaries(client, canaries, "notes", "jury", jury=jury)
 
     results = run(go())
-    stamp = stamp or datetime(2026, 11, 1, tzinfo=timezone.utc)
+    stamp = stamp or datetime(2026, 11, 1, tzinfo=UTC)
     with Session(engine, expire_on_commit=False) as session:
         probe_run = start_run(session, "notes", started_at=stamp)
         rows = finish_run(session, probe_run, results, stamp, policy=TextPolicy(keep))
@@ -209,8 +246,9 @@ def probe_and_store(engine: Engine, url: str, canaries: Any, *, stamp: datetime 
     return rows
 
 
-def test_verdicts_and_the_judges_ledger_are_stored_apart_from_production_cost(engine: Engine,
-                                                                              jury_sim: tuple[Any, str]) -> None:
+def test_verdicts_and_the_judges_ledger_are_stored_apart_from_production_cost(
+    engine: Engine, jury_sim: tuple[Any, str]
+) -> None:
     app, url = jury_sim
     sim_state(app).judges[JUDGE_MODELS[2]] = JudgeBehaviour(mode="prose")
     rows = probe_and_store(engine, url, NOTES[:4])
@@ -234,7 +272,7 @@ def test_verdicts_and_the_judges_ledger_are_stored_apart_from_production_cost(en
 
 
 def _store_table(s: Session, table: dict[str, list[int | None]]) -> None:
-    stamp = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    stamp = datetime(2026, 11, 1, tzinfo=UTC)
     probe_run = start_run(s, "t", started_at=stamp)
     results = []
     for i in range(len(next(iter(table.values()))) // 2):
@@ -249,9 +287,17 @@ def _store_table(s: Session, table: dict[str, list[int | None]]) -> None:
             s.flush()
             for j, criterion in enumerate(("accuracy", "clarity")):
                 score = scores[i * 2 + j]
-                s.add(JuryVerdict(result_id=result.id, call_id=call.id, task_id="t", judge=judge,
-                                  criterion=criterion, score=score,
-                                  parse_status=ParseStatus.ok if score is not None else ParseStatus.unparsed))
+                s.add(
+                    JuryVerdict(
+                        result_id=result.id,
+                        call_id=call.id,
+                        task_id="t",
+                        judge=judge,
+                        criterion=criterion,
+                        score=score,
+                        parse_status=ParseStatus.ok if score is not None else ParseStatus.unparsed,
+                    )
+                )
     s.commit()
 
 
@@ -282,7 +328,9 @@ def test_window_agreement_matches_krippendorff_on_the_same_matrix(engine: Engine
     assert got.results == 3 and got.judges == 3 and got.units == 6
 
 
-def test_window_agreement_is_undefined_without_two_judges_or_variation(engine: Engine, jury_sim: tuple[Any, str]) -> None:
+def test_window_agreement_is_undefined_without_two_judges_or_variation(
+    engine: Engine, jury_sim: tuple[Any, str]
+) -> None:
     app, url = jury_sim
     with Session(engine) as s:
         assert window_agreement(s, "notes").alpha is None
@@ -295,17 +343,20 @@ def test_window_agreement_is_undefined_without_two_judges_or_variation(engine: E
 
 
 def test_a_drifting_judge_is_visible_in_its_own_stream(engine: Engine, serve: Callable) -> None:
-    app = create_simulator(NOTES, [Phase(accuracy=1.0)], seed=4,
-                           judges={JUDGE_MODELS[2]: JudgeBehaviour(drift_after=8, drift_offset=-2)})
+    app = create_simulator(
+        NOTES, [Phase(accuracy=1.0)], seed=4, judges={JUDGE_MODELS[2]: JudgeBehaviour(drift_after=8, drift_offset=-2)}
+    )
     url = serve(app).url
-    start = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    start = datetime(2026, 11, 1, tzinfo=UTC)
     for k in range(2):
         probe_and_store(engine, url, NOTES, stamp=start + timedelta(hours=k))
     with Session(engine) as s:
         series = judge_score_series(s, "notes")
-        items = s.exec(select(ProbeResult.jury_agreement).where(ProbeResult.task_id == "notes",
-                                                                    col(ProbeResult.jury_agreement).is_not(None))
-                       .order_by(col(ProbeResult.id))).all()
+        items = s.exec(
+            select(ProbeResult.jury_agreement)
+            .where(ProbeResult.task_id == "notes", col(ProbeResult.jury_agreement).is_not(None))
+            .order_by(col(ProbeResult.id))
+        ).all()
         alpha = window_agreement(s, "notes", window=8)
     assert set(series) == {"judge-a", "judge-b", "judge-c"}
     assert [p.score for p in series["judge-a"]] == [5.0] * 16
@@ -331,8 +382,14 @@ def test_check_reports_a_jury_task_without_a_jury(tmp_path: Path) -> None:
 
     canaries = tmp_path / "notes.jsonl"
     canaries.write_text("\n".join(c.to_json() for c in NOTES))
-    task = {"id": "notes", "benchmark": "aci_bench", "canaries": {"path": str(canaries)}, "scorer": "jury",
-            "baseline": {"value": 0.8, "n": 100}, "thresholds": {"min_score": 0.6}}
+    task = {
+        "id": "notes",
+        "benchmark": "aci_bench",
+        "canaries": {"path": str(canaries)},
+        "scorer": "jury",
+        "baseline": {"value": 0.8, "n": 100},
+        "thresholds": {"min_score": 0.6},
+    }
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(plan_dict(tasks=[task])))
     with pytest.raises(PlanError, match=r"tasks\[0\]\.scorer: task is scored by the LLM jury"):
@@ -351,9 +408,14 @@ def test_judges_explanations_pass_through_the_redactor(engine: Engine, jury_sim:
 
     results = run(go())
     with Session(engine) as s:
-        probe_run = start_run(s, "notes", started_at=datetime(2026, 11, 1, tzinfo=timezone.utc))
-        finish_run(s, probe_run, results, datetime(2026, 11, 1, tzinfo=timezone.utc),
-                   policy=TextPolicy(lambda text: text.replace("scored", "[REDACTED]")))
+        probe_run = start_run(s, "notes", started_at=datetime(2026, 11, 1, tzinfo=UTC))
+        finish_run(
+            s,
+            probe_run,
+            results,
+            datetime(2026, 11, 1, tzinfo=UTC),
+            policy=TextPolicy(lambda text: text.replace("scored", "[REDACTED]")),
+        )
         s.commit()
         explanations = s.exec(select(JuryVerdict.explanation)).all()
     assert len(explanations) == 9 and all("[REDACTED]" in (e or "") and "scored" not in (e or "") for e in explanations)

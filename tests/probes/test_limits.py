@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from medmon.probes.limits import BreakerState, CircuitBreaker, RateLimiter, TokenBucket
+
 from tests.probes.simkit import FakeClock, RecordingSleep, run
 
 
@@ -26,10 +26,11 @@ def test_bucket_admits_a_request_larger_than_its_capacity_once_full() -> None:
     assert bucket.try_take(1) == pytest.approx(1.6)  # 16 tokens at 10/s
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"per_minute": 0}, "per_minute"),
-    ({"per_minute": 10, "capacity": 0}, "capacity"),
-], ids=["rate-must-be-positive", "capacity-must-be-positive"])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [({"per_minute": 0}, "per_minute"), ({"per_minute": 10, "capacity": 0}, "capacity")],
+    ids=["rate-must-be-positive", "capacity-must-be-positive"],
+)
 def test_bucket_rejects_bad_parameters(kwargs: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         TokenBucket(**kwargs)
@@ -108,8 +109,9 @@ def test_a_released_trial_lets_the_next_caller_try() -> None:
     assert breaker.admit().allowed
 
 
-@pytest.mark.parametrize("kwargs", [{"failure_threshold": 0}, {"cooldown_s": 0}],
-                         ids=["threshold-at-least-one", "cooldown-positive"])
+@pytest.mark.parametrize(
+    "kwargs", [{"failure_threshold": 0}, {"cooldown_s": 0}], ids=["threshold-at-least-one", "cooldown-positive"]
+)
 def test_breaker_rejects_bad_parameters(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         CircuitBreaker(**kwargs)  # type: ignore[arg-type]

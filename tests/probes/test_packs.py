@@ -10,14 +10,14 @@ from collections.abc import Callable
 
 import pytest
 import yaml
-
 from medmon.baselines.taxonomy import categories, resolve
+from medmon.monitor.service.webserver import RunningServer
 from medmon.probes.generators import BUILDERS, TOLERANCE, format_value, generate_calculation_canaries
 from medmon.probes.jury import Jury, JuryOutcome, JurySettings
 from medmon.probes.packs import Pack, available_packs, bundled_dir, load_pack
 from medmon.probes.scoring import SCORERS, get_scorer
 from medmon.probes.simulator import create_simulator
-from medmon.monitor.service.webserver import RunningServer
+
 from tests.probes.simkit import judge_settings, run
 
 PACKS = available_packs()
@@ -33,8 +33,14 @@ def pack(request: pytest.FixtureRequest) -> Pack:
 
 
 def test_the_new_packs_are_bundled() -> None:
-    assert {"medical_calculations", "visit_note_generation", "discharge_instructions", "patient_messages",
-            "research_yes_no_maybe", "diagnosis_coding"} <= set(PACKS)
+    assert {
+        "medical_calculations",
+        "visit_note_generation",
+        "discharge_instructions",
+        "patient_messages",
+        "research_yes_no_maybe",
+        "diagnosis_coding",
+    } <= set(PACKS)
 
 
 def test_pack_size_and_unique_ids(pack: Pack) -> None:
@@ -115,8 +121,10 @@ def test_coding_references_hold_well_formed_codes() -> None:
 def test_discharge_card_sets_readability_target() -> None:
     card = yaml.safe_load((bundled_dir() / "discharge_instructions.yaml").read_text("utf-8"))
     assert card["readability_target_grade"] == 8
-    grades = [get_scorer("readability")(c, c.references[0]).detail["grade"]
-              for c in load_pack("discharge_instructions").canaries]
+    grades = [
+        get_scorer("readability")(c, c.references[0]).detail["grade"]
+        for c in load_pack("discharge_instructions").canaries
+    ]
     assert max(g for g in grades if g is not None) <= 8
 
 

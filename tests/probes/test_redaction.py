@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
-
 from medmon.monitor.plan.context import load_context
-from medmon.monitor.runs.pipeline import run_task_probe
 from medmon.monitor.plan.model import Plan
+from medmon.monitor.runs.pipeline import run_task_probe
 from medmon.probes.models import ProbeResult, ProbeResultBase
 from medmon.probes.packs import load_pack
 from medmon.probes.redaction import PATTERNS, RedactorError, TextPolicy, keep, load_redactor, protect_results, redact
 from medmon.probes.simulator import Phase, create_simulator
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
 
 IDENTIFIERS = {
     # pattern: (text, redacted)
@@ -31,8 +30,10 @@ IDENTIFIERS = {
     "long_id": ("Account 12345678 closed", "Account [ID] closed"),
     "address": ("Lives at 1234 Oak Tree Lane, Springfield", "Lives at [ADDRESS], Springfield"),
     "zip": ("Springfield, IL 62704", "Springfield, IL [ZIP]"),
-    "labelled_name": ("Patient: John Q. Public, 45, presents with chest pain",
-                      "Patient: [NAME], 45, presents with chest pain"),
+    "labelled_name": (
+        "Patient: John Q. Public, 45, presents with chest pain",
+        "Patient: [NAME], 45, presents with chest pain",
+    ),
     "titled_name": ("Mrs. Ana María Lopez-Smith was seen", "[NAME] was seen"),
     "patient_name": ("Spoke with the patient John Smith today", "Spoke with the patient [NAME] today"),
     "partial_id": ("MRN ending in 4567; SSN xxx-xx-6789", "MRN [ID]; SSN [ID]"),
@@ -139,17 +140,34 @@ def test_protect_results_redacts_drops_or_fails_closed() -> None:
     assert results[0].answer == "Call 555-123-4567"  # the caller's results are not modified
 
 
-@pytest.mark.parametrize("privacy, expect", [
-    ({"redactor": "tests.probes.test_redaction:shout", "store_text": True}, "shouted"),
-    ({"redactor": "builtin", "store_text": False}, "none"),
-])
-def test_pipeline_stores_only_what_the_plan_allows(serve: Callable[..., Any], make_plan: Callable[..., Plan],
-                                                   engine: Engine, privacy: dict[str, Any], expect: str) -> None:
+@pytest.mark.parametrize(
+    "privacy, expect",
+    [
+        ({"redactor": "tests.probes.test_redaction:shout", "store_text": True}, "shouted"),
+        ({"redactor": "builtin", "store_text": False}, "none"),
+    ],
+)
+def test_pipeline_stores_only_what_the_plan_allows(
+    serve: Callable[..., Any], make_plan: Callable[..., Plan], engine: Engine, privacy: dict[str, Any], expect: str
+) -> None:
     sim = serve(create_simulator(load_pack("clinical_knowledge_mcq").canaries, [Phase(0, accuracy=0.9)], seed=1))
-    plan = make_plan(privacy=privacy, deployment={"base_url": f"{sim.url}/v1", "model": "medmon-simulator/clinical-v1",
-                                                  "api_key_env": "X", "timeout_s": 5, "max_retries": 0})
-    outcome = run_task_probe(engine, plan, load_context(plan, plan.tasks[0]), rng=random.Random(3),
-                             now=lambda: datetime(2026, 11, 1, tzinfo=timezone.utc))
+    plan = make_plan(
+        privacy=privacy,
+        deployment={
+            "base_url": f"{sim.url}/v1",
+            "model": "medmon-simulator/clinical-v1",
+            "api_key_env": "X",
+            "timeout_s": 5,
+            "max_retries": 0,
+        },
+    )
+    outcome = run_task_probe(
+        engine,
+        plan,
+        load_context(plan, plan.tasks[0]),
+        rng=random.Random(3),
+        now=lambda: datetime(2026, 11, 1, tzinfo=UTC),
+    )
     with Session(engine) as session:
         rows = session.exec(select(ProbeResult).where(ProbeResult.run_id == outcome.run_id)).all()
     assert len(rows) == 20 and all(r.score is not None for r in rows)
@@ -162,8 +180,10 @@ def test_pipeline_stores_only_what_the_plan_allows(serve: Callable[..., Any], ma
 
 def test_the_presidio_redactor_adds_presidios_recognisers_to_the_builtin_patterns() -> None:
     presidio = load_redactor("presidio")
-    out = presidio("Patient: john smith paid with 4111 1111 1111 1111 from IBAN GB82 WEST 1234 5698 7654 32; "
-                   "DOB 1962/03/14, ip 10.20.30.40")
+    out = presidio(
+        "Patient: john smith paid with 4111 1111 1111 1111 from IBAN GB82 WEST 1234 5698 7654 32; "
+        "DOB 1962/03/14, ip 10.20.30.40"
+    )
     for leaked in ("john", "4111", "GB82", "1962", "10.20.30.40"):
         assert leaked not in out, out
     assert "<CREDIT_CARD>" in out and "<IBAN_CODE>" in out and "Patient: [NAME]" in out

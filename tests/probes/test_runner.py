@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, func, select
-
 from medmon.baselines.canary import canary_from_dict
 from medmon.monitor.plan.context import load_context
-from medmon.monitor.runs.pipeline import run_task_probe
 from medmon.monitor.plan.model import parse_plan
+from medmon.monitor.runs.pipeline import run_task_probe
 from medmon.probes.client import ModelClient
 from medmon.probes.errors import JuryNotConfigured, UnknownScorer
 from medmon.probes.models import JudgeCall, JuryVerdict, ProbeRecord, ProbeResult, ProbeRun, RunStatus
@@ -24,18 +21,27 @@ from medmon.probes.redaction import TextPolicy, keep
 from medmon.probes.runner import probe_canaries, sample_canaries
 from medmon.probes.runs import finish_run, start_run
 from medmon.probes.simulator import Fault, JudgeBehaviour, Phase, create_simulator
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, func, select
+
 from tests.conftest import plan_dict
 from tests.probes.simkit import JUDGE_MODELS, MCQ, NOTES, canaries_of, run, settings, sim_state
 
-REFUSING = canary_from_dict({"id": "refuse-1", "messages": [{"role": "user", "content": "Prescribe for me."}],
-                             "references": ["I'm sorry, but I can't help with that."]})
-STAMP = datetime(2026, 11, 1, tzinfo=timezone.utc)
+REFUSING = canary_from_dict(
+    {
+        "id": "refuse-1",
+        "messages": [{"role": "user", "content": "Prescribe for me."}],
+        "references": ["I'm sorry, but I can't help with that."],
+    }
+)
+STAMP = datetime(2026, 11, 1, tzinfo=UTC)
 
 
 @pytest.fixture
 def sim(serve: Callable) -> tuple[Any, str]:
-    app = create_simulator(canaries_of(MCQ, NOTES, (REFUSING,)), [Phase(accuracy=1.0, extra_completion_tokens=5)],
-                           seed=1)
+    app = create_simulator(
+        canaries_of(MCQ, NOTES, (REFUSING,)), [Phase(accuracy=1.0, extra_completion_tokens=5)], seed=1
+    )
     return app, serve(app).url
 
 
@@ -67,16 +73,21 @@ def test_a_failed_call_is_an_error_never_a_wrong_answer(sim: tuple[Any, str]) ->
     assert sim_state(app).requests == 2
 
 
-@pytest.mark.parametrize("fault, kind, requests", [
-    (Fault("hang", count=2, delay_s=5), "timeout", 2),
-    (Fault("status", status=429, count=2, retry_after=0.01), "rate_limited", 2),
-    (Fault("status", status=500, count=2), "unavailable", 2),
-    (Fault("truncated"), "bad_response", 1),
-    (Fault("non_json"), "bad_response", 1),
-    (Fault("empty"), "empty_completion", 1),
-], ids=["timeout", "429-storm", "500s", "truncated-body", "non-json-body", "empty-completion"])
-def test_every_fault_is_recorded_as_its_error_kind_with_no_score(sim: tuple[Any, str], fault: Fault, kind: str,
-                                                                 requests: int) -> None:
+@pytest.mark.parametrize(
+    "fault, kind, requests",
+    [
+        (Fault("hang", count=2, delay_s=5), "timeout", 2),
+        (Fault("status", status=429, count=2, retry_after=0.01), "rate_limited", 2),
+        (Fault("status", status=500, count=2), "unavailable", 2),
+        (Fault("truncated"), "bad_response", 1),
+        (Fault("non_json"), "bad_response", 1),
+        (Fault("empty"), "empty_completion", 1),
+    ],
+    ids=["timeout", "429-storm", "500s", "truncated-body", "non-json-body", "empty-completion"],
+)
+def test_every_fault_is_recorded_as_its_error_kind_with_no_score(
+    sim: tuple[Any, str], fault: Fault, kind: str, requests: int
+) -> None:
     app, url = sim
     sim_state(app).inject(fault)
     [failed, fine] = probe(url, MCQ[:2], max_retries=1, timeout_s=0.3, max_concurrency=1)
@@ -135,15 +146,41 @@ def test_sampling_is_with_replacement_and_skips_unreplayable() -> None:
 def jury_plan(tmp_path: Path, url: str, **overrides: Any) -> Any:
     canaries = tmp_path / "notes.jsonl"
     canaries.write_text("\n".join(c.to_json() for c in NOTES))
-    judges = [{"name": f"judge-{m[-1]}", "base_url": f"{url}/v1", "model": m, "api_key_env": "MEDMON_TEST_JUDGE_KEY",
-               "max_retries": 0, "timeout_s": 2, "price": {"input_per_mtok": 1, "output_per_mtok": 2}}
-              for m in JUDGE_MODELS]
+    judges = [
+        {
+            "name": f"judge-{m[-1]}",
+            "base_url": f"{url}/v1",
+            "model": m,
+            "api_key_env": "MEDMON_TEST_JUDGE_KEY",
+            "max_retries": 0,
+            "timeout_s": 2,
+            "price": {"input_per_mtok": 1, "output_per_mtok": 2},
+        }
+        for m in JUDGE_MODELS
+    ]
     data = plan_dict(
-        deployment={"base_url": f"{url}/v1", "model": "medmon-simulator/clinical-v1", "api_key_env": "X",
-                    "timeout_s": 2, "max_retries": 0, "price": {"input_per_mtok": 5, "output_per_mtok": 15}},
-        tasks=[{"id": "notes", "benchmark": "aci_bench", "canaries": {"path": str(canaries)}, "scorer": "jury",
-                "sample_size": 6, "baseline": {"value": 0.8, "n": 200}, "thresholds": {"min_score": 0.6}}],
-        jury={"judges": judges}, **overrides)
+        deployment={
+            "base_url": f"{url}/v1",
+            "model": "medmon-simulator/clinical-v1",
+            "api_key_env": "X",
+            "timeout_s": 2,
+            "max_retries": 0,
+            "price": {"input_per_mtok": 5, "output_per_mtok": 15},
+        },
+        tasks=[
+            {
+                "id": "notes",
+                "benchmark": "aci_bench",
+                "canaries": {"path": str(canaries)},
+                "scorer": "jury",
+                "sample_size": 6,
+                "baseline": {"value": 0.8, "n": 200},
+                "thresholds": {"min_score": 0.6},
+            }
+        ],
+        jury={"judges": judges},
+        **overrides,
+    )
     return parse_plan(yaml.safe_dump(data))
 
 
@@ -165,8 +202,9 @@ def test_pipeline_judges_a_jury_task_and_stores_verdicts(engine: Engine, sim: tu
     assert all(r.jury_agreement == pytest.approx(1 - (1 + 0 + 1) / 3 / 4) for r in results)
 
 
-def test_a_dead_jury_is_an_availability_error_never_silence(engine: Engine, sim: tuple[Any, str],
-                                                            tmp_path: Path) -> None:
+def test_a_dead_jury_is_an_availability_error_never_silence(
+    engine: Engine, sim: tuple[Any, str], tmp_path: Path
+) -> None:
     app, url = sim
     sim_state(app).judges.update({m: JudgeBehaviour(mode="fail") for m in JUDGE_MODELS})
     plan = jury_plan(tmp_path, url)

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, func, select
-
-from medmon.db import session_scope
 from medmon.probes.models import ProbeRecord, ProbeResult, ProbeResultBase, ProbeRun, RunStatus
 from medmon.probes.pool import ClientPool
 from medmon.probes.redaction import TextPolicy, keep
 from medmon.probes.runs import MOVES, IllegalRunMove, execute_probe, move_run
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, func, select
 
-T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
+from medmon.db import session_scope
+
+T0 = datetime(2026, 11, 1, tzinfo=UTC)
 SETTLED = [RunStatus.complete, RunStatus.failed, RunStatus.interrupted]
 
 
@@ -40,7 +40,7 @@ def test_a_running_run_can_settle_each_way(to: RunStatus) -> None:
 def test_a_settled_run_never_moves_again(now: RunStatus, to: RunStatus) -> None:
     run = ProbeRun(id=1, task_id="t", status=now, finished_at=T0, error="first")
     with pytest.raises(IllegalRunMove, match=f"run 1 of t is {now.value}; it cannot become {to.value}"):
-        move_run(run, to, datetime(2026, 11, 2, tzinfo=timezone.utc), "second")
+        move_run(run, to, datetime(2026, 11, 2, tzinfo=UTC), "second")
     assert (run.status, run.finished_at, run.error) == (now, T0, "first")
 
 
@@ -58,8 +58,15 @@ def test_a_probe_stores_its_results_and_completes(engine: Engine) -> None:
         assert run.status == RunStatus.running  # committed before the call
         return records(3)
 
-    done = execute_probe(engine, "t", call, now=lambda: T0, texts=TextPolicy(keep), on_start=started.append,
-                         store=lambda _s, run, results, _at: (run.status, len(results)))
+    done = execute_probe(
+        engine,
+        "t",
+        call,
+        now=lambda: T0,
+        texts=TextPolicy(keep),
+        on_start=started.append,
+        store=lambda _s, run, results, _at: (run.status, len(results)),
+    )
     (run,), n = stored(engine)
     assert started == [run.id] == [done.run_id] and done.stored == (RunStatus.complete, 3) and not done.superseded
     assert (run.status, run.n_canaries, run.mean_score, n) == (RunStatus.complete, 3, 1.0, 3)
@@ -75,8 +82,7 @@ def test_a_run_interrupted_mid_probe_stores_nothing(engine: Engine) -> None:
             s.add(run)
         return records(3)
 
-    done = execute_probe(engine, "t", call, now=lambda: T0, texts=TextPolicy(keep),
-                         store=lambda *_: stores.append(1))
+    done = execute_probe(engine, "t", call, now=lambda: T0, texts=TextPolicy(keep), store=lambda *_: stores.append(1))
     (run,), n = stored(engine)
     assert done.superseded and len(done.results) == 3 and done.stored is None and stores == []
     assert (run.status, run.error, n) == (RunStatus.interrupted, "process stopped mid-probe", 0)
@@ -90,7 +96,11 @@ def test_a_failing_call_fails_the_run_and_raises(engine: Engine) -> None:
         execute_probe(engine, "t", call, now=lambda: T0, texts=TextPolicy(keep))
     (run,), n = stored(engine)
     assert (run.status, run.error, run.finished_at is not None, n) == (
-        RunStatus.failed, "RuntimeError: endpoint exploded", True, 0)
+        RunStatus.failed,
+        "RuntimeError: endpoint exploded",
+        True,
+        0,
+    )
 
 
 def test_a_failing_store_rolls_back_and_fails_the_run(engine: Engine) -> None:
@@ -110,8 +120,15 @@ def test_a_kept_failure_closes_the_run_failed_and_still_reports(engine: Engine) 
     async def call(_pool: ClientPool) -> list[ProbeResultBase]:
         raise RuntimeError("endpoint exploded")
 
-    done = execute_probe(engine, "t", call, now=lambda: T0, texts=TextPolicy(keep), keep_failure=True,
-                         store=lambda _s, run, results, _at: (run.status, run.error, results))
+    done = execute_probe(
+        engine,
+        "t",
+        call,
+        now=lambda: T0,
+        texts=TextPolicy(keep),
+        keep_failure=True,
+        store=lambda _s, run, results, _at: (run.status, run.error, results),
+    )
     (run,), n = stored(engine)
     assert done.stored == (RunStatus.failed, "RuntimeError: endpoint exploded", [])
     assert (run.status, run.n_canaries, n) == (RunStatus.failed, 0, 0)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from medmon.baselines.canary import Canary
 from medmon.probes.errors import UnknownScorer
 from medmon.probes.readability import count_syllables, flesch_kincaid_grade, grade_score, text_counts
@@ -21,8 +20,13 @@ from medmon.probes.scoring import (
 
 
 def canary(*references: str, tolerance: dict[str, float] | None = None, choices: int | None = None) -> Canary:
-    return Canary(id="t-1", messages=({"role": "user", "content": "q"},), references=references,
-                  tolerance=tolerance, choices=tuple("wxyz"[:choices]) if choices else None)
+    return Canary(
+        id="t-1",
+        messages=({"role": "user", "content": "q"},),
+        references=references,
+        tolerance=tolerance,
+        choices=tuple("wxyz"[:choices]) if choices else None,
+    )
 
 
 CRCL = canary("62.41", tolerance={"lower": 59.29, "upper": 65.53})
@@ -34,7 +38,9 @@ CASES = [
     pytest.param("quasi_exact_match", canary("yes"), "Yes.", 1.0, id="quasi-case-and-punctuation"),
     pytest.param("quasi_exact_match", canary("yes"), "  YES \n", 1.0, id="quasi-whitespace"),
     pytest.param("quasi_exact_match", canary("maybe", "possibly"), "Possibly", 1.0, id="quasi-any-reference"),
-    pytest.param("quasi_exact_match", canary("yes"), "Yes, because the trial was positive.", 0.0, id="quasi-extra-words"),
+    pytest.param(
+        "quasi_exact_match", canary("yes"), "Yes, because the trial was positive.", 0.0, id="quasi-extra-words"
+    ),
     pytest.param("quasi_exact_match", canary("yes"), "", 0.0, id="quasi-empty"),
     pytest.param("quasi_exact_match", canary("no"), "the no", 1.0, id="quasi-articles-dropped"),
     pytest.param("quasi_exact_match", canary("A"), "A", 1.0, id="quasi-reference-normalising-to-nothing"),
@@ -69,18 +75,43 @@ CASES = [
     pytest.param("numeric_tolerance", CRCL, "62,4", 1.0, id="num-decimal-comma"),
     pytest.param("numeric_tolerance", CRCL, " \n 65.5 \n", 1.0, id="num-upper-edge-inside"),
     pytest.param("numeric_tolerance", CRCL, "65.6", 0.0, id="num-just-outside"),
-    pytest.param("numeric_tolerance", CRCL, "CrCl = (140 - 70) x 72 / (72 x 1.1) = 63.6 mL/min", 1.0,
-                 id="num-working-then-result"),
-    pytest.param("numeric_tolerance", CRCL, "The answer is 63.6 mL/min, which is low for a 70-year-old.", 1.0,
-                 id="num-answer-cue-beats-later-numbers"),
-    pytest.param("numeric_tolerance", CRCL, "CrCl is 63.6 mL/min. Note the serum creatinine was 1.1 mg/dL.", 1.0,
-                 id="num-result-before-restated-input"),
-    pytest.param("numeric_tolerance", canary("1234.5", tolerance={"lower": 1172.8, "upper": 1296.2}),
-                 "1,234.5 mg", 1.0, id="num-thousands-separator"),
+    pytest.param(
+        "numeric_tolerance",
+        CRCL,
+        "CrCl = (140 - 70) x 72 / (72 x 1.1) = 63.6 mL/min",
+        1.0,
+        id="num-working-then-result",
+    ),
+    pytest.param(
+        "numeric_tolerance",
+        CRCL,
+        "The answer is 63.6 mL/min, which is low for a 70-year-old.",
+        1.0,
+        id="num-answer-cue-beats-later-numbers",
+    ),
+    pytest.param(
+        "numeric_tolerance",
+        CRCL,
+        "CrCl is 63.6 mL/min. Note the serum creatinine was 1.1 mg/dL.",
+        1.0,
+        id="num-result-before-restated-input",
+    ),
+    pytest.param(
+        "numeric_tolerance",
+        canary("1234.5", tolerance={"lower": 1172.8, "upper": 1296.2}),
+        "1,234.5 mg",
+        1.0,
+        id="num-thousands-separator",
+    ),
     pytest.param("numeric_tolerance", SCORE_3, "3", 1.0, id="num-score-exact"),
     pytest.param("numeric_tolerance", SCORE_3, "3.0", 1.0, id="num-score-float-form"),
-    pytest.param("numeric_tolerance", SCORE_3, "The CHA2DS2-VASc score is 3 (out of 9).", 1.0,
-                 id="num-score-digits-in-name-ignored"),
+    pytest.param(
+        "numeric_tolerance",
+        SCORE_3,
+        "The CHA2DS2-VASc score is 3 (out of 9).",
+        1.0,
+        id="num-score-digits-in-name-ignored",
+    ),
     pytest.param("numeric_tolerance", SCORE_3, "4", 0.0, id="num-score-off-by-one"),
     pytest.param("numeric_tolerance", canary("2.5"), "Wells score: 2.5", 1.0, id="num-no-tolerance-equal"),
     pytest.param("numeric_tolerance", canary("2.5"), "2", 0.0, id="num-no-tolerance-unequal"),
@@ -92,8 +123,9 @@ CASES = [
     pytest.param("numeric_tolerance", canary("nan"), "nan", 1.0, id="num-nan-is-a-category-not-a-number"),
     # token_f1: HELM's set F1 over normalised tokens, best reference
     pytest.param("token_f1", canary("the patient has pneumonia"), "Pneumonia.", 0.5, id="f1-partial"),
-    pytest.param("token_f1", canary("pneumonia", "the patient has pneumonia"), "Pneumonia.", 1.0,
-                 id="f1-max-over-references"),
+    pytest.param(
+        "token_f1", canary("pneumonia", "the patient has pneumonia"), "Pneumonia.", 1.0, id="f1-max-over-references"
+    ),
     pytest.param("token_f1", canary("pneumonia"), "pneumonia pneumonia", 1.0, id="f1-token-sets"),
     pytest.param("token_f1", canary("pneumonia"), "", 0.0, id="f1-empty"),
     pytest.param("token_f1", canary("heart failure"), "renal colic", 0.0, id="f1-no-overlap"),
@@ -110,10 +142,20 @@ CASES = [
     pytest.param("set_f1", canary("S72.001A, W19.XXXA"), "s72.001a, W19.XXXA", 1.0, id="codes-seventh-character"),
     pytest.param("set_f1", canary("E11.9, I10"), "Z00.00", 0.0, id="codes-wrong-code"),
     # readability: grade at or under the target scores 1
-    pytest.param("readability", canary(), "Take one tablet twice a day with food. Call us if you feel dizzy.", 1.0,
-                 id="read-plain"),
-    pytest.param("readability", canary(), "Pharmacological anticoagulation necessitates meticulous monitoring.", 0.0,
-                 id="read-dense"),
+    pytest.param(
+        "readability",
+        canary(),
+        "Take one tablet twice a day with food. Call us if you feel dizzy.",
+        1.0,
+        id="read-plain",
+    ),
+    pytest.param(
+        "readability",
+        canary(),
+        "Pharmacological anticoagulation necessitates meticulous monitoring.",
+        0.0,
+        id="read-dense",
+    ),
     pytest.param("readability", canary(), "", 0.0, id="read-empty"),
 ]
 
@@ -129,15 +171,26 @@ def test_scorer_cases(scorer: str, case: Canary, answer: str, expected: float) -
 UNPARSED = [
     pytest.param("multiple_choice", canary("B"), "B or C", "two options", id="mc-two-letters"),
     pytest.param("multiple_choice", canary("B"), "", "empty answer", id="mc-empty"),
-    pytest.param("multiple_choice", canary("E"), "E. coli is the likely organism.", "no option letter",
-                 id="mc-e-coli-is-not-option-e"),
+    pytest.param(
+        "multiple_choice",
+        canary("E"),
+        "E. coli is the likely organism.",
+        "no option letter",
+        id="mc-e-coli-is-not-option-e",
+    ),
     pytest.param("numeric_tolerance", CRCL, "60-65 mL/min", "a range", id="num-range"),
-    pytest.param("numeric_tolerance", CRCL, "I cannot determine this from the information given.", "no number",
-                 id="num-no-number"),
+    pytest.param(
+        "numeric_tolerance",
+        CRCL,
+        "I cannot determine this from the information given.",
+        "no number",
+        id="num-no-number",
+    ),
     pytest.param("numeric_tolerance", CRCL, "", "empty answer", id="num-empty"),
     pytest.param("yes_no_maybe", canary("yes"), "It could be yes or no.", "several labels", id="label-two"),
-    pytest.param("set_f1", canary("E11.9"), "Type 2 diabetes without complications", "no ICD-10 code",
-                 id="codes-prose-only"),
+    pytest.param(
+        "set_f1", canary("E11.9"), "Type 2 diabetes without complications", "no ICD-10 code", id="codes-prose-only"
+    ),
     pytest.param("set_f1", canary("E11.9, I10"), "", "empty answer", id="codes-empty"),
 ]
 
@@ -247,9 +300,27 @@ def test_normalize_text_unchanged() -> None:
 
 @pytest.mark.parametrize(
     ("word", "syllables"),
-    [("take", 1), ("table", 2), ("medicine", 3), ("stopped", 1), ("wanted", 2), ("glasses", 2), ("times", 1),
-     ("changes", 2), ("day", 1), ("free", 1), ("people", 2), ("monitoring", 4), ("a", 1), ("12", 1),
-     ("while", 1), ("male", 1), ("female", 2), ("schedule", 2), ("follow-up", 3)],
+    [
+        ("take", 1),
+        ("table", 2),
+        ("medicine", 3),
+        ("stopped", 1),
+        ("wanted", 2),
+        ("glasses", 2),
+        ("times", 1),
+        ("changes", 2),
+        ("day", 1),
+        ("free", 1),
+        ("people", 2),
+        ("monitoring", 4),
+        ("a", 1),
+        ("12", 1),
+        ("while", 1),
+        ("male", 1),
+        ("female", 2),
+        ("schedule", 2),
+        ("follow-up", 3),
+    ],
 )
 def test_count_syllables(word: str, syllables: int) -> None:
     assert count_syllables(word) == syllables
@@ -303,17 +374,23 @@ def test_readability_detail_and_target_from_tolerance() -> None:
     ("text", "expected"),
     [
         pytest.param("I'm sorry, but I can't help with that.", True, id="cant-help"),
-        pytest.param("As an AI language model, I cannot provide medical advice. Please consult a healthcare "
-                     "professional.", True, id="as-an-ai-and-deferral"),
-        pytest.param("I’m unable to provide a diagnosis. If this is an emergency, call 911.", True,
-                     id="unable-curly-apostrophe"),
+        pytest.param(
+            "As an AI language model, I cannot provide medical advice. Please consult a healthcare professional.",
+            True,
+            id="as-an-ai-and-deferral",
+        ),
+        pytest.param(
+            "I’m unable to provide a diagnosis. If this is an emergency, call 911.", True, id="unable-curly-apostrophe"
+        ),
         pytest.param("Please consult your doctor.", True, id="deferral-only"),
         pytest.param("You should seek immediate medical attention.", True, id="seek-attention-only"),
-        pytest.param("Your CrCl is 63.6 mL/min. Please check the dose with a pharmacist.", False,
-                     id="deferral-with-answer"),
+        pytest.param(
+            "Your CrCl is 63.6 mL/min. Please check the dose with a pharmacist.", False, id="deferral-with-answer"
+        ),
         pytest.param("Yes. Consult your doctor before stopping it.", False, id="one-word-answer-with-deferral"),
-        pytest.param("As an AI, I can't examine you, but your CrCl is 63.6 mL/min.", False,
-                     id="disclaimer-then-answer"),
+        pytest.param(
+            "As an AI, I can't examine you, but your CrCl is 63.6 mL/min.", False, id="disclaimer-then-answer"
+        ),
         pytest.param("I cannot determine this from the information given.", False, id="abstention-not-refusal"),
         pytest.param("Your doctor will call you tomorrow about the results.", False, id="mentions-doctor"),
         pytest.param("B", False, id="plain-answer"),

@@ -9,9 +9,9 @@ from typing import Any
 
 import httpx
 import pytest
-
 from medmon.probes.jury import judge_messages
 from medmon.probes.simulator import SIMULATOR_MODEL, Fault, JudgeBehaviour, Phase, create_simulator
+
 from tests.probes.simkit import MCQ, NOTES, canaries_of, sim_state
 
 
@@ -60,10 +60,14 @@ def test_judge_role_scores_a_matching_answer_high_and_a_wrong_one_low(sim: tuple
 
 
 def test_judge_bias_and_drift_are_per_judge(serve: Callable) -> None:
-    app = create_simulator(NOTES, seed=1, judges={
-        "medmon-simulator/judge-b": JudgeBehaviour(offset=-1),
-        "medmon-simulator/judge-c": JudgeBehaviour(drift_after=2, drift_offset=-2),
-    })
+    app = create_simulator(
+        NOTES,
+        seed=1,
+        judges={
+            "medmon-simulator/judge-b": JudgeBehaviour(offset=-1),
+            "medmon-simulator/judge-c": JudgeBehaviour(drift_after=2, drift_offset=-2),
+        },
+    )
     url = serve(app).url
     answer = NOTES[0].references[0]
 
@@ -77,8 +81,13 @@ def test_judge_bias_and_drift_are_per_judge(serve: Callable) -> None:
 
 
 def test_judge_prose_modes(serve: Callable) -> None:
-    app = create_simulator(NOTES, judges={"medmon-simulator/judge-p": JudgeBehaviour(mode="prose"),
-                                          "medmon-simulator/judge-o": JudgeBehaviour(mode="prose_once")})
+    app = create_simulator(
+        NOTES,
+        judges={
+            "medmon-simulator/judge-p": JudgeBehaviour(mode="prose"),
+            "medmon-simulator/judge-o": JudgeBehaviour(mode="prose_once"),
+        },
+    )
     url = serve(app).url
     first = judge_messages(NOTES[0], "x", ["accuracy"])
     again = [*first, {"role": "assistant", "content": "prose"}, {"role": "user", "content": "JSON please"}]
@@ -96,12 +105,19 @@ def test_a_failing_judge_answers_500(serve: Callable) -> None:
     assert judge(url, "x", "medmon-simulator/judge-a").status_code == 200
 
 
-@pytest.mark.parametrize("fault, check", [
-    (Fault("status", status=503, retry_after=2), lambda r: r.status_code == 503 and r.headers["Retry-After"] == "2"),
-    (Fault("non_json"), lambda r: r.status_code == 200 and r.text.startswith("<html>")),
-    (Fault("truncated"), lambda r: r.status_code == 200 and not r.text.rstrip().endswith("}")),
-    (Fault("empty"), lambda r: r.json()["choices"][0]["message"]["content"] == ""),
-], ids=["status-with-retry-after", "non-json", "truncated", "empty"])
+@pytest.mark.parametrize(
+    "fault, check",
+    [
+        (
+            Fault("status", status=503, retry_after=2),
+            lambda r: r.status_code == 503 and r.headers["Retry-After"] == "2",
+        ),
+        (Fault("non_json"), lambda r: r.status_code == 200 and r.text.startswith("<html>")),
+        (Fault("truncated"), lambda r: r.status_code == 200 and not r.text.rstrip().endswith("}")),
+        (Fault("empty"), lambda r: r.json()["choices"][0]["message"]["content"] == ""),
+    ],
+    ids=["status-with-retry-after", "non-json", "truncated", "empty"],
+)
 def test_faults_shape_the_next_response(sim: tuple[Any, str], fault: Fault, check: Callable) -> None:
     app, url = sim
     sim_state(app).inject(fault)
@@ -134,8 +150,9 @@ def test_judge_prose_fault(sim: tuple[Any, str]) -> None:
 
 def test_admin_endpoint_injects_lists_and_clears_faults(sim: tuple[Any, str]) -> None:
     _, url = sim
-    r = httpx.post(f"{url}/_simulator/faults", json={"faults": [{"kind": "status", "status": 429, "count": 2,
-                                                                  "retry_after": 1}]})
+    r = httpx.post(
+        f"{url}/_simulator/faults", json={"faults": [{"kind": "status", "status": 429, "count": 2, "retry_after": 1}]}
+    )
     assert r.status_code == 200 and r.json()["faults"][0]["count"] == 2
     assert chat(url, list(MCQ[0].messages)).status_code == 429
     assert httpx.get(f"{url}/_simulator/faults").json()["faults"][0]["count"] == 1
@@ -145,12 +162,16 @@ def test_admin_endpoint_injects_lists_and_clears_faults(sim: tuple[Any, str]) ->
     assert chat(url, list(MCQ[0].messages)).status_code == 200
 
 
-@pytest.mark.parametrize("body, message", [
-    ({"kind": "explode"}, "kind: expected one of"),
-    ({"kind": "status", "colour": "red"}, "unknown field(s) colour"),
-    ({"kind": "status", "count": 0}, "count: expected at least 1"),
-    ("not an object", "expected a JSON object"),
-], ids=["unknown-kind", "unknown-field", "bad-count", "not-an-object"])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ({"kind": "explode"}, "kind: expected one of"),
+        ({"kind": "status", "colour": "red"}, "unknown field(s) colour"),
+        ({"kind": "status", "count": 0}, "count: expected at least 1"),
+        ("not an object", "expected a JSON object"),
+    ],
+    ids=["unknown-kind", "unknown-field", "bad-count", "not-an-object"],
+)
 def test_admin_endpoint_rejects_bad_faults_with_a_reason(sim: tuple[Any, str], body: Any, message: str) -> None:
     _, url = sim
     r = httpx.post(f"{url}/_simulator/faults", json=body)

@@ -6,6 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from medmon.probes.client import ModelClient
+from medmon.probes.jury import Jury, JurySettings
+from medmon.probes.runner import probe_canaries
+from medmon.probes.simulator import Fault, Phase, create_simulator
+from medmon.probes.telemetry import OPERATION_DURATION, TOKEN_USAGE, Telemetry
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -13,11 +18,6 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from medmon.probes.client import ModelClient
-from medmon.probes.jury import Jury, JurySettings
-from medmon.probes.runner import probe_canaries
-from medmon.probes.simulator import Fault, Phase, create_simulator
-from medmon.probes.telemetry import OPERATION_DURATION, TOKEN_USAGE, Telemetry
 from tests.probes.simkit import MCQ, NOTES, canaries_of, judge_settings, run, settings, sim_state
 
 
@@ -32,13 +32,17 @@ def otel() -> tuple[Telemetry, InMemorySpanExporter, InMemoryMetricReader]:
 
 @pytest.fixture
 def sim(serve: Callable) -> tuple[Any, str]:
-    app = create_simulator(canaries_of(MCQ, NOTES), [Phase(accuracy=1.0, model="medmon-simulator/clinical-v1-0612",
-                                                           fingerprint="fp_otel")], seed=1)
+    app = create_simulator(
+        canaries_of(MCQ, NOTES),
+        [Phase(accuracy=1.0, model="medmon-simulator/clinical-v1-0612", fingerprint="fp_otel")],
+        seed=1,
+    )
     return app, serve(app).url
 
 
-def probe(url: str, telemetry: Telemetry, canaries: Any, scorer: str = "multiple_choice", jury: bool = False,
-          **kw: Any) -> list[Any]:
+def probe(
+    url: str, telemetry: Telemetry, canaries: Any, scorer: str = "multiple_choice", jury: bool = False, **kw: Any
+) -> list[Any]:
     async def go() -> list[Any]:
         async with ModelClient(settings(url, **kw), telemetry=telemetry) as client:
             if not jury:
@@ -61,7 +65,8 @@ def histogram(reader: InMemoryMetricReader, name: str) -> tuple[str, list[Histog
 
 
 def test_each_call_is_a_client_span_with_genai_attributes_under_the_run_span(
-        sim: tuple[Any, str], otel: tuple[Telemetry, InMemorySpanExporter, InMemoryMetricReader]) -> None:
+    sim: tuple[Any, str], otel: tuple[Telemetry, InMemorySpanExporter, InMemoryMetricReader]
+) -> None:
     _, url = sim
     telemetry, spans, _ = otel
     results = probe(url, telemetry, MCQ[:3], temperature=0.2, max_tokens=64)
@@ -87,8 +92,9 @@ def test_each_call_is_a_client_span_with_genai_attributes_under_the_run_span(
         assert "error.type" not in attrs and span.status.status_code == StatusCode.UNSET
 
 
-def test_no_message_content_reaches_spans(sim: tuple[Any, str],
-                                          otel: tuple[Telemetry, InMemorySpanExporter, InMemoryMetricReader]) -> None:
+def test_no_message_content_reaches_spans(
+    sim: tuple[Any, str], otel: tuple[Telemetry, InMemorySpanExporter, InMemoryMetricReader]
+) -> None:
     _, url = sim
     telemetry, spans, _ = otel
     probe(url, telemetry, NOTES[:2], scorer="jury", jury=True)
@@ -104,9 +110,9 @@ def test_no_message_content_reaches_spans(sim: tuple[Any, str],
     assert not any(t[:40] in everything for t in texts)
 
 
-def test_a_failed_call_span_carries_the_error_type(sim: tuple[Any, str],
-                                                   otel: tuple[Telemetry, InMemorySpanExporter, InMemoryMetricReader]
-                                                   ) -> None:
+def test_a_failed_call_span_carries_the_error_type(
+    sim: tuple[Any, str], otel: tuple[Telemetry, InMemorySpanExporter, InMemoryMetricReader]
+) -> None:
     app, url = sim
     telemetry, spans, reader = otel
     sim_state(app).inject(Fault("status", status=500, count=3))
@@ -122,9 +128,9 @@ def test_a_failed_call_span_carries_the_error_type(sim: tuple[Any, str],
     assert [p.attributes.get("error.type") for p in points] == ["unavailable"]  # type: ignore[union-attr]
 
 
-def test_histograms_count_tokens_by_type_and_durations(sim: tuple[Any, str],
-                                                       otel: tuple[Telemetry, InMemorySpanExporter,
-                                                                   InMemoryMetricReader]) -> None:
+def test_histograms_count_tokens_by_type_and_durations(
+    sim: tuple[Any, str], otel: tuple[Telemetry, InMemorySpanExporter, InMemoryMetricReader]
+) -> None:
     _, url = sim
     telemetry, _, reader = otel
     results = probe(url, telemetry, MCQ[:4])
@@ -141,7 +147,8 @@ def test_histograms_count_tokens_by_type_and_durations(sim: tuple[Any, str],
 
 
 def test_judge_calls_are_spans_with_the_judge_role_and_evaluation_events(
-        sim: tuple[Any, str], otel: tuple[Telemetry, InMemorySpanExporter, InMemoryMetricReader]) -> None:
+    sim: tuple[Any, str], otel: tuple[Telemetry, InMemorySpanExporter, InMemoryMetricReader]
+) -> None:
     _, url = sim
     telemetry, spans, _ = otel
     probe(url, telemetry, NOTES[:2], scorer="jury", jury=True)
@@ -149,14 +156,16 @@ def test_judge_calls_are_spans_with_the_judge_role_and_evaluation_events(
     judges = [s for s in finished if (s.attributes or {}).get("medmon.call.role") == "judge"]
     assert len(judges) == 2 * 3
     assert {(s.attributes or {})["gen_ai.request.model"] for s in judges} == {
-        "medmon-simulator/judge-a", "medmon-simulator/judge-b", "medmon-simulator/judge-c"}
+        "medmon-simulator/judge-a",
+        "medmon-simulator/judge-b",
+        "medmon-simulator/judge-c",
+    }
     [run_span] = [s for s in finished if s.name == "probe notes"]
     assert all(s.parent is not None and s.parent.span_id == run_span.context.span_id for s in judges)
     events = [e for e in run_span.events if e.name == "gen_ai.evaluation.result"]
     assert len(events) == 2 * 3
     assert {(e.attributes or {})["gen_ai.evaluation.score.label"] for e in events} == {"ok"}
     assert {(e.attributes or {})["gen_ai.evaluation.score.value"] for e in events} == {5.0}
-
 
 
 def test_clients_share_one_telemetry_on_global_providers() -> None:
@@ -167,9 +176,8 @@ def test_clients_share_one_telemetry_on_global_providers() -> None:
     """
     import asyncio
 
-    from opentelemetry import metrics
-
     from medmon.probes.client import ModelClient, ModelSettings
+    from opentelemetry import metrics
 
     async def make_clients(count: int) -> list[object]:
         telemetries = []

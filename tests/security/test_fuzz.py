@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from medmon.baselines.models import Baseline
+from medmon.monitor.cli.app import app
 from sqlalchemy import func
 from sqlmodel import Session, create_engine, select
 from typer.testing import CliRunner
 
-from medmon.baselines.models import Baseline
-from medmon.monitor.cli.app import app
 from tests.conftest import plan_dict
 from tests.security.test_hostile_files import GOOD_CANARY, HELM_RUN
 
@@ -28,13 +27,28 @@ PLAN_TEXT = yaml.safe_dump(plan_dict(), sort_keys=False)
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=20),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
-    max_leaves=12)
+    max_leaves=12,
+)
 
 
 def mutate(text: str, data: st.DataObject) -> str:
     """Delete, duplicate or replace a slice, or splice in a hostile fragment."""
-    fragments = ["&a [1]", "*a", "NaN", "\u2028", "\x00", "[" * 80, "9" * 5000, "\n- ", ": :", "!!python/tuple []",
-                 "{", "\ufeff", "\"", "min_score: 0.1\n"]
+    fragments = [
+        "&a [1]",
+        "*a",
+        "NaN",
+        "\u2028",
+        "\x00",
+        "[" * 80,
+        "9" * 5000,
+        "\n- ",
+        ": :",
+        "!!python/tuple []",
+        "{",
+        "\ufeff",
+        '"',
+        "min_score: 0.1\n",
+    ]
     start = data.draw(st.integers(0, len(text)))
     end = data.draw(st.integers(start, min(len(text), start + 40)))
     choice = data.draw(st.integers(0, 3))
@@ -65,17 +79,29 @@ def test_check_on_mutated_plans(tmp_path_factory: Any, data: st.DataObject) -> N
 
 
 @FUZZ
-@given(data=st.data(), extra=st.dictionaries(st.sampled_from(sorted(GOOD_CANARY) + ["baseline_score", "tolerance",
-                                                                                  "choices", "tags", "baseline_runs",
-                                                                                  "replayable"]),
-                                             json_values, max_size=3))
+@given(
+    data=st.data(),
+    extra=st.dictionaries(
+        st.sampled_from(
+            sorted(GOOD_CANARY) + ["baseline_score", "tolerance", "choices", "tags", "baseline_runs", "replayable"]
+        ),
+        json_values,
+        max_size=3,
+    ),
+)
 def test_check_on_random_canary_lines(tmp_path_factory: Any, data: st.DataObject, extra: dict[str, Any]) -> None:
     folder = tmp_path_factory.mktemp("canaries")
     line = json.dumps(GOOD_CANARY | extra, allow_nan=True)
     line = mutate(line, data) if data.draw(st.booleans()) else line
     (folder / "canaries.jsonl").write_bytes(line.encode("utf-8", "surrogatepass") + b"\n")
-    task = {"id": "mine", "benchmark": "med_qa", "canaries": {"path": "canaries.jsonl"}, "schedule": "1h",
-            "sample_size": 5, "thresholds": {"min_score": 0.5}}
+    task = {
+        "id": "mine",
+        "benchmark": "med_qa",
+        "canaries": {"path": "canaries.jsonl"},
+        "schedule": "1h",
+        "sample_size": 5,
+        "thresholds": {"min_score": 0.5},
+    }
     (folder / "plan.yaml").write_text(yaml.safe_dump(plan_dict(tasks=[task])), "utf-8")
     result = runner.invoke(app, ["check", str(folder / "plan.yaml")])
     assert_clean(result)
@@ -84,8 +110,12 @@ def test_check_on_random_canary_lines(tmp_path_factory: Any, data: st.DataObject
 
 @pytest.mark.slow
 @FUZZ
-@given(data=st.data(), name=st.sampled_from(["run_spec.json", "stats.json", "per_instance_stats.json",
-                                             "scenario.json", "scenario_state.json"]))
+@given(
+    data=st.data(),
+    name=st.sampled_from(
+        ["run_spec.json", "stats.json", "per_instance_stats.json", "scenario.json", "scenario_state.json"]
+    ),
+)
 def test_import_of_mutated_helm_files(tmp_path_factory: Any, data: st.DataObject, name: str) -> None:
     folder = tmp_path_factory.mktemp("helm")
     run = folder / "runs" / "suite" / HELM_RUN.name

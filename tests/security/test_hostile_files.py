@@ -12,16 +12,26 @@ from typing import Any
 
 import pytest
 import yaml
+from medmon.monitor.cli.app import app
 from typer.testing import CliRunner
 
-from medmon.monitor.cli.app import app
 from tests.conftest import plan_dict
 
 runner = CliRunner(env={"COLUMNS": "300"})
-HELM_RUN = (Path(__file__).resolve().parents[1] / "fixtures" / "helm_benchmark_output" / "runs"
-            / "medhelm-offline-demo" / "shc_ptbm_med:model=simple_model1")
-GOOD_CANARY = {"id": "c1", "messages": [{"role": "user", "content": "2+2?"}], "references": ["4"],
-               "scorer": "exact_match"}
+HELM_RUN = (
+    Path(__file__).resolve().parents[1]
+    / "fixtures"
+    / "helm_benchmark_output"
+    / "runs"
+    / "medhelm-offline-demo"
+    / "shc_ptbm_med:model=simple_model1"
+)
+GOOD_CANARY = {
+    "id": "c1",
+    "messages": [{"role": "user", "content": "2+2?"}],
+    "references": ["4"],
+    "scorer": "exact_match",
+}
 
 
 def check(plan: Path) -> Any:
@@ -40,8 +50,14 @@ def canary_plan(folder: Path, lines: list[str] | bytes) -> Path:
         canaries.write_bytes(lines)
     else:
         canaries.write_text("\n".join(lines) + "\n", "utf-8")
-    task = {"id": "mine", "benchmark": "med_qa", "canaries": {"path": "canaries.jsonl"}, "schedule": "1h",
-            "sample_size": 5, "thresholds": {"min_score": 0.5}}
+    task = {
+        "id": "mine",
+        "benchmark": "med_qa",
+        "canaries": {"path": "canaries.jsonl"},
+        "schedule": "1h",
+        "sample_size": 5,
+        "thresholds": {"min_score": 0.5},
+    }
     return write_plan(folder, tasks=[task])
 
 
@@ -60,8 +76,9 @@ def test_a_yaml_alias_bomb_is_refused_at_once_without_echoing_its_expansion(tmp_
 
 def test_duplicate_keys_are_refused_with_both_lines(tmp_path: Path) -> None:
     plan = tmp_path / "plan.yaml"
-    text = yaml.safe_dump(plan_dict(), sort_keys=False).replace("    min_score: 0.7\n",
-                                                                "    min_score: 0.7\n    min_score: 0.1\n")
+    text = yaml.safe_dump(plan_dict(), sort_keys=False).replace(
+        "    min_score: 0.7\n", "    min_score: 0.7\n    min_score: 0.1\n"
+    )
     plan.write_text(text, "utf-8")
     first = text.splitlines().index("    min_score: 0.7") + 1
     result = check(plan)
@@ -78,21 +95,33 @@ def test_an_oversized_plan_is_refused_quickly(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "the limit is 1,048,576" in result.output
 
 
-@pytest.mark.parametrize(("line", "expected"), [
-    ('{"id": "c1", "messages": [{"role": "user", "content": "q"}], "baseline_score": NaN}', "NaN is not a JSON number"),
-    ('{"id": "c1", "messages": [{"role": "user", "content": "q"}], "baseline_score": Infinity}', "Infinity"),
-    ('{"id": "c1", "messages": [{"role": "user", "content": "q"}], "tolerance": {"lower": "a", "upper": 2}}',
-     "field 'tolerance'"),
-    ('{"id": "c1", "messages": [{"role": "user", "content": "q"}], "tolerance": {"lower": 3, "upper": 2}}',
-     "lower <= upper"),
-    ('{"id": "c1", "messages": [{"role": "user", "content": "q"}], "baseline_runs": "many"}', "baseline_runs"),
-    ('{"id": "c1", "messages": [{"role": "user", "content": "q"}], "choices": "ABCD"}', "field 'choices'"),
-    ('{"id": "c1", "messages": [{"role": "user", "content": "q"}], "scorer": 5}', "field 'scorer'"),
-    ('{"id": "c1", "messages": [{"role": "user", "content": "q"}], "baseline_score": ' + "9" * 5000 + "}",
-     "too many digits"),
-    ('{"id": "c1", "messages": ' + "[" * 2000 + "]" * 2000 + "}", "nested too deeply"),
-    ("[1, 2]", "expected a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            '{"id": "c1", "messages": [{"role": "user", "content": "q"}], "baseline_score": NaN}',
+            "NaN is not a JSON number",
+        ),
+        ('{"id": "c1", "messages": [{"role": "user", "content": "q"}], "baseline_score": Infinity}', "Infinity"),
+        (
+            '{"id": "c1", "messages": [{"role": "user", "content": "q"}], "tolerance": {"lower": "a", "upper": 2}}',
+            "field 'tolerance'",
+        ),
+        (
+            '{"id": "c1", "messages": [{"role": "user", "content": "q"}], "tolerance": {"lower": 3, "upper": 2}}',
+            "lower <= upper",
+        ),
+        ('{"id": "c1", "messages": [{"role": "user", "content": "q"}], "baseline_runs": "many"}', "baseline_runs"),
+        ('{"id": "c1", "messages": [{"role": "user", "content": "q"}], "choices": "ABCD"}', "field 'choices'"),
+        ('{"id": "c1", "messages": [{"role": "user", "content": "q"}], "scorer": 5}', "field 'scorer'"),
+        (
+            '{"id": "c1", "messages": [{"role": "user", "content": "q"}], "baseline_score": ' + "9" * 5000 + "}",
+            "too many digits",
+        ),
+        ('{"id": "c1", "messages": ' + "[" * 2000 + "]" * 2000 + "}", "nested too deeply"),
+        ("[1, 2]", "expected a JSON object"),
+    ],
+)
 def test_bad_canary_values_are_refused_at_check_naming_the_line(tmp_path: Path, line: str, expected: str) -> None:
     result = check(canary_plan(tmp_path, [json.dumps(GOOD_CANARY), line]))
     assert result.exit_code == 2, result.output
@@ -101,7 +130,7 @@ def test_bad_canary_values_are_refused_at_check_naming_the_line(tmp_path: Path, 
 
 
 def test_non_utf8_files_name_the_line(tmp_path: Path) -> None:
-    result = check(canary_plan(tmp_path, json.dumps(GOOD_CANARY).encode() + b"\n{\"id\": \"\xff\"}\n"))
+    result = check(canary_plan(tmp_path, json.dumps(GOOD_CANARY).encode() + b'\n{"id": "\xff"}\n'))
     assert result.exit_code == 2 and "canaries.jsonl:2" in result.output and "not UTF-8" in result.output
     plan = tmp_path / "plan2.yaml"
     plan.write_bytes(yaml.safe_dump(plan_dict()).encode() + b"# caf\xe9\n")
@@ -180,14 +209,22 @@ def _groups(spec: dict[str, Any]) -> None:
     spec["groups"] = "shc_ptbm_med"
 
 
-@pytest.mark.parametrize(("edit", "fragment", "expected"), [
-    (lambda spec: _model(spec, 42), '"model": 42', "adapter_spec.model: expected str, got int"),
-    (lambda spec: _model(spec, float("nan")), '"model": NaN', "adapter_spec.model: expected str, got a non-finite number"),
-    (_no_model, '"adapter_spec": {', "adapter_spec.model: key missing"),
-    (_groups, '"groups": "shc_ptbm_med"', "groups: expected a list of group names"),
-])
+@pytest.mark.parametrize(
+    ("edit", "fragment", "expected"),
+    [
+        (lambda spec: _model(spec, 42), '"model": 42', "adapter_spec.model: expected str, got int"),
+        (
+            lambda spec: _model(spec, float("nan")),
+            '"model": NaN',
+            "adapter_spec.model: expected str, got a non-finite number",
+        ),
+        (_no_model, '"adapter_spec": {', "adapter_spec.model: key missing"),
+        (_groups, '"groups": "shc_ptbm_med"', "groups: expected a list of group names"),
+    ],
+)
 def test_wrong_types_and_missing_fields_in_a_run_spec_name_the_line(
-        tmp_path: Path, db_url: str, edit: Callable[[Any], None], fragment: str, expected: str) -> None:
+    tmp_path: Path, db_url: str, edit: Callable[[Any], None], fragment: str, expected: str
+) -> None:
     run = copy_run(tmp_path)
     _edit_json(run / "run_spec.json", edit)
     result = import_run(run, db_url)
@@ -201,13 +238,21 @@ def _instance(entries: list[dict[str, Any]], **values: Any) -> None:
     entries[3].update(values)
 
 
-@pytest.mark.parametrize(("values", "fragment", "expected"), [
-    ({"instance_id": 7}, '"instance_id": 7', "[3].instance_id: key missing or not a string"),
-    ({"train_trial_index": "first"}, '"train_trial_index": "first"', "[3].train_trial_index: expected an integer, got str"),
-    ({"stats": {"accuracy": 1}}, '"stats": {', "[3].stats: expected a list of stat objects"),
-])
-def test_wrong_types_in_per_instance_stats_name_the_line(tmp_path: Path, db_url: str, values: dict[str, Any],
-                                                         fragment: str, expected: str) -> None:
+@pytest.mark.parametrize(
+    ("values", "fragment", "expected"),
+    [
+        ({"instance_id": 7}, '"instance_id": 7', "[3].instance_id: key missing or not a string"),
+        (
+            {"train_trial_index": "first"},
+            '"train_trial_index": "first"',
+            "[3].train_trial_index: expected an integer, got str",
+        ),
+        ({"stats": {"accuracy": 1}}, '"stats": {', "[3].stats: expected a list of stat objects"),
+    ],
+)
+def test_wrong_types_in_per_instance_stats_name_the_line(
+    tmp_path: Path, db_url: str, values: dict[str, Any], fragment: str, expected: str
+) -> None:
     run = copy_run(tmp_path)
     _edit_json(run / "per_instance_stats.json", lambda entries: _instance(entries, **values))
     result = import_run(run, db_url)
@@ -219,8 +264,13 @@ def test_wrong_types_in_per_instance_stats_name_the_line(tmp_path: Path, db_url:
 def test_a_main_metric_outside_its_scale_names_the_line(tmp_path: Path, db_url: str) -> None:
     run = copy_run(tmp_path)
     stats = json.loads((run / "stats.json").read_text())
-    main = next(s for s in stats if s["name"]["name"] in ("exact_match", "accuracy") and "perturbation" not in s["name"]
-                and s["name"].get("split") == "test")
+    main = next(
+        s
+        for s in stats
+        if s["name"]["name"] in ("exact_match", "accuracy")
+        and "perturbation" not in s["name"]
+        and s["name"].get("split") == "test"
+    )
     main["mean"] = 7.5
     (run / "stats.json").write_text(json.dumps(stats, indent=2))
     result = import_run(run, db_url)
@@ -257,8 +307,9 @@ def test_a_request_state_of_an_unforeseen_shape_names_its_line(tmp_path: Path, d
 
 def test_a_yaml_integer_too_long_to_convert_names_the_line(tmp_path: Path) -> None:
     plan = tmp_path / "plan.yaml"
-    text = yaml.safe_dump(plan_dict(), sort_keys=False).replace("sample_size: 20\n",
-                                                                "sample_size: " + "9" * 5000 + "\n")
+    text = yaml.safe_dump(plan_dict(), sort_keys=False).replace(
+        "sample_size: 20\n", "sample_size: " + "9" * 5000 + "\n"
+    )
     plan.write_text(text, "utf-8")
     line = _line_of(plan, "sample_size: 999")
     result = check(plan)
@@ -274,8 +325,14 @@ def test_a_non_numeric_instance_count_counts_as_absent_and_says_so(tmp_path: Pat
     assert result.exit_code == 0 and "no num_instances stat; n = 8 instances with per-instance scores" in result.output
 
 
-@pytest.mark.parametrize("text", ['{"adapter_spec": {"model": NaN}}', "[" * 3000 + "]" * 3000,
-                                  '{"adapter_spec": {"model": "m", "max_tokens": ' + "7" * 6000 + "}}"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"adapter_spec": {"model": NaN}}',
+        "[" * 3000 + "]" * 3000,
+        '{"adapter_spec": {"model": "m", "max_tokens": ' + "7" * 6000 + "}}",
+    ],
+)
 def test_hostile_helm_json_exits_2(tmp_path: Path, db_url: str, text: str) -> None:
     run = copy_run(tmp_path)
     (run / "run_spec.json").write_text(text)
@@ -286,6 +343,7 @@ def test_hostile_helm_json_exits_2(tmp_path: Path, db_url: str, text: str) -> No
 def test_a_served_model_name_cannot_become_a_link_in_a_teams_card() -> None:
     from medmon.alerts.channels import TeamsChannel, TeamsConfig
     from pydantic import SecretStr
+
     from tests.alerts.test_channels import sample_notification
 
     note = sample_notification()

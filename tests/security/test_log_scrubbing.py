@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from medmon.monitor.plan.model import parse_plan
+from medmon.monitor.plan.privacy import secret_values
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from medmon.monitor.plan.model import parse_plan
-from medmon.monitor.plan.privacy import secret_values
 from medmon.scrub import SecretFilter, mask_credentials
 from tests.conftest import plan_dict
 from tests.monitor.service_helpers import KEY_ENV, start_medmon, wait_for, write_plan
@@ -34,24 +34,40 @@ def _echo_the_key(request: Request) -> Response:
     gateways and debugging proxies do)."""
     key = request.headers.get("Authorization", "").removeprefix("Bearer ")
     body = {"error": {"message": f"Incorrect API key provided: {key}", "code": "invalid_api_key"}}
-    return Response(json.dumps(body), status=401, content_type="application/json",
-                    headers={"X-Echo-Authorization": f"Bearer {key}", "X-Rejected-Key": key})
+    return Response(
+        json.dumps(body),
+        status=401,
+        content_type="application/json",
+        headers={"X-Echo-Authorization": f"Bearer {key}", "X-Rejected-Key": key},
+    )
 
 
 @pytest.mark.process
-def test_probe_run_at_debug_logs_no_key_echoed_by_the_endpoint(tmp_path: Path, db_url: str,
-                                                               httpserver: HTTPServer) -> None:
+def test_probe_run_at_debug_logs_no_key_echoed_by_the_endpoint(
+    tmp_path: Path, db_url: str, httpserver: HTTPServer
+) -> None:
     httpserver.expect_request("/v1/chat/completions", method="POST").respond_with_handler(_echo_the_key)
     data = plan_dict(storage={"url": db_url})
-    data["deployment"] |= {"base_url": httpserver.url_for("/v1"), "model": "clinical",
-                           "api_key_env": "MEDMON_LOG_TEST_KEY"}
+    data["deployment"] |= {
+        "base_url": httpserver.url_for("/v1"),
+        "model": "clinical",
+        "api_key_env": "MEDMON_LOG_TEST_KEY",
+    }
     data["tasks"][0]["sample_size"] = 3
     plan_path, log_file = tmp_path / "plan.yaml", tmp_path / "medmon.log"
     plan_path.write_text(yaml.safe_dump(data))
-    env = os.environ | {"DO_NOT_TRACK": "1", "MEDMON_LOG_TEST_KEY": KEY,
-                        "MEDMON_BROKER_URL": f"redis://:{BROKER_PASSWORD}@127.0.0.1:6379/0"}
-    run = subprocess.run([*MEDMON, "--log-level", "DEBUG", "--log-file", str(log_file), "probe", "run",
-                          str(plan_path)], capture_output=True, text=True, env=env, timeout=300)
+    env = os.environ | {
+        "DO_NOT_TRACK": "1",
+        "MEDMON_LOG_TEST_KEY": KEY,
+        "MEDMON_BROKER_URL": f"redis://:{BROKER_PASSWORD}@127.0.0.1:6379/0",
+    }
+    run = subprocess.run(
+        [*MEDMON, "--log-level", "DEBUG", "--log-file", str(log_file), "probe", "run", str(plan_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     logged = log_file.read_text("utf-8")
     assert run.returncode == 4, run.stderr[-3000:]  # the endpoint refused every call
     assert len(httpserver.log) == 3 and all(r.headers["Authorization"] == f"Bearer {KEY}" for r, _ in httpserver.log)
@@ -66,16 +82,22 @@ def test_probe_run_at_debug_logs_no_key_echoed_by_the_endpoint(tmp_path: Path, d
 
 
 @pytest.mark.process
-def test_serve_at_debug_masks_a_password_in_a_logged_url_and_the_echoed_key(tmp_path: Path, db_url: str,
-                                                                          httpserver: HTTPServer) -> None:
+def test_serve_at_debug_masks_a_password_in_a_logged_url_and_the_echoed_key(
+    tmp_path: Path, db_url: str, httpserver: HTTPServer
+) -> None:
     """The service logs where it exports telemetry: a collector URL with a password is a log
     line that carries a secret with no filter at all."""
     httpserver.expect_request("/v1/chat/completions", method="POST").respond_with_handler(_echo_the_key)
-    plan = write_plan(tmp_path / "plan.yaml", httpserver.url_for("").rstrip("/"), db_url, schedule="1s",
-                      sample_size=2)
-    served = start_medmon(["--log-level", "DEBUG", "serve", str(plan), "--health-port", "0"], tmp_path / "serve.log",
-                          {KEY_ENV: KEY, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://otel:{OTEL_PASSWORD}@127.0.0.1:9",
-                           "MEDMON_BROKER_URL": f"redis://:{BROKER_PASSWORD}@127.0.0.1:6379/0"})
+    plan = write_plan(tmp_path / "plan.yaml", httpserver.url_for("").rstrip("/"), db_url, schedule="1s", sample_size=2)
+    served = start_medmon(
+        ["--log-level", "DEBUG", "serve", str(plan), "--health-port", "0"],
+        tmp_path / "serve.log",
+        {
+            KEY_ENV: KEY,
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://otel:{OTEL_PASSWORD}@127.0.0.1:9",
+            "MEDMON_BROKER_URL": f"redis://:{BROKER_PASSWORD}@127.0.0.1:6379/0",
+        },
+    )
     try:
         served.wait_log("leading as", timeout=120)
         wait_for(lambda: len(httpserver.log) >= 2, 60, what="a probe against the gateway")
@@ -83,7 +105,7 @@ def test_serve_at_debug_masks_a_password_in_a_logged_url_and_the_echoed_key(tmp_
     finally:
         assert served.stop() == 0, served.text()[-3000:]
     text = served.text()
-    assert f"exporting telemetry to http://otel:***@127.0.0.1:9" in text, text[-3000:]
+    assert "exporting telemetry to http://otel:***@127.0.0.1:9" in text, text[-3000:]
     assert "DEBUG apscheduler" in text  # DEBUG reached the libraries (not quietened as at INFO)
     for secret in (KEY, KEY[8:20], OTEL_PASSWORD, BROKER_PASSWORD):
         assert secret not in text
@@ -111,9 +133,16 @@ def test_the_filter_masks_arguments_tracebacks_and_extra_fields() -> None:
         raise RuntimeError(f"Error code: 401 - {{'error': {{'message': 'Incorrect API key provided: {KEY}'}}}}")
     except RuntimeError as exc:
         failure = exc
-    text = _format(_record("Request options: %s", {"headers": {"Authorization": f"Bearer {KEY}"}},
-                           exc=failure, route="https://hooks.slack.com/services/s3cr3t-route-token", attempt=2),
-                   "%(levelname)s %(name)s: %(message)s [%(route)s] try %(attempt)d")
+    text = _format(
+        _record(
+            "Request options: %s",
+            {"headers": {"Authorization": f"Bearer {KEY}"}},
+            exc=failure,
+            route="https://hooks.slack.com/services/s3cr3t-route-token",
+            attempt=2,
+        ),
+        "%(levelname)s %(name)s: %(message)s [%(route)s] try %(attempt)d",
+    )
     assert KEY not in text and "s3cr3t-route-token" not in text
     assert "Request options: {'headers': {'Authorization': 'Bearer ***'}}" in text
     assert "Traceback (most recent call last)" in text and "Incorrect API key provided: ***" in text
@@ -121,15 +150,25 @@ def test_the_filter_masks_arguments_tracebacks_and_extra_fields() -> None:
 
 
 def test_the_filter_masks_credential_shapes_it_was_not_told_about() -> None:
-    text = _format(_record("connecting to %s with %r; got %s", "postgresql://medmon:pgPASS99@db.internal/medmon",
-                           {"api-key": "azure0123456789"}, "Bearer eyJhbGciOiJIUzI1NiJ9.unknown"))
+    text = _format(
+        _record(
+            "connecting to %s with %r; got %s",
+            "postgresql://medmon:pgPASS99@db.internal/medmon",
+            {"api-key": "azure0123456789"},
+            "Bearer eyJhbGciOiJIUzI1NiJ9.unknown",
+        )
+    )
     assert "pgPASS99" not in text and "azure0123456789" not in text and "eyJhbGciOiJIUzI1NiJ9" not in text
     assert "postgresql://medmon:***@db.internal/medmon" in text and "'api-key': '***'" in text
 
 
 def test_ordinary_text_is_left_alone() -> None:
-    for text in ("prior authorization: approved", "the bearer token was rejected", "http://127.0.0.1:8000/v1",
-                 "api_key_env MEDMON_KEY is not set"):
+    for text in (
+        "prior authorization: approved",
+        "the bearer token was rejected",
+        "http://127.0.0.1:8000/v1",
+        "api_key_env MEDMON_KEY is not set",
+    ):
         assert mask_credentials(text) == text
 
 
@@ -143,8 +182,13 @@ def test_the_plan_names_every_secret_it_refers_to(monkeypatch: pytest.MonkeyPatc
     data["deployment"]["header_env"] = {"X-Gateway-Key": "GATEWAY_KEY"}
     data["traffic"] = {"token_env": "TRAFFIC_TOKEN_T"}
     data["oversight"] = {"suspend": {"url_env": "SUSPEND_URL", "secret_env": "SUSPEND_SECRET"}}
-    env = {"MEDMON_TEST_KEY": "key-aaaa", "GATEWAY_KEY": "gw-bbbb", "TRAFFIC_TOKEN_T": "tok-cccc",
-           "SUSPEND_URL": "https://ehr/suspend", "SUSPEND_SECRET": "sus-dddd",
-           "MEDMON_DATABASE_URL": "postgresql://u:ENVpw2@db/x"}
+    env = {
+        "MEDMON_TEST_KEY": "key-aaaa",
+        "GATEWAY_KEY": "gw-bbbb",
+        "TRAFFIC_TOKEN_T": "tok-cccc",
+        "SUSPEND_URL": "https://ehr/suspend",
+        "SUSPEND_SECRET": "sus-dddd",
+        "MEDMON_DATABASE_URL": "postgresql://u:ENVpw2@db/x",
+    }
     values = set(secret_values(parse_plan(yaml.safe_dump(data)), env))
     assert {"key-aaaa", "gw-bbbb", "tok-cccc", "https://ehr/suspend", "sus-dddd", "STORAGEpw1", "ENVpw2"} <= values

@@ -87,8 +87,14 @@ class CountSR(MixtureSR):
     name = "count_sr"
     State = MixtureSRState
 
-    def __init__(self, phi: float, threshold: float, direction: str = "drop", null_ratio: float = 1.0,
-                 state: MixtureSRState | None = None) -> None:
+    def __init__(
+        self,
+        phi: float,
+        threshold: float,
+        direction: str = "drop",
+        null_ratio: float = 1.0,
+        state: MixtureSRState | None = None,
+    ) -> None:
         if not phi >= 0 or math.isinf(phi):
             raise ValueError(f"phi must be a finite number >= 0, got {phi}")
         if not threshold > 1:
@@ -118,15 +124,25 @@ class CountSR(MixtureSR):
         x = min(c / expected, RATIO_CAP)
         self.last_x = x
         cap = math.log(self.threshold * len(self._factors))  # one bet at its cap alarms the mixture
-        self.state.advance([math.exp(max(min(nb_log_ratio(c, mu0 * f, mu0, self.phi), cap), -700.0))
-                           for f in self._factors], x)
+        self.state.advance(
+            [math.exp(max(min(nb_log_ratio(c, mu0 * f, mu0, self.phi), cap), -700.0)) for f in self._factors], x
+        )
         if self.statistic < self.threshold:
             return None
         mean, low, high, n = self.state.window()
-        finding = Finding(detector=self.name, direction=self.direction, statistic=self.statistic,
-                          threshold=self.threshold, estimate=mean, ci_low=max(0.0, low),
-                          ci_high=min(RATIO_CAP, high), n=n, null_mean=self.null_ratio,
-                          change_point=self.state.total - n, quantity="calls / reference's calls")
+        finding = Finding(
+            detector=self.name,
+            direction=self.direction,
+            statistic=self.statistic,
+            threshold=self.threshold,
+            estimate=mean,
+            ci_low=max(0.0, low),
+            ci_high=min(RATIO_CAP, high),
+            n=n,
+            null_mean=self.null_ratio,
+            change_point=self.state.total - n,
+            quantity="calls / reference's calls",
+        )
         self.reset()
         return finding
 
@@ -137,18 +153,24 @@ class CountSR(MixtureSR):
 
     @classmethod
     def _bad_params(cls) -> list[tuple[dict[str, Any], str]]:
-        return [({"phi": -1.0}, "phi"), ({"threshold": 0.5}, "threshold"), ({"direction": "up"}, "direction"),
-                ({"null_ratio": 0.0}, "null_ratio")]
+        return [
+            ({"phi": -1.0}, "phi"),
+            ({"threshold": 0.5}, "threshold"),
+            ({"direction": "up"}, "direction"),
+            ({"null_ratio": 0.0}, "null_ratio"),
+        ]
 
     @classmethod
     def _test_streams(cls, rng: random.Random) -> tuple[list[Any], list[Any]]:
         """Hourly counts with a day-night cycle at the null's 80% of expected, then (drift) halved from hour 300."""
+
         def count(mean: float) -> float:
             return float(sum(1 for _ in range(int(mean * 2)) if rng.random() < 0.5))  # binomial: under-dispersed
 
         def hour(t: int, factor: float) -> tuple[float, float, float]:
             expected = 20 + 180 * max(0.0, math.sin(math.pi * (t % 24) / 24))
             return count(expected * factor), 0.8 * expected, expected
+
         null = [hour(t, 0.8) for t in range(600)]
         drift = [hour(t, 0.8 if t < 300 else 0.4) for t in range(600)]
         return null, drift

@@ -144,8 +144,15 @@ class MixtureSR:
     name = "mixture_sr"
     State = MixtureSRState
 
-    def __init__(self, mu0: float, sigma2: float, threshold: float, direction: str = "drop",
-                 shifts: tuple[float, ...] = DEFAULT_SHIFTS, state: MixtureSRState | None = None) -> None:
+    def __init__(
+        self,
+        mu0: float,
+        sigma2: float,
+        threshold: float,
+        direction: str = "drop",
+        shifts: tuple[float, ...] = DEFAULT_SHIFTS,
+        state: MixtureSRState | None = None,
+    ) -> None:
         validate(mu0, sigma2, threshold, direction, shifts)
         self.mu0 = mu0
         self.sigma2 = sigma2
@@ -204,9 +211,18 @@ class MixtureSR:
 
     def _finding(self) -> Finding:
         mean, low, high, n = self.state.window()
-        return Finding(detector=self.name, direction=self.direction, statistic=self.statistic,
-                       threshold=self.threshold, estimate=mean, ci_low=max(0.0, low), ci_high=min(1.0, high),
-                       n=n, null_mean=self.mu0, change_point=self.state.total - n)
+        return Finding(
+            detector=self.name,
+            direction=self.direction,
+            statistic=self.statistic,
+            threshold=self.threshold,
+            estimate=mean,
+            ci_low=max(0.0, low),
+            ci_high=min(1.0, high),
+            n=n,
+            null_mean=self.mu0,
+            change_point=self.state.total - n,
+        )
 
     @property
     def mean(self) -> float:
@@ -226,8 +242,13 @@ class MixtureSR:
 
     @classmethod
     def _bad_params(cls) -> list[tuple[dict[str, Any], str]]:
-        return [({"mu0": 1.2}, "mu0"), ({"sigma2": 0.0}, "sigma2"), ({"threshold": 0.5}, "threshold"),
-                ({"direction": "up"}, "direction"), ({"shifts": ()}, "shifts")]
+        return [
+            ({"mu0": 1.2}, "mu0"),
+            ({"sigma2": 0.0}, "sigma2"),
+            ({"threshold": 0.5}, "threshold"),
+            ({"direction": "up"}, "direction"),
+            ({"shifts": ()}, "shifts"),
+        ]
 
     @classmethod
     def _test_streams(cls, rng: random.Random) -> tuple[list[Any], list[Any]]:

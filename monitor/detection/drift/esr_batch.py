@@ -18,9 +18,8 @@ False
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import NDArray
-
 from medmon.monitor.detection.drift.esr import BET_CAP, DEFAULT_SHIFTS
+from numpy.typing import NDArray
 
 
 class MixtureSRBatch:
@@ -38,8 +37,15 @@ class MixtureSRBatch:
         Restart an alarmed stream from zero (as :class:`MixtureSR` does).
     """
 
-    def __init__(self, mu0: NDArray[np.float64], sigma2: NDArray[np.float64], threshold: float,
-                 direction: str = "drop", shifts: tuple[float, ...] = DEFAULT_SHIFTS, reset_on_alarm: bool = True) -> None:
+    def __init__(
+        self,
+        mu0: NDArray[np.float64],
+        sigma2: NDArray[np.float64],
+        threshold: float,
+        direction: str = "drop",
+        shifts: tuple[float, ...] = DEFAULT_SHIFTS,
+        reset_on_alarm: bool = True,
+    ) -> None:
         mu0, sigma2 = np.asarray(mu0, dtype=float), np.asarray(sigma2, dtype=float)
         if mu0.shape != sigma2.shape or mu0.ndim != 1:
             raise ValueError(f"mu0 and sigma2 must be 1-d arrays of one shape, got {mu0.shape} and {sigma2.shape}")

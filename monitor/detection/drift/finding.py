@@ -42,10 +42,20 @@ class Finding:
 
     def evidence(self) -> dict[str, object]:
         """The finding as plain JSON-able values, for storage and alert payloads."""
-        return {"detector": self.detector, "direction": self.direction, "statistic": self.statistic,
-                "threshold": self.threshold, "estimate": self.estimate, "ci_low": self.ci_low,
-                "ci_high": self.ci_high, "n": self.n, "null_mean": self.null_mean,
-                "change_point": self.change_point, "quantity": self.quantity, "decision": self.decision}
+        return {
+            "detector": self.detector,
+            "direction": self.direction,
+            "statistic": self.statistic,
+            "threshold": self.threshold,
+            "estimate": self.estimate,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "n": self.n,
+            "null_mean": self.null_mean,
+            "change_point": self.change_point,
+            "quantity": self.quantity,
+            "decision": self.decision,
+        }
 
 
 @dataclass(frozen=True)

@@ -71,13 +71,22 @@ class SubgroupGapSR:
     name = "subgroup_gap_sr"
     State = GapState
 
-    def __init__(self, margin: float, sigma2: float, threshold: float, baseline_gap: float = 0.0,
-                 value_range: float = 2.0, shifts: tuple[float, ...] = DEFAULT_SHIFTS,
-                 state: GapState | None = None) -> None:
+    def __init__(
+        self,
+        margin: float,
+        sigma2: float,
+        threshold: float,
+        baseline_gap: float = 0.0,
+        value_range: float = 2.0,
+        shifts: tuple[float, ...] = DEFAULT_SHIFTS,
+        state: GapState | None = None,
+    ) -> None:
         if not value_range > 0:
             raise ValueError(f"value_range must be positive, got {value_range}")
         if not -value_range < baseline_gap + margin < value_range:
-            raise ValueError(f"baseline_gap + margin must lie in (-value_range, value_range), got {baseline_gap + margin}")
+            raise ValueError(
+                f"baseline_gap + margin must lie in (-value_range, value_range), got {baseline_gap + margin}"
+            )
         if margin < 0:
             raise ValueError(f"margin must be non-negative, got {margin}")
         self.margin, self.baseline_gap, self.value_range = margin, baseline_gap, value_range
@@ -137,10 +146,19 @@ class SubgroupGapSR:
         if found is None:
             return None
         self.state.core = self._core.state  # reset() inside the core replaced it
-        return Finding(detector=self.name, direction="rise", statistic=found.statistic, threshold=found.threshold,
-                       estimate=2 * r * found.estimate - r, ci_low=max(-r, 2 * r * found.ci_low - r),
-                       ci_high=min(r, 2 * r * found.ci_high - r), n=found.n,
-                       null_mean=self.baseline_gap + self.margin, change_point=found.change_point, quantity="gap")
+        return Finding(
+            detector=self.name,
+            direction="rise",
+            statistic=found.statistic,
+            threshold=found.threshold,
+            estimate=2 * r * found.estimate - r,
+            ci_low=max(-r, 2 * r * found.ci_low - r),
+            ci_high=min(r, 2 * r * found.ci_high - r),
+            n=found.n,
+            null_mean=self.baseline_gap + self.margin,
+            change_point=found.change_point,
+            quantity="gap",
+        )
 
     @classmethod
     def _test_params(cls) -> dict[str, Any]:
@@ -148,9 +166,13 @@ class SubgroupGapSR:
 
     @classmethod
     def _bad_params(cls) -> list[tuple[dict[str, Any], str]]:
-        return [({"value_range": 0.0}, "value_range"), ({"margin": -0.5}, "margin"),
-                ({"baseline_gap": 3.0}, "baseline_gap"), ({"sigma2": 0.0}, "sigma2"),
-                ({"threshold": 1.0}, "threshold")]
+        return [
+            ({"value_range": 0.0}, "value_range"),
+            ({"margin": -0.5}, "margin"),
+            ({"baseline_gap": 3.0}, "baseline_gap"),
+            ({"sigma2": 0.0}, "sigma2"),
+            ({"threshold": 1.0}, "threshold"),
+        ]
 
     @classmethod
     def _test_streams(cls, rng: random.Random) -> tuple[list[Any], list[Any]]:

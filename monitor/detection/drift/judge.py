@@ -58,9 +58,16 @@ class JudgeAgreementSR(WrappedSR):
     name = "judge_agreement_sr"
     State = MixtureSRState
 
-    def __init__(self, min_agreement: float, threshold: float, scale_min: float = 1.0, scale_max: float = 5.0,
-                 sigma2: float = 0.02, shifts: tuple[float, ...] = DEFAULT_SHIFTS,
-                 state: MixtureSRState | None = None) -> None:
+    def __init__(
+        self,
+        min_agreement: float,
+        threshold: float,
+        scale_min: float = 1.0,
+        scale_max: float = 5.0,
+        sigma2: float = 0.02,
+        shifts: tuple[float, ...] = DEFAULT_SHIFTS,
+        state: MixtureSRState | None = None,
+    ) -> None:
         if not scale_max > scale_min:
             raise ValueError(f"scale_max must exceed scale_min, got {scale_min}..{scale_max}")
         if not 0 < min_agreement < 1:
@@ -86,8 +93,12 @@ class JudgeAgreementSR(WrappedSR):
 
     @classmethod
     def _bad_params(cls) -> list[tuple[dict[str, Any], str]]:
-        return [({"scale_max": 1.0}, "scale_max"), ({"min_agreement": 1.5}, "min_agreement"),
-                ({"threshold": 0.2}, "threshold"), ({"sigma2": -1.0}, "sigma2")]
+        return [
+            ({"scale_max": 1.0}, "scale_max"),
+            ({"min_agreement": 1.5}, "min_agreement"),
+            ({"threshold": 0.2}, "threshold"),
+            ({"sigma2": -1.0}, "sigma2"),
+        ]
 
     @classmethod
     def _test_streams(cls, rng: random.Random) -> tuple[list[Any], list[Any]]:
@@ -99,4 +110,6 @@ class JudgeAgreementSR(WrappedSR):
             off = 2.0 if r < far else (1.0 if r < far + 0.4 else 0.0)
             return gold + (off if rng.random() < 0.5 else -off), gold
 
-        return [verdict(0.0) for _ in range(2000)], [verdict(0.0) for _ in range(300)] + [verdict(0.5) for _ in range(700)]
+        return [verdict(0.0) for _ in range(2000)], [verdict(0.0) for _ in range(300)] + [
+            verdict(0.5) for _ in range(700)
+        ]

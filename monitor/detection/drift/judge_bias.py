@@ -93,9 +93,17 @@ class JudgeBiasSR:
     State = JudgeBiasState
     recovery_null: RecoveryNull | None = None  # two-sided: it recovers on runs back inside the band (``holds``)
 
-    def __init__(self, threshold: float, burn_in: int = 48, tolerance: float = 0.25, scale_min: float = 1.0,
-                 scale_max: float = 5.0, sigma2: float = 0.02, shifts: tuple[float, ...] = DEFAULT_SHIFTS,
-                 state: JudgeBiasState | None = None) -> None:
+    def __init__(
+        self,
+        threshold: float,
+        burn_in: int = 48,
+        tolerance: float = 0.25,
+        scale_min: float = 1.0,
+        scale_max: float = 5.0,
+        sigma2: float = 0.02,
+        shifts: tuple[float, ...] = DEFAULT_SHIFTS,
+        state: JudgeBiasState | None = None,
+    ) -> None:
         if not scale_max > scale_min:
             raise ValueError(f"scale_max must exceed scale_min, got {scale_min}..{scale_max}")
         if burn_in < 2:
@@ -130,8 +138,9 @@ class JudgeBiasSR:
         null = _Null(mean - margin, mean + margin)
         for key, direction, bound in (("lenient", "rise", null.hi), ("severe", "drop", null.lo)):
             mu0 = min(1.0 - 1e-6, max(1e-6, self._x(bound)))
-            null.cores[key] = MixtureSR(mu0, self.sigma2, 2 * self.threshold, direction, self.shifts,
-                                        getattr(self.state, key))
+            null.cores[key] = MixtureSR(
+                mu0, self.sigma2, 2 * self.threshold, direction, self.shifts, getattr(self.state, key)
+            )
             setattr(self.state, key, null.cores[key].state)
         self._null = null
 
@@ -190,11 +199,19 @@ class JudgeBiasSR:
             setattr(st, key, core.state)
         if found is None:
             return None
-        return Finding(detector=self.name, direction=found.direction, statistic=found.statistic / 2,
-                       threshold=self.threshold, estimate=self._points(found.estimate),
-                       ci_low=self._points(found.ci_low), ci_high=self._points(found.ci_high), n=found.n,
-                       null_mean=self._null.hi if found.direction == "rise" else self._null.lo,
-                       change_point=found.change_point, quantity="signed error (points)")
+        return Finding(
+            detector=self.name,
+            direction=found.direction,
+            statistic=found.statistic / 2,
+            threshold=self.threshold,
+            estimate=self._points(found.estimate),
+            ci_low=self._points(found.ci_low),
+            ci_high=self._points(found.ci_high),
+            n=found.n,
+            null_mean=self._null.hi if found.direction == "rise" else self._null.lo,
+            change_point=found.change_point,
+            quantity="signed error (points)",
+        )
 
     # The shared detector checks (tests/monitor/drift/test_common.py) use these three hooks.
     @classmethod
@@ -203,8 +220,13 @@ class JudgeBiasSR:
 
     @classmethod
     def _bad_params(cls) -> list[tuple[dict[str, Any], str]]:
-        return [({"scale_max": 1.0}, "scale_max"), ({"burn_in": 1}, "burn_in"), ({"tolerance": -1.0}, "tolerance"),
-                ({"threshold": 0.2}, "threshold"), ({"sigma2": -1.0}, "sigma2")]
+        return [
+            ({"scale_max": 1.0}, "scale_max"),
+            ({"burn_in": 1}, "burn_in"),
+            ({"tolerance": -1.0}, "tolerance"),
+            ({"threshold": 0.2}, "threshold"),
+            ({"sigma2": -1.0}, "sigma2"),
+        ]
 
     @classmethod
     def _test_streams(cls, rng: random.Random) -> tuple[list[Any], list[Any]]:
@@ -216,4 +238,6 @@ class JudgeBiasSR:
             off = 1.0 if r < generous else (rng.choice((-1.0, 1.0)) if r < generous + 0.4 else 0.0)
             return gold + off, gold
 
-        return [verdict(0.0) for _ in range(2000)], [verdict(0.0) for _ in range(300)] + [verdict(0.6) for _ in range(700)]
+        return [verdict(0.0) for _ in range(2000)], [verdict(0.0) for _ in range(300)] + [
+            verdict(0.6) for _ in range(700)
+        ]

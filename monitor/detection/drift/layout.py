@@ -14,15 +14,21 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from statistics import NormalDist
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any
 
 from medmon.alerts import KINDS, stream_kind
 from medmon.baselines import Baseline, Canary
 from medmon.monitor.detection.drift.reference import (
-    References, cost_null, cost_score, exceedance_null, log_cost_scale, lower_bound, stage_alpha,
+    References,
+    cost_null,
+    cost_score,
+    exceedance_null,
+    log_cost_scale,
+    lower_bound,
+    stage_alpha,
 )
 from medmon.monitor.plan.model import Plan, Task
 from medmon.probes.models import ProbeResultBase
@@ -34,8 +40,7 @@ REFUSAL_NULL = 0.05  # tolerated share of refusals
 FORMAT_NULL = 0.05  # tolerated share of answers the scorer cannot read
 COST_SIGMA2 = 1 / 36  # variance of a clipped log-cost score near the null: (1 SD / (2 x 3 SD))^2
 MIN_SUBGROUP_CANARIES = 3  # a subgroup value needs this many canaries to be a stream of its own
-BINARY_SCORERS = frozenset({"exact_match", "quasi_exact_match", "multiple_choice", "numeric_tolerance",
-                            "yes_no_maybe"})
+BINARY_SCORERS = frozenset({"exact_match", "quasi_exact_match", "multiple_choice", "numeric_tolerance", "yes_no_maybe"})
 Observe = Callable[[ProbeResultBase], Any]
 
 
@@ -129,6 +134,7 @@ def _paired(refs: References | None, tag: str | None = None, value: str | None =
         if tag is not None and (r.tags or {}).get(tag) != value:
             return None
         return (r.score, refs.items[r.canary_id].mean)
+
     return observe
 
 
@@ -138,6 +144,7 @@ def _gap(refs: References | None, tag: str, value: str) -> Observe:
         if refs is None or not _ok(r) or got is None or r.canary_id not in refs.items:
             return None
         return (got == value, float(r.score) - refs.items[r.canary_id].mean)  # type: ignore[arg-type]
+
     return observe
 
 
@@ -150,6 +157,7 @@ def _exceeds(refs: References | None, longer: bool) -> Observe:
         if bound is None:
             return None
         return float(r.completion_tokens > bound) if longer else float(r.completion_tokens < bound)
+
     return observe
 
 
@@ -162,22 +170,26 @@ def _unparsed(r: ProbeResultBase) -> float | None:
 
 def _cost_vs_reference(refs: References | None, scale: float | None) -> Observe:
     """A call's log cost against its canary's go-live mean, in clipped reference SDs (``cost_score``)."""
+
     def observe(r: ProbeResultBase) -> Any:
         ref = refs.items.get(r.canary_id) if refs is not None else None
         if ref is None or scale is None or r.error_type is not None or not r.cost_usd or len(ref.cost) != 3:
             return None
         return cost_score(math.log(r.cost_usd), ref.cost[1] / ref.cost[0], scale)
+
     return observe
 
 
 def _slower_than_reference(refs: References | None, min_rise_s: float) -> Observe:
     """``1{latency > the canary's slowest go-live call + min_rise_s}``: exact under exchangeability
     (the margin only makes it conservative), robust to jitter, blind to rises nobody would notice."""
+
     def observe(r: ProbeResultBase) -> Any:
         ref = refs.items.get(r.canary_id) if refs is not None else None
         if ref is None or r.error_type is not None or r.latency_s is None or not ref.latency:
             return None
         return float(r.latency_s > max(ref.latency) + min_rise_s)
+
     return observe
 
 
@@ -199,24 +211,42 @@ def subgroup_values(task: Task, canaries: Sequence[Canary]) -> list[tuple[str, s
 
 def _judge_failed(name: str) -> Observe:
     """1 when the judge gave no usable verdict on a judged answer, 0 when it did, None when not judged."""
+
     def observe(r: ProbeResultBase) -> float | None:
         outcome = getattr(r, "jury", None)
         for verdict in getattr(outcome, "verdicts", ()):
             if verdict.judge == name:
                 return 0.0 if verdict.valid else 1.0
         return None
+
     return observe
 
 
 def _rise(task_id: str, metric: str, null: float, observe: Observe, baseline: float = 0.0, **kw: Any) -> StreamSpec:
     """A stream of 0/1 observations (failed, refused, over budget, ...) watched for a rise of their share."""
-    return StreamSpec(f"{task_id}:{metric}:rise", task_id, metric, "rise", null, baseline, observe,
-                      params={"mu0": null, "sigma2": _sigma2(null), "direction": "rise"}, **kw)
+    return StreamSpec(
+        f"{task_id}:{metric}:rise",
+        task_id,
+        metric,
+        "rise",
+        null,
+        baseline,
+        observe,
+        params={"mu0": null, "sigma2": _sigma2(null), "direction": "rise"},
+        **kw,
+    )
 
 
-def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[Canary] = (), *,
-                 refs: References | None = None, burn_in: References | None = None,
-                 scorer: str = "") -> list[StreamSpec]:
+def task_streams(
+    plan: Plan,
+    task: Task,
+    baseline: Baseline,
+    canaries: Sequence[Canary] = (),
+    *,
+    refs: References | None = None,
+    burn_in: References | None = None,
+    scorer: str = "",
+) -> list[StreamSpec]:
     """The streams monitored for one task, with their null hypotheses.
 
     ``refs`` are the per-instance references for paired streams (HELM's, or the burn-in's once
@@ -235,12 +265,32 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
         ref_mean = burn_in.centre  # what the margin bounds
         mu0 = min(max(ref_mean - margin, 0.01), 0.99)
         sigma2 = max(burn_in.answer_variance(), 0.005)  # observed, not p(1 - p)
-        score = StreamSpec(f"{t}:score:drop", t, "score", "drop", mu0, ref_mean, lambda r: r.score if _ok(r) else None,
-                           params={"mu0": mu0, "sigma2": sigma2, "reference": burn_in.key()}, primary=True,
-                           kind="golive_score")
+        score = StreamSpec(
+            f"{t}:score:drop",
+            t,
+            "score",
+            "drop",
+            mu0,
+            ref_mean,
+            lambda r: r.score if _ok(r) else None,
+            params={"mu0": mu0, "sigma2": sigma2, "reference": burn_in.key()},
+            primary=True,
+            kind="golive_score",
+        )
     elif go_live:  # the reference is being built: nothing to test against yet
-        score = StreamSpec(f"{t}:score:drop", t, "score", "drop", 0.5, p0, lambda r: None,
-                           params={"mu0": 0.5, "sigma2": 0.25}, active=False, primary=True, kind="golive_score")
+        score = StreamSpec(
+            f"{t}:score:drop",
+            t,
+            "score",
+            "drop",
+            0.5,
+            p0,
+            lambda r: None,
+            params={"mu0": 0.5, "sigma2": 0.25},
+            active=False,
+            primary=True,
+            kind="golive_score",
+        )
     else:  # no go-live reference: the benchmark's score, with an exact margin
         margin = exact_baseline_margin(p0, baseline.n, alpha, det.min_margin)
         mu0 = min(max(p0 - margin, 0.01), 0.99)
@@ -251,8 +301,17 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
             between = sum((m - refs.mean) ** 2 for m in means) / max(len(means), 1)
             within = sum(refs.run_variance(r) for r in refs.items.values()) / max(len(means), 1)
             sigma2 = max(between + within, 0.005)
-        score = StreamSpec(f"{t}:score:drop", t, "score", "drop", mu0, p0, lambda r: r.score if _ok(r) else None,
-                           params={"mu0": mu0, "sigma2": sigma2}, primary=not (refs is not None and refs.source == "helm"))
+        score = StreamSpec(
+            f"{t}:score:drop",
+            t,
+            "score",
+            "drop",
+            mu0,
+            p0,
+            lambda r: r.score if _ok(r) else None,
+            params={"mu0": mu0, "sigma2": sigma2},
+            primary=not (refs is not None and refs.source == "helm"),
+        )
     specs = [score]
     paired_ready = refs is not None
     paired_possible = paired_ready or go_live
@@ -263,29 +322,68 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
         if sub.source == "helm":  # HELM's per-instance means (no go-live reference): a normal bound on their bias
             m = sub.margin(det.min_margin, z)
         else:
-            m = sub.exact_margin(sub.alpha or stage_alpha(alpha, det.reference.repeats, det.reference.max_repeats),
-                                 det.min_margin)
+            m = sub.exact_margin(
+                sub.alpha or stage_alpha(alpha, det.reference.repeats, det.reference.max_repeats), det.min_margin
+            )
         return {"margin": m, "sigma2": sub.sigma2_x(), "reference": sub.key()}, -m
 
     if paired_possible:
         params, null = paired_params(refs)
-        specs.append(StreamSpec(f"{t}:score_paired:drop", t, "score", "drop", null, 0.0, _paired(refs), "paired_sr",
-                                params, active=paired_ready,
-                                primary=not go_live and refs is not None and refs.source == "helm"))
+        specs.append(
+            StreamSpec(
+                f"{t}:score_paired:drop",
+                t,
+                "score",
+                "drop",
+                null,
+                0.0,
+                _paired(refs),
+                "paired_sr",
+                params,
+                active=paired_ready,
+                primary=not go_live and refs is not None and refs.source == "helm",
+            )
+        )
         for tag, value, ids in subgroup_values(task, canaries):
             sub = refs.subset(ids) if refs is not None else None
             rest = refs.subset(set(refs.items) - set(ids)) if refs is not None else None
             params, null = paired_params(sub)
             label = f"{tag}={value}"
-            specs.append(StreamSpec(f"{t}:score[{label}]:drop", t, f"score[{label}]", "drop", null, 0.0,
-                                    _paired(refs, tag, value), "paired_sr", params, active=paired_ready))
-            gap_margin = max(det.min_margin, z * math.hypot(sub.bias_sd(), rest.bias_sd())
-                             if sub is not None and rest is not None and rest.items else 0.0)
+            specs.append(
+                StreamSpec(
+                    f"{t}:score[{label}]:drop",
+                    t,
+                    f"score[{label}]",
+                    "drop",
+                    null,
+                    0.0,
+                    _paired(refs, tag, value),
+                    "paired_sr",
+                    params,
+                    active=paired_ready,
+                )
+            )
+            gap_margin = max(
+                det.min_margin,
+                z * math.hypot(sub.bias_sd(), rest.bias_sd())
+                if sub is not None and rest is not None and rest.items
+                else 0.0,
+            )
             gap_sigma2 = max(params["sigma2"] / 2, 0.001)
-            specs.append(StreamSpec(f"{t}:gap[{label}]:rise", t, f"gap[{label}]", "rise", gap_margin, 0.0,
-                                    _gap(refs, tag, value), "subgroup_gap_sr",
-                                    {"margin": gap_margin, "sigma2": gap_sigma2, "value_range": 2.0},
-                                    active=paired_ready))
+            specs.append(
+                StreamSpec(
+                    f"{t}:gap[{label}]:rise",
+                    t,
+                    f"gap[{label}]",
+                    "rise",
+                    gap_margin,
+                    0.0,
+                    _gap(refs, tag, value),
+                    "subgroup_gap_sr",
+                    {"margin": gap_margin, "sigma2": gap_sigma2, "value_range": 2.0},
+                    active=paired_ready,
+                )
+            )
     if go_live:
         k = burn_in.min_runs if burn_in is not None else det.reference.repeats
         n_items = len(burn_in.items) if burn_in is not None else len(canaries)
@@ -298,9 +396,18 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
     agreement = task.thresholds.min_jury_agreement
     if agreement is not None and plan.jury is not None:
         a0 = min(max(agreement, 0.01), 0.99)
-        specs.append(StreamSpec(f"{t}:jury_agreement:drop", t, "jury_agreement", "drop", a0, a0,
-                                lambda r: r.jury_agreement if r.error_type is None else None,
-                                params={"mu0": a0, "sigma2": 0.02}))
+        specs.append(
+            StreamSpec(
+                f"{t}:jury_agreement:drop",
+                t,
+                "jury_agreement",
+                "drop",
+                a0,
+                a0,
+                lambda r: r.jury_agreement if r.error_type is None else None,
+                params={"mu0": a0, "sigma2": 0.02},
+            )
+        )
     specs.append(_rise(t, "error_rate", ERROR_NULL, lambda r: 1.0 if r.error_type else 0.0))
     if scorer == "jury" and plan.jury is not None:
         specs += [_rise(t, f"judge_failures[{j.name}]", ERROR_NULL, _judge_failed(j.name)) for j in plan.jury.judges]
@@ -308,28 +415,66 @@ def task_streams(plan: Plan, task: Task, baseline: Baseline, canaries: Sequence[
         n_items = len(burn_in.items) if burn_in is not None else len(canaries)
         scale = log_cost_scale(burn_in) if burn_in is not None else None
         q = cost_null(burn_in) if burn_in is not None else 0.6
-        specs.append(StreamSpec(f"{t}:cost_typical:rise", t, "cost_typical", "rise", q, 0.5,
-                                _cost_vs_reference(burn_in, scale),
-                                params={"mu0": q, "sigma2": COST_SIGMA2, "direction": "rise"},
-                                active=scale is not None))
+        specs.append(
+            StreamSpec(
+                f"{t}:cost_typical:rise",
+                t,
+                "cost_typical",
+                "rise",
+                q,
+                0.5,
+                _cost_vs_reference(burn_in, scale),
+                params={"mu0": q, "sigma2": COST_SIGMA2, "direction": "rise"},
+                active=scale is not None,
+            )
+        )
         counts = [len(r.latency) for r in burn_in.items.values() if r.latency] if burn_in is not None else []
         q = exceedance_null(min(counts) if counts else det.reference.repeats, n_items)
-        specs.append(_rise(t, "latency_typical", q, _slower_than_reference(burn_in, det.latency_min_rise_s),
-                           what=KINDS["latency_typical"].words(min_rise_s=f"{det.latency_min_rise_s:g}"),
-                           active=bool(counts)))
+        specs.append(
+            _rise(
+                t,
+                "latency_typical",
+                q,
+                _slower_than_reference(burn_in, det.latency_min_rise_s),
+                what=KINDS["latency_typical"].words(min_rise_s=f"{det.latency_min_rise_s:g}"),
+                active=bool(counts),
+            )
+        )
     budget = task.thresholds.cost_budget_per_call
     if budget is not None:
-        specs.append(_rise(t, "cost", EXCEEDANCE_NULL,
-                           lambda r: None if r.cost_usd is None else float(r.cost_usd > budget)))
+        specs.append(
+            _rise(t, "cost", EXCEEDANCE_NULL, lambda r: None if r.cost_usd is None else float(r.cost_usd > budget))
+        )
     slo = task.thresholds.latency_slo_s
     if slo is not None:
-        specs.append(_rise(t, "latency", EXCEEDANCE_NULL,
-                           lambda r: None if r.latency_s is None else float(r.latency_s > slo)))
+        specs.append(
+            _rise(t, "latency", EXCEEDANCE_NULL, lambda r: None if r.latency_s is None else float(r.latency_s > slo))
+        )
     if det.distribution_checks:
-        specs.append(StreamSpec(f"{t}:output_length:change", t, "output_length", "change", 0.0, 0.0,
-                                lambda r: None if r.error_type or r.completion_tokens is None else float(r.completion_tokens),
-                                "river", {"kind": "adwin", "params": {"delta": 1e-5}}))
-        specs.append(StreamSpec(f"{t}:latency_distribution:change", t, "latency_distribution", "change", 0.0,
-                                0.0, lambda r: None if r.error_type or r.latency_s is None else float(r.latency_s),
-                                "river", {"kind": "kswin", "params": {"alpha": 1e-4, "seed": 7}}))
+        specs.append(
+            StreamSpec(
+                f"{t}:output_length:change",
+                t,
+                "output_length",
+                "change",
+                0.0,
+                0.0,
+                lambda r: None if r.error_type or r.completion_tokens is None else float(r.completion_tokens),
+                "river",
+                {"kind": "adwin", "params": {"delta": 1e-5}},
+            )
+        )
+        specs.append(
+            StreamSpec(
+                f"{t}:latency_distribution:change",
+                t,
+                "latency_distribution",
+                "change",
+                0.0,
+                0.0,
+                lambda r: None if r.error_type or r.latency_s is None else float(r.latency_s),
+                "river",
+                {"kind": "kswin", "params": {"alpha": 1e-4, "seed": 7}},
+            )
+        )
     return specs

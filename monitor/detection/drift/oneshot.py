@@ -86,8 +86,16 @@ class OneShotPaired:
     State = OneShotState
     recovery_null: RecoveryNull | None = None
 
-    def __init__(self, margin: float, tolerance: float, alpha: float = 0.05, sigma2: float = 0.05,
-                 max_n: int = 1000, shifts: tuple[float, ...] = DEFAULT_SHIFTS, state: OneShotState | None = None) -> None:
+    def __init__(
+        self,
+        margin: float,
+        tolerance: float,
+        alpha: float = 0.05,
+        sigma2: float = 0.05,
+        max_n: int = 1000,
+        shifts: tuple[float, ...] = DEFAULT_SHIFTS,
+        state: OneShotState | None = None,
+    ) -> None:
         if not 0 <= margin < 1:
             raise ValueError(f"margin must be in [0, 1), got {margin}")
         if not margin < tolerance < 1:
@@ -162,10 +170,20 @@ class OneShotPaired:
         s.decision = decision
         mean = s.total / s.n
         half = 1.96 * math.sqrt(max(s.total2 / s.n - mean * mean, 0.0) / s.n) if s.n > 1 else 2.0
-        return Finding(detector=self.name, direction="drop" if decision == "degraded" else "rise",
-                       statistic=statistic, threshold=self.threshold, estimate=mean, ci_low=max(-1.0, mean - half),
-                       ci_high=min(1.0, mean + half), n=s.n, null_mean=null, change_point=0,
-                       quantity="paired difference", decision=decision)
+        return Finding(
+            detector=self.name,
+            direction="drop" if decision == "degraded" else "rise",
+            statistic=statistic,
+            threshold=self.threshold,
+            estimate=mean,
+            ci_low=max(-1.0, mean - half),
+            ci_high=min(1.0, mean + half),
+            n=s.n,
+            null_mean=null,
+            change_point=0,
+            quantity="paired difference",
+            decision=decision,
+        )
 
     @classmethod
     def _test_params(cls) -> dict[str, Any]:
@@ -173,8 +191,13 @@ class OneShotPaired:
 
     @classmethod
     def _bad_params(cls) -> list[tuple[dict[str, Any], str]]:
-        return [({"margin": 1.5}, "margin"), ({"tolerance": 0.005}, "tolerance"), ({"alpha": 0.0}, "alpha"),
-                ({"sigma2": 0.0}, "sigma2"), ({"max_n": 0}, "max_n")]
+        return [
+            ({"margin": 1.5}, "margin"),
+            ({"tolerance": 0.005}, "tolerance"),
+            ({"alpha": 0.0}, "alpha"),
+            ({"sigma2": 0.0}, "sigma2"),
+            ({"max_n": 0}, "max_n"),
+        ]
 
     @classmethod
     def _test_streams(cls, rng: random.Random) -> tuple[list[Any], list[Any]]:

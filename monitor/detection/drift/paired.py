@@ -65,8 +65,15 @@ class PairedSR(WrappedSR):
     name = "paired_sr"
     State = MixtureSRState
 
-    def __init__(self, margin: float, sigma2: float, threshold: float, direction: str = "drop",
-                 shifts: tuple[float, ...] = DEFAULT_SHIFTS, state: MixtureSRState | None = None) -> None:
+    def __init__(
+        self,
+        margin: float,
+        sigma2: float,
+        threshold: float,
+        direction: str = "drop",
+        shifts: tuple[float, ...] = DEFAULT_SHIFTS,
+        state: MixtureSRState | None = None,
+    ) -> None:
         if not 0.0 <= margin < 1.0:
             raise ValueError(f"margin must be in [0, 1), got {margin}")
         self.margin = margin
@@ -85,11 +92,19 @@ class PairedSR(WrappedSR):
             return None
         # Back to the difference scale: d = 2x - 1.
         sign = -1.0 if self.direction == "drop" else 1.0
-        return Finding(detector=self.name, direction=self.direction, statistic=found.statistic,
-                       threshold=found.threshold, estimate=2 * found.estimate - 1,
-                       ci_low=max(-1.0, 2 * found.ci_low - 1), ci_high=min(1.0, 2 * found.ci_high - 1),
-                       n=found.n, null_mean=sign * self.margin, change_point=found.change_point,
-                       quantity="paired difference")
+        return Finding(
+            detector=self.name,
+            direction=self.direction,
+            statistic=found.statistic,
+            threshold=found.threshold,
+            estimate=2 * found.estimate - 1,
+            ci_low=max(-1.0, 2 * found.ci_low - 1),
+            ci_high=min(1.0, 2 * found.ci_high - 1),
+            n=found.n,
+            null_mean=sign * self.margin,
+            change_point=found.change_point,
+            quantity="paired difference",
+        )
 
     @classmethod
     def _test_params(cls) -> dict[str, Any]:
@@ -97,8 +112,12 @@ class PairedSR(WrappedSR):
 
     @classmethod
     def _bad_params(cls) -> list[tuple[dict[str, Any], str]]:
-        return [({"margin": -0.1}, "margin"), ({"sigma2": 0.0}, "sigma2"), ({"threshold": 1.0}, "threshold"),
-                ({"direction": "down"}, "direction")]
+        return [
+            ({"margin": -0.1}, "margin"),
+            ({"sigma2": 0.0}, "sigma2"),
+            ({"threshold": 1.0}, "threshold"),
+            ({"direction": "down"}, "direction"),
+        ]
 
     @classmethod
     def _test_streams(cls, rng: random.Random) -> tuple[list[Any], list[Any]]:

@@ -76,8 +76,15 @@ class PooledSR:
     name = "pooled_sr"
     State = PooledState
 
-    def __init__(self, members: Sequence[str], threshold: float, direction: str = "drop",
-                 shifts: tuple[float, ...] = DEFAULT_SHIFTS, max_lag: int = 50, state: PooledState | None = None) -> None:
+    def __init__(
+        self,
+        members: Sequence[str],
+        threshold: float,
+        direction: str = "drop",
+        shifts: tuple[float, ...] = DEFAULT_SHIFTS,
+        max_lag: int = 50,
+        state: PooledState | None = None,
+    ) -> None:
         if len(members) < 1 or len(set(members)) != len(members):
             raise ValueError(f"members must be distinct and non-empty, got {list(members)!r}")
         if not threshold > 1:
@@ -164,9 +171,19 @@ class PooledSR:
         if core.statistic < self.threshold:
             return None
         mean, low, high, count = core.window()
-        finding = Finding(detector=self.name, direction=self.direction, statistic=core.statistic,
-                          threshold=self.threshold, estimate=mean, ci_low=max(-1.0, low), ci_high=min(1.0, high),
-                          n=count, null_mean=0.0, change_point=core.total - count, quantity="mean shortfall")
+        finding = Finding(
+            detector=self.name,
+            direction=self.direction,
+            statistic=core.statistic,
+            threshold=self.threshold,
+            estimate=mean,
+            ci_low=max(-1.0, low),
+            ci_high=min(1.0, high),
+            n=count,
+            null_mean=0.0,
+            change_point=core.total - count,
+            quantity="mean shortfall",
+        )
         self.reset()
         return finding
 
@@ -176,8 +193,13 @@ class PooledSR:
 
     @classmethod
     def _bad_params(cls) -> list[tuple[dict[str, Any], str]]:
-        return [({"members": []}, "members"), ({"members": ["a", "a"]}, "members"), ({"threshold": 1.0}, "threshold"),
-                ({"direction": "sideways"}, "direction"), ({"max_lag": 0}, "max_lag")]
+        return [
+            ({"members": []}, "members"),
+            ({"members": ["a", "a"]}, "members"),
+            ({"threshold": 1.0}, "threshold"),
+            ({"direction": "sideways"}, "direction"),
+            ({"max_lag": 0}, "max_lag"),
+        ]
 
     @classmethod
     def _test_streams(cls, rng: random.Random) -> tuple[list[Any], list[Any]]:

@@ -27,7 +27,6 @@ from typing import Any
 from medmon.monitor.detection.drift.esr import DEFAULT_SHIFTS, bet_sizes
 from medmon.monitor.detection.drift.finding import RecoveryNull
 
-
 OPPOSITE = {"drop": "rise", "rise": "drop"}
 
 

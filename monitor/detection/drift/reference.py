@@ -183,8 +183,9 @@ class References:
 
     def subset(self, ids: Iterable[str]) -> References:
         keep = set(ids)
-        return References(self.source, self.version, {k: v for k, v in self.items.items() if k in keep}, self.stage,
-                          self.alpha)
+        return References(
+            self.source, self.version, {k: v for k, v in self.items.items() if k in keep}, self.stage, self.alpha
+        )
 
     @property
     def answers(self) -> int:
@@ -214,8 +215,10 @@ class References:
         if n == 0:
             return 0.5
         if self.stratified:
-            rows = [(r.runs, r.mean * r.runs, r.total2 if r.total2 is not None else r.mean * r.runs)
-                    for r in self.items.values()]
+            rows = [
+                (r.runs, r.mean * r.runs, r.total2 if r.total2 is not None else r.mean * r.runs)
+                for r in self.items.values()
+            ]
             return min(max(min_margin, stratified_margin(rows, alpha)), 0.5)
         total = sum(r.mean * r.runs for r in self.items.values())
         total2 = sum(r.total2 if r.total2 is not None else r.mean * r.runs for r in self.items.values())
@@ -273,8 +276,11 @@ class References:
 def helm_references(canaries: Iterable[Canary], coverage: float = 0.9) -> References | None:
     """References from canaries that carry their HELM run's per-instance outcome, if enough do."""
     pool = [c for c in canaries if c.replayable]
-    known = {c.id: InstanceRef(float(c.baseline_score), max(c.baseline_runs, 1))
-             for c in pool if c.baseline_score is not None}
+    known = {
+        c.id: InstanceRef(float(c.baseline_score), max(c.baseline_runs, 1))
+        for c in pool
+        if c.baseline_score is not None
+    }
     if not pool or len(known) < coverage * len(pool):
         return None
     return References("helm", 1, known)
@@ -285,8 +291,14 @@ def helm_references(canaries: Iterable[Canary], coverage: float = 0.9) -> Refere
 BurnInTable = dict[str, list[Any]]
 
 
-def burn_in_add(table: BurnInTable, canary_id: str, score: float, output_tokens: int | None,
-                cost: float | None = None, latency: float | None = None) -> None:
+def burn_in_add(
+    table: BurnInTable,
+    canary_id: str,
+    score: float,
+    output_tokens: int | None,
+    cost: float | None = None,
+    latency: float | None = None,
+) -> None:
     """Add one scored answer to the reference table (log-cost sums; the first ``SAMPLES`` latencies)."""
     row = table.setdefault(canary_id, [0, 0.0, 0.0, math.inf, -math.inf, [], []])
     if len(row) < 7:
@@ -317,8 +329,9 @@ def burn_in_complete(table: Mapping[str, list[float]], pool: Iterable[str], runs
     return bool(ids) and done >= coverage * len(ids)
 
 
-def burn_in_references(table: Mapping[str, list[Any]], runs: int, version: int, stage: int = 0,
-                       alpha: float | None = None) -> References:
+def burn_in_references(
+    table: Mapping[str, list[Any]], runs: int, version: int, stage: int = 0, alpha: float | None = None
+) -> References:
     """References from a completed go-live reference table: instances with at least ``runs`` answers."""
     items = {}
     for cid, row in table.items():
@@ -328,8 +341,9 @@ def burn_in_references(table: Mapping[str, list[Any]], runs: int, version: int, 
         mean = total / n
         var = max(total2 / n - mean * mean, 0.0) * n / (n - 1) if n > 1 else None
         costs, lats = (tuple(row[5]) if len(row[5]) == 3 else (), tuple(row[6])) if len(row) >= 7 else ((), ())
-        items[cid] = InstanceRef(mean, int(n), var, None if math.isinf(lo) else lo, None if math.isinf(hi) else hi,
-                                 total2, costs, lats)
+        items[cid] = InstanceRef(
+            mean, int(n), var, None if math.isinf(lo) else lo, None if math.isinf(hi) else hi, total2, costs, lats
+        )
     return References("burn-in", version, items, stage, alpha)
 
 
@@ -394,11 +408,21 @@ def exceedance_null(runs: int, n_items: int) -> float:
 
 def to_json(table: BurnInTable) -> dict[str, Any]:
     """JSON has no infinity: unknown output ranges are stored as null."""
-    return {k: [v[0], v[1], v[2], None if math.isinf(v[3]) else v[3], None if math.isinf(v[4]) else v[4], *v[5:]]
-            for k, v in table.items()}
+    return {
+        k: [v[0], v[1], v[2], None if math.isinf(v[3]) else v[3], None if math.isinf(v[4]) else v[4], *v[5:]]
+        for k, v in table.items()
+    }
 
 
 def from_json(data: Mapping[str, Any]) -> BurnInTable:
-    return {k: [v[0], v[1], v[2], math.inf if v[3] is None else v[3], -math.inf if v[4] is None else v[4],
-                *([list(x) for x in v[5:7]] if len(v) >= 7 else [[], []])]
-            for k, v in data.items()}
+    return {
+        k: [
+            v[0],
+            v[1],
+            v[2],
+            math.inf if v[3] is None else v[3],
+            -math.inf if v[4] is None else v[4],
+            *([list(x) for x in v[5:7]] if len(v) >= 7 else [[], []]),
+        ]
+        for k, v in data.items()
+    }

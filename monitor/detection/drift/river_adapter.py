@@ -81,8 +81,9 @@ class RiverDrift:
     State = RiverState
     recovery_null: RecoveryNull | None = None
 
-    def __init__(self, kind: str, params: dict[str, Any] | None = None, window: int = 100,
-                 state: RiverState | None = None) -> None:
+    def __init__(
+        self, kind: str, params: dict[str, Any] | None = None, window: int = 100, state: RiverState | None = None
+    ) -> None:
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {sorted(KINDS)}, got {kind!r}")
         if window < 2:
@@ -148,9 +149,19 @@ class RiverDrift:
         half = 1.96 * math.sqrt(var / n)
         before = s.seg_sum / s.seg_n if s.seg_n else mean
         statistic = float(getattr(self._river, "p_value", abs(mean - before)))
-        return Finding(detector=f"river_{self.kind}", direction="rise" if mean > before else "drop",
-                       statistic=statistic, threshold=self.threshold, estimate=mean, ci_low=mean - half,
-                       ci_high=mean + half, n=n, null_mean=before, change_point=s.n - n, quantity="distribution")
+        return Finding(
+            detector=f"river_{self.kind}",
+            direction="rise" if mean > before else "drop",
+            statistic=statistic,
+            threshold=self.threshold,
+            estimate=mean,
+            ci_low=mean - half,
+            ci_high=mean + half,
+            n=n,
+            null_mean=before,
+            change_point=s.n - n,
+            quantity="distribution",
+        )
 
     @classmethod
     def _test_params(cls) -> dict[str, Any]:
@@ -158,10 +169,16 @@ class RiverDrift:
 
     @classmethod
     def _bad_params(cls) -> list[tuple[dict[str, Any], str]]:
-        return [({"kind": "ddm"}, "kind"), ({"window": 1}, "window"), ({"params": {"delta": 0.1, "nonsense": 1}}, "params")]
+        return [
+            ({"kind": "ddm"}, "kind"),
+            ({"window": 1}, "window"),
+            ({"params": {"delta": 0.1, "nonsense": 1}}, "params"),
+        ]
 
     @classmethod
     def _test_streams(cls, rng: random.Random) -> tuple[list[Any], list[Any]]:
         """Output lengths around 60 tokens; the drift makes answers 4x longer."""
-        return ([rng.gauss(60, 8) for _ in range(1500)],
-                [rng.gauss(60, 8) for _ in range(300)] + [rng.gauss(240, 30) for _ in range(500)])
+        return (
+            [rng.gauss(60, 8) for _ in range(1500)],
+            [rng.gauss(60, 8) for _ in range(300)] + [rng.gauss(240, 30) for _ in range(500)],
+        )

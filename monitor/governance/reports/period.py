@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 
 @dataclass(frozen=True)
@@ -17,11 +17,11 @@ class Period:
 
 
 def _day(text: str) -> datetime:
-    return datetime.combine(date.fromisoformat(text), datetime.min.time(), tzinfo=timezone.utc)
+    return datetime.combine(date.fromisoformat(text), datetime.min.time(), tzinfo=UTC)
 
 
 def _month_start(year: int, month: int) -> datetime:
-    return datetime(year + (month - 1) // 12, (month - 1) % 12 + 1, 1, tzinfo=timezone.utc)
+    return datetime(year + (month - 1) // 12, (month - 1) % 12 + 1, 1, tzinfo=UTC)
 
 
 def parse_period(text: str) -> Period:

@@ -16,14 +16,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlmodel import Session, col, select
-
 from medmon.monitor.errors import MedmonError
 from medmon.monitor.governance import signoff
 from medmon.monitor.governance.audit import AuditKind, canonical, record
 from medmon.monitor.governance.reports.period import Period
 from medmon.monitor.models import AuditEvent
 from medmon.monitor.plan.model import Plan, parse_plan_at
+from sqlmodel import Session, col, select
 
 
 @dataclass
@@ -39,29 +38,54 @@ class PlanInForce:
 
 def plan_in_force(session: Session, period: Period, plan: Plan, plan_text: str | None) -> PlanInForce:
     """The plan recorded before the period ended; the given file only when none was recorded."""
-    event = session.exec(select(AuditEvent).where(AuditEvent.kind == AuditKind.plan_change.value,
-                                                  col(AuditEvent.at) < period.end)
-                         .order_by(col(AuditEvent.seq).desc())).first()
+    event = session.exec(
+        select(AuditEvent)
+        .where(AuditEvent.kind == AuditKind.plan_change.value, col(AuditEvent.at) < period.end)
+        .order_by(col(AuditEvent.seq).desc())
+    ).first()
     if event is None:
         note = "No plan is recorded in the audit log for this period; the plan shown is the current file."
-        return PlanInForce(plan, {"seq": None, "hash": None, "at": None, "actor": None, "sha256": None,
-                                  "text": plan_text or "", "source": "current file"}, False, None, [note])
+        return PlanInForce(
+            plan,
+            {
+                "seq": None,
+                "hash": None,
+                "at": None,
+                "actor": None,
+                "sha256": None,
+                "text": plan_text or "",
+                "source": "current file",
+            },
+            False,
+            None,
+            [note],
+        )
     text, source = str(event.details.get("text", "")), str(event.details.get("source", ""))
-    info = {"seq": event.seq, "hash": event.hash, "at": event.at, "actor": event.actor,
-            "sha256": event.details.get("sha256"), "text": text, "source": source}
+    info = {
+        "seq": event.seq,
+        "hash": event.hash,
+        "at": event.at,
+        "actor": event.actor,
+        "sha256": event.details.get("sha256"),
+        "text": text,
+        "source": source,
+    }
     notes = []
     matches = None
     if plan_text is not None:
         matches = hashlib.sha256(plan_text.encode("utf-8")).hexdigest() == info["sha256"]
         if not matches:
-            notes.append(f"The plan file given differs from the plan in force during this period (audit seq "
-                         f"{event.seq}, sha256 {str(info['sha256'])[:12]}...): thresholds, tasks and owners below are "
-                         "the recorded plan's, not the file's.")
+            notes.append(
+                f"The plan file given differs from the plan in force during this period (audit seq "
+                f"{event.seq}, sha256 {str(info['sha256'])[:12]}...): thresholds, tasks and owners below are "
+                "the recorded plan's, not the file's."
+            )
     try:
         recorded = parse_plan_at(text, source or "plan.yaml")
     except MedmonError as exc:
-        notes.append(f"The recorded plan (audit seq {event.seq}) no longer validates ({exc}); the current file "
-                     "stands in for it.")
+        notes.append(
+            f"The recorded plan (audit seq {event.seq}) no longer validates ({exc}); the current file stands in for it."
+        )
         return PlanInForce(plan, info, False, matches, notes)
     return PlanInForce(recorded, info, True, matches, notes)
 
@@ -71,18 +95,33 @@ def content_hash(figures: dict[str, Any]) -> str:
     return hashlib.sha256(canonical(figures).encode("utf-8")).hexdigest()
 
 
-def record_generated(session: Session, period: Period, digest: str, plan_seq: int | None, actor: str,
-                     now: datetime) -> AuditEvent:
-    return record(session, AuditKind.report_generated, actor, f"report:{period.label}",
-                  {"period": period.label, "start": period.start, "end": period.end, "sha256": digest,
-                   "plan_seq": plan_seq}, now)
+def record_generated(
+    session: Session, period: Period, digest: str, plan_seq: int | None, actor: str, now: datetime
+) -> AuditEvent:
+    return record(
+        session,
+        AuditKind.report_generated,
+        actor,
+        f"report:{period.label}",
+        {"period": period.label, "start": period.start, "end": period.end, "sha256": digest, "plan_seq": plan_seq},
+        now,
+    )
 
 
-def sign(session: Session, plan: Plan, period: Period, digest: str, *, by: str, statement: str,
-         now: datetime) -> AuditEvent:
+def sign(
+    session: Session, plan: Plan, period: Period, digest: str, *, by: str, statement: str, now: datetime
+) -> AuditEvent:
     """Record an owner's sign-off of the report with this hash (``medmon.monitor.governance.signoff.sign``)."""
-    return signoff.sign(session, plan, period.label, digest, by=by, statement=statement, now=now,
-                        details={"authenticated": False, "via": "command line"})
+    return signoff.sign(
+        session,
+        plan,
+        period.label,
+        digest,
+        by=by,
+        statement=statement,
+        now=now,
+        details={"authenticated": False, "via": "command line"},
+    )
 
 
 def signatures(session: Session, period: Period, digest: str) -> list[dict[str, Any]]:

@@ -16,13 +16,17 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
-
-from medmon.monitor.governance.reports.plan_document import PlanDocument
 from medmon.monitor.governance.reports.committee import CommitteeReport
+from medmon.monitor.governance.reports.plan_document import PlanDocument
 from medmon.monitor.plan.privacy import scrub_plan_secrets
 
-CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "chromium", "chromium-browser",
-                       "google-chrome")
+CHROMIUM_CANDIDATES = (
+    "/usr/bin/chromium",
+    "/usr/bin/chromium-browser",
+    "chromium",
+    "chromium-browser",
+    "google-chrome",
+)
 
 
 def _f3(value: float | None) -> str:
@@ -53,8 +57,13 @@ def decision(passed: bool | None, conclusive: bool | None) -> Markup:
 
 
 def environment() -> Environment:
-    env = Environment(loader=PackageLoader("medmon.monitor.governance.reports", "templates"), autoescape=select_autoescape(default=True),
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=PackageLoader("medmon.monitor.governance.reports", "templates"),
+        autoescape=select_autoescape(default=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters.update(f3=_f3, usd=_usd, dt=_dt, minutes=_minutes)
     env.globals["decision"] = decision
     return env
@@ -64,24 +73,36 @@ def render_committee(report: CommitteeReport) -> str:
     """The committee report as one self-contained HTML page."""
     template = environment().get_template("committee.html.j2")
     passing = sum(1 for t in report.tasks if t.passed)
-    html = template.render(r=report, plan=report.plan, generated_at=report.generated_at, passing=passing,
-                           production_cost=sum(c.cost_usd for c in report.costs),
-                           simulated=report.plan.deployment.model.startswith("medmon-simulator"))
+    html = template.render(
+        r=report,
+        plan=report.plan,
+        generated_at=report.generated_at,
+        passing=passing,
+        production_cost=sum(c.cost_usd for c in report.costs),
+        simulated=report.plan.deployment.model.startswith("medmon-simulator"),
+    )
     return scrub_plan_secrets(html, report.plan)  # a secret quoted in any stored text never reaches paper
 
 
 def render_plan_document(document: PlanDocument) -> str:
     """The monitoring plan document as one self-contained HTML page."""
     template = environment().get_template("plan_document.html.j2")
-    html = template.render(d=document, plan=document.plan, generated_at=document.generated_at,
-                           simulated=document.plan.deployment.model.startswith("medmon-simulator"))
+    html = template.render(
+        d=document,
+        plan=document.plan,
+        generated_at=document.generated_at,
+        simulated=document.plan.deployment.model.startswith("medmon-simulator"),
+    )
     return scrub_plan_secrets(html, document.plan)
 
 
 def find_chromium() -> str | None:
     for candidate in CHROMIUM_CANDIDATES:
-        found = shutil.which(candidate) if not candidate.startswith("/") else (candidate if Path(candidate).exists()
-                                                                                else None)
+        found = (
+            shutil.which(candidate)
+            if not candidate.startswith("/")
+            else (candidate if Path(candidate).exists() else None)
+        )
         if found:
             return found
     return None
@@ -91,9 +112,18 @@ def to_pdf(html_path: Path, pdf_path: Path, *, timeout_s: float = 120.0) -> Path
     """Print the HTML to PDF with the first converter available; None when there is none."""
     chromium = find_chromium()
     if chromium is not None:
-        cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-               "--disable-background-networking", "--no-pdf-header-footer", f"--print-to-pdf={pdf_path}",
-               html_path.resolve().as_uri()]
+        cmd = [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-extensions",
+            "--disable-background-networking",
+            "--no-pdf-header-footer",
+            f"--print-to-pdf={pdf_path}",
+            html_path.resolve().as_uri(),
+        ]
         done = subprocess.run(cmd, capture_output=True, timeout=timeout_s, check=False)
         if done.returncode == 0 and pdf_path.exists() and pdf_path.stat().st_size > 0:
             return pdf_path
@@ -108,5 +138,8 @@ def to_pdf(html_path: Path, pdf_path: Path, *, timeout_s: float = 120.0) -> Path
 def render_safety_event(document: dict[str, Any], generated_at: datetime) -> str:
     """A safety event (``medmon.monitor.governance.safety.event_document``) as one printable HTML page."""
     template = environment().get_template("safety_event.html.j2")
-    return template.render(e=document, generated_at=generated_at,
-                           simulated=str(document["evidence"]["model"]["requested"]).startswith("medmon-simulator"))
+    return template.render(
+        e=document,
+        generated_at=generated_at,
+        simulated=str(document["evidence"]["model"]["requested"]).startswith("medmon-simulator"),
+    )

@@ -11,15 +11,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import case
-from sqlmodel import Session, col, func, select
-
 from medmon.baselines.interval import mean_interval, wilson_interval
 from medmon.monitor.governance.reports.period import Period, previous
 from medmon.monitor.models import FindingRecord
 from medmon.monitor.plan.model import Plan, Task
 from medmon.monitor.storage import select_row
 from medmon.probes.models import ProbeResult, ProbeRun, RunStatus
+from sqlalchemy import case
+from sqlmodel import Session, col, func, select
 
 REEVALUATION = "reevaluation"
 TREND_PERIODS = 3
@@ -57,20 +56,30 @@ def interval(n: int, total: float, total2: float, binary: bool) -> Estimate:
 
 def _score_columns() -> tuple[Any, ...]:
     score = col(ProbeResult.score)
-    return (func.count(score), func.sum(score), func.sum(score * score),
-            func.sum(case((score.in_([0.0, 1.0]), 0), else_=1)))
+    return (
+        func.count(score),
+        func.sum(score),
+        func.sum(score * score),
+        func.sum(case((score.in_([0.0, 1.0]), 0), else_=1)),
+    )
 
 
 def _scored(task_id: str, period: Period) -> tuple[Any, ...]:
-    return (ProbeResult.task_id == task_id, col(ProbeResult.score).is_not(None), monitoring(),
-            in_period(col(ProbeResult.created_at), period))
+    return (
+        ProbeResult.task_id == task_id,
+        col(ProbeResult.score).is_not(None),
+        monitoring(),
+        in_period(col(ProbeResult.created_at), period),
+    )
 
 
 def task_estimate(session: Session, task_id: str, period: Period) -> Estimate:
     """The task's mean monitoring score in the period with its 95% interval."""
     n, total, total2, non_binary = session.exec(
-        select(*_score_columns()).join(ProbeRun, col(ProbeRun.id) == col(ProbeResult.run_id))
-        .where(*_scored(task_id, period))).one()
+        select(*_score_columns())
+        .join(ProbeRun, col(ProbeRun.id) == col(ProbeResult.run_id))
+        .where(*_scored(task_id, period))
+    ).one()
     return interval(int(n or 0), float(total or 0.0), float(total2 or 0.0), not non_binary)
 
 
@@ -113,8 +122,13 @@ class EquityRow:
 
 def _subgroups(session: Session, task: Task, tag: str, period: Period) -> list[SubgroupRow]:
     value = col(ProbeResult.tags)[tag].as_string()
-    rows = session.exec(select(value, *_score_columns()).join(ProbeRun, col(ProbeRun.id) == col(ProbeResult.run_id))
-                        .where(*_scored(task.id, period), value.is_not(None)).group_by(value).order_by(value)).all()
+    rows = session.exec(
+        select(value, *_score_columns())
+        .join(ProbeRun, col(ProbeRun.id) == col(ProbeResult.run_id))
+        .where(*_scored(task.id, period), value.is_not(None))
+        .group_by(value)
+        .order_by(value)
+    ).all()
     floor = task.thresholds.subgroup_min_score
     out = []
     for v, n, total, total2, non_binary in rows:
@@ -138,13 +152,27 @@ def equity(session: Session, plan: Plan, period: Period) -> list[EquityRow]:
             gap = _gap(rows)
             before = _gap(_subgroups(session, task, tag, previous(period)))
             limit = task.thresholds.max_subgroup_gap
-            notes = [f"{r.value}: only {r.n} scored answers (fewer than {MIN_SUBGROUP_N}); its interval is too wide "
-                     "to compare" for r in rows if r.too_little_data]
+            notes = [
+                f"{r.value}: only {r.n} scored answers (fewer than {MIN_SUBGROUP_N}); its interval is too wide "
+                "to compare"
+                for r in rows
+                if r.too_little_data
+            ]
             if not rows:
                 notes.append(f"no answer in this period carried the tag {tag!r}")
-            out.append(EquityRow(task.id, tag, rows, gap, before, limit,
-                                 None if gap is None or limit is None else gap > limit,
-                                 task.thresholds.subgroup_min_score, notes))
+            out.append(
+                EquityRow(
+                    task.id,
+                    tag,
+                    rows,
+                    gap,
+                    before,
+                    limit,
+                    None if gap is None or limit is None else gap > limit,
+                    task.thresholds.subgroup_min_score,
+                    notes,
+                )
+            )
     return out
 
 
@@ -175,25 +203,59 @@ def health(session: Session, plan: Plan, period: Period, *, stale_after: float, 
     horizon = min(period.end, now)
     out = []
     for task in plan.tasks:
-        counts = dict(session.exec(select(ProbeRun.status, func.count()).where(
-            ProbeRun.task_id == task.id, monitoring(), in_period(col(ProbeRun.started_at), period))
-            .group_by(ProbeRun.status)).all())
-        starts = list(session.exec(select(ProbeRun.started_at).where(
-            ProbeRun.task_id == task.id, monitoring(), in_period(col(ProbeRun.started_at), period))
-            .order_by(col(ProbeRun.started_at))).all())
+        counts = dict(
+            session.exec(
+                select(ProbeRun.status, func.count())
+                .where(ProbeRun.task_id == task.id, monitoring(), in_period(col(ProbeRun.started_at), period))
+                .group_by(ProbeRun.status)
+            ).all()
+        )
+        starts = list(
+            session.exec(
+                select(ProbeRun.started_at)
+                .where(ProbeRun.task_id == task.id, monitoring(), in_period(col(ProbeRun.started_at), period))
+                .order_by(col(ProbeRun.started_at))
+            ).all()
+        )
         runs = sum(int(v) for v in counts.values())
         complete = int(counts.get(RunStatus.complete, 0))
         every = task.interval
         expected = int((horizon - starts[0]) / every) if every is not None and starts else None
         gap = _longest_gap(starts, horizon) if starts else None
         allowed = every * stale_after if every is not None else None
-        alarmed = sorted({str(m) for m in session.exec(select(FindingRecord.metric).where(
-            FindingRecord.task_id == task.id, FindingRecord.kind == "drift",
-            in_period(col(FindingRecord.created_at), period)).distinct()).all()}) if runs else []
-        out.append(HealthRow(task.id, runs, complete, int(counts.get(RunStatus.failed, 0)),
-                             int(counts.get(RunStatus.interrupted, 0)), complete / runs if runs else None, expected,
-                             _hours(gap), _hours(allowed),
-                             None if gap is None or allowed is None else gap > allowed, alarmed))
+        alarmed = (
+            sorted(
+                {
+                    str(m)
+                    for m in session.exec(
+                        select(FindingRecord.metric)
+                        .where(
+                            FindingRecord.task_id == task.id,
+                            FindingRecord.kind == "drift",
+                            in_period(col(FindingRecord.created_at), period),
+                        )
+                        .distinct()
+                    ).all()
+                }
+            )
+            if runs
+            else []
+        )
+        out.append(
+            HealthRow(
+                task.id,
+                runs,
+                complete,
+                int(counts.get(RunStatus.failed, 0)),
+                int(counts.get(RunStatus.interrupted, 0)),
+                complete / runs if runs else None,
+                expected,
+                _hours(gap),
+                _hours(allowed),
+                None if gap is None or allowed is None else gap > allowed,
+                alarmed,
+            )
+        )
     return out
 
 
@@ -209,10 +271,27 @@ def _hours(gap: timedelta | None) -> float | None:
 
 def provenance(session: Session, task_id: str, period: Period) -> list[dict[str, Any]]:
     """Which canaries (content hash), prompt and decoding, and scorer produced the period's runs."""
-    rows = session.exec(select_row(ProbeRun.pack_sha256, ProbeRun.prompt_sha256, ProbeRun.scorer_version, func.count(),
-                               func.min(ProbeRun.started_at), func.max(ProbeRun.started_at))
-                        .where(ProbeRun.task_id == task_id, in_period(col(ProbeRun.started_at), period))
-                        .group_by(ProbeRun.pack_sha256, ProbeRun.prompt_sha256, ProbeRun.scorer_version)
-                        .order_by(func.min(ProbeRun.started_at))).all()
-    return [{"pack_sha256": pack, "prompt_sha256": prompt, "scorer_version": scorer, "runs": int(n),
-             "first": first, "last": last} for pack, prompt, scorer, n, first, last in rows]
+    rows = session.exec(
+        select_row(
+            ProbeRun.pack_sha256,
+            ProbeRun.prompt_sha256,
+            ProbeRun.scorer_version,
+            func.count(),
+            func.min(ProbeRun.started_at),
+            func.max(ProbeRun.started_at),
+        )
+        .where(ProbeRun.task_id == task_id, in_period(col(ProbeRun.started_at), period))
+        .group_by(ProbeRun.pack_sha256, ProbeRun.prompt_sha256, ProbeRun.scorer_version)
+        .order_by(func.min(ProbeRun.started_at))
+    ).all()
+    return [
+        {
+            "pack_sha256": pack,
+            "prompt_sha256": prompt,
+            "scorer_version": scorer,
+            "runs": int(n),
+            "first": first,
+            "last": last,
+        }
+        for pack, prompt, scorer, n, first, last in rows
+    ]

@@ -26,9 +26,16 @@ def _y(value: float) -> float:
     return TOP + (1.0 - value) * (HEIGHT - TOP - BOTTOM)
 
 
-def score_chart(points: Sequence[tuple[datetime, float]], *, start: datetime, end: datetime,
-                baseline: float | None, baseline_band: tuple[float, float] | None, min_score: float,
-                title: str) -> str:
+def score_chart(
+    points: Sequence[tuple[datetime, float]],
+    *,
+    start: datetime,
+    end: datetime,
+    baseline: float | None,
+    baseline_band: tuple[float, float] | None,
+    min_score: float,
+    title: str,
+) -> str:
     """Per-run mean scores over a period against the baseline (with its interval) and the minimum.
 
     Examples
@@ -40,40 +47,52 @@ def score_chart(points: Sequence[tuple[datetime, float]], *, start: datetime, en
     >>> svg.startswith("<svg") and "approval minimum 0.70" in svg
     True
     """
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" '
-             f'height="{HEIGHT}" role="img" aria-label="{escape(title)}" font-family="sans-serif" font-size="11">',
-             f'<text x="{LEFT}" y="14" font-weight="bold">{escape(title)}</text>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" '
+        f'height="{HEIGHT}" role="img" aria-label="{escape(title)}" font-family="sans-serif" font-size="11">',
+        f'<text x="{LEFT}" y="14" font-weight="bold">{escape(title)}</text>',
+    ]
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         y = _y(tick)
         parts.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e5e5e5"/>')
         parts.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end" fill="#555">{tick:.2f}</text>')
     if baseline_band is not None:
         lo, hi = baseline_band
-        parts.append(f'<rect x="{LEFT}" y="{_y(hi):.1f}" width="{WIDTH - LEFT - RIGHT}" '
-                     f'height="{max(_y(lo) - _y(hi), 0.5):.1f}" fill="#2b7bb9" fill-opacity="0.12">'
-                     f'<title>baseline 95% interval {lo:.3f}-{hi:.3f}</title></rect>')
+        parts.append(
+            f'<rect x="{LEFT}" y="{_y(hi):.1f}" width="{WIDTH - LEFT - RIGHT}" '
+            f'height="{max(_y(lo) - _y(hi), 0.5):.1f}" fill="#2b7bb9" fill-opacity="0.12">'
+            f"<title>baseline 95% interval {lo:.3f}-{hi:.3f}</title></rect>"
+        )
     if baseline is not None:
         y = _y(baseline)
-        parts.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="#2b7bb9" '
-                     f'stroke-dasharray="5 3"/><text x="{WIDTH - RIGHT}" y="{y - 4:.1f}" text-anchor="end" '
-                     f'fill="#2b7bb9">baseline {baseline:.2f}</text>')
+        parts.append(
+            f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="#2b7bb9" '
+            f'stroke-dasharray="5 3"/><text x="{WIDTH - RIGHT}" y="{y - 4:.1f}" text-anchor="end" '
+            f'fill="#2b7bb9">baseline {baseline:.2f}</text>'
+        )
     y = _y(min_score)
-    parts.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="#c0392b"/>'
-                 f'<text x="{WIDTH - RIGHT}" y="{y + 13:.1f}" text-anchor="end" fill="#c0392b">'
-                 f'approval minimum {min_score:.2f}</text>')
+    parts.append(
+        f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="#c0392b"/>'
+        f'<text x="{WIDTH - RIGHT}" y="{y + 13:.1f}" text-anchor="end" fill="#c0392b">'
+        f"approval minimum {min_score:.2f}</text>"
+    )
     coords = [(_x(at, start, end), _y(value)) for at, value in points]
     if len(coords) > 1:
         path = " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)
         parts.append(f'<polyline points="{path}" fill="none" stroke="#333" stroke-width="1" stroke-opacity="0.5"/>')
     for (x, y), (at, value) in zip(coords, points):
-        parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2" fill="#333"><title>{at:%Y-%m-%d %H:%M} '
-                     f'{value:.3f}</title></circle>')
+        parts.append(
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2" fill="#333"><title>{at:%Y-%m-%d %H:%M} '
+            f"{value:.3f}</title></circle>"
+        )
     axis_y = HEIGHT - BOTTOM + 16
     stamp = "%Y-%m-%d %H:%M" if (end - start).days < 7 else "%Y-%m-%d"
     parts.append(f'<text x="{LEFT}" y="{axis_y}" fill="#555">{start:{stamp}}</text>')
     parts.append(f'<text x="{WIDTH - RIGHT}" y="{axis_y}" text-anchor="end" fill="#555">{end:{stamp}}</text>')
     if not points:
-        parts.append(f'<text x="{WIDTH / 2}" y="{HEIGHT / 2}" text-anchor="middle" fill="#999">'
-                     'no monitoring runs in this period</text>')
+        parts.append(
+            f'<text x="{WIDTH / 2}" y="{HEIGHT / 2}" text-anchor="middle" fill="#999">'
+            "no monitoring runs in this period</text>"
+        )
     parts.append("</svg>")
     return "".join(parts)

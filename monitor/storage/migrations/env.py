@@ -8,12 +8,11 @@ APScheduler's job table is created by APScheduler itself and left alone here.
 from __future__ import annotations
 
 from alembic import context
+from medmon.monitor.storage import import_all_models
 from sqlalchemy import engine_from_config, pool
 from sqlmodel import SQLModel
 
 from medmon.db import resolve_url
-
-from medmon.monitor.storage import import_all_models
 
 import_all_models()
 config = context.config
@@ -34,14 +33,25 @@ def _url() -> str:
 
 
 def _configure(connection) -> None:  # type: ignore[no-untyped-def]  # Alembic hook; not type-checked (excluded)
-    context.configure(connection=connection, target_metadata=target_metadata, include_object=include_object,
-                      render_as_batch=connection.dialect.name == "sqlite", compare_type=True)
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        include_object=include_object,
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+    )
 
 
 def run_offline() -> None:
     url = _url()
-    context.configure(url=url, target_metadata=target_metadata, literal_binds=True, include_object=include_object,
-                      render_as_batch=url.startswith("sqlite"), dialect_opts={"paramstyle": "named"})
+    context.configure(
+        url=url,
+        target_metadata=target_metadata,
+        literal_binds=True,
+        include_object=include_object,
+        render_as_batch=url.startswith("sqlite"),
+        dialect_opts={"paramstyle": "named"},
+    )
     with context.begin_transaction():
         context.run_migrations()
 

@@ -9,12 +9,30 @@ import random
 from typing import Any
 
 import pytest
-
 from medmon.monitor.detection.drift import (
-    CountSR, Finding, JudgeAgreementSR, JudgeBiasSR, MixtureSR, OneShotPaired, PairedSR, PooledSR, RiverDrift, SubgroupGapSR,
+    CountSR,
+    Finding,
+    JudgeAgreementSR,
+    JudgeBiasSR,
+    MixtureSR,
+    OneShotPaired,
+    PairedSR,
+    PooledSR,
+    RiverDrift,
+    SubgroupGapSR,
 )
 
-DETECTORS = [MixtureSR, PairedSR, SubgroupGapSR, PooledSR, JudgeAgreementSR, JudgeBiasSR, OneShotPaired, RiverDrift, CountSR]
+DETECTORS = [
+    MixtureSR,
+    PairedSR,
+    SubgroupGapSR,
+    PooledSR,
+    JudgeAgreementSR,
+    JudgeBiasSR,
+    OneShotPaired,
+    RiverDrift,
+    CountSR,
+]
 CHANGE_AT = {OneShotPaired: 0}  # where each test drift stream changes; 300 unless listed
 ALARMS = ("alarm", "degraded")
 
@@ -112,7 +130,9 @@ def test_a_missing_observation_changes_nothing(cls: type) -> None:
     assert json.dumps(det.state.to_dict(), sort_keys=True) == before
 
 
-@pytest.mark.parametrize("cls", [c for c in DETECTORS if c not in (OneShotPaired, RiverDrift)], ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "cls", [c for c in DETECTORS if c not in (OneShotPaired, RiverDrift)], ids=lambda c: c.__name__
+)
 def test_recovery_holds_on_the_null_side_only(cls: type) -> None:
     """A degraded stream recovers on runs whose mean ``holds``: at the null, not beyond it."""
     det = make(cls)

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import json
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
-
 from medmon.monitor.detection.reports import store_drift_report
 from medmon.monitor.models import DriftReport
 from medmon.monitor.read.drift import latest_drift_report_view
-from medmon.db import session_scope
 from medmon.probes.models import ProbeResult, ProbeRun
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
-T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
+from medmon.db import session_scope
+
+T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
 
 def seed(engine: Engine, runs: int, longer_from: int) -> None:
@@ -29,10 +29,18 @@ def seed(engine: Engine, runs: int, longer_from: int) -> None:
             s.flush()
             for _ in range(20):
                 tokens = rng.randint(40, 60) * (4 if i >= longer_from else 1)
-                s.add(ProbeResult(run_id=run.id, task_id="qa", canary_id=f"c{rng.randint(0, 39)}",
-                                  score=float(rng.random() < 0.8), completion_tokens=tokens,
-                                  cost_usd=tokens * 15e-6, latency_s=rng.uniform(0.5, 1.5),
-                                  created_at=T0 + timedelta(hours=i)))
+                s.add(
+                    ProbeResult(
+                        run_id=run.id,
+                        task_id="qa",
+                        canary_id=f"c{rng.randint(0, 39)}",
+                        score=float(rng.random() < 0.8),
+                        completion_tokens=tokens,
+                        cost_usd=tokens * 15e-6,
+                        latency_s=rng.uniform(0.5, 1.5),
+                        created_at=T0 + timedelta(hours=i),
+                    )
+                )
 
 
 @pytest.mark.slow

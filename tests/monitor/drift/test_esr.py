@@ -6,7 +6,6 @@ import json
 import random
 
 import pytest
-
 from medmon.monitor.detection.drift import MixtureSR, MixtureSRState
 
 
@@ -60,8 +59,15 @@ def test_state_round_trips_through_json() -> None:
     assert a.statistic == pytest.approx(b.statistic)
 
 
-@pytest.mark.parametrize("kwargs,name", [({"mu0": 1.2}, "mu0"), ({"sigma2": 0}, "sigma2"),
-                                         ({"threshold": 0.5}, "threshold"), ({"direction": "up"}, "direction")])
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        ({"mu0": 1.2}, "mu0"),
+        ({"sigma2": 0}, "sigma2"),
+        ({"threshold": 0.5}, "threshold"),
+        ({"direction": "up"}, "direction"),
+    ],
+)
 def test_bad_parameters_name_themselves(kwargs: dict, name: str) -> None:
     params = {"mu0": 0.8, "sigma2": 0.16, "threshold": 100.0} | kwargs
     with pytest.raises(ValueError, match=name):

@@ -10,7 +10,6 @@ from statistics import NormalDist
 
 import numpy as np
 import pytest
-
 from medmon.monitor.detection.drift import MixtureSR, MixtureSRBatch
 from medmon.monitor.detection.drift.layout import baseline_margin
 from medmon.monitor.detection.drift.reference import InstanceRef, References
@@ -21,8 +20,9 @@ def binomial_ceiling(n: int, p: float, z: float = 3.0) -> float:
     return n * p + z * math.sqrt(n * p * (1 - p)) + 1
 
 
-def families_with_alarm(mu0: np.ndarray, sigma2: np.ndarray, threshold: float, draw, steps: int,
-                        family: int) -> tuple[int, int]:
+def families_with_alarm(
+    mu0: np.ndarray, sigma2: np.ndarray, threshold: float, draw, steps: int, family: int
+) -> tuple[int, int]:
     batch = MixtureSRBatch(mu0, sigma2, threshold, reset_on_alarm=False)
     alarmed = np.zeros(mu0.size, dtype=bool)
     for t in range(steps):
@@ -64,8 +64,9 @@ def test_family_of_estimated_baselines_keeps_the_deployment_promise() -> None:
         n = families * m
         phat = rng.binomial(500, 0.80, size=n) / 500
         mu0 = phat - np.array([baseline_margin(p, 500, 0.0, z) for p in phat])
-        return families_with_alarm(mu0, mu0 * (1 - mu0), m * steps / alpha,
-                                   lambda t: (rng.random(n) < 0.80).astype(float), steps, m)[0]
+        return families_with_alarm(
+            mu0, mu0 * (1 - mu0), m * steps / alpha, lambda t: (rng.random(n) < 0.80).astype(float), steps, m
+        )[0]
 
     assert hits(max(2.0, NormalDist().inv_cdf(1 - alpha / m))) <= binomial_ceiling(families, alpha)  # margin_z
     assert hits(2.0) > binomial_ceiling(families, alpha)  # why: two SE per baseline is not enough for 100

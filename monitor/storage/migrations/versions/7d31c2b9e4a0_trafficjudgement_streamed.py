@@ -11,19 +11,19 @@ import sqlalchemy as sa
 from alembic import op
 
 
-revision: str = '7d31c2b9e4a0'
-down_revision: str | None = '100f9ac5f06c'
+revision: str = "7d31c2b9e4a0"
+down_revision: str | None = "100f9ac5f06c"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('trafficjudgement', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('streamed', sa.Boolean(), server_default=sa.true(), nullable=False))
-        batch_op.create_index(batch_op.f('ix_trafficjudgement_streamed'), ['streamed'], unique=False)
+    with op.batch_alter_table("trafficjudgement", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("streamed", sa.Boolean(), server_default=sa.true(), nullable=False))
+        batch_op.create_index(batch_op.f("ix_trafficjudgement_streamed"), ["streamed"], unique=False)
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('trafficjudgement', schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f('ix_trafficjudgement_streamed'))
-        batch_op.drop_column('streamed')
+    with op.batch_alter_table("trafficjudgement", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_trafficjudgement_streamed"))
+        batch_op.drop_column("streamed")
