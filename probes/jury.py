@@ -11,9 +11,9 @@ An unusable verdict is data, not an exception: malformed output is asked for aga
 whose call fails is ``failed`` and does not hold up the others. With no valid judge the result
 has *no* score and is an error of type ``jury_unavailable`` ("no valid judge"), counted with
 the run's errors and in the error stream, so a dead jury raises an availability alert.
-MedHELM instead scores such an instance ``default_score = 1.0`` (the bottom of the scale); medmon does not, because a judge outage
-would then read as a collapse in answer quality and fire a quality alert for what is an
-availability problem (which the error stream already reports).
+MedHELM instead scores such an instance ``default_score = 1.0`` (the bottom of the scale); medmon
+does not, because a judge outage would then read as a collapse in answer quality and fire a
+quality alert for what is an availability problem (which the error stream already reports).
 
 Judge calls have their own token and cost ledger (:class:`JudgeVerdict`), never added to the
 production model's cost.
