@@ -60,9 +60,9 @@ class ReportSchedule(Section):
         Examples
         --------
         >>> s = ReportSchedule(day=1, time="06:00", timezone="Europe/Amsterdam")
-        >>> s.last_due(datetime(2026, 12, 1, 5, 0, tzinfo=timezone.utc)).isoformat()
+        >>> s.last_due(datetime(2026, 12, 1, 5, 0, tzinfo=UTC)).isoformat()
         '2026-12-01T05:00:00+00:00'
-        >>> s.last_due(datetime(2026, 12, 1, 4, 59, tzinfo=timezone.utc)).isoformat()
+        >>> s.last_due(datetime(2026, 12, 1, 4, 59, tzinfo=UTC)).isoformat()
         '2026-11-01T05:00:00+00:00'
         """
         zone = ZoneInfo(self.timezone)

@@ -11,7 +11,7 @@ class AcceleratedClock:
 
     Examples
     --------
-    >>> clock = AcceleratedClock(scale=3600, start=datetime(2026, 1, 1, tzinfo=timezone.utc))
+    >>> clock = AcceleratedClock(scale=3600, start=datetime(2026, 1, 1, tzinfo=UTC))
     >>> clock().year
     2026
     """
