@@ -9,7 +9,7 @@ Actions a person takes (for the dashboard): ``acknowledge_incident``, ``resolve_
 ``dead_letters``. The incident API is described in ``medmon.alerts.incidents``.
 """
 
-from medmon.alerts.catalogue import KINDS, Impact, Kind, cause_of, stream_kind
+from medmon.alerts.catalogue import KINDS, Impact, Kind, Rule, cause_of, stream_kind
 from medmon.alerts.causes import Cause
 from medmon.alerts.channels import CHANNEL_TYPES, Channel, WebhookChannel
 from medmon.alerts.dedup import NotifyReason, decide
@@ -53,7 +53,7 @@ from medmon.alerts.models import (
 )
 from medmon.alerts.outbox import DeliveryPolicy, DeliveryReport, dead_letters, deliver_due, enqueue_notice, requeue
 from medmon.alerts.policy import Escalation, NotifyPolicy, RouteSpec
-from medmon.alerts.rules import Estimate, Rule, Subject
+from medmon.alerts.rules import Estimate, Subject
 from medmon.alerts.signal import Signal, fingerprint, group_key, severity_for
 from medmon.alerts.signing import sign, verify
 from medmon.alerts.silences import (

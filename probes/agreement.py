@@ -80,7 +80,11 @@ def window_agreement(
         if ids
         else []
     )
-    inside = [r for r in rows if scale_min <= r[3] <= scale_max and float(r[3]).is_integer()]
+    inside = [
+        (rid, criterion, judge, score)
+        for rid, criterion, judge, score in rows
+        if score is not None and scale_min <= score <= scale_max and float(score).is_integer()
+    ]
     out_of_scale = len(rows) - len(inside)
     rows = inside
     judges = sorted({r[2] for r in rows})

@@ -44,7 +44,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import httpx2
@@ -64,6 +64,50 @@ from medmon.probes.telemetry import CallRecord, Telemetry, global_telemetry
 
 _GUARDS: dict[tuple[object, ...], CallGuard] = {}
 _GUARDS_LOCK = threading.Lock()
+
+
+class PriceSection(Protocol):
+    """What :meth:`ModelSettings.from_endpoint` reads of a plan ``Price`` (the plan lives above this package)."""
+
+    @property
+    def input_per_mtok(self) -> float: ...
+
+    @property
+    def output_per_mtok(self) -> float: ...
+
+
+class EndpointSection(Protocol):
+    """What :meth:`ModelSettings.from_endpoint` reads of a plan ``Endpoint`` (besides the optional fields)."""
+
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def api_key_env(self) -> str | None: ...
+
+    @property
+    def price(self) -> PriceSection: ...
+
+    @property
+    def timeout_s(self) -> float: ...
+
+    @property
+    def max_retries(self) -> int: ...
+
+    @property
+    def max_concurrency(self) -> int: ...
+
+    @property
+    def temperature(self) -> float | None: ...
+
+    @property
+    def max_tokens(self) -> int: ...
+
+    @property
+    def system_prompt(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -101,7 +145,7 @@ class ModelSettings:
 
     @classmethod
     def from_endpoint(
-        cls, endpoint: object, *, environ: Mapping[str, str] | None = None, name: str | None = None
+        cls, endpoint: EndpointSection, *, environ: Mapping[str, str] | None = None, name: str | None = None
     ) -> ModelSettings:
         """Build settings from a plan ``Endpoint``; the key and secret headers come from the variables it names.
 
@@ -608,7 +652,7 @@ def openai_client(settings: ModelSettings, http_client: openai.DefaultAioHttpCli
     return openai.AsyncOpenAI(base_url=settings.base_url, **common)
 
 
-def request_options(settings: ModelSettings) -> dict[str, Any]:
+def request_options(settings: ModelSettings) -> openai.RequestOptions:
     """Per-request options: no ``Authorization`` header unless the endpoint takes a bearer key."""
     if settings.auth_header == "bearer" or settings.api_style == "azure":
         return {"security": {"bearer_auth": settings.api_style != "azure"}}

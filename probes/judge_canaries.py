@@ -26,7 +26,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from medmon.baselines.canary import Canary, read_jsonl
 from medmon.baselines.errors import CanaryFormatError
@@ -78,7 +78,7 @@ class JudgeCanary:
         )
 
 
-def _number(value: object) -> bool:
+def _number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -118,6 +118,7 @@ def judge_canary_from_dict(data: Any, *, where: str = "<judge canary>", scale: t
     tags = data.get("tags", {})
     if not isinstance(tags, dict) or not all(isinstance(v, str) for v in tags.values()):
         raise CanaryFormatError(f"{where}: field 'tags': expected an object of string values")
+    assert gold is not None  # a number, or an object of numbers, as checked above
     return JudgeCanary(
         id=data["id"],
         messages=tuple(dict(m) for m in messages),

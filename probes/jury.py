@@ -33,10 +33,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from types import TracebackType
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from medmon.baselines.canary import Canary
-from medmon.probes.client import Completion, ModelClient, ModelSettings
+from medmon.probes.client import Completion, EndpointSection, ModelClient, ModelSettings
 from medmon.probes.errors import EmptyCompletion, ModelCallError
 from medmon.probes.models import ParseStatus
 from medmon.probes.telemetry import Telemetry, global_telemetry
@@ -64,6 +64,22 @@ T = TypeVar("T", int, float)
 RETRY_NUDGE = "That was not the JSON object requested. Reply with only the JSON object, in the structure given."
 
 
+class JurySection(Protocol):
+    """What :meth:`JurySettings.from_plan` reads of a plan ``Jury`` (the plan lives above this package)."""
+
+    @property
+    def judges(self) -> Sequence[EndpointSection]: ...
+
+    @property
+    def criteria(self) -> Sequence[str]: ...
+
+    @property
+    def scale_min(self) -> int: ...
+
+    @property
+    def scale_max(self) -> int: ...
+
+
 @dataclass(frozen=True)
 class JurySettings:
     """Judges (one ``ModelSettings`` each, named), criteria and scale; mirrors the plan's ``jury``."""
@@ -85,7 +101,7 @@ class JurySettings:
             raise ValueError(f"judges: names must be unique, got {names}")
 
     @classmethod
-    def from_plan(cls, jury: object, *, environ: Mapping[str, str] | None = None) -> JurySettings:
+    def from_plan(cls, jury: JurySection, *, environ: Mapping[str, str] | None = None) -> JurySettings:
         """From a plan ``Jury`` section; each judge's key comes from the variable it names."""
         env = os.environ if environ is None else environ
         judges = tuple(ModelSettings.from_endpoint(e, environ=env) for e in jury.judges)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import JSON, Column, Index
 from sqlmodel import Field, SQLModel
@@ -44,6 +44,14 @@ class ProbeRun(SQLModel, table=True):
     pack_sha256: str = Field(default="", sa_column_kwargs={"server_default": ""})
     prompt_sha256: str = Field(default="", sa_column_kwargs={"server_default": ""})
     scorer_version: str = Field(default="", sa_column_kwargs={"server_default": ""})
+
+
+class Provenance(TypedDict, total=False):
+    """A run's provenance columns, as ``start_run`` and ``execute_probe`` take them."""
+
+    pack_sha256: str
+    prompt_sha256: str
+    scorer_version: str
 
 
 class ParseStatus(str, Enum):

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Generic, TypeVar
 
 from medmon.probes.jury import JuryOutcome
-from medmon.probes.models import JudgeCall, JuryVerdict, ProbeResult, ProbeResultBase, ProbeRun, RunStatus
+from medmon.probes.models import JudgeCall, JuryVerdict, ProbeResult, ProbeResultBase, ProbeRun, Provenance, RunStatus
 from medmon.probes.pool import ClientPool, shared_pool
 from medmon.probes.redaction import TextPolicy, protect_results
 from sqlalchemy.engine import Engine
@@ -66,12 +66,12 @@ def start_run(
     started_at: datetime,
     purpose: str = "scheduled",
     deployment: str = "production",
-    provenance: Mapping[str, str] | None = None,
+    provenance: Provenance | None = None,
 ) -> ProbeRun:
     """Open a run row (status running) in the caller's transaction; ``provenance`` holds ``pack_sha256``,
     ``prompt_sha256`` and ``scorer_version``, so every result can say what produced it."""
     run = ProbeRun(
-        task_id=task_id, purpose=purpose, deployment=deployment, started_at=started_at, **dict(provenance or {})
+        task_id=task_id, purpose=purpose, deployment=deployment, started_at=started_at, **(provenance or Provenance())
     )
     session.add(run)
     session.flush()
@@ -196,7 +196,7 @@ def execute_probe(
     texts: TextPolicy,
     purpose: str = "scheduled",
     deployment: str = "production",
-    provenance: Mapping[str, str] | None = None,
+    provenance: Provenance | None = None,
     opened: Callable[[Session, ProbeRun], None] | None = None,
     on_start: Callable[[int], None] | None = None,
     store: Callable[[Session, ProbeRun, list[ProbeResultBase], datetime], T] | None = None,

@@ -15,12 +15,15 @@ import sys
 from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from medmon.monitor.cli.plan_arg import PlanArg
 from medmon.monitor.errors import MedmonError, PlanError
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from medmon.monitor.plan.model import Plan
 
 app = typer.Typer(
     help="medmon: watch a deployed clinical LLM against its MedHELM evidence.\n\n"
@@ -194,7 +197,7 @@ def probe_run(
             outcomes.append(run_task_probe(engine, plan, ctx, rng=random.Random(), now=utcnow, purpose="manual"))
             progress.advance(bar)
     report = deliver_due(engine, channels, utcnow, DeliveryPolicy()) if channels else None
-    rows = [
+    rows: list[dict[str, Any]] = [  # as printed with --json
         {
             "task": o.task_id,
             "run": o.run_id,
@@ -411,7 +414,7 @@ def demo(
 
     proc: list[subprocess.Popen[bytes]] = []
 
-    def start_dashboard(plan: object) -> None:
+    def start_dashboard(plan: Plan) -> None:
         if no_dashboard:
             return
         env = os.environ | {

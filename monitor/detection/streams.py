@@ -41,6 +41,7 @@ from medmon.monitor.detection.drift.budget import INFO, OPERATIONAL, QUALITY, Bu
 from medmon.monitor.detection.drift.detector import Detector
 from medmon.monitor.detection.drift.finding import Finding
 from medmon.monitor.detection.drift.layout import (
+    Item,
     StreamSpec,
     baseline_margin,
     exact_baseline_margin,
@@ -112,7 +113,7 @@ D = TypeVar("D", bound=Detector)
 
 @dataclass(frozen=True)
 class StreamUpdate:
-    spec: StreamSpec
+    spec: StreamSpec[Any]  # of whatever the stream observes
     status: StreamStatus
     previous: StreamStatus
     finding: Finding | None
@@ -144,7 +145,7 @@ def plan_budget(plan: Plan) -> Budget:
     )
 
 
-def stream_thresholds(plan: Plan, specs: Sequence[StreamSpec]) -> dict[str, float]:
+def stream_thresholds(plan: Plan, specs: Sequence[StreamSpec[Any]]) -> dict[str, float]:
     """Threshold ``A`` of each budgeted stream of one task (its share of the task's unit)."""
     budget = plan_budget(plan)
     budgeted = [s for s in specs if s.family != INFO]
@@ -168,7 +169,7 @@ def rebuild(cls: type[D], params: dict[str, Any], threshold: float, state: dict[
     return cls(**kwargs, state=cls.State.from_dict(state) if state else None)
 
 
-def _row(session: Session, spec: StreamSpec, params: dict[str, Any], threshold: float) -> DetectorState:
+def _row(session: Session, spec: StreamSpec[Any], params: dict[str, Any], threshold: float) -> DetectorState:
     """The stream's stored row; a new one (a new segment) when its null or detector changed.
 
     The threshold is not part of the null: a budget edit (a task, judge or category added, a new
@@ -254,7 +255,7 @@ def _settle_by_runs(row: DetectorState, detector: Detector, xs: Sequence[float])
 
 
 def update_stream(
-    session: Session, spec: StreamSpec, threshold: float, results: Sequence[ProbeResultBase], now: datetime
+    session: Session, spec: StreamSpec[Item], threshold: float, results: Sequence[Item], now: datetime
 ) -> StreamUpdate:
     """Feed one run's observations to a stream's persisted detector and store its new state."""
     params = {**spec.params, "null_mean": spec.null_mean}
@@ -395,7 +396,7 @@ def conformance_update(plan: Plan, ctx: TaskContext, go_live: References) -> Str
     low, high = mean - 1.96 * sd / math.sqrt(n), mean + 1.96 * sd / math.sqrt(n)
     worse = high < -plan.detection.min_margin
     t = ctx.task.id
-    spec = StreamSpec(
+    spec: StreamSpec[Any] = StreamSpec(  # observes nothing: the finding is made here
         f"{t}:conformance:golive",
         t,
         "conformance",
@@ -480,7 +481,7 @@ def _update_pooled(
     if not members:
         return None
     threshold = plan_budget(plan).threshold(QUALITY, 1)
-    spec = StreamSpec(
+    spec: StreamSpec[Any] = StreamSpec(  # observes nothing: fed the member's observations below
         f"category:{_slug(category)}:pooled_score:drop",
         f"category:{_slug(category)}",
         "pooled_score",
@@ -624,7 +625,7 @@ def _update_one_shot(
         if test.last_x is not None:
             xs.append(test.last_x)
     previous = row.status
-    spec = StreamSpec(
+    spec: StreamSpec[Any] = StreamSpec(  # observes nothing: the test above was fed
         row.key, task.id, ONE_SHOT, "drop", row.null_mean, baseline.normalized, lambda r: None, "oneshot_paired", p
     )
     status, alert, summary = previous, False, ""
@@ -662,6 +663,11 @@ def reset_task_streams(session: Session, task_id: str, now: datetime) -> int:
     return len(rows)
 
 
+def _verdict(pair: tuple[float, float]) -> tuple[float, float]:
+    """A judge canary stream's observation: the ``(judge score, gold score)`` pair as fed."""
+    return pair
+
+
 def update_judge_canaries(
     session: Session,
     plan: Plan,
@@ -689,7 +695,7 @@ def update_judge_canaries(
         "drop",
         a0,
         a0,
-        lambda v: v,
+        _verdict,
         "judge_agreement_sr",
         {"min_agreement": a0, "scale_min": float(plan.jury.scale_min), "scale_max": float(plan.jury.scale_max)},
         what=KINDS["judge_canaries"].words(judge=judge),
@@ -702,7 +708,7 @@ def update_judge_canaries(
         "both",
         0.0,
         0.0,
-        lambda v: v,
+        _verdict,
         "judge_bias_sr",
         {
             "burn_in": burn_in,
@@ -714,9 +720,9 @@ def update_judge_canaries(
     )
     threshold = plan_budget(plan).threshold(QUALITY, 2)
     return (
-        update_stream(session, spec, threshold, verdicts, now),  # type: ignore[arg-type]
+        update_stream(session, spec, threshold, verdicts, now),
         update_stream(session, bias, threshold, verdicts, now),
-    )  # type: ignore[arg-type]
+    )
 
 
 def finding_record(update: StreamUpdate, run_id: int | None, summary: str, at: datetime) -> FindingRecord:

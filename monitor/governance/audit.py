@@ -36,6 +36,7 @@ from typing import Any
 import yaml
 from medmon.alerts.models import AlertEvent
 from medmon.monitor.models import AuditEvent, AuditHead, ChangeRecord, Reevaluation
+from medmon.monitor.storage import select_row
 from sqlalchemy import update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -234,7 +235,7 @@ def verify(session: Session, expect: tuple[int, str] | None = None) -> VerifyRep
     )
     # Streamed in chunks: a years-long log need not fit in memory to be checked.
     rows = session.exec(
-        select(*columns).order_by(col(AuditEvent.seq), col(AuditEvent.id)).execution_options(yield_per=2000)
+        select_row(*columns).order_by(col(AuditEvent.seq), col(AuditEvent.id)).execution_options(yield_per=2000)
     )
     problems: list[AuditProblem] = []
     prev_hash, expected_seq, count = GENESIS, 1, 0
@@ -388,7 +389,7 @@ def coverage_problems(session: Session) -> list[AuditProblem]:
         [
             i
             for i, done in session.exec(select(Reevaluation.id, Reevaluation.finished_at))
-            if done is not None and i not in seen_reevaluations
+            if i is not None and done is not None and i not in seen_reevaluations
         ],
     )
     missing(
@@ -396,7 +397,7 @@ def coverage_problems(session: Session) -> list[AuditProblem]:
         [
             i
             for i, by in session.exec(select(Reevaluation.id, Reevaluation.approved_by))
-            if by is not None and i not in seen_approvals
+            if i is not None and by is not None and i not in seen_approvals
         ],
     )
     wanted: dict[tuple[str, str], int] = {}

@@ -224,12 +224,12 @@ def _mapping_issues(plan: Plan, line: Callable[..., int | None]) -> list[PlanIss
                 issues.append(
                     PlanIssue(f"governance.medhelm.{field}", f"{value!r} is declared but no task measures it", where)
                 )
-        for task_id, value in derived.items():
-            if value is not None and value not in declared_values:
+        for task_id, mapped in derived.items():
+            if mapped is not None and mapped not in declared_values:
                 issues.append(
                     PlanIssue(
                         f"governance.medhelm.{field}",
-                        f"task {task_id!r} maps to {value!r}, which the declared mapping leaves out",
+                        f"task {task_id!r} maps to {mapped!r}, which the declared mapping leaves out",
                         where,
                     )
                 )

@@ -31,6 +31,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 import krippendorff
 import numpy as np
@@ -91,7 +92,11 @@ def icc(ratings: Sequence[Sequence[float]], kind: str = "ICC(A,1)") -> tuple[flo
     return value, (low if high is not None else None), (high if low is not None else None)
 
 
-def alpha(data: np.ndarray, level: str, value_domain: Sequence[int] | None = None) -> float | None:
+def alpha(
+    data: np.ndarray,
+    level: Literal["nominal", "ordinal", "interval", "ratio"],
+    value_domain: Sequence[int] | None = None,
+) -> float | None:
     """Krippendorff's alpha over coders x units (NaN: missing), or None when undefined."""
     values = data[~np.isnan(data)]
     if data.shape[0] < 2 or len(set(values.tolist())) < 2:

@@ -93,9 +93,7 @@ def _draw(strata: Mapping[str, list[ProbeResult]], k: int, rng: random.Random) -
 def _load(session: Session, reviewers: list[str]) -> dict[str, int]:
     rows = session.exec(
         select(ReviewItem.reviewer, func.count())
-        .where(  # type: ignore[call-overload]
-            ReviewItem.status == "open", col(ReviewItem.reviewer).in_(reviewers)
-        )
+        .where(ReviewItem.status == "open", col(ReviewItem.reviewer).in_(reviewers))
         .group_by(ReviewItem.reviewer)
     ).all()
     counts = {r: 0 for r in reviewers}
@@ -132,10 +130,7 @@ def queue_reviews(session: Session, plan: Plan, now: datetime, rng: random.Rando
         )
         joined = col(ProbeRun.id) == col(ProbeResult.run_id)
         total = session.exec(
-            select(func.count())
-            .select_from(ProbeResult)
-            .join(ProbeRun, joined)  # type: ignore[call-overload]
-            .where(*eligible)
+            select(func.count()).select_from(ProbeResult).join(ProbeRun, joined).where(*eligible)
         ).one()
         room = min(quota, math.ceil(rate * total)) - len(queued)
         if room <= 0:
@@ -148,6 +143,7 @@ def queue_reviews(session: Session, plan: Plan, now: datetime, rng: random.Rando
         draw_rng = rng or random.Random(f"{week}:{task.id}:{len(queued)}")
         load = _load(session, reviewers)
         for key, result in _draw(strata, room, draw_rng):
+            assert result.id is not None  # a stored answer
             double = len(reviewers) > 1 and draw_rng.random() < config.double_rate
             chosen = sorted(reviewers, key=lambda r: (load[r], reviewers.index(r)))[: 2 if double else 1]
             for reviewer in chosen:

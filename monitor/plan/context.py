@@ -11,12 +11,14 @@ import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from medmon.baselines import Baseline, BaselineFigures, Canary, latest_baseline, read_canaries, record_baseline, resolve
 from medmon.baselines.taxonomy import TaxonomyEntry
 from medmon.monitor.errors import PlanError, PlanIssue
 from medmon.monitor.models import BaselinePin, Reevaluation, ReevaluationStatus
 from medmon.monitor.plan.model import Plan, Task
+from medmon.probes.models import Provenance
 from medmon.probes.packs import load_pack
 from sqlmodel import Session, col, select
 
@@ -30,7 +32,7 @@ class TaskContext:
     canaries: tuple[Canary, ...]
     scorer: str
     taxonomy: TaxonomyEntry
-    pack_baseline: dict[str, object]
+    pack_baseline: dict[str, Any]  # the pack card's YAML baseline
     pack_sha256: str = ""
 
 
@@ -39,7 +41,7 @@ def canaries_sha256(canaries: tuple[Canary, ...]) -> str:
     return hashlib.sha256("\n".join(c.to_json() for c in canaries).encode("utf-8")).hexdigest()
 
 
-def run_provenance(plan: Plan, ctx: TaskContext) -> dict[str, str]:
+def run_provenance(plan: Plan, ctx: TaskContext) -> Provenance:
     """What a run records about what produced its results: canaries, prompt and decoding, scorer."""
     d = plan.deployment
     prompt = json.dumps(
@@ -218,9 +220,9 @@ def probe_baseline(session: Session, plan: Plan, ctx: TaskContext, *, now: datet
             benchmark=task.benchmark,
             model=str(card.get("model") or plan.deployment.model),
             metric=str(card.get("metric") or "score"),
-            value=float(card["value"]),  # type: ignore[arg-type]
+            value=float(card["value"]),
             n=int(card["n"]),
-            source_kind="pack",  # type: ignore[call-overload]
+            source_kind="pack",
             source_path=str(card.get("source") or ""),
         )
         found = record_baseline(session, figures)[0]

@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from medmon.monitor.models import DriftReport
+from medmon.monitor.storage import select_row
 from sqlmodel import Session, col, func, select
 
 
@@ -118,7 +119,7 @@ def drift_reports(
     session: Session, task_id: str | None = None, *, limit: int = 100, report_id: int | None = None
 ) -> list[DriftReportView]:
     """Stored reports, newest first (of one task, or just one report, when given), without their HTML."""
-    query = select(*_FIGURES)
+    query = select_row(*_FIGURES)
     if task_id is not None:
         query = query.where(DriftReport.task_id == task_id)
     if report_id is not None:

@@ -12,6 +12,7 @@ from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.read._sql import as_time, latest_runs, safe_float, wilson_interval_of_mean
 from medmon.monitor.read.jury import Verdict, verdicts_for
+from medmon.monitor.storage import select_row
 from medmon.probes.models import ProbeResult, ProbeRun
 from sqlalchemy import case
 from sqlmodel import Session, col, func, select
@@ -60,14 +61,14 @@ def run_series(
         else func.sum(0)
     )
     query = (
-        select(
+        select_row(
             ProbeResult.run_id,
             ProbeRun.purpose,
             func.max(ProbeResult.created_at),
             func.count(),
-            func.count(ProbeResult.score),
+            func.count(col(ProbeResult.score)),
             func.sum(ProbeResult.score),
-            func.count(ProbeResult.error_type),
+            func.count(col(ProbeResult.error_type)),
             func.sum(ProbeResult.cost_usd),
             func.avg(ProbeResult.cost_usd),
             func.avg(ProbeResult.latency_s),
@@ -76,8 +77,8 @@ def run_series(
         )
         .join(ProbeRun, col(ProbeRun.id) == col(ProbeResult.run_id))
         .where(col(ProbeResult.run_id).in_(latest_runs(task_id, runs, since=since, until=until)))
-        .group_by(ProbeResult.run_id, ProbeRun.purpose)
-        .order_by(ProbeResult.run_id)
+        .group_by(col(ProbeResult.run_id), ProbeRun.purpose)
+        .order_by(col(ProbeResult.run_id))
     )
     points = []
     for run_id, purpose, at, calls, n, total, errors, cost, cost_avg, lat, lat_max, over_n in session.exec(query).all():
@@ -179,11 +180,11 @@ def subgroup_slices(session: Session, task_id: str, tags: Sequence[str], *, runs
     for tag in tags:
         value = col(ProbeResult.tags)[tag].as_string()
         query = (
-            select(
+            select_row(
                 value,
-                func.count(ProbeResult.score),
+                func.count(col(ProbeResult.score)),
                 func.sum(ProbeResult.score),
-                func.count(ProbeResult.baseline_score),
+                func.count(col(ProbeResult.baseline_score)),
                 func.avg(ProbeResult.baseline_score),
             )
             .where(

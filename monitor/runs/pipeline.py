@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -117,7 +117,7 @@ def run_task_probe(
         replay = go_live_replay(session, plan, ctx, task.sample_size)  # the go-live reference comes first
         chosen.extend(replay if replay is not None else sample_canaries(ctx.canaries, task.sample_size, rng))
 
-    async def call(pool: ClientPool) -> list[ProbeResultBase]:
+    async def call(pool: ClientPool) -> Sequence[ProbeResultBase]:
         # The judges are asked only for a jury-scored task; without a plan jury, probe_canaries
         # raises JuryNotConfigured before any call (``medmon check`` reports it earlier).
         jury = (
@@ -170,11 +170,11 @@ def run_task_probe(
             outcome.signals.append(signal)
         for update in update_task_streams(session, plan, ctx, baseline, results, stamp):
             outcome.updates.append(update)
-            signal = stream_signal(plan, ctx, update) if update.alert else None
+            raised = stream_signal(plan, ctx, update) if update.alert else None
             if update.finding is not None:
-                session.add(finding_record(update, run_id, signal.summary if signal else update.summary, stamp))
-            if signal is not None:
-                outcome.signals.append(signal)
+                session.add(finding_record(update, run_id, raised.summary if raised else update.summary, stamp))
+            if raised is not None:
+                outcome.signals.append(raised)
         outcome.signals.extend(threshold_signals(session, plan, ctx))
         apply_signals(session, outcome.signals, notify_policy(plan), stamp)
         return plan_change_due(session, plan, task.id)

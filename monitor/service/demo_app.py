@@ -17,6 +17,24 @@ import argparse
 import os
 import random
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
+
+
+def _message(m: dict[str, str]) -> ChatCompletionMessageParam:
+    """A canary's message (role and content, the role one of the four a canary may have) as the SDK types it."""
+    content = m["content"]
+    match m["role"]:
+        case "system":
+            return {"role": "system", "content": content}
+        case "developer":
+            return {"role": "developer", "content": content}
+        case "assistant":
+            return {"role": "assistant", "content": content}
+        case _:
+            return {"role": "user", "content": content}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     OpenAIInstrumentor().instrument(tracer_provider=provider)
     client = openai.OpenAI(base_url=args.base_url, api_key="simulated-application-key", max_retries=0, timeout=10)
-    questions = [c.messages for c in load_pack(args.pack).canaries]
+    questions = [[_message(m) for m in c.messages] for c in load_pack(args.pack).canaries]
     rng = random.Random(args.seed)
     print("ready", flush=True)
     for line in sys.stdin:

@@ -191,9 +191,9 @@ class DatabaseCollector(Collector):
         )
         counts = dict(session.exec(select(Notification.status, func.count()).group_by(Notification.status)).all())
         for st in NotificationStatus:
-            outbox.add_metric([st.value], float(counts.get(st, counts.get(st.value, 0))))  # type: ignore[call-overload]
+            outbox.add_metric([st.value], float(counts.get(st, counts.get(st.value, 0))))
         yield outbox
-        pending = counts.get(NotificationStatus.pending, counts.get(NotificationStatus.pending.value, 0))  # type: ignore[call-overload]
+        pending = counts.get(NotificationStatus.pending, counts.get(NotificationStatus.pending.value, 0))
         yield GaugeMetricFamily(
             "medmon_outbox_queue_depth", "Notifications waiting to be delivered", value=float(pending)
         )

@@ -53,6 +53,7 @@ from medmon.monitor.storage import make_engine
 from medmon.monitor.storage.migrate import ensure_current
 from medmon.probes.pool import shared_pool
 from sqlalchemy.engine import Engine
+from starlette.applications import Starlette
 
 from medmon.db import resolve_url, utcnow
 from medmon.scrub import setup_logging
@@ -283,7 +284,8 @@ def run_service(
             health.stop()
         if receiver is not None:
             receiver.stop()
-            judging = getattr(receiver.server.config.app.state, "judging", None)  # judging from memory
+            app = receiver.server.config.app  # the receiver's Starlette app
+            judging = getattr(app.state, "judging", None) if isinstance(app, Starlette) else None  # judging from memory
             if judging is not None:
                 judging.stop()
         if telemetry is not None:

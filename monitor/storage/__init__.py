@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from sqlalchemy import Table, inspect
 from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 from sqlmodel.sql.expression import Select
@@ -17,12 +18,20 @@ from sqlmodel.sql.expression import Select
 from medmon.db import connect
 from medmon.errors import StorageError
 
-__all__ = ["create_tables", "import_all_models", "make_engine", "select_row"]
+__all__ = ["create_tables", "import_all_models", "make_engine", "select_row", "table_of"]
 
 
 def select_row(*columns: Any) -> Select[*tuple[Any, ...]]:
     """``sqlmodel.select`` of any number of columns: its typed overloads stop at four."""
     return Select(*columns)
+
+
+def table_of(model: type[SQLModel]) -> Table:
+    """A table model's ``Table`` (its ``__table__``, which SQLModel sets at run time without declaring it)."""
+    table = inspect(model).local_table
+    if not isinstance(table, Table):
+        raise TypeError(f"{model.__name__} is not mapped to one table")
+    return table
 
 
 def make_engine(url: str | None = None, *, create: bool = True) -> Engine:

@@ -17,6 +17,7 @@ from medmon.monitor.models import TrafficRejection, TrafficSpan
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan, Price
 from medmon.monitor.plan.traffic import TrafficPrice
+from medmon.monitor.storage import table_of
 from medmon.monitor.traffic.routes import route_task
 from medmon.monitor.traffic.spans import CallRecord, Decoded, Limits
 from medmon.probes.redaction import Redactor, load_redactor, protect_text
@@ -129,10 +130,10 @@ def count_rejections(conn: Connection, reasons: Counter[str], now: datetime) -> 
     """Add refused spans to the hour's counts per reason (safe with several receivers at once)."""
     if not reasons:
         return
-    stmt = _insert(conn, TrafficRejection.__table__)
+    table = table_of(TrafficRejection)
+    stmt = _insert(conn, table)
     stmt = stmt.on_conflict_do_update(
-        index_elements=["hour", "reason"],
-        set_={"count": TrafficRejection.__table__.c["count"] + stmt.excluded["count"]},
+        index_elements=["hour", "reason"], set_={"count": table.c["count"] + stmt.excluded["count"]}
     )
     conn.execute(stmt, [{"hour": hour_of(now), "reason": r, "count": n} for r, n in sorted(reasons.items())])
 
@@ -147,7 +148,7 @@ def store_calls(engine: Engine, ingestor: Ingestor, decoded: Decoded, now: datet
     rows = [ingestor.row(c, now) for c in decoded.calls]
     with engine.begin() as conn:
         if rows:
-            stmt = _insert(conn, TrafficSpan.__table__).on_conflict_do_nothing(index_elements=["trace_id", "span_id"])
+            stmt = _insert(conn, table_of(TrafficSpan)).on_conflict_do_nothing(index_elements=["trace_id", "span_id"])
             conn.execute(stmt, rows)
         count_rejections(conn, decoded.refused + decoded.skipped, now)
     return len(rows)

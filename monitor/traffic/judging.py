@@ -86,7 +86,8 @@ def pick(session: Session, plan: Plan, now: datetime) -> list[TrafficSpan]:
             .limit(max(BATCH * 20, 1))
         ).all()
     )
-    chosen, looked = [], []
+    chosen: list[TrafficSpan] = []
+    looked: list[int | None] = []
     for row in rows:
         if len(chosen) >= min(room, BATCH):
             break
@@ -142,9 +143,9 @@ def record_verdict(row: TrafficJudgement, outcome: JuryOutcome) -> TrafficJudgem
     return row
 
 
-def judgement_specs(plan: Plan, task_id: str, ref: TrafficReference | None) -> list[StreamSpec]:
+def judgement_specs(plan: Plan, task_id: str, ref: TrafficReference | None) -> list[StreamSpec[TrafficJudgement]]:
     """The judged-score stream (once its reference exists) and the agreement stream of a task."""
-    specs = []
+    specs: list[StreamSpec[TrafficJudgement]] = []
     judged = (ref.stats.get("judged") if ref is not None else None) or {}
     if judged.get("n", 0) >= REFERENCE_JUDGEMENTS:
         p, n = judged["score"], judged["n"]
@@ -211,7 +212,7 @@ def feed_streams(session: Session, plan: Plan, rows: Sequence[TrafficJudgement],
         mine = [r for r in rows if r.task_id == task_id]
         specs = judgement_specs(plan, task_id, session.get(TrafficReference, task_id))
         for spec in specs:
-            update = update_stream(session, spec, traffic_threshold(plan, len(specs)), mine, now)  # type: ignore[arg-type]
+            update = update_stream(session, spec, traffic_threshold(plan, len(specs)), mine, now)
             signal = signal_of(plan, update)
             if update.finding is not None:
                 session.add(finding_record(update, None, signal.summary if signal else update.summary, now))

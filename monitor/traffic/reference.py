@@ -18,6 +18,7 @@ from typing import Any
 from medmon.monitor.models import TrafficReference, TrafficSpan
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.traffic import Traffic
+from medmon.monitor.storage import select_row, table_of
 from sqlmodel import Session, col, func, select
 
 Value = Callable[[Any], float | None]  # of a stored span (an ORM object or a row)
@@ -92,13 +93,13 @@ def ensure_reference(session: Session, traffic: Traffic, task_id: str, now: date
     period = _period(session, traffic, task_id, now)
     if period is None:
         return None
-    t = TrafficSpan.__table__
+    t = table_of(TrafficSpan)
     spans = session.execute(
-        select(
+        select_row(
             t.c.error_type,
             t.c.cost_usd,
             t.c.latency_s,
-            t.c.output_tokens,  # type: ignore[call-overload]
+            t.c.output_tokens,
             t.c.finish_reason,
             t.c.refused,
             t.c.response_model,

@@ -36,7 +36,7 @@ def delete_expired(engine: Engine, traffic: Traffic | None, now: datetime, *, ba
                 .limit(batch)
             ).all()
             if ids:
-                session.exec(delete(TrafficSpan).where(col(TrafficSpan.id).in_(ids)))  # type: ignore[call-overload]
+                session.exec(delete(TrafficSpan).where(col(TrafficSpan.id).in_(ids)))
         total += len(ids)
         if len(ids) < batch:
             return total

@@ -21,15 +21,16 @@ from medmon.alerts import Signal, apply_signals
 from medmon.alerts.rules import model_changed
 from medmon.monitor.alerting.signals import task_subject, update_signal
 from medmon.monitor.detection.drift.budget import OPERATIONAL, Budget
-from medmon.monitor.detection.drift.layout import StreamSpec, margin_z
+from medmon.monitor.detection.drift.layout import Item, StreamSpec, margin_z
 from medmon.monitor.detection.streams import StreamUpdate, finding_record, update_stream
 from medmon.monitor.models import LATENCY_BUCKETS, FindingRecord, TrafficReference, TrafficRollup, TrafficSpan
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.routing import notify_policy
+from medmon.monitor.storage import select_row, table_of
 from medmon.monitor.traffic.reference import MEDIAN_METRICS, RATE_METRICS, ensure_reference
 from medmon.monitor.traffic.volume import due_hours, ensure_volume, mark_tested, volume_specs
 from sqlalchemy import update
-from sqlmodel import Session, select
+from sqlmodel import Session
 
 from medmon.db import session_scope
 
@@ -99,7 +100,7 @@ def _margin(p: float, n: float, z: float, floor: float) -> float:
     return max(floor, z * math.sqrt(max(p * (1 - p), 1.0 / max(n, 1)) / max(n, 1)))
 
 
-def traffic_specs(plan: Plan, ref: TrafficReference) -> list[StreamSpec]:
+def traffic_specs(plan: Plan, ref: TrafficReference) -> list[StreamSpec[Any]]:
     """The traffic streams of one task, each against its reference level plus margins."""
     assert plan.traffic is not None
     z, floor = margin_z(plan), plan.detection.min_margin
@@ -198,14 +199,14 @@ def _task_threshold(plan: Plan, ref: TrafficReference) -> float:
 def _feed(
     session: Session,
     plan: Plan,
-    specs: Sequence[StreamSpec],
+    specs: Sequence[StreamSpec[Item]],
     threshold: float,
-    items: Sequence[Any],
+    items: Sequence[Item],
     now: datetime,
     out: TrafficPass,
 ) -> None:
     for spec in specs:
-        update = update_stream(session, spec, threshold, items, now)  # type: ignore[arg-type]
+        update = update_stream(session, spec, threshold, items, now)
         out.updates.append(update)
         signal = signal_of(plan, update)
         if update.finding is not None:
@@ -240,12 +241,10 @@ def traffic_pass(session: Session, plan: Plan, now: datetime, *, batch: int = BA
     out = TrafficPass()
     if plan.traffic is None:
         return out
-    table = TrafficSpan.__table__
+    table = table_of(TrafficSpan)
     query = (
-        select(*[c for c in table.c if c.name not in ("prompt", "completion")])
-        .where(  # type: ignore[call-overload]
-            table.c.streamed.is_(False)
-        )
+        select_row(*[c for c in table.c if c.name not in ("prompt", "completion")])
+        .where(table.c.streamed.is_(False))
         .order_by(table.c.id)
         .limit(batch)
     )

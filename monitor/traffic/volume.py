@@ -141,7 +141,7 @@ def _null(h: HourCount, phi: float, z: float, tolerance: float, direction: str) 
     return (m - z * se) * (1 - tolerance) if direction == "drop" else (m + z * se) * (1 + tolerance)
 
 
-def volume_specs(plan: Plan, ref: TrafficReference) -> list[StreamSpec]:
+def volume_specs(plan: Plan, ref: TrafficReference) -> list[StreamSpec[HourCount]]:
     """The task's two call-volume streams (drop, rise) once its reference holds a day of full hours."""
     assert plan.traffic is not None
     vol = ref.stats.get("volume")

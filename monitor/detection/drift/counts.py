@@ -30,7 +30,7 @@ import math
 import random
 from typing import Any
 
-from medmon.monitor.detection.drift.esr import MixtureSR, MixtureSRState
+from medmon.monitor.detection.drift.esr import MixtureSRBase, MixtureSRState
 from medmon.monitor.detection.drift.finding import Finding, RecoveryNull
 
 DROP_SHIFTS = (0.2, 0.4, 0.7, 0.95)  # down to 80%, 60%, 30% and 5% of the null: a dip to a collapse
@@ -54,11 +54,11 @@ def nb_log_ratio(c: float, mu1: float, mu0: float, phi: float) -> float:
     return r * math.log((r + mu0) / (r + mu1)) + c * math.log(mu1 * (r + mu0) / (mu0 * (r + mu1)))
 
 
-class CountSR(MixtureSR):
+class CountSR(MixtureSRBase):
     """Detect a drop (or rise) of counts below (above) their per-period null means.
 
-    The Shiryaev-Roberts bookkeeping (statistic, evidence, reset) is ``MixtureSR``'s; the bets
-    are negative binomial likelihood ratios instead of bounded ones.
+    The Shiryaev-Roberts bookkeeping (statistic, evidence, reset) is ``MixtureSR``'s (``MixtureSRBase``); the
+    bets are negative binomial likelihood ratios instead of bounded ones.
 
     Observations are ``(count, mu0, expected)``: the period's count, its null mean (margins
     included) and the reference's expected count, whose ratio ``count / expected`` is the

@@ -115,7 +115,57 @@ def validate(mu0: float, sigma2: float, threshold: float, direction: str, shifts
         raise ValueError(f"shifts must be a non-empty sequence of values in (0, 1), got {shifts!r}")
 
 
-class MixtureSR:
+class MixtureSRBase:
+    """The Shiryaev-Roberts bookkeeping of a mixture of bets: statistic, evidence, reset, hold test and the
+    estimate since the change point. ``MixtureSR`` and ``medmon.monitor.detection.drift.counts.CountSR``
+    share it; each takes its own observations and sizes its own bets in ``update``."""
+
+    name: str
+    mu0: float  # the null on the observations' scale
+    threshold: float
+    direction: str
+    shifts: tuple[float, ...]
+    state: MixtureSRState
+    last_x: float | None
+
+    @property
+    def null_mean(self) -> float:
+        return self.mu0
+
+    @property
+    def statistic(self) -> float:
+        """The mixture Shiryaev-Roberts statistic: the mean of the per-bet statistics."""
+        return self.state.statistic
+
+    @property
+    def evidence(self) -> float:
+        """log(statistic) / log(threshold): 0 with no evidence, 1 at the alarm line."""
+        return math.log(max(self.statistic, 1.0)) / math.log(self.threshold)
+
+    @property
+    def seen(self) -> int:
+        return self.state.total
+
+    def reset(self) -> None:
+        self.state = MixtureSRState.fresh(len(self.shifts), self.state.total)
+
+    def holds(self, run_mean: float) -> bool:
+        """Whether a run's mean observation is back on the null's side."""
+        return run_mean >= self.mu0 if self.direction == "drop" else run_mean <= self.mu0
+
+    @property
+    def mean(self) -> float:
+        """Mean of the observations since the estimated change point."""
+        return self.state.window()[0]
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """95% interval for that mean (normal approximation, clipped to [0, 1])."""
+        _, low, high, n = self.state.window()
+        return (max(0.0, low), min(1.0, high)) if n >= 2 else (0.0, 1.0)
+
+
+class MixtureSR(MixtureSRBase):
     """Detect a drop (or rise) of the mean of observations in [0, 1] below (above) ``mu0``.
 
     Parameters
@@ -164,31 +214,6 @@ class MixtureSR:
         self.last_x: float | None = None
 
     @property
-    def null_mean(self) -> float:
-        return self.mu0
-
-    @property
-    def statistic(self) -> float:
-        """The mixture Shiryaev-Roberts statistic: the mean of the per-bet statistics."""
-        return self.state.statistic
-
-    @property
-    def evidence(self) -> float:
-        """log(statistic) / log(threshold): 0 with no evidence, 1 at the alarm line."""
-        return math.log(max(self.statistic, 1.0)) / math.log(self.threshold)
-
-    @property
-    def seen(self) -> int:
-        return self.state.total
-
-    def reset(self) -> None:
-        self.state = MixtureSRState.fresh(len(self.shifts), self.state.total)
-
-    def holds(self, run_mean: float) -> bool:
-        """Whether a run's mean observation is back on the null's side."""
-        return run_mean >= self.mu0 if self.direction == "drop" else run_mean <= self.mu0
-
-    @property
     def recovery_null(self) -> RecoveryNull:
         """The null a degraded stream must be shown back on (``medmon.monitor.detection.drift.recovery``)."""
         return RecoveryNull(self.mu0, self.direction, self.sigma2)
@@ -223,17 +248,6 @@ class MixtureSR:
             null_mean=self.mu0,
             change_point=self.state.total - n,
         )
-
-    @property
-    def mean(self) -> float:
-        """Mean of the observations since the estimated change point."""
-        return self.state.window()[0]
-
-    @property
-    def interval(self) -> tuple[float, float]:
-        """95% interval for that mean (normal approximation, clipped to [0, 1])."""
-        _, low, high, n = self.state.window()
-        return (max(0.0, low), min(1.0, high)) if n >= 2 else (0.0, 1.0)
 
     # The shared detector checks (tests/monitor/drift/test_common.py) use these three hooks.
     @classmethod

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from medmon.alerts import KINDS, stream_kind
 from medmon.baselines import Baseline, Canary
@@ -42,10 +42,11 @@ COST_SIGMA2 = 1 / 36  # variance of a clipped log-cost score near the null: (1 S
 MIN_SUBGROUP_CANARIES = 3  # a subgroup value needs this many canaries to be a stream of its own
 BINARY_SCORERS = frozenset({"exact_match", "quasi_exact_match", "multiple_choice", "numeric_tolerance", "yes_no_maybe"})
 Observe = Callable[[ProbeResultBase], Any]
+Item = TypeVar("Item")  # what a stream observes: a probe result, a traffic span, an hour's count, a verdict
 
 
 @dataclass(frozen=True)
-class StreamSpec:
+class StreamSpec(Generic[Item]):
     """One stream-direction: what it observes, its detector and parameters, and its ``kind`` in the catalogue
     (``medmon.alerts.KINDS``; default: its metric's), which gives its ``family`` and ``what`` unless set here."""
 
@@ -55,7 +56,7 @@ class StreamSpec:
     direction: str
     null_mean: float
     baseline_mean: float
-    observe: Observe
+    observe: Callable[[Item], Any]
     detector: str = "mixture_sr"
     params: dict[str, Any] = field(default_factory=dict)
     family: str = ""
@@ -222,7 +223,9 @@ def _judge_failed(name: str) -> Observe:
     return observe
 
 
-def _rise(task_id: str, metric: str, null: float, observe: Observe, baseline: float = 0.0, **kw: Any) -> StreamSpec:
+def _rise(
+    task_id: str, metric: str, null: float, observe: Observe, baseline: float = 0.0, **kw: Any
+) -> StreamSpec[ProbeResultBase]:
     """A stream of 0/1 observations (failed, refused, over budget, ...) watched for a rise of their share."""
     return StreamSpec(
         f"{task_id}:{metric}:rise",
@@ -246,7 +249,7 @@ def task_streams(
     refs: References | None = None,
     burn_in: References | None = None,
     scorer: str = "",
-) -> list[StreamSpec]:
+) -> list[StreamSpec[ProbeResultBase]]:
     """The streams monitored for one task, with their null hypotheses.
 
     ``refs`` are the per-instance references for paired streams (HELM's, or the burn-in's once
@@ -265,7 +268,7 @@ def task_streams(
         ref_mean = burn_in.centre  # what the margin bounds
         mu0 = min(max(ref_mean - margin, 0.01), 0.99)
         sigma2 = max(burn_in.answer_variance(), 0.005)  # observed, not p(1 - p)
-        score = StreamSpec(
+        score: StreamSpec[ProbeResultBase] = StreamSpec(
             f"{t}:score:drop",
             t,
             "score",

@@ -45,6 +45,7 @@ from medmon.monitor.models import AuditEvent, FindingRecord, ModelIdentity, Reev
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.masking import masked_plan
 from medmon.monitor.plan.model import Plan
+from medmon.monitor.storage import select_row
 from medmon.probes.models import JudgeCall, ProbeResult, ProbeRun
 from sqlalchemy import case, or_
 from sqlmodel import Session, col, func, select
@@ -461,7 +462,7 @@ def _incidents(session: Session, period: Period) -> list[IncidentRow]:
             session.exec(
                 select(Alert.incident_id, func.count())
                 .where(col(Alert.incident_id).in_([i.id for i in rows]))
-                .group_by(Alert.incident_id)
+                .group_by(col(Alert.incident_id))
             ).all()
         )
         if rows
@@ -577,7 +578,7 @@ def _silences(session: Session, period: Period) -> list[dict[str, Any]]:
 def _costs(session: Session, period: Period) -> list[CostRow]:
     purpose = case((col(ProbeRun.purpose) == REEVALUATION, REEVALUATION), else_=MONITORING)
     rows = session.exec(
-        select(
+        select_row(
             ProbeResult.task_id,
             purpose,
             func.count(),
@@ -754,14 +755,14 @@ def _decisions_requested(
                     f"{'pass' if r['passed'] else 'fail'}) as {r['task']}'s baseline",
                 }
             )
-    for p in threshold_proposals(session, before=period.end):
+    for tp in threshold_proposals(session, before=period.end):
         out.append(
             {
-                "task": p.task,
+                "task": tp.task,
                 "kind": "threshold change",
-                "ask": f"approve or reject {p.task} {p.threshold} {p.in_force} -> {p.proposed}"
-                f"{' (loosens it)' if p.looser else ''}, proposed by {p.proposed_by} in the plan "
-                f"recorded at audit seq {p.plan_seq}; until then {p.in_force} is in force",
+                "ask": f"approve or reject {tp.task} {tp.threshold} {tp.in_force} -> {tp.proposed}"
+                f"{' (loosens it)' if tp.looser else ''}, proposed by {tp.proposed_by} in the plan "
+                f"recorded at audit seq {tp.plan_seq}; until then {tp.in_force} is in force",
             }
         )
     for row in equity_rows:
@@ -910,8 +911,8 @@ def _decision_text(event: AuditEvent) -> str:
     if event.kind == AuditKind.threshold_change.value:
         return f"{d.get('threshold')}: {d.get('old')} -> {d.get('new')}"
     if event.kind == AuditKind.plan_change.value:
-        changed = len(d.get("threshold_changes") or [])
-        return "initial plan recorded" if d.get("initial") else f"plan changed ({changed} threshold change(s))"
+        n_changed = len(d.get("threshold_changes") or [])
+        return "initial plan recorded" if d.get("initial") else f"plan changed ({n_changed} threshold change(s))"
     if event.kind == AuditKind.baseline_approved.value:
         return f"adopted re-evaluation {d.get('reevaluation_id')} as baseline {d.get('baseline_id')}"
     return ", ".join(f"{k}={v}" for k, v in list(d.items())[:4])

@@ -50,7 +50,7 @@ def build_plan_document(plan: Plan, text: str, source: str, *, now: datetime) ->
     """Everything the plan document shows, derived from the plan file."""
     tier = plan.use_case.risk_tier.value
     limit = (plan.governance.controls.max_probe_interval if plan.governance else DEFAULT_MAX_PROBE_INTERVAL)[tier]
-    rows = []
+    rows: list[dict[str, Any]] = []  # PlanDocument.tasks
     for i, task in enumerate(plan.tasks):
         entry = resolve(task.benchmark)
         owner = task.owner or plan.owners.clinical
