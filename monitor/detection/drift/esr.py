@@ -95,10 +95,10 @@ class MixtureSRState:
         return mean, mean - half, mean + half, n
 
 
-def bet_sizes(mu0: float, sigma2: float, direction: str, shifts: Sequence[float], scale: float = 1.0) -> list[float]:
-    """Bet sizes ``lambda_k = min(scale * shift_k / sigma2, cap)``; the cap keeps e-values positive."""
+def bet_sizes(mu0: float, sigma2: float, direction: str, shifts: Sequence[float]) -> list[float]:
+    """Bet sizes ``lambda_k = min(shift_k / sigma2, cap)``; the cap keeps e-values positive."""
     cap = BET_CAP / (1 - mu0) if direction == "drop" else BET_CAP / mu0
-    return [min(scale * s / sigma2, cap) for s in shifts]
+    return [min(s / sigma2, cap) for s in shifts]
 
 
 def validate(mu0: float, sigma2: float, threshold: float, direction: str, shifts: Sequence[float]) -> None:
