@@ -23,7 +23,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from medmon.monitor.detection.drift.esr import DEFAULT_SHIFTS, MixtureSR, MixtureSRState
-from medmon.monitor.detection.drift.finding import Finding, RecoveryNull
+from medmon.monitor.detection.drift.finding import Finding
+from medmon.monitor.detection.drift.wrapped import CoreEvidence
 
 
 @dataclass
@@ -44,7 +45,7 @@ class GapState:
         return cls(**{**data, "core": MixtureSRState.from_dict(data["core"])})
 
 
-class SubgroupGapSR:
+class SubgroupGapSR(CoreEvidence):
     """Detect a widening of the gap between one subgroup and the rest.
 
     Parameters
@@ -98,31 +99,12 @@ class SubgroupGapSR:
         self.last_x: float | None = None
 
     @property
-    def null_mean(self) -> float:
-        return self._core.mu0
-
-    @property
-    def statistic(self) -> float:
-        return self._core.statistic
-
-    @property
-    def evidence(self) -> float:
-        return self._core.evidence
-
-    @property
     def seen(self) -> int:
         return self.state.core.total
 
     def reset(self) -> None:
         self._core.reset()
         self.state.core = self._core.state
-
-    def holds(self, run_mean: float) -> bool:
-        return self._core.holds(run_mean)
-
-    @property
-    def recovery_null(self) -> RecoveryNull:
-        return self._core.recovery_null
 
     def update(self, x: tuple[bool, float]) -> Finding | None:
         """Add one ``(in_group, value)`` observation; step once both sides have some."""
