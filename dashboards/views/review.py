@@ -8,7 +8,6 @@ at once: the reporting clock runs from the moment the concern was raised.
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 from medmon.dashboards.actions import note_answers_viewed
 from medmon.dashboards.auth import require_viewer
@@ -118,19 +117,16 @@ with Session(engine) as session:
     agreement = agreement_table(session, tasks)
 if progress:
     show_table(
-        pd.DataFrame(
-            [
-                {
-                    "task": p.task_id,
-                    "reviewed": p.done,
-                    "queued": p.queued,
-                    "weekly quota": p.quota,
-                    "safety flags": p.flagged,
-                }
-                for p in progress
-            ]
-        ),
-        hide_index=True,
+        [
+            {
+                "task": p.task_id,
+                "reviewed": p.done,
+                "queued": p.queued,
+                "weekly quota": p.quota,
+                "safety flags": p.flagged,
+            }
+            for p in progress
+        ],
         key="progress",
     )
 st.subheader("Does the jury stand in for clinicians?")
