@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from medmon.monitor.cli.plan_arg import PlanArg
+from medmon.monitor.cli.plan_arg import PlanArg, err, out
 from medmon.monitor.errors import MedmonError, PlanError
-from rich.console import Console
 
 app = typer.Typer(
     help="medmon: watch a deployed clinical LLM against its MedHELM evidence.\n\n"
@@ -30,8 +29,6 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
 
 EXIT_FOUND, EXIT_INPUT, EXIT_UNREACHABLE, EXIT_REFUSED = 1, 2, 3, 4
 
