@@ -15,9 +15,8 @@ from medmon.dashboards.actions import (
     silence_incidents,
     silence_matching,
 )
-from medmon.dashboards.auth import require_viewer
-from medmon.dashboards.data import current_plan, engine_for, refresh_every
-from medmon.dashboards.layout import header, when
+from medmon.dashboards.data import refresh_every
+from medmon.dashboards.layout import page, when
 from medmon.dashboards.tables import show_table
 from medmon.monitor.read import IncidentView, dead_letter_list, open_incidents_view, past_incidents_view, silences
 from sqlmodel import Session
@@ -31,10 +30,7 @@ SILENCE_FOR = {
     "1 week": timedelta(weeks=1),
 }
 
-plan = current_plan()
-viewer = require_viewer(plan)
-engine = engine_for(plan)
-header(plan, viewer, "Alerts")
+plan, viewer, engine = page("Alerts")
 
 
 def task_link(task: str, at: datetime | None) -> str:

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import streamlit as st
-from medmon.dashboards.auth import require_viewer
-from medmon.dashboards.data import current_plan, engine_for
-from medmon.dashboards.layout import header
+from medmon.dashboards.layout import page
 from medmon.dashboards.tables import show_table
 from medmon.monitor.read import DISAGREEMENT_FLAG, baselines_by_taxonomy
 from sqlmodel import Session
 
-plan = current_plan()
-viewer = require_viewer(plan)
-engine = engine_for(plan)
-header(plan, viewer, "Baselines")
+plan, viewer, engine = page("Baselines")
 
 with Session(engine) as session:
     rows = baselines_by_taxonomy(session)

@@ -4,17 +4,13 @@ each triggered, against the baseline and the approval threshold."""
 from __future__ import annotations
 
 import streamlit as st
-from medmon.dashboards.auth import require_viewer
-from medmon.dashboards.data import current_plan, engine_for, refresh_every
-from medmon.dashboards.layout import fmt, header, interval
+from medmon.dashboards.data import refresh_every
+from medmon.dashboards.layout import fmt, interval, page
 from medmon.dashboards.tables import show_table
 from medmon.monitor.read import change_history, reevaluations, served_model_history
 from sqlmodel import Session
 
-plan = current_plan()
-viewer = require_viewer(plan)
-engine = engine_for(plan)
-header(plan, viewer, "Model changes")
+plan, viewer, engine = page("Model changes")
 
 
 # Short dates leave room for the verdict and the figures at 1,400 px.

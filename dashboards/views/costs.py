@@ -5,10 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import streamlit as st
-from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.charts import per_task_chart, spend_chart
-from medmon.dashboards.data import current_plan, engine_for, refresh_every
-from medmon.dashboards.layout import fmt, header
+from medmon.dashboards.data import refresh_every
+from medmon.dashboards.layout import fmt, page
 from medmon.dashboards.tables import show_table
 from medmon.monitor.read import cost_by_day, cost_by_task, judge_cost_by_day, judge_cost_by_task
 from sqlmodel import Session
@@ -19,10 +18,7 @@ from medmon.db import utcnow
 # take about 1.5 s to aggregate on SQLite (see benchmarks/dashboard_render.py).
 PERIODS = {"7 days": 7, "30 days": 30, "90 days": 90}
 
-plan = current_plan()
-viewer = require_viewer(plan)
-engine = engine_for(plan)
-header(plan, viewer, "Cost and latency")
+plan, viewer, engine = page("Cost and latency")
 period = st.selectbox("Period", list(PERIODS), index=0, key="period")
 
 

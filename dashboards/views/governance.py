@@ -6,9 +6,9 @@ import json
 
 import streamlit as st
 from medmon.dashboards.actions import NotAllowed, approve_task_thresholds, sign_report
-from medmon.dashboards.auth import owner_emails, require_viewer
-from medmon.dashboards.data import current_plan, engine_for, plan_path, plan_text, refresh_every
-from medmon.dashboards.layout import header, masked_plan
+from medmon.dashboards.auth import owner_emails
+from medmon.dashboards.data import plan_path, plan_text, refresh_every
+from medmon.dashboards.layout import masked_plan, page
 from medmon.dashboards.tables import show_table
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.read import approved_plan, audit_chain, audit_log, effective_tasks, generated_reports
@@ -16,10 +16,7 @@ from sqlmodel import Session
 
 from medmon.db import utcnow
 
-plan = current_plan()
-viewer = require_viewer(plan)
-engine = engine_for(plan)
-header(plan, viewer, "Governance")
+plan, viewer, engine = page("Governance")
 
 
 uc = plan.use_case

@@ -5,10 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import streamlit as st
-from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.charts import agreement_chart, judges_chart
-from medmon.dashboards.data import current_plan, engine_for, refresh_every
-from medmon.dashboards.layout import fmt, header
+from medmon.dashboards.data import refresh_every
+from medmon.dashboards.layout import fmt, page
 from medmon.dashboards.oversight import MEDHELM_NOTE, agreement_frame
 from medmon.dashboards.tables import show_table
 from medmon.monitor.read import (
@@ -23,10 +22,7 @@ from sqlmodel import Session
 
 from medmon.db import utcnow
 
-plan = current_plan()
-viewer = require_viewer(plan)
-engine = engine_for(plan)
-header(plan, viewer, "Jury")
+plan, viewer, engine = page("Jury")
 days = st.selectbox("Period (days)", [7, 30, 90], index=1, key="jury_days")
 scale = (plan.jury.scale_min, plan.jury.scale_max) if plan.jury else (1, 5)
 

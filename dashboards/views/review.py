@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 from medmon.dashboards.actions import note_answers_viewed
-from medmon.dashboards.auth import require_viewer
-from medmon.dashboards.data import current_plan, engine_for
-from medmon.dashboards.layout import header
+from medmon.dashboards.layout import page
 from medmon.dashboards.oversight import MEDHELM_NOTE, agreement_frame
 from medmon.dashboards.tables import show_table
 from medmon.monitor.errors import GovernanceError
@@ -23,10 +21,7 @@ from sqlmodel import Session
 
 from medmon.db import session_scope, utcnow
 
-plan = current_plan()
-viewer = require_viewer(plan)
-engine = engine_for(plan)
-header(plan, viewer, "Clinician review")
+plan, viewer, engine = page("Clinician review")
 reviewers = {r.email.lower(): r for r in plan.oversight.reviewers}
 if not reviewers:
     st.info("The plan names no reviewers (oversight.reviewers): there is no review queue.")

@@ -13,9 +13,7 @@ from collections.abc import Callable
 from datetime import UTC
 
 import streamlit as st
-from medmon.dashboards.auth import require_viewer
-from medmon.dashboards.data import current_plan, engine_for
-from medmon.dashboards.layout import header
+from medmon.dashboards.layout import page
 from medmon.dashboards.tables import show_table
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance import safety, suspension
@@ -26,10 +24,7 @@ from sqlmodel import Session
 
 from medmon.db import session_scope, utcnow
 
-plan = current_plan()
-viewer = require_viewer(plan)
-engine = engine_for(plan)
-header(plan, viewer, "Safety")
+plan, viewer, engine = page("Safety")
 task_ids = [t.id for t in plan.tasks]
 may_record = viewer.can_act or bool(reviewer_tasks(plan.oversight, viewer.email))
 

@@ -10,10 +10,9 @@ from datetime import datetime, timedelta
 
 import streamlit as st
 from medmon.dashboards.actions import note_answers_viewed
-from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.charts import Marker, cost_latency_chart, score_chart, slices_chart
-from medmon.dashboards.data import current_plan, engine_for, refresh_every
-from medmon.dashboards.layout import fmt, header, interval, when
+from medmon.dashboards.data import refresh_every
+from medmon.dashboards.layout import fmt, interval, page, when
 from medmon.dashboards.tables import show_table
 from medmon.monitor.read import (
     baseline_band,
@@ -45,10 +44,7 @@ RANGES = {
 }
 BOX = {"degraded": st.error, "watching": st.warning, "no data yet": st.info, "ok": st.success}
 
-plan = current_plan()
-viewer = require_viewer(plan)
-engine = engine_for(plan)
-header(plan, viewer, "Task")
+plan, viewer, engine = page("Task")
 ids = [t.id for t in plan.tasks]
 wanted = st.query_params.get("task")
 left, right = st.columns([3, 1])

@@ -5,10 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import streamlit as st
-from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.charts import traffic_daily_chart
-from medmon.dashboards.data import current_plan, engine_for, refresh_every
-from medmon.dashboards.layout import fmt, header
+from medmon.dashboards.data import refresh_every
+from medmon.dashboards.layout import fmt, page
 from medmon.dashboards.tables import show_table
 from medmon.monitor.read import traffic_summary
 from sqlmodel import Session
@@ -17,10 +16,7 @@ from medmon.db import utcnow
 
 PERIODS = {"7 days": 7, "30 days": 30, "90 days": 90}
 
-plan = current_plan()
-viewer = require_viewer(plan)
-engine = engine_for(plan)
-header(plan, viewer, "Production traffic")
+plan, viewer, engine = page("Production traffic")
 if plan.traffic is None:
     st.info(
         "The plan has no `traffic` section: medmon is not receiving the application's own calls. "
