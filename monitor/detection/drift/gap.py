@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
+from medmon.monitor.detection.drift.detector import DataclassState
 from medmon.monitor.detection.drift.esr import DEFAULT_SHIFTS, MixtureSR, MixtureSRState
 from medmon.monitor.detection.drift.finding import Finding
 from medmon.monitor.detection.drift.wrapped import CoreEvidence
 
 
 @dataclass
-class GapState:
+class GapState(DataclassState):
     """The core detector's state plus the observations waiting for the other side."""
 
     core: MixtureSRState = field(default_factory=lambda: MixtureSRState.fresh(len(DEFAULT_SHIFTS)))
@@ -36,9 +37,6 @@ class GapState:
     sum_in: float = 0.0
     n_out: int = 0
     sum_out: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GapState:
