@@ -262,11 +262,7 @@ def human_interval(gap: timedelta) -> str:
 
 
 def check_plan(
-    path: Path,
-    engine: Engine | None = None,
-    *,
-    record_by: str | None = None,
-    require_env: bool = False,
+    path: Path, engine: Engine | None = None, *, record_by: str | None = None, require_env: bool = False
 ) -> Plan:
     """Load and validate a plan, then everything it refers to; raise PlanError with every issue.
 

@@ -279,12 +279,7 @@ def _norm(baseline: Baseline, value: float) -> float:
 
 
 def reevaluate_pending(
-    engine: Engine,
-    plan: Plan,
-    ctx: TaskContext,
-    *,
-    now: Callable[[], datetime],
-    settings: ModelSettings | None = None,
+    engine: Engine, plan: Plan, ctx: TaskContext, *, now: Callable[[], datetime], settings: ModelSettings | None = None
 ) -> Reevaluation | None:
     """Run one re-evaluation answering every pending change of the task, if any is pending."""
     with session_scope(engine) as session:

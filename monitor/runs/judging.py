@@ -94,11 +94,7 @@ def _agreement(pairs: Sequence[tuple[float, float]], lo: int, hi: int) -> float 
 
 
 def run_judge_canaries(
-    engine: Engine,
-    plan: Plan,
-    *,
-    now: Callable[[], datetime],
-    settings: JurySettings | None = None,
+    engine: Engine, plan: Plan, *, now: Callable[[], datetime], settings: JurySettings | None = None
 ) -> JudgingOutcome:
     """Re-judge every judge canary with every judge, store the verdicts and act on each judge's stream.
 
