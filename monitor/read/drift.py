@@ -73,8 +73,22 @@ _FIGURES = (
 
 
 def _view(row: tuple) -> DriftReportView:  # type: ignore[type-arg]
-    # id, task, when it was made, the two windows and their sizes: DriftReportView's first fields.
-    *head, columns, drifted, summary, html_path, html_length = row
+    (
+        id_,
+        task_id,
+        created_at,
+        ref_from,
+        ref_to,
+        cur_from,
+        cur_to,
+        n_ref,
+        n_cur,
+        columns,
+        drifted,
+        summary,
+        html_path,
+        html_length,
+    ) = row
     cols = []
     for name in columns or []:
         s = (summary or {}).get(name, {})
@@ -83,7 +97,21 @@ def _view(row: tuple) -> DriftReportView:  # type: ignore[type-arg]
         )
     available = bool(html_length) or bool(html_path and Path(html_path).is_file())
     notes = {name: str(s["note"]) for name, s in (summary or {}).items() if isinstance(s, dict) and s.get("note")}
-    return DriftReportView(*head, cols, html_path or "", available, notes)
+    return DriftReportView(
+        id_,
+        task_id,
+        created_at,
+        ref_from,
+        ref_to,
+        cur_from,
+        cur_to,
+        n_ref,
+        n_cur,
+        cols,
+        html_path or "",
+        available,
+        notes,
+    )
 
 
 def drift_reports(
