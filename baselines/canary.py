@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Set
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -88,17 +88,21 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def canary_from_dict(data: Any, *, where: str = "<canary>") -> Canary:
-    """Validate one decoded JSON object; ``where`` names the file and line in errors."""
+def check_record(data: Any, fields: Set[str], where: str) -> None:
+    """A JSON object of known ``fields`` with a non-empty string ``id`` (a canary or a judge canary);
+    ``where`` names the file and line in errors."""
     if not isinstance(data, dict):
         raise CanaryFormatError(f"{where}: expected a JSON object, got {type(data).__name__}")
-    unknown = sorted(set(data) - _FIELDS)
+    unknown = sorted(set(data) - fields)
     if unknown:
-        raise CanaryFormatError(
-            f"{where}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_FIELDS))}"
-        )
+        raise CanaryFormatError(f"{where}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(fields))}")
     if not isinstance(data.get("id"), str) or not data["id"]:
         raise CanaryFormatError(f"{where}: field 'id': expected a non-empty string")
+
+
+def canary_from_dict(data: Any, *, where: str = "<canary>") -> Canary:
+    """Validate one decoded JSON object; ``where`` names the file and line in errors."""
+    check_record(data, _FIELDS, where)
     messages = data.get("messages")
     if not isinstance(messages, list) or not messages:
         raise CanaryFormatError(f"{where}: field 'messages': expected a non-empty list of {{role, content}}")

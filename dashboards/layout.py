@@ -5,11 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 
 import streamlit as st
-from medmon.dashboards.auth import Viewer
+from medmon.dashboards.auth import Viewer, require_viewer
+from medmon.dashboards.data import current_plan, engine_for
 from medmon.monitor.plan.masking import masked_plan
 from medmon.monitor.plan.model import Plan
+from sqlalchemy.engine import Engine
 
-__all__ = ["auth_note", "fmt", "header", "interval", "masked_plan", "when"]
+__all__ = ["auth_note", "fmt", "header", "interval", "masked_plan", "page", "when"]
 
 
 def header(plan: Plan, viewer: Viewer, title: str) -> None:
@@ -28,6 +30,16 @@ def header(plan: Plan, viewer: Viewer, title: str) -> None:
     else:
         who = f"Unauthenticated, listening on {viewer.bind}: read-only."
     st.caption(f"{plan.use_case.name} · {deployment} · {who}")
+
+
+def page(title: str) -> tuple[Plan, Viewer, Engine]:
+    """A page's start: the plan, the viewer (the page stops for one not signed in), its database
+    and the header under ``title``."""
+    plan = current_plan()
+    viewer = require_viewer(plan)
+    engine = engine_for(plan)
+    header(plan, viewer, title)
+    return plan, viewer, engine
 
 
 def auth_note(viewer: Viewer) -> str:

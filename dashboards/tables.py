@@ -79,7 +79,8 @@ def with_dashes(
 def show_table(
     data: pd.DataFrame | Sequence[Mapping[str, Any]], *, column_config: Mapping[str, Any] | None = None, **kwargs: Any
 ) -> Any:
-    """``st.dataframe`` of ``data``, with missing values shown as "—" (see the module's docstring)."""
+    """``st.dataframe`` of ``data`` without its index, with missing values shown as "—" (see the
+    module's docstring)."""
     frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(list(data))
     frame, config = with_dashes(frame, column_config)
-    return st.dataframe(frame, column_config=config or None, **kwargs)
+    return st.dataframe(frame, column_config=config or None, hide_index=True, **kwargs)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from medmon.baselines.canary import Canary, read_jsonl
+from medmon.baselines.canary import Canary, check_record, read_jsonl
 from medmon.baselines.errors import CanaryFormatError
 from medmon.probes.jury import JURY_SCORER, Jury, JuryOutcome
 from medmon.probes.packs import bundled_dir
@@ -84,15 +84,7 @@ def _number(value: object) -> TypeGuard[int | float]:
 
 def judge_canary_from_dict(data: Any, *, where: str = "<judge canary>", scale: tuple[int, int] = (1, 5)) -> JudgeCanary:
     """Validate one decoded JSON object; ``where`` names the file and line in errors."""
-    if not isinstance(data, dict):
-        raise CanaryFormatError(f"{where}: expected a JSON object, got {type(data).__name__}")
-    unknown = sorted(set(data) - _FIELDS)
-    if unknown:
-        raise CanaryFormatError(
-            f"{where}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_FIELDS))}"
-        )
-    if not isinstance(data.get("id"), str) or not data["id"]:
-        raise CanaryFormatError(f"{where}: field 'id': expected a non-empty string")
+    check_record(data, _FIELDS, where)
     messages = data.get("messages")
     if (
         not isinstance(messages, list)

@@ -18,7 +18,7 @@ from medmon.probes.errors import JuryNotConfigured, ModelCallError
 from medmon.probes.jury import JURY_SCORER, JURY_UNAVAILABLE, Jury, JuryOutcome
 from medmon.probes.models import ProbeRecord, ProbeResultBase
 from medmon.probes.scoring import Scorer, get_scorer, looks_like_refusal
-from medmon.probes.telemetry import RUN_ERRORS, Telemetry
+from medmon.probes.telemetry import RUN_ERRORS
 
 
 def sample_canaries(canaries: Sequence[Canary], k: int, rng: random.Random) -> list[Canary]:
@@ -130,7 +130,6 @@ async def probe_canaries(
     scorer_name: str,
     *,
     jury: Jury | None = None,
-    telemetry: Telemetry | None = None,
     decoding: Mapping[str, object] | None = None,
 ) -> list[ProbeRecord]:
     """Probe every canary concurrently (bounded by the client's concurrency) under one run span.
@@ -143,8 +142,7 @@ async def probe_canaries(
             raise JuryNotConfigured(f"task {task_id!r} is scored by the jury, but the plan has no 'jury' section")
     else:
         scorer = get_scorer(scorer_name)
-    telemetry = telemetry or client.telemetry
-    with telemetry.run_span(task_id, len(canaries)) as span:
+    with client.telemetry.run_span(task_id, len(canaries)) as span:
         results = await asyncio.gather(
             *(
                 probe_canary(client, c, task_id, scorer_name, jury=jury, scorer=scorer, decoding=decoding)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
-import pandas as pd
 import streamlit as st
 from medmon.dashboards.actions import (
     NotAllowed,
@@ -16,9 +15,8 @@ from medmon.dashboards.actions import (
     silence_incidents,
     silence_matching,
 )
-from medmon.dashboards.auth import require_viewer
-from medmon.dashboards.data import current_plan, engine_for, refresh_every
-from medmon.dashboards.layout import header, when
+from medmon.dashboards.data import refresh_every
+from medmon.dashboards.layout import page, when
 from medmon.dashboards.tables import show_table
 from medmon.monitor.read import IncidentView, dead_letter_list, open_incidents_view, past_incidents_view, silences
 from sqlmodel import Session
@@ -32,10 +30,7 @@ SILENCE_FOR = {
     "1 week": timedelta(weeks=1),
 }
 
-plan = current_plan()
-viewer = require_viewer(plan)
-engine = engine_for(plan)
-header(plan, viewer, "Alerts")
+plan, viewer, engine = page("Alerts")
 
 
 def task_link(task: str, at: datetime | None) -> str:
@@ -125,28 +120,24 @@ def lists() -> None:
     st.subheader(f"Open incidents ({len(current)})")
     if current:
         show_table(
-            pd.DataFrame(
-                [
-                    {
-                        # Who owns it and since when come before the long summary, so they show at 1,400 px.
-                        "id": i.id,
-                        "severity": i.severity,
-                        "status": i.status,
-                        "incident": i.title,
-                        "owner": i.owner,
-                        "since": i.opened_at,
-                        "signals": len(i.signals),
-                        "task page": task_link(i.task, i.opened_at),
-                        "acknowledged by": i.acknowledged_by or "",
-                        "silenced until": i.silenced_until,
-                        "summary": i.summary,
-                        "note": i.ack_note or "",
-                    }
-                    for i in current
-                ]
-            ),
-            hide_index=True,
-            width="stretch",
+            [
+                {
+                    # Who owns it and since when come before the long summary, so they show at 1,400 px.
+                    "id": i.id,
+                    "severity": i.severity,
+                    "status": i.status,
+                    "incident": i.title,
+                    "owner": i.owner,
+                    "since": i.opened_at,
+                    "signals": len(i.signals),
+                    "task page": task_link(i.task, i.opened_at),
+                    "acknowledged by": i.acknowledged_by or "",
+                    "silenced until": i.silenced_until,
+                    "summary": i.summary,
+                    "note": i.ack_note or "",
+                }
+                for i in current
+            ],
             key="open_incidents",
             column_config={
                 "task page": st.column_config.LinkColumn(
@@ -160,22 +151,18 @@ def lists() -> None:
             with st.expander(f"#{i.id} {i.title}: {len(i.signals)} signal(s), what to do"):
                 st.write(i.runbook)
                 show_table(
-                    pd.DataFrame(
-                        [
-                            {
-                                "alert": m.alert_id,
-                                "rule": m.rule,
-                                "stream": m.metric,
-                                "status": m.status,
-                                "severity": m.severity,
-                                "since": m.since,
-                                "summary": m.summary,
-                            }
-                            for m in i.signals
-                        ]
-                    ),
-                    hide_index=True,
-                    width="stretch",
+                    [
+                        {
+                            "alert": m.alert_id,
+                            "rule": m.rule,
+                            "stream": m.metric,
+                            "status": m.status,
+                            "severity": m.severity,
+                            "since": m.since,
+                            "summary": m.summary,
+                        }
+                        for m in i.signals
+                    ],
                     key=f"signals_{i.id}",
                     column_config={"since": st.column_config.DatetimeColumn(format="D MMM HH:mm")},
                 )
@@ -184,25 +171,21 @@ def lists() -> None:
     st.subheader(f"Past incidents ({len(past)})")
     if past:
         show_table(
-            pd.DataFrame(
-                [
-                    {
-                        "id": i.id,
-                        "severity": i.severity,
-                        "incident": i.title,
-                        "opened": i.opened_at,
-                        "closed": i.closed_at,
-                        "resolved by": i.resolved_by or "medmon",
-                        "reason": i.resolve_reason or "",
-                        "signals": len(i.signals),
-                        "task page": task_link(i.task, i.opened_at),
-                        "summary": i.summary,
-                    }
-                    for i in past
-                ]
-            ),
-            hide_index=True,
-            width="stretch",
+            [
+                {
+                    "id": i.id,
+                    "severity": i.severity,
+                    "incident": i.title,
+                    "opened": i.opened_at,
+                    "closed": i.closed_at,
+                    "resolved by": i.resolved_by or "medmon",
+                    "reason": i.resolve_reason or "",
+                    "signals": len(i.signals),
+                    "task page": task_link(i.task, i.opened_at),
+                    "summary": i.summary,
+                }
+                for i in past
+            ],
             key="past_incidents",
             column_config={
                 "task page": st.column_config.LinkColumn(display_text="open the task"),
@@ -215,44 +198,36 @@ def lists() -> None:
     if muted:
         st.subheader(f"Silences ({len(muted)})")
         show_table(
-            pd.DataFrame(
-                [
-                    {
-                        "id": s.id,
-                        "mutes": s.matchers,
-                        "from": s.starts_at,
-                        "until": s.ends_at,
-                        "by": s.created_by,
-                        "reason": s.reason,
-                    }
-                    for s in muted
-                ]
-            ),
-            hide_index=True,
-            width="stretch",
+            [
+                {
+                    "id": s.id,
+                    "mutes": s.matchers,
+                    "from": s.starts_at,
+                    "until": s.ends_at,
+                    "by": s.created_by,
+                    "reason": s.reason,
+                }
+                for s in muted
+            ],
             key="silences",
         )
     st.subheader(f"Undeliverable notifications ({len(dead)})")
     if dead:
         st.error(f"{len(dead)} notification(s) could not be delivered: check the routes, then send them again.")
         show_table(
-            pd.DataFrame(
-                [
-                    {
-                        "id": d.id,
-                        "alert": d.alert_id,
-                        "route": d.route,
-                        "event": d.event,
-                        "attempts": d.attempts,
-                        "last error": d.last_error,
-                        "created": d.created_at,
-                        "summary": d.summary,
-                    }
-                    for d in dead
-                ]
-            ),
-            hide_index=True,
-            width="stretch",
+            [
+                {
+                    "id": d.id,
+                    "alert": d.alert_id,
+                    "route": d.route,
+                    "event": d.event,
+                    "attempts": d.attempts,
+                    "last error": d.last_error,
+                    "created": d.created_at,
+                    "summary": d.summary,
+                }
+                for d in dead
+            ],
             key="dead_letters",
         )
     else:

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
-from medmon.dashboards.auth import require_viewer
-from medmon.dashboards.data import current_plan, engine_for
-from medmon.dashboards.layout import header
+from medmon.dashboards.layout import page
 from medmon.dashboards.tables import show_table
 from medmon.monitor.read import DISAGREEMENT_FLAG, baselines_by_taxonomy
 from sqlmodel import Session
 
-plan = current_plan()
-viewer = require_viewer(plan)
-engine = engine_for(plan)
-header(plan, viewer, "Baselines")
+plan, viewer, engine = page("Baselines")
 
 with Session(engine) as session:
     rows = baselines_by_taxonomy(session)
@@ -24,26 +18,22 @@ if not rows:
 else:
     # What a committee reads comes first and fits 1,400 px; where each figure comes from is one click away.
     show_table(
-        pd.DataFrame(
-            [
-                {
-                    "benchmark": b.benchmark,
-                    "task": used.get(b.benchmark, ""),
-                    "model": b.model,
-                    "metric": b.metric,
-                    "value": b.value,
-                    "n": b.n,
-                    "95% CI": f"{b.ci_low:.3f}-{b.ci_high:.3f}",
-                    "scored by medmon": b.rescored_value,
-                    "HELM vs medmon differ": b.disagreement_rate,
-                    "version": b.version,
-                    "approved by": b.approved_by or "",
-                }
-                for b in rows
-            ]
-        ),
-        hide_index=True,
-        width="stretch",
+        [
+            {
+                "benchmark": b.benchmark,
+                "task": used.get(b.benchmark, ""),
+                "model": b.model,
+                "metric": b.metric,
+                "value": b.value,
+                "n": b.n,
+                "95% CI": f"{b.ci_low:.3f}-{b.ci_high:.3f}",
+                "scored by medmon": b.rescored_value,
+                "HELM vs medmon differ": b.disagreement_rate,
+                "version": b.version,
+                "approved by": b.approved_by or "",
+            }
+            for b in rows
+        ],
         key="baselines",
         column_config={
             "value": st.column_config.NumberColumn(format="%.3f", help="the figure as the source reports it"),
@@ -56,28 +46,24 @@ else:
     )
     with st.expander("Taxonomy, scale and source of each baseline"):
         show_table(
-            pd.DataFrame(
-                [
-                    {
-                        "benchmark": b.benchmark,
-                        "model": b.model,
-                        "version": b.version,
-                        "category": b.category,
-                        "subcategory": b.subcategory or "",
-                        "scale": f"{b.scale_min:g}-{b.scale_max:g}",
-                        "normalised": b.normalized,
-                        "unreadable": b.rescored_unparsed,
-                        "source": b.source_kind,
-                        "suite": b.suite,
-                        "source path": b.source_path,
-                        "SHA-256": b.source_sha256,
-                        "imported": b.imported_at,
-                    }
-                    for b in rows
-                ]
-            ),
-            hide_index=True,
-            width="stretch",
+            [
+                {
+                    "benchmark": b.benchmark,
+                    "model": b.model,
+                    "version": b.version,
+                    "category": b.category,
+                    "subcategory": b.subcategory or "",
+                    "scale": f"{b.scale_min:g}-{b.scale_max:g}",
+                    "normalised": b.normalized,
+                    "unreadable": b.rescored_unparsed,
+                    "source": b.source_kind,
+                    "suite": b.suite,
+                    "source path": b.source_path,
+                    "SHA-256": b.source_sha256,
+                    "imported": b.imported_at,
+                }
+                for b in rows
+            ],
             key="baseline_sources",
             column_config={"normalised": st.column_config.NumberColumn(format="%.3f")},
         )
@@ -100,8 +86,5 @@ else:
             continue
         with st.expander(f"{b.benchmark} · {b.model} · v{b.version} · {len(b.source_files)} file(s)"):
             show_table(
-                pd.DataFrame([{"file": name, "SHA-256": sha} for name, sha in sorted(b.source_files.items())]),
-                hide_index=True,
-                width="stretch",
-                key=f"files_{b.id}",
+                [{"file": name, "SHA-256": sha} for name, sha in sorted(b.source_files.items())], key=f"files_{b.id}"
             )

@@ -3,19 +3,14 @@ each triggered, against the baseline and the approval threshold."""
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
-from medmon.dashboards.auth import require_viewer
-from medmon.dashboards.data import current_plan, engine_for, refresh_every
-from medmon.dashboards.layout import fmt, header, interval
+from medmon.dashboards.data import refresh_every
+from medmon.dashboards.layout import fmt, interval, page
 from medmon.dashboards.tables import show_table
 from medmon.monitor.read import change_history, reevaluations, served_model_history
 from sqlmodel import Session
 
-plan = current_plan()
-viewer = require_viewer(plan)
-engine = engine_for(plan)
-header(plan, viewer, "Model changes")
+plan, viewer, engine = page("Model changes")
 
 
 # Short dates leave room for the verdict and the figures at 1,400 px.
@@ -45,20 +40,16 @@ def changes() -> None:
 
     st.subheader("Served model and fingerprint")
     show_table(
-        pd.DataFrame(
-            [
-                {
-                    "first seen": m.first_seen,
-                    "task": m.task,
-                    "served model": m.served_model,
-                    "fingerprint": m.system_fingerprint or "",
-                    "before": f"{m.previous_model} ({m.previous_fingerprint or '-'})" if m.is_change else "go-live",
-                }
-                for m in served
-            ]
-        ),
-        hide_index=True,
-        width="stretch",
+        [
+            {
+                "first seen": m.first_seen,
+                "task": m.task,
+                "served model": m.served_model,
+                "fingerprint": m.system_fingerprint or "",
+                "before": f"{m.previous_model} ({m.previous_fingerprint or '-'})" if m.is_change else "go-live",
+            }
+            for m in served
+        ],
         column_config={"first seen": _WHEN},
     )
 
@@ -67,24 +58,20 @@ def changes() -> None:
         st.write("No change recorded. Declare one with `medmon change record`; detected ones appear here too.")
     else:
         show_table(
-            pd.DataFrame(
-                [
-                    {
-                        "at": c.at,
-                        "task": c.task,
-                        "kind": c.kind,
-                        "status": c.status,
-                        "verdict": _verdict(c.reevaluation.passed, c.reevaluation.conclusive) if c.reevaluation else "",
-                        "re-evaluation": c.reevaluation.id if c.reevaluation else None,
-                        "source": c.source,
-                        "by": c.actor,
-                        "what": c.note,
-                    }
-                    for c in recorded
-                ]
-            ),
-            hide_index=True,
-            width="stretch",
+            [
+                {
+                    "at": c.at,
+                    "task": c.task,
+                    "kind": c.kind,
+                    "status": c.status,
+                    "verdict": _verdict(c.reevaluation.passed, c.reevaluation.conclusive) if c.reevaluation else "",
+                    "re-evaluation": c.reevaluation.id if c.reevaluation else None,
+                    "source": c.source,
+                    "by": c.actor,
+                    "what": c.note,
+                }
+                for c in recorded
+            ],
             column_config={"at": _WHEN},
         )
 
@@ -93,29 +80,25 @@ def changes() -> None:
         st.write("No re-evaluation has run yet.")
     else:
         show_table(
-            pd.DataFrame(
-                [
-                    {
-                        "id": r.id,
-                        "task": r.task,
-                        "verdict": _verdict(r.passed, r.conclusive),
-                        "score": fmt(r.estimate),
-                        "95% CI": interval(r.ci_low, r.ci_high),
-                        "approval threshold": fmt(r.min_score),
-                        "baseline": fmt(r.baseline),
-                        "difference": fmt(r.difference, "+.2f"),
-                        "n": r.n,
-                        "why": "; ".join(r.reasons),
-                        "served model": r.served_model or "",
-                        "started": r.started_at,
-                        "status": r.status,
-                        "adopted by": r.approved_by or "",
-                    }
-                    for r in evals
-                ]
-            ),
-            hide_index=True,
-            width="stretch",
+            [
+                {
+                    "id": r.id,
+                    "task": r.task,
+                    "verdict": _verdict(r.passed, r.conclusive),
+                    "score": fmt(r.estimate),
+                    "95% CI": interval(r.ci_low, r.ci_high),
+                    "approval threshold": fmt(r.min_score),
+                    "baseline": fmt(r.baseline),
+                    "difference": fmt(r.difference, "+.2f"),
+                    "n": r.n,
+                    "why": "; ".join(r.reasons),
+                    "served model": r.served_model or "",
+                    "started": r.started_at,
+                    "status": r.status,
+                    "adopted by": r.approved_by or "",
+                }
+                for r in evals
+            ],
             column_config={"started": _WHEN},
         )
         st.caption(

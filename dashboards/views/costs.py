@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pandas as pd
 import streamlit as st
-from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.charts import per_task_chart, spend_chart
-from medmon.dashboards.data import current_plan, engine_for, refresh_every
-from medmon.dashboards.layout import fmt, header
+from medmon.dashboards.data import refresh_every
+from medmon.dashboards.layout import fmt, page
 from medmon.dashboards.tables import show_table
 from medmon.monitor.read import cost_by_day, cost_by_task, judge_cost_by_day, judge_cost_by_task
 from sqlmodel import Session
@@ -20,10 +18,7 @@ from medmon.db import utcnow
 # take about 1.5 s to aggregate on SQLite (see benchmarks/dashboard_render.py).
 PERIODS = {"7 days": 7, "30 days": 30, "90 days": 90}
 
-plan = current_plan()
-viewer = require_viewer(plan)
-engine = engine_for(plan)
-header(plan, viewer, "Cost and latency")
+plan, viewer, engine = page("Cost and latency")
 period = st.selectbox("Period", list(PERIODS), index=0, key="period")
 
 
@@ -44,28 +39,24 @@ def costs() -> None:
     c[2].metric("Calls", calls)
     c[3].metric("Tasks over budget", sum(1 for t in tasks if t.within_budget is False))
     show_table(
-        pd.DataFrame(
-            [
-                {
-                    "task": t.task,
-                    "calls": t.calls,
-                    "errors": t.errors,
-                    "cost (USD)": t.cost_usd,
-                    "cost per call": t.cost_per_call,
-                    "budget per call": t.budget_per_call,
-                    "within budget": {True: "yes", False: "NO", None: ""}[t.within_budget],
-                    "calls over budget": t.over_budget,
-                    "mean latency (s)": t.latency_mean,
-                    "max latency (s)": t.latency_max,
-                    "latency objective (s)": t.latency_slo_s,
-                    "calls over objective": t.over_slo,
-                    "judges (USD)": t.judge_cost_usd,
-                }
-                for t in tasks
-            ]
-        ),
-        hide_index=True,
-        width="stretch",
+        [
+            {
+                "task": t.task,
+                "calls": t.calls,
+                "errors": t.errors,
+                "cost (USD)": t.cost_usd,
+                "cost per call": t.cost_per_call,
+                "budget per call": t.budget_per_call,
+                "within budget": {True: "yes", False: "NO", None: ""}[t.within_budget],
+                "calls over budget": t.over_budget,
+                "mean latency (s)": t.latency_mean,
+                "max latency (s)": t.latency_max,
+                "latency objective (s)": t.latency_slo_s,
+                "calls over objective": t.over_slo,
+                "judges (USD)": t.judge_cost_usd,
+            }
+            for t in tasks
+        ],
         key="cost_table",
         column_config={
             "cost (USD)": st.column_config.NumberColumn(format="%.4f"),
@@ -93,24 +84,20 @@ def costs() -> None:
     )
     with st.expander("Per task and day"):
         show_table(
-            pd.DataFrame(
-                [
-                    {
-                        "day": d.day,
-                        "task": d.task,
-                        "calls": d.calls,
-                        "errors": d.errors,
-                        "cost (USD)": fmt(d.cost_usd, ".4f"),
-                        "cost per call": fmt(d.cost_per_call, ".5f"),
-                        "calls over budget": d.over_budget,
-                        "mean latency (s)": fmt(d.latency_mean),
-                        "calls over objective": d.over_slo,
-                    }
-                    for d in days
-                ]
-            ),
-            hide_index=True,
-            width="stretch",
+            [
+                {
+                    "day": d.day,
+                    "task": d.task,
+                    "calls": d.calls,
+                    "errors": d.errors,
+                    "cost (USD)": fmt(d.cost_usd, ".4f"),
+                    "cost per call": fmt(d.cost_per_call, ".5f"),
+                    "calls over budget": d.over_budget,
+                    "mean latency (s)": fmt(d.latency_mean),
+                    "calls over objective": d.over_slo,
+                }
+                for d in days
+            ],
             key="cost_days",
         )
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 
-import pandas as pd
 import streamlit as st
 from medmon.dashboards.actions import NotAllowed, approve_task_thresholds, sign_report
-from medmon.dashboards.auth import owner_emails, require_viewer
-from medmon.dashboards.data import current_plan, engine_for, plan_path, plan_text, refresh_every
-from medmon.dashboards.layout import header, masked_plan
+from medmon.dashboards.auth import owner_emails
+from medmon.dashboards.data import plan_path, plan_text, refresh_every
+from medmon.dashboards.layout import masked_plan, page
 from medmon.dashboards.tables import show_table
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.read import approved_plan, audit_chain, audit_log, effective_tasks, generated_reports
@@ -17,10 +16,7 @@ from sqlmodel import Session
 
 from medmon.db import utcnow
 
-plan = current_plan()
-viewer = require_viewer(plan)
-engine = engine_for(plan)
-header(plan, viewer, "Governance")
+plan, viewer, engine = page("Governance")
 
 
 uc = plan.use_case
@@ -47,29 +43,25 @@ with Session(engine) as session:
     reports = generated_reports(session)
 st.subheader("Tasks and thresholds in force")
 show_table(
-    pd.DataFrame(
-        [
-            {
-                "task": t.id,
-                "benchmark": t.benchmark,
-                "owner": (t.owner or plan.owners.clinical).name,
-                "approval threshold": t.thresholds.min_score,
-                "tolerated drop": t.thresholds.tolerated_drop,
-                "cost budget per call": t.thresholds.cost_budget_per_call,
-                "latency objective (s)": t.thresholds.latency_slo_s,
-                "minimum jury agreement": t.thresholds.min_jury_agreement,
-                "human review": t.human_review_required,
-                "schedule": t.schedule,
-                "canaries per probe": t.sample_size,
-                "subgroups": ", ".join(t.subgroups),
-                "in force": e.in_force_words,
-            }
-            for e in judged
-            for t in [e.task]
-        ]
-    ),
-    hide_index=True,
-    width="stretch",
+    [
+        {
+            "task": t.id,
+            "benchmark": t.benchmark,
+            "owner": (t.owner or plan.owners.clinical).name,
+            "approval threshold": t.thresholds.min_score,
+            "tolerated drop": t.thresholds.tolerated_drop,
+            "cost budget per call": t.thresholds.cost_budget_per_call,
+            "latency objective (s)": t.thresholds.latency_slo_s,
+            "minimum jury agreement": t.thresholds.min_jury_agreement,
+            "human review": t.human_review_required,
+            "schedule": t.schedule,
+            "canaries per probe": t.sample_size,
+            "subgroups": ", ".join(t.subgroups),
+            "in force": e.in_force_words,
+        }
+        for e in judged
+        for t in [e.task]
+    ],
     key="thresholds",
 )
 st.caption(
@@ -86,23 +78,19 @@ if proposals:
         "in force above judge the tasks until then."
     )
     show_table(
-        pd.DataFrame(
-            [
-                {
-                    "task": p.task,
-                    "threshold": p.threshold,
-                    "in force": str(p.in_force),
-                    "proposed": str(p.proposed),
-                    "loosens": p.looser,
-                    "proposed by": p.proposed_by,
-                    "recorded": p.proposed_at,
-                    "plan seq": p.plan_seq,
-                }
-                for p in proposals
-            ]
-        ),
-        hide_index=True,
-        width="stretch",
+        [
+            {
+                "task": p.task,
+                "threshold": p.threshold,
+                "in force": str(p.in_force),
+                "proposed": str(p.proposed),
+                "loosens": p.looser,
+                "proposed by": p.proposed_by,
+                "recorded": p.proposed_at,
+                "plan seq": p.plan_seq,
+            }
+            for p in proposals
+        ],
         key="threshold_proposals",
     )
     if viewer.authenticated and viewer.can_act:
@@ -181,22 +169,18 @@ else:
     st.markdown("\n".join(lines))
     if gov.evidence.sources:
         show_table(
-            pd.DataFrame(
-                [
-                    {
-                        "benchmark": e.benchmark,
-                        "source": e.source,
-                        "metric": e.metric or "",
-                        "value": e.value,
-                        "n": e.n,
-                        "data access": e.data_access or "",
-                        "notes": e.notes,
-                    }
-                    for e in gov.evidence.sources
-                ]
-            ),
-            hide_index=True,
-            width="stretch",
+            [
+                {
+                    "benchmark": e.benchmark,
+                    "source": e.source,
+                    "metric": e.metric or "",
+                    "value": e.value,
+                    "n": e.n,
+                    "data access": e.data_access or "",
+                    "notes": e.notes,
+                }
+                for e in gov.evidence.sources
+            ]
         )
 
 with Session(engine) as session:
@@ -226,20 +210,16 @@ if not reports:
     st.write("No committee report has been generated yet (`medmon report`, or the plan's `reports` schedule).")
 else:
     show_table(
-        pd.DataFrame(
-            [
-                {
-                    "period": r.period,
-                    "signed by": ", ".join(r.signed_by) or "not signed",
-                    "report hash": r.sha256,
-                    "generated": r.first_generated,
-                    "generated by": r.generated_by,
-                }
-                for r in reports
-            ]
-        ),
-        hide_index=True,
-        width="stretch",
+        [
+            {
+                "period": r.period,
+                "signed by": ", ".join(r.signed_by) or "not signed",
+                "report hash": r.sha256,
+                "generated": r.first_generated,
+                "generated by": r.generated_by,
+            }
+            for r in reports
+        ],
         key="reports",
     )
     if viewer.authenticated and viewer.can_act:
@@ -288,22 +268,18 @@ def audit_section() -> None:
         st.write("No audit entry yet.")
     else:
         show_table(
-            pd.DataFrame(
-                [
-                    {
-                        "seq": e.seq,
-                        "at": e.at,
-                        "kind": e.kind,
-                        "actor": e.actor,
-                        "subject": e.subject,
-                        "details": json.dumps(e.details, sort_keys=True, default=str),
-                        "hash": e.entry_hash[:16],
-                    }
-                    for e in entries
-                ]
-            ),
-            hide_index=True,
-            width="stretch",
+            [
+                {
+                    "seq": e.seq,
+                    "at": e.at,
+                    "kind": e.kind,
+                    "actor": e.actor,
+                    "subject": e.subject,
+                    "details": json.dumps(e.details, sort_keys=True, default=str),
+                    "hash": e.entry_hash[:16],
+                }
+                for e in entries
+            ],
             key="audit",
         )
 

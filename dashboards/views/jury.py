@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pandas as pd
 import streamlit as st
-from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.charts import agreement_chart, judges_chart
-from medmon.dashboards.data import current_plan, engine_for, refresh_every
-from medmon.dashboards.layout import fmt, header
+from medmon.dashboards.data import refresh_every
+from medmon.dashboards.layout import fmt, page
 from medmon.dashboards.oversight import MEDHELM_NOTE, agreement_frame
 from medmon.dashboards.tables import show_table
 from medmon.monitor.read import (
@@ -24,10 +22,7 @@ from sqlmodel import Session
 
 from medmon.db import utcnow
 
-plan = current_plan()
-viewer = require_viewer(plan)
-engine = engine_for(plan)
-header(plan, viewer, "Jury")
+plan, viewer, engine = page("Jury")
 days = st.selectbox("Period (days)", [7, 30, 90], index=1, key="jury_days")
 scale = (plan.jury.scale_min, plan.jury.scale_max) if plan.jury else (1, 5)
 
@@ -58,23 +53,17 @@ def jury() -> None:
     judged = [a for a in alphas if a.results]
     if judged:
         show_table(
-            pd.DataFrame(
-                [
-                    {
-                        "task": a.task_id,
-                        "Krippendorff's alpha (ordinal)": (
-                            fmt(a.alpha, ".3f") if a.alpha is not None else a.reason or "—"
-                        ),
-                        "answers": a.results,
-                        "judges": a.judges,
-                        "items scored by 2+ judges": a.units,
-                        "scores outside the scale (excluded)": a.out_of_scale,
-                    }
-                    for a in judged
-                ]
-            ),
-            hide_index=True,
-            width="stretch",
+            [
+                {
+                    "task": a.task_id,
+                    "Krippendorff's alpha (ordinal)": (fmt(a.alpha, ".3f") if a.alpha is not None else a.reason or "—"),
+                    "answers": a.results,
+                    "judges": a.judges,
+                    "items scored by 2+ judges": a.units,
+                    "scores outside the scale (excluded)": a.out_of_scale,
+                }
+                for a in judged
+            ],
             key="alphas",
         )
         st.caption(
@@ -96,23 +85,19 @@ def jury() -> None:
     st.subheader(f"Unparsed or failed verdicts ({len(unread)})")
     if unread:
         show_table(
-            pd.DataFrame(
-                [
-                    {
-                        "at": u.at,
-                        "task": u.task,
-                        "answer": u.result_id,
-                        "judge": u.judge,
-                        "model": u.model,
-                        "status": u.parse_status,
-                        "asked": u.asks,
-                        "error": u.error,
-                    }
-                    for u in unread
-                ]
-            ),
-            hide_index=True,
-            width="stretch",
+            [
+                {
+                    "at": u.at,
+                    "task": u.task,
+                    "answer": u.result_id,
+                    "judge": u.judge,
+                    "model": u.model,
+                    "status": u.parse_status,
+                    "asked": u.asks,
+                    "error": u.error,
+                }
+                for u in unread
+            ],
             key="unread",
         )
     else:

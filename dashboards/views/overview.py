@@ -89,8 +89,6 @@ def overview() -> None:
     )
     show_table(
         table,
-        hide_index=True,
-        width="stretch",
         column_config={
             "why": st.column_config.TextColumn(width="large", help="every reason, most serious first"),
             "at approval": st.column_config.NumberColumn(format="%.2f", help="the baseline the task was approved on"),
@@ -128,36 +126,25 @@ def overview() -> None:
         st.subheader("Category detectors")
         st.caption("Each pools the tasks of one MedHELM category, so a small drop shared by several tasks shows.")
         show_table(
-            pd.DataFrame(
-                [
-                    {"category": p.category, "status": p.status, "what it means": p.meaning, "answers": p.n}
-                    for p in pooled
-                ]
-            ),
-            hide_index=True,
-            width="stretch",
+            [{"category": p.category, "status": p.status, "what it means": p.meaning, "answers": p.n} for p in pooled]
         )
     st.subheader(f"Open incidents ({len(incidents)})")
     if not incidents:
         st.write("None.")
     else:
         show_table(
-            pd.DataFrame(
-                [
-                    {
-                        "severity": i.severity,
-                        "status": i.status,
-                        "incident": f"#{i.id} {i.title}",
-                        "owner": i.owner,
-                        "since": i.opened_at,
-                        "signals": len(i.signals),
-                        "summary": i.summary,
-                    }
-                    for i in incidents
-                ]
-            ),
-            hide_index=True,
-            width="stretch",
+            [
+                {
+                    "severity": i.severity,
+                    "status": i.status,
+                    "incident": f"#{i.id} {i.title}",
+                    "owner": i.owner,
+                    "since": i.opened_at,
+                    "signals": len(i.signals),
+                    "summary": i.summary,
+                }
+                for i in incidents
+            ],
             column_config={"since": st.column_config.DatetimeColumn(format="D MMM HH:mm")},
         )
         st.page_link("views/alerts.py", label="Acknowledge, resolve or silence on the Alerts page")

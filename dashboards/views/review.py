@@ -8,12 +8,9 @@ at once: the reporting clock runs from the moment the concern was raised.
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 from medmon.dashboards.actions import note_answers_viewed
-from medmon.dashboards.auth import require_viewer
-from medmon.dashboards.data import current_plan, engine_for
-from medmon.dashboards.layout import header
+from medmon.dashboards.layout import page
 from medmon.dashboards.oversight import MEDHELM_NOTE, agreement_frame
 from medmon.dashboards.tables import show_table
 from medmon.monitor.errors import GovernanceError
@@ -24,10 +21,7 @@ from sqlmodel import Session
 
 from medmon.db import session_scope, utcnow
 
-plan = current_plan()
-viewer = require_viewer(plan)
-engine = engine_for(plan)
-header(plan, viewer, "Clinician review")
+plan, viewer, engine = page("Clinician review")
 reviewers = {r.email.lower(): r for r in plan.oversight.reviewers}
 if not reviewers:
     st.info("The plan names no reviewers (oversight.reviewers): there is no review queue.")
@@ -118,19 +112,16 @@ with Session(engine) as session:
     agreement = agreement_table(session, tasks)
 if progress:
     show_table(
-        pd.DataFrame(
-            [
-                {
-                    "task": p.task_id,
-                    "reviewed": p.done,
-                    "queued": p.queued,
-                    "weekly quota": p.quota,
-                    "safety flags": p.flagged,
-                }
-                for p in progress
-            ]
-        ),
-        hide_index=True,
+        [
+            {
+                "task": p.task_id,
+                "reviewed": p.done,
+                "queued": p.queued,
+                "weekly quota": p.quota,
+                "safety flags": p.flagged,
+            }
+            for p in progress
+        ],
         key="progress",
     )
 st.subheader("Does the jury stand in for clinicians?")

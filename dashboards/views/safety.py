@@ -12,11 +12,8 @@ import json
 from collections.abc import Callable
 from datetime import UTC
 
-import pandas as pd
 import streamlit as st
-from medmon.dashboards.auth import require_viewer
-from medmon.dashboards.data import current_plan, engine_for
-from medmon.dashboards.layout import header
+from medmon.dashboards.layout import page
 from medmon.dashboards.tables import show_table
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance import safety, suspension
@@ -27,10 +24,7 @@ from sqlmodel import Session
 
 from medmon.db import session_scope, utcnow
 
-plan = current_plan()
-viewer = require_viewer(plan)
-engine = engine_for(plan)
-header(plan, viewer, "Safety")
+plan, viewer, engine = page("Safety")
 task_ids = [t.id for t in plan.tasks]
 may_record = viewer.can_act or bool(reviewer_tasks(plan.oversight, viewer.email))
 
@@ -64,25 +58,21 @@ st.caption(
 )
 if events:
     show_table(
-        pd.DataFrame(
-            [
-                {
-                    "event": f"#{e.event.id}",
-                    "task": e.event.task_id,
-                    "severity": e.event.severity,
-                    "status": e.event.status,
-                    "opened": f"{e.event.opened_at:%Y-%m-%d %H:%M}",
-                    "source": e.event.source_ref or e.event.source,
-                    "due": f"{e.clock.due_at:%Y-%m-%d %H:%M}" if e.clock.due_at else "",
-                    "clock": e.clock.label,
-                    "actions open": sum(1 for a in e.actions if a.status != "closed"),
-                    "what happened": e.event.what_happened,
-                }
-                for e in events
-            ]
-        ),
-        hide_index=True,
-        width="stretch",
+        [
+            {
+                "event": f"#{e.event.id}",
+                "task": e.event.task_id,
+                "severity": e.event.severity,
+                "status": e.event.status,
+                "opened": f"{e.event.opened_at:%Y-%m-%d %H:%M}",
+                "source": e.event.source_ref or e.event.source,
+                "due": f"{e.clock.due_at:%Y-%m-%d %H:%M}" if e.clock.due_at else "",
+                "clock": e.clock.label,
+                "actions open": sum(1 for a in e.actions if a.status != "closed"),
+                "what happened": e.event.what_happened,
+            }
+            for e in events
+        ],
         key="events",
     )
     ids = [e.event.id for e in events if e.event.id is not None]  # stored rows: every one has its id
@@ -99,23 +89,19 @@ if events:
     )
     if row.actions:
         show_table(
-            pd.DataFrame(
-                [
-                    {
-                        "action": f"#{a.id}",
-                        "description": a.description,
-                        "owner": a.owner,
-                        "due": f"{a.due_at:%Y-%m-%d}",
-                        "status": a.status,
-                        "effectiveness check": f"re-evaluation #{a.check_reevaluation_id}"
-                        if a.check_reevaluation_id
-                        else "",
-                    }
-                    for a in row.actions
-                ]
-            ),
-            hide_index=True,
-            width="stretch",
+            [
+                {
+                    "action": f"#{a.id}",
+                    "description": a.description,
+                    "owner": a.owner,
+                    "due": f"{a.due_at:%Y-%m-%d}",
+                    "status": a.status,
+                    "effectiveness check": f"re-evaluation #{a.check_reevaluation_id}"
+                    if a.check_reevaluation_id
+                    else "",
+                }
+                for a in row.actions
+            ],
             key="actions",
         )
     if viewer.can_act:
@@ -189,18 +175,15 @@ if plan.oversight.suspend is None:
     st.write("The plan has no suspend route (oversight.suspend).")
 else:
     show_table(
-        pd.DataFrame(
-            [
-                {
-                    "task": t,
-                    "state": held[t].status if t in held else "in use",
-                    "since": f"{(held[t].suspended_at or held[t].requested_at):%Y-%m-%d %H:%M}" if t in held else "",
-                    "reason": held[t].reason if t in held else "",
-                }
-                for t in task_ids
-            ]
-        ),
-        hide_index=True,
+        [
+            {
+                "task": t,
+                "state": held[t].status if t in held else "in use",
+                "since": f"{(held[t].suspended_at or held[t].requested_at):%Y-%m-%d %H:%M}" if t in held else "",
+                "reason": held[t].reason if t in held else "",
+            }
+            for t in task_ids
+        ],
         key="suspension_state",
     )
     if viewer.can_act:
@@ -241,14 +224,10 @@ else:
 st.subheader(f"Near misses ({len(misses)})")
 if misses:
     show_table(
-        pd.DataFrame(
-            [
-                {"at": f"{m.created_at:%Y-%m-%d %H:%M}", "task": m.task_id, "what": m.what, "by": m.recorded_by}
-                for m in misses
-            ]
-        ),
-        hide_index=True,
-        width="stretch",
+        [
+            {"at": f"{m.created_at:%Y-%m-%d %H:%M}", "task": m.task_id, "what": m.what, "by": m.recorded_by}
+            for m in misses
+        ],
         key="misses",
     )
 if may_record:

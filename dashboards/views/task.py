@@ -8,13 +8,11 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta
 
-import pandas as pd
 import streamlit as st
 from medmon.dashboards.actions import note_answers_viewed
-from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.charts import Marker, cost_latency_chart, score_chart, slices_chart
-from medmon.dashboards.data import current_plan, engine_for, refresh_every
-from medmon.dashboards.layout import fmt, header, interval, when
+from medmon.dashboards.data import refresh_every
+from medmon.dashboards.layout import fmt, interval, page, when
 from medmon.dashboards.tables import show_table
 from medmon.monitor.read import (
     baseline_band,
@@ -46,10 +44,7 @@ RANGES = {
 }
 BOX = {"degraded": st.error, "watching": st.warning, "no data yet": st.info, "ok": st.success}
 
-plan = current_plan()
-viewer = require_viewer(plan)
-engine = engine_for(plan)
-header(plan, viewer, "Task")
+plan, viewer, engine = page("Task")
 ids = [t.id for t in plan.tasks]
 wanted = st.query_params.get("task")
 left, right = st.columns([3, 1])
@@ -207,21 +202,17 @@ def detail() -> None:
             "approval; when every subgroup falls with the whole, the accuracy incident covers it."
         )
         show_table(
-            pd.DataFrame(
-                [
-                    {
-                        "tag": g.tag,
-                        "gap now": g.gap,
-                        "gap at approval": g.baseline_gap,
-                        "widening": g.widening,
-                        "worst": g.worst,
-                        "best": g.best,
-                    }
-                    for g in gaps
-                ]
-            ),
-            hide_index=True,
-            width="stretch",
+            [
+                {
+                    "tag": g.tag,
+                    "gap now": g.gap,
+                    "gap at approval": g.baseline_gap,
+                    "widening": g.widening,
+                    "worst": g.worst,
+                    "best": g.best,
+                }
+                for g in gaps
+            ],
             key="gaps",
             column_config={
                 k: st.column_config.NumberColumn(format="%.3f") for k in ("gap now", "gap at approval", "widening")
@@ -241,31 +232,27 @@ def detail() -> None:
             st.session_state[seen] = True
         texts = canary_texts(plan, task_id)
         show_table(
-            pd.DataFrame(
-                [
-                    {
-                        "at": a.at,
-                        "canary": a.canary_id,
-                        "question": (texts[a.canary_id].prompt if a.canary_id in texts else "")[:300],
-                        "reference": " | ".join(texts[a.canary_id].references) if a.canary_id in texts else "",
-                        "answer": (a.answer or "")[:300],
-                        "scorer read": ("unreadable" if a.parsed is False else a.extracted or ""),
-                        "score": a.score,
-                        "correct": a.correct,
-                        "error": a.error_type or "",
-                        "served model": a.served_model or "",
-                        "tags": ", ".join(f"{k}={v}" for k, v in sorted(a.tags.items())),
-                        "judges": "; ".join(
-                            f"{v.judge}/{v.criterion}: {fmt(v.score, 'g') if v.score is not None else v.parse_status}"
-                            for v in a.verdicts
-                        )
-                        or "no jury verdict",
-                    }
-                    for a in answers
-                ]
-            ),
-            hide_index=True,
-            width="stretch",
+            [
+                {
+                    "at": a.at,
+                    "canary": a.canary_id,
+                    "question": (texts[a.canary_id].prompt if a.canary_id in texts else "")[:300],
+                    "reference": " | ".join(texts[a.canary_id].references) if a.canary_id in texts else "",
+                    "answer": (a.answer or "")[:300],
+                    "scorer read": ("unreadable" if a.parsed is False else a.extracted or ""),
+                    "score": a.score,
+                    "correct": a.correct,
+                    "error": a.error_type or "",
+                    "served model": a.served_model or "",
+                    "tags": ", ".join(f"{k}={v}" for k, v in sorted(a.tags.items())),
+                    "judges": "; ".join(
+                        f"{v.judge}/{v.criterion}: {fmt(v.score, 'g') if v.score is not None else v.parse_status}"
+                        for v in a.verdicts
+                    )
+                    or "no jury verdict",
+                }
+                for a in answers
+            ],
             key="answers",
             column_config={
                 "question": st.column_config.TextColumn(width="large"),
@@ -283,25 +270,21 @@ def detail() -> None:
             st.write("No detector has run for this task yet.")
         else:
             show_table(
-                pd.DataFrame(
-                    [
-                        {
-                            "stream": stream_name(s.key, task_id),
-                            "status": s.status.value,
-                            "progress to alarm": _progress(s.evidence, s.threshold, s.status.value == "degraded"),
-                            "evidence": s.evidence,
-                            "alarm threshold": s.threshold,
-                            "reference": s.null_mean,
-                            "at approval": s.baseline_mean,
-                            "n": s.n,
-                            "segment": s.segment,
-                            "updated": s.updated_at,
-                        }
-                        for s in states
-                    ]
-                ),
-                hide_index=True,
-                width="stretch",
+                [
+                    {
+                        "stream": stream_name(s.key, task_id),
+                        "status": s.status.value,
+                        "progress to alarm": _progress(s.evidence, s.threshold, s.status.value == "degraded"),
+                        "evidence": s.evidence,
+                        "alarm threshold": s.threshold,
+                        "reference": s.null_mean,
+                        "at approval": s.baseline_mean,
+                        "n": s.n,
+                        "segment": s.segment,
+                        "updated": s.updated_at,
+                    }
+                    for s in states
+                ],
                 column_config={
                     "evidence": st.column_config.NumberColumn(
                         format="%.3g", help="the detector's e-value or statistic; it alarms at the threshold"
@@ -315,44 +298,36 @@ def detail() -> None:
             )
         if found:
             show_table(
-                pd.DataFrame(
-                    [
-                        {
-                            "at": f.created_at,
-                            "kind": f.kind,
-                            "stream": f.metric,
-                            "estimate": f.estimate,
-                            "95% CI": interval(f.ci_low, f.ci_high),
-                            "reference": f.null_mean,
-                            "statistic": f.statistic,
-                            "threshold": f.threshold,
-                            "n": f.n,
-                            "summary": f.summary,
-                        }
-                        for f in found
-                    ]
-                ),
-                hide_index=True,
-                width="stretch",
+                [
+                    {
+                        "at": f.created_at,
+                        "kind": f.kind,
+                        "stream": f.metric,
+                        "estimate": f.estimate,
+                        "95% CI": interval(f.ci_low, f.ci_high),
+                        "reference": f.null_mean,
+                        "statistic": f.statistic,
+                        "threshold": f.threshold,
+                        "n": f.n,
+                        "summary": f.summary,
+                    }
+                    for f in found
+                ],
                 key="findings",
             )
         if past:
             show_table(
-                pd.DataFrame(
-                    [
-                        {
-                            "incident": f"#{i.id} {i.title}",
-                            "opened": i.opened_at,
-                            "closed": i.closed_at,
-                            "resolved by": i.resolved_by or "",
-                            "reason": i.resolve_reason or "",
-                            "signals": len(i.signals),
-                        }
-                        for i in past
-                    ]
-                ),
-                hide_index=True,
-                width="stretch",
+                [
+                    {
+                        "incident": f"#{i.id} {i.title}",
+                        "opened": i.opened_at,
+                        "closed": i.closed_at,
+                        "resolved by": i.resolved_by or "",
+                        "reason": i.resolve_reason or "",
+                        "signals": len(i.signals),
+                    }
+                    for i in past
+                ],
                 key="past_incidents",
             )
 
@@ -385,20 +360,16 @@ def drift_report() -> None:
     else:
         st.info("No output descriptor drifted.")
     show_table(
-        pd.DataFrame(
-            [
-                {
-                    "column": c.column,
-                    "method": c.method,
-                    "p-value": c.p_value,
-                    "threshold": c.threshold,
-                    "drifted": c.drifted,
-                }
-                for c in report.columns
-            ]
-        ),
-        hide_index=True,
-        width="stretch",
+        [
+            {
+                "column": c.column,
+                "method": c.method,
+                "p-value": c.p_value,
+                "threshold": c.threshold,
+                "drifted": c.drifted,
+            }
+            for c in report.columns
+        ],
         key="drift_columns",
         column_config={"p-value": st.column_config.NumberColumn(format="%.3g")},
     )

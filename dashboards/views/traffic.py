@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pandas as pd
 import streamlit as st
-from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.charts import traffic_daily_chart
-from medmon.dashboards.data import current_plan, engine_for, refresh_every
-from medmon.dashboards.layout import fmt, header
+from medmon.dashboards.data import refresh_every
+from medmon.dashboards.layout import fmt, page
 from medmon.dashboards.tables import show_table
 from medmon.monitor.read import traffic_summary
 from sqlmodel import Session
@@ -18,10 +16,7 @@ from medmon.db import utcnow
 
 PERIODS = {"7 days": 7, "30 days": 30, "90 days": 90}
 
-plan = current_plan()
-viewer = require_viewer(plan)
-engine = engine_for(plan)
-header(plan, viewer, "Production traffic")
+plan, viewer, engine = page("Production traffic")
 if plan.traffic is None:
     st.info(
         "The plan has no `traffic` section: medmon is not receiving the application's own calls. "
@@ -53,27 +48,23 @@ def traffic() -> None:
         st.write(f"No traffic in the last {period}.")
         return
     show_table(
-        pd.DataFrame(
-            [
-                {
-                    "task": g.task or "(unmatched)",
-                    "model": g.model,
-                    "calls": g.calls,
-                    "spend (USD)": g.cost_usd,
-                    "cost per call": g.cost_per_call,
-                    "errors": g.error_rate,
-                    "truncated": g.truncation_rate,
-                    "refusals": g.refusal_rate,
-                    "p50 (s)": g.p50_s,
-                    "p95 (s)": g.p95_s,
-                    "p99 (s)": g.p99_s,
-                    "output tokens": g.output_tokens,
-                }
-                for g in summary.groups
-            ]
-        ),
-        hide_index=True,
-        width="stretch",
+        [
+            {
+                "task": g.task or "(unmatched)",
+                "model": g.model,
+                "calls": g.calls,
+                "spend (USD)": g.cost_usd,
+                "cost per call": g.cost_per_call,
+                "errors": g.error_rate,
+                "truncated": g.truncation_rate,
+                "refusals": g.refusal_rate,
+                "p50 (s)": g.p50_s,
+                "p95 (s)": g.p95_s,
+                "p99 (s)": g.p99_s,
+                "output tokens": g.output_tokens,
+            }
+            for g in summary.groups
+        ],
         key="traffic_groups",
         column_config={
             "spend (USD)": st.column_config.NumberColumn(format="%.2f"),
@@ -133,30 +124,21 @@ def traffic() -> None:
     if summary.judged:
         st.subheader("Real answers judged by the jury")
         show_table(
-            pd.DataFrame(
-                [
-                    {
-                        "day": j.day,
-                        "task": j.task,
-                        "judged": j.judged,
-                        "mean score": fmt(j.score),
-                        "agreement": fmt(j.agreement),
-                    }
-                    for j in summary.judged
-                ]
-            ),
-            hide_index=True,
-            width="stretch",
+            [
+                {
+                    "day": j.day,
+                    "task": j.task,
+                    "judged": j.judged,
+                    "mean score": fmt(j.score),
+                    "agreement": fmt(j.agreement),
+                }
+                for j in summary.judged
+            ],
             key="traffic_judged",
         )
     if summary.refused:
         with st.expander("Spans refused at the door"):
-            show_table(
-                pd.DataFrame([{"reason": r, "spans": n} for r, n in sorted(summary.refused.items())]),
-                hide_index=True,
-                width="stretch",
-                key="traffic_refused",
-            )
+            show_table([{"reason": r, "spans": n} for r, n in sorted(summary.refused.items())], key="traffic_refused")
 
 
 traffic()

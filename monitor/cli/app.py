@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from medmon.monitor.cli.plan_arg import PlanArg
+from medmon.monitor.cli.plan_arg import PlanArg, err, out
 from medmon.monitor.errors import MedmonError, PlanError
-from rich.console import Console
 
 if TYPE_CHECKING:
     from medmon.monitor.plan.model import Plan
@@ -33,8 +32,6 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
 
 EXIT_FOUND, EXIT_INPUT, EXIT_UNREACHABLE, EXIT_REFUSED = 1, 2, 3, 4
 

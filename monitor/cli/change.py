@@ -17,7 +17,7 @@ from medmon.monitor.cli.plan_arg import LegacyPlanOption, OptionalPlanArg, chose
 from medmon.monitor.cli.tables import fitted
 from medmon.monitor.errors import MedmonError
 from medmon.monitor.governance.audit import local_actor
-from medmon.monitor.governance.changes import ChangeKind, ChangeSource, list_changes, record_change
+from medmon.monitor.governance.changes import ChangeKind, ChangeSource, change_row, list_changes, record_change
 from medmon.monitor.models import Reevaluation
 from medmon.monitor.plan.model import Plan, load_plan
 from medmon.monitor.storage import make_engine
@@ -205,20 +205,7 @@ def list_command(
     """List every recorded change (detected and declared) with its re-evaluation."""
     _, plan = _plan(plan_path, legacy_plan, "change list")
     with Session(make_engine(plan.storage.url)) as session:
-        rows: list[dict[str, Any]] = [
-            {
-                "id": c.id,
-                "task": c.task_id,
-                "kind": c.kind,
-                "source": c.source,
-                "actor": c.actor,
-                "note": c.note,
-                "at": c.created_at.isoformat(),
-                "status": c.status.value,
-                "reevaluation_id": c.reevaluation_id,
-            }
-            for c in list_changes(session)
-        ]
+        rows = [{**change_row(c), "at": c.created_at.isoformat()} for c in list_changes(session)]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return

@@ -14,14 +14,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from medmon.monitor.cli.plan_arg import PlanArg
+from medmon.monitor.cli.plan_arg import EXIT_INPUT, PlanArg, err, out
 from medmon.monitor.errors import MedmonError
-from rich.console import Console
 
 app = typer.Typer(help="evidently drift reports of output length, latency, score and cost.", no_args_is_help=True)
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-EXIT_INPUT = 2
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 

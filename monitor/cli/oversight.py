@@ -12,12 +12,11 @@ from typing import Annotated
 
 import typer
 from medmon.monitor.cli.audit import open_database
-from medmon.monitor.cli.plan_arg import PlanArg
+from medmon.monitor.cli.plan_arg import PlanArg, err, out
 from medmon.monitor.cli.tables import fitted
 from medmon.monitor.errors import GovernanceError, MedmonError
 from medmon.monitor.plan.model import Plan, load_plan
 from medmon.monitor.plan.oversight import MEDHELM_JURY_ICC
-from rich.console import Console
 from rich.table import Table
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -30,8 +29,6 @@ app = typer.Typer(
     help="Human oversight: clinician review, the jury validated against clinicians, safety events.",
     no_args_is_help=True,
 )
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
 EXIT_ATTENTION, EXIT_INPUT = 1, 2
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]

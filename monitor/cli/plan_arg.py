@@ -15,6 +15,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+# The commands' shared output: one line per fact, however long (a path, a reason).
+out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 EXIT_INPUT = 2
 

@@ -10,13 +10,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from medmon.monitor.cli.plan_arg import PlanArg
+from medmon.monitor.cli.plan_arg import EXIT_INPUT, PlanArg, err, out
 from medmon.monitor.errors import MedmonError
-from rich.console import Console
-
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-EXIT_INPUT = 2
 
 
 def _fail(message: str) -> typer.Exit:

@@ -25,15 +25,13 @@ from typing import Annotated, Any
 import typer
 from medmon.baselines import CanaryFormatError
 from medmon.baselines.canary import read_jsonl
+from medmon.monitor.cli.plan_arg import EXIT_INPUT, err
 from medmon.monitor.cli.tables import fitted
 from medmon.probes.errors import UnknownScorer
 from medmon.probes.scoring import SCORERS, Score, score_answer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-
-EXIT_INPUT = 2
-err = Console(stderr=True, soft_wrap=True)
 
 
 class BadLine(ValueError):

@@ -11,16 +11,13 @@ import json
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
+from medmon.monitor.cli.plan_arg import EXIT_INPUT, err, out
 
 from medmon.errors import MedmonError
 
 if TYPE_CHECKING:  # imported where used: the simulator is loaded only by this command
     from medmon.probes.simulator import Fault, JudgeBehaviour, Phase
 
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-EXIT_INPUT = 2
 
 SPECS_HELP = {
     "phase": "AFTER:ACCURACY[:MODEL[:FINGERPRINT[:LATENCY_S]]]: from request AFTER on, answer with this accuracy "

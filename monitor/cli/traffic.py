@@ -12,15 +12,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from medmon.monitor.cli.plan_arg import PlanArg
+from medmon.monitor.cli.plan_arg import PlanArg, err, out
 from medmon.monitor.cli.tables import fitted
 from medmon.monitor.errors import MedmonError
-from rich.console import Console
 from rich.table import Table
 
 app = typer.Typer(help="Real traffic: OpenTelemetry GenAI spans of the deployed application.", no_args_is_help=True)
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
 EXIT_PARTIAL, EXIT_INPUT = 1, 2
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]

@@ -674,20 +674,19 @@ def update_judge_canaries(
     judge: str,
     verdicts: Sequence[tuple[float, float]],
     now: datetime,
-    min_agreement: float | None = None,
     canaries: int | None = None,
 ) -> tuple[StreamUpdate, StreamUpdate]:
     """Feed re-judged judge canaries ``(judge score, gold score)`` to that judge's two streams.
 
-    Agreement with the gold scores (``min_agreement`` defaults to the lowest task minimum of jury
-    agreement in the plan, else 0.8), and the signed error against the judge's own first
+    Agreement with the gold scores (held to the lowest task minimum of jury agreement in the plan,
+    else 0.8), and the signed error against the judge's own first
     ``jury.canary_burn_in_runs`` runs of ``canaries`` verdicts (default: this run's count), which
     catches a judge turning lenient. The two share the judge's unit of the quality budget.
     """
     if plan.jury is None:
         raise ValueError("judge canaries need a jury in the plan")
     floors = [t.thresholds.min_jury_agreement for t in plan.tasks if t.thresholds.min_jury_agreement is not None]
-    a0 = min_agreement if min_agreement is not None else (min(floors) if floors else 0.8)
+    a0 = min(floors) if floors else 0.8
     spec = StreamSpec(
         f"judge:{judge}:judge_canaries:drop",
         f"judge:{judge}",

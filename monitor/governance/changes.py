@@ -138,3 +138,18 @@ def list_changes(
     if until is not None:
         query = query.where(col(ChangeRecord.created_at) < until)
     return list(session.exec(query.order_by(col(ChangeRecord.created_at), col(ChangeRecord.id))).all())
+
+
+def change_row(c: ChangeRecord) -> dict[str, Any]:
+    """A change as the committee report and ``medmon change list`` show it."""
+    return {
+        "id": c.id,
+        "task": c.task_id,
+        "kind": c.kind,
+        "source": c.source,
+        "actor": c.actor,
+        "note": c.note,
+        "at": c.created_at,
+        "status": c.status.value,
+        "reevaluation_id": c.reevaluation_id,
+    }

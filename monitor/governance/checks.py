@@ -262,12 +262,7 @@ def human_interval(gap: timedelta) -> str:
 
 
 def check_plan(
-    path: Path,
-    engine: Engine | None = None,
-    *,
-    record_by: str | None = None,
-    now: Callable[[], datetime] = utcnow,
-    require_env: bool = False,
+    path: Path, engine: Engine | None = None, *, record_by: str | None = None, require_env: bool = False
 ) -> Plan:
     """Load and validate a plan, then everything it refers to; raise PlanError with every issue.
 
@@ -281,8 +276,6 @@ def check_plan(
     record_by
         When given (an actor), a plan that passes is recorded in the audit log if its text
         changed since it was last recorded: the diff and any threshold change, with who ran it.
-    now
-        The clock for that audit entry.
     require_env
         Check the environment the plan will run in: every variable it names (endpoint keys and
         headers, route secrets) must be set. Otherwise unset endpoint variables are notes
@@ -318,7 +311,7 @@ def check_plan(
         recorder = db.get() if record_by is not None else None
         if recorder is not None and record_by is not None:
             with session_scope(recorder) as session:
-                record_plan_changes(session, path.read_text("utf-8"), str(path), record_by, now())
+                record_plan_changes(session, path.read_text("utf-8"), str(path), record_by, utcnow())
     finally:
         db.close()
     return plan

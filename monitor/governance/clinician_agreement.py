@@ -37,7 +37,7 @@ import krippendorff
 import numpy as np
 from medmon.monitor.models import AgreementRecord, ClinicianReview
 from medmon.probes.models import JuryVerdict, ParseStatus
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, func, select
 
 VALID = (ParseStatus.ok, ParseStatus.retried_ok)
 
@@ -269,3 +269,18 @@ def record_agreement(session: Session, stats: Sequence[Agreement], now: datetime
         added.append(row)
     session.flush()
     return added
+
+
+def latest_agreements(
+    session: Session, *, before: datetime | None = None, task_ids: list[str] | None = None
+) -> list[AgreementRecord]:
+    """The newest point of every (task, criterion, statistic) stream, optionally before ``before``."""
+    newest = select(func.max(AgreementRecord.id))
+    if before is not None:
+        newest = newest.where(col(AgreementRecord.created_at) < before)
+    newest = newest.group_by(AgreementRecord.task_id, AgreementRecord.criterion, AgreementRecord.statistic)
+    query = select(AgreementRecord).where(col(AgreementRecord.id).in_(newest))
+    if task_ids is not None:
+        query = query.where(col(AgreementRecord.task_id).in_(task_ids))
+    order = (AgreementRecord.task_id, AgreementRecord.criterion, AgreementRecord.statistic)
+    return list(session.exec(query.order_by(*order)).all())

@@ -279,23 +279,14 @@ def _norm(baseline: Baseline, value: float) -> float:
 
 
 def reevaluate_pending(
-    engine: Engine,
-    plan: Plan,
-    ctx: TaskContext,
-    *,
-    now: Callable[[], datetime],
-    settings: ModelSettings | None = None,
-    progress: Progress | None = None,
-    actor: str = "medmon",
+    engine: Engine, plan: Plan, ctx: TaskContext, *, now: Callable[[], datetime], settings: ModelSettings | None = None
 ) -> Reevaluation | None:
     """Run one re-evaluation answering every pending change of the task, if any is pending."""
     with session_scope(engine) as session:
         ids = [c.id for c in pending_changes(session, ctx.task.id) if c.id is not None]
     if not ids:
         return None
-    return run_reevaluation(
-        engine, plan, ctx, now=now, change_ids=ids, settings=settings, progress=progress, actor=actor
-    )
+    return run_reevaluation(engine, plan, ctx, now=now, change_ids=ids, settings=settings)
 
 
 STALE_REEVALUATION = timedelta(hours=6)  # a 'running' re-evaluation older than this crashed: it blocks nothing
@@ -439,12 +430,10 @@ def approve(
 
 
 def list_reevaluations(
-    session: Session, *, task_id: str | None = None, since: datetime | None = None, until: datetime | None = None
+    session: Session, *, since: datetime | None = None, until: datetime | None = None
 ) -> list[Reevaluation]:
-    """Re-evaluations in time order, optionally for one task and within ``[since, until)``."""
+    """Re-evaluations in time order, optionally within ``[since, until)``."""
     query = select(Reevaluation)
-    if task_id is not None:
-        query = query.where(Reevaluation.task_id == task_id)
     if since is not None:
         query = query.where(col(Reevaluation.started_at) >= since)
     if until is not None:

@@ -112,7 +112,7 @@ def queue_reviews(session: Session, plan: Plan, now: datetime, rng: random.Rando
             continue
         override = config.tasks.get(task.id)
         rate = override.rate if override and override.rate is not None else config.rate
-        quota = override.weekly_quota if override and override.weekly_quota is not None else config.weekly_quota
+        quota = config.quota(task.id)
         queued = set(
             session.exec(
                 select(ReviewItem.result_id).where(ReviewItem.task_id == task.id, ReviewItem.week == week)

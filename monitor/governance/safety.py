@@ -150,7 +150,6 @@ def open_event(
     now: datetime,
     source_ref: str = "",
     result_ids: list[int] | None = None,
-    context: dict[str, Any] | None = None,
     aware_at: datetime | None = None,
 ) -> SafetyEvent:
     """Open a safety event with its evidence frozen and its clock started at ``aware_at`` (default now)."""
@@ -164,7 +163,7 @@ def open_event(
         raise ValueError("say what happened: a safety event needs a description")
     clock, span = clock_for(plan.oversight.safety, severity)
     aware = aware_at or now
-    context = {**(context or {}), **_alert_context(session, source_ref)}
+    context = _alert_context(session, source_ref)
     event = SafetyEvent(
         task_id=task_id,
         severity=severity,
@@ -421,9 +420,7 @@ def actions_of(session: Session, event_id: int) -> list[CorrectiveAction]:
     )
 
 
-def record_near_miss(
-    session: Session, plan: Plan, task_id: str, what: str, actor: str, now: datetime, result_id: int | None = None
-) -> NearMiss:
+def record_near_miss(session: Session, plan: Plan, task_id: str, what: str, actor: str, now: datetime) -> NearMiss:
     """Something that could have harmed and did not."""
     try:
         plan.task(task_id)
@@ -431,7 +428,7 @@ def record_near_miss(
         raise GovernanceError(f"task {task_id!r} is not in the plan") from None
     if not what.strip():
         raise ValueError("say what nearly happened")
-    miss = NearMiss(task_id=task_id, what=what.strip(), recorded_by=actor, result_id=result_id, created_at=now)
+    miss = NearMiss(task_id=task_id, what=what.strip(), recorded_by=actor, created_at=now)
     session.add(miss)
     session.flush()
     record(
@@ -439,7 +436,7 @@ def record_near_miss(
         AuditKind.near_miss,
         actor,
         f"near_miss:{miss.id}",
-        {"task": task_id, "what": miss.what, "result": result_id},
+        {"task": task_id, "what": miss.what, "result": None},
         now,
     )
     return miss

@@ -16,7 +16,7 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -48,16 +48,13 @@ def needs_confirmation(plan: Plan, task: Task) -> bool:
     return route is not None and route.confirm_high_risk and high_risk(plan, task)
 
 
-def route_sender(
-    route: SuspendRoute, environ: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep
-) -> Send:
+def route_sender(route: SuspendRoute) -> Send:
     """A function that delivers one suspend/resume body through ``route``, retrying transient failures."""
-    env = os.environ if environ is None else environ
 
     def variable(name: str | None, field: str) -> str | None:
         if name is None:
             return None
-        value = env.get(name)
+        value = os.environ.get(name)
         if not value:
             raise RouteFailed(f"suspend route: environment variable {name} ({field}) is not set")
         return value
@@ -72,7 +69,7 @@ def route_sender(
                     capture_output=True,
                     timeout=route.timeout_s,
                     check=False,
-                    env={**env, "MEDMON_SUSPEND_ACTION": str(body["action"])},
+                    env={**os.environ, "MEDMON_SUSPEND_ACTION": str(body["action"])},
                 )
             except (OSError, subprocess.TimeoutExpired) as exc:
                 raise RouteFailed(f"suspend command {route.command[0]!r} could not run: {exc}") from None
@@ -102,7 +99,7 @@ def route_sender(
                 except RetryableDeliveryError as exc:
                     if attempt == ATTEMPTS:
                         raise RouteFailed(f"{exc} (after {ATTEMPTS} attempts)") from None
-                    sleep(exc.retry_after if exc.retry_after is not None else 0.5 * attempt)
+                    time.sleep(exc.retry_after if exc.retry_after is not None else 0.5 * attempt)
                 except PermanentDeliveryError as exc:
                     raise RouteFailed(str(exc)) from None
         finally:
@@ -158,9 +155,7 @@ def _send(session: Session, deployment: Endpoint, s: Suspension, actor: str, now
     return s
 
 
-def request(
-    session: Session, plan: Plan, task_id: str, reason: str, actor: str, now: datetime, send: Send | None = None
-) -> Suspension:
+def request(session: Session, plan: Plan, task_id: str, reason: str, actor: str, now: datetime) -> Suspension:
     """An owner asks to suspend ``task_id``; sent at once unless a second owner must confirm."""
     if plan.oversight.suspend is None:
         raise GovernanceError("the plan has no oversight.suspend route: nothing to call")
@@ -183,12 +178,10 @@ def request(
     )
     if confirm:
         return s
-    return _send(session, plan.deployment, s, actor, now, send or route_sender(plan.oversight.suspend))
+    return _send(session, plan.deployment, s, actor, now, route_sender(plan.oversight.suspend))
 
 
-def confirm(
-    session: Session, plan: Plan, suspension_id: int, actor: str, now: datetime, send: Send | None = None
-) -> Suspension:
+def confirm(session: Session, plan: Plan, suspension_id: int, actor: str, now: datetime) -> Suspension:
     """A second owner confirms a high-risk suspension (never the one who asked); the route is called."""
     s = session.get(Suspension, suspension_id)
     if s is None or s.status not in ("pending", "failed"):
@@ -198,19 +191,11 @@ def confirm(
     assert plan.oversight.suspend is not None
     if s.status == "pending":
         s.confirmed_by = actor
-    return _send(session, plan.deployment, s, actor, now, send or route_sender(plan.oversight.suspend))
+    return _send(session, plan.deployment, s, actor, now, route_sender(plan.oversight.suspend))
 
 
 def resume(
-    session: Session,
-    plan: Plan,
-    task_id: str,
-    actor: str,
-    now: datetime,
-    *,
-    decision: str = "",
-    reference: str = "",
-    send: Send | None = None,
+    session: Session, plan: Plan, task_id: str, actor: str, now: datetime, *, decision: str = "", reference: str = ""
 ) -> Suspension:
     """Resume a suspended task on a passing re-evaluation since the suspension, or a committee decision."""
     current = [s for s in active(session, task_id) if s.status == "suspended"]
@@ -230,7 +215,7 @@ def resume(
         )
     assert plan.oversight.suspend is not None
     s.resume_basis = basis
-    (send or route_sender(plan.oversight.suspend))(_body(plan.deployment, s, "resume", actor, now))
+    route_sender(plan.oversight.suspend)(_body(plan.deployment, s, "resume", actor, now))
     s.status, s.resumed_by, s.resumed_at = "resumed", actor, now
     session.add(s)
     record(

@@ -62,6 +62,11 @@ class Review(Section):
     disagreement_below: float = Field(0.75, ge=0, le=1)  # per-answer jury agreement counted as disagreement
     tasks: dict[str, TaskReview] = Field(default_factory=dict)
 
+    def quota(self, task_id: str) -> int:
+        """The answers a week to queue for ``task_id``: its own ``weekly_quota``, else the default."""
+        override = self.tasks.get(task_id)
+        return override.weekly_quota if override and override.weekly_quota is not None else self.weekly_quota
+
 
 class AgreementFloors(Section):
     """Floors for the jury's validation streams; None turns that alert off.

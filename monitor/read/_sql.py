@@ -14,8 +14,6 @@ from medmon.probes.models import ProbeRun
 from sqlalchemy import Date, cast
 from sqlmodel import Session, col, func, select
 
-from medmon.db import as_utc
-
 
 def dialect(session: Session) -> str:
     """The database's dialect name (``sqlite`` or ``postgresql``)."""
@@ -40,15 +38,6 @@ def as_day(value: object) -> date:
     if isinstance(value, date):
         return value
     return date.fromisoformat(str(value))
-
-
-def as_time(value: object) -> datetime | None:
-    """A stored timestamp as a UTC-aware datetime (SQLite aggregates may come back as text)."""
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return as_utc(value)
-    return as_utc(datetime.fromisoformat(str(value)))
 
 
 def wilson_interval_of_mean(mean: float | None, n: int) -> tuple[float | None, float | None]:

@@ -5,18 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from medmon.monitor.governance.clinician_agreement import latest_agreements
 from medmon.monitor.governance.review import iso_week, open_items, reviewed_tasks, reviewer_tasks
 from medmon.monitor.governance.safety import ClockState, actions_of, clock_state
 from medmon.monitor.governance.suspension import active
-from medmon.monitor.models import (
-    AgreementRecord,
-    ClinicianReview,
-    CorrectiveAction,
-    NearMiss,
-    ReviewItem,
-    SafetyEvent,
-    Suspension,
-)
+from medmon.monitor.models import ClinicianReview, CorrectiveAction, NearMiss, ReviewItem, SafetyEvent, Suspension
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan
@@ -89,17 +82,9 @@ class AgreementRow:
 
 def agreement_table(session: Session, task_ids: list[str] | None = None) -> list[AgreementRow]:
     """The newest point of every (task, criterion, statistic) stream."""
-    newest = select(func.max(AgreementRecord.id)).group_by(
-        AgreementRecord.task_id, AgreementRecord.criterion, AgreementRecord.statistic
-    )
-    query = select(AgreementRecord).where(col(AgreementRecord.id).in_(newest))
-    if task_ids is not None:
-        query = query.where(col(AgreementRecord.task_id).in_(task_ids))
-    rows = session.exec(
-        query.order_by(AgreementRecord.task_id, AgreementRecord.criterion, AgreementRecord.statistic)
-    ).all()
     return [
-        AgreementRow(r.task_id, r.criterion, r.statistic, r.value, r.ci_low, r.ci_high, r.n, r.created_at) for r in rows
+        AgreementRow(r.task_id, r.criterion, r.statistic, r.value, r.ci_low, r.ci_high, r.n, r.created_at)
+        for r in latest_agreements(session, task_ids=task_ids)
     ]
 
 
@@ -119,12 +104,7 @@ def review_progress(session: Session, plan: Plan, at: datetime) -> list[ReviewPr
     week = iso_week(at)
     out = []
     for task in reviewed_tasks(plan):
-        override = plan.oversight.review.tasks.get(task.id)
-        quota = (
-            override.weekly_quota
-            if override and override.weekly_quota is not None
-            else plan.oversight.review.weekly_quota
-        )
+        quota = plan.oversight.review.quota(task.id)
         # Answers, not items: a double-reviewed answer counts once against the quota.
         queued = session.exec(
             select(func.count(func.distinct(ReviewItem.result_id))).where(

@@ -12,7 +12,7 @@ from medmon.baselines import resolve
 from medmon.monitor.governance.effective import EffectiveTask, effective_task, effective_tasks
 from medmon.monitor.models import DetectorState, StreamStatus
 from medmon.monitor.plan.model import Plan, Task, parse_interval
-from medmon.monitor.read._sql import as_time, wilson_interval_of_mean
+from medmon.monitor.read._sql import wilson_interval_of_mean
 from medmon.probes.models import ProbeResult, ProbeRun
 from sqlmodel import Session, col, func, select
 
@@ -49,10 +49,8 @@ class TaskRow:
         return "; ".join(self.reasons)
 
 
-def recent_estimate(
-    session: Session, task_id: str, window: int = RECENT_WINDOW
-) -> tuple[float | None, float, float, int]:
-    """Mean score of the task's latest ``window`` scored results, with a 95% interval.
+def recent_estimate(session: Session, task_id: str) -> tuple[float | None, float, float, int]:
+    """Mean score of the task's latest ``RECENT_WINDOW`` scored results, with a 95% interval.
 
     Returns ``(mean, low, high, n)``; ``mean`` is None (and the interval [0, 1]) before any
     scored result. The newest results are found through the ``(task_id, id)`` index and only
@@ -62,7 +60,7 @@ def recent_estimate(
         select(ProbeResult.score)
         .where(ProbeResult.task_id == task_id, col(ProbeResult.score).is_not(None))
         .order_by(col(ProbeResult.id).desc())
-        .limit(window)
+        .limit(RECENT_WINDOW)
         .subquery()
     )
     n, total = session.exec(select(func.count(), func.sum(recent.c.score))).one()
@@ -217,7 +215,7 @@ def task_overview(session: Session, plan: Plan, task_ids: Sequence[str] | None =
     ).all():
         streams[task_id].append(Stream(stream_name(key, task_id), metric, StreamStatus(status)))
     last_probe = {
-        t: as_time(v)
+        t: v
         for t, v in session.exec(
             select(ProbeRun.task_id, func.max(ProbeRun.finished_at))
             .where(col(ProbeRun.task_id).in_(ids))
@@ -230,9 +228,9 @@ def task_overview(session: Session, plan: Plan, task_ids: Sequence[str] | None =
         .where(col(Incident.task_id).in_(ids), col(Incident.closed_at).is_(None))
         .order_by(col(Incident.opened_at))
     ).all():
-        problems[inc.task_id].append(OpenProblem(inc.cause, inc.summary, as_time(inc.opened_at)))
+        problems[inc.task_id].append(OpenProblem(inc.cause, inc.summary, inc.opened_at))
     below = {
-        t: as_time(v)
+        t: v
         for t, v in session.exec(
             select(Alert.task_id, func.min(Alert.starts_at))
             .where(col(Alert.task_id).in_(ids), Alert.rule == "below_minimum", col(Alert.ends_at).is_(None))
@@ -387,11 +385,9 @@ class ServicePulse:
 SCHEDULER_HEARTBEAT = "scheduler"  # medmon.monitor.alerting.signals.HEARTBEAT (which imports this package)
 
 
-def service_pulse(session: Session, plan: Plan, name: str = SCHEDULER_HEARTBEAT) -> ServicePulse:
+def service_pulse(session: Session, plan: Plan) -> ServicePulse:
     """The scheduler's heartbeat: a dashboard over a stopped service would otherwise look calm."""
-    row = last_beat(session, name)
+    row = last_beat(session, SCHEDULER_HEARTBEAT)
     return ServicePulse(
-        as_time(row.beat_at) if row else None,
-        as_time(row.since) if row else None,
-        parse_interval(plan.alerts.heartbeat_tolerance),
+        row.beat_at if row else None, row.since if row else None, parse_interval(plan.alerts.heartbeat_tolerance)
     )

@@ -10,7 +10,7 @@ from typing import Any
 from medmon.monitor.models import DetectorState, FindingRecord
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan
-from medmon.monitor.read._sql import as_time, latest_runs, safe_float, wilson_interval_of_mean
+from medmon.monitor.read._sql import latest_runs, safe_float, wilson_interval_of_mean
 from medmon.monitor.read.jury import Verdict, verdicts_for
 from medmon.monitor.storage import select_row
 from medmon.probes.models import ProbeResult, ProbeRun
@@ -87,7 +87,7 @@ def run_series(
         points.append(
             RunPoint(
                 int(run_id),
-                as_time(at),
+                at,
                 str(purpose),
                 int(calls),
                 int(n),
@@ -105,17 +105,6 @@ def run_series(
     return points
 
 
-def score_history(session: Session, task_id: str, limit: int = 500) -> list[tuple[datetime, float, int]]:
-    """Per-run mean score over time: ``(finished_at, mean, n)`` for the task's latest runs."""
-    rows = session.exec(
-        select(ProbeRun.finished_at, ProbeRun.mean_score, ProbeRun.n_canaries)
-        .where(ProbeRun.task_id == task_id, col(ProbeRun.mean_score).is_not(None))
-        .order_by(col(ProbeRun.id).desc())
-        .limit(limit)
-    ).all()
-    return [(as_time(r[0]), float(r[1]), int(r[2])) for r in reversed(rows)]  # type: ignore[misc]
-
-
 def detector_states(session: Session, task_id: str) -> list[DetectorState]:
     """Every stream's detector for the task: status, evidence against the threshold, n, segment."""
     return list(
@@ -127,15 +116,11 @@ def detector_states(session: Session, task_id: str) -> list[DetectorState]:
     )
 
 
-def findings(
-    session: Session, task_id: str | None = None, *, kind: str | None = None, limit: int = 100
-) -> list[FindingRecord]:
-    """What the detectors concluded, newest first, optionally for one task or one kind."""
+def findings(session: Session, task_id: str | None = None, *, limit: int = 100) -> list[FindingRecord]:
+    """What the detectors concluded, newest first, optionally for one task."""
     query = select(FindingRecord)
     if task_id is not None:
         query = query.where(FindingRecord.task_id == task_id)
-    if kind is not None:
-        query = query.where(FindingRecord.kind == kind)
     return list(session.exec(query.order_by(col(FindingRecord.id).desc()).limit(limit)).all())
 
 
@@ -258,7 +243,7 @@ def recent_answers(session: Session, task_id: str, *, limit: int = 20) -> list[A
     return [
         AnswerRow(
             r.id or 0,
-            as_time(r.created_at),
+            r.created_at,
             r.canary_id,
             r.answer,
             r.score,
@@ -281,7 +266,7 @@ def data_span(session: Session, task_id: str) -> tuple[datetime | None, datetime
     first, last = session.exec(
         select(func.min(ProbeRun.started_at), func.max(ProbeRun.started_at)).where(ProbeRun.task_id == task_id)
     ).one()
-    return as_time(first), as_time(last)
+    return first, last
 
 
 @dataclass(frozen=True)

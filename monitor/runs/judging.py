@@ -26,7 +26,7 @@ from medmon.monitor.detection.streams import StreamUpdate, finding_record, updat
 from medmon.monitor.plan.model import Plan, parse_interval
 from medmon.monitor.plan.privacy import text_policy
 from medmon.monitor.plan.routing import notify_policy
-from medmon.probes.judge_canaries import JUDGE_CANARIES, JudgeCanary, Rejudged, load_judge_canaries, rejudge
+from medmon.probes.judge_canaries import JUDGE_CANARIES, Rejudged, load_judge_canaries, rejudge
 from medmon.probes.jury import JURY_SCORER, JurySettings
 from medmon.probes.models import ProbeRecord, ProbeResultBase, ProbeRun
 from medmon.probes.pool import ClientPool
@@ -94,16 +94,11 @@ def _agreement(pairs: Sequence[tuple[float, float]], lo: int, hi: int) -> float 
 
 
 def run_judge_canaries(
-    engine: Engine,
-    plan: Plan,
-    *,
-    now: Callable[[], datetime],
-    settings: JurySettings | None = None,
-    canaries: Sequence[JudgeCanary] | None = None,
+    engine: Engine, plan: Plan, *, now: Callable[[], datetime], settings: JurySettings | None = None
 ) -> JudgingOutcome:
     """Re-judge every judge canary with every judge, store the verdicts and act on each judge's stream.
 
-    ``settings`` default to the plan's jury (keys from the environment); ``canaries`` to the
+    ``settings`` default to the plan's jury (keys from the environment); the canaries are the
     plan's ``jury.canary_path``, else the bundled set. A judge with no valid verdict in a run
     feeds nothing (its failures are in the ledger and the judge-call error counts).
     """
@@ -111,11 +106,7 @@ def run_judge_canaries(
         raise ValueError("judge canaries need a jury in the plan")
     jury_plan = plan.jury
     settings = settings or JurySettings.from_plan(jury_plan)
-    pairs_of = (
-        canaries
-        if canaries is not None
-        else load_judge_canaries(jury_plan.canary_path, scale=(jury_plan.scale_min, jury_plan.scale_max))
-    )
+    pairs_of = load_judge_canaries(jury_plan.canary_path, scale=(jury_plan.scale_min, jury_plan.scale_max))
     rejudged: list[Rejudged] = []
 
     async def call(pool: ClientPool) -> list[ProbeRecord]:

@@ -375,8 +375,6 @@ def build_service_scheduler(
     now: Callable[[], datetime] = utcnow,
     delivery_every_s: float = 1.0,
     recovery_every_s: float = 2.0,
-    heartbeat_every_s: float = 1.0,
-    jobstore_retry_s: float = 2.0,
     plan_path: Path | None = None,
     plan_text: str | None = None,
     time_scale: float = 1.0,
@@ -397,14 +395,14 @@ def build_service_scheduler(
         executors={"default": ThreadPoolExecutor(workers), "local": ThreadPoolExecutor(3)},
         job_defaults={"coalesce": True, "max_instances": 1},
         timezone=UTC,
-        jobstore_retry_interval=jobstore_retry_s,
+        jobstore_retry_interval=2.0,
     )
     scheduler.start(paused=True)
     sync_probe_jobs(scheduler, plan, runtime_key, time_scale=time_scale, anchor=anchor)
     local = {"jobstore": "local", "executor": "local", "replace_existing": True}
     scheduler.add_job(
         heartbeat_job,
-        IntervalTrigger(seconds=heartbeat_every_s),
+        IntervalTrigger(seconds=1.0),
         args=[runtime_key],
         id="heartbeat",
         misfire_grace_time=5,

@@ -79,8 +79,6 @@ class ServiceOptions:
 class ServiceResult:
     led: bool = False
     abandoned_runs: list[int] = field(default_factory=list)
-    health_url: str | None = None
-    traffic_url: str | None = None
 
 
 def wait_for_database(url: str, stop: threading.Event, retry_s: float) -> Engine | None:
@@ -165,9 +163,7 @@ def _finish(
     return left
 
 
-def _start_receiver(
-    engine: Engine, plan: Plan, token: str | None, opts: ServiceOptions, result: ServiceResult
-) -> RunningServer | None:
+def _start_receiver(engine: Engine, plan: Plan, token: str | None, opts: ServiceOptions) -> RunningServer | None:
     """The OTLP/HTTP traces receiver, on every replica (leader or standby): all of them ingest."""
     if plan.traffic is None:
         return None
@@ -176,7 +172,6 @@ def _start_receiver(
         return None
     app = create_receiver(engine, plan, token=token, now=opts.now)
     server = serve_in_thread(app, host=plan.traffic.host, port=port)
-    result.traffic_url = server.url
     log.info("receiving OTLP/HTTP traces on %s/v1/traces", server.url)
     return server
 
@@ -228,9 +223,8 @@ def run_service(
         health = serve_in_thread(
             create_health_app(engine, plan.tasks, status, now=opts.now), host=plan.service.health_host, port=port
         )
-        result.health_url = health.url
         log.info("health endpoints on %s (/healthz, /metrics)", health.url)
-    receiver = _start_receiver(engine, plan, token, opts, result)
+    receiver = _start_receiver(engine, plan, token, opts)
     leadership = leadership_for(url, identity)
     status.lock = leadership.description
     poll_s = parse_interval(plan.service.standby_poll).total_seconds()

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -37,10 +36,9 @@ PROBE_TASK = "medmon.probe"
 DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
 
 
-def broker_url(plan: Plan, environ: Mapping[str, str] | None = None) -> str:
+def broker_url(plan: Plan) -> str:
     """The broker URL from the variable the plan names, else a local Redis."""
-    env = os.environ if environ is None else environ
-    return env.get(plan.service.broker_url_env) or DEFAULT_BROKER
+    return os.environ.get(plan.service.broker_url_env) or DEFAULT_BROKER
 
 
 def plan_digest(plan: Plan) -> str:
@@ -173,9 +171,7 @@ def worker_argv(plan: Plan, *, concurrency: int = 1, hostname: str | None = None
     return argv
 
 
-def run_worker(
-    plan_path: Path, *, concurrency: int = 1, hostname: str | None = None, loglevel: str | None = None
-) -> None:
+def run_worker(plan_path: Path, *, concurrency: int = 1, hostname: str | None = None) -> None:
     """``medmon worker``: consume probe messages until stopped (Celery handles SIGTERM: warm shutdown).
 
     Logging is set up (secrets masked) before Celery's: Celery then keeps the root handler, and
@@ -190,7 +186,7 @@ def run_worker(
 
     from medmon.scrub import install_filter, setup_logging
 
-    level = setup_logging(loglevel, default=logging.INFO)
+    level = setup_logging(default=logging.INFO)
     signals.after_setup_logger.connect(lambda **_: install_filter(), weak=False)
     signals.after_setup_task_logger.connect(lambda **_: install_filter(), weak=False)
     plan = check_plan(plan_path)

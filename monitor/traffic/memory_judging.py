@@ -211,10 +211,10 @@ class InMemoryJudging:
             self.start()
         return n
 
-    def run_once(self, wait_s: float = 1.0) -> int:
-        """Judge up to one batch from the queue (waiting up to ``wait_s`` for the first); verdicts stored."""
+    def run_once(self) -> int:
+        """Judge up to one batch from the queue (waiting up to a second for the first); verdicts stored."""
         try:
-            batch = [self.queue.get(timeout=wait_s)]
+            batch = [self.queue.get(timeout=1.0)]
         except queue.Empty:
             return 0
         while len(batch) < BATCH:

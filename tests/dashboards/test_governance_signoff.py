@@ -12,11 +12,11 @@ import pytest
 import yaml
 from medmon.monitor.governance.audit import AuditKind, list_events, verify
 from medmon.monitor.governance.change_control import record_plan_changes
+from medmon.monitor.governance.effective import thresholds_in_force
 from medmon.monitor.governance.reports.committee import CommitteeReport, build_committee_report
 from medmon.monitor.governance.reports.period import parse_period
 from medmon.monitor.governance.reports.record import record_generated, signatures
 from medmon.monitor.governance.reports.render import render_committee
-from medmon.monitor.governance.thresholds import thresholds_in_force
 from medmon.monitor.plan.model import load_plan
 from sqlalchemy.engine import Engine
 from sqlmodel import Session

@@ -12,9 +12,10 @@ import yaml
 from medmon.monitor.cli.app import app
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, list_events, record_plan, verify
+from medmon.monitor.governance.effective import threshold_proposals, thresholds_in_force
 from medmon.monitor.governance.reports.committee import build_committee_report
 from medmon.monitor.governance.reports.period import parse_period
-from medmon.monitor.governance.thresholds import approve_thresholds, in_force, threshold_proposals, thresholds_in_force
+from medmon.monitor.governance.thresholds import approve_thresholds, in_force
 from medmon.monitor.plan.model import load_plan, parse_plan
 from medmon.monitor.storage import make_engine
 from sqlmodel import Session

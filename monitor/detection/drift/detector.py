@@ -14,11 +14,24 @@ runs its ``holds`` accepts).
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Self
+from dataclasses import asdict
+from typing import Any, Protocol, Self, cast
 
 from medmon.monitor.detection.drift.finding import Finding, RecoveryNull
 
-__all__ = ["Detector", "DetectorStateData"]
+__all__ = ["DataclassState", "Detector", "DetectorStateData"]
+
+
+class DataclassState:
+    """A dataclass state's JSON round trip, field by field; a state that holds nested states (a
+    ``MixtureSRState`` core) overrides ``from_dict`` to rebuild them."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(cast(Any, self))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        return cast(Self, cast(Any, cls)(**data))
 
 
 class DetectorStateData(Protocol):

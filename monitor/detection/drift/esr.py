@@ -20,9 +20,10 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
+from medmon.monitor.detection.drift.detector import DataclassState
 from medmon.monitor.detection.drift.finding import Finding, RecoveryNull
 
 DEFAULT_SHIFTS = (0.02, 0.05, 0.10, 0.20, 0.30)
@@ -30,7 +31,7 @@ BET_CAP = 0.95  # keeps every e-value at least 0.05: one observation never wipes
 
 
 @dataclass
-class MixtureSRState:
+class MixtureSRState(DataclassState):
     """Everything needed to resume a detector, as plain floats that round-trip through JSON.
 
     ``r`` holds each bet's Shiryaev-Roberts statistic. The Shiryaev-Roberts statistic never
@@ -50,13 +51,6 @@ class MixtureSRState:
     @classmethod
     def fresh(cls, k: int, total: int = 0) -> MixtureSRState:
         return cls(r=[0.0] * k, w=[0.0] * k, win_n=[0] * k, win_sum=[0.0] * k, win_sum2=[0.0] * k, total=total)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> MixtureSRState:
-        return cls(**data)
 
     def advance(self, evalues: Sequence[float], value: float) -> None:
         """One Shiryaev-Roberts step with one e-value per bet; ``value`` feeds the estimate window."""
@@ -95,10 +89,10 @@ class MixtureSRState:
         return mean, mean - half, mean + half, n
 
 
-def bet_sizes(mu0: float, sigma2: float, direction: str, shifts: Sequence[float], scale: float = 1.0) -> list[float]:
-    """Bet sizes ``lambda_k = min(scale * shift_k / sigma2, cap)``; the cap keeps e-values positive."""
+def bet_sizes(mu0: float, sigma2: float, direction: str, shifts: Sequence[float]) -> list[float]:
+    """Bet sizes ``lambda_k = min(shift_k / sigma2, cap)``; the cap keeps e-values positive."""
     cap = BET_CAP / (1 - mu0) if direction == "drop" else BET_CAP / mu0
-    return [min(scale * s / sigma2, cap) for s in shifts]
+    return [min(s / sigma2, cap) for s in shifts]
 
 
 def validate(mu0: float, sigma2: float, threshold: float, direction: str, shifts: Sequence[float]) -> None:

@@ -19,15 +19,17 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
+from medmon.monitor.detection.drift.detector import DataclassState
 from medmon.monitor.detection.drift.esr import DEFAULT_SHIFTS, MixtureSR, MixtureSRState
-from medmon.monitor.detection.drift.finding import Finding, RecoveryNull
+from medmon.monitor.detection.drift.finding import Finding
+from medmon.monitor.detection.drift.wrapped import CoreEvidence
 
 
 @dataclass
-class GapState:
+class GapState(DataclassState):
     """The core detector's state plus the observations waiting for the other side."""
 
     core: MixtureSRState = field(default_factory=lambda: MixtureSRState.fresh(len(DEFAULT_SHIFTS)))
@@ -36,15 +38,12 @@ class GapState:
     n_out: int = 0
     sum_out: float = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GapState:
         return cls(**{**data, "core": MixtureSRState.from_dict(data["core"])})
 
 
-class SubgroupGapSR:
+class SubgroupGapSR(CoreEvidence):
     """Detect a widening of the gap between one subgroup and the rest.
 
     Parameters
@@ -98,31 +97,12 @@ class SubgroupGapSR:
         self.last_x: float | None = None
 
     @property
-    def null_mean(self) -> float:
-        return self._core.mu0
-
-    @property
-    def statistic(self) -> float:
-        return self._core.statistic
-
-    @property
-    def evidence(self) -> float:
-        return self._core.evidence
-
-    @property
     def seen(self) -> int:
         return self.state.core.total
 
     def reset(self) -> None:
         self._core.reset()
         self.state.core = self._core.state
-
-    def holds(self, run_mean: float) -> bool:
-        return self._core.holds(run_mean)
-
-    @property
-    def recovery_null(self) -> RecoveryNull:
-        return self._core.recovery_null
 
     def update(self, x: tuple[bool, float]) -> Finding | None:
         """Add one ``(in_group, value)`` observation; step once both sides have some."""

@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
+from medmon.monitor.detection.drift.detector import DataclassState
 from medmon.monitor.detection.drift.esr import DEFAULT_SHIFTS, MixtureSR, MixtureSRState
 from medmon.monitor.detection.drift.finding import Finding, RecoveryNull
 
 
 @dataclass
-class JudgeBiasState:
+class JudgeBiasState(DataclassState):
     """The burn-in sums, then the two directions' e-SR states (None until the burn-in ends)."""
 
     ref_n: int = 0
@@ -42,9 +43,6 @@ class JudgeBiasState:
         mean = self.ref_sum / self.ref_n
         var = max(self.ref_sum2 / self.ref_n - mean * mean, 0.0) * self.ref_n / (self.ref_n - 1)
         return mean, math.sqrt(var / self.ref_n)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JudgeBiasState:

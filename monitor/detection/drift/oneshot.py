@@ -26,16 +26,17 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
+from medmon.monitor.detection.drift.detector import DataclassState
 from medmon.monitor.detection.drift.esr import BET_CAP, DEFAULT_SHIFTS
 from medmon.monitor.detection.drift.finding import Finding, RecoveryNull
 from medmon.monitor.detection.drift.paired import paired_x
 
 
 @dataclass
-class OneShotState:
+class OneShotState(DataclassState):
     """Log-wealth of each bet for both tests, running sums of the differences, and the verdict."""
 
     log_worse: list[float] = field(default_factory=lambda: [0.0] * len(DEFAULT_SHIFTS))
@@ -44,13 +45,6 @@ class OneShotState:
     total: float = 0.0
     total2: float = 0.0
     decision: str = ""  # "" while running, then degraded | passed | inconclusive
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> OneShotState:
-        return cls(**data)
 
 
 def _mixture(logs: list[float]) -> float:

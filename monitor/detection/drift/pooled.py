@@ -26,9 +26,10 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
+from medmon.monitor.detection.drift.detector import DataclassState
 from medmon.monitor.detection.drift.esr import BET_CAP, DEFAULT_SHIFTS, MixtureSRState
 from medmon.monitor.detection.drift.finding import Finding, RecoveryNull
 
@@ -37,14 +38,11 @@ POOLED_STEP_SIGMA2 = 0.05
 
 
 @dataclass
-class PooledState:
+class PooledState(DataclassState):
     """The Shiryaev-Roberts state plus each member's pending observations ``[x, mu0, sigma2]``."""
 
     core: MixtureSRState = field(default_factory=lambda: MixtureSRState.fresh(len(DEFAULT_SHIFTS)))
     queues: dict[str, list[list[float]]] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PooledState:

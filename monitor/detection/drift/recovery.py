@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
+from medmon.monitor.detection.drift.detector import DataclassState
 from medmon.monitor.detection.drift.esr import DEFAULT_SHIFTS, bet_sizes
 from medmon.monitor.detection.drift.finding import RecoveryNull
 
@@ -31,12 +32,9 @@ OPPOSITE = {"drop": "rise", "rise": "drop"}
 
 
 @dataclass
-class RecoveryState:
+class RecoveryState(DataclassState):
     w: list[float] = field(default_factory=lambda: [0.0] * len(DEFAULT_SHIFTS))
     n: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RecoveryState:

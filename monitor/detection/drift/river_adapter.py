@@ -22,9 +22,10 @@ import base64
 import math
 import pickle
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
+from medmon.monitor.detection.drift.detector import DataclassState
 from medmon.monitor.detection.drift.finding import Finding, RecoveryNull
 
 KINDS = {"adwin": "ADWIN", "kswin": "KSWIN", "page_hinkley": "PageHinkley"}
@@ -32,7 +33,7 @@ _SENSITIVITY = {"adwin": ("delta", 0.002), "kswin": ("alpha", 0.005), "page_hink
 
 
 @dataclass
-class RiverState:
+class RiverState(DataclassState):
     """The pickled river detector plus running sums for the evidence of a finding."""
 
     blob: str = ""
@@ -41,13 +42,6 @@ class RiverState:
     seg_sum: float = 0.0
     seg_sum2: float = 0.0
     recent: list[float] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RiverState:
-        return cls(**data)
 
 
 def _build(kind: str, params: dict[str, Any]) -> Any:

@@ -20,7 +20,7 @@ from medmon.alerts.models import Alert, AlertEvent, Incident, Silence
 from medmon.baselines import resolve
 from medmon.monitor.governance.approvals import baseline_proposals
 from medmon.monitor.governance.audit import AuditKind, list_events, verify
-from medmon.monitor.governance.changes import list_changes
+from medmon.monitor.governance.changes import change_row, list_changes
 from medmon.monitor.governance.effective import effective_tasks, threshold_proposals, with_thresholds_in_force
 from medmon.monitor.governance.reevaluation import judge, list_reevaluations
 from medmon.monitor.governance.reports.limitations import known_limitations
@@ -623,20 +623,7 @@ def _changes(
             .order_by(col(ModelIdentity.first_seen), col(ModelIdentity.id))
         ).all()
     ]
-    changes = [
-        {
-            "id": c.id,
-            "task": c.task_id,
-            "kind": c.kind,
-            "source": c.source,
-            "actor": c.actor,
-            "note": c.note,
-            "at": c.created_at,
-            "status": c.status.value,
-            "reevaluation_id": c.reevaluation_id,
-        }
-        for c in list_changes(session, since=period.start, until=period.end)
-    ]
+    changes = [change_row(c) for c in list_changes(session, since=period.start, until=period.end)]
     reevaluations = [
         {
             "id": r.id,

@@ -9,10 +9,11 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
+from medmon.monitor.governance.clinician_agreement import latest_agreements
 from medmon.monitor.governance.reports.period import Period
 from medmon.monitor.governance.review import reviewed_tasks
 from medmon.monitor.governance.safety import actions_of, clock_state
-from medmon.monitor.models import AgreementRecord, ClinicianReview, NearMiss, SafetyEvent, Suspension
+from medmon.monitor.models import ClinicianReview, NearMiss, SafetyEvent, Suspension
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.oversight import MEDHELM_CLINICIAN_ICC, MEDHELM_JURY_ICC
@@ -41,12 +42,7 @@ def _reviews(session: Session, plan: Plan, period: Period) -> list[dict[str, Any
     weeks = max(1, math.ceil((period.end - period.start).days / 7))
     out = []
     for task in reviewed_tasks(plan):
-        override = plan.oversight.review.tasks.get(task.id)
-        quota = (
-            override.weekly_quota
-            if override and override.weekly_quota is not None
-            else plan.oversight.review.weekly_quota
-        )
+        quota = plan.oversight.review.quota(task.id)
         where = (ClinicianReview.task_id == task.id) & _in(ClinicianReview.created_at, period)
         answers, ratings = session.exec(
             select(func.count(func.distinct(ClinicianReview.result_id)), func.count()).where(where)
@@ -85,16 +81,7 @@ def _below(statistic: str, value: float | None, low: float | None, high: float |
 
 
 def _agreement(session: Session, plan: Plan, period: Period) -> list[dict[str, Any]]:
-    newest = (
-        select(func.max(AgreementRecord.id))
-        .where(col(AgreementRecord.created_at) < period.end)
-        .group_by(AgreementRecord.task_id, AgreementRecord.criterion, AgreementRecord.statistic)
-    )
-    rows = session.exec(
-        select(AgreementRecord)
-        .where(col(AgreementRecord.id).in_(newest))
-        .order_by(AgreementRecord.task_id, AgreementRecord.criterion, AgreementRecord.statistic)
-    ).all()
+    rows = latest_agreements(session, before=period.end)
     return [
         {
             "task": r.task_id,
