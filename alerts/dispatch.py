@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from sqlmodel import Session, col, select
+
 from medmon.alerts.dedup import Decision, GroupState, NotifyReason, Timers, Told, decide
 from medmon.alerts.history import record_event
 from medmon.alerts.incidents import incident_body
@@ -23,7 +25,6 @@ from medmon.alerts.signal import GROUP_LABELS
 from medmon.alerts.silences import active_silences
 from medmon.alerts.status import lifecycle_status, silenced_by
 from medmon.alerts.wakeup import announce
-from sqlmodel import Session, col, select
 
 _RANK = {Severity.critical: 0, Severity.warning: 1, Severity.info: 2}
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from medmon.alerts.models import Heartbeat
 from sqlmodel import Session
+
+from medmon.alerts.models import Heartbeat
 
 
 def last_beat(session: Session, name: str) -> Heartbeat | None:

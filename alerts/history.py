@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from medmon.alerts.models import Alert, AlertEvent, AlertStatus
 from sqlmodel import Session, col, select
+
+from medmon.alerts.models import Alert, AlertEvent, AlertStatus
 
 
 def record_event(

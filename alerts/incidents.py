@@ -25,13 +25,14 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from sqlmodel import Session, col, select
+
 from medmon.alerts.catalogue import cause_of
 from medmon.alerts.causes import RUNBOOKS, TITLES
 from medmon.alerts.history import record_event
 from medmon.alerts.models import Alert, AlertStatus, Incident, Severity, Silence
 from medmon.alerts.signal import MONITOR_GROUP
 from medmon.alerts.status import lifecycle_status, silenced_by, sync_status
-from sqlmodel import Session, col, select
 
 _RANK = {Severity.critical: 0, Severity.warning: 1, Severity.info: 2}
 

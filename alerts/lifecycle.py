@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from sqlmodel import Session, col, func, select
+
 from medmon.alerts.dispatch import flush
 from medmon.alerts.history import record_event
 from medmon.alerts.incidents import attach, get_incident, incident_members, refresh
@@ -19,7 +21,6 @@ from medmon.alerts.models import Alert, AlertEvent, AlertStatus, Incident, Notif
 from medmon.alerts.policy import NotifyPolicy
 from medmon.alerts.signal import Signal
 from medmon.alerts.status import lifecycle_status, sync_status
-from sqlmodel import Session, col, func, select
 
 OPEN = (AlertStatus.firing, AlertStatus.acknowledged, AlertStatus.silenced)
 

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
 from medmon.alerts.channels.base import Channel
 from medmon.alerts.errors import PermanentDeliveryError, RetryableDeliveryError
 from medmon.alerts.models import Notification, NotificationStatus
 from medmon.alerts.wakeup import announce
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
 
 
 @dataclass

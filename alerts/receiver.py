@@ -14,11 +14,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from medmon.alerts.signing import verify
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+
+from medmon.alerts.signing import verify
 
 
 @dataclass

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from sqlmodel import Session, col, select
+
 from medmon.alerts.history import record_event
 from medmon.alerts.matchers import Matcher
 from medmon.alerts.models import Alert, AlertStatus, Incident, Silence
 from medmon.alerts.signal import IDENTIFYING_LABELS, MONITOR_GROUP
 from medmon.alerts.status import lifecycle_status, silence_matches
-from sqlmodel import Session, col, select
-
 from medmon.db import as_utc
 
 

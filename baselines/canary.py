@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from medmon.baselines.errors import CanaryFormatError
-
 from medmon.files import UnsafeInput, loads_json, read_text, split_lines
 
 _ROLES = {"system", "user", "assistant", "developer"}

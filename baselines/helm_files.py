@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from medmon.baselines.errors import HelmFormatError, MalformedJSON, NotHelmOutput, SourceFileMissing
 
+from medmon.baselines.errors import HelmFormatError, MalformedJSON, NotHelmOutput, SourceFileMissing
 from medmon.files import UnsafeInput, decode, loads_json, read_bytes
 
 RUN_SPEC = "run_spec.json"

@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from sqlmodel import Session, col, select
+
 from medmon.baselines.helm_files import digest_sources
 from medmon.baselines.models import Baseline
-from sqlmodel import Session, col, select
 
 
 def _runs_of(row: Baseline) -> dict[str, dict[str, str]] | None:

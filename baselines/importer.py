@@ -20,6 +20,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import case
+from sqlmodel import Session, col, func, select
+
 from medmon.baselines.errors import HelmFormatError, NoMainMetric, NotHelmOutput
 from medmon.baselines.helm import RunEvidence, read_run, read_run_spec
 from medmon.baselines.helm_files import locate, run_source_files
@@ -30,8 +33,6 @@ from medmon.baselines.manual import read_manual
 from medmon.baselines.models import Baseline, CanaryRecord
 from medmon.baselines.rescore import DISAGREEMENT_FLAG, Rescore, rescore_run
 from medmon.baselines.store import record_baseline, record_canaries, record_leaderboard
-from sqlalchemy import case
-from sqlmodel import Session, col, func, select
 
 Progress = Callable[[int, int, str], None]
 """Called as ``progress(done, total, label)`` after each run is read."""

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from medmon.baselines.errors import ManualFormatError, SourceFileMissing, UnknownMetric
 from medmon.baselines.helm_files import sha256_file
 from medmon.baselines.store import BaselineFigures

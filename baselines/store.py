@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from sqlalchemy import insert
+from sqlmodel import Session, col, select
+
 from medmon.baselines.canary import Canary, canary_from_dict
 from medmon.baselines.interval import wilson_interval
 from medmon.baselines.models import Baseline, BaselineInstance, CanaryRecord, LeaderboardEntry
 from medmon.baselines.taxonomy import resolve
-from sqlalchemy import insert
-from sqlmodel import Session, col, select
 
 
 @dataclass

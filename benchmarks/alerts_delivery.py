@@ -46,6 +46,10 @@ sys.path.insert(0, str(ROOT))
 
 from apscheduler.schedulers.background import BackgroundScheduler  # noqa: E402
 from apscheduler.triggers.interval import IntervalTrigger  # noqa: E402
+from pydantic import SecretStr  # noqa: E402
+from sqlalchemy.engine import Engine  # noqa: E402
+from sqlmodel import Session, func, select  # noqa: E402
+
 from medmon.alerts import (  # noqa: E402
     DeliveryPolicy,
     Notification,
@@ -63,14 +67,10 @@ from medmon.alerts import (  # noqa: E402
 )
 from medmon.alerts.channels import WebhookConfig  # noqa: E402
 from medmon.alerts.receiver import ReceiverState, create_receiver  # noqa: E402
+from medmon.db import utcnow  # noqa: E402
 from medmon.monitor.service.delivery import DeliveryWaker, deliver_until_quiet  # noqa: E402
 from medmon.monitor.service.webserver import RunningServer, serve_in_thread  # noqa: E402
 from medmon.monitor.storage import make_engine  # noqa: E402
-from pydantic import SecretStr  # noqa: E402
-from sqlalchemy.engine import Engine  # noqa: E402
-from sqlmodel import Session, func, select  # noqa: E402
-
-from medmon.db import utcnow  # noqa: E402
 
 SECRET_ENV = "MEDMON_BENCH_WEBHOOK_SECRET"
 SECRET = "benchmark-webhook-secret"

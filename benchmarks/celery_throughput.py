@@ -29,6 +29,8 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 import psycopg  # noqa: E402
 import redis  # noqa: E402
 import yaml  # noqa: E402
+from sqlmodel import Session, func, select  # noqa: E402
+
 from medmon.monitor.plan.model import load_plan  # noqa: E402
 from medmon.monitor.service.webserver import serve_in_thread  # noqa: E402
 from medmon.monitor.service.workers import CeleryDispatch, make_celery  # noqa: E402
@@ -36,7 +38,6 @@ from medmon.monitor.storage import make_engine  # noqa: E402
 from medmon.probes.models import ProbeRun, RunStatus  # noqa: E402
 from medmon.probes.packs import load_pack  # noqa: E402
 from medmon.probes.simulator import Phase, create_simulator  # noqa: E402
-from sqlmodel import Session, func, select  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PG = "postgresql://postgres@127.0.0.1:5432"

@@ -40,15 +40,16 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DO_NOT_TRACK", "1")
 
 import yaml  # noqa: E402
+from sqlalchemy import insert, text  # noqa: E402
+from sqlalchemy.engine import Engine  # noqa: E402
+from sqlmodel import Session, SQLModel  # noqa: E402
+
 from medmon.alerts.models import Alert, AlertEvent, AlertStatus, Notification, NotificationStatus, Severity  # noqa: E402
 from medmon.baselines import BaselineFigures, benchmarks, record_baseline  # noqa: E402
 from medmon.monitor.governance import audit  # noqa: E402
 from medmon.monitor.models import DetectorState, FindingRecord, ModelIdentity, StreamStatus  # noqa: E402
 from medmon.monitor.storage import make_engine  # noqa: E402
 from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult, ProbeRun, RunStatus  # noqa: E402
-from sqlalchemy import insert, text  # noqa: E402
-from sqlalchemy.engine import Engine  # noqa: E402
-from sqlmodel import Session, SQLModel  # noqa: E402
 
 APP = ROOT / "dashboards" / "app.py"
 PAGES = ["overview", "task", "alerts", "costs", "jury", "baselines", "changes", "governance"]

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import yaml
 from detection_adwin import Calibration, Runner, calibrate, delays, quiet_share
+
 from medmon.baselines import Baseline, Canary
 from medmon.monitor.detection.drift.esr import BET_CAP, DEFAULT_SHIFTS
 from medmon.monitor.detection.drift.finding import RecoveryNull

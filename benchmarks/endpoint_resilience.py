@@ -29,6 +29,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
+from sqlmodel import Session, select
+
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import parse_plan
 from medmon.monitor.runs.pipeline import run_task_probe
@@ -37,7 +39,6 @@ from medmon.monitor.storage import make_engine
 from medmon.probes.models import ProbeResult
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Fault, Phase, create_simulator
-from sqlmodel import Session, select
 
 PLAN = """
 version: 1

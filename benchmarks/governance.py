@@ -32,6 +32,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
+from sqlalchemy import insert  # noqa: E402
+from sqlalchemy.engine import Engine  # noqa: E402
+from sqlmodel import Session  # noqa: E402
+
+from medmon.db import session_scope  # noqa: E402
 from medmon.monitor.governance.audit import AuditKind, record, verify  # noqa: E402
 from medmon.monitor.governance.reports.committee import build_committee_report  # noqa: E402
 from medmon.monitor.governance.reports.period import parse_period  # noqa: E402
@@ -40,11 +45,6 @@ from medmon.monitor.plan.model import parse_plan  # noqa: E402
 from medmon.monitor.storage import make_engine  # noqa: E402
 from medmon.probes.models import ProbeResult, ProbeRun, RunStatus  # noqa: E402
 from medmon.probes.redaction import redact  # noqa: E402
-from sqlalchemy import insert  # noqa: E402
-from sqlalchemy.engine import Engine  # noqa: E402
-from sqlmodel import Session  # noqa: E402
-
-from medmon.db import session_scope  # noqa: E402
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 PG_ADMIN = "host=127.0.0.1 user=postgres dbname=postgres"

@@ -45,9 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from medmon.baselines import import_helm_path
 from medmon.baselines.taxonomy import benchmarks
-from medmon.monitor.storage import make_engine
-
 from medmon.db import session_scope
+from medmon.monitor.storage import make_engine
 
 MODEL = "openai/gpt-4o-2024-05-13"
 DEPLOYMENT = "stanfordhealthcare/gpt-4o-2024-05-13"

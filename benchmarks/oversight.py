@@ -33,6 +33,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
+from sqlalchemy import insert  # noqa: E402
+from sqlalchemy.engine import Engine  # noqa: E402
+from sqlmodel import Session, col, select  # noqa: E402
+
+from medmon.db import session_scope  # noqa: E402
 from medmon.monitor.alerting.oversight import oversight_pass  # noqa: E402
 from medmon.monitor.governance.clinician_agreement import task_agreement  # noqa: E402
 from medmon.monitor.governance.review import record_review  # noqa: E402
@@ -40,11 +45,6 @@ from medmon.monitor.models import ReviewItem  # noqa: E402
 from medmon.monitor.plan.model import Plan, parse_plan  # noqa: E402
 from medmon.monitor.storage import make_engine  # noqa: E402
 from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult, ProbeRun, RunStatus  # noqa: E402
-from sqlalchemy import insert  # noqa: E402
-from sqlalchemy.engine import Engine  # noqa: E402
-from sqlmodel import Session, col, select  # noqa: E402
-
-from medmon.db import session_scope  # noqa: E402
 from tests.conftest import fresh_postgres_database, plan_dict  # noqa: E402
 
 CRITERIA = ("accuracy", "completeness", "clarity")

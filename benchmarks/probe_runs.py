@@ -38,11 +38,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.probe_throughput import Simulator, canaries, settings  # noqa: E402
 from medmon.probes.client import ModelClient  # noqa: E402
 from medmon.probes.pool import ClientPool  # noqa: E402
 from medmon.probes.runner import probe_canaries  # noqa: E402
-
-from benchmarks.probe_throughput import Simulator, canaries, settings  # noqa: E402
 
 PER_RUN = 5
 THREADS = 8

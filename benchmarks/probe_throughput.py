@@ -77,6 +77,7 @@ def canaries(n: int = 200) -> list[Canary]:
 def serve_simulator(port: int, latency: float) -> None:
     """Child process: the simulator alone on 127.0.0.1:port."""
     import uvicorn
+
     from medmon.probes.simulator import Phase, create_simulator
 
     app = create_simulator(canaries(), [Phase(accuracy=0.9, latency_s=latency)], seed=1)
@@ -186,11 +187,10 @@ def throughput(rounds: int) -> list[dict[str, float]]:
 
 def probe_and_store(url: str, chosen: list[Canary], concurrency: int, db: Path) -> dict[str, float]:
     """Probe, score and store ``chosen``; CPU seconds of each part."""
+    from medmon.db import session_scope
     from medmon.monitor.storage import make_engine
     from medmon.probes.redaction import TextPolicy
     from medmon.probes.runner import finish_run, probe_canaries, start_run
-
-    from medmon.db import session_scope
 
     engine = make_engine(f"sqlite:///{db}")
 

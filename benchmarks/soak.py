@@ -30,6 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DO_NOT_TRACK", "1")
 
 import yaml  # noqa: E402
+from sqlalchemy import text  # noqa: E402
+from sqlmodel import Session, func, select  # noqa: E402
+
 from medmon.alerts import Alert  # noqa: E402
 from medmon.monitor.plan.context import load_context  # noqa: E402
 from medmon.monitor.plan.model import parse_plan  # noqa: E402
@@ -39,8 +42,6 @@ from medmon.monitor.storage import make_engine  # noqa: E402
 from medmon.probes.models import ProbeResult  # noqa: E402
 from medmon.probes.packs import load_pack  # noqa: E402
 from medmon.probes.simulator import Phase, create_simulator  # noqa: E402
-from sqlalchemy import text  # noqa: E402
-from sqlmodel import Session, func, select  # noqa: E402
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 

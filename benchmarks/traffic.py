@@ -52,17 +52,17 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 
 import httpx  # noqa: E402
 import yaml  # noqa: E402
+from sqlalchemy import insert, text  # noqa: E402
+from sqlmodel import Session, func, select  # noqa: E402
+
+from benchmarks.dashboard_render import scratch_postgres  # noqa: E402
+from medmon.db import session_scope, utcnow  # noqa: E402
 from medmon.monitor.models import LATENCY_BUCKETS, DetectorState, TrafficRollup, TrafficSpan  # noqa: E402
 from medmon.monitor.plan.model import Plan  # noqa: E402
 from medmon.monitor.storage import make_engine  # noqa: E402
 from medmon.monitor.traffic.ingest import Ingestor, store_calls  # noqa: E402
 from medmon.monitor.traffic.spans import CallRecord, Decoded, Limits  # noqa: E402
 from medmon.monitor.traffic.streams import traffic_pass  # noqa: E402
-from sqlalchemy import insert, text  # noqa: E402
-from sqlmodel import Session, func, select  # noqa: E402
-
-from benchmarks.dashboard_render import scratch_postgres  # noqa: E402
-from medmon.db import session_scope, utcnow  # noqa: E402
 from tests.conftest import plan_dict  # noqa: E402
 from tests.monitor.traffic_helpers import (  # noqa: E402
     calls_in_hours,
@@ -210,8 +210,9 @@ def _calls(
 
 
 def span_to_stream(workdir: Path, trials: int) -> dict[str, Any]:
-    from medmon.monitor.service.serve import ServiceOptions, run_service
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from medmon.monitor.service.serve import ServiceOptions, run_service
 
     db_url = f"sqlite:///{workdir / 'e2e.db'}"
     data = plan_data(db_url, reference_window="1h", reference_min_calls=200)

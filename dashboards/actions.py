@@ -12,6 +12,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
 from medmon.alerts import (
     Incident,
     Matcher,
@@ -25,15 +28,12 @@ from medmon.alerts import (
     silence_incident,
 )
 from medmon.dashboards.auth import Viewer
+from medmon.db import session_scope
 from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.governance.signoff import sign
 from medmon.monitor.governance.thresholds import approve_thresholds
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.routing import notify_policy
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
-
-from medmon.db import session_scope
 
 
 class NotAllowed(PermissionError):

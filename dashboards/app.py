@@ -8,13 +8,13 @@ for why not ``pages/``) and each also asks for the viewer itself, as a second li
 from __future__ import annotations
 
 import streamlit as st
+from sqlmodel import Session
+
 from medmon.dashboards.auth import require_viewer, sign_in_secrets
 from medmon.dashboards.data import current_plan, engine_for
 from medmon.dashboards.layout import auth_note
 from medmon.monitor.plan.privacy import secret_values
 from medmon.monitor.read import suspended_tasks
-from sqlmodel import Session
-
 from medmon.scrub import setup_logging
 
 st.set_page_config(page_title="medmon", layout="wide")

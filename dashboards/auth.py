@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
-from medmon.monitor.plan.model import LOOPBACK_HOSTS, Plan, dashboard_hosts
 from streamlit.errors import StreamlitSecretNotFoundError
+
+from medmon.monitor.plan.model import LOOPBACK_HOSTS, Plan, dashboard_hosts
 
 UNAUTHENTICATED = "unauthenticated"
 LOCAL_ACTIONS_ENV = "MEDMON_DASHBOARD_LOCAL_ACTIONS"  # set by ``medmon dashboard --allow-local-actions``

@@ -9,6 +9,7 @@ from datetime import date, datetime
 from typing import Any
 
 import plotly.graph_objects as go
+
 from medmon.monitor.read import AgreementDay, CostDay, JudgeDay, RunPoint, Slice
 
 BASELINE = "rgba(46, 125, 50, 0.18)"

@@ -6,11 +6,11 @@ import os
 from pathlib import Path
 
 import streamlit as st
-from medmon.monitor.plan.model import Plan, load_plan
-from medmon.monitor.storage import make_engine
 from sqlalchemy.engine import Engine
 
 from medmon.db import resolve_url
+from medmon.monitor.plan.model import Plan, load_plan
+from medmon.monitor.storage import make_engine
 
 PLAN_ENV = "MEDMON_PLAN"
 REFRESH_ENV = "MEDMON_DASHBOARD_REFRESH"

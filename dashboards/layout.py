@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 
 import streamlit as st
+from sqlalchemy.engine import Engine
+
 from medmon.dashboards.auth import Viewer, require_viewer
 from medmon.dashboards.data import current_plan, engine_for
 from medmon.monitor.plan.masking import masked_plan
 from medmon.monitor.plan.model import Plan
-from sqlalchemy.engine import Engine
 
 __all__ = ["auth_note", "fmt", "header", "interval", "masked_plan", "page", "when"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pandas as pd
+
 from medmon.dashboards.layout import fmt
 from medmon.monitor.plan.oversight import MEDHELM_CLINICIAN_ICC, MEDHELM_JURY_ICC
 from medmon.monitor.read import AgreementRow

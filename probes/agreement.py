@@ -25,8 +25,9 @@ from datetime import datetime
 
 import krippendorff
 import numpy as np
-from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus
 from sqlmodel import Session, col, func, select
+
+from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus
 
 VALID = (ParseStatus.ok, ParseStatus.retried_ok)
 

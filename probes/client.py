@@ -49,6 +49,7 @@ from typing import Any, Protocol
 import aiohttp
 import httpx2
 import openai
+
 from medmon.probes.errors import (
     BadModelResponse,
     CircuitOpen,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from medmon.baselines.canary import Canary, read_canaries
 from medmon.baselines.errors import CanaryFormatError
 from medmon.baselines.taxonomy import TaxonomyEntry, resolve

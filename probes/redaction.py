@@ -38,7 +38,6 @@ from dataclasses import dataclass, field, replace
 from medmon.probes.errors import ProbeError
 from medmon.probes.jury import JuryOutcome
 from medmon.probes.models import ProbeResultBase
-
 from medmon.scrub import mask_text, scrub_secrets
 
 log = logging.getLogger("medmon.redaction")

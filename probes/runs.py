@@ -20,15 +20,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, TypeVar
 
-from medmon.probes.jury import JuryOutcome
-from medmon.probes.models import JudgeCall, JuryVerdict, ProbeResult, ProbeResultBase, ProbeRun, Provenance, RunStatus
-from medmon.probes.pool import ClientPool, shared_pool
-from medmon.probes.redaction import TextPolicy, protect_results
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from medmon.db import session_scope
 from medmon.errors import MedmonError
+from medmon.probes.jury import JuryOutcome
+from medmon.probes.models import JudgeCall, JuryVerdict, ProbeResult, ProbeResultBase, ProbeRun, Provenance, RunStatus
+from medmon.probes.pool import ClientPool, shared_pool
+from medmon.probes.redaction import TextPolicy, protect_results
 
 log = logging.getLogger("medmon.runs")
 

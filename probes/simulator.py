@@ -38,13 +38,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from medmon.baselines.canary import Canary
-from medmon.probes.jury import DEFAULT_CRITERIA, GOLD_TAG, JUDGE_MARKER, RESPONSE_TAG
-from medmon.probes.scoring import READING_SCORERS, extract_choice, normalize_text
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from medmon.baselines.canary import Canary
+from medmon.probes.jury import DEFAULT_CRITERIA, GOLD_TAG, JUDGE_MARKER, RESPONSE_TAG
+from medmon.probes.scoring import READING_SCORERS, extract_choice, normalize_text
 
 SIMULATOR_MODEL = "medmon-simulator/clinical-v1"
 SIMULATOR_HEADERS = {"X-Medmon-Simulator": "true"}

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 import yaml
+from sqlalchemy.engine import Engine
+
 from medmon.monitor.plan.model import Plan, parse_plan
 from medmon.monitor.service.webserver import RunningServer, serve_in_thread
 from medmon.monitor.storage import make_engine
-from sqlalchemy.engine import Engine
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from medmon.alerts.models import Heartbeat
-from medmon.monitor.storage import import_all_models
 from sqlalchemy import DateTime, func
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import StatementError
 from sqlmodel import Session, SQLModel, UTCDateTime, select
+
+from medmon.alerts.models import Heartbeat
+from medmon.monitor.storage import import_all_models
 
 PARIS = timezone(timedelta(hours=1))
 

@@ -11,9 +11,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlmodel import Session, func, select
+from typer.testing import CliRunner
+
 from medmon.alerts import Alert, AlertStatus, acknowledge_incident, deliver_due, incident_members
 from medmon.alerts.receiver import create_receiver
 from medmon.alerts.signing import signed_headers
+from medmon.db import session_scope, utcnow
 from medmon.monitor.cli.app import app
 from medmon.monitor.models import ProbeSlot
 from medmon.monitor.plan.context import load_context
@@ -25,10 +29,6 @@ from medmon.monitor.storage.migrate import head_revision
 from medmon.probes.models import ProbeResult, ProbeRun, RunStatus
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
-from sqlmodel import Session, func, select
-from typer.testing import CliRunner
-
-from medmon.db import session_scope, utcnow
 
 SECRET = "test-webhook-secret"
 

@@ -19,8 +19,9 @@ import json
 from typing import Any
 
 import httpx
-from medmon.alerts.channels.base import ChannelConfig, HttpSender
 from pydantic import SecretStr
+
+from medmon.alerts.channels.base import ChannelConfig, HttpSender
 
 API_PATH = "/api/v2/alerts"
 

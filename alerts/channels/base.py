@@ -16,8 +16,9 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import httpx
-from medmon.alerts.errors import PermanentDeliveryError, RetryableDeliveryError
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from medmon.alerts.errors import PermanentDeliveryError, RetryableDeliveryError
 
 REDACTED = "***"
 

@@ -16,8 +16,9 @@ import json
 from typing import Any
 
 import httpx
-from medmon.alerts.channels.base import ChannelConfig, HttpSender
 from pydantic import SecretStr
+
+from medmon.alerts.channels.base import ChannelConfig, HttpSender
 
 EVENTS_URL = "https://events.pagerduty.com/v2/enqueue"
 _ACTION = {"firing": "trigger", "acknowledged": "acknowledge", "resolved": "resolve"}

@@ -11,8 +11,9 @@ import json
 from typing import Any
 
 import httpx
-from medmon.alerts.channels.base import ChannelConfig, HttpSender
 from pydantic import Field
+
+from medmon.alerts.channels.base import ChannelConfig, HttpSender
 
 _ICON = {"critical": ":red_circle:", "warning": ":large_orange_circle:", "info": ":large_blue_circle:"}
 _STATE = {"firing": "FIRING", "acknowledged": "ACKNOWLEDGED", "resolved": "RESOLVED"}

@@ -13,8 +13,9 @@ import re
 from typing import Any
 
 import httpx
-from medmon.alerts.channels.base import ChannelConfig, HttpSender
 from pydantic import Field
+
+from medmon.alerts.channels.base import ChannelConfig, HttpSender
 
 CARD_TYPE = "application/vnd.microsoft.card.adaptive"
 _COLOR = {"critical": "Attention", "warning": "Warning", "info": "Accent"}

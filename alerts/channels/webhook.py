@@ -18,9 +18,10 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+from pydantic import SecretStr
+
 from medmon.alerts.channels.base import ChannelConfig, HttpSender
 from medmon.alerts.signing import ID_HEADER, signed_headers
-from pydantic import SecretStr
 
 
 class WebhookConfig(ChannelConfig):

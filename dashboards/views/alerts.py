@@ -7,6 +7,8 @@ from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
 import streamlit as st
+from sqlmodel import Session
+
 from medmon.dashboards.actions import (
     NotAllowed,
     acknowledge_incidents,
@@ -18,10 +20,8 @@ from medmon.dashboards.actions import (
 from medmon.dashboards.data import refresh_every
 from medmon.dashboards.layout import page, when
 from medmon.dashboards.tables import show_table
-from medmon.monitor.read import IncidentView, dead_letter_list, open_incidents_view, past_incidents_view, silences
-from sqlmodel import Session
-
 from medmon.db import utcnow
+from medmon.monitor.read import IncidentView, dead_letter_list, open_incidents_view, past_incidents_view, silences
 
 SILENCE_FOR = {
     "1 hour": timedelta(hours=1),

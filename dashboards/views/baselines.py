@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import streamlit as st
+from sqlmodel import Session
+
 from medmon.dashboards.layout import page
 from medmon.dashboards.tables import show_table
 from medmon.monitor.read import DISAGREEMENT_FLAG, baselines_by_taxonomy
-from sqlmodel import Session
 
 plan, viewer, engine = page("Baselines")
 

@@ -4,11 +4,12 @@ each triggered, against the baseline and the approval threshold."""
 from __future__ import annotations
 
 import streamlit as st
+from sqlmodel import Session
+
 from medmon.dashboards.data import refresh_every
 from medmon.dashboards.layout import fmt, interval, page
 from medmon.dashboards.tables import show_table
 from medmon.monitor.read import change_history, reevaluations, served_model_history
-from sqlmodel import Session
 
 plan, viewer, engine = page("Model changes")
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import streamlit as st
+from sqlmodel import Session
+
 from medmon.dashboards.charts import per_task_chart, spend_chart
 from medmon.dashboards.data import refresh_every
 from medmon.dashboards.layout import fmt, page
 from medmon.dashboards.tables import show_table
-from medmon.monitor.read import cost_by_day, cost_by_task, judge_cost_by_day, judge_cost_by_task
-from sqlmodel import Session
-
 from medmon.db import utcnow
+from medmon.monitor.read import cost_by_day, cost_by_task, judge_cost_by_day, judge_cost_by_task
 
 # A week by default: the per-day groups of a 30-day window of a large deployment (720,000 calls)
 # take about 1.5 s to aggregate on SQLite (see benchmarks/dashboard_render.py).

@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 
 import streamlit as st
+from sqlmodel import Session
+
 from medmon.dashboards.actions import NotAllowed, approve_task_thresholds, sign_report
 from medmon.dashboards.auth import owner_emails
 from medmon.dashboards.data import plan_path, plan_text, refresh_every
 from medmon.dashboards.layout import masked_plan, page
 from medmon.dashboards.tables import show_table
+from medmon.db import utcnow
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.read import approved_plan, audit_chain, audit_log, effective_tasks, generated_reports
-from sqlmodel import Session
-
-from medmon.db import utcnow
 
 plan, viewer, engine = page("Governance")
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import streamlit as st
+from sqlmodel import Session
+
 from medmon.dashboards.charts import agreement_chart, judges_chart
 from medmon.dashboards.data import refresh_every
 from medmon.dashboards.layout import fmt, page
 from medmon.dashboards.oversight import MEDHELM_NOTE, agreement_frame
 from medmon.dashboards.tables import show_table
+from medmon.db import utcnow
 from medmon.monitor.read import (
     agreement_series,
     agreement_table,
@@ -18,9 +21,6 @@ from medmon.monitor.read import (
     verdict_count,
     window_alphas,
 )
-from sqlmodel import Session
-
-from medmon.db import utcnow
 
 plan, viewer, engine = page("Jury")
 days = st.selectbox("Period (days)", [7, 30, 90], index=1, key="jury_days")

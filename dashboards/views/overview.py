@@ -6,14 +6,14 @@ from datetime import timedelta
 
 import pandas as pd
 import streamlit as st
+from sqlmodel import Session
+
 from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.data import current_plan, engine_for, refresh_every
 from medmon.dashboards.layout import header, interval
 from medmon.dashboards.tables import show_table
-from medmon.monitor.read import category_streams, open_incidents_view, service_pulse, task_overview
-from sqlmodel import Session
-
 from medmon.db import utcnow
+from medmon.monitor.read import category_streams, open_incidents_view, service_pulse, task_overview
 
 plan = current_plan()
 viewer = require_viewer(plan)

@@ -9,17 +9,17 @@ at once: the reporting clock runs from the moment the concern was raised.
 from __future__ import annotations
 
 import streamlit as st
+from sqlmodel import Session
+
 from medmon.dashboards.actions import note_answers_viewed
 from medmon.dashboards.layout import page
 from medmon.dashboards.oversight import MEDHELM_NOTE, agreement_frame
 from medmon.dashboards.tables import show_table
+from medmon.db import session_scope, utcnow
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.review import record_review, reviewer_tasks, rubric
 from medmon.monitor.governance.safety import open_from_review
 from medmon.monitor.read import agreement_table, next_review, review_progress
-from sqlmodel import Session
-
-from medmon.db import session_scope, utcnow
 
 plan, viewer, engine = page("Clinician review")
 reviewers = {r.email.lower(): r for r in plan.oversight.reviewers}

@@ -13,16 +13,16 @@ from collections.abc import Callable
 from datetime import UTC
 
 import streamlit as st
+from sqlmodel import Session
+
 from medmon.dashboards.layout import page
 from medmon.dashboards.tables import show_table
+from medmon.db import session_scope, utcnow
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance import safety, suspension
 from medmon.monitor.governance.review import reviewer_tasks
 from medmon.monitor.plan.oversight import SEVERITIES
 from medmon.monitor.read import near_misses, safety_events, suspended_tasks, suspensions
-from sqlmodel import Session
-
-from medmon.db import session_scope, utcnow
 
 plan, viewer, engine = page("Safety")
 task_ids = [t.id for t in plan.tasks]

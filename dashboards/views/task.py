@@ -9,11 +9,14 @@ import math
 from datetime import datetime, timedelta
 
 import streamlit as st
+from sqlmodel import Session
+
 from medmon.dashboards.actions import note_answers_viewed
 from medmon.dashboards.charts import Marker, cost_latency_chart, score_chart, slices_chart
 from medmon.dashboards.data import refresh_every
 from medmon.dashboards.layout import fmt, interval, page, when
 from medmon.dashboards.tables import show_table
+from medmon.db import utcnow
 from medmon.monitor.read import (
     baseline_band,
     canary_texts,
@@ -32,9 +35,6 @@ from medmon.monitor.read import (
     subgroup_slices,
     task_overview,
 )
-from sqlmodel import Session
-
-from medmon.db import utcnow
 
 RANGES = {
     "last 24 hours": timedelta(days=1),

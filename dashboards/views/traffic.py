@@ -5,14 +5,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import streamlit as st
+from sqlmodel import Session
+
 from medmon.dashboards.charts import traffic_daily_chart
 from medmon.dashboards.data import refresh_every
 from medmon.dashboards.layout import fmt, page
 from medmon.dashboards.tables import show_table
-from medmon.monitor.read import traffic_summary
-from sqlmodel import Session
-
 from medmon.db import utcnow
+from medmon.monitor.read import traffic_summary
 
 PERIODS = {"7 days": 7, "30 days": 30, "90 days": 90}
 

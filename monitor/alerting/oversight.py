@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
+from sqlmodel import Session, col, func, select
+
 from medmon.alerts import Rule, Severity, Signal, Subject, record_signals
 from medmon.monitor.alerting.signals import task_subject, transitions
 from medmon.monitor.governance.clinician_agreement import Agreement, record_agreement, task_agreement
@@ -23,7 +25,6 @@ from medmon.monitor.governance.safety import clock_state
 from medmon.monitor.models import AgreementRecord, ClinicianReview, CorrectiveAction, SafetyEvent
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan
-from sqlmodel import Session, col, func, select
 
 FLOORED = {"jury_icc": "min_icc", "jury_alpha": "min_alpha", "reviewer_icc": "min_reviewer_icc"}
 _NAMES = {

@@ -13,6 +13,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from apscheduler.triggers.cron import CronTrigger
+from sqlmodel import Session, col, func, select
+
 from medmon.alerts import (
     KINDS,
     Estimate,
@@ -43,7 +45,6 @@ from medmon.monitor.plan.model import Plan, Task, parse_interval
 from medmon.monitor.plan.routing import notify_policy
 from medmon.monitor.read import recent_estimate
 from medmon.probes.models import ProbeRun, RunStatus
-from sqlmodel import Session, col, func, select
 
 HEARTBEAT = "scheduler"
 MIN_ESTIMATE_N = 30

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
 from medmon.monitor.cli.plan_arg import PlanArg, err, out
 from medmon.monitor.errors import MedmonError, PlanError
 
@@ -165,7 +166,10 @@ def probe_run(
     """
     import random
 
+    from rich.progress import Progress
+
     from medmon.alerts import DeliveryPolicy, deliver_due
+    from medmon.db import utcnow
     from medmon.monitor.governance.thresholds import in_force
     from medmon.monitor.plan.context import load_context
     from medmon.monitor.plan.model import load_plan
@@ -173,9 +177,6 @@ def probe_run(
     from medmon.monitor.plan.routing import build_channels, require_endpoint_env
     from medmon.monitor.runs.pipeline import run_task_probe
     from medmon.monitor.storage import make_engine
-    from rich.progress import Progress
-
-    from medmon.db import utcnow
 
     try:
         plan = load_plan(plan_path)
@@ -343,10 +344,9 @@ def dashboard(
     it answers only to its own host names. A plan with dashboard.auth: oidc refuses to start
     until an [auth] section is found in .streamlit/secrets.toml.
     """
+    from medmon.db import resolve_url
     from medmon.monitor.plan.model import dashboard_hosts, load_plan
     from medmon.monitor.plan.privacy import mask_logs
-
-    from medmon.db import resolve_url
 
     try:
         plan = load_plan(plan_path)

@@ -12,16 +12,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from medmon.monitor.cli.change import EXIT_INPUT, JsonOption, _plan
-from medmon.monitor.cli.plan_arg import LegacyPlanOption, OptionalPlanArg
-from medmon.monitor.cli.tables import fitted
-from medmon.monitor.errors import GovernanceError, MedmonError
-from medmon.monitor.storage import make_engine
 from rich.console import Console
 from rich.table import Table
 from sqlmodel import Session
 
 from medmon.db import session_scope, utcnow
+from medmon.monitor.cli.change import EXIT_INPUT, JsonOption, _plan
+from medmon.monitor.cli.plan_arg import LegacyPlanOption, OptionalPlanArg
+from medmon.monitor.cli.tables import fitted
+from medmon.monitor.errors import GovernanceError, MedmonError
+from medmon.monitor.storage import make_engine
 
 out = Console()
 err = Console(stderr=True)

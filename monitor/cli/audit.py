@@ -11,18 +11,18 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from medmon.monitor.cli.plan_arg import LegacyPlanOption, OptionalPlanArg, chosen_plan
-from medmon.monitor.cli.tables import fitted
-from medmon.monitor.errors import MedmonError
-from medmon.monitor.governance.audit import AuditKind, event_dict, list_events, verify
-from medmon.monitor.plan.model import load_plan
-from medmon.monitor.storage import make_engine
 from rich.console import Console
 from rich.table import Table
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from medmon.db import resolve_url
+from medmon.monitor.cli.plan_arg import LegacyPlanOption, OptionalPlanArg, chosen_plan
+from medmon.monitor.cli.tables import fitted
+from medmon.monitor.errors import MedmonError
+from medmon.monitor.governance.audit import AuditKind, event_dict, list_events, verify
+from medmon.monitor.plan.model import load_plan
+from medmon.monitor.storage import make_engine
 
 app = typer.Typer(help="The tamper-evident audit log: who changed or decided what, and when.", no_args_is_help=True)
 out = Console()

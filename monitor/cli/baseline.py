@@ -13,6 +13,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from sqlmodel import Session
+
 from medmon.baselines import (
     DISAGREEMENT_FLAG,
     BaselineError,
@@ -25,18 +31,12 @@ from medmon.baselines import (
     list_baselines,
     resolve,
 )
+from medmon.db import resolve_url, session_scope, utcnow
 from medmon.monitor.cli.tables import fitted
 from medmon.monitor.errors import MedmonError
 from medmon.monitor.governance.audit import local_actor, record_baseline_import
 from medmon.monitor.storage import make_engine
 from medmon.probes.scoring import rescore
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-from sqlmodel import Session
-
-from medmon.db import resolve_url, session_scope, utcnow
 
 app = typer.Typer(
     help="Import and inspect pre-deployment baselines: HELM/MedHELM output or published scores.", no_args_is_help=True

@@ -13,6 +13,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from sqlmodel import Session
+
+from medmon.db import session_scope, utcnow
 from medmon.monitor.cli.plan_arg import LegacyPlanOption, OptionalPlanArg, chosen_plan
 from medmon.monitor.cli.tables import fitted
 from medmon.monitor.errors import MedmonError
@@ -21,12 +27,6 @@ from medmon.monitor.governance.changes import ChangeKind, ChangeSource, change_r
 from medmon.monitor.models import Reevaluation
 from medmon.monitor.plan.model import Plan, load_plan
 from medmon.monitor.storage import make_engine
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-from sqlmodel import Session
-
-from medmon.db import session_scope, utcnow
 
 app = typer.Typer(
     help="Declared changes (model, fingerprint, prompt, workflow, judge) and their re-evaluations.",

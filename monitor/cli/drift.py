@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
 from medmon.monitor.cli.plan_arg import EXIT_INPUT, PlanArg, err, out
 from medmon.monitor.errors import MedmonError
 
@@ -67,13 +68,13 @@ def report(
     as_json: JsonOpt = False,
 ) -> None:
     """Make a drift report of one task now, store it for the dashboard, and write its HTML."""
+    from sqlmodel import Session
+
+    from medmon.db import session_scope, utcnow
     from medmon.monitor.detection.reports import report_shortfall, store_drift_report
     from medmon.monitor.plan.model import load_plan
     from medmon.monitor.read.drift import drift_report_html, drift_reports
     from medmon.monitor.storage import make_engine
-    from sqlmodel import Session
-
-    from medmon.db import session_scope, utcnow
 
     try:
         plan = load_plan(plan_path)
@@ -137,10 +138,11 @@ def list_reports(
     as_json: JsonOpt = False,
 ) -> None:
     """List the stored drift reports, newest first, with the columns each found drifted."""
+    from sqlmodel import Session
+
     from medmon.monitor.plan.model import load_plan
     from medmon.monitor.read.drift import drift_reports
     from medmon.monitor.storage import make_engine
-    from sqlmodel import Session
 
     try:
         plan = load_plan(plan_path)

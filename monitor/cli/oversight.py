@@ -11,17 +11,17 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.table import Table
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from medmon.db import session_scope, utcnow
 from medmon.monitor.cli.audit import open_database
 from medmon.monitor.cli.plan_arg import PlanArg, err, out
 from medmon.monitor.cli.tables import fitted
 from medmon.monitor.errors import GovernanceError, MedmonError
 from medmon.monitor.plan.model import Plan, load_plan
 from medmon.monitor.plan.oversight import MEDHELM_JURY_ICC
-from rich.table import Table
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
-
-from medmon.db import session_scope, utcnow
 
 # The statistics (numpy, krippendorff, pingouin) load when a command runs, not when `medmon` starts.
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
 from medmon.monitor.cli.plan_arg import EXIT_INPUT, PlanArg, err, out
 from medmon.monitor.errors import MedmonError
 
@@ -118,10 +119,9 @@ def report_command(
     generating it is an audit entry with that hash, and --sign OWNER --hash HASH records an
     owner's sign-off of exactly those figures.
     """
+    from medmon.db import utcnow
     from medmon.monitor.governance.reports.period import parse_period
     from medmon.monitor.plan.model import load_plan
-
-    from medmon.db import utcnow
 
     plan_document = plan_document or old_plan_flag
     if out_path is None and not as_json:
@@ -144,13 +144,14 @@ def report_command(
             "tasks": [t["id"] for t in document.tasks],
         }
     else:
+        from sqlmodel import Session
+
         from medmon.monitor.cli.audit import open_database
         from medmon.monitor.errors import GovernanceError
         from medmon.monitor.governance.audit import local_actor
         from medmon.monitor.governance.reports.committee import build_committee_report
         from medmon.monitor.governance.reports.record import record_generated, sign, signatures
         from medmon.monitor.governance.reports.render import render_committee
-        from sqlmodel import Session
 
         try:
             chosen = parse_period(period or f"{now:%Y-%m}")

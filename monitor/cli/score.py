@@ -23,15 +23,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
 from medmon.baselines import CanaryFormatError
 from medmon.baselines.canary import read_jsonl
 from medmon.monitor.cli.plan_arg import EXIT_INPUT, err
 from medmon.monitor.cli.tables import fitted
 from medmon.probes.errors import UnknownScorer
 from medmon.probes.scoring import SCORERS, Score, score_answer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 
 class BadLine(ValueError):

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
 from medmon.monitor.cli.plan_arg import EXIT_INPUT, PlanArg, err, out
 from medmon.monitor.errors import MedmonError
 
@@ -13,9 +14,8 @@ db_app = typer.Typer(help="Database schema: migrations with Alembic.", no_args_i
 
 
 def _database_url(plan_path: Path | None, url: str | None) -> str:
-    from medmon.monitor.plan.model import load_plan
-
     from medmon.db import resolve_url
+    from medmon.monitor.plan.model import load_plan
 
     if url:
         return url

@@ -11,9 +11,9 @@ import json
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from medmon.monitor.cli.plan_arg import EXIT_INPUT, err, out
 
 from medmon.errors import MedmonError
+from medmon.monitor.cli.plan_arg import EXIT_INPUT, err, out
 
 if TYPE_CHECKING:  # imported where used: the simulator is loaded only by this command
     from medmon.probes.simulator import Fault, JudgeBehaviour, Phase

@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.table import Table
+
 from medmon.monitor.cli.plan_arg import PlanArg, err, out
 from medmon.monitor.cli.tables import fitted
 from medmon.monitor.errors import MedmonError
-from rich.table import Table
 
 app = typer.Typer(help="Real traffic: OpenTelemetry GenAI spans of the deployed application.", no_args_is_help=True)
 EXIT_PARTIAL, EXIT_INPUT = 1, 2
@@ -43,12 +44,12 @@ def import_command(
 
     The next traffic pass of `medmon serve` rolls them up and feeds the task streams.
     """
-    from medmon.monitor.plan.model import load_plan
-    from medmon.monitor.storage import make_engine
-    from medmon.monitor.traffic.files import import_file
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
     from medmon.db import resolve_url, utcnow
+    from medmon.monitor.plan.model import load_plan
+    from medmon.monitor.storage import make_engine
+    from medmon.monitor.traffic.files import import_file
 
     try:
         plan = load_plan(plan_path)
@@ -101,12 +102,12 @@ def status_command(
     """Calls, spend, errors and latency per task and model over the last days, unmatched and refused calls too."""
     from datetime import timedelta
 
-    from medmon.monitor.plan.model import load_plan
-    from medmon.monitor.read.traffic import traffic_summary
-    from medmon.monitor.storage import make_engine
     from sqlmodel import Session
 
     from medmon.db import resolve_url, utcnow
+    from medmon.monitor.plan.model import load_plan
+    from medmon.monitor.read.traffic import traffic_summary
+    from medmon.monitor.storage import make_engine
 
     try:
         plan = load_plan(plan_path)

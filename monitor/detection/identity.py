@@ -27,10 +27,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from sqlmodel import Session, col, select
+
 from medmon.monitor.models import ModelIdentity
 from medmon.monitor.plan.model import Endpoint
 from medmon.probes.models import ProbeResult, ProbeResultBase, ProbeRun, RunStatus
-from sqlmodel import Session, col, select
 
 Identity = tuple[str, str | None]
 

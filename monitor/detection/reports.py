@@ -30,12 +30,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from medmon.monitor.models import DriftReport
-from medmon.probes.models import ProbeResult
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
 from medmon.db import session_scope
+from medmon.monitor.models import DriftReport
+from medmon.probes.models import ProbeResult
 
 log = logging.getLogger("medmon.drift_reports")
 

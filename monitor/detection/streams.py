@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
+from sqlmodel import Session, col, select
+
 from medmon.alerts import KINDS
 from medmon.baselines import Baseline, Canary, resolve
 from medmon.monitor.detection.drift import (
@@ -65,7 +67,6 @@ from medmon.monitor.models import BurnIn, DetectorState, FindingRecord, StreamSt
 from medmon.monitor.plan.context import TaskContext
 from medmon.monitor.plan.model import Plan
 from medmon.probes.models import ProbeResultBase
-from sqlmodel import Session, col, select
 
 __all__ = [
     "StreamSpec",

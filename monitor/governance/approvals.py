@@ -12,13 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from sqlmodel import Session, col, select
+
 from medmon.baselines import Baseline
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.governance.effective import effective_task
 from medmon.monitor.plan.context import current_pin, pin_baseline
 from medmon.monitor.plan.model import Plan, Task
-from sqlmodel import Session, col, select
 
 APPROVED = "approved"
 PROPOSAL_SOURCES = ("helm", "manual")

@@ -34,15 +34,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from medmon.alerts.models import AlertEvent
-from medmon.monitor.models import AuditEvent, AuditHead, ChangeRecord, Reevaluation
-from medmon.monitor.storage import select_row
 from sqlalchemy import update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col, select
 
+from medmon.alerts.models import AlertEvent
 from medmon.db import as_utc
+from medmon.monitor.models import AuditEvent, AuditHead, ChangeRecord, Reevaluation
+from medmon.monitor.storage import select_row
 
 GENESIS = "0" * 64
 

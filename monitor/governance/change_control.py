@@ -17,6 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from medmon.db import session_scope
 from medmon.monitor.errors import MedmonError
 from medmon.monitor.governance.audit import last_plan_text, record_plan
 from medmon.monitor.governance.changes import ChangeKind, ChangeSource, record_change
@@ -24,10 +28,6 @@ from medmon.monitor.models import AuditEvent
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan, parse_plan
 from medmon.probes.jury import JURY_SCORER
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
-
-from medmon.db import session_scope
 
 # deployment field -> the kind of change it is
 DEPLOYMENT_FIELDS = {

@@ -14,9 +14,10 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
+from sqlmodel import Session, col, select
+
 from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.models import ChangeRecord, ChangeStatus
-from sqlmodel import Session, col, select
 
 
 class ChangeKind(str, Enum):

@@ -19,8 +19,14 @@ from typing import Any
 
 import yaml
 from apscheduler.triggers.cron import CronTrigger
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
+from sqlmodel import Session
+
 from medmon.baselines import categories, resolve
 from medmon.baselines.errors import BaselineError
+from medmon.db import resolve_url, session_scope, utcnow
+from medmon.files import MAX_YAML_BYTES, UnsafeInput, load_yaml, read_text
 from medmon.monitor.errors import MedmonError, PlanError, PlanIssue
 from medmon.monitor.governance.change_control import record_plan_changes
 from medmon.monitor.governance.effective import effective_tasks
@@ -33,12 +39,6 @@ from medmon.probes.errors import UnknownScorer
 from medmon.probes.jury import JURY_SCORER
 from medmon.probes.redaction import RedactorError, load_redactor
 from medmon.probes.scoring import get_scorer
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import SQLAlchemyError
-from sqlmodel import Session
-
-from medmon.db import resolve_url, session_scope, utcnow
-from medmon.files import MAX_YAML_BYTES, UnsafeInput, load_yaml, read_text
 
 _TASK_PATH = re.compile(r"^tasks\[(\d+)\]")
 _CRON_HORIZON = timedelta(days=15)

@@ -35,9 +35,10 @@ from typing import Literal
 
 import krippendorff
 import numpy as np
+from sqlmodel import Session, col, func, select
+
 from medmon.monitor.models import AgreementRecord, ClinicianReview
 from medmon.probes.models import JuryVerdict, ParseStatus
-from sqlmodel import Session, col, func, select
 
 VALID = (ParseStatus.ok, ParseStatus.retried_ok)
 

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from sqlmodel import Session, col, select
+
+from medmon.db import as_utc
 from medmon.monitor.governance.audit import AuditKind, plan_thresholds
 from medmon.monitor.models import AuditEvent, BurnIn
 from medmon.monitor.plan.context import BaselineInForce, baseline_in_force
 from medmon.monitor.plan.model import Plan, Task, Thresholds
-from sqlmodel import Session, col, select
-
-from medmon.db import as_utc
 
 # Which direction makes each threshold easier to meet.
 LOOSER_WHEN_LOWER = ("min_score", "min_jury_agreement", "subgroup_min_score")

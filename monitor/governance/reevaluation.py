@@ -23,8 +23,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
 from medmon.baselines import Baseline, BaselineFigures, record_baseline
 from medmon.baselines.interval import mean_interval, wilson_interval
+from medmon.db import session_scope
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.approvals import plan_task, require_approver, require_committee
 from medmon.monitor.governance.audit import AuditKind, record
@@ -41,10 +45,6 @@ from medmon.probes.models import ProbeResultBase, ProbeRun, RunStatus
 from medmon.probes.pool import ClientPool
 from medmon.probes.runner import probe_canaries
 from medmon.probes.runs import execute_probe
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
-
-from medmon.db import session_scope
 
 Progress = Callable[[int, int], None]
 

@@ -18,15 +18,15 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlmodel import Session, col, func, select
+
+from medmon.db import as_utc
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.models import ClinicianReview, ReviewItem
 from medmon.monitor.plan.model import Jury, Plan, Task
 from medmon.monitor.plan.oversight import Oversight
 from medmon.probes.models import ProbeResult, ProbeRun
-from sqlmodel import Session, col, func, select
-
-from medmon.db import as_utc
 
 DEFAULT_CRITERIA = ("accuracy", "completeness", "clarity")
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlmodel import Session, col, select
+
 from medmon.alerts import Alert
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, record
@@ -33,7 +35,6 @@ from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Endpoint, Plan
 from medmon.monitor.plan.oversight import SEVERITIES, Safety
 from medmon.probes.models import JuryVerdict, ProbeResult
-from sqlmodel import Session, col, select
 
 SOURCES = ("review", "incident", "alert", "person")
 

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sqlmodel import Session
+
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.approvals import owners_of
 from medmon.monitor.governance.audit import AuditKind, list_events, record
 from medmon.monitor.models import AuditEvent
 from medmon.monitor.plan.model import Plan
-from sqlmodel import Session
 
 
 def signers_of(plan: Plan) -> list[str]:

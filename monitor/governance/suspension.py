@@ -20,6 +20,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from pydantic import SecretStr
+from sqlmodel import Session, col, select
+
 from medmon.alerts import PermanentDeliveryError, RetryableDeliveryError, WebhookChannel
 from medmon.alerts.channels.webhook import WebhookConfig
 from medmon.monitor.errors import GovernanceError
@@ -28,8 +31,6 @@ from medmon.monitor.governance.safety import passing_reevaluation
 from medmon.monitor.models import Suspension
 from medmon.monitor.plan.model import Endpoint, Plan, Task
 from medmon.monitor.plan.oversight import SuspendRoute
-from pydantic import SecretStr
-from sqlmodel import Session, col, select
 
 Send = Callable[[dict[str, Any]], None]
 ATTEMPTS = 3

@@ -18,6 +18,9 @@ import logging
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.approvals import plan_task, require_approver, require_committee
 from medmon.monitor.governance.audit import AuditKind, last_plan_text, record
@@ -30,8 +33,6 @@ from medmon.monitor.governance.effective import (
 )
 from medmon.monitor.models import AuditEvent
 from medmon.monitor.plan.model import Plan, Task, Thresholds
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
 
 # Loosening these lowers an approval minimum: the committee decides, as for baselines below it.
 COMMITTEE_THRESHOLDS = ("min_score", "subgroup_min_score")

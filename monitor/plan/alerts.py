@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field, field_validator, model_validator
+
 from medmon.alerts.matchers import Matcher
 from medmon.monitor.plan.section import HttpUrl, Interval, Section
-from pydantic import Field, field_validator, model_validator
 
 
 class Route(Section):

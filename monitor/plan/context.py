@@ -13,17 +13,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from sqlmodel import Session, col, select
+
+from medmon import __version__
 from medmon.baselines import Baseline, BaselineFigures, Canary, latest_baseline, read_canaries, record_baseline, resolve
 from medmon.baselines.taxonomy import TaxonomyEntry
+from medmon.db import as_utc, utcnow
 from medmon.monitor.errors import PlanError, PlanIssue
 from medmon.monitor.models import BaselinePin, Reevaluation, ReevaluationStatus
 from medmon.monitor.plan.model import Plan, Task
 from medmon.probes.models import Provenance
 from medmon.probes.packs import load_pack
-from sqlmodel import Session, col, select
-
-from medmon import __version__
-from medmon.db import as_utc, utcnow
 
 
 @dataclass(frozen=True)

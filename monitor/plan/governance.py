@@ -23,10 +23,11 @@ import re
 from datetime import date
 from typing import Literal
 
+from pydantic import Field, field_validator
+
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.people import Person
 from medmon.monitor.plan.section import Interval, Section
-from pydantic import Field, field_validator
 
 RISK_TIERS = ("high", "medium", "low")
 DEFAULT_MAX_PROBE_INTERVAL = {"high": "1h", "medium": "1d", "low": "7d"}

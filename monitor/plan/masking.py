@@ -13,7 +13,6 @@ import re
 
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.privacy import secret_values
-
 from medmon.scrub import mask_text
 
 _URL_VALUE = re.compile(r"(?<![\w])(url:\s*)([^\s,}#]+)")

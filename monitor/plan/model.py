@@ -15,6 +15,10 @@ from urllib.parse import urlsplit
 
 import yaml
 from apscheduler.triggers.cron import CronTrigger
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
+
+from medmon.files import MAX_YAML_BYTES, UnsafeInput, load_yaml, read_text
 from medmon.monitor.errors import PlanError, PlanIssue
 from medmon.monitor.plan.alerts import AlertsConfig
 from medmon.monitor.plan.governance import Governance, Privacy
@@ -24,10 +28,6 @@ from medmon.monitor.plan.people import Person
 from medmon.monitor.plan.reports import ReportsConfig
 from medmon.monitor.plan.section import HttpUrl, Interval, Section
 from medmon.monitor.plan.traffic import Traffic
-from pydantic import Field, ValidationError, field_validator, model_validator
-from pydantic_core import ErrorDetails
-
-from medmon.files import MAX_YAML_BYTES, UnsafeInput, load_yaml, read_text
 
 
 class RiskTier(str, Enum):

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field, model_validator
+
 from medmon.monitor.plan.people import Person
 from medmon.monitor.plan.section import HttpUrl, Interval, Section
-from pydantic import Field, model_validator
 
 # EU AI Act Art. 73(2)-(4): report a serious incident within 15 days of awareness, 10 days after
 # a death, 2 days for a widespread infringement or a serious disruption of critical infrastructure.

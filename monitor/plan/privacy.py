@@ -12,10 +12,9 @@ import os
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+from medmon.db import ENV_URL as DATABASE_URL_ENV
 from medmon.monitor.plan.model import Plan
 from medmon.probes.redaction import TextPolicy, load_redactor
-
-from medmon.db import ENV_URL as DATABASE_URL_ENV
 from medmon.scrub import mask_text, secret_filter
 
 

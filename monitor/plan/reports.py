@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from medmon.monitor.plan.section import Section
 from pydantic import Field, field_validator
+
+from medmon.monitor.plan.section import Section
 
 _TIME = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
 

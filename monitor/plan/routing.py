@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
+from pydantic import SecretStr, ValidationError
+
 from medmon.alerts import (
     CHANNEL_TYPES,
     KINDS,
@@ -31,7 +33,6 @@ from medmon.monitor.errors import PlanError, PlanIssue
 from medmon.monitor.plan.alerts import Route
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan
-from pydantic import SecretStr, ValidationError
 
 _URL = re.compile(r"^https?://[^\s/]+")
 # Alertmanager resolves an alert it has not heard about for resolve_timeout (5m by default).

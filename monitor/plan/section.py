@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from medmon.monitor.plan.intervals import parse_interval
 from pydantic import AfterValidator, BaseModel, ConfigDict
+
+from medmon.monitor.plan.intervals import parse_interval
 
 _HTTP_URL = re.compile(r"^https?://[^\s/]+")
 

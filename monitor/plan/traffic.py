@@ -13,8 +13,9 @@ from __future__ import annotations
 from datetime import datetime
 from fnmatch import fnmatchcase
 
-from medmon.monitor.plan.section import Interval, Section
 from pydantic import Field, field_validator, model_validator
+
+from medmon.monitor.plan.section import Interval, Section
 
 
 class TrafficRoute(Section):

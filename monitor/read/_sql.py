@@ -9,10 +9,11 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from medmon.baselines.interval import wilson_interval
-from medmon.probes.models import ProbeRun
 from sqlalchemy import Date, cast
 from sqlmodel import Session, col, func, select
+
+from medmon.baselines.interval import wilson_interval
+from medmon.probes.models import ProbeRun
 
 
 def dialect(session: Session) -> str:

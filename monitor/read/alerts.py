@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from medmon.alerts import dead_letters, list_silences
 from sqlmodel import Session
+
+from medmon.alerts import dead_letters, list_silences
 
 
 @dataclass(frozen=True)

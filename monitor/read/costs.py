@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
+from sqlalchemy import case
+from sqlmodel import Session, col, func
+
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.read._sql import as_day, day_of, safe_float
 from medmon.monitor.storage import select_row
 from medmon.probes.models import ProbeResult
-from sqlalchemy import case
-from sqlmodel import Session, col, func
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from sqlmodel import Session, col, func, select
+
 from medmon.monitor.models import DriftReport
 from medmon.monitor.storage import select_row
-from sqlmodel import Session, col, func, select
 
 
 @dataclass(frozen=True)

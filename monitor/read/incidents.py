@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from sqlmodel import Session
+
 from medmon.alerts import (
     Incident,
     Silence,
@@ -18,7 +20,6 @@ from medmon.alerts import (
     open_incidents,
 )
 from medmon.alerts.status import silenced_by, status_of
-from sqlmodel import Session
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 
+from sqlalchemy import case
+from sqlmodel import Session, col, func, select
+
 from medmon.monitor.read._sql import as_day, day_of, safe_float
 from medmon.monitor.storage import select_row
 from medmon.probes.agreement import WindowAgreement, window_agreement
 from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult
-from sqlalchemy import case
-from sqlmodel import Session, col, func, select
 
 NOT_READ = (ParseStatus.unparsed, ParseStatus.failed)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from sqlmodel import Session, col, func, select
+
 from medmon.monitor.governance.clinician_agreement import latest_agreements
 from medmon.monitor.governance.review import iso_week, open_items, reviewed_tasks, reviewer_tasks
 from medmon.monitor.governance.safety import ClockState, actions_of, clock_state
@@ -14,7 +16,6 @@ from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan
 from medmon.probes.models import ProbeResult
-from sqlmodel import Session, col, func, select
 
 
 @dataclass(frozen=True)

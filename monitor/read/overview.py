@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from sqlmodel import Session, col, func, select
+
 from medmon.alerts import KINDS, Alert, Incident, cause_of, last_beat
 from medmon.baselines import resolve
 from medmon.monitor.governance.effective import EffectiveTask, effective_task, effective_tasks
@@ -14,7 +16,6 @@ from medmon.monitor.models import DetectorState, StreamStatus
 from medmon.monitor.plan.model import Plan, Task, parse_interval
 from medmon.monitor.read._sql import wilson_interval_of_mean
 from medmon.probes.models import ProbeResult, ProbeRun
-from sqlmodel import Session, col, func, select
 
 STATUS_RANK = {"degraded": 0, "watching": 1, "no data yet": 2, "ok": 3}
 RECENT_WINDOW = 200

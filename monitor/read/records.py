@@ -6,12 +6,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from sqlmodel import Session, col, select
+
 from medmon.baselines import Baseline, list_baselines
 from medmon.monitor.governance import audit
 from medmon.monitor.governance.changes import list_changes
 from medmon.monitor.governance.reevaluation import list_reevaluations
 from medmon.monitor.models import ChangeStatus, ModelIdentity, ReevaluationStatus
-from sqlmodel import Session, col, select
 
 
 def baselines_by_taxonomy(session: Session) -> list[Baseline]:

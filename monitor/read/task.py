@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import case
+from sqlmodel import Session, col, func, select
+
+from medmon.errors import MedmonError
 from medmon.monitor.models import DetectorState, FindingRecord
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan
@@ -14,10 +18,6 @@ from medmon.monitor.read._sql import latest_runs, safe_float, wilson_interval_of
 from medmon.monitor.read.jury import Verdict, verdicts_for
 from medmon.monitor.storage import select_row
 from medmon.probes.models import ProbeResult, ProbeRun
-from sqlalchemy import case
-from sqlmodel import Session, col, func, select
-
-from medmon.errors import MedmonError
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 from typing import Any
 
+from sqlalchemy import ColumnElement
+from sqlmodel import Session, col, func, select
+
 from medmon.monitor.models import LATENCY_BUCKETS, TrafficJudgement, TrafficRejection, TrafficRollup
 from medmon.monitor.read._sql import as_day, day_of, safe_float
 from medmon.monitor.storage import select_row
-from sqlalchemy import ColumnElement
-from sqlmodel import Session, col, func, select
 
 _BUCKETS = [getattr(TrafficRollup, f"latency_b{i}") for i in range(len(LATENCY_BUCKETS))]
 _SUMS = (

@@ -19,6 +19,9 @@ from typing import Any
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
 from medmon.alerts import Signal, apply_signals
 from medmon.monitor.alerting.signals import monitor_subject, update_signal
 from medmon.monitor.detection.drift.judge import judge_agreement
@@ -31,8 +34,6 @@ from medmon.probes.jury import JURY_SCORER, JurySettings
 from medmon.probes.models import ProbeRecord, ProbeResultBase, ProbeRun
 from medmon.probes.pool import ClientPool
 from medmon.probes.runs import execute_probe
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
 
 log = logging.getLogger("medmon.judging")
 

@@ -8,8 +8,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
 from medmon.alerts import Signal, apply_signals
 from medmon.baselines import Baseline, Canary
+from medmon.db import session_scope
 from medmon.monitor.alerting.signals import model_change_signal, stream_signal, threshold_signals
 from medmon.monitor.detection.identity import observe_identities
 from medmon.monitor.detection.streams import (
@@ -38,10 +42,6 @@ from medmon.probes.models import ProbeResultBase, ProbeRun
 from medmon.probes.pool import ClientPool
 from medmon.probes.runner import probe_canaries, sample_canaries
 from medmon.probes.runs import execute_probe
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
-
-from medmon.db import session_scope
 
 
 @dataclass

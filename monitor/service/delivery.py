@@ -16,8 +16,9 @@ from datetime import UTC, datetime
 
 from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.base import BaseScheduler
-from medmon.alerts import OUTBOX, OutboxListener
 from sqlalchemy.engine import Engine
+
+from medmon.alerts import OUTBOX, OutboxListener
 
 log = logging.getLogger(__name__)
 

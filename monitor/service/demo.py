@@ -26,7 +26,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from sqlmodel import Session, func, select
+
 from medmon.alerts import Alert, incident_members, incident_title, list_incidents
+from medmon.db import session_scope
 from medmon.monitor.governance.audit import record_plan
 from medmon.monitor.plan.model import Plan, load_plan
 from medmon.monitor.plan.routing import build_channels
@@ -39,9 +42,6 @@ from medmon.monitor.storage import make_engine
 from medmon.probes.models import ProbeResult
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
-from sqlmodel import Session, func, select
-
-from medmon.db import session_scope
 
 SECRET_ENV = "MEDMON_DEMO_WEBHOOK_SECRET"
 SIM_KEY_ENV = "MEDMON_DEMO_API_KEY"

@@ -52,12 +52,13 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
 
     import openai
-    from medmon.probes.packs import load_pack
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from medmon.probes.packs import load_pack
 
     provider = TracerProvider(resource=Resource.create({"service.name": args.service}))
     headers = {"Authorization": f"Bearer {args.token}"} if args.token else None

@@ -17,10 +17,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from medmon.alerts import Alert, Notification, NotificationStatus
-from medmon.monitor.models import DetectorState
-from medmon.monitor.plan.model import Task
-from medmon.probes.models import ProbeRun
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -32,7 +28,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from medmon.alerts import Alert, Notification, NotificationStatus
 from medmon.db import utcnow
+from medmon.monitor.models import DetectorState
+from medmon.monitor.plan.model import Task
+from medmon.probes.models import ProbeRun
 
 log = logging.getLogger("medmon.health")
 

@@ -23,11 +23,6 @@ from datetime import datetime
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2
-from medmon.monitor.plan.model import Plan
-from medmon.monitor.plan.traffic import Traffic
-from medmon.monitor.traffic.ingest import Ingestor, store_calls
-from medmon.monitor.traffic.memory_judging import InMemoryJudging, wanted
-from medmon.monitor.traffic.spans import JSON_TYPE, PROTOBUF, DecodeFailure, decode, decompress, parse_export
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
     ExportTraceServiceResponse,
@@ -42,6 +37,11 @@ from starlette.routing import Route
 
 from medmon.db import utcnow
 from medmon.errors import MedmonError
+from medmon.monitor.plan.model import Plan
+from medmon.monitor.plan.traffic import Traffic
+from medmon.monitor.traffic.ingest import Ingestor, store_calls
+from medmon.monitor.traffic.memory_judging import InMemoryJudging, wanted
+from medmon.monitor.traffic.spans import JSON_TYPE, PROTOBUF, DecodeFailure, decode, decompress, parse_export
 
 log = logging.getLogger("medmon.receiver")
 

@@ -24,6 +24,10 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
+
 from medmon.alerts import enqueue_notice
 from medmon.monitor.governance.reports.committee import build_committee_report
 from medmon.monitor.governance.reports.period import Period, parse_period
@@ -32,9 +36,6 @@ from medmon.monitor.governance.reports.render import render_committee, to_pdf
 from medmon.monitor.models import ScheduledReport
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.reports import ReportsConfig
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session
 
 log = logging.getLogger("medmon.reports")
 

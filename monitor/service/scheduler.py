@@ -32,7 +32,11 @@ from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
 from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
 from medmon.alerts import Channel, DeliveryPolicy, deliver_due
+from medmon.db import session_scope, utcnow
 from medmon.monitor.alerting.oversight import oversight_pass
 from medmon.monitor.alerting.signals import alert_pass
 from medmon.monitor.governance.reports.period import Period
@@ -43,10 +47,6 @@ from medmon.monitor.service.delivery import DeliveryWaker, deliver_until_quiet
 from medmon.monitor.service.slots import explain_failure, last_fire_time, retry_candidates, run_slot, worker_identity
 from medmon.probes.models import ProbeRun, RunStatus
 from medmon.probes.runs import move_run
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
-
-from medmon.db import session_scope, utcnow
 
 log = logging.getLogger("medmon.scheduler")
 

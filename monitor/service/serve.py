@@ -24,6 +24,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from sqlalchemy.engine import Engine
+from starlette.applications import Starlette
+
+from medmon.db import resolve_url, utcnow
 from medmon.monitor.errors import StorageError
 from medmon.monitor.governance.audit import local_actor
 from medmon.monitor.governance.change_control import record_plan_file
@@ -52,10 +56,6 @@ from medmon.monitor.service.webserver import RunningServer, serve_in_thread
 from medmon.monitor.storage import make_engine
 from medmon.monitor.storage.migrate import ensure_current
 from medmon.probes.pool import shared_pool
-from sqlalchemy.engine import Engine
-from starlette.applications import Starlette
-
-from medmon.db import resolve_url, utcnow
 from medmon.scrub import setup_logging
 
 log = logging.getLogger("medmon.service")

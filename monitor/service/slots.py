@@ -20,17 +20,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from apscheduler.triggers.base import BaseTrigger
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlmodel import col, select
+
+from medmon.db import as_utc, session_scope
 from medmon.monitor.models import ProbeSlot
 from medmon.monitor.plan.context import TaskContext
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.runs.pipeline import ProbeOutcome, run_task_probe
 from medmon.probes.models import ProbeRun, RunStatus
 from medmon.probes.runs import move_run
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError, OperationalError
-from sqlmodel import col, select
-
-from medmon.db import as_utc, session_scope
 
 log = logging.getLogger("medmon.slots")
 

@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery, Task
+from sqlalchemy.engine import Engine
+
+from medmon.db import utcnow
 from medmon.monitor.plan.context import TaskContext
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.timeouts import visibility_timeout_of
 from medmon.monitor.service.slots import run_slot, worker_identity
 from medmon.probes.pool import shared_pool
-from sqlalchemy.engine import Engine
-
-from medmon.db import utcnow
 
 log = logging.getLogger("medmon.celery")
 
@@ -178,12 +178,12 @@ def run_worker(plan_path: Path, *, concurrency: int = 1, hostname: str | None = 
     its own task logger, which does not propagate, gets the same filter from Celery's signal.
     """
     from celery import signals
+
     from medmon.monitor.governance.checks import check_plan
     from medmon.monitor.governance.thresholds import in_force
     from medmon.monitor.plan.context import load_context
     from medmon.monitor.plan.privacy import mask_logs
     from medmon.monitor.storage import make_engine
-
     from medmon.scrub import install_filter, setup_logging
 
     level = setup_logging(default=logging.INFO)

@@ -16,12 +16,13 @@ from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from medmon.monitor.errors import StorageError
-from medmon.monitor.storage import import_all_models
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlmodel import SQLModel
+
+from medmon.monitor.errors import StorageError
+from medmon.monitor.storage import import_all_models
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"  # shipped inside the package
 INITIAL_REVISION = "0001"

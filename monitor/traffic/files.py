@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from sqlalchemy.engine import Engine
+
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.traffic.ingest import Ingestor, store_calls
 from medmon.monitor.traffic.spans import JSON_TYPE, DecodeFailure, decode, parse_export
-from sqlalchemy.engine import Engine
 
 
 @dataclass

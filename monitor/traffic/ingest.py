@@ -13,6 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import insert
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, Engine
+
 from medmon.monitor.models import TrafficRejection, TrafficSpan
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan, Price
@@ -22,9 +26,6 @@ from medmon.monitor.traffic.routes import route_task
 from medmon.monitor.traffic.spans import CallRecord, Decoded, Limits
 from medmon.probes.redaction import Redactor, load_redactor, protect_text
 from medmon.probes.scoring import looks_like_refusal
-from sqlalchemy import insert
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Connection, Engine
 
 log = logging.getLogger("medmon.traffic")
 

@@ -23,8 +23,13 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy import update
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, func, select
+
 from medmon.alerts import Signal, apply_signals
 from medmon.baselines.canary import canary_from_dict
+from medmon.db import session_scope
 from medmon.monitor.detection.drift.layout import StreamSpec, margin_z
 from medmon.monitor.detection.streams import finding_record, update_stream
 from medmon.monitor.models import TrafficJudgement, TrafficReference, TrafficSpan
@@ -33,11 +38,6 @@ from medmon.monitor.plan.routing import notify_policy
 from medmon.monitor.traffic.streams import signal_of, traffic_threshold
 from medmon.probes.client import ModelSettings
 from medmon.probes.jury import Jury, JuryOutcome, JurySettings
-from sqlalchemy import update
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, func, select
-
-from medmon.db import session_scope
 
 log = logging.getLogger("medmon.traffic.judging")
 

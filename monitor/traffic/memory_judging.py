@@ -27,17 +27,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from sqlalchemy import delete
+from sqlalchemy.engine import Engine
+from sqlmodel import col, select
+
+from medmon.db import as_utc, session_scope, utcnow
 from medmon.monitor.models import TrafficJudgement, TrafficSpan
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.traffic.judging import BATCH, PENDING, _judges, judge_exchanges, record_verdict, sampled
 from medmon.monitor.traffic.routes import route_task
 from medmon.monitor.traffic.spans import CallRecord
 from medmon.probes.redaction import Redactor, load_redactor, protect_text
-from sqlalchemy import delete
-from sqlalchemy.engine import Engine
-from sqlmodel import col, select
-
-from medmon.db import as_utc, session_scope, utcnow
 
 log = logging.getLogger("medmon.traffic.judging")
 

@@ -15,11 +15,12 @@ from datetime import datetime
 from statistics import median
 from typing import Any
 
+from sqlmodel import Session, col, func, select
+
 from medmon.monitor.models import TrafficReference, TrafficSpan
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.traffic import Traffic
 from medmon.monitor.storage import select_row, table_of
-from sqlmodel import Session, col, func, select
 
 Value = Callable[[Any], float | None]  # of a stored span (an ORM object or a row)
 

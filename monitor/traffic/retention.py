@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from medmon.monitor.models import TrafficSpan
-from medmon.monitor.plan.intervals import parse_interval
-from medmon.monitor.plan.traffic import Traffic
 from sqlalchemy import delete
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from medmon.db import session_scope
+from medmon.monitor.models import TrafficSpan
+from medmon.monitor.plan.intervals import parse_interval
+from medmon.monitor.plan.traffic import Traffic
 
 DELETE_BATCH = 5000
 

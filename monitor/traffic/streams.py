@@ -17,8 +17,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import update
+from sqlmodel import Session
+
 from medmon.alerts import Signal, apply_signals
 from medmon.alerts.rules import model_changed
+from medmon.db import session_scope
 from medmon.monitor.alerting.signals import task_subject, update_signal
 from medmon.monitor.detection.drift.budget import OPERATIONAL, Budget
 from medmon.monitor.detection.drift.layout import Item, StreamSpec, margin_z
@@ -29,10 +33,6 @@ from medmon.monitor.plan.routing import notify_policy
 from medmon.monitor.storage import select_row, table_of
 from medmon.monitor.traffic.reference import MEDIAN_METRICS, RATE_METRICS, ensure_reference
 from medmon.monitor.traffic.volume import due_hours, ensure_volume, mark_tested, volume_specs
-from sqlalchemy import update
-from sqlmodel import Session
-
-from medmon.db import session_scope
 
 log = logging.getLogger("medmon.traffic")
 

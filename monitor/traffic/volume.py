@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from medmon.monitor.detection.drift.layout import StreamSpec, margin_z
-from medmon.monitor.models import TrafficReference, TrafficRollup
-from medmon.monitor.plan.model import Plan
 from sqlmodel import Session, col, func, select
 
 from medmon.db import as_utc
+from medmon.monitor.detection.drift.layout import StreamSpec, margin_z
+from medmon.monitor.models import TrafficReference, TrafficRollup
+from medmon.monitor.plan.model import Plan
 
 HOUR = timedelta(hours=1)
 WEEK = timedelta(days=7)

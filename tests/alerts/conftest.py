@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from medmon.alerts import NotifyPolicy, RouteSpec
 
+from medmon.alerts import NotifyPolicy, RouteSpec
 from tests.alerts.helpers import FakeClock
 
 

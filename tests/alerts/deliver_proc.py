@@ -12,13 +12,13 @@ import random
 import sys
 import threading
 
-from medmon.alerts import DeliveryPolicy, WebhookChannel, deliver_due, pending_count
-from medmon.alerts.channels import WebhookConfig
-from medmon.monitor.storage import make_engine
 from pydantic import SecretStr
 from sqlmodel import Session
 
+from medmon.alerts import DeliveryPolicy, WebhookChannel, deliver_due, pending_count
+from medmon.alerts.channels import WebhookConfig
 from medmon.db import utcnow
+from medmon.monitor.storage import make_engine
 
 
 def main(database: str, url: str) -> int:

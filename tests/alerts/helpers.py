@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from sqlmodel import Session
+
 from medmon.alerts import Alert, NotifyPolicy, Severity, Signal, Subject, apply_signals
 from medmon.alerts.rules import Rule
-from sqlmodel import Session
 
 T0 = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
 

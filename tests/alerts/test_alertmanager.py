@@ -14,10 +14,6 @@ from typing import Any
 
 import httpx
 import pytest
-from medmon.alerts import NotifyPolicy, RouteSpec, apply_signals, deliver_due, flush
-from medmon.alerts.channels import AlertmanagerChannel, AlertmanagerConfig
-from medmon.alerts.rules import Rule
-from medmon.monitor.service.webserver import RunningServer
 from pydantic import SecretStr
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -26,6 +22,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from medmon.alerts import NotifyPolicy, RouteSpec, apply_signals, deliver_due, flush
+from medmon.alerts.channels import AlertmanagerChannel, AlertmanagerConfig
+from medmon.alerts.rules import Rule
+from medmon.monitor.service.webserver import RunningServer
 from tests.alerts.helpers import FakeClock, clear, fire
 from tests.conftest import stop_process
 

@@ -10,10 +10,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import medmon.alerts.catalogue
 import pytest
+from sqlalchemy.engine import Engine
+
+import medmon.alerts.catalogue
 from medmon.alerts import KINDS, Cause, Impact, Kind, Rule, Severity, cause_of, stream_kind
 from medmon.alerts.causes import RUNBOOKS
+from medmon.db import session_scope
 from medmon.monitor.alerting.signals import stream_signal
 from medmon.monitor.detection.drift.reference import helm_references
 from medmon.monitor.detection.streams import (
@@ -32,9 +35,6 @@ from medmon.monitor.traffic.judging import judgement_specs
 from medmon.monitor.traffic.streams import traffic_specs
 from medmon.monitor.traffic.volume import volume_specs
 from medmon.probes.models import ProbeResultBase
-from sqlalchemy.engine import Engine
-
-from medmon.db import session_scope
 from tests.conftest import plan_dict
 from tests.monitor.test_detection import answers, as_before, baseline, canaries, context
 

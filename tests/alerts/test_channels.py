@@ -15,6 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
+from pytest_httpserver import HTTPServer
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+from standardwebhooks import Webhook, WebhookVerificationError
+from werkzeug import Request, Response
+
 from medmon.alerts import (
     CHANNEL_TYPES,
     Alert,
@@ -43,13 +50,6 @@ from medmon.alerts.channels import (
 from medmon.alerts.dispatch import group_body
 from medmon.alerts.incidents import incident_body
 from medmon.alerts.signing import verify
-from pydantic import SecretStr
-from pytest_httpserver import HTTPServer
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
-from standardwebhooks import Webhook, WebhookVerificationError
-from werkzeug import Request, Response
-
 from tests.alerts.helpers import FakeClock, apply_signal, fire
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"

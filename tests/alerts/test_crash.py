@@ -13,13 +13,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, func, select
+
 from medmon.alerts import Notification, NotificationStatus, NotifyPolicy, RouteSpec, apply_signals
 from medmon.alerts.receiver import create_receiver
 from medmon.monitor.service.webserver import RunningServer
 from medmon.monitor.storage import make_engine
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, func, select
-
 from tests.alerts.helpers import FakeClock, clear, fire
 
 SECRET = "crash-test-secret"

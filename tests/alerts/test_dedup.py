@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from medmon.alerts.dedup import Decision, GroupState, NotifyReason, Timers, Told, decide
 
+from medmon.alerts.dedup import Decision, GroupState, NotifyReason, Timers, Told, decide
 from tests.alerts.helpers import T0
 
 F = frozenset

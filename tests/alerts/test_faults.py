@@ -12,14 +12,14 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from medmon.alerts import DeliveryPolicy, Notification, NotificationStatus, NotifyPolicy, WebhookChannel, deliver_due
-from medmon.alerts.channels import WebhookConfig
 from pydantic import SecretStr
 from pytest_httpserver import HTTPServer
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from werkzeug import Request, Response
 
+from medmon.alerts import DeliveryPolicy, Notification, NotificationStatus, NotifyPolicy, WebhookChannel, deliver_due
+from medmon.alerts.channels import WebhookConfig
 from tests.alerts.helpers import FakeClock, apply_signal, fire
 
 

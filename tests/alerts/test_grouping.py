@@ -9,6 +9,9 @@ import random
 from datetime import timedelta
 
 import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
 from medmon.alerts import (
     Alert,
     Escalation,
@@ -23,9 +26,6 @@ from medmon.alerts import (
     apply_signals,
     flush,
 )
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
-
 from tests.alerts.helpers import FakeClock, apply_signal, clear, fire
 
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
 from medmon.alerts import (
     AlertStatus,
     Notification,
@@ -22,9 +25,6 @@ from medmon.alerts import (
     silence_incident,
     status_of,
 )
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
-
 from tests.alerts.helpers import FakeClock, clear, fire
 
 ACCURACY_DROP = [

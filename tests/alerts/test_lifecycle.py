@@ -6,6 +6,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, func, select
+
 from medmon.alerts import (
     Alert,
     AlertStatus,
@@ -20,9 +23,6 @@ from medmon.alerts import (
     resolve,
     status_of,
 )
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, func, select
-
 from tests.alerts.helpers import FakeClock, apply_signal, clear, fire
 
 

@@ -9,6 +9,12 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
+from pydantic import SecretStr
+from pytest_httpserver import HTTPServer
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+from werkzeug import Request, Response
+
 from medmon.alerts import (
     DeliveryPolicy,
     Notification,
@@ -22,12 +28,6 @@ from medmon.alerts import (
 from medmon.alerts.channels import WebhookConfig
 from medmon.alerts.receiver import create_receiver
 from medmon.monitor.service.webserver import RunningServer, serve_in_thread
-from pydantic import SecretStr
-from pytest_httpserver import HTTPServer
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
-from werkzeug import Request, Response
-
 from tests.alerts.helpers import FakeClock, apply_signal, clear, fire
 
 SECRET = "outbox-test-secret"

@@ -7,8 +7,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import medmon.alerts
 import pytest
+
+import medmon.alerts
 
 PACKAGE = Path(medmon.alerts.__file__).parent
 ALLOWED = {"medmon.db", "medmon.errors"}

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 import yaml
+from typer.testing import CliRunner
+
 from medmon.alerts.channels import AlertmanagerChannel, PagerDutyChannel, SlackChannel, TeamsChannel, WebhookChannel
 from medmon.monitor.cli.app import app
 from medmon.monitor.errors import PlanError
 from medmon.monitor.plan.model import Plan, load_plan
 from medmon.monitor.plan.routing import build_channels, check_routes, notify_policy
-from typer.testing import CliRunner
-
 from tests.conftest import plan_dict
 
 ENV = {

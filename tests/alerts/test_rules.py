@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+
 from medmon.alerts import Estimate, Rule, Severity, fingerprint, severity_for
 from medmon.alerts.rules import (
     Impact,
@@ -18,7 +19,6 @@ from medmon.alerts.rules import (
     severity_of,
     stale,
 )
-
 from tests.alerts.helpers import T0, subject
 
 

@@ -7,6 +7,9 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
 from medmon.alerts import Alert, AlertStatus, Notification, Severity
 from medmon.monitor.alerting.signals import alert_pass, stale_signals, stream_signal, threshold_signals
 from medmon.monitor.detection.drift.finding import Finding
@@ -15,9 +18,6 @@ from medmon.monitor.models import StreamStatus
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan
 from medmon.probes.models import ProbeResult, ProbeRun, RunStatus
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
-
 from tests.alerts.helpers import T0, FakeClock
 
 HOOK = {"routes": [{"name": "hook", "url": "http://127.0.0.1:9/hook"}], "repeat_interval": "4h"}

@@ -6,6 +6,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, func, select
+
 from medmon.alerts import (
     AlertStatus,
     Matcher,
@@ -21,9 +24,6 @@ from medmon.alerts import (
     silence_alert,
     status_of,
 )
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, func, select
-
 from tests.alerts.helpers import FakeClock, apply_signal, clear, fire
 
 

@@ -16,20 +16,20 @@ from datetime import timedelta
 import pytest
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
-from medmon.alerts import OUTBOX, DeliveryPolicy, NotifyPolicy, OutboxListener, WebhookChannel, deliver_due
-from medmon.alerts.channels import WebhookConfig
-from medmon.alerts.policy import RouteSpec
-from medmon.alerts.receiver import create_receiver
-from medmon.monitor.service.delivery import DeliveryWaker, deliver_until_quiet
-from medmon.monitor.service.scheduler import start_delivery_waker
-from medmon.monitor.service.webserver import serve_in_thread
-from medmon.monitor.storage import make_engine
 from pydantic import SecretStr
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from medmon.alerts import OUTBOX, DeliveryPolicy, NotifyPolicy, OutboxListener, WebhookChannel, deliver_due
+from medmon.alerts.channels import WebhookConfig
+from medmon.alerts.policy import RouteSpec
+from medmon.alerts.receiver import create_receiver
 from medmon.db import utcnow
+from medmon.monitor.service.delivery import DeliveryWaker, deliver_until_quiet
+from medmon.monitor.service.scheduler import start_delivery_waker
+from medmon.monitor.service.webserver import serve_in_thread
+from medmon.monitor.storage import make_engine
 from tests.alerts.helpers import apply_signal, fire
 
 SECRET = "wakeup-test-secret"

@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from medmon.monitor.cli.baseline import app
 from typer.testing import CliRunner
+
+from medmon.monitor.cli.baseline import app
 
 runner = CliRunner(env={"COLUMNS": "220"})
 

@@ -6,8 +6,11 @@ import json
 import shutil
 from pathlib import Path
 
-import medmon.baselines.importer
 import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+import medmon.baselines.importer
 from medmon.baselines import (
     Baseline,
     BaselineInstance,
@@ -21,9 +24,6 @@ from medmon.baselines import (
     UnknownMetric,
     import_helm_path,
 )
-from sqlalchemy.engine import Engine
-from sqlmodel import select
-
 from medmon.db import session_scope
 from tests.baselines.helm_runs import Inst, RunWriter, run_dir_of
 

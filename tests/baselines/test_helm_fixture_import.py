@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
 from medmon.baselines import (
     Baseline,
     BaselineInstance,
@@ -24,9 +27,6 @@ from medmon.baselines import (
     leaderboard_entries,
     list_baselines,
 )
-from sqlalchemy.engine import Engine
-from sqlmodel import select
-
 from medmon.db import session_scope
 from tests.baselines.helm_runs import SUITE, run_dir_of
 

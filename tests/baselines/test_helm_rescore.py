@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from medmon.baselines import Baseline, BaselineInstance, canaries_for_baseline, import_helm_path, instance_scores
-from medmon.monitor.detection.drift.layout import task_streams
-from medmon.monitor.plan.model import Plan
-from medmon.probes.scoring import rescore
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
+from medmon.baselines import Baseline, BaselineInstance, canaries_for_baseline, import_helm_path, instance_scores
 from medmon.db import session_scope
+from medmon.monitor.detection.drift.layout import task_streams
+from medmon.monitor.plan.model import Plan
+from medmon.probes.scoring import rescore
 from tests.baselines.helm_runs import run_dir_of
 from tests.probes import helm_reference_metrics as helm
 

@@ -7,6 +7,8 @@ import statistics
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import Engine
+
 from medmon.baselines import (
     NoMainMetric,
     canaries_for_baseline,
@@ -17,8 +19,6 @@ from medmon.baselines import (
 )
 from medmon.baselines.helm_stats import choose_main_metric
 from medmon.baselines.taxonomy import resolve
-from sqlalchemy.engine import Engine
-
 from medmon.db import session_scope
 from tests.baselines.helm_runs import Inst, RunWriter
 

@@ -7,6 +7,8 @@ import math
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import Engine
+
 from medmon.baselines import (
     ManualFormatError,
     SourceFileMissing,
@@ -16,8 +18,6 @@ from medmon.baselines import (
     read_manual,
 )
 from medmon.baselines.interval import wilson_interval
-from sqlalchemy.engine import Engine
-
 from medmon.db import session_scope
 
 CSV = """model,benchmark,metric,value,n,source

@@ -8,12 +8,12 @@ import json
 import math
 from pathlib import Path
 
-import medmon.baselines.helm as helm
-import medmon.baselines.importer as importer
 import pytest
-from medmon.baselines import MalformedJSON, import_helm_path, latest_baseline, list_baselines
 from sqlalchemy.engine import Engine
 
+import medmon.baselines.helm as helm
+import medmon.baselines.importer as importer
+from medmon.baselines import MalformedJSON, import_helm_path, latest_baseline, list_baselines
 from medmon.db import session_scope
 from tests.baselines.helm_runs import Inst, RunWriter, run_dir_of
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from medmon.baselines import HelmFormatError, column_win_rates, import_helm_path, leaderboard_entries, mean_win_rates
 from sqlalchemy.engine import Engine
 
+from medmon.baselines import HelmFormatError, column_win_rates, import_helm_path, leaderboard_entries, mean_win_rates
 from medmon.db import session_scope
 from tests.baselines.helm_runs import Inst, RunWriter
 

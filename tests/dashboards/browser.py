@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from medmon.monitor.cli.app import dashboard_command
 
+from medmon.monitor.cli.app import dashboard_command
 from tests.conftest import stop_process
 
 CHROMIUM = "/usr/bin/chromium"

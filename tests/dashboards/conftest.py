@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from medmon.dashboards.auth import LOCAL_ACTIONS_ENV
-from medmon.monitor.storage import make_engine
 from sqlalchemy.engine import Engine
 from streamlit import config as st_config
 from streamlit.testing.v1 import AppTest
 
+from medmon.dashboards.auth import LOCAL_ACTIONS_ENV
+from medmon.monitor.storage import make_engine
 from tests.conftest import database_under_test
 from tests.dashboards.seed import Seeded, copy_seeded, seed
 

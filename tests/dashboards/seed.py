@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from sqlmodel import Session, col, select
+
 from medmon.alerts import DeliveryPolicy, deliver_due
 from medmon.baselines import BaselineFigures, record_baseline
 from medmon.monitor.governance.change_control import record_plan_file
@@ -32,8 +34,6 @@ from medmon.monitor.storage import make_engine
 from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
-from sqlmodel import Session, col, select
-
 from tests.conftest import fresh_postgres_database, plan_dict
 
 OWNER = "owner@hospital.example"

@@ -8,6 +8,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+from streamlit.testing.v1 import AppTest
+
 from medmon.alerts import (
     Alert,
     AlertStatus,
@@ -23,10 +27,6 @@ from medmon.dashboards.actions import NotAllowed, acknowledge_incidents
 from medmon.dashboards.auth import Viewer
 from medmon.monitor.governance.audit import list_events, verify
 from medmon.monitor.plan.model import load_plan
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
-from streamlit.testing.v1 import AppTest
-
 from tests.dashboards.conftest import APP, AUTH_SECRETS
 from tests.dashboards.seed import CALC_OWNER, OUTSIDER, Seeded
 

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 import streamlit as st
+from streamlit.errors import StreamlitSecretNotFoundError
+
 from medmon.dashboards import auth
 from medmon.dashboards.auth import local_actor, owner_emails, viewer_for
 from medmon.dashboards.layout import masked_plan
 from medmon.monitor.plan.model import Plan
-from streamlit.errors import StreamlitSecretNotFoundError
 
 TASK_OWNER = {"name": "Pharmacy Lead", "email": "Pharmacy-Lead@hospital.example"}
 

@@ -16,9 +16,6 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 import yaml
-from medmon.alerts import Alert, AlertStatus, incident_members, open_incidents, resolve_incident
-from medmon.monitor.governance.audit import list_events
-from medmon.monitor.service.webserver import RunningServer
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from starlette.applications import Starlette
@@ -26,7 +23,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
+from medmon.alerts import Alert, AlertStatus, incident_members, open_incidents, resolve_incident
 from medmon.db import session_scope
+from medmon.monitor.governance.audit import list_events
+from medmon.monitor.service.webserver import RunningServer
 from tests.dashboards.browser import CHROMIUM, CHROMIUM_ARGS, dark_pixels, save_for_docs, served_dashboard, settle
 from tests.dashboards.seed import Seeded
 

@@ -10,13 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from medmon.dashboards.auth import host_name, host_refusal, is_loopback, local_actions_allowed
-from medmon.monitor.plan.model import Plan, dashboard_hosts
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
+from medmon.dashboards.auth import host_name, host_refusal, is_loopback, local_actions_allowed
+from medmon.monitor.plan.model import Plan, dashboard_hosts
 from tests.dashboards.browser import served_dashboard
 from tests.dashboards.seed import Seeded
 
@@ -119,9 +119,9 @@ def test_the_command_refuses_to_start_when_the_plan_requires_sign_in_and_none_is
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import yaml
-    from medmon.monitor.cli.app import app
     from typer.testing import CliRunner
 
+    from medmon.monitor.cli.app import app
     from tests.conftest import plan_dict
 
     plan = tmp_path / "plan.yaml"

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from medmon.monitor.models import DriftReport
-from medmon.monitor.read import drift_report_html, latest_drift_report_view
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 from streamlit.testing.v1 import AppTest
 
 from medmon.db import session_scope
+from medmon.monitor.models import DriftReport
+from medmon.monitor.read import drift_report_html, latest_drift_report_view
 from tests.dashboards.seed import Seeded
 
 AT = datetime(2026, 11, 20, 6, tzinfo=UTC)

@@ -10,6 +10,10 @@ from typing import Any
 
 import pytest
 import yaml
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+from streamlit.testing.v1 import AppTest
+
 from medmon.monitor.governance.audit import AuditKind, list_events, verify
 from medmon.monitor.governance.change_control import record_plan_changes
 from medmon.monitor.governance.effective import thresholds_in_force
@@ -18,10 +22,6 @@ from medmon.monitor.governance.reports.period import parse_period
 from medmon.monitor.governance.reports.record import record_generated, signatures
 from medmon.monitor.governance.reports.render import render_committee
 from medmon.monitor.plan.model import load_plan
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
-from streamlit.testing.v1 import AppTest
-
 from tests.dashboards.conftest import AUTH_SECRETS
 from tests.dashboards.seed import OUTSIDER, OWNER, Seeded
 from tests.dashboards.test_pages import frame

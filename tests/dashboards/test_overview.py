@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from sqlmodel import Session
+from streamlit.testing.v1 import AppTest
+
 from medmon.alerts import Severity, Subject, record_signals
 from medmon.alerts.rules import Rule
 from medmon.monitor.models import DetectorState, StreamStatus
 from medmon.monitor.storage import make_engine
 from medmon.probes.models import ProbeResult, ProbeRun, RunStatus
-from sqlmodel import Session
-from streamlit.testing.v1 import AppTest
-
 from tests.conftest import plan_dict
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboards" / "app.py")

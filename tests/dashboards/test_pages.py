@@ -9,18 +9,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from medmon.alerts import Alert, Incident, Notification, NotificationStatus, beat
-from medmon.alerts.lifecycle import OPEN
-from medmon.monitor.alerting.signals import HEARTBEAT
-from medmon.monitor.models import BurnIn
-from medmon.monitor.read.overview import SCHEDULER_HEARTBEAT
-from medmon.probes.models import JudgeCall, ProbeResult
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 from streamlit.testing.v1 import AppTest
 
+from medmon.alerts import Alert, Incident, Notification, NotificationStatus, beat
+from medmon.alerts.lifecycle import OPEN
 from medmon.db import session_scope
+from medmon.monitor.alerting.signals import HEARTBEAT
+from medmon.monitor.models import BurnIn
+from medmon.monitor.read.overview import SCHEDULER_HEARTBEAT
+from medmon.probes.models import JudgeCall, ProbeResult
 from tests.conftest import plan_dict
 from tests.dashboards.conftest import APP
 from tests.dashboards.seed import DEAD_ROUTE_URL, Seeded

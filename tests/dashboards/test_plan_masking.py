@@ -10,14 +10,14 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
+from sqlmodel import Session
+from streamlit.testing.v1 import AppTest
+
 from medmon.monitor.governance.reports.committee import build_committee_report
 from medmon.monitor.governance.reports.period import parse_period
 from medmon.monitor.governance.reports.render import render_committee
 from medmon.monitor.plan.model import load_plan
 from medmon.monitor.storage import make_engine
-from sqlmodel import Session
-from streamlit.testing.v1 import AppTest
-
 from medmon.scrub import secret_filter
 from tests.dashboards.conftest import AUTH_SECRETS
 from tests.dashboards.seed import DEAD_ROUTE_URL, Seeded

@@ -7,8 +7,9 @@ import ast
 import inspect
 from pathlib import Path
 
-import medmon.monitor.read as read
 import pytest
+
+import medmon.monitor.read as read
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = sorted((ROOT / "dashboards").rglob("*.py"))

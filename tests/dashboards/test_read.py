@@ -11,6 +11,9 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
 from medmon.monitor.plan.model import Plan, load_plan
 from medmon.monitor.read import (
     agreement_series,
@@ -27,9 +30,6 @@ from medmon.monitor.read import (
 )
 from medmon.monitor.storage import make_engine
 from medmon.probes.models import JudgeCall, ProbeResult, ProbeRun
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
-
 from tests.conftest import ON_POSTGRES, fresh_postgres_database
 from tests.dashboards.seed import JUDGED, Seeded, seed
 

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 import yaml
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
 from medmon.alerts import open_alerts
+from medmon.db import session_scope
 from medmon.monitor.alerting.oversight import oversight_pass
 from medmon.monitor.governance.audit import AuditKind, list_events
 from medmon.monitor.plan.model import load_plan
 from medmon.probes.models import ProbeResult
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
-
-from medmon.db import session_scope
 from tests.dashboards.browser import CHROMIUM, CHROMIUM_ARGS, dark_pixels, save_for_docs, served_dashboard, settle
 from tests.dashboards.seed import Seeded
 

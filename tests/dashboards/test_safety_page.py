@@ -11,10 +11,6 @@ from typing import Any
 
 import pytest
 import yaml
-from medmon.alerts import open_alerts, verify
-from medmon.monitor.governance.audit import AuditKind, list_events
-from medmon.monitor.plan.model import load_plan
-from medmon.monitor.read import safety_events
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 from starlette.applications import Starlette
@@ -23,6 +19,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 from streamlit.testing.v1 import AppTest
 
+from medmon.alerts import open_alerts, verify
+from medmon.monitor.governance.audit import AuditKind, list_events
+from medmon.monitor.plan.model import load_plan
+from medmon.monitor.read import safety_events
 from tests.dashboards.conftest import AUTH_SECRETS
 from tests.dashboards.seed import CALC_OWNER, OWNER, Seeded
 

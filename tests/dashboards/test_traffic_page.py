@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from medmon.monitor.storage import make_engine
 from streamlit.testing.v1 import AppTest
 
 from medmon.db import utcnow
+from medmon.monitor.storage import make_engine
 from tests.conftest import plan_dict
 from tests.dashboards.browser import CHROMIUM, CHROMIUM_ARGS, dark_pixels, save_for_docs, served_dashboard, settle
 from tests.dashboards.conftest import APP

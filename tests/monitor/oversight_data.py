@@ -7,8 +7,9 @@ import random
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult, ProbeRun, RunStatus
 from sqlmodel import Session
+
+from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult, ProbeRun, RunStatus
 
 JUDGES = ("judge-a", "judge-b", "judge-c")
 CRITERIA = ("accuracy", "completeness", "clarity")

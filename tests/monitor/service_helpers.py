@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from medmon.monitor.models import ProbeSlot
-from medmon.probes.models import ProbeRun
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session, col, select
 
+from medmon.monitor.models import ProbeSlot
+from medmon.probes.models import ProbeRun
 from tests.conftest import plan_dict
 
 T = TypeVar("T")

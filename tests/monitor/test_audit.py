@@ -10,6 +10,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+from typer.testing import CliRunner
+
+from medmon.db import session_scope
 from medmon.monitor.cli.app import app
 from medmon.monitor.governance.audit import (
     GENESIS,
@@ -22,12 +28,6 @@ from medmon.monitor.governance.audit import (
     verify,
 )
 from medmon.monitor.models import AuditEvent, AuditHead
-from sqlalchemy import text
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
-from typer.testing import CliRunner
-
-from medmon.db import session_scope
 from tests.conftest import plan_dict
 
 runner = CliRunner()

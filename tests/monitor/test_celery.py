@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 import redis
 from celery.contrib.testing.worker import start_worker
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
 from medmon.monitor.errors import PlanError
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan, load_plan
@@ -26,9 +29,6 @@ from medmon.monitor.storage import make_engine
 from medmon.probes.models import ProbeResult, ProbeRun, RunStatus
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
-
 from tests.monitor.service_helpers import reader, runs, slots, start_medmon, wait_for, write_plan
 
 REDIS = os.environ.get("MEDMON_TEST_REDIS_URL", "redis://127.0.0.1:6379/11")  # a database of its own

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import typer
 import yaml
-from medmon.monitor.cli.app import app
-from medmon.monitor.governance.reports.render import find_chromium
 from typer.testing import CliRunner
 
+from medmon.monitor.cli.app import app
+from medmon.monitor.governance.reports.render import find_chromium
 from tests.conftest import plan_dict
 
 runner = CliRunner()

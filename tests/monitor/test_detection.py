@@ -9,7 +9,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from scipy.stats import binomtest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
 from medmon.baselines import Baseline, Canary, resolve
+from medmon.db import session_scope
 from medmon.monitor.detection.drift.budget import INFO
 from medmon.monitor.detection.drift.layout import StreamSpec
 from medmon.monitor.detection.streams import (
@@ -31,11 +36,6 @@ from medmon.monitor.plan.context import TaskContext
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.storage import make_engine
 from medmon.probes.models import ProbeResultBase
-from scipy.stats import binomtest
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
-
-from medmon.db import session_scope
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 QUIET = {"distribution_checks": False, "burn_in_runs": 0}

@@ -11,6 +11,11 @@ from typing import Any
 
 import pytest
 import yaml
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+from typer.testing import CliRunner
+
+from medmon.db import session_scope
 from medmon.monitor.cli.app import app
 from medmon.monitor.detection.reports import RenderedReport, report_shortfall
 from medmon.monitor.errors import PlanError
@@ -19,11 +24,6 @@ from medmon.monitor.plan.model import Plan
 from medmon.monitor.service.scheduler import build_service_scheduler, drift_report_job
 from medmon.monitor.storage import make_engine
 from medmon.probes.models import ProbeResult, ProbeRun
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
-from typer.testing import CliRunner
-
-from medmon.db import session_scope
 from tests.conftest import plan_dict
 
 runner = CliRunner(env={"COLUMNS": "220"})

@@ -11,6 +11,11 @@ from typing import Any
 
 import pytest
 import yaml
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, func, select
+from streamlit.testing.v1 import AppTest
+from typer.testing import CliRunner
+
 from medmon.baselines import BaselineFigures, record_baseline
 from medmon.monitor.cli.app import app
 from medmon.monitor.governance.effective import effective_task
@@ -22,11 +27,6 @@ from medmon.monitor.plan.context import load_context, probe_baseline
 from medmon.monitor.plan.model import load_plan
 from medmon.monitor.read import baseline_band, task_overview
 from medmon.monitor.storage import make_engine
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, func, select
-from streamlit.testing.v1 import AppTest
-from typer.testing import CliRunner
-
 from tests.conftest import plan_dict
 from tests.dashboards.conftest import open_page, seeded, seeded_engine, seeded_master  # noqa: F401 (fixtures)
 from tests.dashboards.seed import Seeded

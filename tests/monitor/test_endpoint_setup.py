@@ -19,6 +19,8 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from typer.testing import CliRunner
+
 from medmon.alerts.receiver import create_receiver
 from medmon.monitor.cli.app import app
 from medmon.monitor.errors import PlanError
@@ -28,8 +30,6 @@ from medmon.monitor.runs.pipeline import run_task_probe
 from medmon.monitor.storage import make_engine
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Fault, JudgeBehaviour, create_simulator
-from typer.testing import CliRunner
-
 from tests.conftest import plan_dict
 from tests.probes.test_runner import jury_plan
 

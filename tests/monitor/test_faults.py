@@ -17,6 +17,10 @@ import apscheduler.schedulers.base
 import httpx
 import psycopg
 import pytest
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlmodel import Session, select
+
 from medmon.alerts import Alert
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan
@@ -33,10 +37,6 @@ from medmon.monitor.storage import make_engine
 from medmon.probes.models import ProbeResult, ProbeRun, RunStatus
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Fault, Phase, create_simulator
-from sqlalchemy import event
-from sqlalchemy.engine import make_url
-from sqlmodel import Session, select
-
 from tests.monitor.service_helpers import reader, runs, slots, start_medmon, wait_for, write_plan
 
 H0 = datetime(2026, 11, 2, 0, 0, tzinfo=UTC)

@@ -11,6 +11,8 @@ import random
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
+from sqlmodel import Session, select
+
 from medmon.alerts import Alert
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan
@@ -20,7 +22,6 @@ from medmon.monitor.storage import make_engine
 from medmon.probes.models import ProbeResult
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
-from sqlmodel import Session, select
 
 READABLE = {"markdown": 1.0, "reasoning": 1.0, "json": 1.0}
 BASELINE_PROBES = 30  # 600 requests of 20 canaries

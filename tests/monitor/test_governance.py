@@ -10,17 +10,17 @@ from typing import Any
 
 import pytest
 import yaml
+from sqlalchemy.engine import Engine
+from typer.testing import CliRunner
+
 from medmon.baselines import BaselineFigures, record_baseline
+from medmon.db import session_scope
 from medmon.monitor.cli.app import app
 from medmon.monitor.errors import PlanError
 from medmon.monitor.governance.checks import check_plan, max_gap, plan_notes
 from medmon.monitor.plan.model import load_plan, parse_plan
 from medmon.monitor.plan.starter import STARTER_PLAN
 from medmon.monitor.service.demo import APP_SERVICE, PLAN_TEMPLATE, TRAFFIC_TOKEN_ENV
-from sqlalchemy.engine import Engine
-from typer.testing import CliRunner
-
-from medmon.db import session_scope
 from tests.conftest import plan_dict
 
 runner = CliRunner()

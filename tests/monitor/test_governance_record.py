@@ -16,6 +16,11 @@ from typing import Any
 
 import pytest
 import yaml
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+from typer.testing import CliRunner
+
+from medmon.db import session_scope
 from medmon.monitor.cli.app import app
 from medmon.monitor.errors import PlanError
 from medmon.monitor.governance.audit import AuditKind, list_events
@@ -28,11 +33,6 @@ from medmon.monitor.runs.pipeline import run_task_probe
 from medmon.probes.models import ProbeRun
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
-from typer.testing import CliRunner
-
-from medmon.db import session_scope
 from tests.conftest import plan_dict
 
 runner = CliRunner()

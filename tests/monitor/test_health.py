@@ -8,6 +8,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
+from sqlmodel import Session, func, select
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
 from medmon.alerts import Alert, Notification, NotificationStatus
 from medmon.monitor.models import DetectorState
 from medmon.monitor.plan.context import load_context
@@ -18,12 +25,6 @@ from medmon.monitor.storage import make_engine
 from medmon.probes.models import ProbeRun
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Fault, Phase, create_simulator
-from prometheus_client.parser import text_string_to_metric_families
-from sqlmodel import Session, func, select
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
 
 NOW = datetime(2026, 11, 4, 12, 0, tzinfo=UTC)
 

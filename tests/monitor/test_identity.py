@@ -7,6 +7,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import yaml
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
 from medmon.monitor.detection.identity import IdentityChange, observe_identities
 from medmon.monitor.governance.changes import record_change
 from medmon.monitor.governance.reevaluation import reevaluation_due
@@ -15,9 +18,6 @@ from medmon.monitor.plan.model import Endpoint, parse_plan
 from medmon.probes.models import ProbeRecord
 from medmon.probes.redaction import TextPolicy
 from medmon.probes.runs import finish_run, start_run
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
-
 from tests.conftest import plan_dict
 
 T0 = datetime(2026, 11, 5, tzinfo=UTC)

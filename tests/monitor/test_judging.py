@@ -7,6 +7,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, func, select
+
 from medmon.alerts.models import Alert, AlertStatus
 from medmon.monitor.errors import PlanError
 from medmon.monitor.models import FindingRecord, StreamStatus
@@ -17,9 +20,6 @@ from medmon.probes.judge_canaries import load_judge_canaries
 from medmon.probes.jury import JurySettings
 from medmon.probes.models import JudgeCall, JuryVerdict, ProbeResult, ProbeRun, RunStatus
 from medmon.probes.simulator import JudgeBehaviour, create_simulator
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, func, select
-
 from tests.probes.simkit import JUDGE_MODELS, judge_settings, wait_for
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

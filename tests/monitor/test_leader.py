@@ -10,12 +10,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from sqlalchemy.engine import make_url
+
 from medmon.monitor.service.leader import FileLeadership, LocalLeadership, PostgresLeadership, leadership_for
 from medmon.probes.models import RunStatus
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import create_simulator
-from sqlalchemy.engine import make_url
-
 from tests.monitor.service_helpers import reader, runs, slots, start_medmon, wait_for, write_plan
 
 

@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 import yaml
+from sqlalchemy import inspect, text
+from sqlmodel import SQLModel
+from typer.testing import CliRunner
+
 from medmon.monitor.cli.app import app
 from medmon.monitor.errors import StorageError
 from medmon.monitor.storage import create_tables, import_all_models, make_engine
 from medmon.monitor.storage.migrate import current_revision, ensure_current, head_revision, schema_diff, upgrade
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
-from sqlalchemy import inspect, text
-from sqlmodel import SQLModel
-from typer.testing import CliRunner
-
 from tests.conftest import plan_dict
 
 

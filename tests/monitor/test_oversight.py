@@ -17,8 +17,16 @@ import pandas as pd
 import pingouin
 import pytest
 import yaml
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
 from medmon.alerts import Alert, AlertStatus, open_alerts
 from medmon.alerts import verify as verify_signature
+from medmon.db import session_scope
 from medmon.monitor.alerting.oversight import oversight_pass
 from medmon.monitor.errors import GovernanceError, PlanError
 from medmon.monitor.governance import safety, suspension
@@ -32,14 +40,6 @@ from medmon.monitor.plan.model import Plan, parse_plan
 from medmon.probes.models import ProbeResult
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
-
-from medmon.db import session_scope
 from tests.conftest import plan_dict
 from tests.monitor.oversight_data import CRITERIA, OVERSIGHT, REVIEWER_A, REVIEWER_B, store_answers, truth_of
 
@@ -491,9 +491,10 @@ def test_the_committee_report_has_a_human_oversight_section(engine: Engine, tmp_
 def test_cli_lists_events_with_their_clocks_and_exports_one_as_json_html_and_pdf(
     db_url: str, engine: Engine, tmp_path: Any
 ) -> None:
+    from typer.testing import CliRunner
+
     from medmon.monitor.cli.app import app
     from medmon.monitor.governance.reports.render import find_chromium
-    from typer.testing import CliRunner
 
     data = plan_dict(storage={"url": db_url}, oversight=OVERSIGHT)
     plan_path = tmp_path / "plan.yaml"

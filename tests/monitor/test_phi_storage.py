@@ -11,16 +11,17 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from medmon.monitor.plan.context import load_context
-from medmon.monitor.plan.model import Plan
-from medmon.monitor.runs.pipeline import run_task_probe
-from medmon.probes.models import ProbeRun, RunStatus
 from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+
+from medmon.monitor.plan.context import load_context
+from medmon.monitor.plan.model import Plan
+from medmon.monitor.runs.pipeline import run_task_probe
+from medmon.probes.models import ProbeRun, RunStatus
 
 PHI = "Patient: zebulon quixley, MRN 88123456, DOB 1962/03/14, SSN 321 54 9876, lives at 221B Baker Street"
 MARKERS = ["zebulon", "quixley", "88123456", "1962", "321 54 9876", "Baker"]

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from typer.testing import CliRunner
+
 from medmon.monitor.cli.app import app
 from medmon.monitor.errors import PlanError
 from medmon.monitor.plan.model import load_plan, parse_interval
-from typer.testing import CliRunner
-
 from tests.conftest import plan_dict
 
 runner = CliRunner()

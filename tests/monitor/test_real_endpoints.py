@@ -22,15 +22,15 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
 from medmon.monitor.models import ChangeRecord, ModelIdentity, Reevaluation
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan, parse_plan
 from medmon.monitor.runs.pipeline import run_task_probe
 from medmon.probes.models import ProbeResult
 from medmon.probes.packs import load_pack
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
-
 from tests.conftest import plan_dict
 from tests.monitor.third_party import fakellm, litellm, llmock
 

@@ -12,6 +12,11 @@ from typing import Any
 
 import pytest
 import yaml
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, func, select
+from typer.testing import CliRunner
+
+from medmon.db import session_scope
 from medmon.monitor.cli.app import app
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, list_events, verify
@@ -25,11 +30,6 @@ from medmon.monitor.storage import make_engine
 from medmon.probes.models import ProbeResult, ProbeRun
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, func, select
-from typer.testing import CliRunner
-
-from medmon.db import session_scope
 from tests.conftest import plan_dict
 
 runner = CliRunner()
@@ -367,8 +367,9 @@ def test_a_truncated_or_emptied_audit_log_fails_verify_even_with_a_consistent_he
 
 
 def test_a_malformed_audit_entry_is_named_not_crashed_on(engine: Engine) -> None:
-    from medmon.monitor.governance.audit import record
     from sqlalchemy import text
+
+    from medmon.monitor.governance.audit import record
 
     with session_scope(engine) as session:
         for i in range(3):

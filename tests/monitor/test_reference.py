@@ -10,6 +10,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from scipy.stats import binomtest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
 from medmon.baselines import Canary
 from medmon.monitor.detection.drift.reference import (
     STRATIFIED_MIN_RUNS,
@@ -25,10 +29,6 @@ from medmon.monitor.detection.drift.reference import (
 from medmon.monitor.detection.streams import go_live_replay
 from medmon.monitor.models import BurnIn, DetectorState
 from medmon.probes.models import ProbeResultBase
-from scipy.stats import binomtest
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
-
 from tests.monitor.test_detection import _task, answers, as_before, baseline, canaries, context, feed, first_alarm
 
 REF = {"distribution_checks": False, "reference": {"repeats": 3, "coverage": 1.0, "max_repeats": 12}}

@@ -19,9 +19,15 @@ from typing import Any
 
 import pytest
 import yaml
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+from typer.testing import CliRunner
+
 from medmon.alerts import Alert, acknowledge, resolve
 from medmon.alerts.silences import silence_alert
 from medmon.baselines import Baseline
+from medmon.db import session_scope
 from medmon.monitor.cli.app import app
 from medmon.monitor.governance.audit import AuditKind, list_events, record, record_plan
 from medmon.monitor.governance.reports.committee import build_committee_report
@@ -34,12 +40,6 @@ from medmon.monitor.service.webserver import serve_in_thread
 from medmon.monitor.storage import make_engine
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
-from sqlalchemy import text
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
-from typer.testing import CliRunner
-
-from medmon.db import session_scope
 from tests.conftest import plan_dict
 
 runner = CliRunner()

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
+from sqlmodel import Session, select
+
 from medmon.alerts.models import Notification, NotificationStatus
 from medmon.alerts.receiver import create_receiver
 from medmon.monitor.errors import PlanError
@@ -21,8 +23,6 @@ from medmon.monitor.plan.model import parse_plan
 from medmon.monitor.service.reports import ACTOR, due_period, generate_due_report
 from medmon.monitor.service.serve import ServiceOptions, ServiceResult, run_service
 from medmon.monitor.storage import make_engine
-from sqlmodel import Session, select
-
 from tests.conftest import plan_dict
 from tests.monitor.service_helpers import reader, wait_for
 

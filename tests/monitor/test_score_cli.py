@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from typer.testing import CliRunner
+
 from medmon.monitor.cli.app import app
 from medmon.probes.extraction import read_answer
-from typer.testing import CliRunner
 
 runner = CliRunner()
 CORPUS = Path(__file__).parents[1] / "probes" / "corpus" / "answers.jsonl"

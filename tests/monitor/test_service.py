@@ -12,6 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+from sqlmodel import Session, func, select
+
 from medmon.monitor.errors import PlanError
 from medmon.monitor.models import DetectorState
 from medmon.monitor.plan.context import load_context
@@ -23,8 +25,6 @@ from medmon.monitor.storage import make_engine
 from medmon.probes.models import ProbeResult, ProbeRun, RunStatus
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
-from sqlmodel import Session, func, select
-
 from tests.conftest import plan_dict
 from tests.monitor.service_helpers import reader, runs, slots, start_medmon, wait_for, write_plan
 

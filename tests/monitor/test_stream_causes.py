@@ -6,13 +6,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+
 from medmon.alerts import KINDS, Rule, apply_signals, cause_of
 from medmon.alerts.incidents import incident_members, open_incidents
+from medmon.db import session_scope
 from medmon.monitor.alerting.signals import stream_signal
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.routing import notify_policy
-
-from medmon.db import session_scope
 from tests.monitor.test_traffic_incidents import _update
 from tests.monitor.traffic_helpers import traffic_plan
 

@@ -9,6 +9,9 @@ from typing import Any
 
 import pytest
 import yaml
+from sqlmodel import Session
+from typer.testing import CliRunner
+
 from medmon.monitor.cli.app import app
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, list_events, record_plan, verify
@@ -18,9 +21,6 @@ from medmon.monitor.governance.reports.period import parse_period
 from medmon.monitor.governance.thresholds import approve_thresholds, in_force
 from medmon.monitor.plan.model import load_plan, parse_plan
 from medmon.monitor.storage import make_engine
-from sqlmodel import Session
-from typer.testing import CliRunner
-
 from tests.conftest import plan_dict
 
 runner = CliRunner()

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import yaml
 from google.protobuf import json_format
-from medmon.monitor.cli.app import app
-from medmon.monitor.models import TrafficSpan
-from medmon.monitor.storage import make_engine
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from sqlmodel import Session, func, select
 from typer.testing import CliRunner
 
+from medmon.monitor.cli.app import app
+from medmon.monitor.models import TrafficSpan
+from medmon.monitor.storage import make_engine
 from tests.monitor.traffic_helpers import genai_attributes, make_spans, traffic_plan
 
 runner = CliRunner()
@@ -66,10 +66,9 @@ def test_import_jsonl_reports_bad_lines_stores_the_rest_and_status_and_report_sh
     single.write_text(json.dumps(_otlp_json(make_spans([genai_attributes()])), indent=2))
     assert runner.invoke(app, ["traffic", "import", str(plan_path), str(single)]).exit_code == 0
 
+    from medmon.db import session_scope, utcnow
     from medmon.monitor.plan.model import load_plan
     from medmon.monitor.traffic.streams import traffic_pass
-
-    from medmon.db import session_scope, utcnow
 
     with session_scope(engine) as s:
         traffic_pass(s, load_plan(plan_path), utcnow())

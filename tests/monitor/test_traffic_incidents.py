@@ -6,8 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlmodel import Session
+
 from medmon.alerts import apply_signals, cause_of
 from medmon.alerts.incidents import incident_members, open_incidents
+from medmon.db import session_scope
 from medmon.monitor.alerting.signals import model_change_signal, stream_signal
 from medmon.monitor.detection.drift import Finding
 from medmon.monitor.detection.drift.layout import StreamSpec
@@ -18,9 +21,6 @@ from medmon.monitor.plan.routing import notify_policy
 from medmon.monitor.traffic.ingest import Ingestor, store_calls
 from medmon.monitor.traffic.spans import Decoded, Limits
 from medmon.monitor.traffic.streams import signal_of, traffic_pass
-from sqlmodel import Session
-
-from medmon.db import session_scope
 from tests.monitor.traffic_helpers import MODEL, calls_in_hours, clinic_counts, traffic_plan
 
 T0 = datetime(2026, 3, 2, tzinfo=UTC)

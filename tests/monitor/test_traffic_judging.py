@@ -6,6 +6,9 @@ import json
 import random
 from datetime import timedelta
 
+from sqlmodel import Session, col, select
+
+from medmon.db import session_scope
 from medmon.monitor.models import DetectorState, TrafficJudgement, TrafficSpan
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.traffic.ingest import Ingestor, store_calls
@@ -14,9 +17,6 @@ from medmon.monitor.traffic.spans import Decoded, Limits
 from medmon.monitor.traffic.streams import traffic_pass
 from medmon.probes.redaction import redact
 from medmon.probes.simulator import create_simulator
-from sqlmodel import Session, col, select
-
-from medmon.db import session_scope
 from tests.monitor.test_traffic_streams import T0, _calls
 from tests.monitor.traffic_helpers import traffic_plan
 from tests.probes.simkit import JUDGE_MODELS, sim_state

@@ -8,16 +8,16 @@ import time
 from datetime import UTC, datetime
 
 import httpx
+from sqlalchemy import text
+from sqlmodel import Session, SQLModel, col, select
+
+from medmon.db import utcnow
 from medmon.monitor.models import DetectorState, TrafficJudgement, TrafficSpan
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.service.receiver import create_receiver
 from medmon.monitor.traffic.judging import PENDING, judging_job, sampled
 from medmon.monitor.traffic.spans import PROTOBUF
 from medmon.probes.simulator import create_simulator
-from sqlalchemy import text
-from sqlmodel import Session, SQLModel, col, select
-
-from medmon.db import utcnow
 from tests.monitor.test_traffic_judging import PHI_ANSWER, _plan
 from tests.monitor.traffic_helpers import export_body, genai_attributes, make_spans
 from tests.probes.simkit import JUDGE_MODELS, sim_state

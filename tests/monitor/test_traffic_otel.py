@@ -14,10 +14,6 @@ from pathlib import Path
 import openai
 import pytest
 import yaml
-from medmon.alerts import Alert
-from medmon.baselines.canary import canary_from_dict
-from medmon.monitor.models import FindingRecord, TrafficReference, TrafficRollup, TrafficSpan
-from medmon.probes.simulator import Phase, create_simulator
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 from opentelemetry.sdk.resources import Resource
@@ -25,6 +21,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from sqlmodel import Session, col, func, select
 
+from medmon.alerts import Alert
+from medmon.baselines.canary import canary_from_dict
+from medmon.monitor.models import FindingRecord, TrafficReference, TrafficRollup, TrafficSpan
+from medmon.probes.simulator import Phase, create_simulator
 from tests.conftest import plan_dict
 from tests.monitor.service_helpers import KEY_ENV, reader, start_medmon, wait_for
 

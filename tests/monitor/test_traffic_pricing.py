@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 import yaml
+from sqlmodel import Session, select
+from typer.testing import CliRunner
+
 from medmon.monitor.cli.app import app
 from medmon.monitor.errors import PlanError
 from medmon.monitor.models import TrafficSpan
 from medmon.monitor.plan.model import parse_plan
 from medmon.monitor.traffic.ingest import Ingestor, store_calls
 from medmon.monitor.traffic.spans import CallRecord, Decoded, Limits
-from sqlmodel import Session, select
-from typer.testing import CliRunner
-
 from tests.conftest import plan_dict
 from tests.monitor.traffic_helpers import MODEL, traffic_plan
 

@@ -11,9 +11,6 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 from google.rpc import status_pb2
-from medmon.monitor.models import TrafficRejection, TrafficRollup, TrafficSpan
-from medmon.monitor.service.receiver import MissingToken, create_receiver, receiver_token
-from medmon.monitor.traffic.streams import traffic_pass
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
@@ -22,6 +19,9 @@ from sqlalchemy import text
 from sqlmodel import Session, func, select
 
 from medmon.db import session_scope
+from medmon.monitor.models import TrafficRejection, TrafficRollup, TrafficSpan
+from medmon.monitor.service.receiver import MissingToken, create_receiver, receiver_token
+from medmon.monitor.traffic.streams import traffic_pass
 from tests.monitor.traffic_helpers import MODEL, export_body, genai_attributes, make_spans, traffic_plan
 
 PROTO = {"Content-Type": "application/x-protobuf"}

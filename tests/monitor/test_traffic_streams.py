@@ -6,7 +6,10 @@ import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlmodel import Session, col, func, select
+
 from medmon.alerts import Alert
+from medmon.db import session_scope
 from medmon.monitor.models import (
     LATENCY_BUCKETS,
     DetectorState,
@@ -19,9 +22,6 @@ from medmon.monitor.traffic.ingest import Ingestor, store_calls
 from medmon.monitor.traffic.retention import delete_expired
 from medmon.monitor.traffic.spans import CallRecord, Decoded, Limits
 from medmon.monitor.traffic.streams import traffic_pass
-from sqlmodel import Session, col, func, select
-
-from medmon.db import session_scope
 from tests.monitor.traffic_helpers import MODEL, traffic_plan
 
 T0 = datetime(2026, 3, 2, 8, tzinfo=UTC)
@@ -186,9 +186,9 @@ def test_retention_deletes_expired_raw_rows_in_batches_and_keeps_rollups(engine,
 
 def test_plan_errors_in_the_traffic_section_name_the_field() -> None:
     import yaml
+
     from medmon.monitor.errors import PlanError
     from medmon.monitor.plan.model import parse_plan
-
     from tests.conftest import plan_dict
 
     def issues(traffic: dict) -> str:  # type: ignore[type-arg]

@@ -6,16 +6,16 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlmodel import Session, select
+
 from medmon.alerts import Alert, Cause, cause_of
+from medmon.db import session_scope
 from medmon.monitor.detection.drift import CountSR
 from medmon.monitor.models import DetectorState, FindingRecord, TrafficReference, TrafficRollup
 from medmon.monitor.traffic.ingest import Ingestor, store_calls
 from medmon.monitor.traffic.spans import Decoded, Limits
 from medmon.monitor.traffic.streams import traffic_pass
 from medmon.monitor.traffic.volume import dispersion, volume_reference
-from sqlmodel import Session, select
-
-from medmon.db import session_scope
 from tests.monitor.traffic_helpers import calls_in_hours, clinic_counts, traffic_plan, working_hour
 
 T0 = datetime(2026, 3, 2, tzinfo=UTC)  # a Monday, midnight

@@ -9,8 +9,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from medmon.monitor.plan.model import Plan
-from medmon.monitor.traffic.spans import CallRecord
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -18,6 +16,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from medmon.monitor.plan.model import Plan
+from medmon.monitor.traffic.spans import CallRecord
 from tests.conftest import plan_dict
 
 MODEL = "medmon-simulator/clinical-v1"

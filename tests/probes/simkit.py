@@ -8,10 +8,11 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from starlette.applications import Starlette
+
 from medmon.baselines.canary import Canary, canary_from_dict
 from medmon.probes.client import ModelSettings
 from medmon.probes.simulator import SimulatorState
-from starlette.applications import Starlette
 
 T = TypeVar("T")
 

@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable
 
 import pytest
+
 from medmon.probes import calculators as calc
 
 

@@ -44,6 +44,7 @@ from medcalc import (
     qt_calculator_fredericia,
     wells_criteria_pe,
 )
+
 from medmon.probes import calculators as calc
 from medmon.probes.generators import CURB65_UREA_BOUNDARY, generate_calculation_canaries
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from medmon.probes.client import (
     ModelClient,
     ModelSettings,
@@ -27,7 +28,6 @@ from medmon.probes.client import (
 from medmon.probes.errors import ModelCallError
 from medmon.probes.limits import BreakerState, CallGuard
 from medmon.probes.simulator import Fault, Phase, create_simulator
-
 from tests.probes.simkit import MCQ, FakeClock, RecordingSleep, run, settings, sim_state
 
 MESSAGES = list(MCQ[0].messages)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from medmon.baselines.canary import Canary
 from medmon.probes.extraction import read_answer
 from medmon.probes.scoring import get_scorer

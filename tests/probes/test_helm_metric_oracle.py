@@ -7,9 +7,9 @@ import math
 from pathlib import Path
 
 import pytest
+
 from medmon.baselines.canary import Canary
 from medmon.probes.scoring import get_scorer
-
 from tests.probes import helm_reference_metrics as helm
 
 CORPUS = Path(__file__).parent / "corpus" / "answers.jsonl"

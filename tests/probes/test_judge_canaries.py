@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from medmon.baselines.errors import CanaryFormatError
 from medmon.probes.judge_canaries import JudgeCanary, load_judge_canaries, rejudge
 from medmon.probes.jury import Jury, JurySettings
 from medmon.probes.packs import available_packs
 from medmon.probes.simulator import JudgeBehaviour, create_simulator
-
 from tests.probes.simkit import JUDGE_MODELS, judge_settings, run
 
 GOOD = {

@@ -12,6 +12,9 @@ import krippendorff
 import numpy as np
 import pytest
 import yaml
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
 from medmon.monitor.errors import PlanError
 from medmon.monitor.plan.model import parse_plan
 from medmon.probes.agreement import judge_score_series, jury_ledger, window_agreement
@@ -31,9 +34,6 @@ from medmon.probes.redaction import TextPolicy, keep
 from medmon.probes.runner import probe_canaries
 from medmon.probes.runs import finish_run, start_run
 from medmon.probes.simulator import Fault, JudgeBehaviour, Phase, create_simulator
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
-
 from tests.conftest import plan_dict
 from tests.probes.simkit import JUDGE_MODELS, NOTES, judge_settings, run, settings, sim_state
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from medmon.probes.limits import BreakerState, CircuitBreaker, RateLimiter, TokenBucket
 
+from medmon.probes.limits import BreakerState, CircuitBreaker, RateLimiter, TokenBucket
 from tests.probes.simkit import FakeClock, RecordingSleep, run
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import pytest
 import yaml
+
 from medmon.baselines.taxonomy import categories, resolve
 from medmon.monitor.service.webserver import RunningServer
 from medmon.probes.generators import BUILDERS, TOLERANCE, format_value, generate_calculation_canaries
@@ -17,7 +18,6 @@ from medmon.probes.jury import Jury, JuryOutcome, JurySettings
 from medmon.probes.packs import Pack, available_packs, bundled_dir, load_pack
 from medmon.probes.scoring import SCORERS, get_scorer
 from medmon.probes.simulator import create_simulator
-
 from tests.probes.simkit import judge_settings, run
 
 PACKS = available_packs()

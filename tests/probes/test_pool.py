@@ -12,12 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
 from medmon.probes.client import ModelClient
 from medmon.probes.jury import JurySettings
 from medmon.probes.pool import ClientPool
 from medmon.probes.runner import probe_canaries
 from medmon.probes.simulator import JudgeBehaviour, Phase, create_simulator
-
 from tests.probes.simkit import MCQ, NOTES, judge_settings, settings
 
 

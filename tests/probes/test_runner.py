@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 import yaml
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, func, select
+
 from medmon.baselines.canary import canary_from_dict
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import parse_plan
@@ -21,9 +24,6 @@ from medmon.probes.redaction import TextPolicy, keep
 from medmon.probes.runner import probe_canaries, sample_canaries
 from medmon.probes.runs import finish_run, start_run
 from medmon.probes.simulator import Fault, JudgeBehaviour, Phase, create_simulator
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, func, select
-
 from tests.conftest import plan_dict
 from tests.probes.simkit import JUDGE_MODELS, MCQ, NOTES, canaries_of, run, settings, sim_state
 

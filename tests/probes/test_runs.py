@@ -5,14 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from medmon.probes.models import ProbeRecord, ProbeResult, ProbeResultBase, ProbeRun, RunStatus
-from medmon.probes.pool import ClientPool
-from medmon.probes.redaction import TextPolicy, keep
-from medmon.probes.runs import MOVES, IllegalRunMove, execute_probe, move_run
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 
 from medmon.db import session_scope
+from medmon.probes.models import ProbeRecord, ProbeResult, ProbeResultBase, ProbeRun, RunStatus
+from medmon.probes.pool import ClientPool
+from medmon.probes.redaction import TextPolicy, keep
+from medmon.probes.runs import MOVES, IllegalRunMove, execute_probe, move_run
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 SETTLED = [RunStatus.complete, RunStatus.failed, RunStatus.interrupted]

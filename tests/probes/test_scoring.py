@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from medmon.baselines.canary import Canary
 from medmon.probes.errors import UnknownScorer
 from medmon.probes.readability import count_syllables, flesch_kincaid_grade, grade_score, text_counts

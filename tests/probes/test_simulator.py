@@ -9,9 +9,9 @@ from typing import Any
 
 import httpx
 import pytest
+
 from medmon.probes.jury import judge_messages
 from medmon.probes.simulator import SIMULATOR_MODEL, Fault, JudgeBehaviour, Phase, create_simulator
-
 from tests.probes.simkit import MCQ, NOTES, canaries_of, sim_state
 
 

@@ -6,11 +6,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from medmon.probes.client import ModelClient
-from medmon.probes.jury import Jury, JurySettings
-from medmon.probes.runner import probe_canaries
-from medmon.probes.simulator import Fault, Phase, create_simulator
-from medmon.probes.telemetry import OPERATION_DURATION, TOKEN_USAGE, Telemetry
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -18,6 +13,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
+from medmon.probes.client import ModelClient
+from medmon.probes.jury import Jury, JurySettings
+from medmon.probes.runner import probe_canaries
+from medmon.probes.simulator import Fault, Phase, create_simulator
+from medmon.probes.telemetry import OPERATION_DURATION, TOKEN_USAGE, Telemetry
 from tests.probes.simkit import MCQ, NOTES, canaries_of, judge_settings, run, settings, sim_state
 
 
@@ -176,8 +176,9 @@ def test_clients_share_one_telemetry_on_global_providers() -> None:
     """
     import asyncio
 
-    from medmon.probes.client import ModelClient, ModelSettings
     from opentelemetry import metrics
+
+    from medmon.probes.client import ModelClient, ModelSettings
 
     async def make_clients(count: int) -> list[object]:
         telemetries = []

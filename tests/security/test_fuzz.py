@@ -11,12 +11,12 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from medmon.baselines.models import Baseline
-from medmon.monitor.cli.app import app
 from sqlalchemy import func
 from sqlmodel import Session, create_engine, select
 from typer.testing import CliRunner
 
+from medmon.baselines.models import Baseline
+from medmon.monitor.cli.app import app
 from tests.conftest import plan_dict
 from tests.security.test_hostile_files import GOOD_CANARY, HELM_RUN
 

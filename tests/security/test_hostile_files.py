@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 import yaml
-from medmon.monitor.cli.app import app
 from typer.testing import CliRunner
 
+from medmon.monitor.cli.app import app
 from tests.conftest import plan_dict
 
 runner = CliRunner(env={"COLUMNS": "300"})
@@ -341,9 +341,9 @@ def test_hostile_helm_json_exits_2(tmp_path: Path, db_url: str, text: str) -> No
 
 
 def test_a_served_model_name_cannot_become_a_link_in_a_teams_card() -> None:
-    from medmon.alerts.channels import TeamsChannel, TeamsConfig
     from pydantic import SecretStr
 
+    from medmon.alerts.channels import TeamsChannel, TeamsConfig
     from tests.alerts.test_channels import sample_notification
 
     note = sample_notification()

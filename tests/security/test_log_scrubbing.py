@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from medmon.monitor.plan.model import parse_plan
-from medmon.monitor.plan.privacy import secret_values
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
+from medmon.monitor.plan.model import parse_plan
+from medmon.monitor.plan.privacy import secret_values
 from medmon.scrub import SecretFilter, mask_credentials
 from tests.conftest import plan_dict
 from tests.monitor.service_helpers import KEY_ENV, start_medmon, wait_for, write_plan

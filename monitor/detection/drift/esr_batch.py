@@ -18,8 +18,9 @@ False
 from __future__ import annotations
 
 import numpy as np
-from medmon.monitor.detection.drift.esr import BET_CAP, DEFAULT_SHIFTS
 from numpy.typing import NDArray
+
+from medmon.monitor.detection.drift.esr import BET_CAP, DEFAULT_SHIFTS
 
 
 class MixtureSRBatch:

@@ -15,6 +15,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy import case, or_
+from sqlmodel import Session, col, func, select
+
 from medmon.alerts import incident_title
 from medmon.alerts.models import Alert, AlertEvent, Incident, Silence
 from medmon.baselines import resolve
@@ -47,8 +50,6 @@ from medmon.monitor.plan.masking import masked_plan
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.storage import select_row
 from medmon.probes.models import JudgeCall, ProbeResult, ProbeRun
-from sqlalchemy import case, or_
-from sqlmodel import Session, col, func, select
 
 MONITORING = "monitoring"
 REEVALUATION = "reevaluation"

@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sqlmodel import Session, col, func, select
+
 from medmon.monitor.governance.clinician_agreement import latest_agreements
 from medmon.monitor.governance.reports.period import Period
 from medmon.monitor.governance.review import reviewed_tasks
@@ -17,7 +19,6 @@ from medmon.monitor.models import ClinicianReview, NearMiss, SafetyEvent, Suspen
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.oversight import MEDHELM_CLINICIAN_ICC, MEDHELM_JURY_ICC
-from sqlmodel import Session, col, func, select
 
 
 @dataclass

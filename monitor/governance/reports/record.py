@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from sqlmodel import Session, col, select
+
 from medmon.monitor.errors import MedmonError
 from medmon.monitor.governance import signoff
 from medmon.monitor.governance.audit import AuditKind, canonical, record
 from medmon.monitor.governance.reports.period import Period
 from medmon.monitor.models import AuditEvent
 from medmon.monitor.plan.model import Plan, parse_plan_at
-from sqlmodel import Session, col, select
 
 
 @dataclass

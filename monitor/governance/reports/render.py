@@ -16,6 +16,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
+
 from medmon.monitor.governance.reports.committee import CommitteeReport
 from medmon.monitor.governance.reports.plan_document import PlanDocument
 from medmon.monitor.plan.privacy import scrub_plan_secrets

@@ -11,14 +11,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy import case
+from sqlmodel import Session, col, func, select
+
 from medmon.baselines.interval import mean_interval, wilson_interval
 from medmon.monitor.governance.reports.period import Period, previous
 from medmon.monitor.models import FindingRecord
 from medmon.monitor.plan.model import Plan, Task
 from medmon.monitor.storage import select_row
 from medmon.probes.models import ProbeResult, ProbeRun, RunStatus
-from sqlalchemy import case
-from sqlmodel import Session, col, func, select
 
 REEVALUATION = "reevaluation"
 TREND_PERIODS = 3

@@ -8,11 +8,11 @@ APScheduler's job table is created by APScheduler itself and left alone here.
 from __future__ import annotations
 
 from alembic import context
-from medmon.monitor.storage import import_all_models
 from sqlalchemy import engine_from_config, pool
 from sqlmodel import SQLModel
 
 from medmon.db import resolve_url
+from medmon.monitor.storage import import_all_models
 
 import_all_models()
 config = context.config

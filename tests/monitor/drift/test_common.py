@@ -9,6 +9,7 @@ import random
 from typing import Any
 
 import pytest
+
 from medmon.monitor.detection.drift import (
     CountSR,
     Finding,

@@ -8,14 +8,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from medmon.monitor.detection.reports import store_drift_report
-from medmon.monitor.models import DriftReport
-from medmon.monitor.read.drift import latest_drift_report_view
-from medmon.probes.models import ProbeResult, ProbeRun
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from medmon.db import session_scope
+from medmon.monitor.detection.reports import store_drift_report
+from medmon.monitor.models import DriftReport
+from medmon.monitor.read.drift import latest_drift_report_view
+from medmon.probes.models import ProbeResult, ProbeRun
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 

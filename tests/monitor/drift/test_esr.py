@@ -6,6 +6,7 @@ import json
 import random
 
 import pytest
+
 from medmon.monitor.detection.drift import MixtureSR, MixtureSRState
 
 

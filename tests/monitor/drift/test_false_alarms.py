@@ -10,6 +10,7 @@ from statistics import NormalDist
 
 import numpy as np
 import pytest
+
 from medmon.monitor.detection.drift import MixtureSR, MixtureSRBatch
 from medmon.monitor.detection.drift.layout import baseline_margin
 from medmon.monitor.detection.drift.reference import InstanceRef, References
