@@ -16,6 +16,7 @@ from medmon.db import utcnow
 from medmon.monitor.read import (
     agreement_series,
     agreement_table,
+    effective_tasks,
     judge_series,
     unread_verdicts,
     verdict_count,
@@ -38,6 +39,7 @@ def jury() -> None:
             unread = unread_verdicts(session)
             alphas = window_alphas(session, [t.id for t in plan.tasks], scale_min=scale[0], scale_max=scale[1])
             clinicians = agreement_table(session)
+            in_force = effective_tasks(session, plan)  # the approved floors, not an edit awaiting approval
     if plan.jury is None and not calls:
         st.info("No jury configured: this plan scores every task without LLM judges.")
         return
@@ -77,8 +79,7 @@ def jury() -> None:
         st.write("No clinician reviews rated by the jury yet (see Clinician review).")
     st.caption(MEDHELM_NOTE + " Floors in the plan's oversight.agreement raise 'jury_not_validated'.")
     minimum = min(
-        (t.thresholds.min_jury_agreement for t in plan.tasks if t.thresholds.min_jury_agreement is not None),
-        default=None,
+        (e.thresholds.min_jury_agreement for e in in_force if e.thresholds.min_jury_agreement is not None), default=None
     )
     st.plotly_chart(agreement_chart(agreement, minimum), key="agreement")
     st.plotly_chart(judges_chart(judges, (float(scale[0]), float(scale[1]))), key="judges")
