@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
@@ -48,7 +49,7 @@ def resolve_url(plan_url: str | None = None) -> str:
     return os.environ.get(ENV_URL) or plan_url or DEFAULT_URL
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+def _sqlite_pragmas(dbapi_connection: Any, _record: object) -> None:  # a DB-API connection: untyped by design
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")

@@ -178,7 +178,7 @@ def jury_ledger(session: Session, task_id: str | None = None, since: datetime | 
     query = select(
         JudgeCall.parse_status,
         func.count(),
-        func.sum(JudgeCall.prompt_tokens),  # type: ignore[call-overload]
+        func.sum(JudgeCall.prompt_tokens),  # type: ignore[call-overload]  # sqlmodel types select() up to 4 columns
         func.sum(JudgeCall.completion_tokens),
         func.sum(JudgeCall.cost_usd),
     )

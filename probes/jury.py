@@ -205,7 +205,7 @@ def _whole(value: object) -> int | None:
     if isinstance(value, bool):
         return None
     try:
-        number = float(value)  # type: ignore[arg-type]
+        number = float(value)  # type: ignore[arg-type]  # any value may come from a judge; float() decides
     except (TypeError, ValueError):
         return None
     return int(number) if number.is_integer() else None

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Any
 
 _LIST_MARKER = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)]|[a-zA-Z][.)])\s+")
 _SENTENCE_END = re.compile(r"[.!?]+(?=[\"')\]]*(?:\s|$))")
@@ -48,7 +49,7 @@ def _cmu_syllables() -> dict[str, int]:
 
 
 @lru_cache(maxsize=1)
-def _hyphenator() -> object:
+def _hyphenator() -> Any:  # pyphen.Pyphen: pyphen ships no types
     import pyphen
 
     return pyphen.Pyphen(lang="en_US")
@@ -71,7 +72,7 @@ def count_syllables(word: str) -> int:
     known = _cmu_syllables().get(w)
     if known is not None:
         return max(1, known)
-    return max(1, len(_hyphenator().positions(w)) + 1)  # type: ignore[attr-defined]
+    return max(1, len(_hyphenator().positions(w)) + 1)
 
 
 def _ends_sentence(text: str, end: int) -> bool:

@@ -31,10 +31,10 @@ from datetime import UTC, datetime
 from enum import Enum
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
-from sqlalchemy import update
+from sqlalchemy import CursorResult, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col, select
@@ -132,7 +132,7 @@ def _kind(kind: AuditKind | str) -> AuditKind:
 def _lock_head(session: Session) -> AuditHead:
     """Take the append lock (the head row's UPDATE) and return the head, creating it once."""
     stmt = update(AuditHead).where(col(AuditHead.id) == 1).values(seq=AuditHead.seq)
-    if session.execute(stmt).rowcount == 0:  # type: ignore[attr-defined]
+    if cast("CursorResult[Any]", session.execute(stmt)).rowcount == 0:  # an UPDATE's result is a cursor result
         dialect = session.get_bind().dialect.name
         maker = pg_insert if dialect == "postgresql" else sqlite_insert
         session.execute(maker(AuditHead).values(id=1, seq=0, hash=GENESIS).on_conflict_do_nothing())

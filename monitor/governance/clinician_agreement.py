@@ -164,7 +164,8 @@ def rated(session: Session, task_id: str, window: int) -> list[Rated]:
             col(JuryVerdict.score).is_not(None),
         )
     ).all():
-        judges[(result_id, criterion)][judge] = int(score)  # type: ignore[arg-type]
+        if score is not None:  # the query keeps scored verdicts only; this tells the type checker
+            judges[(result_id, criterion)][judge] = int(score)
     return [Rated(rid, crit, scores, judges.get((rid, crit), {})) for (rid, crit), scores in sorted(clinicians.items())]
 
 

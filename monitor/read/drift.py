@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from sqlmodel import Session, col, func, select
 
@@ -74,7 +75,7 @@ _FIGURES = (
 )
 
 
-def _view(row: tuple) -> DriftReportView:  # type: ignore[type-arg]
+def _view(row: tuple[Any, ...]) -> DriftReportView:
     (
         id_,
         task_id,

@@ -360,7 +360,8 @@ class ServiceScheduler(BackgroundScheduler):
         if self.state == STATE_STOPPED:
             return None
         try:
-            return super()._process_jobs()  # type: ignore[no-any-return]
+            wait: float | None = super()._process_jobs()  # APScheduler ships no types
+            return wait
         except Exception as exc:
             log.warning("scheduler pass failed (%s); retrying in %ss", exc, self.jobstore_retry_interval)
             return float(self.jobstore_retry_interval)

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import update
+from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from medmon.alerts import Signal, apply_signals
@@ -31,7 +32,7 @@ from medmon.monitor.models import LATENCY_BUCKETS, FindingRecord, TrafficReferen
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.routing import notify_policy
 from medmon.monitor.storage import select_row, table_of
-from medmon.monitor.traffic.reference import MEDIAN_METRICS, RATE_METRICS, ensure_reference
+from medmon.monitor.traffic.reference import MEDIAN_METRICS, RATE_METRICS, Value, ensure_reference
 from medmon.monitor.traffic.volume import due_hours, ensure_volume, mark_tested, volume_specs
 
 log = logging.getLogger("medmon.traffic")
@@ -106,18 +107,20 @@ def traffic_specs(plan: Plan, ref: TrafficReference) -> list[StreamSpec[Any]]:
     z, floor = margin_z(plan), plan.detection.min_margin
     specs = []
     for metric, stats in ref.stats.items():
+        observe: Value
         if metric in MEDIAN_METRICS:
             m, p = stats["median"], stats["share_above"]
             value = MEDIAN_METRICS[metric]
 
-            def observe(s: TrafficSpan, value=value, m=m) -> float | None:  # type: ignore[no-untyped-def]
+            def above(s: TrafficSpan, value: Value = value, m: float = m) -> float | None:
                 x = value(s)
                 return None if x is None else float(x > m)
 
+            observe = above
             mu0 = p + _margin(p, stats["n"], z, floor) + plan.traffic.tolerated_rise
         elif metric in RATE_METRICS:
             p = stats["rate"]
-            observe = RATE_METRICS[metric]  # type: ignore[assignment]
+            observe = RATE_METRICS[metric]
             mu0 = p + _margin(p, stats["n"], z, floor)
         else:
             continue
@@ -284,11 +287,11 @@ def traffic_pass(session: Session, plan: Plan, now: datetime, *, batch: int = BA
     return out
 
 
-def traffic_job(engine: object, plan: Plan, now: datetime) -> TrafficPass:
+def traffic_job(engine: Engine, plan: Plan, now: datetime) -> TrafficPass:
     """Passes until no span is waiting (the scheduler's job); returns the totals."""
     total = TrafficPass()
     while True:
-        with session_scope(engine) as session:  # type: ignore[arg-type]
+        with session_scope(engine) as session:
             done = traffic_pass(session, plan, now)
         total.spans += done.spans
         total.unmatched += done.unmatched

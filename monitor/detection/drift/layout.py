@@ -142,9 +142,9 @@ def _paired(refs: References | None, tag: str | None = None, value: str | None =
 def _gap(refs: References | None, tag: str, value: str) -> Observe:
     def observe(r: ProbeResultBase) -> Any:
         got = (r.tags or {}).get(tag)
-        if refs is None or not _ok(r) or got is None or r.canary_id not in refs.items:
+        if refs is None or not _ok(r) or r.score is None or got is None or r.canary_id not in refs.items:
             return None
-        return (got == value, float(r.score) - refs.items[r.canary_id].mean)  # type: ignore[arg-type]
+        return (got == value, float(r.score) - refs.items[r.canary_id].mean)
 
     return observe
 

@@ -141,8 +141,10 @@ class PooledSR:
             ready = {m: q for m, q in self.state.queues.items() if q}
             if not ready or (len(ready) < len(self.members) and max(len(q) for q in ready.values()) <= self.max_lag):
                 return finding
-            step = {m: tuple(q.pop(0)) for m, q in ready.items()}
-            finding = self.update(step) or finding  # type: ignore[arg-type]
+            step = {m: (q[0][0], q[0][1], q[0][2]) for m, q in ready.items()}
+            for q in ready.values():
+                q.pop(0)
+            finding = self.update(step) or finding
             if self.last_x is not None:
                 self.steps.append(self.last_x)
 
