@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -25,6 +26,16 @@ from medmon.probes.models import ProbeRun, RunStatus
 
 PHI = "Patient: zebulon quixley, MRN 88123456, DOB 1962/03/14, SSN 321 54 9876, lives at 221B Baker Street"
 MARKERS = ["zebulon", "quixley", "88123456", "1962", "321 54 9876", "Baker"]
+
+
+def leaked(marker: str, text: str) -> bool:
+    """A marker in stored text; a number only where it stands alone (the year 1962, not the digits of a
+    stored float such as a cost of 0.0019621)."""
+    if marker.isdigit():
+        return re.search(rf"(?<![\d.]){marker}(?!\d)", text) is not None
+    return marker in text
+
+
 API_KEY = "sk-live-Q7pXSECRETkeyvalue9"
 
 
@@ -128,7 +139,7 @@ def test_no_phi_in_any_text_column_after_a_jury_run(
     )
     assert outcome.results == 4 and outcome.errors == 0 and outcome.mean_score == pytest.approx(0.75)
     texts = every_text(engine)
-    leaks = [(where, m) for where, text in texts for m in MARKERS + [API_KEY] if m in text]
+    leaks = [(where, m) for where, text in texts for m in MARKERS + [API_KEY] if leaked(m, text)]
     assert leaks == []
     stored = {where for where, _ in texts}
     assert ("proberesult.answer" in stored) is store_text
@@ -154,7 +165,7 @@ def test_an_echoed_api_key_is_blanked_from_stored_errors(
     texts = every_text(engine)
     errors = [t for w, t in texts if w == "proberesult.error"]
     assert len(errors) == 4 and all("***" in e for e in errors)
-    assert [(w, m) for w, t in texts for m in MARKERS + [API_KEY] if m in t] == []
+    assert [(w, m) for w, t in texts for m in MARKERS + [API_KEY] if leaked(m, t)] == []
 
 
 def test_a_redactor_that_raises_fails_the_run_instead_of_leaving_it_running(
