@@ -30,7 +30,7 @@ def server_bin(env: str, name: str) -> Path:
         if os.environ.get("CI") or os.environ.get("MEDMON_TEST_REQUIRE_SERVERS"):
             pytest.fail(f"{path} is missing: 'make third-party-servers' installs it")
         # Only a bare `pytest` outside `make test` gets here: make test installs them and requires them.
-        pytest.skip(f"{name} is not installed: run 'make third-party-servers' (make test does)")
+        pytest.skip(reason=f"{name} is not installed: run 'make third-party-servers' (make test does)")
     return path
 
 
