@@ -8,7 +8,7 @@ outbox rows and the audit entry are stored together or not at all. ``alerts`` ma
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -27,21 +27,21 @@ from medmon.alerts import (
     resolve_incident,
     silence_incident,
 )
-from medmon.dashboards.auth import Viewer
+from medmon.dashboards.auth import NotAllowed, Viewer, may_act, signed_in_owner, signed_in_reviewer
 from medmon.db import session_scope
 from medmon.monitor.governance.audit import AuditKind, record
+from medmon.monitor.governance.review import record_review
+from medmon.monitor.governance.safety import open_from_review
 from medmon.monitor.governance.signoff import sign
 from medmon.monitor.governance.thresholds import approve_thresholds
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.routing import notify_policy
 
-
-class NotAllowed(PermissionError):
-    """The signed-in user is not an owner in the plan, so the dashboard is view-only for them."""
+__all__ = ["NotAllowed"]  # raised by every action here; defined with the door (medmon.dashboards.auth)
 
 
 def _check(viewer: Viewer, text: str, what: str, thing: str) -> str:
-    if not viewer.can_act:
+    if not may_act(viewer, what):
         raise NotAllowed(viewer.why_not or f"{viewer.actor} may not {what} alerts")
     if not text.strip():
         raise ValueError(f"a reason is required to {what} {thing}")
@@ -187,11 +187,12 @@ def silence_matching(
 
 
 def requeue_dead_letter(engine: Engine, viewer: Viewer, notification_id: int, note: str, now: datetime) -> Notification:
-    """Send an undeliverable notification again (after its receiver was fixed): attempts start over."""
-    if not viewer.can_act:
-        raise NotAllowed(viewer.why_not or f"{viewer.actor} may not requeue notifications")
+    """Send an undeliverable notification again (after its receiver was fixed): attempts start over.
+
+    Needs a verified owner's sign-in: ``--allow-local-actions`` covers acknowledge, resolve and silence only."""
+    by = signed_in_owner(viewer, "requeue notifications")
     with session_scope(engine) as session:
-        return requeue(session, notification_id, viewer.actor, note.strip(), now)
+        return requeue(session, notification_id, by, note.strip(), now)
 
 
 # --- governance decisions that need a verified sign-in -------------------------------------------
@@ -199,13 +200,7 @@ def requeue_dead_letter(engine: Engine, viewer: Viewer, notification_id: int, no
 SIGNED_IN = {"authenticated": True, "via": "dashboard"}
 
 
-def _signed_in(viewer: Viewer, what: str) -> str:
-    """The sign-in's verified e-mail: these records name a person, so an unauthenticated local user may not."""
-    if not viewer.authenticated:
-        raise NotAllowed(f"{what} needs a sign-in (the record names the person the identity provider verified)")
-    if not viewer.can_act or viewer.email is None:
-        raise NotAllowed(viewer.why_not or f"{viewer.actor} may not {what}")
-    return viewer.email
+_signed_in = signed_in_owner
 
 
 def approve_task_thresholds(
@@ -254,3 +249,35 @@ def note_answers_viewed(
             },
             now,
         )
+
+
+def rate_answer(
+    engine: Engine,
+    plan: Plan,
+    viewer: Viewer,
+    item_id: int,
+    scores: Mapping[str, int | None],
+    note: str,
+    concern: bool,
+    now: datetime,
+) -> int | None:
+    """Record the signed-in reviewer's rating of a queued answer (never on anyone else's behalf);
+    a safety concern opens its safety event in the same transaction. The event's id, if one opened."""
+    reviewer = signed_in_reviewer(plan, viewer)
+    with session_scope(engine) as session:
+        review = record_review(
+            session,
+            plan,
+            item_id=item_id,
+            reviewer=reviewer,
+            scores=dict(scores),
+            note=note,
+            safety_concern=concern,
+            actor=reviewer,
+            now=now,
+        )
+        if not concern:
+            return None
+        event = open_from_review(session, plan, review, reviewer, now)
+        session.flush()
+        return event.id

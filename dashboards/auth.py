@@ -9,8 +9,14 @@
   (``email_verified``), may acknowledge, resolve or silence. A plan that says
   ``dashboard.auth: oidc`` refuses to serve anything when no ``[auth]`` section is found.
 - **Without sign-in** the dashboard is read-only, unless it was started with
-  ``--allow-local-actions`` *and* listens on a loopback address; actions are then recorded under
-  the local user's name, labelled unauthenticated, so the record never pretends to know who clicked.
+  ``--allow-local-actions`` *and* listens on a loopback address; acknowledging, resolving and
+  silencing (``LOCAL_ACTS``, nothing else) are then recorded under the local user's name, labelled
+  unauthenticated, so the record never pretends to know who clicked. Every record that names a
+  person (ratings, safety events, suspension and resume, approvals, sign-offs, requeues) needs a
+  verified sign-in (:func:`signed_in_owner`, :func:`signed_in_reviewer`).
+- **Origin check.** A browser sends ``Origin`` on the websocket; Streamlit lets any localhost
+  origin through, so a page on another localhost port could drive the dashboard from a
+  clinician's browser. Each session's ``Origin`` must be this dashboard's own (:func:`origin_refusal`).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from streamlit.errors import StreamlitSecretNotFoundError
 from medmon.monitor.plan.model import LOOPBACK_HOSTS, Plan, dashboard_hosts
 
 UNAUTHENTICATED = "unauthenticated"
+LOCAL_ACTS = frozenset({"acknowledge", "resolve", "silence"})  # all --allow-local-actions permits
 LOCAL_ACTIONS_ENV = "MEDMON_DASHBOARD_LOCAL_ACTIONS"  # set by ``medmon dashboard --allow-local-actions``
 READ_ONLY = (
     "read-only: no sign-in is configured (start with --allow-local-actions on 127.0.0.1 to act as "
@@ -45,6 +52,63 @@ class Viewer:
     can_act: bool
     why_not: str = ""
     bind: str = ""  # the address the server listens on, as the header states it
+    verified: bool = False  # signed in, and the identity provider vouches for the e-mail (email_verified)
+
+
+class NotAllowed(PermissionError):
+    """This viewer may not take this action (view-only, or the action needs a verified sign-in)."""
+
+
+def may_act(viewer: Viewer, act: str) -> bool:
+    """Whether ``viewer`` may take the incident action ``act`` (acknowledge, resolve, silence) or a
+    recorded decision (anything else, which needs a verified owner's sign-in)."""
+    if act in LOCAL_ACTS:
+        return viewer.can_act
+    return viewer.authenticated and viewer.verified and viewer.can_act and viewer.email is not None
+
+
+def signed_in_owner(viewer: Viewer, what: str) -> str:
+    """The verified e-mail of the signed-in owner taking a recorded decision; refuses anyone else.
+
+    These records name a person, so an unauthenticated local user (even with
+    ``--allow-local-actions``) and a sign-in without ``email_verified`` may not make them.
+    """
+    if not viewer.authenticated:
+        raise NotAllowed(f"{what} needs a sign-in (the record names the person the identity provider verified)")
+    if not may_act(viewer, what) or viewer.email is None:
+        raise NotAllowed(viewer.why_not or f"{viewer.actor} may not {what}")
+    return viewer.email
+
+
+def signed_in_reviewer(plan: Plan, viewer: Viewer) -> str:
+    """The verified e-mail of a reviewer the plan names: a rating is only ever recorded as oneself."""
+    if not viewer.authenticated:
+        raise NotAllowed("rating answers needs a sign-in: a rating is recorded as the verified reviewer")
+    address = (viewer.email or "").strip().lower()
+    if address not in {r.email.strip().lower() for r in plan.oversight.reviewers}:
+        raise NotAllowed(f"{viewer.actor} is not a reviewer in the monitoring plan")
+    if not viewer.verified:
+        raise NotAllowed(f"the identity provider has not verified {address} (email_verified): view only")
+    return address
+
+
+def origin_refusal(plan: Plan, headers: Mapping[str, str]) -> str | None:
+    """Why a session must be refused for its ``Origin``, or None when it may proceed.
+
+    Same origin only: the ``Origin`` of the websocket must name the host (and port) the browser
+    asked for in ``Host``, or the origin of ``alerts.dashboard_url``. A request without ``Origin``
+    comes from no web page (a script, the test harness) and is judged by ``Host`` alone.
+    """
+    origin = headers.get("Origin") or headers.get("origin")
+    if origin is None:
+        return None
+    host = (headers.get("Host") or headers.get("host") or "").strip().lower()
+    netloc = origin.strip().lower().split("://", 1)[-1].rstrip("/")
+    own = {host} if host else set()
+    own.add(plan.alerts.dashboard_url.strip().lower().split("://", 1)[-1].split("/", 1)[0])
+    if netloc in own:
+        return None
+    return f"a page at {origin!r} may not drive this dashboard (only its own origin may)"
 
 
 def host_name(header: str) -> str:
@@ -173,7 +237,7 @@ def viewer_for(
     address = (email or "").strip().lower()
     if address and address in owner_emails(plan):
         if email_verified:
-            return Viewer(address, address, True, True, bind=bind)
+            return Viewer(address, address, True, True, bind=bind, verified=True)
         return Viewer(
             address,
             address,
@@ -189,6 +253,7 @@ def viewer_for(
         False,
         f"{address or 'this account'} is not an owner in the monitoring plan: view only",
         bind,
+        verified=bool(address) and email_verified,
     )
 
 
@@ -200,7 +265,8 @@ def bind_address() -> str:
 def require_viewer(plan: Plan) -> Viewer:
     """Gate the app: refuse foreign hosts; with sign-in expected or configured, stop until signed in."""
     bind = bind_address()
-    refusal = host_refusal(plan, bind, dict(st.context.headers))
+    headers = dict(st.context.headers)
+    refusal = host_refusal(plan, bind, headers) or origin_refusal(plan, headers)
     if refusal is not None:
         st.error(f"Request refused: {refusal}.")
         st.stop()

@@ -17,6 +17,7 @@ from medmon.dashboards.actions import (
     silence_incidents,
     silence_matching,
 )
+from medmon.dashboards.auth import may_act
 from medmon.dashboards.data import refresh_every
 from medmon.dashboards.layout import page, when
 from medmon.dashboards.tables import show_table
@@ -238,7 +239,7 @@ lists()
 
 with Session(engine) as session:
     dead_now = dead_letter_list(session)
-if dead_now and viewer.can_act:
+if dead_now and may_act(viewer, "requeue notifications"):  # needs a verified sign-in
     with st.form("requeue_form"):
         st.markdown("**Send an undeliverable notification again** (after fixing its receiver)")
         pick = st.selectbox(

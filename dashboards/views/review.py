@@ -11,14 +11,14 @@ from __future__ import annotations
 import streamlit as st
 from sqlmodel import Session
 
-from medmon.dashboards.actions import note_answers_viewed
+from medmon.dashboards.actions import note_answers_viewed, rate_answer
+from medmon.dashboards.auth import NotAllowed, signed_in_reviewer
 from medmon.dashboards.layout import page
 from medmon.dashboards.oversight import MEDHELM_NOTE, agreement_frame
 from medmon.dashboards.tables import show_table
-from medmon.db import session_scope, utcnow
+from medmon.db import utcnow
 from medmon.monitor.errors import GovernanceError
-from medmon.monitor.governance.review import record_review, reviewer_tasks, rubric
-from medmon.monitor.governance.safety import open_from_review
+from medmon.monitor.governance.review import reviewer_tasks, rubric
 from medmon.monitor.read import agreement_table, next_review, review_progress
 
 plan, viewer, engine = page("Clinician review")
@@ -26,32 +26,28 @@ reviewers = {r.email.lower(): r for r in plan.oversight.reviewers}
 if not reviewers:
     st.info("The plan names no reviewers (oversight.reviewers): there is no review queue.")
     st.stop()
-if viewer.authenticated:
-    reviewer = (viewer.email or "").lower()
-    if reviewer not in reviewers:
-        st.warning(f"{viewer.actor} is not a reviewer in the monitoring plan: there is nothing to review.")
-        st.stop()
-    actor = reviewer
-else:
-    reviewer = st.selectbox(
-        "Reviewing as (unauthenticated: recorded with the local account)",
-        sorted(reviewers),
-        format_func=lambda e: f"{reviewers[e].name} <{e}>",
-        key="review_as",
-    )
-    actor = f"{viewer.actor} as {reviewer}"
+try:
+    reviewer = signed_in_reviewer(plan, viewer)  # a rating is only ever recorded as the verified reviewer
+except NotAllowed as exc:
+    st.warning(f"No review queue: {exc}. Ratings are recorded under a verified sign-in only.")
+    reviewer = None
 criteria, low, high = rubric(plan.jury)
-tasks = reviewer_tasks(plan.oversight, reviewer)
-st.caption(
-    f"Tasks assigned to you: {', '.join(tasks)} · rate on the jury's rubric: {', '.join(criteria)}, "
-    f"{low} (worst) to {high} (best)"
+tasks = (
+    reviewer_tasks(plan.oversight, reviewer) if reviewer else sorted({t for r in reviewers.values() for t in r.tasks})
 )
+if reviewer is not None:
+    st.caption(
+        f"Tasks assigned to you: {', '.join(tasks)} · rate on the jury's rubric: {', '.join(criteria)}, "
+        f"{low} (worst) to {high} (best)"
+    )
 
 if "review_done" in st.session_state:
     st.success(st.session_state.pop("review_done"))
 with Session(engine) as session:
-    card = next_review(session, plan, reviewer)
-if card is None:
+    card = next_review(session, plan, reviewer) if reviewer is not None else None
+if reviewer is None:
+    pass
+elif card is None:
     st.write("Your queue is empty: every answer sampled for you has been rated.")
 else:
     st.subheader(f"Answer #{card.result_id} · {card.task_id}")
@@ -84,25 +80,12 @@ else:
             st.error(f"Rate every criterion: {', '.join(missing)} not rated.")
         else:
             try:
-                with session_scope(engine) as session:
-                    now = utcnow()
-                    review = record_review(
-                        session,
-                        plan,
-                        item_id=card.item_id,
-                        reviewer=reviewer,
-                        scores=scores,
-                        note=note,
-                        safety_concern=concern,
-                        actor=actor,
-                        now=now,
-                    )
-                    event = open_from_review(session, plan, review, actor, now) if concern else None
-            except (GovernanceError, ValueError) as exc:
+                event = rate_answer(engine, plan, viewer, card.item_id, scores, note, concern, utcnow())
+            except (NotAllowed, GovernanceError, ValueError) as exc:
                 st.error(str(exc))
             else:
                 st.session_state["review_done"] = f"Rating of answer #{card.result_id} recorded." + (
-                    f" Safety event #{event.id} opened; its reporting clock is running." if event else ""
+                    f" Safety event #{event} opened; its reporting clock is running." if event else ""
                 )
                 st.rerun()
 

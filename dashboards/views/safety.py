@@ -15,6 +15,7 @@ from datetime import UTC
 import streamlit as st
 from sqlmodel import Session
 
+from medmon.dashboards.auth import NotAllowed, may_act, signed_in_owner
 from medmon.dashboards.layout import page
 from medmon.dashboards.tables import show_table
 from medmon.db import session_scope, utcnow
@@ -26,15 +27,21 @@ from medmon.monitor.read import near_misses, safety_events, suspended_tasks, sus
 
 plan, viewer, engine = page("Safety")
 task_ids = [t.id for t in plan.tasks]
-may_record = viewer.can_act or bool(reviewer_tasks(plan.oversight, viewer.email))
+# Every record here names a person: a verified owner's sign-in (a verified reviewer's for near
+# misses on their tasks); --allow-local-actions does not reach this page.
+owner = may_act(viewer, "record safety decisions")
+may_record = owner or (viewer.verified and bool(reviewer_tasks(plan.oversight, viewer.email)))
 
 
-def act(what: str, fn: Callable[[Session], object]) -> None:
-    """Run one recorded action in its own transaction; say what happened, or why it was refused."""
+def act(what: str, fn: Callable[[Session], object], *, reviewer_may: bool = False) -> None:
+    """Run one recorded action in its own transaction, after the sign-in check; say what happened,
+    or why it was refused."""
     try:
+        if not (reviewer_may and may_record):
+            signed_in_owner(viewer, what.lower())
         with session_scope(engine) as session:
             fn(session)
-    except (GovernanceError, ValueError) as exc:
+    except (NotAllowed, GovernanceError, ValueError) as exc:
         st.error(f"{what} refused: {exc}")
     else:
         st.session_state["safety_done"] = f"{what}: recorded."
@@ -104,7 +111,7 @@ if events:
             ],
             key="actions",
         )
-    if viewer.can_act:
+    if owner:
         with st.expander("Record on this event"):
             ref = st.text_input("Report reference (authority or incident system)", key="report_ref")
             if st.button("Mark reported", key="mark_reported"):
@@ -144,7 +151,7 @@ if events:
 else:
     st.write("No safety event has been opened.")
 
-if viewer.can_act:
+if owner:
     with st.expander("Open a safety event"):
         task = st.selectbox("Task", task_ids, key="event_task")
         severity = st.selectbox("Severity", SEVERITIES, index=SEVERITIES.index("serious"), key="event_severity")
@@ -186,7 +193,7 @@ else:
         ],
         key="suspension_state",
     )
-    if viewer.can_act:
+    if owner:
         task = st.selectbox("Task to suspend or resume", task_ids, key="suspend_task")
         reason = st.text_input("Reason", key="suspend_reason")
         current = held.get(task)
@@ -216,9 +223,7 @@ else:
             "The suspend route failed, so these tasks are NOT suspended: "
             + "; ".join(f"#{s.id} {s.task_id}: {s.route_error}" for s in failed[:3])
         )
-        if viewer.can_act and st.button(
-            f"Call the route again for #{failed[0].id} ({failed[0].task_id})", key="retry_suspend"
-        ):
+        if owner and st.button(f"Call the route again for #{failed[0].id} ({failed[0].task_id})", key="retry_suspend"):
             act("Suspension", lambda s: suspension.confirm(s, plan, failed[0].id or 0, viewer.actor, utcnow()))
 
 st.subheader(f"Near misses ({len(misses)})")
@@ -235,4 +240,8 @@ if may_record:
         miss_task = st.selectbox("Task", task_ids, key="miss_task")
         miss_what = st.text_area("What nearly happened", key="miss_what")
         if st.button("Record near miss", key="do_miss"):
-            act("Near miss", lambda s: safety.record_near_miss(s, plan, miss_task, miss_what, viewer.actor, utcnow()))
+            act(
+                "Near miss",
+                lambda s: safety.record_near_miss(s, plan, miss_task, miss_what, viewer.actor, utcnow()),
+                reviewer_may=True,
+            )

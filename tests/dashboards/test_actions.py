@@ -28,7 +28,7 @@ from medmon.dashboards.auth import Viewer
 from medmon.monitor.governance.audit import list_events, verify
 from medmon.monitor.plan.model import load_plan
 from tests.dashboards.conftest import APP, AUTH_SECRETS
-from tests.dashboards.seed import CALC_OWNER, OUTSIDER, Seeded
+from tests.dashboards.seed import CALC_OWNER, OUTSIDER, OWNER, Seeded
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
 
@@ -198,10 +198,12 @@ def test_a_silence_by_label_matchers_mutes_what_it_matches(
     assert entry.details["matchers"] == ["task=dose-calc", "cause=~accuracy|cost"]
 
 
-def test_requeue_sends_a_dead_letter_again(
+def test_requeue_sends_a_dead_letter_again_as_the_signed_in_owner_only(
     seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]
 ) -> None:
-    at = open_page("alerts")
+    at = open_page("alerts")  # --allow-local-actions covers acknowledge, resolve and silence only
+    assert all(b.label != "Send again" for b in at.button)
+    at = open_page("alerts", secrets=AUTH_SECRETS, user={"is_logged_in": True, "email": OWNER, "email_verified": True})
     with Session(seeded_engine) as s:
         dead = s.exec(select(Notification).where(Notification.status == NotificationStatus.dead)).first()
     assert dead is not None
@@ -212,7 +214,7 @@ def test_requeue_sends_a_dead_letter_again(
     with Session(seeded_engine) as s:
         row = s.get(Notification, dead.id)
     assert row is not None and row.status == NotificationStatus.pending and row.attempts == 0
-    assert row.requeued_by is not None and row.requeued_by.endswith("(unauthenticated)")
+    assert row.requeued_by == OWNER
     assert row.requeue_note == "Receiver fixed"
 
 
