@@ -7,6 +7,15 @@ over the size limit, 415 for a content type other than protobuf or JSON, and 503
 ``Retry-After`` while the database cannot take the spans, so the exporter sends them again and
 no accepted span is lost. Error bodies are a ``google.rpc.Status`` in the request's encoding.
 
+A hostile or broken exporter cannot take ``medmon serve`` down with it: the body is read as it
+arrives and refused (413) once it passes ``MAX_BODY``, declared or not (chunked); it inflates
+through a capped stream (``spans.decompress``, at most ``MAX_DECODED`` bytes); decoding runs on a
+pool of its own (``DECODE_WORKERS`` threads, off the event loop), and at most ``MAX_IN_FLIGHT``
+requests are read or decoded at once; the next gets 503 with ``Retry-After``, so memory stays
+bounded and the scheduler and alerting keep their threads. One bad span (a NUL character, an
+infinite token count, message JSON nested too deeply) is refused alone with ``partial_success``;
+the rest of the export is stored.
+
 With ``traffic.judging`` and ``privacy.store_text: false``, the receiver also judges the sampled
 exchanges it stored from memory (``medmon.monitor.traffic.memory_judging``), on a worker thread
 that starts with the first one (``app.state.judging``).
@@ -14,10 +23,12 @@ that starts with the first one (``app.state.judging``).
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 import os
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from google.protobuf import json_format
@@ -41,12 +52,30 @@ from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.traffic import Traffic
 from medmon.monitor.traffic.ingest import Ingestor, store_calls
 from medmon.monitor.traffic.memory_judging import InMemoryJudging, wanted
-from medmon.monitor.traffic.spans import JSON_TYPE, PROTOBUF, DecodeFailure, decode, decompress, parse_export
+from medmon.monitor.traffic.spans import (
+    JSON_TYPE,
+    MAX_DECODED,
+    PROTOBUF,
+    Decoded,
+    DecodeFailure,
+    Limits,
+    TooLarge,
+    decode,
+    decompress,
+    parse_export,
+)
 
 log = logging.getLogger("medmon.receiver")
 
-MAX_BODY = 32 * 1024 * 1024
+MAX_BODY = 32 * 1024 * 1024  # bytes on the wire, compressed or not
+DECODE_WORKERS = 2  # threads that inflate and parse exports; the event loop only reads and answers
+MAX_IN_FLIGHT = 4  # requests being read or decoded at once; the next is told to retry
 RETRY_AFTER_S = 2
+
+
+def decode_body(body: bytes, encoding: str | None, kind: str, at: datetime, limits: Limits) -> Decoded:
+    """Inflate (capped), parse and read one export: the work the decode pool does."""
+    return decode(parse_export(decompress(body, encoding, MAX_DECODED), kind), at, limits)
 
 
 class MissingToken(MedmonError):
@@ -89,6 +118,8 @@ def create_receiver(
     ingestor = Ingestor.from_plan(plan)
     judging = InMemoryJudging(engine, plan, now=now) if wanted(plan) else None
     expected = f"Bearer {token}".encode() if token is not None else None
+    pool = ThreadPoolExecutor(max_workers=DECODE_WORKERS, thread_name_prefix="otlp-decode")
+    busy = [0]  # requests being read or decoded (the event loop is the only writer)
 
     async def traces(request: Request) -> Response:
         kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
@@ -107,15 +138,28 @@ def create_receiver(
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > MAX_BODY:  # refused before reading it
             return _status(code_pb2.RESOURCE_EXHAUSTED, 413, f"body over {MAX_BODY} bytes; send smaller batches", kind)
-        body = await request.body()
-        if len(body) > MAX_BODY:
-            return _status(code_pb2.RESOURCE_EXHAUSTED, 413, f"body over {MAX_BODY} bytes; send smaller batches", kind)
+        if busy[0] >= MAX_IN_FLIGHT:
+            return _status(code_pb2.UNAVAILABLE, 503, "receiver busy; retry", kind, {"Retry-After": str(RETRY_AFTER_S)})
+        busy[0] += 1
         try:
-            export = parse_export(decompress(body, request.headers.get("content-encoding")), kind)
+            body = bytearray()
+            async for chunk in request.stream():  # chunked bodies are counted as they arrive
+                body += chunk
+                if len(body) > MAX_BODY:
+                    return _status(
+                        code_pb2.RESOURCE_EXHAUSTED, 413, f"body over {MAX_BODY} bytes; send smaller batches", kind
+                    )
+            at = now()
+            loop = asyncio.get_running_loop()
+            encoding = request.headers.get("content-encoding")
+            decoded = await loop.run_in_executor(pool, decode_body, bytes(body), encoding, kind, at, ingestor.limits)
+        except TooLarge as exc:
+            return _status(code_pb2.RESOURCE_EXHAUSTED, 413, str(exc), kind)
         except DecodeFailure as exc:
             return _status(code_pb2.INVALID_ARGUMENT, 400, str(exc), kind)
-        at = now()
-        decoded = decode(export, at, ingestor.limits)
+        finally:
+            busy[0] -= 1
+            del body
         try:
             await run_in_threadpool(store_calls, engine, ingestor, decoded, at)
         except SQLAlchemyError as exc:
@@ -137,4 +181,5 @@ def create_receiver(
 
     app = Starlette(routes=[Route("/v1/traces", traces, methods=["POST"])])
     app.state.judging = judging  # its worker starts with the first sampled exchange; stop() at shutdown
+    app.state.decode_pool = pool  # shut down with the receiver
     return app

@@ -1,5 +1,11 @@
 """Store decoded calls: routed to tasks, priced from the plan, text redacted (or dropped), once each.
 
+Every stored text of a span passes the plan's text policy: prompt and completion are secrets-blanked
+and redacted (or not stored with ``store_text: false``); span name, operation, finish reason and
+``error.type`` are always secrets-blanked and redacted (they are short labels, but an application
+may put anything in them); service, model names and fingerprint are secrets-blanked (redacting a
+date out of ``gpt-4o-2024-08-06`` would break model-change detection).
+
 A span sent twice (an exporter retrying after a timeout) is stored once: (trace id, span id) is
 unique and a repeat is skipped by the database itself, so any number of ``medmon serve``
 replicas can receive at once. Refused spans are counted per hour and reason.
@@ -16,16 +22,19 @@ from typing import Any
 from sqlalchemy import insert
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DataError, IntegrityError
 
 from medmon.monitor.models import TrafficRejection, TrafficSpan
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan, Price
+from medmon.monitor.plan.privacy import text_policy
 from medmon.monitor.plan.traffic import TrafficPrice
 from medmon.monitor.storage import table_of
 from medmon.monitor.traffic.routes import route_task
 from medmon.monitor.traffic.spans import CallRecord, Decoded, Limits
-from medmon.probes.redaction import Redactor, load_redactor, protect_text
+from medmon.probes.redaction import Redactor, TextPolicy, load_redactor
 from medmon.probes.scoring import looks_like_refusal
+from medmon.scrub import mask_text
 
 log = logging.getLogger("medmon.traffic")
 
@@ -37,6 +46,7 @@ class Ingestor:
     plan: Plan
     redactor: Redactor
     limits: Limits
+    policy: TextPolicy | None = None  # None: this redactor and the plan's store_text, no secrets
 
     @classmethod
     def from_plan(cls, plan: Plan) -> Ingestor:
@@ -50,7 +60,7 @@ class Ingestor:
                 max_age=parse_interval(t.max_age),
             )
         )
-        return cls(plan, load_redactor(plan.privacy.redactor), limits)
+        return cls(plan, load_redactor(plan.privacy.redactor), limits, text_policy(plan))
 
     def cost(self, call: CallRecord) -> float | None:
         """Dollars for the call: at the served model's price in ``traffic.prices`` (else the requested
@@ -68,29 +78,32 @@ class Ingestor:
     def row(self, call: CallRecord, now: datetime) -> dict[str, Any]:
         """The stored form of a call: its task, cost, refusal flag and protected text."""
         routes = self.plan.traffic.routes if self.plan.traffic is not None else []
-        store = self.plan.privacy.store_text
+        policy = self.policy or TextPolicy(self.redactor, self.plan.privacy.store_text)
+        secrets = policy.secrets
         return {
             "trace_id": call.trace_id,
             "span_id": call.span_id,
             "task_id": route_task(routes, call),
-            "service": call.service,
-            "span_name": call.span_name,
-            "operation": call.operation,
-            "request_model": call.request_model,
-            "response_model": call.response_model,
-            "system_fingerprint": call.system_fingerprint,
+            "service": mask_text(call.service, secrets),
+            "span_name": policy.error(call.span_name, "(redaction failed)"),
+            "operation": policy.error(call.operation, ""),
+            "request_model": mask_text(call.request_model, secrets),
+            "response_model": None if call.response_model is None else mask_text(call.response_model, secrets),
+            "system_fingerprint": None
+            if call.system_fingerprint is None
+            else mask_text(call.system_fingerprint, secrets),
             "started_at": call.started_at,
             "ended_at": call.ended_at,
             "latency_s": call.latency_s,
             "input_tokens": call.input_tokens,
             "output_tokens": call.output_tokens,
             "cost_usd": self.cost(call),
-            "finish_reason": call.finish_reason,
-            "error_type": call.error_type,
+            "finish_reason": policy.error(call.finish_reason, "(redaction failed)"),
+            "error_type": policy.error(call.error_type, "error"),
             "has_content": call.completion is not None,
             "refused": looks_like_refusal(call.completion) if call.completion else None,
-            "prompt": protect_text(self.redactor, call.prompt, "prompt") if store else None,
-            "completion": protect_text(self.redactor, call.completion, "completion") if store else None,
+            "prompt": policy.content(call.prompt, "prompt"),
+            "completion": policy.content(call.completion, "completion"),
             "received_at": now,
             "streamed": False,
             "judged": False,
@@ -147,9 +160,28 @@ def store_calls(engine: Engine, ingestor: Ingestor, decoded: Decoded, now: datet
     exporter sends the same spans again, so nothing accepted is lost.
     """
     rows = [ingestor.row(c, now) for c in decoded.calls]
+    try:
+        with engine.begin() as conn:
+            _insert_spans(conn, rows)
+            count_rejections(conn, decoded.refused + decoded.skipped, now)
+        return len(rows)
+    except (DataError, IntegrityError):
+        pass  # one row the database will not take: store the others, one at a time, and refuse it alone
+    stored = 0
+    for row in rows:
+        try:
+            with engine.begin() as conn:
+                _insert_spans(conn, [row])
+            stored += 1
+        except (DataError, IntegrityError) as exc:
+            log.warning("span %s/%s refused by the database: %s", row["trace_id"], row["span_id"], type(exc).__name__)
+            decoded.refused["unstorable"] += 1
     with engine.begin() as conn:
-        if rows:
-            stmt = _insert(conn, table_of(TrafficSpan)).on_conflict_do_nothing(index_elements=["trace_id", "span_id"])
-            conn.execute(stmt, rows)
         count_rejections(conn, decoded.refused + decoded.skipped, now)
-    return len(rows)
+    return stored
+
+
+def _insert_spans(conn: Connection, rows: list[dict[str, Any]]) -> None:
+    if rows:
+        stmt = _insert(conn, table_of(TrafficSpan)).on_conflict_do_nothing(index_elements=["trace_id", "span_id"])
+        conn.execute(stmt, rows)

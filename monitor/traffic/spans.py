@@ -14,7 +14,6 @@ and counted as ``not_genai``; a GenAI span with impossible values is refused wit
 from __future__ import annotations
 
 import base64
-import gzip
 import json
 import zlib
 from collections import Counter
@@ -45,8 +44,15 @@ SERVICE_NAME = "service.name"
 PROTOBUF, JSON_TYPE = "application/x-protobuf", "application/json"
 
 
+MAX_DECODED = 32 * 1024 * 1024  # bytes a body may inflate to; a compression bomb stops here
+
+
 class DecodeFailure(ValueError):
     """The body is not an OTLP trace export (the receiver answers 400 with this message)."""
+
+
+class TooLarge(DecodeFailure):
+    """The body inflates past the cap (the receiver answers 413 with this message)."""
 
 
 @dataclass(frozen=True)
@@ -108,23 +114,44 @@ REASONS = {
     "future": "ends further in the future than traffic.max_clock_skew allows",
     "too_old": "ended longer ago than traffic.max_age allows",
     "no_model": "a GenAI span without gen_ai.request.model or gen_ai.response.model",
+    "nul_character": "a text field holds a NUL character, which the database cannot store",
+    "unstorable": "the database refused one of its values",
+    "unreadable": "an attribute cannot be read (message JSON nested too deeply, or a value of no usable type)",
     "not_genai": "not a GenAI call (no gen_ai.operation.name or gen_ai.request.model)",
 }
 
 
-def decompress(body: bytes, encoding: str | None) -> bytes:
-    """Undo ``Content-Encoding`` (gzip or deflate; identity or none as is)."""
+def decompress(body: bytes, encoding: str | None, limit: int = MAX_DECODED) -> bytes:
+    """Undo ``Content-Encoding`` (gzip or deflate; identity or none as is), never producing more
+    than ``limit`` bytes: inflating streams through ``zlib.decompressobj`` with ``max_length``, so
+    a compression bomb is refused (:class:`TooLarge`) after at most ``limit`` bytes of output."""
     enc = (encoding or "identity").strip().lower()
-    try:
-        if enc == "gzip":
-            return gzip.decompress(body)
-        if enc == "deflate":
-            return zlib.decompress(body)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise DecodeFailure(f"body is not valid {enc} data: {exc}") from exc
-    if enc != "identity":
+    if enc == "identity":
+        if len(body) > limit:
+            raise TooLarge(f"body over {limit} bytes; send smaller batches")
+        return body
+    if enc not in ("gzip", "deflate"):
         raise DecodeFailure(f"unsupported Content-Encoding {encoding!r}; expected gzip, deflate or identity")
-    return body
+    # gzip: the gzip header; deflate: RFC 1950 zlib data, or raw RFC 1951 data as some clients send.
+    wbits = 16 + zlib.MAX_WBITS if enc == "gzip" else (zlib.MAX_WBITS if body[:1] == b"\x78" else -zlib.MAX_WBITS)
+    out = bytearray()
+    data = body
+    try:
+        while True:  # gzip may hold several members, one after another
+            inflater = zlib.decompressobj(wbits)
+            while not inflater.eof:
+                chunk = inflater.decompress(data, limit + 1 - len(out))
+                out += chunk
+                if len(out) > limit:
+                    raise TooLarge(f"body inflates past {limit} bytes; send smaller batches")
+                data = inflater.unconsumed_tail
+                if not chunk and not data:
+                    raise DecodeFailure(f"body is not valid {enc} data: it ends before the compressed stream does")
+            data = inflater.unused_data
+            if enc != "gzip" or not data.strip(b"\x00"):
+                return bytes(out)
+    except zlib.error as exc:
+        raise DecodeFailure(f"body is not valid {enc} data: {exc}") from exc
 
 
 def _hex_ids_to_base64(node: Any) -> Any:
@@ -161,12 +188,16 @@ def parse_export(body: bytes, content_type: str) -> ExportTraceServiceRequest:
             data = json.loads(body)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise DecodeFailure(f"body is not JSON: {exc}") from exc
+        except RecursionError:
+            raise DecodeFailure("body is JSON nested too deeply to be an OTLP trace export") from None
         if not isinstance(data, dict):
             raise DecodeFailure(f"expected a JSON object with 'resourceSpans', got {type(data).__name__}")
         try:
             json_format.ParseDict(_hex_ids_to_base64(data), request, ignore_unknown_fields=True)
         except json_format.ParseError as exc:
             raise DecodeFailure(f"JSON is not an OTLP trace export: {exc}") from exc
+        except RecursionError:
+            raise DecodeFailure("body is JSON nested too deeply to be an OTLP trace export") from None
         return request
     raise ValueError(f"unsupported content type {content_type!r}")
 
@@ -215,8 +246,8 @@ def _int(attrs: Mapping[str, Any], names: tuple[str, ...]) -> int | None:
         if value is not None:
             try:
                 return int(value)
-            except (TypeError, ValueError):
-                return -1  # unreadable: refused as absurd
+            except (TypeError, ValueError, OverflowError):
+                return -1  # unreadable, NaN or infinite: refused as absurd
     return None
 
 
@@ -269,9 +300,12 @@ def read_span(resource: Mapping[str, Any], span: Span, now: datetime, limits: Li
     error = attrs.get(ERROR_TYPE)
     if error is None and span.status.code == Status.STATUS_CODE_ERROR:
         error = "error"
-    prompt, completion = _content(attrs, span)
+    try:
+        prompt, completion = _content(attrs, span)
+    except RecursionError:
+        return "unreadable"
     routing = {k: str(v) for k, v in {**resource, **attrs}.items() if isinstance(v, (str, int, float, bool))}
-    return CallRecord(
+    call = CallRecord(
         trace_id=span.trace_id.hex(),
         span_id=span.span_id.hex(),
         service=str(resource.get(SERVICE_NAME, "")),
@@ -291,13 +325,35 @@ def read_span(resource: Mapping[str, Any], span: Span, now: datetime, limits: Li
         attributes=routing,
         duration_s=(span.end_time_unix_nano - span.start_time_unix_nano) / 1e9,
     )
+    return "nul_character" if any("\x00" in t for t in _texts(call)) else call
+
+
+def _texts(call: CallRecord) -> Iterator[str]:
+    """Every text of a call that is stored or routed on (PostgreSQL refuses a NUL in any of them)."""
+    for text in (
+        call.service,
+        call.span_name,
+        call.operation,
+        call.request_model,
+        call.response_model,
+        call.system_fingerprint,
+        call.finish_reason,
+        call.error_type,
+        call.prompt,
+        call.completion,
+    ):
+        if text is not None:
+            yield text
 
 
 def decode(request: ExportTraceServiceRequest, now: datetime, limits: Limits = Limits()) -> Decoded:
     """Every GenAI call of an export; spans refused or skipped are counted by reason."""
     out = Decoded()
     for resource, span in iter_spans(request):
-        got = read_span(resource, span, now, limits)
+        try:
+            got = read_span(resource, span, now, limits)
+        except (TypeError, ValueError, OverflowError, RecursionError):  # one span's oddity, not the export's
+            got = "unreadable"
         if isinstance(got, CallRecord):
             out.calls.append(got)
         elif got == "not_genai":
