@@ -7,7 +7,9 @@ with a reason; for a high-risk task (risk tier ``high`` or task severity ``criti
 different owner confirms before the route is called. A route that fails is retried, and a
 suspension it never reached is recorded as ``failed`` with the error, never shown as in force.
 Resuming needs a re-evaluation of the task, run after the suspension, that passed, or a recorded
-committee decision (its text and reference); the route is told to resume.
+committee decision (its text and reference); the route is told to resume. For a high-risk task
+the two-owner rule holds for resume as for suspend: the first owner's resume is recorded as a
+request (the task stays suspended), and a second, different owner's resume calls the route.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from sqlmodel import Session, col, select
 from medmon.alerts import PermanentDeliveryError, RetryableDeliveryError, WebhookChannel
 from medmon.alerts.channels.webhook import WebhookConfig
 from medmon.monitor.errors import GovernanceError
-from medmon.monitor.governance.audit import AuditKind, record
+from medmon.monitor.governance.audit import AuditKind, list_events, record
 from medmon.monitor.governance.safety import passing_reevaluation
-from medmon.monitor.models import Suspension
+from medmon.monitor.models import AuditEvent, Suspension
 from medmon.monitor.plan.model import Endpoint, Plan, Task
 from medmon.monitor.plan.oversight import SuspendRoute
 
@@ -215,16 +217,37 @@ def resume(
             "committee decision (its text and reference)"
         )
     assert plan.oversight.suspend is not None
+    details: dict[str, Any] = {"action": "resumed", "task": task_id, "basis": basis}
+    if needs_confirmation(plan, plan.task(task_id)):
+        asked = _resume_request(session, s)
+        if asked is None:
+            record(
+                session,
+                AuditKind.suspension,
+                actor,
+                f"suspension:{s.id}",
+                {"action": "resume_requested", "task": task_id, "basis": basis},
+                now,
+            )
+            return s  # still suspended until a second owner resumes too
+        if asked.actor.strip().lower() == actor.strip().lower():
+            raise GovernanceError(
+                "a second owner must confirm the resume: the one who asked cannot confirm their own request"
+            )
+        details |= {"requested_by": asked.actor, "confirmed_by": actor}
     s.resume_basis = basis
     route_sender(plan.oversight.suspend)(_body(plan.deployment, s, "resume", actor, now))
     s.status, s.resumed_by, s.resumed_at = "resumed", actor, now
     session.add(s)
-    record(
-        session,
-        AuditKind.suspension,
-        actor,
-        f"suspension:{s.id}",
-        {"action": "resumed", "task": task_id, "basis": basis},
-        now,
-    )
+    record(session, AuditKind.suspension, actor, f"suspension:{s.id}", details, now)
     return s
+
+
+def _resume_request(session: Session, s: Suspension) -> AuditEvent | None:
+    """The first owner's request to resume this suspension, if one is recorded."""
+    asked = [
+        e
+        for e in list_events(session, kind=AuditKind.suspension, subject=f"suspension:{s.id}")
+        if e.subject == f"suspension:{s.id}" and e.details.get("action") == "resume_requested"
+    ]
+    return asked[-1] if asked else None

@@ -376,14 +376,22 @@ def test_suspend_calls_the_signed_route_after_a_second_owner_and_resume_needs_a_
     later = NOW + timedelta(hours=2)
     check = run_reevaluation(engine, plan, load_context(plan, plan.tasks[0]), now=lambda: later)
     assert check.passed is True
+    with session_scope(engine) as s:  # high risk: one owner's resume is a request, as for suspend
+        asked_back = suspension.resume(s, plan, "knowledge-qa", OWNER, later + timedelta(minutes=1))
+        assert asked_back.status == "suspended" and [c["action"] for c in receiver.calls] == ["suspend"]
+    with session_scope(engine) as s, pytest.raises(GovernanceError, match="a second owner must confirm the resume"):
+        suspension.resume(
+            s, plan, "knowledge-qa", OWNER, later + timedelta(minutes=2), decision="resume", reference="n/a"
+        )
     with session_scope(engine) as s:
-        back = suspension.resume(s, plan, "knowledge-qa", OWNER, later + timedelta(minutes=1))
+        back = suspension.resume(s, plan, "knowledge-qa", SECOND, later + timedelta(minutes=3))
     assert back.status == "resumed" and back.resume_basis == f"reevaluation:{check.id}"
+    assert back.resumed_by == SECOND
     assert [c["action"] for c in receiver.calls] == ["suspend", "resume"]
     with Session(engine) as s:
         steps = [e.details["action"] for e in list_events(s, kind=AuditKind.suspension)]
         assert verify(s).ok
-    assert steps == ["requested", "sent", "resumed"]
+    assert steps == ["requested", "sent", "resume_requested", "resumed"]
 
 
 def test_a_suspension_the_route_refuses_is_recorded_failed_not_in_force(
