@@ -11,8 +11,10 @@ requires it. Without a governance section, every task's owner is the use case's 
 
 from __future__ import annotations
 
+import ipaddress
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -297,7 +299,7 @@ def check_plan(
     try:
         issues = _task_issues(plan, db, line) + _governance_issues(plan, line)
         issues += check_routes(plan, line=line, require_env=require_env) + routing_issues(plan, line=line)
-        issues += _price_issues(plan, line)
+        issues += _price_issues(plan, line) + receiver_issues(plan, line)
         if require_env:
             issues += check_endpoints(plan, line=line)
         try:
@@ -315,6 +317,66 @@ def check_plan(
     finally:
         db.close()
     return plan
+
+
+MIN_TOKEN_CHARS = 32  # secrets.token_urlsafe(24) and longer; a guessable token is an open door
+
+
+def receiver_issues(
+    plan: Plan, line: Callable[..., int | None] = lambda *_: None, environ: Mapping[str, str] | None = None
+) -> list[PlanIssue]:
+    """A receiver anyone on the network may feed, a weak token, an application feeding no task."""
+    t = plan.traffic
+    if t is None or t.port is None:
+        return []
+    env = os.environ if environ is None else environ
+    issues = []
+    if not t.token_variables() and not is_loopback_host(t.host):
+        issues.append(
+            PlanIssue(
+                "traffic.token_env",
+                f"the receiver listens on {t.host} (not a loopback address) and takes no token: anyone who "
+                "can reach it can write traffic; name a token variable",
+                line("traffic", "token_env"),
+            )
+        )
+    where = [("traffic.token_env", ("traffic", "token_env"), t.token_env)] + [
+        (f"traffic.applications[{i}].token_env", ("traffic", "applications", i, "token_env"), a.token_env)
+        for i, a in enumerate(t.applications)
+    ]
+    for path, loc, name in where:
+        token = env.get(name) if name else None
+        if token and (len(token) < MIN_TOKEN_CHARS or len(set(token)) < 10):
+            issues.append(
+                PlanIssue(
+                    path,
+                    f"the token in {name} is too weak ({len(token)} characters, {len(set(token))} distinct); "
+                    f"use at least {MIN_TOKEN_CHARS} random characters "
+                    "(python -c 'import secrets; print(secrets.token_urlsafe(32))')",
+                    line(*loc),
+                )
+            )
+    ids = {task.id for task in plan.tasks}
+    for i, app in enumerate(t.applications):
+        for j, task_id in enumerate(app.tasks):
+            if task_id not in ids:
+                issues.append(
+                    PlanIssue(
+                        f"traffic.applications[{i}].tasks[{j}]",
+                        f"application {app.name!r}: {task_id!r} is not a task of this plan",
+                        line("traffic", "applications", i, "tasks", j),
+                    )
+                )
+    return issues
+
+
+def is_loopback_host(host: str) -> bool:
+    if host.lower() in ("localhost", "ip6-localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _price_issues(plan: Plan, line: Callable[..., int | None]) -> list[PlanIssue]:
@@ -454,6 +516,12 @@ def _traffic_notes(plan: Plan) -> list[str]:
     if t is None:
         return []
     notes = []
+    if t.port is not None and not is_loopback_host(t.host):
+        notes.append(
+            f"traffic.host {t.host} is not a loopback address: the receiver speaks plain HTTP, so bearer tokens "
+            "and any message content cross the network unencrypted unless a TLS-terminating proxy or "
+            "Collector sits in front of it (see docs/security.md)"
+        )
     if not t.routes:
         notes.append(
             "traffic.routes is empty: every call received is counted as unmatched, no task's traffic is watched"

@@ -39,8 +39,8 @@ def secret_values(plan: Plan, environ: Mapping[str, str] | None = None) -> tuple
     suspend = plan.oversight.suspend
     if suspend is not None:
         names += [n for n in (suspend.url_env, suspend.secret_env) if n]
-    if plan.traffic is not None and plan.traffic.token_env:
-        names.append(plan.traffic.token_env)
+    if plan.traffic is not None:
+        names += plan.traffic.token_variables()
     values = [env.get(n, "") for n in names]
     values += [
         str(route.url) for route in plan.alerts.routes if route.url is not None and route.type in ("slack", "teams")

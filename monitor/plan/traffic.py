@@ -6,6 +6,10 @@ receives them over OTLP/HTTP on a port of its own; ``routes`` say which plan tas
 belongs to (first match wins; a call no route matches is counted per model as unmatched).
 Streams on that traffic are compared with a reference: the first ``reference_window`` of a
 task's traffic (once it holds ``reference_min_calls`` calls), or a declared period.
+
+``applications`` give each application its own bearer token, mapped to the tasks it may feed:
+a call one application's token brings in that routes to another's task is refused (so one leaked
+token cannot poison every task's traffic), and one token can be revoked without the others.
 """
 
 from __future__ import annotations
@@ -27,6 +31,14 @@ class TrafficRoute(Section):
     span_name: str | None = None
     model: str | None = None  # the requested model, or the served one
     attributes: dict[str, str] = Field(default_factory=dict)
+
+
+class TrafficApplication(Section):
+    """One application sending spans: its own token (from ``token_env``) and the tasks it may feed."""
+
+    name: str = Field(min_length=1)
+    token_env: str = Field(min_length=1)
+    tasks: list[str] = Field(min_length=1)
 
 
 class TrafficJudging(Section):
@@ -65,6 +77,7 @@ class Traffic(Section):
     host: str = "127.0.0.1"
     port: int | None = Field(4318, ge=0, le=65535)  # OTLP/HTTP's usual port; None: no receiver
     token_env: str | None = "MEDMON_TRAFFIC_TOKEN"  # bearer token callers must send (None: no token)
+    applications: list[TrafficApplication] = Field(default_factory=list)  # per-application tokens
     routes: list[TrafficRoute] = Field(default_factory=list)
     reference_window: Interval = "3d"  # from a task's first call
     reference_min_calls: int = Field(200, ge=10)
@@ -81,6 +94,10 @@ class Traffic(Section):
     judging: TrafficJudging | None = None
     # Prices per served model, first match wins; empty: the deployment's price for every call.
     prices: list[TrafficPrice] = Field(default_factory=list)
+
+    def token_variables(self) -> list[str]:
+        """Every environment variable holding a receiver token (the shared one and each application's)."""
+        return ([self.token_env] if self.token_env else []) + [a.token_env for a in self.applications]
 
     def price_for(self, model: str) -> TrafficPrice | None:
         """The first ``prices`` entry whose pattern matches ``model``; None when none does."""
@@ -101,6 +118,19 @@ class Traffic(Section):
             if route.model is not None and self.price_for(route.model) is None:
                 found.append((("traffic", "routes", i, "model"), route.model))
         return found
+
+    @model_validator(mode="after")
+    def _tokens(self) -> Traffic:
+        names = self.token_variables()
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(
+                f"each receiver token needs a variable of its own; named more than once: {', '.join(twice)}"
+            )
+        apps = [a.name for a in self.applications]
+        if len(set(apps)) != len(apps):
+            raise ValueError("traffic.applications: each application needs a name of its own")
+        return self
 
     @model_validator(mode="after")
     def _period(self) -> Traffic:

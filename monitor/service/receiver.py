@@ -52,6 +52,7 @@ from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.traffic import Traffic
 from medmon.monitor.traffic.ingest import Ingestor, store_calls
 from medmon.monitor.traffic.memory_judging import InMemoryJudging, wanted
+from medmon.monitor.traffic.routes import route_task
 from medmon.monitor.traffic.spans import (
     JSON_TYPE,
     MAX_DECODED,
@@ -73,9 +74,11 @@ MAX_IN_FLIGHT = 4  # requests being read or decoded at once; the next is told to
 RETRY_AFTER_S = 2
 
 
-def decode_body(body: bytes, encoding: str | None, kind: str, at: datetime, limits: Limits) -> Decoded:
-    """Inflate (capped), parse and read one export: the work the decode pool does."""
-    return decode(parse_export(decompress(body, encoding, MAX_DECODED), kind), at, limits)
+def decode_body(
+    body: bytes, encoding: str | None, kind: str, at: datetime, plan: Plan, limits: Limits, tasks: frozenset[str] | None
+) -> Decoded:
+    """Inflate (capped), parse and read one export, keeping what the token may feed: the pool's work."""
+    return permitted(decode(parse_export(decompress(body, encoding, MAX_DECODED), kind), at, limits), plan, tasks)
 
 
 class MissingToken(MedmonError):
@@ -83,8 +86,12 @@ class MissingToken(MedmonError):
 
 
 def receiver_token(traffic: Traffic | None, environ: Mapping[str, str] | None = None) -> str | None:
-    """The bearer token from the variable the plan names (None when the plan asks for none)."""
+    """The shared bearer token from the variable the plan names (None when the plan asks for none).
+
+    Every application's token (``traffic.applications``) must be set too: checked here, at start."""
     env = os.environ if environ is None else environ
+    if traffic is not None:
+        application_tokens(traffic, env)
     name = traffic.token_env if traffic is not None else None
     if name is None:
         return None
@@ -95,6 +102,36 @@ def receiver_token(traffic: Traffic | None, environ: Mapping[str, str] | None = 
             "token applications send, or set traffic.token_env to null to accept any caller"
         )
     return token
+
+
+def application_tokens(traffic: Traffic, environ: Mapping[str, str] | None = None) -> dict[str, frozenset[str]]:
+    """Each application's token and the tasks it may feed (``traffic.applications``)."""
+    env = os.environ if environ is None else environ
+    out = {}
+    for i, app in enumerate(traffic.applications):
+        token = env.get(app.token_env)
+        if not token:
+            raise MissingToken(
+                f"traffic.applications[{i}].token_env: the environment variable {app.token_env} "
+                f"(application {app.name!r}) is not set"
+            )
+        out[token] = frozenset(app.tasks)
+    return out
+
+
+def permitted(decoded: Decoded, plan: Plan, tasks: frozenset[str] | None) -> Decoded:
+    """``decoded`` without the calls that route to a task this token may not feed (refused, counted)."""
+    if tasks is None or plan.traffic is None:
+        return decoded
+    kept = []
+    for call in decoded.calls:
+        task = route_task(plan.traffic.routes, call)
+        if task is None or task in tasks:
+            kept.append(call)
+        else:
+            decoded.refused["not_permitted"] += 1
+    decoded.calls = kept
+    return decoded
 
 
 def _encode(message: Message, kind: str) -> Response:
@@ -117,17 +154,20 @@ def create_receiver(
     """The ASGI app receiving OTLP/HTTP traces into ``engine``."""
     ingestor = Ingestor.from_plan(plan)
     judging = InMemoryJudging(engine, plan, now=now) if wanted(plan) else None
-    expected = f"Bearer {token}".encode() if token is not None else None
+    shared: dict[str, frozenset[str] | None] = {token: None} if token is not None else {}
+    apps: dict[str, frozenset[str] | None] = dict(application_tokens(plan.traffic)) if plan.traffic else {}
+    expected = [(f"Bearer {t}".encode(), tasks) for t, tasks in (shared | apps).items()]
     pool = ThreadPoolExecutor(max_workers=DECODE_WORKERS, thread_name_prefix="otlp-decode")
     busy = [0]  # requests being read or decoded (the event loop is the only writer)
 
     async def traces(request: Request) -> Response:
         kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         reply_kind = kind if kind in (PROTOBUF, JSON_TYPE) else PROTOBUF
-        if expected is not None and not hmac.compare_digest(
-            request.headers.get("authorization", "").encode(), expected
-        ):
+        sent = request.headers.get("authorization", "").encode()
+        matches = [tasks for value, tasks in expected if hmac.compare_digest(sent, value)]  # every one compared
+        if expected and not matches:
             return _status(code_pb2.UNAUTHENTICATED, 401, "missing or wrong bearer token", reply_kind)
+        tasks = matches[0] if matches else None
         if kind not in (PROTOBUF, JSON_TYPE):
             return _status(
                 code_pb2.INVALID_ARGUMENT,
@@ -152,7 +192,9 @@ def create_receiver(
             at = now()
             loop = asyncio.get_running_loop()
             encoding = request.headers.get("content-encoding")
-            decoded = await loop.run_in_executor(pool, decode_body, bytes(body), encoding, kind, at, ingestor.limits)
+            decoded = await loop.run_in_executor(
+                pool, decode_body, bytes(body), encoding, kind, at, plan, ingestor.limits, tasks
+            )
         except TooLarge as exc:
             return _status(code_pb2.RESOURCE_EXHAUSTED, 413, str(exc), kind)
         except DecodeFailure as exc:

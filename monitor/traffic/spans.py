@@ -116,6 +116,7 @@ REASONS = {
     "no_model": "a GenAI span without gen_ai.request.model or gen_ai.response.model",
     "nul_character": "a text field holds a NUL character, which the database cannot store",
     "unstorable": "the database refused one of its values",
+    "not_permitted": "routed to a task the sending application's token may not feed (traffic.applications)",
     "unreadable": "an attribute cannot be read (message JSON nested too deeply, or a value of no usable type)",
     "not_genai": "not a GenAI call (no gen_ai.operation.name or gen_ai.request.model)",
 }

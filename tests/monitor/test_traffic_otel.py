@@ -28,7 +28,7 @@ from medmon.probes.simulator import Phase, create_simulator
 from tests.conftest import plan_dict
 from tests.monitor.service_helpers import KEY_ENV, reader, start_medmon, wait_for
 
-TOKEN = "traffic-test-token"
+TOKEN = "traffic-test-token-0123456789abcdefghij"
 PHI_NOTE = "Summarize the discharge note for the patient in bed 4."
 PHI_ANSWER = "Patient: John Smith, MRN 00123456, DOB: 03/14/1950, call 555-123-4567. Rest and fluids."
 PLAIN = "Write discharge instructions for an ankle sprain."
