@@ -42,10 +42,14 @@ def secret_key(secret: str) -> bytes:
     """
     if secret.startswith(SECRET_PREFIX):
         try:
-            return base64.b64decode(secret[len(SECRET_PREFIX) :] + "==", validate=False)
+            key = base64.b64decode(secret[len(SECRET_PREFIX) :] + "==", validate=False)
         except (binascii.Error, ValueError) as exc:
             raise ValueError("a webhook secret starting with 'whsec_' must continue in base64") from exc
-    return secret.encode()
+    else:
+        key = secret.encode()
+    if not key:  # an empty HMAC key signs nothing anyone could not forge
+        raise ValueError("a webhook secret must not be empty")
+    return key
 
 
 def sign(msg_id: str, timestamp: int, body: bytes, secret: str) -> str:

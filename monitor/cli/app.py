@@ -50,6 +50,9 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
+PRIVATE_UMASK = 0o077  # files 0600, folders 0700: what medmon writes may hold patient-adjacent data
+
+
 @app.callback()
 def _options(
     version: Annotated[
@@ -70,6 +73,8 @@ def _options(
 ) -> None:
     """medmon: watch a deployed clinical LLM against its MedHELM evidence."""
     from medmon.scrub import setup_logging
+
+    os.umask(PRIVATE_UMASK)  # database, logs, reports, exports: readable by this account only
 
     try:
         setup_logging(log_level, log_file=log_file)
@@ -296,6 +301,8 @@ def dashboard_command(
         "false",
         "--client.toolbarMode",
         "minimal",
+        "--client.showErrorDetails",
+        "none",  # a traceback is logged (masked), never shown to a viewer
     ]  # no developer menu ('Deploy', rerun) for committee members
 
 

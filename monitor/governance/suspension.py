@@ -18,6 +18,7 @@ import json
 import os
 import subprocess
 import time
+import uuid
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -27,6 +28,7 @@ from sqlmodel import Session, col, select
 
 from medmon.alerts import PermanentDeliveryError, RetryableDeliveryError, WebhookChannel
 from medmon.alerts.channels.webhook import WebhookConfig
+from medmon.alerts.signing import secret_key
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, list_events, record
 from medmon.monitor.governance.safety import passing_reevaluation
@@ -85,6 +87,11 @@ def route_sender(route: SuspendRoute) -> Send:
     def post(body: dict[str, Any]) -> None:
         url = route.url or variable(route.url_env, "url_env")
         secret = variable(route.secret_env, "secret_env")
+        if secret is not None:
+            try:
+                secret_key(secret)
+            except ValueError as exc:
+                raise RouteFailed(f"suspend route: {route.secret_env}: {exc}") from None
         channel = WebhookChannel(
             WebhookConfig(
                 name="suspend",
@@ -93,7 +100,9 @@ def route_sender(route: SuspendRoute) -> Send:
                 secret=SecretStr(secret) if secret else None,
             )
         )
-        key = f"suspension-{body['suspension']}-{body['action']}"
+        # The same on every retry of this call, never the same for two deployments or two calls
+        # (a gateway dropping repeated ids must not drop another deployment's suspension).
+        key = f"medmon-{body['deployment']}-suspension-{body['suspension']}-{body['action']}-{uuid.uuid4().hex}"
         try:
             for attempt in range(1, ATTEMPTS + 1):
                 try:

@@ -28,6 +28,7 @@ from medmon.alerts import (
     Subject,
     severity_for,
 )
+from medmon.alerts.signing import secret_key
 from medmon.baselines import resolve
 from medmon.monitor.errors import PlanError, PlanIssue
 from medmon.monitor.plan.alerts import Route
@@ -80,6 +81,11 @@ def _config(
         values["url"] = url
     if route.type == "webhook":
         values["secret"] = read.secret("secret_env", route.secret_env)
+        if values["secret"] is not None:
+            try:
+                secret_key(values["secret"].get_secret_value())
+            except ValueError as exc:
+                read.issue(".secret_env", f"{route.secret_env}: {exc}")
     elif route.secret_env is not None:
         read.issue(".secret_env", "only webhook routes are signed")
     if route.type == "pagerduty":

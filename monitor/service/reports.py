@@ -172,7 +172,8 @@ def generate_due_report(
             sent = enqueue_notice(
                 session,
                 config.route,
-                f"report:{plan.deployment.name}:{period.label}",
+                # the report's hash makes the webhook id unique across deployments that share a name
+                f"report:{plan.deployment.name}:{period.label}:{report.sha256[:16]}",
                 "report",
                 notice(plan, period, report.sha256, summary, final, due, now),
                 now,
