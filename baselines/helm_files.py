@@ -138,7 +138,17 @@ def _json_type(value: Any) -> str:
 
 
 def _run_dirs(suite_dir: Path) -> tuple[Path, ...]:
-    return tuple(sorted(p for p in suite_dir.iterdir() if p.is_dir() and (p / RUN_SPEC).is_file()))
+    """The suite's run directories; one that is a link leading out of the suite is refused."""
+    runs = tuple(sorted(p for p in suite_dir.iterdir() if p.is_dir() and (p / RUN_SPEC).is_file()))
+    root = suite_dir.resolve()
+    for run in runs:
+        if not run.resolve().is_relative_to(root):
+            raise NotHelmOutput(
+                run,
+                run.name,
+                f"a symbolic link leading outside the suite {suite_dir} (evidence must be the suite's own runs)",
+            )
+    return runs
 
 
 def _suite_name(suite_dir: Path) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -66,6 +66,19 @@ def _since(text: str | None) -> datetime | None:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
+def _masked(value: Any) -> Any:
+    """Every text in an entry's details with ``url:`` values and credential shapes masked."""
+    from medmon.monitor.plan.masking import masked_plan
+
+    if isinstance(value, str):
+        return masked_plan(value, None)
+    if isinstance(value, dict):
+        return {k: _masked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked(v) for v in value]
+    return value
+
+
 @app.command("list")
 def list_command(
     plan: OptionalPlanArg = None,
@@ -83,8 +96,8 @@ def list_command(
         events = list_events(session, kind=kind, subject=subject, since=_since(since), limit=limit)
         rows = [event_dict(e) for e in events]
     if as_json:
-        for row in rows:
-            row["details"] = {k: v for k, v in (row["details"] or {}).items() if k != "text"}
+        for row in rows:  # a plan diff may carry a webhook URL (the credential): masked as the dashboard does
+            row["details"] = _masked({k: v for k, v in (row["details"] or {}).items() if k != "text"})
         typer.echo(json.dumps(rows, indent=2, default=str))
         return
     table = Table("seq", "at (UTC)", "kind", "actor", "subject", "hash", title="Audit log")

@@ -167,6 +167,16 @@ def test_a_helm_file_symlinked_from_outside_the_run_is_refused(tmp_path: Path, d
     assert runner.invoke(app, ["baseline", "list", "--db", db_url, "--json"]).stdout.strip() in ("[]", "")
 
 
+def test_a_helm_run_directory_symlinked_from_outside_the_suite_is_refused(tmp_path: Path, db_url: str) -> None:
+    run = copy_run(tmp_path)
+    outside = tmp_path / "elsewhere-run"
+    shutil.move(run, outside)
+    run.symlink_to(outside, target_is_directory=True)  # the run's files are inside the run, the run is not
+    result = runner.invoke(app, ["baseline", "import", str(run.parent), "--db", db_url])
+    assert result.exit_code == 2 and "outside the suite" in result.output, result.output
+    assert runner.invoke(app, ["baseline", "list", "--db", db_url, "--json"]).stdout.strip() in ("[]", "")
+
+
 def _edit_stat(run: Path, name: str, **values: Any) -> None:
     stats = json.loads((run / "stats.json").read_text())
     for stat in stats:

@@ -83,3 +83,22 @@ def test_suspension_webhook_ids_differ_across_deployments(serve: Any, monkeypatc
     for deployment in ("production", "staging"):  # each deployment's first suspension has id 1
         send({"action": "suspend", "suspension": 1, "deployment": deployment, "task": "t"})
     assert len(set(seen)) == 2 and all("suspension-1-suspend" in i for i in seen)
+
+
+def test_audit_list_json_masks_a_webhook_url_written_in_a_plan_diff(engine: Any, db_url: str) -> None:
+    from typer.testing import CliRunner
+
+    from medmon.db import session_scope, utcnow
+    from medmon.monitor.cli.app import app
+    from medmon.monitor.governance.audit import record_plan
+
+    hook = "https://hooks.slack.com/services/T000/B000/XXXXsecretXXXX"
+    before = yaml.safe_dump(plan_dict())
+    after = yaml.safe_dump(plan_dict(alerts={"routes": [{"name": "s", "type": "slack", "url": hook}]}))
+    with session_scope(engine) as s:
+        record_plan(s, before, "plan.yaml", "owner@hospital.example", utcnow())
+        record_plan(s, after, "plan.yaml", "owner@hospital.example", utcnow())
+    result = CliRunner().invoke(app, ["audit", "list", "--db", db_url, "--json"])
+    assert result.exit_code == 0, result.output
+    assert "hooks.slack.com/services" in before + after and "diff" in result.output
+    assert "XXXXsecretXXXX" not in result.output
