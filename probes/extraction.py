@@ -51,6 +51,7 @@ from medmon.probes.reading.base import Reading
 from medmon.probes.reading.codes import read_committed_codes
 from medmon.probes.reading.labels import read_label_text
 from medmon.probes.reading.languages import ANSWER_WORDS, CJK_ANSWER_WORDS, COPULAS, OPTION_WORDS
+from medmon.probes.reading.options import committed_text, named_option
 
 __all__ = [
     "READERS",
@@ -229,7 +230,7 @@ _CUE = (
     r"|\b(?:choice|option|answer|pick|selection|response)\b(?:\s+[a-z]+){0,2}?\s*(?:is|would\s+be|=|:|→|->)\s*"
     r"(?:option\s+)?"
     r"|\b(?:it|this)(?:'s|\s+is|\s+would\s+be|\s+must\s+be)\s+(?:option\s+)?"
-    r"|\btherefore,?\s+|\bthus,?\s+|\bso,?\s+"
+    r"|\btherefore,?\s+|\bthus,?\s+|\bso,?\s+|(?:→|->|=>)\s*(?:option\s+)?"
     r"|:\s*(?=\(?\[?[A-J]\]?\)?\s*\.?\s*$)"
 )
 
@@ -242,7 +243,7 @@ def _alternation(words: Sequence[str]) -> str:
 # read (Cyrillic letters are not options), "Đáp án: D"; then an optional "correct"/"final" word.
 _WORLD_CUE = (
     rf"(?<![\w])(?:{_alternation(ANSWER_WORDS)})(?:\s+(?:correct[a-z]*|final[a-z]*|richtige|juste|bonne|poprawna|"
-    rf"правильный|đúng|tama|corret[a-z]*|esatt[a-z]*|finale?))?\s*(?:\([^)]*\)\s*)?"
+    rf"правильный|đúng|tama|corret[a-z]*|esatt[a-z]*|finale?|الصحيحة|सही))?\s*(?:\([^)]*\)\s*)?"
     rf"(?:[:=]|-|\s(?:{_alternation(COPULAS)})(?![\w]))\s*(?:(?:{_alternation(OPTION_WORDS)})\s+)?"
 )
 _CUED_WORLD = re.compile(rf"(?i:{_WORLD_CUE})(?-i:{_L}){_END}")
@@ -251,6 +252,7 @@ _CUED_CJK = re.compile(
     rf"(?:{_alternation(CJK_ANSWER_WORDS)})\s*(?:应该|應該|应|為|为|是|は|:|은|는|이)?\s*(?:是|为|:)?\s*"
     r"(?:选项|選項|选|選)?\s*[\(\[]?([A-J])(?![A-Za-z])"
     r"|(?:选择?|選擇?|选项|選項)\s*[\(\[]?([A-J])(?![A-Za-z])"
+    r"|(?<=[\u3040-\u30ff\u3400-\u9fff])(?:は|是|为)\s*([A-J])(?=\s*(?:[(、。]|です|$))"
 )
 # "not A but B", "not A, but rather B": the letter after "but" is the answer.
 _BUT = re.compile(rf"(?i:\bbut\s+(?:rather\s+)?(?:it\s+is\s+|it's\s+)?(?:option\s+)?)(?-i:{_L}){_END}")
@@ -267,14 +269,36 @@ _IS_CORRECT = re.compile(
     rf"|(?<![A-Za-z0-9']){_L}{_END}\s+it\s+is\b",
     re.I,
 )
-_OPTION = re.compile(rf"(?i:\b(?:option|choice)\s+)(?-i:{_L}){_END}")
+_OPTION = re.compile(
+    rf"(?i:(?<![\w])(?:option|choice|opción|opcion|opção|opzione|opcja|вариант|phương\s+án|lựa\s+chọn|الخيار|विकल्प|"
+    rf"seçenek|pagpipilian)\s*)(?-i:{_L}){_END}"
+)
+# "Odpowiedź A.", "Answer B": the answer word, then the letter ending the sentence.
+_CUED_BARE = re.compile(rf"(?i:(?<![\w])(?:{_alternation(ANSWER_WORDS)})\s+)(?-i:{_L})(?=\s*[.!)]?\s*(?:$|\n))")
+# "... than amylase. B.", "... must be avoided. C", "Ceftriaxone, vancomycin and ampicillin - C."
+_LONE = re.compile(r"(?:^|(?<=[.!?;:\n])\s*|\s-\s*)\(?([A-J])\)?\s*[.!]?\s*(?=$|\n|\s+[A-Z(])")
+_HEDGE = re.compile(
+    r"\b(?:depends\s+on|depending\s+on|either\b[^.]{0,80}\bor\b|both\b[^.]{0,60}\b(?:reasonable|acceptable|"
+    r"appropriate|valid|correct|options)|could\s+be\s+either|can't\s+decide|cannot\s+decide|not\s+sure)\b",
+    re.I,
+)
+# A letter met again after the last cue ("So the answer is A. Actually, the rash makes it B."): the
+# answer changed and changed back.
+_LATE = re.compile(rf"(?:\bit|\bis|\bbe|\bto)\s+(?-i:{_L})(?=[.!,]|\s*$)", re.I)
+_ANSWER_REGION = re.compile(
+    rf"(?i:(?<![\w])(?:{_alternation(ANSWER_WORDS)})(?![\w]))|{_alternation(CJK_ANSWER_WORDS)}"
+    r"|\b(?:I\s+(?:would|'d|will)\s+(?:choose|pick|select|recommend|give|start|use)|choose|go\s+with|"
+    r"recommend(?:ed)?|the\s+(?:best|next|most\s+appropriate)\s+(?:step|choice|drug|treatment|option)\s+is|"
+    r"of\s+choice\s+is)\b|→|->",
+    re.I,
+)
 _BRACKETED = re.compile(r"(?<![A-Za-z0-9])[\(\[]([A-Ja-j])[\)\]](?![A-Za-z0-9])")
 _LEADING = re.compile(r"^\s*\(?\[?([A-Ja-j])(?:\]|\)|\.(?!\s*[a-z])|:|,|;|\s+-|\s*$|\s+(?=[A-Z(\[]))")
 _NEGATED = re.compile(
     rf"(?i:\bnot|n't|\bnever|\brather\s+than|\binstead\s+of|\brule\s+out|\bruled\s+out|\bexclude|\beliminate|"
     rf"\bno\s+es|\bn'est\s+pas|\bnicht|\bnon\s+è|\bnão\s+é|\bnie\s+jest|\bне|不是|ではなく|아니라)"
     rf"\s+(?i:(?:option|choice|answer)\s+)?(?-i:{_L}){_END}"
-    rf"|(?<![A-Za-z0-9']){_L}{_END}(?:\s*\([^)]*\))?\s+(?i:is\s+(?:not|incorrect|wrong|unlikely|a\s+distractor|tempting)|isn't|can\s+be\s+ruled|"
+    rf"|(?<![A-Za-z0-9']){_L}{_END}(?:\s*\([^)]*\))?\s+(?i:is\s+(?:not|incorrect|wrong|unlikely|out|excluded|a\s+distractor|tempting)|isn't|can\s+be\s+ruled|"
     r"(?:would\s+be|is)\s+(?:inappropriate|contraindicated)|es\s+incorrecta|est\s+incorrecte|ist\s+falsch)"
 )
 _TWO = re.compile(
@@ -351,6 +375,8 @@ def read_choice(
         + _letters(_IS_CORRECT, text)
         + _letters(_CUED_LOWER, text)
         + _letters(_BUT, text)
+        + _letters(_CUED_BARE, text)
+        + [(m.start(1), m.group(1)) for m in _LONE.finditer(text) if m.start(1) > 0]
     )
     # "B or C", "the answer is B or C": two options where the answer should be; a pair merely
     # mentioned ("Options A and B are both used, but B is preferred") does not stop a later cue.
@@ -358,113 +384,70 @@ def read_choice(
     for pair in two:
         if not cued or pair.start() >= last_cue or pair.start() <= last_cue < pair.end():
             return Reading(None, f"two options ({pair.group(1).upper()}, {pair.group(2).upper()})")
+    if cued:
+        final = _decide(cued, negated, "answer cue")
+        if final is not None:
+            after = text[last_cue:]
+            late = {m.group(1) for m in _LATE.finditer(after, min(len(after), 3))} - negated - {final.value}
+            if late and re.search(r"(?i)\b(?:actually|hmm|wait|on\s+second\s+thought|but)\b", after):
+                changed = ", ".join(sorted(late))
+                return Reading(None, f"changes its answer after committing ({final.value}, then {changed})")
+            return _checked(final, text, choices, aliases)
+    hedged = bool(_HEDGE.search(text))
     for pattern_found, rule in (
-        (cued, "answer cue"),
         (_letters(_LEADING, text), "letter opening the answer"),
         (_letters(_OPTION, text), "'option X'"),
     ):
         reading = _decide(pattern_found, negated, rule)
+        if reading is not None and rule == "letter opening the answer" and choices:
+            if reading.value in "AI" and _is_article(text, choices, aliases or {}):
+                continue
         if reading is not None:
-            return reading
+            return Reading(None, "a hedge between options") if hedged else _checked(reading, text, choices, aliases)
+    if hedged:
+        return Reading(None, "a hedge between options")
+    bracketed = {
+        letter
+        for part in committed_text(text, brackets=True)
+        for _, letter in _letters(_BRACKETED, part)
+        if letter not in negated
+    }
     if choices:
-        named = _named_choice(text, choices, negated, aliases or {})
-        if named is not None:
-            return named
-    reading = _decide(_letters(_BRACKETED, text), negated, "bracketed letter")
-    if reading is not None:
-        return reading
+        letter, why = named_option(text, choices, negated, aliases or {}, list(_ANSWER_REGION.finditer(text)))
+        if letter is not None:
+            return Reading(letter, why)
+        if why.startswith("several") and len(bracketed) != 1:
+            return Reading(None, why)
+    if len(bracketed) == 1:
+        return _checked(Reading(bracketed.pop(), "bracketed letter"), text, choices, aliases)
     return Reading(None, "no option letter in the answer")
 
 
-_FOLD = re.compile(r"[^\w]+")
-_STOP = frozenset(
-    "the a an of and or with without to in on for by at is are be it its this that than then from as into "
-    "over under after before which who due plus alone only both each other any all none most more less".split()
-)
-_NEGATED_NAME = re.compile(
-    r"(?:\bnot|\bno|n't|\bnever|\bavoid|\bagainst|\brather\s+than|\binstead\s+of|\brule\s+out|\bexclude|"
-    r"\bwithout|\bstop|\bhold|\bdiscontinue|\bno\s+es|\bpas|\bnicht|\bkein[a-z]*|\bnie|\bне)"
-    r"(?:\s+\w+){0,2}\s*$",
-    re.I,
-)
-_ANSWER_REGION = re.compile(
-    rf"(?i:(?<![\w])(?:{_alternation(ANSWER_WORDS)})(?![\w]))|{_alternation(CJK_ANSWER_WORDS)}"
-    r"|\b(?:I\s+(?:would|'d|will)\s+(?:choose|pick|select|recommend|give|start|use)|choose|go\s+with|"
-    r"recommend(?:ed)?|the\s+(?:best|next|most\s+appropriate)\s+(?:step|choice|drug|treatment|option)\s+is)\b",
-    re.I,
-)
+def _is_article(text: str, choices: Sequence[str], aliases: Mapping[str, Sequence[str]]) -> bool:
+    """ "A DOAC such as apixaban ...": "A" opening a sentence, followed by words that are not option A."""
+    m = re.match(r"\s*[AI]\s+(?=[A-Z])", text)
+    if not m:
+        return False
+    rest = re.split(r"[.;:\n]", text[m.end() :], maxsplit=1)[0]
+    letter, _ = named_option(rest, choices[:1], set(), {"A": aliases.get("A", ())}, [])
+    return letter is None
 
 
-def _fold(text: str) -> str:
-    return " " + _FOLD.sub(" ", unicodedata.normalize("NFKC", text).lower()).strip() + " "
-
-
-def _names(choice: str, extra: Sequence[str]) -> list[str]:
-    """The ways an option can be named: its text, without its bracket, the bracket, an alias."""
-    names = [choice, re.sub(r"\s*\([^)]*\)", "", choice), *re.findall(r"\(([^)]+)\)", choice), *extra]
-    folded = {_fold(n).strip() for n in names}
-    return sorted((n for n in folded if len(n) >= 2 and n not in _STOP), key=len, reverse=True)
-
-
-def _named_in(region: str, names: dict[str, list[str]], negated: set[str]) -> set[str] | None:
-    """The options named in ``region`` (spans inside a longer option's span do not count)."""
-    folded = _fold(region)
-    spans: list[tuple[int, int, str]] = []
-    for letter, option_names in names.items():
-        for name in option_names:
-            at = folded.find(f" {name} ")
-            while at != -1:
-                if not _NEGATED_NAME.search(folded[: at + 1]):
-                    spans.append((at, at + len(name) + 2, letter))
-                at = folded.find(f" {name} ", at + 1)
-    kept = {
-        letter
-        for s, e, letter in spans
-        if not any(s2 <= s and e <= e2 and (e2 - s2) > (e - s) and other != letter for s2, e2, other in spans)
-    }
-    kept -= negated
-    return kept or None
-
-
-def _named_choice(
-    text: str, choices: Sequence[str], negated: set[str], aliases: Mapping[str, Sequence[str]]
-) -> Reading | None:
-    letters = [chr(65 + i) for i in range(len(choices))]
-    names = {letter: _names(choice, aliases.get(letter, ())) for letter, choice in zip(letters, choices, strict=True)}
-    sentences = [s for s in _SENTENCE.split(text) if s.strip()]
-    cues = list(_ANSWER_REGION.finditer(text))
-    regions = []
-    if cues:
-        tail = text[cues[-1].end() :]
-        regions.append(re.split(r"(?<=[.!?。])\s|\n", tail, maxsplit=1)[0])
-    if sentences:
-        regions.append(sentences[-1])
-        regions.append(sentences[0])
-    regions.append(text)
-    for region in regions:
-        found = _named_in(region, names, negated)
-        if found is not None:
-            if len(found) == 1:
-                return Reading(found.pop(), "option text")
-            return None
-    # A paraphrase: most of the words only one option has, in the answer's final statement.
-    tail = regions[0] if regions else text
-    return _paraphrase(tail, choices, letters, negated)
-
-
-def _stems(text: str) -> set[str]:
-    return {w[:5] for w in _fold(text).split() if len(w) >= 3 and w not in _STOP}
-
-
-def _paraphrase(region: str, choices: Sequence[str], letters: list[str], negated: set[str]) -> Reading | None:
-    said = _stems(region)
-    own = {letter: _stems(choice) for letter, choice in zip(letters, choices, strict=True)}
-    hits = []
-    for letter, stems in own.items():
-        distinct = stems - set().union(*(v for k, v in own.items() if k != letter))
-        if distinct and len(distinct & said) / len(distinct) >= 0.6 and letter not in negated:
-            hits.append(letter)
-    return Reading(hits[0], "option paraphrase") if len(hits) == 1 else None
+def _checked(
+    reading: Reading, text: str, choices: Sequence[str] | None, aliases: Mapping[str, Sequence[str]] | None
+) -> Reading:
+    """A letter not among the options, or followed by another option's text, is no answer."""
+    if not choices:
+        return reading
+    index = ord(str(reading.value)) - 65
+    if index >= len(choices):
+        return Reading(None, f"option {reading.value} is not among the {len(choices)} options")
+    follows = re.match(rf"\s*[\(\[]?{reading.value}[\)\]]?\s*[.:)\-]\s*([^\n.;]+)", text)
+    if follows:
+        letter, _ = named_option(follows.group(1), choices, set(), aliases or {}, [])
+        if letter is not None and letter != reading.value:
+            return Reading(None, f"the letter {reading.value} and the text of option {letter} disagree")
+    return reading
 
 
 # --- numbers ------------------------------------------------------------------------------------
