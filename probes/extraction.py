@@ -545,6 +545,7 @@ class _Candidate:
     chained: bool = False  # follows "=" or "≈": the end of an equation
     unit: str = ""  # the unit written after it ("mL/s"), "" for none
     nested: bool = False  # inside brackets
+    explicit: bool = False  # an answer cue ("Final answer:"), not a result cue ("gives", "therefore")
 
 
 _UNIT_AFTER = re.compile(r"\s?(%|/\s?[^\W\d_][\w^]*|[^\W\d_°][\w^]*(?:-[a-z]+)?(?:\s?/\s?[\w.^]+)*)")
@@ -620,6 +621,7 @@ def _candidates(text: str) -> list[_Candidate]:
                     bool(_CHAIN.search(before)),
                     "" if fraction else _unit_after(sentence, m.end()),
                     nested,
+                    level == 3 and bool(_EXPLICIT.search(before)),
                 )
             )
     return out
@@ -631,7 +633,12 @@ _NOT_RESULT_AFTER = re.compile(
     r"lower\s+limit|normal|target|goal)\b",
     re.I,
 )
-_OUT_OF = re.compile(r"\s*/\s*(\d+)(?![\d.,]|\s*[A-Za-z])")
+_OUT_OF = re.compile(r"\s*/\s*(\d+)(?!\d|[.,]\d|\s*[A-Za-z])")
+# The cue names the answer itself ("Final answer: 54", "Result: 54"), not a step that gives a number.
+_EXPLICIT = re.compile(
+    r"(?i:\b(?:final\s+answer|answer|result|respuesta|réponse|antwort|risposta|resposta|wynik|ответ|kết\s+quả)\b|答案)"
+    r"[^.\n]{0,40}$"
+)
 
 
 def _is_score_fraction(numerator: str, denominator: str) -> bool:
@@ -695,6 +702,8 @@ def read_number(answer: str, unit: str | None = None, context: str = "") -> Read
             pick = at[-1] if level == 3 else _first_result(at, text)
             if pick.range_with is not None:
                 return _range(pick)
+            if level == 3 and not pick.explicit:
+                rule = "result cue"
             return Reading(_restated_in_unit(pick, found, unit), rule)
     bare = [c for c in found if c.level == 1]
     if len(bare) == 2 and bare[0].range_with is not None:

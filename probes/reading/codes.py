@@ -19,7 +19,7 @@ __all__ = ["ICD10", "read_committed_codes"]
 # ICD-10-CM: a letter, two digits (or the C4A/D3A/M1A/Z3A categories), then up to four
 # characters after an optional dot (S72.001A, T78.40XA); case and the dot are normalised.
 ICD10 = re.compile(r"(?<![A-Za-z0-9])([A-Za-z]\d{2}|[CDMZcdmz]\d[Aa])(?:\.?([0-9A-Za-z]{1,4}))?(?![A-Za-z0-9])")
-_CLAUSE = re.compile(r"(?<=[.!?;])\s+|\n+|\s+(?:but|however|whereas)\s+", re.I)
+_CLAUSE = re.compile(r"(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)(?<=[.!?;])\s+|\n+|\s+(?:but|however|whereas)\s+", re.I)
 _NEGATION = re.compile(
     r"\b(?:not|never|avoid|instead\s+of|rather\s+than|exclude[sd]?|no\s+need)\b|n't\b"
     r"|\b(?:no|nicht|kein|pas)\b",

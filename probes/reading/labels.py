@@ -69,8 +69,18 @@ def read_label_text(text: str, labels: Sequence[str], *, structured: bool) -> Re
             other = key[1] if label == key[0] else key[0]
             text = re.sub(rf"(?i)\bnot\s+{re.escape(label)}\b", other, text)
     else:
-        text = re.sub(rf"(?i)\bnot\s+(?:{_alternation(key)})\b(?!\s+\w+\s+(?:but|however))", " ", text)
+        for label in key:  # "Not urgent" is non-urgent when that is a label
+            if label.startswith("non-") and label[4:] in key:
+                text = re.sub(rf"(?i)\bnot\s+{re.escape(label[4:])}\b", label, text)
+        text = re.sub(rf"(?i)\bnot\s+(?:{_alternation(key)})(?![\w-])", " ", text)
     found_cued = [_label_of(words, m.group(1)) for m in cued.finditer(text)]
+    closing = re.search(
+        rf"(?i:(?:\b(?:it|this)(?:'s|\s+is)\s+|:\s*))[\"'(\[]?((?<![\w-])(?:{_alternation(list(words))}))(?![\w-])"
+        r"[\"')\]]?\s*[.!]?\s*$",
+        text,
+    )
+    if closing and not found_cued:
+        found_cued = [_label_of(words, closing.group(1))]
     if found_cued:
         return Reading(found_cued[-1], "structured answer" if structured else "answer cue")
     opening = lead.match(text)

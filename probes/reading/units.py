@@ -151,6 +151,7 @@ def unit_key(text: str) -> str:
     """A unit as pint reads it: clinicians' spellings mapped, powers and "per" normalised."""
     text = text.strip().rstrip(".,;:)")
     text = re.sub(r"/\s*1[.,]73\s*m(?:\^?2|²)?", "", text)  # per 1.73 m² of body surface: same unit
+    text = re.sub(r"(?<=[A-Za-z])([23])$", r"^\1", text)  # cm2, m3
     if text.startswith("/"):
         text = "1" + text  # "× 10^9/L"
     if text in _SPELLING:
@@ -219,9 +220,16 @@ def convert(value: float, source: str, target: str, *, analyte: str | None = Non
     if src != "unit" or dst != "unit":
         return value if src == dst or dst == "?" else None
     factor = _factor(source, target, analyte)
-    if factor is None or not 1e-4 <= abs(factor) <= 1e4:
+    if factor is None:
+        return None
+    if not 1e-4 <= abs(factor) <= 1e4 and _mass(source) and _mass(target):
         return None  # nobody writes a dose in mg as kg: a weight beside a dose is not the dose
     return value * factor
+
+
+def _mass(text: str) -> bool:
+    unit = _units(text)
+    return unit is not None and unit.dimensionality == _REGISTRY.kilogram.dimensionality
 
 
 def compatible(source: str, target: str, *, analyte: str | None = None) -> bool:
