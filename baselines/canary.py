@@ -7,14 +7,19 @@ Each line of a canary file is one JSON object::
      "tags": {"age_band": "65+", "sex": "female"},
      "baseline_score": 1.0, "baseline_runs": 5, "replayable": true,
      "provenance": "medmon original", "tolerance": null, "choices": null,
-     "decoding": {"temperature": 0.0, "max_tokens": 1, "stop_sequences": ["\\n"]}}
+     "decoding": {"temperature": 0.0, "max_tokens": 1, "stop_sequences": ["\\n"]},
+     "unit": null, "aliases": null}
 
 Only ``id`` and ``messages`` are required. ``baseline_score`` is this instance's own baseline
 outcome (mean over ``baseline_runs`` runs) when the canary came from a HELM run, which lets drift
 tests be paired. ``decoding`` holds the decoding settings the baseline was produced with (a
 HELM run's temperature, max tokens and stop sequences): a replay uses them unless the plan
-overrides them. ``replayable`` is false for instances whose text HELM published as
-``"[redacted]"``: their scores count as evidence but they cannot be sent to the model.
+overrides them. ``unit`` is the unit a numeric reference is in (``"mL/min"``, ``""`` for a
+score): an answer written in another unit is converted into it before it is compared.
+``aliases`` gives other names of options (``{"B": ["PCI", "primary PCI"]}``), so an answer that
+names an option without its letter is read as that option. ``replayable`` is false for
+instances whose text HELM published as ``"[redacted]"``: their scores count as evidence but they
+cannot be sent to the model.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ _FIELDS = {
     "pack",
     "benchmark",
     "decoding",
+    "unit",
+    "aliases",
 }
 _DECODING = {"temperature": (int, float), "max_tokens": (int,), "stop_sequences": (list,)}
 
@@ -67,6 +74,8 @@ class Canary:
     pack: str = ""
     benchmark: str = ""
     decoding: dict[str, Any] | None = None
+    unit: str | None = None
+    aliases: dict[str, tuple[str, ...]] | None = None
 
     @property
     def prompt(self) -> str:
@@ -79,6 +88,11 @@ class Canary:
         data["messages"] = list(self.messages)
         data["references"] = list(self.references)
         data["choices"] = list(self.choices) if self.choices is not None else None
+        data["aliases"] = {k: list(v) for k, v in self.aliases.items()} if self.aliases else None
+        if self.unit is not None:  # "" (a dimensionless score) is a unit too
+            return json.dumps(
+                {k: v for k, v in data.items() if v not in (None, "", {}, [])} | {"id": self.id, "unit": self.unit}
+            )
         return json.dumps({k: v for k, v in data.items() if v not in (None, "", {}, [])} | {"id": self.id})
 
 
@@ -152,6 +166,20 @@ def canary_from_dict(data: Any, *, where: str = "<canary>") -> Canary:
                 f"{where}: field 'decoding': expected an object with temperature (number), "
                 "max_tokens (integer) and stop_sequences (list of strings), each optional"
             )
+    unit = data.get("unit")
+    if unit is not None and not isinstance(unit, str):
+        raise CanaryFormatError(f'{where}: field \'unit\': expected a string such as "mL/min" ("" for a score) or null')
+    aliases = data.get("aliases")
+    if aliases is not None and not (
+        isinstance(aliases, dict)
+        and all(
+            isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
+            for k, v in aliases.items()
+        )
+    ):
+        raise CanaryFormatError(
+            f'{where}: field \'aliases\': expected an object of option letter to a list of names, e.g. {{"B": ["PCI"]}}'
+        )
     return Canary(
         id=data["id"],
         messages=tuple({"role": m["role"], "content": m["content"]} for m in messages),
@@ -167,6 +195,8 @@ def canary_from_dict(data: Any, *, where: str = "<canary>") -> Canary:
         pack=str(data.get("pack") or ""),
         benchmark=str(data.get("benchmark") or ""),
         decoding=dict(decoding) if decoding else None,
+        unit=unit,
+        aliases={k.strip().upper(): tuple(v) for k, v in aliases.items()} if aliases else None,
     )
 
 

@@ -39,11 +39,19 @@ Examples
 from __future__ import annotations
 
 import json
+import math
 import re
 import unicodedata
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
+
+from medmon.probes.reading import units as _units
+from medmon.probes.reading.base import Reading
+from medmon.probes.reading.codes import read_committed_codes
+from medmon.probes.reading.labels import read_label_text
+from medmon.probes.reading.languages import ANSWER_WORDS, CJK_ANSWER_WORDS, COPULAS, OPTION_WORDS
+from medmon.probes.reading.options import committed_text, named_option
 
 __all__ = [
     "READERS",
@@ -58,18 +66,6 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Reading:
-    """What a reader found: ``value`` and the rule that found it, or ``None`` and why not."""
-
-    value: Any
-    reason: str
-
-    @property
-    def parsed(self) -> bool:
-        return self.value is not None
-
-
 # --- cleaning -----------------------------------------------------------------------------------
 
 _THINK = re.compile(r"<(think|thinking|reasoning|scratchpad)>.*?</\1>", re.S | re.I)
@@ -78,6 +74,8 @@ _EMPHASIS = re.compile(r"(\*\*|__|\*|`|~~)")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s*", re.M)
 _BULLET = re.compile(r"^\s*(?:[-*•]\s+|>+\s*)", re.M)
 _BRACKETS = str.maketrans({"【": "[", "】": "]", "〔": "[", "〕": "]", "「": "[", "」": "]", "『": "[", "』": "]"})
+_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+_POWER_OF_TEN = re.compile(r"10([⁻]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}.*$", re.M)
 _ANSWER_KEYS = (
     "final_answer",
@@ -113,6 +111,7 @@ def clean(text: str) -> str:
     >>> clean("### **Answer:** （Ｂ）")
     'Answer: (B)'
     """
+    text = _POWER_OF_TEN.sub(lambda m: "10^" + m.group(1).translate(_SUPERSCRIPT), text)
     text = unicodedata.normalize("NFKC", text).replace("−", "-").replace("–", "-").replace("—", " - ")
     text = _THINK.sub(" ", text).translate(_BRACKETS)
     text = _table_answer(text)
@@ -231,26 +230,82 @@ _CUE = (
     r"|\b(?:choice|option|answer|pick|selection|response)\b(?:\s+[a-z]+){0,2}?\s*(?:is|would\s+be|=|:|→|->)\s*"
     r"(?:option\s+)?"
     r"|\b(?:it|this)(?:'s|\s+is|\s+would\s+be|\s+must\s+be)\s+(?:option\s+)?"
-    r"|\btherefore,?\s+|\bthus,?\s+|\bso,?\s+"
+    r"|\btherefore,?\s+|\bthus,?\s+|\bso,?\s+|(?:→|->|=>)\s*(?:option\s+)?"
     r"|:\s*(?=\(?\[?[A-J]\]?\)?\s*\.?\s*$)"
 )
+
+
+def _alternation(words: Sequence[str]) -> str:
+    return "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in sorted(set(words), key=len, reverse=True))
+
+
+# "Réponse : C", "La respuesta correcta es la C", "Antwort: A", "Odpowiedź: B", "Ответ: Г" is not
+# read (Cyrillic letters are not options), "Đáp án: D"; then an optional "correct"/"final" word.
+_WORLD_CUE = (
+    rf"(?<![\w])(?:{_alternation(ANSWER_WORDS)})(?:\s+(?:correct[a-z]*|final[a-z]*|richtige|juste|bonne|poprawna|"
+    rf"правильный|đúng|tama|corret[a-z]*|esatt[a-z]*|finale?|الصحيحة|सही))?\s*(?:\([^)]*\)\s*)?"
+    rf"(?:[:=]|-|\s(?:{_alternation(COPULAS)})(?![\w]))\s*(?:(?:{_alternation(OPTION_WORDS)})\s+)?"
+)
+_CUED_WORLD = re.compile(rf"(?i:{_WORLD_CUE})(?-i:{_L}){_END}")
+# "答案：E", "答案是B", "正解は A", "정답은 E", "选B" (no spaces between words in these scripts).
+_CUED_CJK = re.compile(
+    rf"(?:{_alternation(CJK_ANSWER_WORDS)})\s*(?:应该|應該|应|為|为|是|は|:|은|는|이)?\s*(?:是|为|:)?\s*"
+    r"(?:选项|選項|选|選)?\s*[\(\[]?([A-J])(?![A-Za-z])"
+    r"|(?:选择?|選擇?|选项|選項)\s*[\(\[]?([A-J])(?![A-Za-z])"
+    r"|(?<=[\u3040-\u30ff\u3400-\u9fff])(?:は|是|为)\s*([A-J])(?=\s*(?:[(、。]|です|$))"
+)
+# "not A but B", "not A, but rather B": the letter after "but" is the answer.
+_BUT = re.compile(rf"(?i:\bbut\s+(?:rather\s+)?(?:it\s+is\s+|it's\s+)?(?:option\s+)?)(?-i:{_L}){_END}")
 _CUED = re.compile(rf"(?i:{_CUE})(?-i:{_L}){_END}")
 # "the answer is d": a lower-case letter only when it ends the answer (or its sentence).
-_CUED_LOWER = re.compile(r"(?i:\banswer\b(?:\s+is|\s*:)\s*)\(?([a-j])\)?(?=\s*[.)]?\s*$)")
+_CUED_LOWER = re.compile(
+    r"(?i:\b(?:answer|choice|option)\b(?:\s+is|\s+would\s+be|\s+will\s+be|\s*:)\s*(?:option\s+)?)\(?([a-j])\)?"
+    r"(?=\s*[.)!]?\s*(?:$|\n))"
+)
 _IS_CORRECT = re.compile(
     rf"(?<![A-Za-z0-9']){_L}{_END}(?:\s*\([^)]*\))?\s+(?:is|would\s+be|seems|appears)\s+"
-    r"(?:the\s+)?(?:correct|right|best|preferred|indicated|most\s+(?:likely|appropriate|accurate))",
+    r"(?:the\s+|my\s+|our\s+)?(?:correct|right|best|preferred|indicated|answer\b|final\s+answer|"
+    r"most\s+(?:likely|appropriate|accurate))"
+    rf"|(?<![A-Za-z0-9']){_L}{_END}\s+it\s+is\b",
     re.I,
 )
-_OPTION = re.compile(rf"(?i:\b(?:option|choice)\s+)(?-i:{_L}){_END}")
-_BRACKETED = re.compile(r"(?<![A-Za-z0-9])[\(\[]([A-Ja-j])[\)\]](?![A-Za-z0-9])")
-_LEADING = re.compile(r"^\s*\(?\[?([A-Ja-j])(?:\]|\)|\.(?!\s*[a-z])|:|,|\s+-|\s*$|\s+(?=[A-Z(\[]))")
-_NEGATED = re.compile(
-    rf"(?i:\bnot|n't|\bnever|\brather\s+than|\binstead\s+of|\brule\s+out|\bruled\s+out|\bexclude|\beliminate)"
-    rf"\s+(?i:(?:option|choice|answer)\s+)?(?-i:{_L}){_END}"
-    rf"|(?<![A-Za-z0-9']){_L}{_END}(?:\s*\([^)]*\))?\s+(?i:is\s+(?:not|incorrect|wrong|unlikely)|isn't|can\s+be\s+ruled)"
+_OPTION = re.compile(
+    rf"(?i:(?<![\w])(?:option|choice|opción|opcion|opção|opzione|opcja|вариант|phương\s+án|lựa\s+chọn|الخيار|विकल्प|"
+    rf"seçenek|pagpipilian)\s*)(?-i:{_L}){_END}"
 )
-_TWO = re.compile(rf"(?<![A-Za-z0-9']){_L}\s*(?:,|/|\bor\b|\band\b|&)\s*(?:option\s+)?{_L}{_END}", re.I)
+# "Odpowiedź A.", "Answer B": the answer word, then the letter ending the sentence.
+_CUED_BARE = re.compile(rf"(?i:(?<![\w])(?:{_alternation(ANSWER_WORDS)})\s+)(?-i:{_L})(?=\s*[.!)]?\s*(?:$|\n))")
+# "... than amylase. B.", "... must be avoided. C", "Ceftriaxone, vancomycin and ampicillin - C."
+_LONE = re.compile(r"(?:^|(?<=[.!?;:\n])\s*|\s-\s*)\(?([A-J])\)?\s*[.!]?\s*(?=$|\n|\s+[A-Z(])")
+_HEDGE = re.compile(
+    r"\b(?:depends\s+on|depending\s+on|either\b[^.]{0,80}\bor\b|both\b[^.]{0,60}\b(?:reasonable|acceptable|"
+    r"appropriate|valid|correct|options)|could\s+be\s+either|can't\s+decide|cannot\s+decide|not\s+sure)\b",
+    re.I,
+)
+# A letter met again after the last cue ("So the answer is A. Actually, the rash makes it B."): the
+# answer changed and changed back.
+_LATE = re.compile(rf"(?:\bit|\bis|\bbe|\bto)\s+(?-i:{_L})(?=[.!,]|\s*$)", re.I)
+_ANSWER_REGION = re.compile(
+    rf"(?i:(?<![\w])(?:{_alternation(ANSWER_WORDS)})(?![\w]))|{_alternation(CJK_ANSWER_WORDS)}"
+    r"|\b(?:I\s+(?:would|'d|will)\s+(?:choose|pick|select|recommend|give|start|use)|choose|go\s+with|"
+    r"recommend(?:ed)?|the\s+(?:best|next|most\s+appropriate)\s+(?:step|choice|drug|treatment|option)\s+is|"
+    r"of\s+choice\s+is)\b|→|->",
+    re.I,
+)
+_BRACKETED = re.compile(r"(?<![A-Za-z0-9])[\(\[]([A-Ja-j])[\)\]](?![A-Za-z0-9])")
+_LEADING = re.compile(r"^\s*\(?\[?([A-Ja-j])(?:\]|\)|\.(?!\s*[a-z])|:|,|;|\s+-|\s*$|\s+(?=[A-Z(\[]))")
+_NEGATED = re.compile(
+    rf"(?i:\bnot|n't|\bnever|\brather\s+than|\binstead\s+of|\brule\s+out|\bruled\s+out|\bexclude|\beliminate|"
+    rf"\bno\s+es|\bn'est\s+pas|\bnicht|\bnon\s+è|\bnão\s+é|\bnie\s+jest|\bне|不是|ではなく|아니라)"
+    rf"\s+(?i:(?:option|choice|answer)\s+)?(?-i:{_L}){_END}"
+    rf"|(?<![A-Za-z0-9']){_L}{_END}(?:\s*\([^)]*\))?\s+(?i:is\s+(?:not|incorrect|wrong|unlikely|out|excluded|a\s+distractor|tempting)|isn't|can\s+be\s+ruled|"
+    r"(?:would\s+be|is)\s+(?:inappropriate|contraindicated)|es\s+incorrecta|est\s+incorrecte|ist\s+falsch)"
+)
+_TWO = re.compile(
+    rf"(?<![A-Za-z0-9']){_L}\s*(?:,|/|\bor\b|\band\b|&|\bo\b|\bou\b|\boder\b|\blub\b|\bили\b|或|か)\s*"
+    rf"(?:option\s+)?{_L}{_END}",
+    re.I,
+)
 
 
 def _letters(pattern: re.Pattern[str], text: str) -> list[tuple[int, str]]:
@@ -273,11 +328,16 @@ def _decide(found: list[tuple[int, str]], negated: set[str], rule: str) -> Readi
     return Reading(letters[-1], rule)
 
 
-def read_choice(answer: str, choices: Sequence[str] | None = None) -> Reading:
+def read_choice(
+    answer: str, choices: Sequence[str] | None = None, aliases: Mapping[str, Sequence[str]] | None = None
+) -> Reading:
     """The option letter an answer gives (``A``-``J``), or why none can be read.
 
     When ``choices`` (the options' texts) are known and no letter is found, an answer naming
-    exactly one option's text is read as that option.
+    exactly one option (its text, the text without its bracketed part, the abbreviation in
+    brackets, one of the canary's ``aliases`` for that letter, or most of the words only that
+    option has) is read as that option: first in what follows the answer cue, then in the last
+    sentence, then anywhere.
 
     Examples
     --------
@@ -285,6 +345,10 @@ def read_choice(answer: str, choices: Sequence[str] | None = None) -> Reading:
     'C'
     >>> read_choice("B or C").reason
     'two options (B, C)'
+    >>> read_choice("La respuesta correcta es la **C)**").value
+    'C'
+    >>> read_choice("The answer is not A but B.").value
+    'B'
     """
     text, structured = _structured_then(answer)
     if not text:
@@ -304,39 +368,86 @@ def read_choice(answer: str, choices: Sequence[str] | None = None) -> Reading:
         lead = _letters(_LEADING, text)
         if lead:
             return Reading(lead[0][1], "structured answer")
-    cued = _letters(_CUED, text) + _letters(_IS_CORRECT, text) + _letters(_CUED_LOWER, text)
+    cued = (
+        _letters(_CUED, text)
+        + _letters(_CUED_WORLD, text)
+        + [(m.start(), next(g for g in m.groups() if g)) for m in _CUED_CJK.finditer(text)]
+        + _letters(_IS_CORRECT, text)
+        + _letters(_CUED_LOWER, text)
+        + _letters(_BUT, text)
+        + _letters(_CUED_BARE, text)
+        + [(m.start(1), m.group(1)) for m in _LONE.finditer(text) if m.start(1) > 0]
+    )
     # "B or C", "the answer is B or C": two options where the answer should be; a pair merely
     # mentioned ("Options A and B are both used, but B is preferred") does not stop a later cue.
     last_cue = max((p for p, _ in cued), default=-1)
     for pair in two:
         if not cued or pair.start() >= last_cue or pair.start() <= last_cue < pair.end():
             return Reading(None, f"two options ({pair.group(1).upper()}, {pair.group(2).upper()})")
+    if cued:
+        final = _decide(cued, negated, "answer cue")
+        if final is not None:
+            after = text[last_cue:]
+            late = {m.group(1) for m in _LATE.finditer(after, min(len(after), 3))} - negated - {final.value}
+            if late and re.search(r"(?i)\b(?:actually|hmm|wait|on\s+second\s+thought|but)\b", after):
+                changed = ", ".join(sorted(late))
+                return Reading(None, f"changes its answer after committing ({final.value}, then {changed})")
+            return _checked(final, text, choices, aliases)
+    hedged = bool(_HEDGE.search(text))
     for pattern_found, rule in (
-        (cued, "answer cue"),
         (_letters(_LEADING, text), "letter opening the answer"),
         (_letters(_OPTION, text), "'option X'"),
-        (_letters(_BRACKETED, text), "bracketed letter"),
     ):
         reading = _decide(pattern_found, negated, rule)
+        if reading is not None and rule == "letter opening the answer" and choices:
+            if reading.value in "AI" and _is_article(text, choices, aliases or {}):
+                continue
         if reading is not None:
-            return reading
+            return Reading(None, "a hedge between options") if hedged else _checked(reading, text, choices, aliases)
+    if hedged:
+        return Reading(None, "a hedge between options")
+    bracketed = {
+        letter
+        for part in committed_text(text, brackets=True)
+        for _, letter in _letters(_BRACKETED, part)
+        if letter not in negated
+    }
     if choices:
-        named = _named_choice(text, choices, negated)
-        if named is not None:
-            return named
+        letter, why = named_option(text, choices, negated, aliases or {}, list(_ANSWER_REGION.finditer(text)))
+        if letter is not None:
+            return Reading(letter, why)
+        if why.startswith("several") and len(bracketed) != 1:
+            return Reading(None, why)
+    if len(bracketed) == 1:
+        return _checked(Reading(bracketed.pop(), "bracketed letter"), text, choices, aliases)
     return Reading(None, "no option letter in the answer")
 
 
-def _named_choice(text: str, choices: Sequence[str], negated: set[str]) -> Reading | None:
-    folded = " " + re.sub(r"[^a-z0-9]+", " ", text.lower()) + " "
-    hits = []
-    for i, choice in enumerate(choices):
-        name = re.sub(r"[^a-z0-9]+", " ", unicodedata.normalize("NFKC", choice).lower()).strip()
-        if name and f" {name} " in folded and chr(65 + i) not in negated:
-            hits.append(chr(65 + i))
-    if len(hits) == 1:
-        return Reading(hits[0], "option text")
-    return None
+def _is_article(text: str, choices: Sequence[str], aliases: Mapping[str, Sequence[str]]) -> bool:
+    """ "A DOAC such as apixaban ...": "A" opening a sentence, followed by words that are not option A."""
+    m = re.match(r"\s*[AI]\s+(?=[A-Z])", text)
+    if not m:
+        return False
+    rest = re.split(r"[.;:\n]", text[m.end() :], maxsplit=1)[0]
+    letter, _ = named_option(rest, choices[:1], set(), {"A": aliases.get("A", ())}, [])
+    return letter is None
+
+
+def _checked(
+    reading: Reading, text: str, choices: Sequence[str] | None, aliases: Mapping[str, Sequence[str]] | None
+) -> Reading:
+    """A letter not among the options, or followed by another option's text, is no answer."""
+    if not choices:
+        return reading
+    index = ord(str(reading.value)) - 65
+    if index >= len(choices):
+        return Reading(None, f"option {reading.value} is not among the {len(choices)} options")
+    follows = re.match(rf"\s*[\(\[]?{reading.value}[\)\]]?\s*[.:)\-]\s*([^\n.;]+)", text)
+    if follows:
+        letter, _ = named_option(follows.group(1), choices, set(), aliases or {}, [])
+        if letter is not None and letter != reading.value:
+            return Reading(None, f"the letter {reading.value} and the text of option {letter} disagree")
+    return reading
 
 
 # --- numbers ------------------------------------------------------------------------------------
@@ -385,12 +496,14 @@ _INPUT = re.compile(
 _FINAL = re.compile(
     r"(?i:\b(?:final\s+answer|answer|result|total(?:\s+score)?)\b(?:\s+(?:is|was|would\s+be|=|:|of))?\s*[:=]?"
     r"|\b(?:therefore|thus|hence|so)\b[^.\n]{0,80}?(?:\bis\b|=|≈|:|\bof\b)"
-    r"|\b(?:comes?\s+to|works?\s+out\s+(?:to|at)|gives|yields|equals)\b)"
+    r"|\b(?:comes?\s+to|works?\s+out\s+(?:to|at)|gives|yields|equals)\b"
+    r"|(?:→|->|=>)(?:\s*[A-Za-z][\w-]*){0,3}\s*[:=]?)"
     r"\s*(?:approximately|approx\.?|about|around|roughly|~|≈)?\s*[(\[]?\s*$"
 )
 _VALUE = re.compile(
     r"(?i:\bis|\bequals|\bof|=|≈|~|:|\bscore|\bapproximately|\babout|\bat|\bcomes\s+to|"
-    r"\bequivalent\s+to|\bequal\s+to)\s*[(\[]?\s*$"
+    r"\bequivalent\s+to|\bequal\s+to|=\s*[A-Za-z][\w-]*|\best|\bist|\bes|\bè|\bé|\bjest|\bwynosi|"
+    r"составляет|\blà|\bay|约为|約為|为|為|是|约|約|は|은|는|약)\s*[(\[]?\s*$"
 )
 _CHAIN = re.compile(r"[=≈]\s*[(\[]?\s*$")
 _CLAUSE = re.compile(r",\s+|;\s*")
@@ -413,6 +526,8 @@ def _to_float(token: str) -> float:
     if re.search(r"[eE][-+]?\d+$", token):
         mantissa, exp = re.split(r"[eE]", token)
         return _to_float(mantissa) * 10 ** int(exp)
+    if re.fullmatch(r"-?[1-9]\d{0,2}\.\d\d0", token):
+        return float(token.replace(".", ""))  # "4.200 mL", "2.000 mg": a European thousands dot
     whole = token.lstrip("-").split(",")[0]
     if re.fullmatch(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?", token) and whole != "0":
         return float(token.replace(",", ""))
@@ -428,11 +543,28 @@ class _Candidate:
     sentence: int
     range_with: float | None = None
     chained: bool = False  # follows "=" or "≈": the end of an equation
+    unit: str = ""  # the unit written after it ("mL/s"), "" for none
+    nested: bool = False  # inside brackets
+    explicit: bool = False  # an answer cue ("Final answer:"), not a result cue ("gives", "therefore")
+
+
+_UNIT_AFTER = re.compile(r"\s?(%|/\s?[^\W\d_][\w^]*|[^\W\d_°][\w^]*(?:-[a-z]+)?(?:\s?/\s?[\w.^]+)*)")
+_NOT_UNITS = frozenset(
+    "in at of to a an and or is was the per for by on as if it times x over from with then than vs into "
+    "each every q".split()
+)
+
+
+def _unit_after(sentence: str, end: int) -> str:
+    m = _UNIT_AFTER.match(sentence, end)
+    if not m:
+        return ""
+    unit = m.group(1)
+    return "" if unit.lower() in _NOT_UNITS else unit
 
 
 def _candidates(text: str) -> list[_Candidate]:
     text = _BSA.sub(" ", text)
-    text = _UNIT_POWER.sub("", text)
     text = _WORD_NUMBER.sub(_word_value, text)
     spans = []
     offset = 0
@@ -452,10 +584,17 @@ def _candidates(text: str) -> list[_Candidate]:
             restated = bool(_RESTATED.search(sentence[clause:]))
             nested = sentence[: m.start()].count("(") > sentence[: m.start()].count(")")
             where = start + m.start()
-            if _NOT_RESULT.search(before) or (
-                m.end() < len(sentence)
-                and sentence[m.end() :].lstrip().startswith("/")
-                and not sentence[m.end() :].lstrip().startswith("/1")
+            over = _OUT_OF.match(sentence, m.end())
+            fraction = bool(over) and _is_score_fraction(m.group(0), over.group(1) if over else "")
+            if (
+                _NOT_RESULT.search(before)
+                or (
+                    not fraction
+                    and m.end() < len(sentence)
+                    and re.match(r"\s*/\s*\d", sentence[m.end() :])
+                    and not sentence[m.end() :].lstrip().startswith("/1")
+                )
+                or _NOT_RESULT_AFTER.match(sentence, m.end())
             ):
                 level = 0
             elif _FINAL.search(before):
@@ -480,19 +619,53 @@ def _candidates(text: str) -> list[_Candidate]:
                     index,
                     ranges.get(where),
                     bool(_CHAIN.search(before)),
+                    "" if fraction else _unit_after(sentence, m.end()),
+                    nested,
+                    level == 3 and bool(_EXPLICIT.search(before)),
                 )
             )
     return out
 
 
-def read_number(answer: str) -> Reading:
-    """The number an answer gives as its result, or why none can be read.
+# "126 mg/dL is the diabetes threshold": a number the sentence calls a threshold is not the result.
+_NOT_RESULT_AFTER = re.compile(
+    r"\s*[^\s.,;]*\s+(?:is|was|are)\s+(?:the\s+|a\s+)?(?:\w+\s+){0,2}(?:threshold|cut-?off|limit|upper\s+limit|"
+    r"lower\s+limit|normal|target|goal)\b",
+    re.I,
+)
+_OUT_OF = re.compile(r"\s*/\s*(\d+)(?!\d|[.,]\d|\s*[A-Za-z])")
+# The cue names the answer itself ("Final answer: 54", "Result: 54"), not a step that gives a number.
+_EXPLICIT = re.compile(
+    r"(?i:\b(?:final\s+answer|answer|result|respuesta|réponse|antwort|risposta|resposta|wynik|ответ|kết\s+quả)\b|答案)"
+    r"[^.\n]{0,40}$"
+)
+
+
+def _is_score_fraction(numerator: str, denominator: str) -> bool:
+    """ "Score: 4/9", "CURB-65 = 5/5": a whole score out of a whole maximum."""
+    return (
+        numerator.isdigit()
+        and denominator.isdigit()
+        and 0 < int(denominator) <= 100
+        and int(numerator) <= int(denominator)
+    )
+
+
+def read_number(answer: str, unit: str | None = None, context: str = "") -> Reading:
+    """The number an answer gives as its result (in ``unit`` when given), or why none can be read.
 
     The result is the number the reply states as its answer ("the answer is", "final answer:",
-    "therefore ... is", a structured answer), else the one it states as a value ("CrCl is 63.6",
-    "= 63.6") outside restated inputs, thresholds and reference ranges, else the only number.
-    Units, "/1.73 m²", unit powers ("kg/m^2"), scientific notation ("6.36e1", "6.36 x 10^1") and
-    number words ("zero" to "twenty") are read as a clinician reads them; a range is unparsed.
+    "therefore ... is", "→ 900 mg", a structured answer), else the one it states as a value
+    ("CrCl is 63.6", "= 63.6") outside restated inputs, thresholds and reference ranges, else
+    the only number. "/1.73 m²", scientific notation ("6.36e1", "6.36 x 10^1", "1.13 x 10³/µL"),
+    decimal commas ("1,25 g"), a score out of its maximum ("4/9") and number words ("zero" to
+    "twenty") are read as a clinician reads them; a range is unparsed.
+
+    With ``unit`` (the canary's), each number is read with the unit written after it and
+    converted by pint (:mod:`medmon.probes.reading.units`; mg/dL <-> mmol/L through the analyte
+    named in ``context`` or the answer): "0.90 mL/s" is 54 mL/min, and a number in a unit of
+    another dimension ("80 units/kg" for a dose in units, "1,800 mg/day" for a dose in mg, "over
+    2 hours") is not the result. A bare number is taken to be in ``unit``.
 
     Examples
     --------
@@ -502,34 +675,89 @@ def read_number(answer: str) -> Reading:
     44.4
     >>> read_number("6.36e1").value
     63.6
+    >>> read_number("Creatinine clearance ≈ 0.90 mL/s (Cockcroft-Gault).", unit="mL/min").value
+    54.0
+    >>> read_number("Each dose = 900 mg (total 1,800 mg/day).", unit="mg").value
+    900.0
+    >>> read_number("Score: 4/9").value
+    4.0
     """
     text, structured = _structured_then(answer)
     if not text:
         return Reading(None, "empty answer")
     found = _candidates(text)
+    if unit is not None:
+        found = _in_unit(found, unit, _units.analyte(context, text))
     if not found:
         return Reading(None, "no number in the answer")
     if structured:
-        first = found[0]
+        usable = [c for c in found if c.level > 0] or found
+        first = usable[0]
         if first.range_with is not None:
             return _range(first)
-        return Reading(first.value, "structured answer")
+        return Reading(_restated_in_unit(first, found, unit), "structured answer")
     for level, rule in ((3, "answer cue"), (2, "value cue")):
         at = [c for c in found if c.level == level]
         if at:
             pick = at[-1] if level == 3 else _first_result(at, text)
             if pick.range_with is not None:
                 return _range(pick)
-            return Reading(pick.value, rule)
+            if level == 3 and not pick.explicit:
+                rule = "result cue"
+            return Reading(_restated_in_unit(pick, found, unit), rule)
     bare = [c for c in found if c.level == 1]
     if len(bare) == 2 and bare[0].range_with is not None:
         return _range(bare[0])
-    values = {c.value for c in bare}
+    values = _distinct(c.value for c in bare)
     if len(values) == 1:
-        return Reading(bare[0].value, "the only number")
+        return Reading(_restated_in_unit(bare[0], found, unit), "the only number")
     if not bare:
         return Reading(None, "only thresholds, ranges or restated inputs")
-    return Reading(None, f"several numbers ({', '.join(f'{v:g}' for v in sorted(values))}) and no stated result")
+    if unit:
+        with_unit = [c for c in bare if c.unit and _units.unit_key(c.unit) not in ("", "%")]
+        if len(_distinct(c.value for c in with_unit)) == 1:
+            return Reading(with_unit[0].value, "the only number with a unit")
+    shown = ", ".join(f"{v:g}" for v in sorted(values))
+    return Reading(None, f"several numbers ({shown}) and no stated result")
+
+
+def _distinct(values: Iterable[float]) -> list[float]:
+    """Values, those within 2% of one another counted once (a result restated in another unit)."""
+    out: list[float] = []
+    for v in values:
+        if not any(math.isclose(v, w, rel_tol=0.02) for w in out):
+            out.append(v)
+    return out
+
+
+def _in_unit(found: list[_Candidate], unit: str, analyte: str | None) -> list[_Candidate]:
+    """Each number converted into ``unit``; one in a unit that cannot be ``unit`` is not a result."""
+    out = []
+    for c in found:
+        value = _units.convert(c.value, c.unit, unit, analyte=analyte)
+        if value is None:
+            out.append(replace(c, level=0))
+            continue
+        other = c.range_with
+        if other is not None:
+            other = _units.convert(other, c.unit, unit, analyte=analyte) or other
+        out.append(replace(c, value=value, range_with=other))
+    return out
+
+
+def _restated_in_unit(pick: _Candidate, found: list[_Candidate], unit: str | None) -> float:
+    """ "2.35 mmol/L (9.4 mg/dL)" asked in mg/dL: the value as written in the asked unit."""
+    if not unit or _units.unit_key(pick.unit) == _units.unit_key(unit) or not pick.unit:
+        return pick.value
+    for c in found:
+        if (
+            pick.end <= c.start <= pick.end + 40
+            and c.nested
+            and _units.unit_key(c.unit) == _units.unit_key(unit)
+            and math.isclose(c.value, pick.value, rel_tol=0.05)
+        ):
+            return c.value
+    return pick.value
 
 
 def _first_result(at: list[_Candidate], text: str) -> _Candidate:
@@ -553,53 +781,36 @@ def _range(c: _Candidate) -> Reading:
 
 # --- labels (yes / no / maybe) ------------------------------------------------------------------
 
-_LABEL_CUE = r"(?i:\b(?:final\s+)?(?:answer|decision|verdict|conclusion|label)\b(?:\s+(?:is|would\s+be))?\s*[:=-]?\s*)"
-
 
 def read_label(answer: str, labels: Sequence[str]) -> Reading:
     """One of ``labels`` (e.g. yes, no, maybe) the answer gives, or why none can be read.
 
-    An answer cue ("Answer: no") wins; else the label opening the answer ("Yes, the trial...");
-    else the only label named. "Not yes" style negations are not read as the label.
+    An answer cue ("Answer: no", "Réponse : oui") wins; else the label opening the answer ("Yes,
+    the trial...", "Nein, ...", "是。"); else the only label named. "Not yes" names no label;
+    see :mod:`medmon.probes.reading.labels` for the languages and the rest.
 
     Examples
     --------
     >>> read_label("Based on the abstract, the answer is maybe.", ("yes", "no", "maybe")).value
     'maybe'
     >>> read_label("Yes or no: hard to say", ("yes", "no", "maybe")).reason
-    'several labels (no, yes) and no stated answer'
+    'several labels (yes, no) and no stated answer'
+    >>> read_label("Nein, Antibiotika verkürzen virale Infekte nicht.", ("yes", "no", "maybe")).value
+    'no'
     """
     text, structured = _structured_then(answer)
-    if not text:
-        return Reading(None, "empty answer")
-    alternation = "|".join(re.escape(label) for label in sorted(labels, key=len, reverse=True))
-    word = rf"(?i:\b({alternation})\b)"
-    text = re.sub(r"(?i:\bnot\s+)" + word, " ", text)  # "not yes" names no label
-    cued = re.findall(_LABEL_CUE + r"[\"'(\[]?" + word, text) or re.findall(
-        r"(?i:\b(?:it|this)(?:'s|\s+is)\s+|:\s*)[\"'(\[]?" + word + r"[\"')\]]?\s*\.?\s*$", text
-    )
-    if cued:
-        return Reading(cued[-1].lower(), "structured answer" if structured else "answer cue")
-    lead = re.match(r"\s*[\"'(\[]?" + word + r"(?![-\w])(?!\s*(?:or|/|and)\s*" + word + ")", text)
-    if lead:
-        return Reading(lead.group(1).lower(), "structured answer" if structured else "label opening the answer")
-    named = {m.lower() for m in re.findall(word, text)}
-    if len(named) == 1:
-        return Reading(named.pop(), "the only label named")
-    if not named:
-        return Reading(None, f"none of {', '.join(labels)} in the answer")
-    return Reading(None, f"several labels ({', '.join(sorted(named))}) and no stated answer")
+    return read_label_text(text, labels, structured=structured)
 
 
 # --- ICD-10 codes -------------------------------------------------------------------------------
 
-# ICD-10-CM: a letter, two digits (or the C4A/D3A/M1A/Z3A categories), then up to four
-# characters after an optional dot (S72.001A, T78.40XA); case and the dot are normalised.
-_ICD10 = re.compile(r"(?<![A-Za-z0-9])([A-Za-z]\d{2}|[CDMZcdmz]\d[Aa])(?:\.?([0-9A-Za-z]{1,4}))?(?![A-Za-z0-9])")
-
 
 def read_codes(answer: str) -> Reading:
-    """The set of ICD-10 codes an answer gives (upper case, dot after the third character).
+    """The set of ICD-10 codes an answer commits to (upper case, dot after the third character).
+
+    Codes it rejects ("Do not use E11.65"), only supposes ("if esophagitis, K21.00") or names as
+    a category ("E10.1-") are not among them; two codes offered as alternatives are unparsed
+    (see :mod:`medmon.probes.reading.codes`).
 
     Examples
     --------
@@ -607,15 +818,13 @@ def read_codes(answer: str) -> Reading:
     ['E11.9', 'I10']
     >>> read_codes("Type 2 diabetes without complications").reason
     'no ICD-10 code in the answer'
+    >>> sorted(read_codes("I12.9 + N18.32. Do not use I10 when CKD is present.").value)
+    ['I12.9', 'N18.32']
+    >>> read_codes("G43.909 or G43.009").reason
+    'two codes offered as alternatives (G43.909 or G43.009)'
     """
     text, structured = _structured_then(answer)
-    codes: set[str] = set()
-    for category, suffix in _ICD10.findall(text):
-        code = category.upper()
-        codes.add(f"{code}.{suffix.upper()}" if suffix else code)
-    if not codes:
-        return Reading(None, "no ICD-10 code in the answer" if text else "empty answer")
-    return Reading(frozenset(codes), "structured answer" if structured else "codes in the answer")
+    return read_committed_codes(text, structured=structured)
 
 
 READERS = {"multiple_choice", "yes_no_maybe", "numeric_tolerance", "set_f1"}

@@ -151,7 +151,7 @@ def extract_choice(answer: str) -> str | None:
 @register("multiple_choice")
 def multiple_choice(canary: Canary, answer: str) -> Score:
     """1 when the option letter the answer gives is the reference letter; unparsed when none is read."""
-    reading = read_choice(answer, canary.choices)
+    reading = read_choice(answer, canary.choices, canary.aliases)
     refs = {r.strip().upper() for r in canary.references}
     return _read(reading, reading.value in refs, detail={"extracted": reading.value})
 
@@ -200,14 +200,17 @@ def _reference_number(reference: str) -> float | None:
 def numeric_tolerance(canary: Canary, answer: str) -> Score:
     """MedCalc-Bench accuracy: the answer's result within the canary's tolerance.
 
-    With ``tolerance = {"lower": l, "upper": u}`` the number read must satisfy ``l <= x <= u``;
+    A canary with a ``unit`` has the answer's number converted into it first ("0.90 mL/s" for a
+    reference in mL/min). With ``tolerance = {"lower": l, "upper": u}`` the number read must satisfy ``l <= x <= u``;
     without one it must equal a numeric reference (point scores). When the first reference is
     not a number (a category such as "high risk"), ``quasi_exact_match`` decides.
     """
     if canary.references and _reference_number(canary.references[0]) is None:
         return quasi_exact_match(canary, answer)
-    reading = read_number(answer)
+    reading = read_number(answer, canary.unit, canary.prompt)
     detail: dict[str, object] = {"extracted": reading.value}
+    if canary.unit is not None:
+        detail["unit"] = canary.unit
     tol = canary.tolerance or {}
     got = reading.value
     if got is None:
@@ -354,6 +357,43 @@ def looks_like_refusal(text: str) -> bool:
             words = re.findall(r"[\w']+", clause.lower())
             content += sum(1 for w in words if w not in _FILLER)
     return (refused and content < 3) or (deferred and not refused and content == 0)
+
+
+# What a reply cut off by the token limit may still be read by: an answer it committed to before
+# it was cut ("The answer is B. Because..."), never a number or letter met mid-reasoning.
+COMMITTED_RULES = frozenset(
+    {
+        "structured answer",
+        "answer cue",
+        "the answer is a letter",
+        "letter opening the answer",
+        "label opening the answer",
+    }
+)
+TRUNCATED = "length"
+
+
+def score_reply(canary: Canary, answer: str, *, finish_reason: str | None = None, scorer: str | None = None) -> Score:
+    """Score a reply as a probe does: the canary's scorer, and a cut-off reply read as no answer.
+
+    A reply whose ``finish_reason`` is ``"length"`` (the token limit cut it) is unparsed unless
+    the reading came from an answer it had committed to before it was cut off (an answer cue, a
+    structured answer, a reply that is the letter): "Let me compute... which is" is not read as
+    an intermediate value. Scorers that do not read an answer out of the reply are unaffected.
+    """
+    name = scorer or canary.scorer or "quasi_exact_match"
+    result = get_scorer(name)(canary, answer)
+    if finish_reason != TRUNCATED or name not in READING_SCORERS or not result.parsed:
+        return result
+    if result.reason in COMMITTED_RULES:
+        return result
+    return Score(
+        None,
+        None,
+        dict(result.detail),
+        parsed=False,
+        reason=f"cut off by the token limit before a committed answer (read {result.extracted!r} by {result.reason})",
+    )
 
 
 def rescore(canary: Canary, completion: str) -> float | None:

@@ -9,8 +9,11 @@ tokens), a silent model-version swap, added latency.
 
 **Answer styles**: each phase may answer in a configurable mix of the ways real chat models
 write (``plain``; ``markdown``, ``**Answer: B**``; ``reasoning``, working then "Therefore, the
-answer is B."; ``json``, ``{"answer": "B"}``; ``hedge``, no single answer: "B or C", a range). A
-phase that changes only the mix changes how the model writes, not how often it is right.
+answer is B."; ``json``, ``{"answer": "B"}``; ``hedge``, no single answer: "B or C", a range;
+``language``, the answer cue and labels in another language, "Réponse : B", "答案：B", "Nein.";
+``letterless``, the option's text without its letter; ``units``, a number in another unit than
+the canary's, "0.9 mL/s" for 54 mL/min). A phase that changes only the mix changes how the model
+writes, not how often it is right.
 
 It also plays **judges**: a request whose system prompt carries the jury marker is answered
 with a JSON verdict, scored by comparing the judged response with the gold reference. Each
@@ -33,6 +36,7 @@ import re
 import threading
 import time
 import uuid
+import zlib
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -53,7 +57,7 @@ FAULT_KINDS = ("status", "hang", "truncated", "non_json", "empty", "prose")
 JUDGE_MODES = ("json", "prose", "prose_once", "fail")
 HANG_DEFAULT_S = 30.0
 RECENT_BODIES = 64  # request bodies kept for tests to inspect what was sent
-STYLES = ("plain", "markdown", "reasoning", "json", "hedge")
+STYLES = ("plain", "markdown", "reasoning", "json", "hedge", "language", "letterless", "units")
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,8 @@ class AnswerKey:
     correct: str
     wrong: str
     scorer: str = ""  # styles apply to answers a scorer reads (letters, labels, numbers, codes)
+    choices: tuple[str, ...] = ()  # the options' texts (the letterless style names them)
+    unit: str | None = None  # a numeric canary's unit (the units style writes another)
 
 
 CANNOT = "I cannot determine this from the information given."
@@ -159,7 +165,7 @@ def answer_key(canaries: Iterable[Canary]) -> dict[str, AnswerKey]:
             wrong = next(o for o in options if o != correct.strip().upper())
         else:
             wrong = _wrong(c, correct)
-        key[c.prompt] = AnswerKey(correct, wrong, c.scorer or "")
+        key[c.prompt] = AnswerKey(correct, wrong, c.scorer or "", tuple(c.choices or ()), c.unit)
     return key
 
 
@@ -182,6 +188,8 @@ def styled(text: str, style: str, key: AnswerKey) -> str:
         )
     if style == "json":
         return json.dumps({"answer": text, "explanation": "simulated reasoning"})
+    if style in ("language", "letterless", "units"):
+        return _restyled(text, style, key)
     # hedge: no single answer a clinician could act on
     other = key.wrong if text == key.correct else key.correct
     if key.scorer == "numeric_tolerance" and _is_number(text) and _is_number(other):
@@ -190,6 +198,41 @@ def styled(text: str, style: str, key: AnswerKey) -> str:
     if key.scorer == "set_f1":
         return "The codes depend on documentation that is not in the note."
     return f"It could be {text} or {other}; I would need more information to choose."
+
+
+# The same answer in the languages patients speak (the cue, and yes / no / maybe).
+_CUES = (
+    "Réponse : {}.",
+    "La respuesta correcta es la {}.",
+    "Antwort: {}",
+    "答案：{}",
+    "正解は {} です。",
+    "정답은 {}입니다.",
+)
+_LABELS = {
+    "yes": ("Oui.", "Sí.", "Ja.", "是。", "はい。", "Tak."),
+    "no": ("Non.", "No.", "Nein.", "否。", "いいえ。", "Nie."),
+    "maybe": ("Peut-être.", "Quizás.", "Vielleicht.", "也许。", "たぶん。", "Może."),
+}
+# Another unit for the result, and the factor from the canary's unit into it (pint converts back).
+_OTHER_UNIT = {"mL/min": ("mL/s", 1 / 60), "mg": ("g", 1e-3), "kg": ("lb", 2.20462), "ms": ("s", 1e-3)}
+
+
+def _restyled(text: str, style: str, key: AnswerKey) -> str:
+    turn = zlib.crc32(f"{text}|{key.correct}".encode())
+    if style == "language":
+        if key.scorer == "yes_no_maybe" and text.strip().lower() in _LABELS:
+            forms = _LABELS[text.strip().lower()]
+            return forms[turn % len(forms)]
+        return _CUES[turn % len(_CUES)].format(text)
+    if style == "letterless" and key.choices and len(text.strip()) == 1 and text.strip().isalpha():
+        index = ord(text.strip().upper()) - 65
+        if 0 <= index < len(key.choices):
+            return f"{key.choices[index]}."
+    if style == "units" and key.unit in _OTHER_UNIT and _is_number(text):
+        unit, factor = _OTHER_UNIT[key.unit]
+        return f"The result is {float(text) * factor:.4g} {unit}."
+    return text
 
 
 def _is_number(text: str) -> bool:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from medmon.baselines.canary import Canary
 from medmon.probes.errors import UnknownScorer
+from medmon.probes.extraction import read_choice, read_codes, read_label, read_number
 from medmon.probes.readability import count_syllables, flesch_kincaid_grade, grade_score, text_counts
 from medmon.probes.scoring import (
     SCORERS,
@@ -17,6 +22,7 @@ from medmon.probes.scoring import (
     get_scorer,
     looks_like_refusal,
     normalize_text,
+    score_reply,
 )
 
 
@@ -400,3 +406,220 @@ def test_readability_detail_and_target_from_tolerance() -> None:
 )
 def test_looks_like_refusal(text: str, expected: bool) -> None:
     assert looks_like_refusal(text) is expected
+
+
+# --- reading that generalizes: structure, languages, units, truncation ---------------------------
+
+MCQ_OPTIONS = (
+    "Primary sclerosing cholangitis",
+    "Primary biliary cholangitis",
+    "Autoimmune hepatitis",
+    "Choledocholithiasis",
+)
+
+
+def mcq(
+    answer: str, choices: tuple[str, ...] = MCQ_OPTIONS, aliases: dict[str, tuple[str, ...]] | None = None
+) -> str | None:
+    value = read_choice(answer, choices, aliases).value
+    return None if value is None else str(value)
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        pytest.param("Réponse : C.", "C", id="french-cue"),
+        pytest.param("Antwort: A", "A", id="german-cue"),
+        pytest.param("La respuesta correcta es la **C)**", "C", id="spanish-cue-article"),
+        pytest.param("答案：D", "D", id="chinese-cue"),
+        pytest.param("正解は A です。", "A", id="japanese-cue"),
+        pytest.param("정답은 D입니다.", "D", id="korean-cue"),
+        pytest.param("Odpowiedź B.", "B", id="polish-bare-cue"),
+        pytest.param("Đáp án: C", "C", id="vietnamese-cue"),
+        pytest.param("B is the answer.", "B", id="letter-is-the-answer"),
+        pytest.param("B; cholestasis with AMA", "B", id="letter-semicolon"),
+        pytest.param("answer would be d", "D", id="lower-case-would-be"),
+        pytest.param("The answer is not A but B.", "B", id="not-a-but-b"),
+        pytest.param("A is incorrect because of the AMA; so the answer is B.", "B", id="a-incorrect-so-b"),
+        pytest.param("Not A, not C or D. -> B", "B", id="rejected-letters-then-arrow"),
+        pytest.param("PSC goes with ulcerative colitis; AMA points to PBC.\n\nB", "B", id="lone-letter-closing"),
+        pytest.param("PBC", "B", id="abbreviation-of-option"),
+        pytest.param("Primary biliary cholangitis.", "B", id="option-text"),
+        pytest.param("A. Primary biliary cholangitis", None, id="letter-and-text-disagree"),
+        pytest.param("E. Primary biliary cholangitis", None, id="letter-not-among-options"),
+        pytest.param("Either PSC or PBC would fit; it depends on the cholangiogram.", None, id="hedge-by-text"),
+        pytest.param(
+            "So the answer is A. Actually, the AMA makes it B. Hmm, but the UC makes it A.", None, id="flip-flop"
+        ),
+    ],
+)
+def test_choice_reading_generalizes(answer: str, expected: str | None) -> None:
+    assert mcq(answer) == expected
+
+
+def test_the_article_a_is_not_option_a_and_aliases_name_options() -> None:
+    anticoagulation = ("Aspirin", "Aspirin plus clopidogrel", "A direct oral anticoagulant (e.g., apixaban)")
+    assert mcq("A DOAC such as apixaban is preferred over warfarin.", anticoagulation) == "C"
+    assert mcq("Apixaban 5 mg twice daily.", anticoagulation) == "C"
+    stemi = ("Thrombolysis", "Percutaneous coronary intervention", "Watchful waiting")
+    assert mcq("Primary PCI within 90 minutes.", stemi) == "B"  # the option's initials
+    stroke = ("Aspirin", "Alteplase", "Heparin")
+    assert mcq("Give tPA now, within the window.", stroke, {"B": ("tPA", "rtPA")}) == "B"  # the canary's alias
+    assert mcq("Give tPA now, within the window.", stroke) is None  # without it, not guessed
+    vaccines = ("Tdap", "Influenza (inactivated)", "MMR (live vaccine)")
+    assert mcq("Tdap and influenza are safe; the live vaccine - MMR - must be avoided. C", vaccines) == "C"
+
+
+@pytest.mark.parametrize(
+    ("answer", "labels", "expected"),
+    [
+        pytest.param("Sí, está contraindicada.", ("yes", "no", "maybe"), "yes", id="spanish-si"),
+        pytest.param("Nein, Antibiotika helfen nicht.", ("yes", "no", "maybe"), "no", id="german-nein"),
+        pytest.param("Peut-être : les données sont insuffisantes.", ("yes", "no", "maybe"), "maybe", id="french"),
+        pytest.param("是。eGFR低于30时禁用。", ("yes", "no", "maybe"), "yes", id="chinese-shi"),
+        pytest.param("Não. Não há evidência.", ("yes", "no", "maybe"), "no", id="portuguese-nao"),
+        pytest.param("Hindi. Walang epekto.", ("yes", "no", "maybe"), "no", id="tagalog-hindi"),
+        pytest.param("No doubt about it: yes.", ("yes", "no", "maybe"), "yes", id="no-doubt-idiom"),
+        pytest.param("Not positive - repeat in 48 h.", ("positive", "negative"), "negative", id="binary-negation"),
+        pytest.param("Not urgent - primary care.", ("emergent", "urgent", "non-urgent"), "non-urgent", id="not-urgent"),
+        pytest.param("In pregnancy, yes. But for this patient, no.", ("yes", "no", "maybe"), "no", id="contrast"),
+        pytest.param("Yes.\n\nWait, it depends. Maybe.", ("yes", "no", "maybe"), None, id="flip-flop"),
+    ],
+)
+def test_label_reading_generalizes(answer: str, labels: tuple[str, ...], expected: str | None) -> None:
+    assert read_label(answer, labels).value == expected
+
+
+@pytest.mark.parametrize(
+    ("answer", "unit", "expected"),
+    [
+        pytest.param("0.90 mL/s (54 mL/min)", "mL/min", 54.0, id="ml-per-s-then-asked-unit"),
+        pytest.param("Creatinine clearance = 0.93 mL/s.", "mL/min", 55.8, id="ml-per-s-only"),
+        pytest.param("2.35 mmol/L (9.4 mg/dL)", "mg/dL", 9.4, id="calcium-restated-in-asked-unit"),
+        pytest.param("Corrected calcium = 2.30 mmol/L.", "mg/dL", 9.22, id="calcium-molar-mass"),
+        pytest.param("The result is 5.5 mmol/L of glucose.", "mg/dL", 99.09, id="glucose-molar-mass"),
+        pytest.param("171 lb (77.6 kg)", "kg", 77.56, id="pounds"),
+        pytest.param("QTc = 0.49 s", "ms", 490.0, id="seconds"),
+        pytest.param("Dose per administration: 1,25 g", "mg", 1250.0, id="decimal-comma-grams"),
+        pytest.param("Total: 5,000 mL", "L", 5.0, id="thousands-millilitres"),
+        pytest.param("ANC = 1.125 × 10^9/L", "cells/µL", 1125.0, id="scientific-per-litre"),
+        pytest.param("WBC 7.2 x 10^3", "", 7200.0, id="scientific-x-ten"),
+        pytest.param("Score: 4/9", "", 4.0, id="score-fraction"),
+        pytest.param("Annual stroke risk is 4.8%, CHA2DS2-VASc score 4.", "", 4.0, id="percent-is-not-the-score"),
+        pytest.param("Each dose = 900 mg (total 1,800 mg/day).", "mg", 900.0, id="daily-total-is-not-the-dose"),
+        pytest.param("Weight-based: 80 units/kg bolus, i.e. 6400 units.", "units", 6400.0, id="per-kg-is-not-the-dose"),
+        pytest.param("2 g IV over 2 hours", "mg", 2000.0, id="duration-is-not-the-dose"),
+        pytest.param("2.000 mg (25 mg/kg × 80 kg)", "mg", 2000.0, id="european-thousands-dot"),
+        pytest.param("126 mg/dL is the diabetes threshold.", "mmol/L", None, id="threshold-only"),
+    ],
+)
+def test_numbers_are_read_with_their_units(answer: str, unit: str, expected: float | None) -> None:
+    value = read_number(answer, unit).value
+    if expected is None:
+        assert value is None
+    else:
+        assert value == pytest.approx(expected, rel=0.005)
+
+
+def test_a_canary_carries_its_unit_and_the_scorer_converts() -> None:
+    crcl = Canary(
+        id="c",
+        messages=({"role": "user", "content": "CrCl?"},),
+        references=("54",),
+        scorer="numeric_tolerance",
+        tolerance={"lower": 51.3, "upper": 56.7},
+        unit="mL/min",
+    )
+    assert get_scorer("numeric_tolerance")(crcl, "0.90 mL/s").correct is True
+    assert get_scorer("numeric_tolerance")(crcl, "0.5 mL/s").correct is False
+    assert (
+        get_scorer("numeric_tolerance")(replace(crcl, unit=None), "0.90 mL/s").correct is False
+    )  # no unit: as written
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        pytest.param("Do not use E11.65. Correct code: E11.9.", {"E11.9"}, id="do-not-use"),
+        pytest.param("E11.65 (with hyperglycemia). Not E11.9.", {"E11.65"}, id="not-code"),
+        pytest.param("K21.9; if esophagitis, K21.00.", {"K21.9"}, id="hypothesis"),
+        pytest.param("M17.11 - right knee (M17.12 would be the left).", {"M17.11"}, id="would-be"),
+        pytest.param("Maps to E10.1-; no coma, so E10.10.", {"E10.10"}, id="category-dash"),
+        pytest.param("L20.9\n\nActually, L20.89 is more specific - use L20.89.", {"L20.89"}, id="revision"),
+        pytest.param("G43.909 or G43.009", None, id="hedge-two-codes"),
+        pytest.param("Either E11.65 or E11.9 depending on payer guidance.", None, id="either-depending"),
+        pytest.param("N20.0 if in the kidney; N20.1 if ureteral.", None, id="only-conditional"),
+    ],
+)
+def test_codes_read_are_the_committed_ones(answer: str, expected: set[str] | None) -> None:
+    value = read_codes(answer).value
+    assert (set(value) if value is not None else None) == expected
+
+
+def test_a_hedge_between_two_codes_is_unparsed_not_partial_credit() -> None:
+    coding = Canary(id="i", messages=({"role": "user", "content": "code"},), references=("G43.909",), scorer="set_f1")
+    hedge = get_scorer("set_f1")(coding, "G43.909 or G43.009")
+    assert hedge.value is None and hedge.parsed is False and hedge.correct is None
+
+
+@pytest.mark.parametrize(
+    ("scorer", "reference", "answer", "parsed"),
+    [
+        pytest.param(
+            "numeric_tolerance",
+            "69.3",
+            "Let me compute. (140-28) x 68.1 gives 7627. The denominator is",
+            False,
+            id="cut-mid-working",
+        ),
+        pytest.param(
+            "multiple_choice", "B", "The answer is B. The reason is that the AMA", True, id="committed-then-cut"
+        ),
+        pytest.param("multiple_choice", "B", "B", True, id="helm-one-token-answer"),
+        pytest.param(
+            "set_f1",
+            "A41.51",
+            "For E. coli, that's A41.51. Then the localized infection, N39.0. Septic shock adds",
+            False,
+            id="codes-cut",
+        ),
+        pytest.param(
+            "yes_no_maybe", "yes", "The categories are: I nondiagnostic, II benign, yes", False, id="label-cut"
+        ),
+    ],
+)
+def test_a_reply_cut_off_by_the_token_limit_is_read_only_for_a_committed_answer(
+    scorer: str, reference: str, answer: str, parsed: bool
+) -> None:
+    case = Canary(
+        id="t",
+        messages=({"role": "user", "content": "q"},),
+        references=(reference,),
+        scorer=scorer,
+        choices=MCQ_OPTIONS if scorer == "multiple_choice" else None,
+    )
+    cut = score_reply(case, answer, finish_reason="length")
+    assert cut.parsed is parsed
+    if not parsed:
+        assert cut.correct is None and "token limit" in cut.reason
+    assert score_reply(case, answer, finish_reason="stop") == get_scorer(scorer)(case, answer)
+
+
+def _blind_benchmark() -> ModuleType:
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "reading_blind.py"
+    spec = importlib.util.spec_from_file_location("reading_blind", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_blind_development_set_is_read_as_its_clinicians_read_it() -> None:
+    """596 answers hand-labelled by someone who saw neither the code nor the corpus (the
+    development set: the readers were tuned on it, so this is a regression test, not a measure)."""
+    result = _blind_benchmark().measure(Path(__file__).parent / "corpus" / "blind_dev.jsonl")
+    figures = result["scorers"]
+    assert sum(f["items"] for f in figures.values()) >= 590
+    for kind, f in figures.items():
+        assert f["false_correct"] == 0, (kind, [m for m in result["misread"] if m["false_correct"]])
+        assert f["read_as_truth"] / f["items"] >= 0.97, (kind, [m["id"] for m in result["misread"]])

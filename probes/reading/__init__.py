@@ -1,0 +1,1 @@
+"""Reading answers out of replies: units (pint) and the languages answers are written in."""

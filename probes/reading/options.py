@@ -1,0 +1,204 @@
+"""An option named without its letter: by its text, an abbreviation, a synonym or a paraphrase.
+
+"PBC" is "Primary biliary cholangitis", "IM adrenaline" is "Intramuscular epinephrine",
+"Hyperkalemia" is "Hyperkalaemia", "Ceftriaxone + vancomycin" is "Ceftriaxone plus vancomycin",
+"LTOT" is "Long-term oxygen therapy". Only what the answer commits to counts: options named in
+brackets, in conditions and sequels ("if equivocal, HIDA", "then switch to methimazole"), in
+sentences about the other options ("PCC or FFP are reserved for major bleeding", "HIDA is
+second-line") or after "skip", "avoid", "not" are set aside. Two options left named is no reading.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+
+__all__ = ["committed_text", "named_option"]
+
+_STOP = frozenset(
+    "the a an of and or with without to in on for by at is are be it its this that than then from as into "
+    "over under after before which who due plus alone only both each other any all none most more less "
+    "give given start use e g eg such".split()
+)
+# British and US names, routes and abbreviations clinicians use for the same thing (one word each).
+_SAME = {
+    "adrenaline": "epinephrine",
+    "noradrenaline": "norepinephrine",
+    "salbutamol": "albuterol",
+    "paracetamol": "acetaminophen",
+    "frusemide": "furosemide",
+    "lignocaine": "lidocaine",
+    "pethidine": "meperidine",
+    "ciclosporin": "cyclosporine",
+    "im": "intramuscular",
+    "iv": "intravenous",
+    "sc": "subcutaneous",
+    "subcut": "subcutaneous",
+    "po": "oral",
+    "ptu": "propylthiouracil",
+    "nac": "acetylcysteine",
+    "doac": "direct oral anticoagulant",
+    "doacs": "direct oral anticoagulant",
+    "noac": "direct oral anticoagulant",
+    "lmwh": "low molecular weight heparin",
+    "ufh": "unfractionated heparin",
+    "ppi": "proton pump inhibitor",
+    "us": "ultrasound",
+    "ultrasonography": "ultrasound",
+    "sonography": "ultrasound",
+    "ct": "ct",
+    "ecg": "electrocardiogram",
+    "ekg": "electrocardiogram",
+}
+_ASIDE = re.compile(
+    r"\b(?:would\s+(?:be|give|only|have|show)|is\s+for|are\s+for|reserved|second-line|second\s+line|"
+    r"is\s+optional|are\s+adjuncts?|is\s+an\s+adjunct|teratogenic|must\s+be\s+avoided|should\s+be\s+avoided|"
+    r"is\s+(?:wrong|incorrect|not\s+indicated)|are\s+(?:wrong|incorrect|not\s+indicated))\b",
+    re.I,
+)
+_CONDITION = re.compile(
+    r"\b(?:if|unless|only\s+if|whereas|while|then|followed\s+by|later|afterwards|otherwise)\b[^.;\n]*", re.I
+)
+_BRACKETED = re.compile(r"\([^()]*\)")
+_NEGATED = re.compile(
+    r"(?:\bnot|\bno|n't|\bnever|\bavoid|\bagainst|\brather\s+than|\binstead\s+of|\brule\s+out|\bexclude|\bskip|"
+    r"\bwithout|\bstop|\bhold\s+off|\bdiscontinue|\bover|\bno\s+es|\bpas|\bnicht|\bkein[a-z]*|\bnie|\bне)"
+    r"(?:\s+\w+){0,2}\s*$",
+    re.I,
+)
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=\S)|\n+")
+
+
+def _canonical(word: str) -> str:
+    word = word.replace("ae", "e").replace("oe", "e")  # haemorrhage, hyperkalaemia, oedema
+    return _SAME.get(word, word)
+
+
+def _fold(text: str) -> str:
+    """Lower case, words only, British spellings and synonyms mapped, small words dropped."""
+    text = unicodedata.normalize("NFKC", text).lower().replace("n-acetyl", "acetyl")
+    words = [_canonical(w) for w in re.findall(r"[^\W_]+", text)]
+    return " " + " ".join(w for w in " ".join(words).split() if w not in _STOP) + " "
+
+
+def _initials(choice: str) -> list[str]:
+    """ "Primary biliary cholangitis" -> pbc; "CT pulmonary angiography" -> ctpa; "RUQ ultrasound"."""
+    words = re.findall(r"[^\W\d_]+", re.split(r"[(\d≥≤<>]", choice)[0])
+    words = [w for w in words if w.lower() not in _STOP]
+    if len(words) < 2:
+        return []
+    head = "".join(w if w.isupper() and len(w) > 1 else w[0] for w in words).lower()
+    most = "".join(w if w.isupper() and len(w) > 1 else w[0] for w in words[:-1]).lower()
+    if len(most) < 2 or most in _STOP:
+        return [head]
+    return [head, f"{most} {_canonical(words[-1].lower())}"]
+
+
+def _names(choice: str, extra: Sequence[str]) -> list[str]:
+    examples = re.findall(r"\b(?:e\.g\.|such\s+as)\s*,?\s*([^),;]+)", choice, re.I)
+    names = [
+        choice,
+        _BRACKETED.sub(" ", choice),
+        *re.findall(r"\(([^)]+)\)", choice),
+        *examples,
+        *_initials(choice),
+        *extra,
+    ]
+    folded = {_fold(n).strip() for n in names}
+    return sorted((n for n in folded if len(n) >= 2), key=len, reverse=True)
+
+
+def committed_text(text: str, *, brackets: bool = False) -> list[str]:
+    """The sentences of ``text`` that state what to do, without asides, conditions (and brackets)."""
+    out = []
+    for sentence in _SENTENCE.split(text):
+        if not sentence.strip() or _ASIDE.search(_BRACKETED.sub(" ", sentence)):
+            continue
+        kept = _CONDITION.sub(" ", sentence if brackets else _BRACKETED.sub(" ", sentence))
+        if kept.strip(" .;,"):
+            out.append(kept)
+    return out
+
+
+def _named(region: str, names: Mapping[str, list[str]], negated: set[str]) -> set[str]:
+    folded = _fold(region)
+    spans: list[tuple[int, int, str]] = []
+    for letter, option_names in names.items():
+        for name in option_names:
+            at = folded.find(f" {name} ")
+            while at != -1:
+                if not _NEGATED.search(_raw_before(region, folded, at)):
+                    spans.append((at, at + len(name) + 2, letter))
+                at = folded.find(f" {name} ", at + 1)
+    kept = {
+        letter
+        for s, e, letter in spans
+        if not any(s2 <= s and e <= e2 and (e2 - s2) > (e - s) and other != letter for s2, e2, other in spans)
+    }
+    return kept - negated
+
+
+def _raw_before(region: str, folded: str, at: int) -> str:
+    """The original words before a folded position (negations are small words the fold drops)."""
+    words_before = folded[:at].split()
+    raw_words = re.findall(r"[^\W_]+", unicodedata.normalize("NFKC", region))
+    kept = 0
+    for i, word in enumerate(raw_words):
+        if kept == len(words_before):
+            return " ".join(raw_words[:i])
+        if _canonical(word.lower()) not in _STOP:
+            kept += 1
+    return " ".join(raw_words)
+
+
+def named_option(
+    text: str,
+    choices: Sequence[str],
+    negated: set[str],
+    aliases: Mapping[str, Sequence[str]],
+    answer_cues: Sequence[re.Match[str]],
+) -> tuple[str | None, str]:
+    """The one option the answer names (and the rule), or None and why not."""
+    letters = [chr(65 + i) for i in range(len(choices))]
+    names = {letter: _names(choice, aliases.get(letter, ())) for letter, choice in zip(letters, choices, strict=True)}
+    committed = committed_text(text)
+    regions = []
+    if answer_cues:
+        tail = text[answer_cues[-1].end() :]
+        regions.append(_CONDITION.sub(" ", _BRACKETED.sub(" ", re.split(r"(?<=[.!?])\s|\n", tail, maxsplit=1)[0])))
+    if committed:
+        regions += [committed[0], committed[-1], " ".join(committed)]
+    regions.append(" ".join(committed_text(text, brackets=True)))
+    for region in regions:
+        found = _named(region, names, negated)
+        if len(found) == 1:
+            return found.pop(), "option text"
+        if len(found) > 1:
+            return None, f"several options named ({', '.join(sorted(found))})"
+    terse = len(text.split()) <= 6
+    for said in ([regions[0]] if answer_cues else []) + (committed[-1:] + committed[:1] if committed else [text]):
+        letter, why = _paraphrase(said, choices, letters, negated, terse=terse)
+        if letter is not None:
+            return letter, why
+    return None, "no option letter in the answer"
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:5] for w in _fold(text).split() if len(w) >= 4 and not w.isdigit()}
+
+
+def _paraphrase(
+    region: str, choices: Sequence[str], letters: list[str], negated: set[str], *, terse: bool
+) -> tuple[str | None, str]:
+    said = _stems(region)
+    own = {letter: _stems(choice) for letter, choice in zip(letters, choices, strict=True)}
+    hits = []
+    for letter, stems in own.items():
+        distinct = stems - set().union(*(v for k, v in own.items() if k != letter))
+        matched = len(distinct & said)
+        if distinct and matched / len(distinct) >= 0.5 and (matched >= 2 or terse) and letter not in negated:
+            hits.append(letter)
+    if len(hits) == 1:
+        return hits[0], "option paraphrase"
+    return None, "no option letter in the answer"
