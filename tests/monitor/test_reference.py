@@ -25,6 +25,7 @@ from medmon.monitor.detection.drift.reference import (
     lower_bound,
     stage_alpha,
     stratified_margin,
+    weighted_cp_margin,
 )
 from medmon.monitor.detection.streams import go_live_replay
 from medmon.monitor.models import BurnIn, DetectorState
@@ -226,6 +227,8 @@ def test_the_stratified_margin_covers_as_stated_and_is_narrower_for_deterministi
         (rng.beta(4, 1, 32), np.full(32, 20), "binary"),
         (rng.uniform(0.2, 0.95, 32), np.full(32, 20), "bounded"),
         (near(0.80), rng.integers(STRATIFIED_MIN_RUNS, 60, 32), "binary"),
+        (np.full(32, 0.80), np.full(32, 160), "binary"),  # independent draws per request (a model at T > 0)
+        (np.full(32, 0.80), rng.integers(150, 170, 32), "binary"),  # the same, counts a little unequal
     ]
     for p_items, runs, scores in designs:
         assert _stratified_coverage(rng, p_items, runs, alpha, reps, scores) >= 1 - alpha, (p_items.mean(), scores)
@@ -234,6 +237,13 @@ def test_the_stratified_margin_covers_as_stated_and_is_narrower_for_deterministi
     rows, small = [(40, 39.0, 39.0)] * 26 + [(40, 1.0, 1.0)] * 6, alpha / 50
     total = sum(t for _, t, _ in rows)
     assert stratified_margin(rows, small) < 0.75 * (total / 1280 - lower_bound(total, total, 1280, small, True))
+    # the margin is chosen from the data: for independent draws the pooled Clopper-Pearson bound is the
+    # narrower (each at half the error), for near-deterministic canaries the within-canary one
+    draws = [(160, 128.0, 128.0)] * 32
+    assert weighted_cp_margin(draws, alpha / 2, True) < stratified_margin(draws, alpha / 2)
+    assert stratified_margin(rows, alpha / 2) < weighted_cp_margin(rows, alpha / 2, True)
+    independent = References("burn-in", 1, {f"c{i}": InstanceRef(0.8, 160, total2=128.0) for i in range(32)})
+    assert independent.exact_margin(alpha) == pytest.approx(weighted_cp_margin(draws, alpha / 2, True))
     # below STRATIFIED_MIN_RUNS answers the margin stays Clopper-Pearson's
     few = References("burn-in", 1, {f"c{i}": InstanceRef(0.8, 5, total2=4.0) for i in range(32)})
     assert not few.stratified and few.exact_margin(alpha) == pytest.approx(
