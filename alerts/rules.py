@@ -3,8 +3,9 @@
 The monitor gathers the numbers (``medmon.monitor.alerting.signals``); these functions decide, word the
 summary, attach the evidence and set the severity, without touching a database or a clock.
 Rules that measure a noisy estimate fire on its interval, not on one run: a score is "below
-the approval minimum" only when the whole 95% interval is, and clears once the estimate itself
-is back at the minimum (hysteresis, so an estimate hovering at the line does not flap).
+the approval minimum" only when the whole 95% interval is, and clears only once the whole
+interval is back at or above it (hysteresis: one persistent drop is one alert, re-armed only
+after the figure has clearly recovered, so an estimate hovering at the line does not flap).
 """
 
 from __future__ import annotations
@@ -121,8 +122,19 @@ def detector_recovered(subject: Subject, metric: str, *, kind: Kind | None = Non
 def below_minimum(subject: Subject, estimate: Estimate | None, minimum: float, *, min_n: int = 30) -> Signal | None:
     """Fire when the recent score's whole 95% interval lies under ``thresholds.min_score``.
 
-    Clears once the point estimate is back at the minimum; in between, and with fewer than
-    ``min_n`` scored results, there is no verdict (None).
+    Clears only once the whole interval is at or above the minimum: a score that dropped to the
+    line and hovers there stays one alert, whatever its estimate does from run to run. In
+    between, and with fewer than ``min_n`` scored results, there is no verdict (None).
+
+    Examples
+    --------
+    >>> s = Subject("prod", "qa")
+    >>> below_minimum(s, Estimate(0.70, 0.64, 0.74, 200), 0.75).firing
+    True
+    >>> below_minimum(s, Estimate(0.76, 0.70, 0.82, 200), 0.75) is None     # back at the line: not yet clear
+    True
+    >>> below_minimum(s, Estimate(0.84, 0.78, 0.89, 200), 0.75).firing      # clearly recovered
+    False
     """
     if estimate is None or estimate.n < min_n:
         return None
@@ -133,13 +145,16 @@ def below_minimum(subject: Subject, estimate: Estimate | None, minimum: float, *
             f"n={estimate.n}) is below the approved minimum {minimum:.3f}"
         )
         return subject.signal(Rule.below_minimum, "score", firing=True, summary=summary, evidence=evidence)
-    if estimate.value >= minimum:
+    if estimate.low >= minimum:
         return subject.signal(
             Rule.below_minimum,
             "score",
             firing=False,
             evidence=evidence,
-            summary=f"{subject.name}: recent score {estimate.value:.3f} is back at the minimum {minimum:.3f}",
+            summary=(
+                f"{subject.name}: recent score {estimate.value:.3f} (95% CI {estimate.low:.3f}-{estimate.high:.3f}) "
+                f"is back above the minimum {minimum:.3f}"
+            ),
         )
     return None
 

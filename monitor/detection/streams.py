@@ -18,6 +18,7 @@ built with: the same data after a restart gives the same decisions, and a change
 from __future__ import annotations
 
 import math
+import random
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from typing import Any, TypeVar
 
 from sqlmodel import Session, col, select
 
-from medmon.alerts import KINDS
+from medmon.alerts import KINDS, Alert, Cause, cause_of
 from medmon.baselines import Baseline, Canary, resolve
 from medmon.monitor.detection.drift import (
     CountSR,
@@ -53,12 +54,15 @@ from medmon.monitor.detection.drift.layout import (
 )
 from medmon.monitor.detection.drift.recovery import Recovery, RecoveryState
 from medmon.monitor.detection.drift.reference import (
+    GrowthCheck,
     References,
     burn_in_add,
     burn_in_complete,
     burn_in_references,
     from_json,
+    growth_check,
     helm_references,
+    pending,
     stage_alpha,
     to_json,
 )
@@ -78,6 +82,7 @@ __all__ = [
     "start_reevaluation",
     "stream_thresholds",
     "task_streams",
+    "task_watching",
     "update_judge_canaries",
     "update_stream",
     "update_task_streams",
@@ -181,6 +186,17 @@ def _row(session: Session, spec: StreamSpec[Any], params: dict[str, Any], thresh
     if row is not None and stored == params and row.detector == spec.detector:
         row.threshold = threshold
         return row
+    if row is not None and row.detector == spec.detector and _grown(stored, params):
+        # The frozen reference grew (a later stage of the same reference, its growth checked): the
+        # evidence carries over. Each observation is still bet against a null that holds under no
+        # change (each stage's margin has its own share of the error), so the mixture stays an e-process.
+        row.threshold, row.params, row.null_mean, row.baseline_mean = (
+            threshold,
+            params,
+            spec.null_mean,
+            spec.baseline_mean,
+        )
+        return row
     # A new baseline or reference starts a new segment: evidence against the old null is void.
     if row is None:
         return DetectorState(
@@ -200,6 +216,14 @@ def _row(session: Session, spec: StreamSpec[Any], params: dict[str, Any], thresh
     row.null_mean, row.baseline_mean, row.threshold = spec.null_mean, spec.baseline_mean, threshold
     row.detector, row.family, row.params = spec.detector, spec.family, params
     return row
+
+
+def _grown(stored: Mapping[str, Any], params: Mapping[str, Any]) -> bool:
+    """Whether ``params`` are those of a later stage of the go-live reference ``stored`` was built on."""
+    old, new = str(stored.get("reference", "")), str(params.get("reference", ""))
+    if not old.startswith("burn-in:") or not new.startswith("burn-in:"):
+        return False
+    return old.split(".")[0] == new.split(".")[0] and old != new
 
 
 def _settle(
@@ -297,33 +321,69 @@ def update_stream(
     )
 
 
-def _quiet(session: Session, task_id: str) -> bool:
-    """No stream of the task is watching or degraded: its answers may grow the go-live reference."""
-    busy = (StreamStatus.watching, StreamStatus.degraded)
+def task_watching(session: Session, task_id: str) -> bool:
+    """Whether any stream of the task is watching (evidence building, not yet an alarm).
+
+    A plain read for the scheduler (a re-evaluation in progress counts as watching): while it is
+    true the task's evidence is building, and probing it sooner shortens the time to a decision;
+    the detectors are anytime-valid, so probing more often does not weaken the false-alarm promise
+    per observation.
+    """
     return (
         session.exec(
-            select(DetectorState.key).where(DetectorState.task_id == task_id, col(DetectorState.status).in_(busy))
+            select(DetectorState.key).where(
+                DetectorState.task_id == task_id, DetectorState.status == StreamStatus.watching
+            )
         ).first()
-        is None
+        is not None
     )
+
+
+def _quiet(session: Session, task_id: str) -> bool:
+    """The go-live reference may grow: no stream of the task is watching or degraded and no alert of
+    the reference's causes (accuracy, subgroup gap) is open for the task, whatever rule raised it
+    (``below_minimum`` included)."""
+    busy = (StreamStatus.watching, StreamStatus.degraded)
+    streams = session.exec(
+        select(DetectorState.key).where(DetectorState.task_id == task_id, col(DetectorState.status).in_(busy))
+    ).first()
+    if streams is not None:
+        return False
+    causes = {Cause.accuracy, Cause.subgroup_gap}
+    alerts = session.exec(select(Alert.labels).where(Alert.task_id == task_id, col(Alert.ends_at).is_(None))).all()
+    return not any(cause_of(labels) in causes for labels in alerts)
+
+
+@dataclass(frozen=True)
+class Referenced:
+    """What ``_references`` found for one run: the references to test it against, and what changed."""
+
+    refs: References | None  # per-instance references of the paired streams (HELM's while the reference is built)
+    go_live: References | None  # the frozen go-live reference, once complete
+    completed: References | None = None  # the go-live reference this run completed
+    growth: GrowthCheck | None = None  # a growth the two-sample check refused (a finding)
 
 
 def _references(
     session: Session, plan: Plan, ctx: TaskContext, results: Sequence[ProbeResultBase], now: datetime
-) -> tuple[References | None, References | None, References | None]:
-    """The paired references and the go-live reference *before* this run; then grow the reference.
+) -> Referenced:
+    """The references *before* this run; then build or grow the go-live reference.
 
-    Returns ``(paired references, go-live reference, go-live reference completed by this run)``.
-    Without a go-live reference (``detection.reference.repeats`` 0) the paired references
-    are HELM's. Otherwise this run's answers join the reference table while it is being built,
-    and afterwards while every stream of the task is quiet, up to ``max_repeats`` answers per
-    canary; the reference the streams test against is frozen at completion and again at each
-    doubling of its answers (a new null: a new segment). A run is never tested against a
-    reference it helped build.
+    Without a go-live reference (``detection.reference.repeats`` 0) the paired references are
+    HELM's. Otherwise this run's answers join the reference table while it is being built (the
+    paired streams test against HELM's per-instance scores meanwhile, where the canaries carry
+    them). The reference is frozen when it completes. Afterwards answers are set aside (pending)
+    while the task is quiet (``_quiet``); the moment it is not, the pending answers are dropped,
+    since they may hold the start of a drop. Once the pending answers are as many as the frozen
+    ones, a two-sample check against the frozen reference (``growth_check``, at the stage's share
+    of ``baseline_alpha``) decides: indistinguishable, they join it (the next stage: a narrower
+    margin, the evidence carried over); distinguishable, they are dropped and the refusal is a
+    finding. A run is never tested against a reference it helped build.
     """
     det = plan.detection
+    helm = helm_references(ctx.canaries, det.reference.coverage)
     if det.reference.repeats < 1:
-        return helm_references(ctx.canaries, det.reference.coverage), None, None
+        return Referenced(helm, None)
     row = session.get(BurnIn, ctx.task.id)
     if row is None:
         row = BurnIn(task_id=ctx.task.id, runs=det.reference.repeats, started_at=now)
@@ -336,21 +396,65 @@ def _references(
     )
     pool = [c.id for c in ctx.canaries if c.replayable]
     table = from_json(row.instances)
-    cap = det.reference.max_repeats * len(pool)
-    completed = None
-    if not row.complete or (_quiet(session, ctx.task.id) and reference_answers(table) < cap):
+    completed, refused = None, None
+
+    def add() -> None:
         for r in results:
             if r.error_type is None and r.score is not None:
                 burn_in_add(table, r.canary_id, float(r.score), r.completion_tokens, r.cost_usd, r.latency_s)
         row.instances = to_json(table)
-        if not row.complete and burn_in_complete(table, pool, row.runs, det.reference.coverage):
+
+    if not row.complete:
+        add()
+        if burn_in_complete(table, pool, row.runs, det.reference.coverage):
             row.complete, row.completed_at, row.reference, row.stage = True, now, row.instances, 0
             row.alpha = stage_alpha(reference_alpha(plan), row.runs, det.reference.max_repeats)
             completed = burn_in_references(table, row.runs, row.version)
-        elif row.complete and reference_answers(table) >= 2 * reference_answers(from_json(row.reference)):
-            row.reference, row.stage = row.instances, row.stage + 1
+    elif current is not None:
+        frozen = from_json(row.reference)
+        if not _quiet(session, ctx.task.id):
+            if reference_answers(table) > reference_answers(frozen):
+                row.instances = row.reference  # the pending answers may hold the start of a drop
+        elif reference_answers(table) < det.reference.max_repeats * len(pool):
+            add()
+            new = pending(table, frozen)
+            if reference_answers(new) >= reference_answers(frozen):
+                check = growth_check(current, new, row.alpha or stage_alpha(reference_alpha(plan), 1, 1))
+                if check.indistinguishable:
+                    row.reference, row.stage = row.instances, row.stage + 1
+                else:
+                    row.instances, refused = row.reference, check
     session.add(row)
-    return current, current, completed
+    return Referenced(current if current is not None else helm, current, completed, refused)
+
+
+def growth_update(ctx: TaskContext, go_live: References, check: GrowthCheck) -> StreamUpdate:
+    """A refused growth of the go-live reference as a finding: the answers would have moved the null."""
+    t = ctx.task.id
+    spec: StreamSpec[Any] = StreamSpec(  # observes nothing: the finding is made by the check
+        f"{t}:conformance:growth", t, "conformance", "both", 0.0, go_live.centre, lambda r: None, "conformance"
+    )
+    finding = Finding(
+        detector="reference_growth_check",
+        direction="drop" if check.difference < 0 else "rise",
+        statistic=check.difference,
+        threshold=0.0,
+        estimate=check.difference,
+        ci_low=check.low,
+        ci_high=check.high,
+        n=check.n,
+        null_mean=0.0,
+        quantity="paired difference",
+        decision="refused",
+    )
+    summary = (
+        f"{t}: {check.n} answers differ from the frozen go-live reference (paired difference "
+        f"{check.difference:+.3f}, {1 - check.alpha:.1%} CI {check.low:+.3f} to {check.high:+.3f}); "
+        "the reference was not extended with them"
+    )
+    return StreamUpdate(
+        spec, StreamStatus.ok, StreamStatus.ok, finding, None, 0.0, check.n, "reference_growth", False, summary
+    )
 
 
 def _restart_burn_in(session: Session, task_id: str, now: datetime) -> None:
@@ -360,20 +464,27 @@ def _restart_burn_in(session: Session, task_id: str, now: datetime) -> None:
         session.add(row)
 
 
-def go_live_replay(session: Session, plan: Plan, ctx: TaskContext, k: int) -> list[Canary] | None:
-    """The ``k`` canaries a probe run replays while the go-live reference is built, else None.
+def go_live_replay(
+    session: Session, plan: Plan, ctx: TaskContext, k: int, rng: random.Random | None = None
+) -> list[Canary] | None:
+    """The ``k`` canaries a probe run replays while the go-live reference is built or grows, else None.
 
-    The least answered canaries come first, so the reference covers every canary ``repeats``
-    times in the fewest runs instead of waiting for random draws to reach them all.
+    The least answered canaries come first (ties in random order, from ``rng`` when given), so the
+    reference covers every canary ``repeats`` times in the fewest runs instead of waiting for random
+    draws to reach them all, and keeps equal answer counts as it grows (where ``weighted_cp_margin``
+    is exact). Once it holds ``max_repeats`` answers per canary, runs draw canaries at random.
     """
-    if plan.detection.reference.repeats < 1:
+    ref = plan.detection.reference
+    if ref.repeats < 1:
         return None
     row = session.get(BurnIn, ctx.task.id)
-    if row is not None and row.complete:
-        return None
     table = from_json(row.instances) if row is not None else {}
     pool = [c for c in ctx.canaries if c.replayable]
-    pool.sort(key=lambda c: (int(table[c.id][0]) if c.id in table else 0, c.id))
+    if row is not None and row.complete and reference_answers(table) >= ref.max_repeats * len(pool):
+        return None
+    tie = rng or random.Random(reference_answers(table))
+    order = {c.id: tie.random() for c in pool}
+    pool.sort(key=lambda c: (int(table[c.id][0]) if c.id in table else 0, order[c.id]))
     return pool[:k] or None
 
 
@@ -448,14 +559,17 @@ def update_task_streams(
     now: datetime,
 ) -> list[StreamUpdate]:
     """Feed one run to every stream of the task, its category's pooled stream and any re-evaluation."""
-    refs, burn, completed = _references(session, plan, ctx, results, now)
-    specs = task_streams(plan, ctx.task, baseline, ctx.canaries, refs=refs, burn_in=burn, scorer=ctx.scorer)
+    found = _references(session, plan, ctx, results, now)
+    refs = found.refs
+    specs = task_streams(plan, ctx.task, baseline, ctx.canaries, refs=refs, burn_in=found.go_live, scorer=ctx.scorer)
     thresholds = stream_thresholds(plan, specs)
     updates = []
-    if completed is not None:
-        conformance = conformance_update(plan, ctx, completed)
+    if found.completed is not None:
+        conformance = conformance_update(plan, ctx, found.completed)
         if conformance is not None:
             updates.append(conformance)
+    if found.growth is not None and found.go_live is not None:
+        updates.append(growth_update(ctx, found.go_live, found.growth))
     for spec in specs:
         if spec.active:
             updates.append(update_stream(session, spec, thresholds.get(spec.key, 0.0), results, now))

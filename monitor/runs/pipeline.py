@@ -114,7 +114,7 @@ def run_task_probe(
         if slot is not None:
             slot.run_id = run.id
             session.add(slot)
-        replay = go_live_replay(session, plan, ctx, task.sample_size)  # the go-live reference comes first
+        replay = go_live_replay(session, plan, ctx, task.sample_size, rng)  # the go-live reference comes first
         chosen.extend(replay if replay is not None else sample_canaries(ctx.canaries, task.sample_size, rng))
 
     async def call(pool: ClientPool) -> Sequence[ProbeResultBase]:

@@ -18,7 +18,7 @@ from medmon.alerts import KINDS, Cause, Impact, Kind, Rule, Severity, cause_of, 
 from medmon.alerts.causes import RUNBOOKS
 from medmon.db import session_scope
 from medmon.monitor.alerting.signals import stream_signal
-from medmon.monitor.detection.drift.reference import helm_references
+from medmon.monitor.detection.drift.reference import InstanceRef, References, helm_references
 from medmon.monitor.detection.streams import (
     StreamSpec,
     conformance_update,
@@ -165,6 +165,9 @@ def test_every_stream_a_rich_plan_declares_is_of_its_kind_and_every_stream_kind_
             specs += task_streams(
                 p, p.tasks[0], baseline(0.78), pool, refs=helm if p is benchmark else None, scorer=scorer
             )
+    # a completed go-live reference (before it the score stream is armed against the baseline)
+    golive = References("burn-in", 1, {c.id: InstanceRef(0.8, 5, total2=4.0) for c in pool})
+    specs += task_streams(plan, plan.tasks[0], baseline(0.78), pool, refs=golive, burn_in=golive)
     ref = _reference()
     specs += traffic_specs(plan, ref) + volume_specs(plan, ref) + judgement_specs(plan, "knowledge-qa", ref)
     ctx = context(benchmark, pool)

@@ -539,7 +539,8 @@ def test_a_budget_change_keeps_the_evidence_and_a_new_null_opens_a_segment(engin
         after = s.get(DetectorState, key)
         assert after is not None and (after.segment, after.n, after.null_mean) == (segment, n + 20, null)
         assert after.threshold > threshold
-    # a new reference (a passed re-evaluation restarts it) is a new null: a new segment once it is built
+    # a new reference (a passed re-evaluation restarts it) is a new null: a new segment while it is built
+    # (armed against the baseline meanwhile), and another once it is
     with session_scope(engine) as s:
         row = s.get(BurnIn, "knowledge-qa")
         row.version, row.instances, row.reference, row.complete = row.version + 1, {}, {}, False
@@ -547,7 +548,7 @@ def test_a_budget_change_keeps_the_evidence_and_a_new_null_opens_a_segment(engin
     feed(engine, two, context(two, pool), base, [answers(rng, pool, 20, as_before) for _ in range(6)], start=9)
     with Session(engine) as s:
         moved = s.get(DetectorState, key)
-        assert moved is not None and moved.segment == segment + 1
+        assert moved is not None and moved.segment == segment + 2 and moved.params["reference"] == "burn-in:2"
 
 
 def test_a_model_change_opens_a_segment_for_every_stream_of_the_task(engine: Engine, make_plan: Callable) -> None:

@@ -25,11 +25,22 @@ from medmon.monitor.detection.drift.reference import (
     lower_bound,
     stage_alpha,
     stratified_margin,
+    weighted_cp_margin,
 )
 from medmon.monitor.detection.streams import go_live_replay
 from medmon.monitor.models import BurnIn, DetectorState
 from medmon.probes.models import ProbeResultBase
-from tests.monitor.test_detection import _task, answers, as_before, baseline, canaries, context, feed, first_alarm
+from tests.monitor.test_detection import (
+    _task,
+    answers,
+    as_before,
+    baseline,
+    canaries,
+    context,
+    feed,
+    first_alarm,
+    right,
+)
 
 REF = {"distribution_checks": False, "reference": {"repeats": 3, "coverage": 1.0, "max_repeats": 12}}
 
@@ -65,14 +76,21 @@ def test_the_go_live_replay_covers_every_canary_k_times_then_the_reference_grows
         row = s.get(BurnIn, "knowledge-qa")
         assert row.complete and row.stage == 0 and row.alpha == pytest.approx(0.05 / 3)  # stages at 3, 6, 12 answers
         assert sorted(v[0] for v in from_json(row.reference).values()) == [3] * 20
-    assert all(u.spec.key != key for run in runs for u in run)  # nothing to test against while it was built
-    # Quiet runs keep growing the reference; at twice its answers the null is re-set (stage 1, a new segment)
-    grown = feed(engine, plan, ctx, base, [answers(rng, pool, 20, as_before) for _ in range(4)], start=3)
+    # armed from the first run: while the reference was built the score stream tested against the baseline
+    armed = [u for run in runs for u in run if u.spec.key == key]
+    assert len(armed) == 3 and all(u.spec.kind == "score" and u.spec.params["reference"] == "baseline" for u in armed)
+    assert armed[0].n > 0 and armed[0].spec.null_mean < 0.78
+    # Quiet runs keep growing it (the replay keeps the answer counts equal); at twice its answers the
+    # two-sample check lets them in: the next stage, its narrower margin, the evidence carried over
+    grown = []
+    for i in range(4):
+        grown += feed(engine, plan, ctx, base, [replayed(plan, ctx, engine, rng, as_before)], start=3 + i)
     nulls = [next(u.spec.null_mean for u in run if u.spec.key == key) for run in grown]
     with Session(engine) as s:
         row, state = s.get(BurnIn, "knowledge-qa"), s.get(DetectorState, key)
         assert row.stage == 1 and sum(v[0] for v in from_json(row.reference).values()) >= 120
-        assert state.segment == 2
+        assert state.segment == 2 and state.params["reference"].endswith(".1")  # one new segment: at the hand-over
+        assert state.n == 4 * 20  # the evidence since the hand-over carried over the growth
     margins = [
         ref - null
         for ref, null in zip([u.spec.baseline_mean for run in grown for u in run if u.spec.key == key], nulls)
@@ -86,6 +104,37 @@ def test_the_go_live_replay_covers_every_canary_k_times_then_the_reference_grows
     with Session(engine) as s:
         assert s.get(DetectorState, key).status.value == "degraded"
         assert sum(v[0] for v in s.get(BurnIn, "knowledge-qa").instances.values()) == before
+
+
+def test_the_frozen_reference_never_absorbs_a_drop_its_streams_have_not_yet_seen(
+    engine: Engine, make_plan: Callable
+) -> None:
+    """A drop right after the reference completes, before any stream is watching: the answers that
+    would double the reference differ from it, so the two-sample check refuses them (a finding, not a
+    silent update) and the null stays where the approved model put it. On today's main the reference
+    grew with those answers and its null fell with the drop."""
+    plan = make_plan(detection=REF)
+    pool = canaries(20, helm=False)
+    ctx, base, rng = context(plan, pool), baseline(0.78), random.Random(23)
+    key = "knowledge-qa:score:drop"
+    for i in range(3):
+        feed(engine, plan, ctx, base, [replayed(plan, ctx, engine, rng, as_before)], start=i)
+    with Session(engine) as s:
+        frozen = from_json(s.get(BurnIn, "knowledge-qa").reference)
+    worse = lambda c: 0.97 * 0.6 if right(c) else 0.03  # noqa: E731  (about 0.78 -> 0.47)
+    runs = []
+    for i in range(3):
+        runs += feed(engine, plan, ctx, base, [replayed(plan, ctx, engine, rng, worse)], start=3 + i)
+    with Session(engine) as s:
+        row, state = s.get(BurnIn, "knowledge-qa"), s.get(DetectorState, key)
+        assert row.stage == 0 and from_json(row.reference) == frozen  # the frozen reference is untouched
+    nulls = {round(u.spec.null_mean, 9) for run in runs for u in run if u.spec.key == key}
+    assert len(nulls) == 1 and state.null_mean == pytest.approx(nulls.pop())  # its null did not move
+    refused = [u for run in runs for u in run if u.kind == "reference_growth"]
+    assert all(u.status.value == "ok" for run in runs for u in run if u.spec.key == key)  # nothing watching yet
+    (u,) = refused  # the check, not a stream, stopped the growth
+    assert u.finding.estimate < 0 and u.finding.ci_high < 0 and not u.alert
+    assert "not extended" in u.summary
 
 
 @pytest.mark.parametrize(
@@ -178,6 +227,8 @@ def test_the_stratified_margin_covers_as_stated_and_is_narrower_for_deterministi
         (rng.beta(4, 1, 32), np.full(32, 20), "binary"),
         (rng.uniform(0.2, 0.95, 32), np.full(32, 20), "bounded"),
         (near(0.80), rng.integers(STRATIFIED_MIN_RUNS, 60, 32), "binary"),
+        (np.full(32, 0.80), np.full(32, 160), "binary"),  # independent draws per request (a model at T > 0)
+        (np.full(32, 0.80), rng.integers(150, 170, 32), "binary"),  # the same, counts a little unequal
     ]
     for p_items, runs, scores in designs:
         assert _stratified_coverage(rng, p_items, runs, alpha, reps, scores) >= 1 - alpha, (p_items.mean(), scores)
@@ -186,6 +237,13 @@ def test_the_stratified_margin_covers_as_stated_and_is_narrower_for_deterministi
     rows, small = [(40, 39.0, 39.0)] * 26 + [(40, 1.0, 1.0)] * 6, alpha / 50
     total = sum(t for _, t, _ in rows)
     assert stratified_margin(rows, small) < 0.75 * (total / 1280 - lower_bound(total, total, 1280, small, True))
+    # the margin is chosen from the data: for independent draws the pooled Clopper-Pearson bound is the
+    # narrower (each at half the error), for near-deterministic canaries the within-canary one
+    draws = [(160, 128.0, 128.0)] * 32
+    assert weighted_cp_margin(draws, alpha / 2, True) < stratified_margin(draws, alpha / 2)
+    assert stratified_margin(rows, alpha / 2) < weighted_cp_margin(rows, alpha / 2, True)
+    independent = References("burn-in", 1, {f"c{i}": InstanceRef(0.8, 160, total2=128.0) for i in range(32)})
+    assert independent.exact_margin(alpha) == pytest.approx(weighted_cp_margin(draws, alpha / 2, True))
     # below STRATIFIED_MIN_RUNS answers the margin stays Clopper-Pearson's
     few = References("burn-in", 1, {f"c{i}": InstanceRef(0.8, 5, total2=4.0) for i in range(32)})
     assert not few.stratified and few.exact_margin(alpha) == pytest.approx(

@@ -280,19 +280,20 @@ def task_streams(
             primary=True,
             kind="golive_score",
         )
-    elif go_live:  # the reference is being built: nothing to test against yet
+    elif go_live:  # the reference is being built: armed against the imported baseline, with its wider margin
+        margin = exact_baseline_margin(p0, baseline.n, alpha, det.min_margin)
+        mu0 = min(max(p0 - margin, 0.01), 0.99)
         score = StreamSpec(
             f"{t}:score:drop",
             t,
             "score",
             "drop",
-            0.5,
+            mu0,
             p0,
-            lambda r: None,
-            params={"mu0": 0.5, "sigma2": 0.25},
-            active=False,
+            lambda r: r.score if _ok(r) else None,
+            params={"mu0": mu0, "sigma2": _sigma2(p0), "reference": "baseline"},
             primary=True,
-            kind="golive_score",
+            kind="score",
         )
     else:  # no go-live reference: the benchmark's score, with an exact margin
         margin = exact_baseline_margin(p0, baseline.n, alpha, det.min_margin)

@@ -141,6 +141,32 @@ def stratified_margin(items: Iterable[tuple[int, float, float]], alpha: float) -
     return b * log_term / 3 + math.sqrt((b * log_term / 3) ** 2 + 2 * variance * log_term)
 
 
+def weighted_cp_margin(items: Iterable[tuple[int, float, float]], alpha: float, binary: bool) -> float:
+    """One-sided ``1 - alpha`` bound on ``mean_i c_i - mean_i p_i`` from the pooled answers (independent draws).
+
+    The pooled answers' mean bounds ``sum_i w_i p_i`` with ``w_i = K_i / N`` (Clopper-Pearson for 0/1
+    answers, empirical Bernstein otherwise, as ``lower_bound``); ``mean_i p_i`` is at least that minus
+    ``D = sum_i max(0, w_i - 1/n)`` whatever the ``p_i`` in [0, 1]. With equal answer counts ``D`` is 0.
+    When each answer is an independent draw (a real model at temperature > 0) the spread within
+    canaries is ``p(1 - p)`` and this is the narrower bound; for near-deterministic canaries
+    ``stratified_margin`` is.
+
+    Examples
+    --------
+    >>> rows = [(160, 128.0, 128.0)] * 32     # 32 canaries, each answered 160 times, 80% right
+    >>> round(weighted_cp_margin(rows, 0.05 / 12, binary=True), 4)
+    0.0151
+    """
+    rows = [(int(k), float(t), float(t2)) for k, t, t2 in items]
+    n, total_n = len(rows), sum(k for k, _, _ in rows)
+    if n == 0 or total_n == 0:
+        return 0.5
+    total, total2 = sum(t for _, t, _ in rows), sum(t2 for _, _, t2 in rows)
+    spread = sum(max(0.0, k / total_n - 1 / n) for k, _, _ in rows)
+    centre = sum(t / k for k, t, _ in rows if k) / n
+    return centre - (lower_bound(total, total2, total_n, alpha, binary) - spread)
+
+
 def stage_alpha(alpha: float, repeats: int, max_repeats: int) -> float:
     """The error allowed to the reference's margin at each of its stages.
 
@@ -214,12 +240,13 @@ class References:
         n = self.answers
         if n == 0:
             return 0.5
-        if self.stratified:
+        if self.stratified:  # chosen from the data: the narrower of two bounds, each at alpha / 2
             rows = [
                 (r.runs, r.mean * r.runs, r.total2 if r.total2 is not None else r.mean * r.runs)
                 for r in self.items.values()
             ]
-            return min(max(min_margin, stratified_margin(rows, alpha)), 0.5)
+            margin = min(stratified_margin(rows, alpha / 2), weighted_cp_margin(rows, alpha / 2, self.binary))
+            return min(max(min_margin, margin), 0.5)
         total = sum(r.mean * r.runs for r in self.items.values())
         total2 = sum(r.total2 if r.total2 is not None else r.mean * r.runs for r in self.items.values())
         bound = lower_bound(total, total2, n, alpha, self.binary)
@@ -404,6 +431,79 @@ def exceedance_null(runs: int, n_items: int) -> float:
     k = max(runs, 1)
     sd = math.sqrt(k / ((k + 1) ** 2 * (k + 2) * max(n_items, 1)))
     return min(1 / (k + 1) + 2 * sd, 0.9)
+
+
+@dataclass(frozen=True)
+class GrowthCheck:
+    """The two-sample check of answers that would extend a frozen go-live reference.
+
+    ``difference`` is the mean over the new answers of ``y - c_i`` (each answer against its own
+    canary's frozen mean), ``low``/``high`` its two-sided ``1 - alpha`` interval; the answers are
+    indistinguishable from the frozen reference when the interval holds 0.
+    """
+
+    difference: float
+    low: float
+    high: float
+    n: int
+    alpha: float
+
+    @property
+    def indistinguishable(self) -> bool:
+        return self.low <= 0.0 <= self.high
+
+
+def pending(table: Mapping[str, list[Any]], frozen: Mapping[str, list[Any]]) -> BurnInTable:
+    """The answers of ``table`` not yet in the frozen reference ``frozen`` (score sums only)."""
+    out: BurnInTable = {}
+    for cid, row in table.items():
+        base = frozen.get(cid)
+        n0, t0, q0 = (base[0], base[1], base[2]) if base is not None else (0, 0.0, 0.0)
+        if row[0] > n0:
+            out[cid] = [row[0] - n0, row[1] - t0, row[2] - q0, math.inf, -math.inf, [], []]
+    return out
+
+
+def growth_check(frozen: References, new: Mapping[str, list[Any]], alpha: float) -> GrowthCheck:
+    """Whether answers ``new`` (a table of score sums) may join the frozen reference ``frozen``.
+
+    For canary ``i`` with ``m_i`` new answers and ``K_i`` frozen ones, ``d_i = ybar_i - c_i`` has
+    variance ``v_i (1/m_i + 1/K_i)`` under no change, ``v_i`` the canary's within-canary variance,
+    estimated from all its answers with half a pseudo-answer each way (so a canary answered
+    the same way every time still counts as uncertain). The check is the normal two-sided
+    interval of ``sum_i (m_i / M) d_i``. Canaries without a frozen mean are left out.
+
+    Examples
+    --------
+    >>> ref = References("burn-in", 1, {f"c{i}": InstanceRef(0.8, 5, total2=4.0) for i in range(32)})
+    >>> same = {f"c{i}": [5, 4.0, 4.0] for i in range(32)}
+    >>> growth_check(ref, same, 0.01).indistinguishable
+    True
+    >>> worse = {f"c{i}": [10, 6.0, 6.0] for i in range(32)}     # 0.60 on 320 new answers
+    >>> growth_check(ref, worse, 0.01).indistinguishable
+    False
+    """
+    from statistics import NormalDist
+
+    rows = [(cid, row) for cid, row in new.items() if cid in frozen.items and row[0] > 0]
+    m_total = sum(int(row[0]) for _, row in rows)
+    if m_total == 0:
+        return GrowthCheck(0.0, -1.0, 1.0, 0, alpha)
+    diff, var = 0.0, 0.0
+    for cid, row in rows:
+        ref = frozen.items[cid]
+        m, k = int(row[0]), max(ref.runs, 1)
+        ref_total2 = ref.total2 if ref.total2 is not None else ref.mean * ref.runs
+        n = m + k
+        total, total2 = row[1] + ref.mean * ref.runs + 0.5, row[2] + ref_total2 + 0.5  # + a 1/2 and a 0 answer
+        mean = total / (n + 1)
+        v = max(total2 / (n + 1) - mean * mean, 0.0) * (n + 1) / n
+        w = m / m_total
+        diff += w * (row[1] / m - ref.mean)
+        var += w * w * v * (1 / m + 1 / k)
+    z = NormalDist().inv_cdf(1 - alpha / 2)
+    half = z * math.sqrt(var)
+    return GrowthCheck(diff, diff - half, diff + half, m_total, alpha)
 
 
 def to_json(table: BurnInTable) -> dict[str, Any]:
