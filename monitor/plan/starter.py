@@ -67,6 +67,15 @@ detection:
   probes_between_false_alarms: 200000   # the false-alarm budget for the whole deployment
   reference: {repeats: 5, max_repeats: 160}   # go-live: each canary replayed 5 times, growing to 160 while quiet
 
+# While a detector's evidence builds (a stream "watching", no alarm yet) probe that task every
+# 15 minutes instead of on its schedule, within a budget per task and UTC day; back to the
+# schedule when the evidence fades or the budget is spent. The false-alarm promise holds per probe.
+adaptive_cadence:
+  enabled: true
+  fastest_interval: 15m
+  max_extra_probes_per_day: 48          # at most 16 hours of 15-minute probing a day
+  max_extra_cost_per_day: 5.00          # dollars per task (20 canaries x $0.01 budget = $0.20 a probe)
+
 storage:
   url: sqlite:///medmon.db              # MEDMON_DATABASE_URL overrides; PostgreSQL in production
 

@@ -13,7 +13,7 @@ process (service, standby, Celery worker) probed, and survive restarts.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -51,6 +51,8 @@ class ServiceStatus:
     heartbeat: Callable[[], datetime | None] = lambda: None
     queue_depth: Callable[[], int | None] = lambda: None
     started_at: datetime = field(default_factory=utcnow)
+    # Adaptive cadence per task (``ServiceRuntime.cadence_view``): the interval, budget used, one line.
+    cadence: Callable[[], Mapping[str, Mapping[str, object]]] = lambda: {}
 
 
 def _database_ok(engine: Engine) -> str | None:
@@ -93,6 +95,12 @@ def health_report(
                 last = _last_probes(session)
         except Exception as exc:
             problems.append(f"cannot read probe runs: {exc}")
+    cadence: Mapping[str, Mapping[str, object]] = {}
+    if db_error is None:
+        try:
+            cadence = status.cadence()
+        except Exception as exc:
+            problems.append(f"cannot read adaptive cadence: {exc}")
     for task in tasks:
         when = last.get(task.id)
         period = 2 * task.interval if task.interval is not None else CRON_OVERDUE
@@ -103,6 +111,7 @@ def health_report(
                 "last_probe": when.isoformat() if when else None,
                 "age_s": round((now - when).total_seconds(), 3) if when else None,
                 "overdue": when is None or now - when > period,
+                **({"cadence": dict(cadence[task.id])} if task.id in cadence else {}),
             }
         )
     body: dict[str, object] = {
@@ -207,6 +216,26 @@ class DatabaseCollector(Collector):
         ).all():
             detectors.add_metric([task, getattr(status, "value", status)], float(count))
         yield detectors
+        yield from cadence_metrics(self.status.cadence())
+
+
+def cadence_metrics(view: Mapping[str, Mapping[str, object]]) -> Iterator[Metric]:
+    """Adaptive cadence per task: the interval probed at, extra probes used today, refused extras."""
+    interval = GaugeMetricFamily("medmon_probe_interval_seconds", "How often each task is probed now", labels=["task"])
+    used = GaugeMetricFamily(
+        "medmon_cadence_extra_probes_today", "Extra probes adaptive cadence ran today (UTC)", labels=["task"]
+    )
+    refused = CounterMetricFamily(
+        "medmon_cadence_extra_probes_refused",
+        "Extra probes not run because the evidence faded or the budget was spent (this process)",
+        labels=["task"],
+    )
+    for task, row in view.items():
+        if isinstance(row.get("interval_s"), int | float):
+            interval.add_metric([task], float(row["interval_s"]))  # type: ignore[arg-type]
+        used.add_metric([task], float(row.get("extra_probes_today", 0)))  # type: ignore[arg-type]
+        refused.add_metric([task], float(row.get("extra_probes_refused", 0)))  # type: ignore[arg-type]
+    yield from (interval, used, refused)
 
 
 def create_health_app(

@@ -43,6 +43,8 @@ from medmon.monitor.governance.reports.period import Period
 from medmon.monitor.plan.context import TaskContext
 from medmon.monitor.plan.model import Plan, Task, parse_interval
 from medmon.monitor.runs.pipeline import ProbeOutcome
+from medmon.monitor.service.cadence import Cadence, describe
+from medmon.monitor.service.cadence_ledger import cadence_lines, decide, on_schedule
 from medmon.monitor.service.delivery import DeliveryWaker, deliver_until_quiet
 from medmon.monitor.service.slots import explain_failure, last_fire_time, retry_candidates, run_slot, worker_identity
 from medmon.probes.models import ProbeRun, RunStatus
@@ -215,12 +217,42 @@ class ServiceRuntime:
     retries: bool = True
     heartbeat: datetime | None = None
     triggers: dict[str, BaseTrigger] = field(default_factory=dict)
+    # Adaptive cadence: the faster interval each task's job runs at now (absent: its schedule),
+    # and the extra probes not run because the budget was spent.
+    fast: dict[str, timedelta] = field(default_factory=dict)
+    refused: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.triggers = {t.id: task_trigger(t) for t in self.plan.tasks}
 
+    def slot_trigger(self, task_id: str) -> BaseTrigger:
+        """The grid the task's job fires on now: the fast one while its cadence is raised."""
+        fast = self.fast.get(task_id)
+        return (
+            self.triggers[task_id]
+            if fast is None
+            else IntervalTrigger(seconds=fast.total_seconds(), start_date=GRID_EPOCH, timezone=UTC)
+        )
+
+    def cadence_view(self) -> dict[str, dict[str, object]]:
+        """Per task, adaptive cadence as ``/healthz`` shows it (read from the database)."""
+        with Session(self.engine) as session:
+            return cadence_lines(session, self.plan, self.triggers, self.now(), self.refused)
+
 
 _RUNTIMES: dict[str, ServiceRuntime] = {}
+
+
+@dataclass(frozen=True)
+class _Placement:
+    """Where a runtime's probe jobs live, to reschedule them: the scheduler and its clock's pace."""
+
+    scheduler: BaseScheduler
+    time_scale: float
+    anchor: datetime
+
+
+_PLACEMENTS: dict[str, _Placement] = {}
 
 
 def register_runtime(key: str, runtime: ServiceRuntime) -> None:
@@ -241,7 +273,7 @@ def fire_probe(runtime_key: str, task_id: str) -> None:
     now = rt.now()
     task = rt.plan.task(task_id)
     lookback = timedelta(seconds=misfire_grace_s(rt.plan, task) + 1)
-    scheduled = last_fire_time(rt.triggers[task_id], now, lookback)
+    scheduled = last_fire_time(rt.slot_trigger(task_id), now, lookback)
     if scheduled is None:
         log.warning(
             "probe of %s fired at %s with no scheduled time in the last %s (clock moved?); skipped",
@@ -250,7 +282,66 @@ def fire_probe(runtime_key: str, task_id: str) -> None:
             lookback,
         )
         return
+    if task_id in rt.fast and not on_schedule(rt.triggers[task_id], scheduled):
+        # An extra probe, between the schedule's own times: run it only if the evidence still
+        # builds and the budget still pays for it (the check and the probe are one at a time).
+        cadence = adapt_cadence(runtime_key, [task_id]).get(task_id)
+        if cadence is None or not cadence.fast:
+            rt.refused[task_id] = rt.refused.get(task_id, 0) + 1
+            why = cadence.reason if cadence is not None else "adaptive cadence is off"
+            log.warning("extra probe of %s for %s not run: %s", task_id, scheduled.isoformat(), why)
+            return
     rt.dispatch(task_id, scheduled, False)
+    if rt.plan.adaptive_cadence.enabled:
+        adapt_cadence(runtime_key, [task_id])  # in process, the probe's evidence is stored by now
+
+
+def adapt_cadence(runtime_key: str, task_ids: Sequence[str] | None = None) -> dict[str, Cadence]:
+    """Decide each task's cadence (``medmon.monitor.service.cadence``) and reschedule its probe job
+    where the decision changed: to the fast grid while a stream watches, back to the schedule after."""
+    rt = _RUNTIMES.get(runtime_key)
+    if rt is None or not rt.plan.adaptive_cadence.enabled:
+        return {}
+    tasks = [t for t in rt.plan.tasks if task_ids is None or t.id in task_ids]
+    try:
+        with Session(rt.engine) as session:
+            decided = decide(session, rt.plan, tasks, rt.triggers, rt.now())
+    except Exception as exc:  # the database may be away: keep the cadence as it is
+        log.warning("adaptive cadence could not read the detectors: %s", exc)
+        return {}
+    place = _PLACEMENTS.get(runtime_key)
+    out = {}
+    for task in tasks:
+        cadence, used = decided[task.id]
+        out[task.id] = cadence
+        if cadence.interval == rt.fast.get(task.id):
+            continue
+        if cadence.interval is None:
+            rt.fast.pop(task.id, None)
+        else:
+            rt.fast[task.id] = cadence.interval
+        if place is not None:
+            trigger = (
+                task_trigger(task, time_scale=place.time_scale, anchor=place.anchor)
+                if cadence.interval is None
+                else IntervalTrigger(
+                    seconds=max(cadence.interval.total_seconds() / place.time_scale, 0.05),
+                    start_date=place.anchor,
+                    timezone=UTC,
+                )
+            )
+            try:
+                place.scheduler.reschedule_job(f"probe:{task.id}", jobstore="default", trigger=trigger)
+            except Exception as exc:
+                log.warning("could not reschedule the probe of %s: %s", task.id, exc)
+        log.info("%s", describe(task.id, task.schedule, cadence, used, rt.plan.adaptive_cadence))
+    return out
+
+
+def cadence_job(runtime_key: str) -> None:
+    """The periodic cadence pass: evidence also changes between a task's own probes (Celery
+    workers update it in other processes), and a new day renews the budget."""
+    adapt_cadence(runtime_key)
 
 
 def heartbeat_job(runtime_key: str) -> None:
@@ -400,6 +491,8 @@ def build_service_scheduler(
     )
     scheduler.start(paused=True)
     sync_probe_jobs(scheduler, plan, runtime_key, time_scale=time_scale, anchor=anchor)
+    _PLACEMENTS[runtime_key] = _Placement(scheduler, time_scale, anchor)
+    scheduler.add_listener(lambda _event: _PLACEMENTS.pop(runtime_key, None), EVENT_SCHEDULER_SHUTDOWN)
     local = {"jobstore": "local", "executor": "local", "replace_existing": True}
     scheduler.add_job(
         heartbeat_job,
@@ -453,6 +546,18 @@ def build_service_scheduler(
         misfire_grace_time=30,
         **local,
     )
+    if plan.adaptive_cadence.enabled:  # on start too: a restart finds the jobs on the plan's schedule
+        cadence_s = max(min(60.0, plan.adaptive_cadence.fastest.total_seconds() / 4) / time_scale, 0.5)
+        scheduler.add_job(
+            cadence_job,
+            IntervalTrigger(seconds=cadence_s),
+            args=[runtime_key],
+            id="cadence",
+            name="adaptive cadence",
+            misfire_grace_time=30,
+            next_run_time=utcnow(),
+            **local,
+        )
     if plan.detection.drift_report_every is not None:
         every_s = max(parse_interval(plan.detection.drift_report_every).total_seconds() / time_scale, 0.5)
         trigger = IntervalTrigger(seconds=every_s, start_date=GRID_EPOCH, timezone=UTC)

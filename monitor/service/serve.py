@@ -212,6 +212,7 @@ def run_service(
         executor=plan.service.executor,
         heartbeat=lambda: runtime.heartbeat,
         queue_depth=getattr(dispatch, "queue_depth", lambda: None),
+        cadence=runtime.cadence_view if plan.adaptive_cadence.enabled else dict,
     )
     telemetry = build_otlp(plan.service.otlp_endpoint, deployment=plan.deployment.name)
     if telemetry is not None:
