@@ -11,14 +11,14 @@ from sqlmodel import Session, col, func, select
 
 from medmon.alerts import KINDS, Alert, Incident, cause_of, last_beat
 from medmon.baselines import resolve
+from medmon.monitor.governance.current import CURRENT_WINDOW, current_score
 from medmon.monitor.governance.effective import EffectiveTask, effective_task, effective_tasks
 from medmon.monitor.models import DetectorState, StreamStatus
 from medmon.monitor.plan.model import Plan, Task, parse_interval
-from medmon.monitor.read._sql import wilson_interval_of_mean
-from medmon.probes.models import ProbeResult, ProbeRun
+from medmon.probes.models import ProbeRun
 
 STATUS_RANK = {"degraded": 0, "watching": 1, "no data yet": 2, "ok": 3}
-RECENT_WINDOW = 200
+RECENT_WINDOW = CURRENT_WINDOW
 
 
 @dataclass(frozen=True)
@@ -51,26 +51,14 @@ class TaskRow:
 
 
 def recent_estimate(session: Session, task_id: str) -> tuple[float | None, float, float, int]:
-    """Mean score of the task's latest ``RECENT_WINDOW`` scored results, with a 95% interval.
+    """The task's current score as ``(mean, low, high, n)`` (``medmon.monitor.governance.current``).
 
-    Returns ``(mean, low, high, n)``; ``mean`` is None (and the interval [0, 1]) before any
-    scored result. The newest results are found through the ``(task_id, id)`` index and only
-    count, sum and the bounds leave the database.
+    ``mean`` is None (and the interval [0, 1]) before any scored monitoring answer.
     """
-    recent = (
-        select(ProbeResult.score)
-        .where(ProbeResult.task_id == task_id, col(ProbeResult.score).is_not(None))
-        .order_by(col(ProbeResult.id).desc())
-        .limit(RECENT_WINDOW)
-        .subquery()
-    )
-    n, total = session.exec(select(func.count(), func.sum(recent.c.score))).one()
-    if not n:
+    now = current_score(session, task_id)
+    if now.value is None or now.low is None or now.high is None:
         return None, 0.0, 1.0, 0
-    mean = float(total) / n
-    lo, hi = wilson_interval_of_mean(mean, int(n))
-    assert lo is not None and hi is not None
-    return mean, lo, hi, int(n)
+    return now.value, now.low, now.high, now.n
 
 
 def stream_name(key: str, task_id: str) -> str:

@@ -24,6 +24,7 @@ from medmon.baselines import resolve
 from medmon.monitor.governance.approvals import baseline_proposals
 from medmon.monitor.governance.audit import AuditKind, list_events, verify
 from medmon.monitor.governance.changes import change_row, list_changes
+from medmon.monitor.governance.current import current_score
 from medmon.monitor.governance.effective import effective_tasks, threshold_proposals, with_thresholds_in_force
 from medmon.monitor.governance.reevaluation import judge, list_reevaluations
 from medmon.monitor.governance.reports.limitations import known_limitations
@@ -37,7 +38,6 @@ from medmon.monitor.governance.reports.sections import (
     equity,
     health,
     in_period,
-    interval,
     monitoring,
     provenance,
     task_estimate,
@@ -54,7 +54,6 @@ from medmon.probes.models import JudgeCall, ProbeResult, ProbeRun
 MONITORING = "monitoring"
 REEVALUATION = "reevaluation"
 MAX_POINTS = 400
-RECENT_WINDOW = 200  # answers: the dashboard's "score now" (medmon.monitor.read.overview.RECENT_WINDOW)
 HUMAN_KINDS = (
     AuditKind.alert_acknowledged,
     AuditKind.alert_resolved,
@@ -489,36 +488,12 @@ def _incidents(session: Session, period: Period) -> list[IncidentRow]:
 
 
 def _at_end(session: Session, task_id: str, period: Period) -> tuple[float, float, float, int] | None:
-    """The task's latest RECENT_WINDOW scored monitoring answers before the period's end: where it
+    """The task's current score at the period's end (``medmon.monitor.governance.current``): where it
     stands when the committee decides, which a month's mean dilutes with the weeks before a drop."""
-    score = col(ProbeResult.score)
-    recent = (
-        select(ProbeResult.score)
-        .join(ProbeRun, col(ProbeRun.id) == col(ProbeResult.run_id))
-        .where(
-            ProbeResult.task_id == task_id,
-            score.is_not(None),
-            monitoring(),
-            col(ProbeResult.created_at) >= period.start,
-            col(ProbeResult.created_at) < period.end,
-        )
-        .order_by(col(ProbeResult.id).desc())
-        .limit(RECENT_WINDOW)
-        .subquery()
-    )
-    n, total, total2, non_binary = session.exec(
-        select(
-            func.count(recent.c.score),
-            func.sum(recent.c.score),
-            func.sum(recent.c.score * recent.c.score),
-            func.sum(case((recent.c.score.in_([0.0, 1.0]), 0), else_=1)),
-        )
-    ).one()
-    if not n:
+    found = current_score(session, task_id, until=period.end)
+    if found.value is None or found.low is None or found.high is None:
         return None
-    found = interval(int(n), float(total), float(total2), not non_binary)
-    assert found.mean is not None and found.ci_low is not None and found.ci_high is not None
-    return found.mean, found.ci_low, found.ci_high, int(n)
+    return found.value, found.low, found.high, found.n
 
 
 def _recommendations(
