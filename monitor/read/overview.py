@@ -11,13 +11,15 @@ from sqlmodel import Session, col, func, select
 
 from medmon.alerts import KINDS, Alert, Incident, cause_of, last_beat
 from medmon.baselines import resolve
+from medmon.db import utcnow
 from medmon.monitor.governance.current import CURRENT_WINDOW, current_score
 from medmon.monitor.governance.effective import EffectiveTask, effective_task, effective_tasks
 from medmon.monitor.models import DetectorState, StreamStatus
 from medmon.monitor.plan.model import Plan, Task, parse_interval
+from medmon.monitor.read.reference import BUILDING, ReferenceProgress, reference_progress
 from medmon.probes.models import ProbeRun
 
-STATUS_RANK = {"degraded": 0, "watching": 1, "no data yet": 2, "ok": 3}
+STATUS_RANK = {"degraded": 0, "watching": 1, BUILDING: 2, "no data yet": 3, "ok": 4}
 RECENT_WINDOW = CURRENT_WINDOW
 
 
@@ -43,6 +45,7 @@ class TaskRow:
     reasons: tuple[str, ...] = ()
     proposed_min_score: float | None = None  # a plan edit of it no owner has approved yet
     proposals: tuple[str, ...] = ()  # every threshold edit awaiting approval, as sentences
+    reference: ReferenceProgress | None = None  # the go-live reference while it is being built
 
     @property
     def reason(self) -> str:
@@ -141,12 +144,15 @@ def task_status(
     problems: Sequence[OpenProblem],
     probed: bool,
     below_since: datetime | None = None,
+    building: str | None = None,
 ) -> tuple[str, list[str]]:
     """The task's status and every reason for it, most serious first, in sentences.
 
     degraded: a detector alarmed, or the whole 95% interval of the recent score lies under the
     approved minimum; watching: evidence is building up, or an incident is still open;
-    ``no data yet`` before the first probe (never ok: nothing says the task is fine); ok otherwise.
+    ``building the reference`` while the go-live reference is incomplete (``building`` says how far:
+    the detectors have nothing to test against yet, so it is never ok); ``no data yet`` before the
+    first probe (never ok: nothing says the task is fine); ok otherwise.
     """
     reasons: list[tuple[int, str]] = []
     covered: set[str] = set()
@@ -180,7 +186,9 @@ def task_status(
     if watching:
         texts.append("Detectors are still gathering evidence: " + ", ".join(watching))
     if texts:
-        return "watching", texts
+        return "watching", texts + ([building] if building and probed else [])
+    if building and probed:
+        return BUILDING, [building]
     if not probed:
         return "no data yet", ["No probe has run for this task yet"]
     if any(s.status == StreamStatus.recovered for s in streams):
@@ -227,10 +235,12 @@ def task_overview(session: Session, plan: Plan, task_ids: Sequence[str] | None =
         ).all()
     }
     rows = []
+    now = utcnow()
     for effective in effective_tasks(session, plan, ids):
         task, baseline = effective.task, effective.baseline.baseline  # judged by the approved thresholds
         entry = resolve(task.benchmark)
         estimate, lo, hi, n = recent_estimate(session, task.id)
+        progress = reference_progress(session, plan, task, now)
         status, reasons = task_status(
             task,
             streams[task.id],
@@ -239,6 +249,7 @@ def task_overview(session: Session, plan: Plan, task_ids: Sequence[str] | None =
             problems[task.id],
             task.id in last_probe,
             below.get(task.id),
+            progress.sentence(now) if progress.building else None,
         )
         owner = task.owner or plan.owners.clinical
         rows.append(
@@ -261,6 +272,7 @@ def task_overview(session: Session, plan: Plan, task_ids: Sequence[str] | None =
                 tuple(reasons),
                 effective.proposed("min_score"),
                 tuple(effective.proposal_sentences()),
+                progress if progress.building else None,
             )
         )
     rows.sort(key=lambda r: (STATUS_RANK[r.status], -r.open_incidents, _gap(r), r.task))

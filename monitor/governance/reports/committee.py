@@ -52,6 +52,7 @@ from medmon.monitor.storage import select_row
 from medmon.probes.models import JudgeCall, ProbeResult, ProbeRun
 
 MONITORING = "monitoring"
+BUILDING = "building the reference"
 REEVALUATION = "reevaluation"
 MAX_POINTS = 400
 HUMAN_KINDS = (
@@ -99,6 +100,9 @@ class TaskEvidence:
     trend: list[dict[str, Any]] = field(default_factory=list)
     provenance: list[dict[str, Any]] = field(default_factory=list)
     chart: str = ""
+    # While the go-live reference is incomplete (its state in words): drift detection is not armed, never "on track".
+    reference: str = ""
+    current: dict[str, Any] = field(default_factory=dict)  # the current score at the period's end
 
 
 @dataclass
@@ -196,8 +200,10 @@ class CommitteeReport:
             or not self.audit.get("ok", True)
             or any(a.status != "resolved" for a in critical)
         )
+        building = [e["task"] for e in self.executive if e["status"] == BUILDING]
         return {
-            "status": "attention needed" if attention else "on track",
+            "status": "attention needed" if attention else BUILDING if building else "on track",
+            "building": building,
             "tasks_meeting": sum(1 for e in self.executive if e["status"] == "meets thresholds"),
             "tasks": len(self.executive),
             "failing": failing,
@@ -357,6 +363,12 @@ def _task_evidence(session: Session, plan: Plan, period: Period) -> list[TaskEvi
             provenance=provenance(session, task.id, period),
             thresholds_in_force=effective.in_force_words,
             proposed=[f"{p.threshold} {p.proposed}" for p in effective.proposals],
+            reference=(
+                f"go-live reference {effective.go_live.text}: drift detection is not armed yet"
+                if effective.go_live.state in ("not started", "being built")
+                else ""
+            ),
+            current=asdict(current_score(session, task.id, until=period.end)),
         )
         points = _series(session, task.id, period)
         # The axis spans the runs, not the whole period: two days of runs drawn on a month's axis are unreadable.
@@ -526,6 +538,7 @@ def _recommendations(
                 sum(1 for c in changes if c["task"] == t.task),
                 _at_end(session, t.task, period),
                 any(a.task == t.task and a.rule == "below_minimum" and a.ends_at is None for a in alerts),
+                t.reference,
             )
         )
     return recommend(facts, rules)
@@ -745,6 +758,8 @@ def _executive(tasks: list[TaskEvidence], alerts: list[AlertRow]) -> list[dict[s
     out = []
     for t in tasks:
         status = "no data" if t.passed is None else ("meets thresholds" if t.passed else "fails thresholds")
+        if t.reference and t.passed is not False:  # nothing to call fine before detection is armed
+            status = BUILDING
         open_alerts = sum(1 for a in alerts if a.task == t.task and a.status != "resolved")
         out.append(
             {
