@@ -22,7 +22,8 @@ Correlation: signals about one task that fire at the same moment (within ``MOMEN
 run's evaluation) are one problem seen by several rules, such as a longer answer that also costs
 more. An alert whose cause has no open incident joins the task's incident opened in that moment
 instead of opening its own, and takes the incident's key as its notification group, so on-call
-gets one page and one timeline for it.
+gets one page and one timeline for it. Causes that follow one another (``RELATED``: longer answers
+cost more and take longer) join the task's open incident of the other cause whenever they fire.
 """
 
 from __future__ import annotations
@@ -39,9 +40,12 @@ from medmon.alerts.history import record_event
 from medmon.alerts.models import Alert, AlertStatus, Incident, Severity, Silence
 from medmon.alerts.signal import MONITOR_GROUP
 from medmon.alerts.status import lifecycle_status, silenced_by, sync_status
+from medmon.db import as_utc
 
 _RANK = {Severity.critical: 0, Severity.warning: 1, Severity.info: 2}
 MOMENT = timedelta(seconds=2)  # signals of one task this close together come from one evaluation
+# One problem seen as several causes: the model writing longer answers is also what makes them cost more or take longer.
+RELATED: dict[str, tuple[str, ...]] = {"output": ("cost", "latency"), "cost": ("output",), "latency": ("output",)}
 
 
 def _lead_order(a: Alert) -> tuple[int, int, datetime, int]:
@@ -90,23 +94,27 @@ def _open_for(session: Session, alert: Alert, now: datetime) -> Incident:
         return found
     labels = alert.labels
     task = labels.get("task") or ""
-    same_moment = session.exec(
-        select(Incident)
-        .where(
-            Incident.task_id == (task or MONITOR_GROUP),
-            Incident.deployment == labels.get("deployment", ""),
-            col(Incident.closed_at).is_(None),
-            col(Incident.opened_at) >= now - MOMENT,
+    cause = cause_of(labels).value
+    if task:
+        same_task = session.exec(
+            select(Incident)
+            .where(
+                Incident.task_id == task,
+                Incident.deployment == labels.get("deployment", ""),
+                col(Incident.closed_at).is_(None),
+            )
+            .order_by(col(Incident.id))
+        ).all()
+        joined = next((i for i in same_task if as_utc(i.opened_at) >= as_utc(now) - MOMENT), None) or next(
+            (i for i in same_task if i.cause in RELATED.get(cause, ())), None
         )
-        .order_by(col(Incident.id))
-    ).first()
-    if same_moment is not None and task:
-        return same_moment
+        if joined is not None:
+            return joined
     inc = Incident(
         key=alert.group_key,
         deployment=labels.get("deployment", ""),
         task_id=task or MONITOR_GROUP,
-        cause=cause_of(labels).value,
+        cause=cause,
         severity=alert.severity,
         summary=alert.summary,
         owner=alert.owner,

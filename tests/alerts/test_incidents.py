@@ -14,6 +14,7 @@ from medmon.alerts import (
     AlertStatus,
     Notification,
     NotifyPolicy,
+    Severity,
     acknowledge_incident,
     active_silences,
     alert_history,
@@ -67,6 +68,23 @@ def test_one_accuracy_drop_is_one_incident_whatever_the_number_of_signals(
         assert body["id"] == incident.id and body["title"] == "dosing: accuracy, a subgroup fell behind, cost"
         assert body["open_members"] == 7 and body["runbook"].startswith("Check whether")
         assert "Answers cost more per call" in body["runbook"]
+
+
+def test_a_cost_rise_after_longer_answers_joins_their_incident(
+    engine: Engine, policy: NotifyPolicy, clock: FakeClock
+) -> None:
+    """Longer answers cost more: one problem, one incident and one notification group, hours apart."""
+    with Session(engine) as s:
+        apply_signals(
+            s, [fire(metric="verbosity", rule="output_length_shift", severity=Severity.warning)], policy, clock()
+        )
+        clock.advance(hours=3)
+        (cost,) = apply_signals(s, [fire(metric="cost", rule="cost_over_budget")], policy, clock())
+        s.commit()
+        (incident,) = open_incidents(s)
+        assert incident.cause == "output" and cost is not None and cost.incident_id == incident.id
+        assert cost.group_key == incident.key
+        assert {n.group_key for n in notifications(s)} == {incident.key}
 
 
 def test_signals_of_one_task_at_different_moments_are_different_incidents(
