@@ -20,6 +20,7 @@ from medmon.alerts.history import alert_history
 from medmon.alerts.incidents import (
     get_incident,
     incident_body,
+    incident_causes,
     incident_members,
     incident_runbook,
     incident_status,
@@ -122,6 +123,7 @@ __all__ = [
     "group_key",
     "incident_body",
     "incident_members",
+    "incident_causes",
     "incident_runbook",
     "incident_status",
     "incident_title",

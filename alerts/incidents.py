@@ -17,12 +17,19 @@ The API other parts of medmon build on (safety events, reports, the dashboard):
 
 Acknowledging an incident covers the members that join it later, until it closes: the owner
 already holds the problem, and a new member is more evidence, not a new page.
+
+Correlation: signals about one task that fire at the same moment (within ``MOMENT``: one probe
+run's evaluation) are one problem seen by several rules, such as a longer answer that also costs
+more. An alert whose cause has no open incident joins the task's incident opened in that moment
+instead of opening its own, and takes the incident's key as its notification group, so on-call
+gets one page and one timeline for it. Causes that follow one another (``RELATED``: longer answers
+cost more and take longer) join the task's open incident of the other cause whenever they fire.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlmodel import Session, col, select
@@ -33,8 +40,12 @@ from medmon.alerts.history import record_event
 from medmon.alerts.models import Alert, AlertStatus, Incident, Severity, Silence
 from medmon.alerts.signal import MONITOR_GROUP
 from medmon.alerts.status import lifecycle_status, silenced_by, sync_status
+from medmon.db import as_utc
 
 _RANK = {Severity.critical: 0, Severity.warning: 1, Severity.info: 2}
+MOMENT = timedelta(seconds=2)  # signals of one task this close together come from one evaluation
+# One problem seen as several causes: the model writing longer answers is also what makes them cost more or take longer.
+RELATED: dict[str, tuple[str, ...]] = {"output": ("cost", "latency"), "cost": ("output",), "latency": ("output",)}
 
 
 def _lead_order(a: Alert) -> tuple[int, int, datetime, int]:
@@ -65,6 +76,9 @@ def attach(session: Session, alerts: Iterable[Alert | None], now: datetime) -> s
             by_key[alert.group_key] = inc
             alert.incident_id = inc.id
             session.add(alert)
+        if alert.ends_at is None and inc is not None and inc.closed_at is None and alert.group_key != inc.key:
+            alert.group_key = inc.key  # notified with its incident: one page per problem
+            session.add(alert)
         if alert.incident_id is not None:
             touched.add(alert.incident_id)
     return touched
@@ -80,11 +94,27 @@ def _open_for(session: Session, alert: Alert, now: datetime) -> Incident:
         return found
     labels = alert.labels
     task = labels.get("task") or ""
+    cause = cause_of(labels).value
+    if task:
+        same_task = session.exec(
+            select(Incident)
+            .where(
+                Incident.task_id == task,
+                Incident.deployment == labels.get("deployment", ""),
+                col(Incident.closed_at).is_(None),
+            )
+            .order_by(col(Incident.id))
+        ).all()
+        joined = next((i for i in same_task if as_utc(i.opened_at) >= as_utc(now) - MOMENT), None) or next(
+            (i for i in same_task if i.cause in RELATED.get(cause, ())), None
+        )
+        if joined is not None:
+            return joined
     inc = Incident(
         key=alert.group_key,
         deployment=labels.get("deployment", ""),
         task_id=task or MONITOR_GROUP,
-        cause=cause_of(labels).value,
+        cause=cause,
         severity=alert.severity,
         summary=alert.summary,
         owner=alert.owner,
@@ -184,16 +214,26 @@ def incident_status(
     return AlertStatus.firing
 
 
-def incident_title(incident: Incident) -> str:
-    """``knowledge-qa: accuracy``: the task and what went wrong, as people say it."""
-    what = TITLES.get(incident.cause, incident.cause)
+def incident_causes(incident: Incident, members: Sequence[Alert] = ()) -> list[str]:
+    """The incident's cause first, then the causes of members that joined it at the same moment."""
+    out = [incident.cause]
+    for a in sorted(members, key=_lead_order):
+        cause = cause_of(a.labels).value
+        if cause not in out:
+            out.append(cause)
+    return out
+
+
+def incident_title(incident: Incident, members: Sequence[Alert] = ()) -> str:
+    """``knowledge-qa: accuracy``: the task and what went wrong, as people say it (every cause, with ``members``)."""
+    what = ", ".join(TITLES.get(c, c) for c in incident_causes(incident, members))
     task = "the monitor" if incident.task_id == MONITOR_GROUP else incident.task_id
     return f"{task}: {what}"
 
 
-def incident_runbook(incident: Incident) -> str:
-    """What to do first about an incident of this kind."""
-    return RUNBOOKS.get(incident.cause, "")
+def incident_runbook(incident: Incident, members: Sequence[Alert] = ()) -> str:
+    """What to do first about an incident of this kind (and of each cause that joined it)."""
+    return "\n\n".join(RUNBOOKS[c] for c in incident_causes(incident, members) if c in RUNBOOKS)
 
 
 def incident_body(incident: Incident, members: Sequence[Alert]) -> dict[str, Any]:
@@ -202,8 +242,9 @@ def incident_body(incident: Incident, members: Sequence[Alert]) -> dict[str, Any
     return {
         "id": incident.id,
         "key": incident.key,
-        "title": incident_title(incident),
+        "title": incident_title(incident, members),
         "cause": incident.cause,
+        "causes": incident_causes(incident, members),
         "task": incident.task_id,
         "severity": incident.severity.value,
         "status": (
@@ -224,5 +265,5 @@ def incident_body(incident: Incident, members: Sequence[Alert]) -> dict[str, Any
         "resolve_reason": incident.resolve_reason,
         "open_members": len(live),
         "members": len(members),
-        "runbook": incident_runbook(incident),
+        "runbook": incident_runbook(incident, members),
     }

@@ -13,7 +13,7 @@ from medmon.dashboards.data import current_plan, engine_for, refresh_every
 from medmon.dashboards.layout import header, interval
 from medmon.dashboards.tables import show_table
 from medmon.db import utcnow
-from medmon.monitor.read import category_streams, open_incidents_view, service_pulse, task_overview
+from medmon.monitor.read import CURRENT_SCORE_NAME, category_streams, open_incidents_view, service_pulse, task_overview
 
 plan = current_plan()
 viewer = require_viewer(plan)
@@ -48,6 +48,7 @@ def overview() -> None:
     degraded = [r for r in rows if r.status == "degraded"]
     watching = [r for r in rows if r.status == "watching"]
     no_data = [r for r in rows if r.status == "no data yet"]
+    building = [r for r in rows if r.reference is not None]
     if degraded:
         st.error(f"{len(degraded)} task(s) degraded: {', '.join(r.task for r in degraded)}")
     elif watching:
@@ -57,13 +58,20 @@ def overview() -> None:
             f"No data yet for {len(no_data)} of {len(rows)} task(s): {', '.join(r.task for r in no_data)}. "
             "Nothing can be said about a task before its first probe (`medmon probe run` or `medmon serve`)."
         )
+    elif building:
+        st.info(
+            f"Building the go-live reference for {len(building)} of {len(rows)} task(s): drift detection is not "
+            "armed yet, so no task can be called fine.\n\n"
+            + "\n".join(f"- {r.task}: {r.reference.sentence(now)}" for r in building if r.reference)
+        )
     else:
         st.success("Every task holds its baseline.")
-    c1, c2, c3, c4 = st.columns(4)
+    c1, c2, c3, c4, c5 = st.columns(5)
     c1.metric("Tasks", len(rows))
     c2.metric("Degraded", len(degraded))
     c3.metric("Watching", len(watching))
-    c4.metric("Open incidents", len(incidents))
+    c4.metric("Building the reference", len(building))
+    c5.metric("Open incidents", len(incidents))
     # Left to right, what a committee needs first: the status, the figures behind it, who owns it, and why.
     table = pd.DataFrame(
         [
@@ -92,7 +100,7 @@ def overview() -> None:
         column_config={
             "why": st.column_config.TextColumn(width="large", help="every reason, most serious first"),
             "at approval": st.column_config.NumberColumn(format="%.2f", help="the baseline the task was approved on"),
-            "score now": st.column_config.NumberColumn(format="%.2f", help="mean score of the latest 200 answers"),
+            "score now": st.column_config.NumberColumn(format="%.2f", help=CURRENT_SCORE_NAME),
             "approved minimum": st.column_config.NumberColumn(
                 format="%.2f", help="the minimum in force: the approved one"
             ),
@@ -110,8 +118,9 @@ def overview() -> None:
         )
     st.caption(
         "Status: degraded when a drift detector has alarmed or the recent interval lies under the approved "
-        "minimum; watching while evidence builds up or an incident is open; no data yet before the first "
-        "probe. Score now: the latest 200 answers; at approval: the baseline evidence."
+        "minimum; watching while evidence builds up or an incident is open; building the reference until the "
+        "go-live reference is complete (detection not armed); no data yet before the first probe. "
+        f"Score now: the {CURRENT_SCORE_NAME}; at approval: the baseline evidence."
     )
     for r in rows[:12]:
         if r.reasons and r.status != "ok":

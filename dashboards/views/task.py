@@ -36,13 +36,10 @@ from medmon.monitor.read import (
     task_overview,
 )
 
-RANGES = {
-    "last 24 hours": timedelta(days=1),
-    "last 7 days": timedelta(days=7),
-    "last 30 days": timedelta(days=30),
-    "everything": None,
-}
+RANGES = {"last 24 hours": timedelta(days=1), "last 7 days": timedelta(days=7), "last 30 days": timedelta(days=30)}
+RANGES["everything"] = None
 BOX = {"degraded": st.error, "watching": st.warning, "no data yet": st.info, "ok": st.success}
+BOX["building the reference"] = st.info  # never green: detection is not armed yet
 
 plan, viewer, engine = page("Task")
 ids = [t.id for t in plan.tasks]
@@ -101,6 +98,8 @@ def detail() -> None:
 
     lines = "\n".join(f"- {r}" for r in row.reasons) or "- Every detector holds its reference."
     BOX[row.status](f"**{task_id}: {row.status}**\n\n{lines}")
+    if row.reference is not None:
+        st.progress(row.reference.share, text=f"Go-live reference {row.reference.share:.0%} built")
     owner = task.owner or plan.owners.clinical
     st.markdown(
         f"Owner **{owner.name}** ({owner.email}) · {row.category} › {row.subcategory or '-'} · benchmark "

@@ -70,6 +70,7 @@ class AuditKind(str, Enum):
     report_signed = "report_signed"
     threshold_approved = "threshold_approved"
     answers_viewed = "answers_viewed"  # a signed-in person opened a task's answers on the dashboard
+    committee_decision = "committee_decision"  # continue, continue with conditions, restrict or suspend a task
 
 
 def local_actor(tool: str) -> str:

@@ -7,6 +7,9 @@ function loads rows only to aggregate them in Python. One module per page family
 """
 
 from medmon.baselines import DISAGREEMENT_FLAG  # the flag on HELM vs medmon disagreement, for the Baselines page
+
+# The one definition of "the current score" (pages, rules, notifications and the report read it).
+from medmon.monitor.governance.current import CURRENT_SCORE_NAME, CurrentScore, current_score
 from medmon.monitor.governance.effective import EffectiveTask, ThresholdProposal, effective_task, effective_tasks
 
 # Governance records the pages show: reports and their signers, thresholds in force and proposed.
@@ -162,6 +165,9 @@ __all__ = [
     "past_incidents_view",
     "recent_answers",
     "recent_estimate",
+    "current_score",
+    "CurrentScore",
+    "CURRENT_SCORE_NAME",
     "reevaluations",
     "review_progress",
     "run_series",

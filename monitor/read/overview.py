@@ -11,14 +11,16 @@ from sqlmodel import Session, col, func, select
 
 from medmon.alerts import KINDS, Alert, Incident, cause_of, last_beat
 from medmon.baselines import resolve
+from medmon.db import utcnow
+from medmon.monitor.governance.current import CURRENT_WINDOW, current_score
 from medmon.monitor.governance.effective import EffectiveTask, effective_task, effective_tasks
 from medmon.monitor.models import DetectorState, StreamStatus
 from medmon.monitor.plan.model import Plan, Task, parse_interval
-from medmon.monitor.read._sql import wilson_interval_of_mean
-from medmon.probes.models import ProbeResult, ProbeRun
+from medmon.monitor.read.reference import BUILDING, ReferenceProgress, reference_progress
+from medmon.probes.models import ProbeRun
 
-STATUS_RANK = {"degraded": 0, "watching": 1, "no data yet": 2, "ok": 3}
-RECENT_WINDOW = 200
+STATUS_RANK = {"degraded": 0, "watching": 1, BUILDING: 2, "no data yet": 3, "ok": 4}
+RECENT_WINDOW = CURRENT_WINDOW
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class TaskRow:
     reasons: tuple[str, ...] = ()
     proposed_min_score: float | None = None  # a plan edit of it no owner has approved yet
     proposals: tuple[str, ...] = ()  # every threshold edit awaiting approval, as sentences
+    reference: ReferenceProgress | None = None  # the go-live reference while it is being built
 
     @property
     def reason(self) -> str:
@@ -51,26 +54,14 @@ class TaskRow:
 
 
 def recent_estimate(session: Session, task_id: str) -> tuple[float | None, float, float, int]:
-    """Mean score of the task's latest ``RECENT_WINDOW`` scored results, with a 95% interval.
+    """The task's current score as ``(mean, low, high, n)`` (``medmon.monitor.governance.current``).
 
-    Returns ``(mean, low, high, n)``; ``mean`` is None (and the interval [0, 1]) before any
-    scored result. The newest results are found through the ``(task_id, id)`` index and only
-    count, sum and the bounds leave the database.
+    ``mean`` is None (and the interval [0, 1]) before any scored monitoring answer.
     """
-    recent = (
-        select(ProbeResult.score)
-        .where(ProbeResult.task_id == task_id, col(ProbeResult.score).is_not(None))
-        .order_by(col(ProbeResult.id).desc())
-        .limit(RECENT_WINDOW)
-        .subquery()
-    )
-    n, total = session.exec(select(func.count(), func.sum(recent.c.score))).one()
-    if not n:
+    now = current_score(session, task_id)
+    if now.value is None or now.low is None or now.high is None:
         return None, 0.0, 1.0, 0
-    mean = float(total) / n
-    lo, hi = wilson_interval_of_mean(mean, int(n))
-    assert lo is not None and hi is not None
-    return mean, lo, hi, int(n)
+    return now.value, now.low, now.high, now.n
 
 
 def stream_name(key: str, task_id: str) -> str:
@@ -153,12 +144,15 @@ def task_status(
     problems: Sequence[OpenProblem],
     probed: bool,
     below_since: datetime | None = None,
+    building: str | None = None,
 ) -> tuple[str, list[str]]:
     """The task's status and every reason for it, most serious first, in sentences.
 
     degraded: a detector alarmed, or the whole 95% interval of the recent score lies under the
     approved minimum; watching: evidence is building up, or an incident is still open;
-    ``no data yet`` before the first probe (never ok: nothing says the task is fine); ok otherwise.
+    ``building the reference`` while the go-live reference is incomplete (``building`` says how far:
+    the detectors have nothing to test against yet, so it is never ok); ``no data yet`` before the
+    first probe (never ok: nothing says the task is fine); ok otherwise.
     """
     reasons: list[tuple[int, str]] = []
     covered: set[str] = set()
@@ -192,7 +186,9 @@ def task_status(
     if watching:
         texts.append("Detectors are still gathering evidence: " + ", ".join(watching))
     if texts:
-        return "watching", texts
+        return "watching", texts + ([building] if building and probed else [])
+    if building and probed:
+        return BUILDING, [building]
     if not probed:
         return "no data yet", ["No probe has run for this task yet"]
     if any(s.status == StreamStatus.recovered for s in streams):
@@ -239,10 +235,12 @@ def task_overview(session: Session, plan: Plan, task_ids: Sequence[str] | None =
         ).all()
     }
     rows = []
+    now = utcnow()
     for effective in effective_tasks(session, plan, ids):
         task, baseline = effective.task, effective.baseline.baseline  # judged by the approved thresholds
         entry = resolve(task.benchmark)
         estimate, lo, hi, n = recent_estimate(session, task.id)
+        progress = reference_progress(session, plan, task, now)
         status, reasons = task_status(
             task,
             streams[task.id],
@@ -251,6 +249,7 @@ def task_overview(session: Session, plan: Plan, task_ids: Sequence[str] | None =
             problems[task.id],
             task.id in last_probe,
             below.get(task.id),
+            progress.sentence(now) if progress.building else None,
         )
         owner = task.owner or plan.owners.clinical
         rows.append(
@@ -273,6 +272,7 @@ def task_overview(session: Session, plan: Plan, task_ids: Sequence[str] | None =
                 tuple(reasons),
                 effective.proposed("min_score"),
                 tuple(effective.proposal_sentences()),
+                progress if progress.building else None,
             )
         )
     rows.sort(key=lambda r: (STATUS_RANK[r.status], -r.open_incidents, _gap(r), r.task))

@@ -14,10 +14,12 @@ from medmon.alerts import (
     AlertStatus,
     Notification,
     NotifyPolicy,
+    Severity,
     acknowledge_incident,
     active_silences,
     alert_history,
     apply_signals,
+    incident_causes,
     incident_members,
     incident_status,
     open_incidents,
@@ -41,6 +43,7 @@ def notifications(session: Session) -> list[Notification]:
 def test_one_accuracy_drop_is_one_incident_whatever_the_number_of_signals(
     engine: Engine, policy: NotifyPolicy, clock: FakeClock
 ) -> None:
+    """Signals of one task at one moment (one evaluation) are one problem: one incident, one page."""
     with Session(engine) as s:
         alerts = apply_signals(
             s,
@@ -53,21 +56,46 @@ def test_one_accuracy_drop_is_one_incident_whatever_the_number_of_signals(
             clock(),
         )
         s.commit()
-        incidents = open_incidents(s)
-        assert sorted(i.cause for i in incidents) == ["accuracy", "cost", "subgroup_gap"]
-        accuracy = next(i for i in incidents if i.cause == "accuracy")
-        assert {a.incident_id for a in alerts[:5]} == {accuracy.id}
-        assert [a.rule for a in incident_members(s, accuracy.id or 0)][:1] == ["drift_drop"]
-        assert len(incident_members(s, accuracy.id or 0)) == 5
+        (incident,) = open_incidents(s)
+        assert incident.cause == "accuracy"
+        assert {a.incident_id for a in alerts} == {incident.id}
+        members = incident_members(s, incident.id or 0)
+        assert [a.rule for a in members][:1] == ["drift_drop"] and len(members) == 7
+        assert incident_causes(incident, members) == ["accuracy", "subgroup_gap", "cost"]  # most serious first
         sent = notifications(s)
-        assert sorted((n.group_key, n.alert_count) for n in sent) == [
-            ("production/dosing/accuracy", 5),
-            ("production/dosing/cost", 1),
-            ("production/dosing/subgroup_gap", 1),
-        ]
-        body = next(n.payload for n in sent if n.group_key.endswith("/accuracy"))
-        assert body["incident"]["id"] == accuracy.id and body["incident"]["title"] == "dosing: accuracy"
-        assert body["incident"]["open_members"] == 5 and body["incident"]["runbook"].startswith("Check whether")
+        assert sorted((n.group_key, n.alert_count) for n in sent) == [("production/dosing/accuracy", 7)]
+        body = sent[0].payload["incident"]
+        assert body["id"] == incident.id and body["title"] == "dosing: accuracy, a subgroup fell behind, cost"
+        assert body["open_members"] == 7 and body["runbook"].startswith("Check whether")
+        assert "Answers cost more per call" in body["runbook"]
+
+
+def test_a_cost_rise_after_longer_answers_joins_their_incident(
+    engine: Engine, policy: NotifyPolicy, clock: FakeClock
+) -> None:
+    """Longer answers cost more: one problem, one incident and one notification group, hours apart."""
+    with Session(engine) as s:
+        apply_signals(
+            s, [fire(metric="verbosity", rule="output_length_shift", severity=Severity.warning)], policy, clock()
+        )
+        clock.advance(hours=3)
+        (cost,) = apply_signals(s, [fire(metric="cost", rule="cost_over_budget")], policy, clock())
+        s.commit()
+        (incident,) = open_incidents(s)
+        assert incident.cause == "output" and cost is not None and cost.incident_id == incident.id
+        assert cost.group_key == incident.key
+        assert {n.group_key for n in notifications(s)} == {incident.key}
+
+
+def test_signals_of_one_task_at_different_moments_are_different_incidents(
+    engine: Engine, policy: NotifyPolicy, clock: FakeClock
+) -> None:
+    with Session(engine) as s:
+        apply_signals(s, ACCURACY_DROP, policy, clock())
+        clock.advance(minutes=30)
+        apply_signals(s, [fire(metric="cost", rule="cost_over_budget")], policy, clock())
+        s.commit()
+        assert sorted(i.cause for i in open_incidents(s)) == ["accuracy", "cost"]
 
 
 def test_one_acknowledgement_covers_every_member_and_those_that_join_later(
@@ -143,7 +171,9 @@ def test_silencing_an_incident_mutes_every_member_including_new_ones(
     engine: Engine, policy: NotifyPolicy, clock: FakeClock
 ) -> None:
     with Session(engine) as s:
-        apply_signals(s, [*ACCURACY_DROP[:2], fire(metric="cost", rule="cost_over_budget")], policy, clock())
+        apply_signals(s, ACCURACY_DROP[:2], policy, clock())
+        clock.advance(minutes=5)  # a later evaluation: a problem of its own
+        apply_signals(s, [fire(metric="cost", rule="cost_over_budget")], policy, clock())
         accuracy = next(i for i in open_incidents(s) if i.cause == "accuracy")
         silence_incident(
             s, accuracy.id or 0, "dr.owner", "vendor fix due tomorrow", clock() + timedelta(days=1), clock()

@@ -20,6 +20,7 @@ from medmon.monitor.read import (
     change_history,
     cost_by_day,
     cost_by_task,
+    current_score,
     judge_cost_by_day,
     judge_cost_by_task,
     recent_estimate,
@@ -67,14 +68,24 @@ def _results(engine: Engine, task_id: str) -> list[ProbeResult]:
         )
 
 
-def test_recent_estimate_is_the_mean_of_the_latest_scored_answers(seeded_db: tuple[Seeded, Engine, Plan]) -> None:
+def test_recent_estimate_is_the_mean_of_the_latest_scored_monitoring_answers(
+    seeded_db: tuple[Seeded, Engine, Plan],
+) -> None:
+    """The current score: a re-evaluation's answers judge a candidate model, not the one served."""
     _, engine, _ = seeded_db
-    scored = [r.score for r in _results(engine, "knowledge-qa") if r.score is not None][-200:]
+    with Session(engine) as s:
+        reevaluation_runs = set(s.exec(select(ProbeRun.id).where(ProbeRun.purpose == "reevaluation")).all())
+    assert reevaluation_runs, "the seed has a re-evaluation, so the test can tell the definitions apart"
+    scored = [
+        r.score for r in _results(engine, "knowledge-qa") if r.score is not None and r.run_id not in reevaluation_runs
+    ][-200:]
     with Session(engine) as s:
         mean, lo, hi, n = recent_estimate(s, "knowledge-qa")
+        now = current_score(s, "knowledge-qa")
     assert n == len(scored) == 200
     assert mean == pytest.approx(sum(scored) / n)
     assert lo < mean < hi
+    assert (now.value, now.low, now.high, now.n) == (mean, lo, hi, n)
 
 
 def test_run_series_matches_each_stored_run(seeded_db: tuple[Seeded, Engine, Plan]) -> None:

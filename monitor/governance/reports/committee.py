@@ -24,6 +24,7 @@ from medmon.baselines import resolve
 from medmon.monitor.governance.approvals import baseline_proposals
 from medmon.monitor.governance.audit import AuditKind, list_events, verify
 from medmon.monitor.governance.changes import change_row, list_changes
+from medmon.monitor.governance.current import current_score
 from medmon.monitor.governance.effective import effective_tasks, threshold_proposals, with_thresholds_in_force
 from medmon.monitor.governance.reevaluation import judge, list_reevaluations
 from medmon.monitor.governance.reports.limitations import known_limitations
@@ -37,7 +38,6 @@ from medmon.monitor.governance.reports.sections import (
     equity,
     health,
     in_period,
-    interval,
     monitoring,
     provenance,
     task_estimate,
@@ -52,9 +52,9 @@ from medmon.monitor.storage import select_row
 from medmon.probes.models import JudgeCall, ProbeResult, ProbeRun
 
 MONITORING = "monitoring"
+BUILDING = "building the reference"
 REEVALUATION = "reevaluation"
 MAX_POINTS = 400
-RECENT_WINDOW = 200  # answers: the dashboard's "score now" (medmon.monitor.read.overview.RECENT_WINDOW)
 HUMAN_KINDS = (
     AuditKind.alert_acknowledged,
     AuditKind.alert_resolved,
@@ -100,6 +100,9 @@ class TaskEvidence:
     trend: list[dict[str, Any]] = field(default_factory=list)
     provenance: list[dict[str, Any]] = field(default_factory=list)
     chart: str = ""
+    # While the go-live reference is incomplete (its state in words): drift detection is not armed, never "on track".
+    reference: str = ""
+    current: dict[str, Any] = field(default_factory=dict)  # the current score at the period's end
 
 
 @dataclass
@@ -197,8 +200,10 @@ class CommitteeReport:
             or not self.audit.get("ok", True)
             or any(a.status != "resolved" for a in critical)
         )
+        building = [e["task"] for e in self.executive if e["status"] == BUILDING]
         return {
-            "status": "attention needed" if attention else "on track",
+            "status": "attention needed" if attention else BUILDING if building else "on track",
+            "building": building,
             "tasks_meeting": sum(1 for e in self.executive if e["status"] == "meets thresholds"),
             "tasks": len(self.executive),
             "failing": failing,
@@ -358,6 +363,12 @@ def _task_evidence(session: Session, plan: Plan, period: Period) -> list[TaskEvi
             provenance=provenance(session, task.id, period),
             thresholds_in_force=effective.in_force_words,
             proposed=[f"{p.threshold} {p.proposed}" for p in effective.proposals],
+            reference=(
+                f"go-live reference {effective.go_live.text}: drift detection is not armed yet"
+                if effective.go_live.state in ("not started", "being built")
+                else ""
+            ),
+            current=asdict(current_score(session, task.id, until=period.end)),
         )
         points = _series(session, task.id, period)
         # The axis spans the runs, not the whole period: two days of runs drawn on a month's axis are unreadable.
@@ -489,36 +500,12 @@ def _incidents(session: Session, period: Period) -> list[IncidentRow]:
 
 
 def _at_end(session: Session, task_id: str, period: Period) -> tuple[float, float, float, int] | None:
-    """The task's latest RECENT_WINDOW scored monitoring answers before the period's end: where it
+    """The task's current score at the period's end (``medmon.monitor.governance.current``): where it
     stands when the committee decides, which a month's mean dilutes with the weeks before a drop."""
-    score = col(ProbeResult.score)
-    recent = (
-        select(ProbeResult.score)
-        .join(ProbeRun, col(ProbeRun.id) == col(ProbeResult.run_id))
-        .where(
-            ProbeResult.task_id == task_id,
-            score.is_not(None),
-            monitoring(),
-            col(ProbeResult.created_at) >= period.start,
-            col(ProbeResult.created_at) < period.end,
-        )
-        .order_by(col(ProbeResult.id).desc())
-        .limit(RECENT_WINDOW)
-        .subquery()
-    )
-    n, total, total2, non_binary = session.exec(
-        select(
-            func.count(recent.c.score),
-            func.sum(recent.c.score),
-            func.sum(recent.c.score * recent.c.score),
-            func.sum(case((recent.c.score.in_([0.0, 1.0]), 0), else_=1)),
-        )
-    ).one()
-    if not n:
+    found = current_score(session, task_id, until=period.end)
+    if found.value is None or found.low is None or found.high is None:
         return None
-    found = interval(int(n), float(total), float(total2), not non_binary)
-    assert found.mean is not None and found.ci_low is not None and found.ci_high is not None
-    return found.mean, found.ci_low, found.ci_high, int(n)
+    return found.value, found.low, found.high, found.n
 
 
 def _recommendations(
@@ -551,6 +538,7 @@ def _recommendations(
                 sum(1 for c in changes if c["task"] == t.task),
                 _at_end(session, t.task, period),
                 any(a.task == t.task and a.rule == "below_minimum" and a.ends_at is None for a in alerts),
+                t.reference,
             )
         )
     return recommend(facts, rules)
@@ -770,6 +758,8 @@ def _executive(tasks: list[TaskEvidence], alerts: list[AlertRow]) -> list[dict[s
     out = []
     for t in tasks:
         status = "no data" if t.passed is None else ("meets thresholds" if t.passed else "fails thresholds")
+        if t.reference and t.passed is not False:  # nothing to call fine before detection is armed
+            status = BUILDING
         open_alerts = sum(1 for a in alerts if a.task == t.task and a.status != "resolved")
         out.append(
             {

@@ -36,6 +36,7 @@ class TaskFacts:
     model_changes: int
     at_end: tuple[float, float, float, int] | None = None  # the latest answers' mean, 95% CI and n
     minimum_alarm_open: bool = False  # the approval-minimum rule fired and has not cleared by the period's end
+    reference: str = ""  # the go-live reference's state while it is incomplete (detection not armed)
 
 
 @dataclass(frozen=True)
@@ -85,10 +86,14 @@ def recommend(facts: Iterable[TaskFacts], rules: RecommendationRules) -> list[Re
         held = conditions(f)
         suspend = [held[c] for c in rules.suspend_when if c in held]
         cond = [held[c] for c in rules.conditions_when if c in held and held[c] not in suspend]
+        if f.reference and (suspend or cond):
+            cond.append(f"the {f.reference}")
         if suspend:
             out.append(Recommendation(f.task, SUSPEND, tuple(suspend + cond)))
         elif cond:
             out.append(Recommendation(f.task, CONDITIONS, tuple(cond)))
+        elif f.reference:
+            out.append(Recommendation(f.task, CONTINUE, (f"no rule holds, but the {f.reference}",)))
         else:
             out.append(Recommendation(f.task, CONTINUE, ("every threshold met, no open incident",)))
     return out
