@@ -22,7 +22,7 @@ Rule = StrEnum(
     "traffic_errors traffic_truncation traffic_refusals traffic_judged_drop "
     "traffic_jury_disagreement traffic_collapse traffic_surge below_minimum model_change stale "
     "heartbeat jury_not_validated judge_bias safety_clock safety_deadline_passed "
-    "corrective_action_overdue",
+    "corrective_action_overdue clinician_scale_drop",
 )
 
 
@@ -166,6 +166,12 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          "a safety event's reporting deadline has passed", "Report the event now; record why it was late.", ""),
     Kind("corrective_action_overdue", "monitor", "corrective_action", R.corrective_action_overdue, C.accuracy, QUA,
          CLIN, "a corrective action is past its due date", "Close the action or record a new due date.", ""),
+    # clinician scale (medmon.monitor.alerting.clinician_scale): jury scores rectified by clinicians' ratings
+    Kind("clinician_scale", "monitor", "clinician_scale", R.clinician_scale_drop, C.accuracy, QUA, CLIN,
+         "on the clinician scale, answers fell below the task's null (every jury score rectified by the "
+         "clinicians' ratings of the sampled answers; not the jury's opinion alone)",
+         "Have clinicians read the recent answers; the jury did not see this drop if its own stream is quiet.",
+         detector="prediction_powered_sr", page="clinicians would rate the answers lower than the task's null"),
 )}
 # fmt: on
 

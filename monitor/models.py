@@ -247,6 +247,9 @@ class ReviewItem(SQLModel, table=True):
 
     ``stratum`` says why it was drawn (subgroup, jury-score band, judges agreeing or not) and
     ``stratum_size`` how many candidates that stratum held, so estimates can be reweighted.
+    ``inclusion_probability`` is the known chance the answer was drawn with under active selection
+    (``medmon.monitor.governance.selection``), which the clinician-scale estimators weight by;
+    None for an answer drawn by the stratified quota, whose chance is not known per answer.
     """
 
     __table_args__ = (UniqueConstraint("result_id", "reviewer", name="uq_reviewitem_result_reviewer"),)
@@ -261,6 +264,7 @@ class ReviewItem(SQLModel, table=True):
     double: bool = False
     status: str = "open"  # open | done
     queued_at: datetime = Field(default_factory=utcnow, index=True)
+    inclusion_probability: float | None = None
 
 
 class ClinicianReview(SQLModel, table=True):

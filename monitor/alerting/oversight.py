@@ -7,7 +7,9 @@ clinicians (ICC's whole interval under its floor, or alpha under its floor), ``j
 one judge's bias against clinicians lies wholly beyond the tolerance. Safety events raise
 ``safety_clock`` from ``warn_before`` ahead of their deadline, then ``safety_deadline_passed``
 (always critical) once it has passed, until they are reported; a corrective action open past its
-due date raises ``corrective_action_overdue``.
+due date raises ``corrective_action_overdue``. Under active selection each reviewed task's
+clinician-scale stream (``medmon.monitor.alerting.clinician_scale``) takes the settled answers and
+raises ``clinician_scale_drop``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from datetime import datetime
 from sqlmodel import Session, col, func, select
 
 from medmon.alerts import Rule, Severity, Signal, Subject, record_signals
+from medmon.monitor.alerting.clinician_scale import clinician_scale_signals
 from medmon.monitor.alerting.signals import task_subject, transitions
 from medmon.monitor.governance.clinician_agreement import Agreement, record_agreement, task_agreement
 from medmon.monitor.governance.review import queue_reviews, reviewed_tasks, rubric
@@ -209,6 +212,7 @@ def oversight_pass(session: Session, plan: Plan, now: datetime) -> list[Signal]:
     signals = transitions(
         session,
         agreement_signals(session, plan, now)
+        + clinician_scale_signals(session, plan, now)
         + safety_clock_signals(session, plan, now)
         + action_signals(session, plan, now),
     )

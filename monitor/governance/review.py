@@ -7,6 +7,10 @@ disagreed on are seen, not only the common case. A share (``double_rate``) goes 
 so reviewer-reviewer agreement can be measured. A reviewer rates an answer on the jury's own
 rubric (same criteria, same scale), may add a note and may flag a safety concern; the rating is
 recorded in the audit log in the same transaction.
+
+With ``selection: active`` each answer is instead drawn with its own known probability
+(``medmon.monitor.governance.selection``), stored with the queued item, so the clinician-scale
+estimators can weight every rating by it; double review is drawn the same reproducible way.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from sqlmodel import Session, col, func, select
 from medmon.db import as_utc
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, record
-from medmon.monitor.models import ClinicianReview, ReviewItem
+from medmon.monitor.governance.selection import active_draw, residual_scale, uniform
+from medmon.monitor.models import ClinicianReview, DetectorState, ReviewItem
 from medmon.monitor.plan.model import Jury, Plan, Task
 from medmon.monitor.plan.oversight import Oversight
 from medmon.probes.models import ProbeResult, ProbeRun
@@ -101,6 +106,86 @@ def _load(session: Session, reviewers: list[str]) -> dict[str, int]:
     return counts
 
 
+def candidates(task_id: str, start: datetime, end: datetime) -> tuple[Any, ...]:
+    """The conditions on a stored answer of ``task_id`` that may go to a reviewer (with ProbeRun joined)."""
+    return (
+        ProbeResult.task_id == task_id,
+        col(ProbeResult.created_at) >= start,
+        col(ProbeResult.created_at) <= end,
+        col(ProbeResult.answer).is_not(None),
+        col(ProbeResult.error).is_(None),
+        ProbeRun.purpose != "reevaluation",
+    )
+
+
+def _assign(reviewers: list[str], load: dict[str, int], double: bool) -> list[str]:
+    chosen = sorted(reviewers, key=lambda r: (load[r], reviewers.index(r)))[: 2 if double else 1]
+    for reviewer in chosen:
+        load[reviewer] += 1
+    return chosen
+
+
+def task_null(session: Session, task_id: str) -> float | None:
+    """The task's null on the 0-1 score scale: that of its primary score stream, once it has one."""
+    state = session.get(DetectorState, f"{task_id}:score:drop")
+    return state.null_mean if state is not None else None
+
+
+def _week_answers(session: Session, task_id: str, start: datetime, end: datetime) -> list[ProbeResult]:
+    joined = col(ProbeRun.id) == col(ProbeResult.run_id)
+    query = select(ProbeResult).join(ProbeRun, joined).where(*candidates(task_id, start, end))
+    return list(session.exec(query.order_by(col(ProbeResult.id))).all())
+
+
+def queue_active(
+    session: Session, plan: Plan, task: Task, reviewers: list[str], now: datetime, queued: set[int]
+) -> list[ReviewItem]:
+    """Active selection: this week's answers each drawn with its known probability; the drawn ones queued."""
+    config = plan.oversight.review
+    override = config.tasks.get(task.id)
+    rate = override.rate if override and override.rate is not None else config.rate
+    start, week = week_start(now), iso_week(now)
+    null = task_null(session, task.id)
+
+    def scale(r: ProbeResult) -> float:
+        return residual_scale(r.jury_agreement, r.score, null)
+
+    last_week = [scale(r) for r in _week_answers(session, task.id, start - timedelta(days=7), start)]
+    mean_scale = sum(last_week) / len(last_week) if last_week else 1.0
+    answers = {r.id: r for r in _week_answers(session, task.id, start, now) if r.id is not None}
+    draws = active_draw(
+        task.id,
+        [(i, scale(r)) for i, r in answers.items()],
+        rate=rate,
+        quota=config.quota(task.id),
+        floor=config.min_probability,
+        mean_scale=mean_scale,
+    )
+    load = _load(session, reviewers)
+    created: list[ReviewItem] = []
+    for draw in draws:
+        if not draw.drawn or draw.result_id in queued:
+            continue
+        result = answers[draw.result_id]
+        double = len(reviewers) > 1 and uniform(f"double:{task.id}", draw.result_id) < config.double_rate
+        for reviewer in _assign(reviewers, load, double):
+            item = ReviewItem(
+                task_id=task.id,
+                result_id=draw.result_id,
+                reviewer=reviewer,
+                week=week,
+                stratum=stratum_of(result, task, plan),
+                stratum_size=len(answers),
+                double=double,
+                queued_at=now,
+                inclusion_probability=draw.probability,
+            )
+            session.add(item)
+            created.append(item)
+    session.flush()
+    return created
+
+
 def queue_reviews(session: Session, plan: Plan, now: datetime, rng: random.Random | None = None) -> list[ReviewItem]:
     """Queue this week's sample of every reviewed task's answers; returns the new items."""
     config = plan.oversight.review
@@ -118,16 +203,12 @@ def queue_reviews(session: Session, plan: Plan, now: datetime, rng: random.Rando
                 select(ReviewItem.result_id).where(ReviewItem.task_id == task.id, ReviewItem.week == week)
             ).all()
         )
+        if config.selection == "active":
+            created += queue_active(session, plan, task, reviewers, now, queued)
+            continue
         if len(queued) >= quota:
             continue  # the usual case once the week's sample is drawn: no answer is read
-        eligible = (
-            ProbeResult.task_id == task.id,
-            col(ProbeResult.created_at) >= start,
-            col(ProbeResult.created_at) <= now,
-            col(ProbeResult.answer).is_not(None),
-            col(ProbeResult.error).is_(None),
-            ProbeRun.purpose != "reevaluation",
-        )
+        eligible = candidates(task.id, start, now)
         joined = col(ProbeRun.id) == col(ProbeResult.run_id)
         total = session.exec(
             select(func.count()).select_from(ProbeResult).join(ProbeRun, joined).where(*eligible)

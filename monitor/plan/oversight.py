@@ -62,6 +62,11 @@ class Review(Section):
     double_rate: float = Field(0.2, ge=0, le=1)
     disagreement_below: float = Field(0.75, ge=0, le=1)  # per-answer jury agreement counted as disagreement
     tasks: dict[str, TaskReview] = Field(default_factory=dict)
+    # "strata": the quota spread evenly over strata; "active": each answer drawn with a known probability,
+    # larger where the judges disagree or the jury is near the task's null (medmon.monitor.governance.selection)
+    selection: Literal["strata", "active"] = "strata"
+    min_probability: float = Field(0.02, gt=0, le=1)  # active selection's floor: no answer is never seen
+    target_half_width: float = Field(0.05, gt=0, le=1)  # clinician-scale interval the queue aims for (0-1 scale)
 
     def quota(self, task_id: str) -> int:
         """The answers a week to queue for ``task_id``: its own ``weekly_quota``, else the default."""

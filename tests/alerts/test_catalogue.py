@@ -17,6 +17,7 @@ import medmon.alerts.catalogue
 from medmon.alerts import KINDS, Cause, Impact, Kind, Rule, Severity, cause_of, stream_kind
 from medmon.alerts.causes import RUNBOOKS
 from medmon.db import session_scope
+from medmon.monitor.alerting import clinician_scale
 from medmon.monitor.alerting.signals import stream_signal
 from medmon.monitor.detection.drift.reference import InstanceRef, References, helm_references
 from medmon.monitor.detection.streams import (
@@ -194,7 +195,10 @@ def test_every_stream_a_rich_plan_declares_is_of_its_kind_and_every_stream_kind_
         kind = KINDS[spec.kind]
         assert stream_kind(spec.metric, spec.direction).rule is kind.rule, spec.key
         assert spec.family == kind.family and spec.what, spec.key
-    assert {s.kind for s in specs} == STREAMS  # no stream outside the catalogue, no catalogue stream never declared
+    # the clinician-scale stream is kept by the oversight pass (medmon.monitor.alerting.clinician_scale), not a layout
+    assert KINDS["clinician_scale"].metric == clinician_scale.METRIC
+    assert stream_kind(clinician_scale.METRIC).detector == clinician_scale.PredictionPoweredSR.name
+    assert {s.kind for s in specs} == STREAMS - {"clinician_scale"}  # no stream outside the catalogue, none undeclared
 
 
 def test_a_new_stream_kind_is_one_catalogue_entry_plus_its_detector(

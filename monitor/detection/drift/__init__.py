@@ -16,6 +16,7 @@ from medmon.monitor.detection.drift.judge_bias import JudgeBiasSR, JudgeBiasStat
 from medmon.monitor.detection.drift.oneshot import OneShotPaired, OneShotState
 from medmon.monitor.detection.drift.paired import PairedSR, paired_x
 from medmon.monitor.detection.drift.pooled import PooledSR, PooledState
+from medmon.monitor.detection.drift.prediction_powered import PredictionPoweredSR, PredictionPoweredState
 from medmon.monitor.detection.drift.river_adapter import RiverDrift, RiverState
 
 __all__ = [
@@ -33,6 +34,8 @@ __all__ = [
     "PairedSR",
     "PooledSR",
     "PooledState",
+    "PredictionPoweredSR",
+    "PredictionPoweredState",
     "RiverDrift",
     "RiverState",
     "SubgroupGapSR",

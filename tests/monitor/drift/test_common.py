@@ -19,6 +19,7 @@ from medmon.monitor.detection.drift import (
     OneShotPaired,
     PairedSR,
     PooledSR,
+    PredictionPoweredSR,
     RiverDrift,
     SubgroupGapSR,
 )
@@ -33,6 +34,7 @@ DETECTORS = [
     OneShotPaired,
     RiverDrift,
     CountSR,
+    PredictionPoweredSR,
 ]
 CHANGE_AT = {OneShotPaired: 0}  # where each test drift stream changes; 300 unless listed
 ALARMS = ("alarm", "degraded")

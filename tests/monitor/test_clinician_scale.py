@@ -1,0 +1,161 @@
+"""Clinician-scale monitoring through the oversight pass: answers stored as the pipeline stores them, the
+queue drawing them with known probabilities, clinicians rating what was drawn, and the alerts the pass
+raises. A jury that drifts while the answers do not raises judge-bias alerts and no clinician-scale
+alarm; answers that get worse for clinicians while the jury stays fooled raise ``clinician_scale_drop``."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import krippendorff
+import numpy as np
+import pytest
+import yaml
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from medmon.alerts import open_alerts
+from medmon.db import session_scope
+from medmon.monitor.alerting.clinician_scale import stream_key
+from medmon.monitor.alerting.oversight import oversight_pass
+from medmon.monitor.governance.clinician_agreement import rated, task_agreement
+from medmon.monitor.governance.review import record_review
+from medmon.monitor.governance.selection import residual_scale
+from medmon.monitor.models import DetectorState, ReviewItem
+from medmon.monitor.plan.model import Plan, parse_plan
+from medmon.probes.models import ProbeResult
+from tests.conftest import plan_dict
+from tests.monitor.oversight_data import CRITERIA, OVERSIGHT, store_answers
+
+MONDAY = datetime(2026, 11, 2, 8, tzinfo=UTC)
+TASK = "knowledge-qa"
+NULL = 0.7  # the task's null on the 0-1 scale (3.8 of 5)
+
+
+def _plan() -> Plan:
+    review = {"rate": 0.2, "weekly_quota": 1000, "double_rate": 0.0, "selection": "active", "min_probability": 0.05}
+    data = plan_dict(oversight={**OVERSIGHT, "review": review})
+    data["tasks"][0] |= {"human_review_required": True}
+    return parse_plan(yaml.safe_dump(data))
+
+
+def _score_stream(session: Session) -> None:
+    """The task's primary score stream, as the detection streams leave it once its reference is built."""
+    session.add(
+        DetectorState(
+            key=f"{TASK}:score:drop",
+            task_id=TASK,
+            metric="score",
+            direction="drop",
+            null_mean=NULL,
+            baseline_mean=0.8,
+            threshold=2e5,
+        )
+    )
+
+
+def _run_weeks(
+    engine: Engine, plan: Plan, weeks: int, jury: Callable[[int], int], clinician: Callable[[int, random.Random], int]
+) -> list[str]:
+    """Each week: 150 answers judged by ``jury(week)``, the queue's draw rated by ``clinician(week)``; the pass
+    run after each week closes. Returns the rules of the alerts open at the end."""
+    rng = random.Random(7)
+    with session_scope(engine) as s:
+        _score_stream(s)
+    for week in range(weeks):
+        start = MONDAY + timedelta(days=7 * week)
+        noisy = random.Random(week)
+        with session_scope(engine) as s:
+            store_answers(
+                s,
+                TASK,
+                150,
+                start,
+                judge_score=lambda i, j, c, w=week, r=noisy: jury(w) - (r.random() < 0.3),
+                seed=week,
+            )
+            oversight_pass(s, plan, start + timedelta(days=6))  # Sunday: the week's draw is queued
+        with session_scope(engine) as s:
+            for item in s.exec(select(ReviewItem).where(ReviewItem.status == "open")).all():
+                scores = {c: clinician(week, rng) for c in CRITERIA}
+                record_review(
+                    s,
+                    plan,
+                    item_id=item.id or 0,
+                    reviewer=item.reviewer,
+                    scores=scores,
+                    note="",
+                    safety_concern=False,
+                    actor=item.reviewer,
+                    now=start + timedelta(days=6, hours=1),
+                )
+        with session_scope(engine) as s:
+            oversight_pass(s, plan, start + timedelta(days=7, minutes=5))  # Monday: the closed week is streamed
+    with Session(engine) as s:
+        return [a.rule for a in open_alerts(s)]
+
+
+def _good(week: int, rng: random.Random) -> int:
+    return rng.choice((4, 4, 4, 5, 3))
+
+
+def test_answers_worse_for_clinicians_while_the_jury_stays_fooled_raise_the_clinician_scale_alarm(
+    engine: Engine,
+) -> None:
+    plan = _plan()
+    bad = lambda week, rng: _good(week, rng) if week < 2 else rng.choice((2, 2, 3, 3, 1))  # noqa: E731
+    rules = _run_weeks(engine, plan, 6, jury=lambda week: 5, clinician=bad)
+    assert "clinician_scale_drop" in rules
+    with Session(engine) as s:
+        alert = next(a for a in open_alerts(s) if a.rule == "clinician_scale_drop")
+        stream = s.get(DetectorState, stream_key(TASK))
+        items = s.exec(select(ReviewItem)).all()
+    assert alert.evidence["scale"] == "clinician" and alert.evidence["estimate"] < NULL
+    assert "on the clinician scale" in alert.summary
+    assert stream is not None and stream.n > 300  # the closed weeks' answers, every one of them
+    # every queued answer carries the probability it was drawn with, never zero
+    assert items and all(i.inclusion_probability is not None and i.inclusion_probability >= 0.05 for i in items)
+
+
+def test_a_jury_that_drifts_while_the_answers_do_not_raises_judge_alerts_and_no_clinician_scale_alarm(
+    engine: Engine,
+) -> None:
+    plan = _plan()
+    drifting_jury = lambda week: 5 if week < 2 else 2  # noqa: E731  (the judges turn severe; the answers are as good)
+    rules = _run_weeks(engine, plan, 6, jury=drifting_jury, clinician=_good)
+    assert "clinician_scale_drop" not in rules
+    assert "judge_bias" in rules  # the judges, not the answers, moved: a judge incident
+    with Session(engine) as s:
+        stream = s.get(DetectorState, stream_key(TASK))
+    assert stream is not None and stream.n > 600
+
+
+def test_active_selection_draws_more_where_the_judges_disagree(engine: Engine) -> None:
+    plan = _plan()
+    split = lambda i, judge, criterion: 5 if i % 2 == 0 else (1 if judge == "judge-a" else 5)  # noqa: E731
+    with session_scope(engine) as s:
+        _score_stream(s)
+        store_answers(s, TASK, 600, MONDAY, judge_score=split)
+        oversight_pass(s, plan, MONDAY + timedelta(hours=2))
+    with Session(engine) as s:
+        items = s.exec(select(ReviewItem)).all()
+        answers = {r.id: r for r in s.exec(select(ProbeResult)).all()}
+    disagreed = [i for i in items if int(answers[i.result_id].canary_id[1:]) % 2 == 1]
+    agreed = [i for i in items if int(answers[i.result_id].canary_id[1:]) % 2 == 0]
+    assert len(disagreed) > 1.5 * len(agreed) > 0
+    low = residual_scale(1.0, 1.0, NULL)
+    assert all(i.inclusion_probability == pytest.approx(0.2 * low) for i in agreed)  # no week before: mean scale 1
+
+
+def test_agreement_figures_on_actively_drawn_answers_are_krippendorffs(engine: Engine) -> None:
+    plan = _plan()
+    _run_weeks(engine, plan, 1, jury=lambda week: 5, clinician=_good)
+    with Session(engine) as s:
+        stats = {(a.statistic, a.criterion): a for a in task_agreement(s, TASK, window=500, min_items=3)}
+        rows = [r for r in rated(s, TASK, 500) if r.criterion == "accuracy" and r.judges]
+    matrix: Any = np.array([[r.jury_mean for r in rows], [r.clinician_mean for r in rows]], dtype=float)
+    expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement="interval")
+    assert stats[("jury_alpha", "accuracy")].value == pytest.approx(expected)
