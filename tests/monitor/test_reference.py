@@ -27,7 +27,7 @@ from medmon.monitor.detection.drift.reference import (
     stratified_margin,
     weighted_cp_margin,
 )
-from medmon.monitor.detection.streams import go_live_replay
+from medmon.monitor.detection.streams import go_live_replay, task_watching
 from medmon.monitor.models import BurnIn, DetectorState
 from medmon.probes.models import ProbeResultBase
 from tests.monitor.test_detection import (
@@ -318,3 +318,20 @@ def test_a_reference_table_from_before_costs_were_kept_still_reads(engine: Engin
         pytest.approx(math.log(0.002) ** 2),
     )
     assert refs.binary and refs.answers == 6
+
+
+def test_the_scheduler_can_read_whether_a_task_is_watching(engine: Engine, make_plan: Callable) -> None:
+    """``task_watching`` is true exactly while some stream of the task is building evidence short of an
+    alarm: what an adaptive cadence needs to probe the task sooner."""
+    plan = make_plan(detection=REF)
+    pool = canaries(20, helm=False)
+    ctx, base, rng = context(plan, pool), baseline(0.78), random.Random(24)
+    seen = []
+    for i in range(30):
+        p = as_before if i < 6 else (lambda c: 0.6 * as_before(c))
+        (run,) = feed(engine, plan, ctx, base, [replayed(plan, ctx, engine, rng, p)], start=i)
+        with Session(engine) as s:
+            seen.append((task_watching(s, "knowledge-qa"), any(u.status.value == "watching" for u in run)))
+    assert seen[0] == (False, False)
+    assert all(read == written for read, written in seen)
+    assert any(read for read, _ in seen)  # the drop was watched before (or while) it alarmed
