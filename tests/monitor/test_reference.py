@@ -335,3 +335,22 @@ def test_the_scheduler_can_read_whether_a_task_is_watching(engine: Engine, make_
     assert seen[0] == (False, False)
     assert all(read == written for read, written in seen)
     assert any(read for read, _ in seen)  # the drop was watched before (or while) it alarmed
+
+
+def test_streams_are_armed_against_the_baseline_before_the_reference_completes(
+    engine: Engine, make_plan: Callable
+) -> None:
+    """A model broken from the first hour: while the go-live reference is still being built (12 runs
+    here), the score stream tests against the imported baseline and alarms; on today's main it was
+    inactive until the reference completed, and the reference then learned the broken model."""
+    plan = make_plan(detection={**REF, "reference": {"repeats": 12, "coverage": 1.0, "max_repeats": 24}})
+    pool = canaries(20, helm=False)
+    ctx, base, rng = context(plan, pool), baseline(0.78), random.Random(25)
+    key = "knowledge-qa:score:drop"
+    runs = []
+    for i in range(12):
+        runs += feed(engine, plan, ctx, base, [replayed(plan, ctx, engine, rng, lambda c: 0.2)], start=i)
+    at = first_alarm(runs, key)
+    assert at is not None and at < 11  # before the run that completes the reference
+    f = next(u for u in runs[at] if u.spec.key == key)
+    assert f.spec.kind == "score" and f.spec.params["reference"] == "baseline" and f.finding.estimate < 0.4
