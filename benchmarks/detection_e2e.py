@@ -52,7 +52,7 @@ from scipy.sparse.linalg import spsolve
 from sqlmodel import Session, col, func, select
 
 from medmon.alerts import KINDS, Alert, AlertEvent, Cause, Incident, cause_of
-from medmon.monitor.models import BurnIn, DetectorState
+from medmon.monitor.models import BurnIn, DetectorState, FindingRecord
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan, parse_plan
 from medmon.monitor.plan.starter import STARTER_PLAN
@@ -155,6 +155,7 @@ class Deployment:
     seconds: float = 0.0
     reference_complete_run: int | None = None
     reference_full_run: int | None = None
+    refused_growths: int = 0  # growths of the reference the two-sample check refused on the quiet line
 
 
 def starter(url: str, db: Path) -> Plan:
@@ -233,6 +234,11 @@ class Bench:
         with Session(engine) as s:
             row = s.get(DetectorState, f"{ctx.task.id}:score:drop")
             dep.threshold = row.threshold if row is not None else 0.0
+            dep.refused_growths = int(
+                s.exec(
+                    select(func.count()).select_from(FindingRecord).where(FindingRecord.kind == "reference_growth")
+                ).one()
+            )
         engine.dispose()
         for name, at in marks.items():
             dep.drops.append(self.drop(name, at, lines[name], size, seed))
@@ -320,6 +326,7 @@ def summarize(deps: list[Deployment], marks: dict[str, int], size: int, exact: d
         "false_alarms": [f"deployment {d.seed} {a}" for d in deps for a in d.false_alarms],
         "other_alarms_on_quiet_runs": [f"deployment {d.seed} {a}" for d in deps for a in d.other_alarms],
         "threshold": deps[0].threshold if deps else None,
+        "refused_growths_on_quiet_lines": sum(d.refused_growths for d in deps),
         "exact_cusum": exact,
         "reference_complete_run": sorted({d.reference_complete_run for d in deps if d.reference_complete_run}),
         "reference_full_run": sorted({d.reference_full_run for d in deps if d.reference_full_run}),
