@@ -39,6 +39,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -50,8 +51,8 @@ from scipy.sparse import identity, lil_matrix
 from scipy.sparse.linalg import spsolve
 from sqlmodel import Session, col, func, select
 
-from medmon.alerts import KINDS, Alert, Cause, Incident, cause_of
-from medmon.monitor.models import BurnIn, DetectorState
+from medmon.alerts import KINDS, Alert, AlertEvent, Cause, Incident, cause_of
+from medmon.monitor.models import BurnIn, DetectorState, FindingRecord
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan, parse_plan
 from medmon.monitor.plan.starter import STARTER_PLAN
@@ -137,6 +138,7 @@ class Drop:
     alerts: int = 0  # accuracy alerts opened from the onset
     incidents: int = 0  # accuracy incidents opened from the onset
     minimum_alerts: int = 0
+    refires: int = 0  # an accuracy alert firing again after it cleared (flapping)
     stage: int = 0  # the go-live reference's stage when the drop began
     reference_answers: int = 0
     false_alarms: int = 0  # drift alarms before the onset on this line (counted once per deployment)
@@ -153,6 +155,7 @@ class Deployment:
     seconds: float = 0.0
     reference_complete_run: int | None = None
     reference_full_run: int | None = None
+    refused_growths: int = 0  # growths of the reference the two-sample check refused on the quiet line
 
 
 def starter(url: str, db: Path) -> Plan:
@@ -204,7 +207,7 @@ class Bench:
         engine = make_engine(plan.storage.url)
         clock, rng = Clock(), random.Random(seed)
         lines: dict[str, Line] = {}
-        last = max(max(marks.values()), args.quiet_runs)
+        last = max(max(marks.values()) + 1, args.quiet_runs)
         size = plan.tasks[0].sample_size
         for run in range(last):
             for name, at in marks.items():
@@ -231,6 +234,11 @@ class Bench:
         with Session(engine) as s:
             row = s.get(DetectorState, f"{ctx.task.id}:score:drop")
             dep.threshold = row.threshold if row is not None else 0.0
+            dep.refused_growths = int(
+                s.exec(
+                    select(func.count()).select_from(FindingRecord).where(FindingRecord.kind == "reference_growth")
+                ).one()
+            )
         engine.dispose()
         for name, at in marks.items():
             dep.drops.append(self.drop(name, at, lines[name], size, seed))
@@ -263,10 +271,16 @@ class Bench:
             ):
                 out.minimum_at = answered
         with Session(engine) as s:
-            alerts = s.exec(select(Alert.labels, Alert.rule).where(Alert.starts_at >= line.clock)).all()
-            accuracy = [rule for labels, rule in alerts if cause_of(labels) in ACCURACY]
+            fired = Counter(
+                s.exec(
+                    select(AlertEvent.alert_id).where(AlertEvent.at >= line.clock, AlertEvent.to_status == "firing")
+                ).all()
+            )
+            alerts = s.exec(select(Alert.id, Alert.labels, Alert.rule).where(col(Alert.id).in_(list(fired)))).all()
+            accuracy = [(i, rule) for i, labels, rule in alerts if cause_of(labels) in ACCURACY]
             out.alerts = len(accuracy)
-            out.minimum_alerts = sum(1 for r in accuracy if r == "below_minimum")
+            out.minimum_alerts = sum(1 for _, r in accuracy if r == "below_minimum")
+            out.refires = sum(fired[i] - 1 for i, _ in accuracy)
             out.incidents = int(
                 s.exec(
                     select(func.count())
@@ -301,6 +315,7 @@ def summarize(deps: list[Deployment], marks: dict[str, int], size: int, exact: d
                 "alerts_per_drop": statistics.fmean(d.alerts for d in drops),
                 "incidents_per_drop": statistics.fmean(d.incidents for d in drops),
                 "below_minimum_alerts_per_drop": statistics.fmean(d.minimum_alerts for d in drops),
+                "refires_per_drop": statistics.fmean(d.refires for d in drops),
                 "reference_stage": sorted({d.stage for d in drops}),
                 "reference_answers": sorted({d.reference_answers for d in drops}),
             }
@@ -311,6 +326,7 @@ def summarize(deps: list[Deployment], marks: dict[str, int], size: int, exact: d
         "false_alarms": [f"deployment {d.seed} {a}" for d in deps for a in d.false_alarms],
         "other_alarms_on_quiet_runs": [f"deployment {d.seed} {a}" for d in deps for a in d.other_alarms],
         "threshold": deps[0].threshold if deps else None,
+        "refused_growths_on_quiet_lines": sum(d.refused_growths for d in deps),
         "exact_cusum": exact,
         "reference_complete_run": sorted({d.reference_complete_run for d in deps if d.reference_complete_run}),
         "reference_full_run": sorted({d.reference_full_run for d in deps if d.reference_full_run}),
@@ -371,7 +387,8 @@ def main() -> None:
     )
     print(
         "| drop starts | reference then | detected | delay, answers: mean / median / max | hours (mean) | "
-        "/ exact CUSUM | below_minimum found (mean answers) | alerts (below_minimum) / incidents per drop |"
+        "/ exact CUSUM | below_minimum found (mean answers) | alerts (below_minimum) / re-fires / incidents "
+        "per drop |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for r in out["drops"]:
@@ -381,7 +398,8 @@ def main() -> None:
             f"{r['detected']}/{r['deployments']} | {fmt(r['mean_answers'])} / {fmt(r['median_answers'])} / "
             f"{fmt(r['max_answers'])} | {fmt(r['mean_hours'], '.1f')} | {fmt(r['ratio_to_cusum'], '.2f')}x | "
             f"{r['below_minimum_found']}/{r['deployments']} ({fmt(r['below_minimum_mean_answers'])}) | "
-            f"{r['alerts_per_drop']:.2f} ({r['below_minimum_alerts_per_drop']:.2f}) / {r['incidents_per_drop']:.2f} |"
+            f"{r['alerts_per_drop']:.2f} ({r['below_minimum_alerts_per_drop']:.2f}) / {r['refires_per_drop']:.2f} / "
+            f"{r['incidents_per_drop']:.2f} |"
         )
     print(
         f"\nNo-change answers: {out['quiet_answers']:,}; drift alarms of the accuracy cause on them: "

@@ -27,7 +27,7 @@ from medmon.monitor.detection.drift.reference import (
     stratified_margin,
     weighted_cp_margin,
 )
-from medmon.monitor.detection.streams import go_live_replay
+from medmon.monitor.detection.streams import go_live_replay, task_watching
 from medmon.monitor.models import BurnIn, DetectorState
 from medmon.probes.models import ProbeResultBase
 from tests.monitor.test_detection import (
@@ -318,3 +318,39 @@ def test_a_reference_table_from_before_costs_were_kept_still_reads(engine: Engin
         pytest.approx(math.log(0.002) ** 2),
     )
     assert refs.binary and refs.answers == 6
+
+
+def test_the_scheduler_can_read_whether_a_task_is_watching(engine: Engine, make_plan: Callable) -> None:
+    """``task_watching`` is true exactly while some stream of the task is building evidence short of an
+    alarm: what an adaptive cadence needs to probe the task sooner."""
+    plan = make_plan(detection=REF)
+    pool = canaries(20, helm=False)
+    ctx, base, rng = context(plan, pool), baseline(0.78), random.Random(24)
+    seen = []
+    for i in range(30):
+        p = as_before if i < 6 else (lambda c: 0.6 * as_before(c))
+        (run,) = feed(engine, plan, ctx, base, [replayed(plan, ctx, engine, rng, p)], start=i)
+        with Session(engine) as s:
+            seen.append((task_watching(s, "knowledge-qa"), any(u.status.value == "watching" for u in run)))
+    assert seen[0] == (False, False)
+    assert all(read == written for read, written in seen)
+    assert any(read for read, _ in seen)  # the drop was watched before (or while) it alarmed
+
+
+def test_streams_are_armed_against_the_baseline_before_the_reference_completes(
+    engine: Engine, make_plan: Callable
+) -> None:
+    """A model broken from the first hour: while the go-live reference is still being built (12 runs
+    here), the score stream tests against the imported baseline and alarms; on today's main it was
+    inactive until the reference completed, and the reference then learned the broken model."""
+    plan = make_plan(detection={**REF, "reference": {"repeats": 12, "coverage": 1.0, "max_repeats": 24}})
+    pool = canaries(20, helm=False)
+    ctx, base, rng = context(plan, pool), baseline(0.78), random.Random(25)
+    key = "knowledge-qa:score:drop"
+    runs = []
+    for i in range(12):
+        runs += feed(engine, plan, ctx, base, [replayed(plan, ctx, engine, rng, lambda c: 0.2)], start=i)
+    at = first_alarm(runs, key)
+    assert at is not None and at < 11  # before the run that completes the reference
+    f = next(u for u in runs[at] if u.spec.key == key)
+    assert f.spec.kind == "score" and f.spec.params["reference"] == "baseline" and f.finding.estimate < 0.4
