@@ -8,14 +8,17 @@ stored probe job, the cadence pass) and driven by a moving clock instead of the 
 clock jumps to the next time the probe job's trigger fires (the trigger adaptive cadence
 rescheduled, or the plan's), the job runs as APScheduler would run it (``fire_probe``: slot,
 probe, detectors, alert rules, incidents, cadence), then the alert pass delivers what is due.
-The page is the first alert notification the receiver accepts after the onset.
+The page is the first alert notification about the task the receiver accepts after the onset;
+the trial goes on to the first page from a drift detector (the stream rules, not the fixed
+``min_score`` rule) or gives up.
 
 The same deployments (same seeds) run twice: with the starter plan's ``adaptive_cadence`` and
-with it turned off. Reported per arm: hours and answers from onset to the page (mean, median,
-max), the rule that paged, extra probes run and refused, pages before the onset (false alarms).
+with it turned off. Reported per arm: hours and answers from onset to the page and to the first
+drift-detector page (mean, median, max), the rule that paged, extra probes run (before and after
+the onset) and refused, pages before the onset (false alarms).
 
     .venv/bin/python benchmarks/cadence.py                      # 4 deployments, drop 18 h after start
-    .venv/bin/python benchmarks/cadence.py --deployments 8 --onset-hours 18 40
+    .venv/bin/python benchmarks/cadence.py --deployments 3 --onset-hours 18 280  # also after the reference grew
     .venv/bin/python benchmarks/cadence.py --json cadence.json
 """
 
@@ -44,6 +47,7 @@ from medmon.alerts.receiver import create_receiver  # noqa: E402
 from medmon.monitor.plan.model import Plan, parse_plan  # noqa: E402
 from medmon.monitor.plan.routing import build_channels  # noqa: E402
 from medmon.monitor.plan.starter import STARTER_PLAN  # noqa: E402
+from medmon.monitor.service.cadence_ledger import extra_used  # noqa: E402
 from medmon.monitor.service.scheduler import (  # noqa: E402
     build_service_scheduler,
     cadence_job,
@@ -62,6 +66,8 @@ from medmon.probes.simulator import Phase, create_simulator  # noqa: E402
 START = datetime(2026, 11, 2, 0, 0, tzinfo=UTC)
 SECRET = "benchmark-webhook-secret"
 KEY = "medmon-cadence-benchmark"
+DRIFT_RULES = {"drift_drop", "subgroup_drop", "category_drop"}  # the score streams' detectors (alerts.catalogue)
+SLACK = timedelta(seconds=1)
 
 
 class Clock:
@@ -93,9 +99,13 @@ class Trial:
     paged_after_h: float | None = None
     answers_to_page: int | None = None
     paged_by: str = ""
+    drift_after_h: float | None = None  # the first page from a drift detector (not the min_score rule)
+    drift_answers: int | None = None
+    drift_by: str = ""
     false_pages: int = 0
     probes: int = 0
     extra_probes: int = 0
+    extra_after_onset: int = 0
     refused: int = 0
     wall_s: float = 0.0
     log: list[str] = field(default_factory=list)
@@ -123,6 +133,7 @@ def run_trial(seed: int, onset_h: float, adaptive: bool, give_up_h: float, workd
     state = receiver_app.state.receiver
     answers_at_onset: int | None = None
     dropped = False
+    seen: set[tuple[str, str]] = set()
     try:
         while clock.at < onset + timedelta(hours=give_up_h):
             cadence_job(KEY)  # the service's periodic cadence pass
@@ -135,18 +146,23 @@ def run_trial(seed: int, onset_h: float, adaptive: bool, give_up_h: float, workd
             before = len(state.received)
             fire_probe(KEY, task_id)
             delivery_job(engine, plan, channels, clock, DeliveryPolicy(base_delay_s=0.2))
-            pages = task_pages([r.body for r in state.received[before:]], task_id)
+            pages = task_pages([r.body for r in state.received[before:]], task_id, seen)
             if pages and not dropped:
                 trial.false_pages += len(pages)
                 trial.log.append(f"{clock.at:%d %H:%M} page before the onset: {titles(pages)}")
             elif pages:
-                trial.paged_after_h = (clock.at - onset).total_seconds() / 3600
-                trial.answers_to_page = answers(engine, task_id) - (answers_at_onset or 0)
-                trial.paged_by = titles(pages)
-                break
+                after_h = (clock.at - onset).total_seconds() / 3600
+                seen = answers(engine, task_id) - (answers_at_onset or 0)
+                if trial.paged_after_h is None:
+                    trial.paged_after_h, trial.answers_to_page, trial.paged_by = after_h, seen, titles(pages)
+                drift = [a for a in pages if a.get("rule") in DRIFT_RULES]
+                if drift:
+                    trial.drift_after_h, trial.drift_answers, trial.drift_by = after_h, seen, titles(drift)
+                    break
     finally:
-        view = runtime.cadence_view() if adaptive else {}
-        trial.extra_probes = int(view.get(task_id, {}).get("extra_probes_today", 0))  # type: ignore[call-overload]
+        with Session(engine) as s:
+            trial.extra_probes = extra_used(s, task_id, runtime.triggers[task_id], START, clock.at + SLACK).probes
+            trial.extra_after_onset = extra_used(s, task_id, runtime.triggers[task_id], onset, clock.at + SLACK).probes
         trial.refused = runtime.refused.get(task_id, 0)
         scheduler.shutdown(wait=False)
         unregister_runtime(KEY)
@@ -165,41 +181,52 @@ def answers(engine: Any, task_id: str) -> int:
         return int(s.exec(select(func.count()).select_from(ProbeResult).where(ProbeResult.task_id == task_id)).one())
 
 
-def task_pages(bodies: list[dict[str, Any]], task_id: str) -> list[dict[str, Any]]:
-    """The firing alerts about the task in the notifications received. The monitor's own heartbeat
+def task_pages(bodies: list[dict[str, Any]], task_id: str, seen: set[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The alerts about the task firing for the first time in the notifications received (an alert
+    joining an open incident arrives in that incident's notification). The monitor's own heartbeat
     alert is not one: it measures gaps between alert passes, which the service runs every second and
     this benchmark after each probe."""
-    return [
-        a
-        for b in bodies
-        for a in b.get("alerts", [])
-        if a.get("status") == "firing" and a.get("new") and a.get("labels", {}).get("task") == task_id
-    ]
+    out = []
+    for b in bodies:
+        for a in b.get("alerts", []):
+            key = (str(a.get("fingerprint")), str(a.get("starts_at")))
+            if a.get("status") == "firing" and a.get("labels", {}).get("task") == task_id and key not in seen:
+                seen.add(key)
+                out.append(a)
+    return out
 
 
 def titles(alerts: list[dict[str, Any]]) -> str:
     return ", ".join(sorted({f"{a.get('rule')} ({a.get('labels', {}).get('metric')})" for a in alerts}))
 
 
+def spread(values: list[float] | list[int], digits: int = 2) -> dict[str, float | None]:
+    if not values:
+        return {"mean": None, "median": None, "max": None}
+    return {
+        "mean": round(statistics.mean(values), digits),
+        "median": round(statistics.median(values), digits),
+        "max": round(max(values), digits),
+    }
+
+
 def summary(trials: list[Trial]) -> dict[str, Any]:
     hours = [t.paged_after_h for t in trials if t.paged_after_h is not None]
-    answers_ = [t.answers_to_page for t in trials if t.answers_to_page is not None]
+    drift_hours = [t.drift_after_h for t in trials if t.drift_after_h is not None]
     return {
         "deployments": len(trials),
         "paged": len(hours),
-        "hours_to_page": {
-            "mean": round(statistics.mean(hours), 2) if hours else None,
-            "median": round(statistics.median(hours), 2) if hours else None,
-            "max": round(max(hours), 2) if hours else None,
-        },
-        "answers_to_page": {
-            "mean": round(statistics.mean(answers_), 1) if answers_ else None,
-            "median": statistics.median(answers_) if answers_ else None,
-        },
-        "within_24h": sum(h <= 24 for h in hours),
+        "hours_to_page": spread(hours),
+        "answers_to_page": spread([t.answers_to_page for t in trials if t.answers_to_page is not None], 1),
+        "paged_within_24h": sum(h <= 24 for h in hours),
         "paged_by": sorted({t.paged_by for t in trials if t.paged_by}),
+        "drift_detector_paged": len(drift_hours),
+        "hours_to_drift_page": spread(drift_hours),
+        "answers_to_drift_page": spread([t.drift_answers for t in trials if t.drift_answers is not None], 1),
         "false_pages_before_onset": sum(t.false_pages for t in trials),
         "probes_run": sum(t.probes for t in trials),
+        "extra_probes": sum(t.extra_probes for t in trials),
+        "extra_probes_after_onset": sum(t.extra_after_onset for t in trials),
         "extra_probes_refused": sum(t.refused for t in trials),
         "wall_s": round(sum(t.wall_s for t in trials), 1),
     }
@@ -229,7 +256,13 @@ def main() -> None:
                         if t.paged_after_h is not None
                         else f"not paged within {args.give_up_hours:g} h"
                     )
-                    + f"; {t.probes} probes, {t.false_pages} false pages, {t.refused} extra refused, {t.wall_s:.0f} s",
+                    + (
+                        f"; drift detector {t.drift_after_h:.2f} h / {t.drift_answers} answers ({t.drift_by})"
+                        if t.drift_after_h is not None
+                        else "; no drift-detector page"
+                    )
+                    + f"; {t.probes} probes ({t.extra_probes} extra, {t.extra_after_onset} after onset, "
+                    f"{t.refused} refused), {t.false_pages} false pages, {t.wall_s:.0f} s",
                     file=sys.stderr,
                     flush=True,
                 )

@@ -491,8 +491,13 @@ def build_service_scheduler(
     )
     scheduler.start(paused=True)
     sync_probe_jobs(scheduler, plan, runtime_key, time_scale=time_scale, anchor=anchor)
-    _PLACEMENTS[runtime_key] = _Placement(scheduler, time_scale, anchor)
-    scheduler.add_listener(lambda _event: _PLACEMENTS.pop(runtime_key, None), EVENT_SCHEDULER_SHUTDOWN)
+    _PLACEMENTS[runtime_key] = placement = _Placement(scheduler, time_scale, anchor)
+
+    def forget(_event: object) -> None:  # this scheduler's placement, not a newer one under the same key
+        if _PLACEMENTS.get(runtime_key) is placement:
+            del _PLACEMENTS[runtime_key]
+
+    scheduler.add_listener(forget, EVENT_SCHEDULER_SHUTDOWN)
     local = {"jobstore": "local", "executor": "local", "replace_existing": True}
     scheduler.add_job(
         heartbeat_job,

@@ -16,7 +16,7 @@ from medmon.monitor.plan.cadence import AdaptiveCadence
 from medmon.monitor.plan.model import Plan, parse_plan
 from medmon.monitor.plan.starter import STARTER_PLAN
 from medmon.monitor.service.cadence import BudgetUsed, next_interval
-from medmon.monitor.service.health import ServiceStatus, health_report
+from medmon.monitor.service.health import ServiceStatus, cadence_metrics, health_report
 from medmon.monitor.service.scheduler import (
     ServiceScheduler,
     build_service_scheduler,
@@ -193,6 +193,13 @@ def test_the_scheduler_probes_faster_while_evidence_builds_and_returns_when_it_f
     task = body["tasks"][0]  # type: ignore[index]
     assert task["cadence"]["fast"] is True and task["cadence"]["extra_probes_refused"] == 1
     assert task["cadence"]["text"].startswith("task knowledge-qa probed every 15 min while evidence builds")
+
+    metrics = {m.name: m.samples[0].value for m in cadence_metrics(runtime.cadence_view())}
+    assert metrics == {
+        "medmon_probe_interval_seconds": 900,
+        "medmon_cadence_extra_probes_today": 0,
+        "medmon_cadence_extra_probes_refused": 1,
+    }
 
     assert sync_probe_jobs(scheduler, runtime.plan, KEY) == {"probe:knowledge-qa": "added"}, "a restart resets"
     assert job_interval_s(scheduler) == 3600
