@@ -29,8 +29,8 @@ plan, viewer, engine = page("Safety")
 task_ids = [t.id for t in plan.tasks]
 # Every record here names a person: a verified owner's sign-in (a verified reviewer's for near
 # misses on their tasks); --allow-local-actions does not reach this page.
-owner = may_act(viewer, "record safety decisions")
-may_record = owner or (viewer.verified and bool(reviewer_tasks(plan.oversight, viewer.email)))
+is_owner = may_act(viewer, "record safety decisions")
+may_record = is_owner or (viewer.verified and bool(reviewer_tasks(plan.oversight, viewer.email)))
 
 
 def act(what: str, fn: Callable[[Session], object], *, task: str, role_act: str = "record safety decisions") -> None:
@@ -113,7 +113,7 @@ if events:
             ],
             key="actions",
         )
-    if owner:
+    if is_owner:
         with st.expander("Record on this event"):
             ref = st.text_input("Report reference (authority or incident system)", key="report_ref")
             if st.button("Mark reported", key="mark_reported"):
@@ -163,7 +163,7 @@ if events:
 else:
     st.write("No safety event has been opened.")
 
-if owner:
+if is_owner:
     with st.expander("Open a safety event"):
         task = st.selectbox("Task", task_ids, key="event_task")
         severity = st.selectbox("Severity", SEVERITIES, index=SEVERITIES.index("serious"), key="event_severity")
@@ -206,7 +206,7 @@ else:
         ],
         key="suspension_state",
     )
-    if owner:
+    if is_owner:
         task = st.selectbox("Task to suspend or resume", task_ids, key="suspend_task")
         reason = st.text_input("Reason", key="suspend_reason")
         current = held.get(task)
@@ -248,7 +248,9 @@ else:
             "The suspend route failed, so these tasks are NOT suspended: "
             + "; ".join(f"#{s.id} {s.task_id}: {s.route_error}" for s in failed[:3])
         )
-        if owner and st.button(f"Call the route again for #{failed[0].id} ({failed[0].task_id})", key="retry_suspend"):
+        if is_owner and st.button(
+            f"Call the route again for #{failed[0].id} ({failed[0].task_id})", key="retry_suspend"
+        ):
             act(
                 "Suspension",
                 lambda s: suspension.confirm(s, plan, failed[0].id or 0, viewer.actor, utcnow()),
