@@ -27,7 +27,7 @@ from medmon.alerts import (
     resolve_incident,
     silence_incident,
 )
-from medmon.dashboards.auth import NotAllowed, Viewer, may_act, signed_in_owner, signed_in_reviewer
+from medmon.dashboards.auth import NotAllowed, Viewer, may_act, require_role, signed_in_owner, signed_in_reviewer
 from medmon.db import session_scope
 from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.governance.review import record_review
@@ -77,6 +77,13 @@ def _incidents(ids: Sequence[int]) -> list[int]:
     return chosen
 
 
+def _scoped(session: Session, viewer: Viewer, what: str, incident_id: int) -> None:
+    """The viewer's roles must allow ``what`` on this incident's task (a task owner: their own)."""
+    incident = session.get(Incident, incident_id)
+    if incident is not None:
+        require_role(viewer, what, incident.task_id)
+
+
 def _on_incidents(
     engine: Engine,
     viewer: Viewer,
@@ -85,11 +92,13 @@ def _on_incidents(
     act: Callable[[Session, int], Incident],
     details: dict[str, Any],
     now: datetime,
+    what: str,
 ) -> list[Incident]:
     """Apply ``act`` to each incident and audit it, in one transaction: all or nothing."""
     with session_scope(engine) as session:
         out = []
         for incident_id in _incidents(incident_ids):
+            _scoped(session, viewer, what, incident_id)
             incident = act(session, incident_id)
             _record_incident(session, kind, viewer, incident, details, now)
             out.append(incident)
@@ -111,6 +120,7 @@ def acknowledge_incidents(
         lambda s, i: acknowledge_incident(s, i, viewer.actor, note, now, routes=policy),
         {"note": note},
         now,
+        "acknowledge",
     )
 
 
@@ -128,6 +138,7 @@ def resolve_incidents(
         lambda s, i: resolve_incident(s, i, viewer.actor, reason, now, routes=policy),
         {"reason": reason},
         now,
+        "resolve",
     )
 
 
@@ -141,6 +152,7 @@ def silence_incidents(
     with session_scope(engine) as session:
         out = []
         for incident_id in _incidents(incident_ids):
+            _scoped(session, viewer, "silence", incident_id)
             silence = silence_incident(session, incident_id, viewer.actor, reason, now + duration, now)
             incident = session.get(Incident, incident_id)
             assert incident is not None
@@ -164,6 +176,8 @@ def silence_matching(
     if duration <= timedelta(0):
         raise ValueError("a silence needs a positive duration")
     parsed = [Matcher.parse(m.strip()) for m in matchers.split(",") if m.strip()]
+    tasks = [m.value for m in parsed if m.name == "task" and m.op.value == "="]
+    require_role(viewer, "silence", tasks[0] if len(tasks) == 1 else None)  # one task's owner: that task only
     with session_scope(engine) as session:
         silence = create_silence(
             session, parsed, ends_at=now + duration, reason=reason, created_by=viewer.actor, now=now
@@ -191,6 +205,7 @@ def requeue_dead_letter(engine: Engine, viewer: Viewer, notification_id: int, no
 
     Needs a verified owner's sign-in: ``--allow-local-actions`` covers acknowledge, resolve and silence only."""
     by = signed_in_owner(viewer, "requeue notifications")
+    require_role(viewer, "requeue notifications", None)
     with session_scope(engine) as session:
         return requeue(session, notification_id, by, note.strip(), now)
 
@@ -208,6 +223,7 @@ def approve_task_thresholds(
 ) -> int:
     """Put a task's proposed thresholds in force as the signed-in owner (the plan's rules apply); the audit seq."""
     by = _signed_in(viewer, "approve thresholds")
+    require_role(viewer, "approve thresholds", task_id)
     with session_scope(engine) as session:
         return approve_thresholds(
             session,
@@ -226,6 +242,7 @@ def sign_report(
 ) -> int:
     """Sign a period's committee report by its hash, as the signed-in owner; the audit seq."""
     by = _signed_in(viewer, "sign reports")
+    require_role(viewer, "sign reports", None)
     with session_scope(engine) as session:
         return sign(session, plan, period, digest, by=by, statement=statement.strip(), now=now, details=SIGNED_IN).seq
 

@@ -25,12 +25,13 @@ import getpass
 import ipaddress
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import streamlit as st
 from streamlit.errors import StreamlitSecretNotFoundError
 
+from medmon.monitor.governance.roles import refusal
 from medmon.monitor.plan.model import LOOPBACK_HOSTS, Plan, dashboard_hosts
 
 UNAUTHENTICATED = "unauthenticated"
@@ -53,6 +54,7 @@ class Viewer:
     why_not: str = ""
     bind: str = ""  # the address the server listens on, as the header states it
     verified: bool = False  # signed in, and the identity provider vouches for the e-mail (email_verified)
+    plan: Plan | None = field(default=None, repr=False, compare=False)  # whose roles scope each act
 
 
 class NotAllowed(PermissionError):
@@ -65,6 +67,17 @@ def may_act(viewer: Viewer, act: str) -> bool:
     if act in LOCAL_ACTS:
         return viewer.can_act
     return viewer.authenticated and viewer.verified and viewer.can_act and viewer.email is not None
+
+
+def require_role(viewer: Viewer, act: str, task_id: str | None) -> None:
+    """A signed-in viewer's act must be one their roles allow *for that task* (``medmon.monitor.
+    governance.roles``): a task owner acts on their own task only. An unauthenticated local user is
+    already limited to ``LOCAL_ACTS`` and recorded as unauthenticated."""
+    if not viewer.authenticated or viewer.plan is None:
+        return
+    why = refusal(viewer.plan, viewer.email, act, task_id)
+    if why is not None:
+        raise NotAllowed(why)
 
 
 def signed_in_owner(viewer: Viewer, what: str) -> str:
@@ -153,8 +166,11 @@ def host_refusal(plan: Plan, bind: str, headers: Mapping[str, str]) -> str | Non
 
 
 def owner_emails(plan: Plan) -> frozenset[str]:
-    """Everyone the plan makes accountable: clinical and technical owners and task owners."""
+    """Everyone the plan makes accountable: clinical and technical owners, the chair and task owners
+    (what each may do, and on which task, is ``medmon.monitor.governance.roles``)."""
     people = [plan.owners.clinical, plan.owners.technical] + [t.owner for t in plan.tasks if t.owner is not None]
+    if plan.owners.chair is not None:
+        people.append(plan.owners.chair)
     return frozenset(p.email.strip().lower() for p in people)
 
 
@@ -237,7 +253,7 @@ def viewer_for(
     address = (email or "").strip().lower()
     if address and address in owner_emails(plan):
         if email_verified:
-            return Viewer(address, address, True, True, bind=bind, verified=True)
+            return Viewer(address, address, True, True, bind=bind, verified=True, plan=plan)
         return Viewer(
             address,
             address,
@@ -245,6 +261,7 @@ def viewer_for(
             False,
             f"the identity provider has not verified {address} (email_verified): view only",
             bind,
+            plan=plan,
         )
     return Viewer(
         address or "unknown",
@@ -254,6 +271,7 @@ def viewer_for(
         f"{address or 'this account'} is not an owner in the monitoring plan: view only",
         bind,
         verified=bool(address) and email_verified,
+        plan=plan,
     )
 
 

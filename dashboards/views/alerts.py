@@ -21,6 +21,7 @@ from medmon.dashboards.auth import may_act
 from medmon.dashboards.data import refresh_every
 from medmon.dashboards.layout import page, when
 from medmon.dashboards.tables import show_table
+from medmon.dashboards.text import plain
 from medmon.db import utcnow
 from medmon.monitor.read import IncidentView, dead_letter_list, open_incidents_view, past_incidents_view, silences
 
@@ -149,7 +150,7 @@ def lists() -> None:
             },
         )
         for i in current:
-            with st.expander(f"#{i.id} {i.title}: {len(i.signals)} signal(s), what to do"):
+            with st.expander(f"#{i.id} {plain(i.title)}: {len(i.signals)} signal(s), what to do"):
                 st.write(i.runbook)
                 show_table(
                     [

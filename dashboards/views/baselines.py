@@ -7,6 +7,7 @@ from sqlmodel import Session
 
 from medmon.dashboards.layout import page
 from medmon.dashboards.tables import show_table
+from medmon.dashboards.text import plain
 from medmon.monitor.read import DISAGREEMENT_FLAG, baselines_by_taxonomy
 
 plan, viewer, engine = page("Baselines")
@@ -76,7 +77,8 @@ else:
     flagged = [b for b in rows if b.disagreement_rate is not None and b.disagreement_rate > DISAGREEMENT_FLAG]
     for b in flagged:
         st.warning(
-            f"{b.benchmark} · {b.model} · v{b.version}: HELM and medmon score {b.disagreements} of "
+            f"{plain(b.benchmark)} · {plain(b.model)} · v{plain(b.version)}: "
+            f"HELM and medmon score {b.disagreements} of "
             f"{b.compared} instances differently ({b.disagreement_rate:.1%}, above {DISAGREEMENT_FLAG:.0%}); "
             f"{b.rescored_unparsed} completion(s) could not be read. Check `medmon score` on a few of them "
             "before trusting a comparison with HELM's figure."
@@ -85,7 +87,8 @@ else:
     for b in rows:
         if not b.source_files:
             continue
-        with st.expander(f"{b.benchmark} · {b.model} · v{b.version} · {len(b.source_files)} file(s)"):
+        label = f"{plain(b.benchmark)} · {plain(b.model)} · v{plain(b.version)} · {len(b.source_files)} file(s)"
+        with st.expander(label):
             show_table(
                 [{"file": name, "SHA-256": sha} for name, sha in sorted(b.source_files.items())], key=f"files_{b.id}"
             )

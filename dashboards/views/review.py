@@ -26,6 +26,7 @@ reviewers = {r.email.lower(): r for r in plan.oversight.reviewers}
 if not reviewers:
     st.info("The plan names no reviewers (oversight.reviewers): there is no review queue.")
     st.stop()
+reviewer: str | None
 try:
     reviewer = signed_in_reviewer(plan, viewer)  # a rating is only ever recorded as the verified reviewer
 except NotAllowed as exc:

@@ -15,7 +15,7 @@ from datetime import UTC
 import streamlit as st
 from sqlmodel import Session
 
-from medmon.dashboards.auth import NotAllowed, may_act, signed_in_owner
+from medmon.dashboards.auth import NotAllowed, may_act, require_role, signed_in_owner
 from medmon.dashboards.layout import page
 from medmon.dashboards.tables import show_table
 from medmon.db import session_scope, utcnow
@@ -29,16 +29,17 @@ plan, viewer, engine = page("Safety")
 task_ids = [t.id for t in plan.tasks]
 # Every record here names a person: a verified owner's sign-in (a verified reviewer's for near
 # misses on their tasks); --allow-local-actions does not reach this page.
-owner = may_act(viewer, "record safety decisions")
-may_record = owner or (viewer.verified and bool(reviewer_tasks(plan.oversight, viewer.email)))
+is_owner = may_act(viewer, "record safety decisions")
+may_record = is_owner or (viewer.verified and bool(reviewer_tasks(plan.oversight, viewer.email)))
 
 
-def act(what: str, fn: Callable[[Session], object], *, reviewer_may: bool = False) -> None:
-    """Run one recorded action in its own transaction, after the sign-in check; say what happened,
-    or why it was refused."""
+def act(what: str, fn: Callable[[Session], object], *, task: str, role_act: str = "record safety decisions") -> None:
+    """Run one recorded action in its own transaction, after the sign-in and role check for this
+    task (``medmon.monitor.governance.roles``); say what happened, or why it was refused."""
     try:
-        if not (reviewer_may and may_record):
-            signed_in_owner(viewer, what.lower())
+        if role_act != "record near misses" or not may_record:
+            signed_in_owner(viewer, role_act)
+        require_role(viewer, role_act, task)
         with session_scope(engine) as session:
             fn(session)
     except (NotAllowed, GovernanceError, ValueError) as exc:
@@ -85,6 +86,7 @@ if events:
     ids = [e.event.id for e in events if e.event.id is not None]  # stored rows: every one has its id
     chosen = st.selectbox("Event", ids, format_func=lambda i: f"#{i}", key="event_pick")
     row = next(e for e in events if e.event.id == chosen)
+    event_task = row.event.task_id
     with Session(engine) as session:
         document = safety.event_document(session, plan, row.event.id or 0, now)
     st.download_button(
@@ -111,21 +113,29 @@ if events:
             ],
             key="actions",
         )
-    if owner:
+    if is_owner:
         with st.expander("Record on this event"):
             ref = st.text_input("Report reference (authority or incident system)", key="report_ref")
             if st.button("Mark reported", key="mark_reported"):
-                act("Report", lambda s: safety.mark_reported(s, chosen, ref, viewer.actor, utcnow()))
+                act("Report", lambda s: safety.mark_reported(s, chosen, ref, viewer.actor, utcnow()), task=event_task)
             grade = st.selectbox(
                 "Re-grade severity", SEVERITIES, index=SEVERITIES.index(row.event.severity), key="regrade"
             )
             why = st.text_input("Reason for re-grading", key="regrade_reason")
             if st.button("Re-grade", key="do_regrade"):
-                act("Re-grade", lambda s: safety.regrade(s, plan, chosen, grade, why, viewer.actor, utcnow()))
+                act(
+                    "Re-grade",
+                    lambda s: safety.regrade(s, plan, chosen, grade, why, viewer.actor, utcnow()),
+                    task=event_task,
+                )
             text = st.text_area("Decision", key="decision")
             close = st.checkbox("Close the event (needs every corrective action closed)", key="close_event")
             if st.button("Record decision", key="do_decide"):
-                act("Decision", lambda s: safety.decide(s, chosen, text, viewer.actor, utcnow(), close=close))
+                act(
+                    "Decision",
+                    lambda s: safety.decide(s, chosen, text, viewer.actor, utcnow(), close=close),
+                    task=event_task,
+                )
             what = st.text_input("Corrective action", key="action_text")
             owner = st.text_input("Action owner", key="action_owner")
             due = st.date_input("Due", key="action_due")
@@ -136,6 +146,7 @@ if events:
                 act(
                     "Corrective action",
                     lambda s: safety.add_action(s, chosen, what, owner, due_at, viewer.actor, utcnow()),
+                    task=event_task,
                 )
             open_actions = [a.id for a in row.actions if a.status != "closed" and a.id is not None]
             if open_actions:
@@ -147,11 +158,12 @@ if events:
                     act(
                         "Effectiveness check",
                         lambda s: safety.close_action(s, target, int(check), viewer.actor, utcnow()),
+                        task=event_task,
                     )
 else:
     st.write("No safety event has been opened.")
 
-if owner:
+if is_owner:
     with st.expander("Open a safety event"):
         task = st.selectbox("Task", task_ids, key="event_task")
         severity = st.selectbox("Severity", SEVERITIES, index=SEVERITIES.index("serious"), key="event_severity")
@@ -175,6 +187,7 @@ if owner:
                     now=utcnow(),
                     result_ids=ids,
                 ),
+                task=task,
             )
 
 st.subheader("Suspension")
@@ -193,19 +206,29 @@ else:
         ],
         key="suspension_state",
     )
-    if owner:
+    if is_owner:
         task = st.selectbox("Task to suspend or resume", task_ids, key="suspend_task")
         reason = st.text_input("Reason", key="suspend_reason")
         current = held.get(task)
         if current is None and st.button("Suspend", key="do_suspend"):
-            act("Suspension", lambda s: suspension.request(s, plan, task, reason, viewer.actor, utcnow()))
+            act(
+                "Suspension",
+                lambda s: suspension.request(s, plan, task, reason, viewer.actor, utcnow()),
+                task=task,
+                role_act="suspend",
+            )
         if (
             current is not None
             and current.status == "pending"
             and st.button("Confirm suspension (second owner)", key="do_confirm")
         ):
             pending = current.id or 0
-            act("Confirmation", lambda s: suspension.confirm(s, plan, pending, viewer.actor, utcnow()))
+            act(
+                "Confirmation",
+                lambda s: suspension.confirm(s, plan, pending, viewer.actor, utcnow()),
+                task=task,
+                role_act="suspend",
+            )
         if current is not None and current.status == "suspended":
             decision = st.text_input("Committee decision (only without a passing re-evaluation)", key="resume_dec")
             reference = st.text_input("Decision reference", key="resume_ref")
@@ -215,6 +238,8 @@ else:
                     lambda s: suspension.resume(
                         s, plan, task, viewer.actor, utcnow(), decision=decision, reference=reference
                     ),
+                    task=task,
+                    role_act="resume",
                 )
     latest = {s.task_id: s for s in reversed(history)}  # history is newest first: the newest per task wins
     failed = [s for s in latest.values() if s.status == "failed"]
@@ -223,8 +248,15 @@ else:
             "The suspend route failed, so these tasks are NOT suspended: "
             + "; ".join(f"#{s.id} {s.task_id}: {s.route_error}" for s in failed[:3])
         )
-        if owner and st.button(f"Call the route again for #{failed[0].id} ({failed[0].task_id})", key="retry_suspend"):
-            act("Suspension", lambda s: suspension.confirm(s, plan, failed[0].id or 0, viewer.actor, utcnow()))
+        if is_owner and st.button(
+            f"Call the route again for #{failed[0].id} ({failed[0].task_id})", key="retry_suspend"
+        ):
+            act(
+                "Suspension",
+                lambda s: suspension.confirm(s, plan, failed[0].id or 0, viewer.actor, utcnow()),
+                task=failed[0].task_id,
+                role_act="suspend",
+            )
 
 st.subheader(f"Near misses ({len(misses)})")
 if misses:
@@ -243,5 +275,6 @@ if may_record:
             act(
                 "Near miss",
                 lambda s: safety.record_near_miss(s, plan, miss_task, miss_what, viewer.actor, utcnow()),
-                reviewer_may=True,
+                task=miss_task,
+                role_act="record near misses",
             )

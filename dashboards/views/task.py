@@ -16,6 +16,7 @@ from medmon.dashboards.charts import Marker, cost_latency_chart, score_chart, sl
 from medmon.dashboards.data import refresh_every
 from medmon.dashboards.layout import fmt, interval, page, when
 from medmon.dashboards.tables import show_table
+from medmon.dashboards.text import plain
 from medmon.db import utcnow
 from medmon.monitor.read import (
     baseline_band,
@@ -163,7 +164,7 @@ def detail() -> None:
         )
         if band is not None:
             st.caption(
-                f"At approval: {band.source_kind} evidence for {band.model}, version {band.version}, "
+                f"At approval: {band.source_kind} evidence for {plain(band.model)}, version {plain(band.version)}, "
                 f"n={band.n}. The drift detectors compare each run with the go-live reference and alarm when "
                 "their evidence crosses a threshold set by the plan's false-alarm budget. Go-live reference: "
                 f"{effective.go_live.text}."

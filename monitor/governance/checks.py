@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 from apscheduler.triggers.cron import CronTrigger
@@ -459,6 +460,15 @@ def plan_notes(plan: Plan) -> list[str]:
             )
     if plan.service.executor == "celery":
         from medmon.monitor.plan.timeouts import longest_probe_s, visibility_timeout_of
+
+        broker = os.environ.get(plan.service.broker_url_env, "")
+        parts = urlsplit(broker) if broker else None
+        if parts is not None and not parts.password and not is_loopback_host(parts.hostname or ""):
+            notes.append(
+                f"{plan.service.broker_url_env}: the Celery broker at {parts.hostname} is reached without a "
+                "password: anyone who can reach it can queue probes; set one (redis://:PASSWORD@host:6379/0, "
+                "Redis requirepass) from the environment"
+            )
 
         if longest_probe_s(plan) >= visibility_timeout_of(plan):
             notes.append(

@@ -50,6 +50,7 @@ class Owners(Section):
     clinical: Person
     technical: Person
     on_call_route: str = "default"
+    chair: Person | None = None  # the governance committee's chair (medmon.monitor.governance.roles)
 
 
 class Price(Section):

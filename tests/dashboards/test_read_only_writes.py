@@ -6,6 +6,7 @@ localhost port is refused by the Origin check."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -126,3 +127,27 @@ def test_the_websocket_origin_must_be_the_dashboards_own(
     plan = load_plan(seeded.plan_path)
     headers = {"Host": host} | ({"Origin": origin} if origin else {})
     assert (origin_refusal(plan, headers) is not None) is refused
+
+
+def test_a_task_owner_acts_on_their_own_task_only(seeded: Seeded, seeded_engine: Engine) -> None:
+    from medmon.alerts import Alert, Incident
+    from medmon.dashboards.actions import acknowledge_incidents, silence_matching
+    from medmon.monitor.governance.roles import Role, roles
+    from tests.dashboards.seed import CALC_OWNER
+
+    plan = load_plan(seeded.plan_path)
+    assert roles(plan, CALC_OWNER, "dose-calc") == {Role.task_owner}
+    assert roles(plan, CALC_OWNER, "knowledge-qa") == frozenset()
+    assert Role.clinical_owner in roles(plan, OWNER, "knowledge-qa")
+    pharmacist = viewer_for(plan, authenticated=True, email=CALC_OWNER, email_verified=True)
+    with Session(seeded_engine) as s:
+        alert = s.exec(select(Alert).where(Alert.task_id == "knowledge-qa", Alert.rule == "drift_drop")).one()
+        other = alert.incident_id
+        assert other is not None and s.get(Incident, other) is not None
+    with pytest.raises(NotAllowed, match="may not acknowledge on task 'knowledge-qa'"):
+        acknowledge_incidents(seeded_engine, plan, pharmacist, [other], "not mine", utcnow())
+    with pytest.raises(NotAllowed, match="may not silence"):
+        silence_matching(seeded_engine, pharmacist, "cause=accuracy", "all of them", timedelta(hours=1), utcnow())
+    silence_matching(seeded_engine, pharmacist, "task=dose-calc", "pharmacy on it", timedelta(hours=1), utcnow())
+    owner = viewer_for(plan, authenticated=True, email=OWNER, email_verified=True)
+    assert acknowledge_incidents(seeded_engine, plan, owner, [other], "clinical owner on it", utcnow())

@@ -82,3 +82,12 @@ def test_medmon_check_refuses_a_one_character_token(tmp_path: Path, monkeypatch:
     assert "too weak" in result.output
     monkeypatch.setenv("T_SHARED", TRIAGE_TOKEN)
     assert CliRunner().invoke(app, ["check", str(path)]).exit_code == 0
+
+
+def test_a_celery_broker_without_a_password_is_noted(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = plan_dict(storage={"url": db_url}, service={"executor": "celery"})
+    plan = Plan.model_validate(data)
+    monkeypatch.setenv("MEDMON_BROKER_URL", "redis://redis.internal:6379/0")
+    assert any("without a password" in n for n in plan_notes(plan))
+    monkeypatch.setenv("MEDMON_BROKER_URL", "redis://:s3cret-from-env@redis.internal:6379/0")
+    assert not any("without a password" in n for n in plan_notes(plan))
