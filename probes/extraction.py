@@ -413,9 +413,9 @@ def read_choice(
         if letter not in negated
     }
     if choices:
-        letter, why = named_option(text, choices, negated, aliases or {}, list(_ANSWER_REGION.finditer(text)))
-        if letter is not None:
-            return Reading(letter, why)
+        named, why = named_option(text, choices, negated, aliases or {}, list(_ANSWER_REGION.finditer(text)))
+        if named is not None:
+            return Reading(named, why)
         if why.startswith("several") and len(bracketed) != 1:
             return Reading(None, why)
     if len(bracketed) == 1:
