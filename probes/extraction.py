@@ -289,7 +289,7 @@ _ANSWER_REGION = re.compile(
     rf"(?i:(?<![\w])(?:{_alternation(ANSWER_WORDS)})(?![\w]))|{_alternation(CJK_ANSWER_WORDS)}"
     r"|\b(?:I\s+(?:would|'d|will)\s+(?:choose|pick|select|recommend|give|start|use)|choose|go\s+with|"
     r"recommend(?:ed)?|the\s+(?:best|next|most\s+appropriate)\s+(?:step|choice|drug|treatment|option)\s+is|"
-    r"of\s+choice\s+is)\b|→|->",
+    r"of\s+choice\s+is|however|instead|rather)\b|→|->",
     re.I,
 )
 _BRACKETED = re.compile(r"(?<![A-Za-z0-9])[\(\[]([A-Ja-j])[\)\]](?![A-Za-z0-9])")
