@@ -496,7 +496,8 @@ _INPUT = re.compile(
     re.I,
 )
 _FINAL = re.compile(
-    r"(?i:\b(?:final\s+answer|answer|result|total(?:\s+score)?)\b(?:\s+(?:is|was|would\s+be|=|:|of))?\s*[:=]?"
+    r"(?i:\b(?:final\s+answer|answer|result|resultado|résultat|ergebnis|risultato|wynik|total(?:\s+score)?)\b"
+    r"(?:\s+(?:is|was|would\s+be|=|:|of))?\s*[:=]?"
     r"|\b(?:therefore|thus|hence|so)\b[^.\n]{0,80}?(?:\bis\b|=|≈|:|\bof\b)"
     r"|\b(?:comes?\s+to|works?\s+out\s+(?:to|at)|gives|yields|equals)\b"
     r"|(?:→|->|=>)(?:\s*[A-Za-z][\w-]*){0,3}\s*[:=]?)"
@@ -638,7 +639,8 @@ _NOT_RESULT_AFTER = re.compile(
 _OUT_OF = re.compile(r"\s*/\s*(\d+)(?!\d|[.,]\d|\s*[A-Za-z])")
 # The cue names the answer itself ("Final answer: 54", "Result: 54"), not a step that gives a number.
 _EXPLICIT = re.compile(
-    r"(?i:\b(?:final\s+answer|answer|result|respuesta|réponse|antwort|risposta|resposta|wynik|ответ|kết\s+quả)\b|答案)"
+    r"(?i:\b(?:final\s+answer|answer|result|respuesta|réponse|antwort|risposta|resposta|wynik|ответ|kết\s+quả|"
+    r"resultado|résultat|ergebnis|risultato|результат)\b|答案|结果|結果)"
     r"[^.\n]{0,40}$"
 )
 
