@@ -45,7 +45,7 @@ class BadItem(ValueError):
     """A line that does not follow the blind-set format; the message names the line and field."""
 
 
-def _canary(item: Mapping[str, Any], where: str) -> Canary:
+def canary_of(item: Mapping[str, Any], where: str) -> Canary:
     kind = item["scorer"]
     fields: dict[str, Any] = {"id": str(item["id"]), "messages": ({"role": "user", "content": item["question"]},)}
     if kind == "mcq":
@@ -117,7 +117,7 @@ def measure(path: Path) -> dict[str, Any]:
             raise BadItem(f"{where}: field 'scorer': expected one of {', '.join(SCORER_OF)}, got {kind!r}")
         if item.get("verdict") not in VERDICTS:
             raise BadItem(f"{where}: field 'verdict': expected one of {', '.join(VERDICTS)}")
-        score = _score(_canary(item, where), item)
+        score = _score(canary_of(item, where), item)
         reading = _reading(score, kind)
         tally = figures[kind]
         tally["items"] += 1

@@ -143,6 +143,8 @@ class ModelSettings:
     backoff_max_s: float = 8.0
     max_retry_after_s: float = 60.0
     name: str = "production"
+    # A JSON schema the answer must follow (OpenAI's ``response_format``), for the reader model.
+    response_format: dict[str, Any] | None = field(default=None, hash=False, compare=False)
 
     @classmethod
     def from_endpoint(
@@ -542,6 +544,8 @@ class ModelClient:
             body["temperature"] = settings.temperature
         if stop:
             body["stop"] = stop[:4]  # the OpenAI API takes up to four stop sequences
+        if settings.response_format is not None:
+            body["response_format"] = settings.response_format
         started = time.perf_counter()
         try:
             response = await self._openai.post(

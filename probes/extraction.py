@@ -289,11 +289,13 @@ _ANSWER_REGION = re.compile(
     rf"(?i:(?<![\w])(?:{_alternation(ANSWER_WORDS)})(?![\w]))|{_alternation(CJK_ANSWER_WORDS)}"
     r"|\b(?:I\s+(?:would|'d|will)\s+(?:choose|pick|select|recommend|give|start|use)|choose|go\s+with|"
     r"recommend(?:ed)?|the\s+(?:best|next|most\s+appropriate)\s+(?:step|choice|drug|treatment|option)\s+is|"
-    r"of\s+choice\s+is)\b|→|->",
+    r"of\s+choice\s+is|however|instead|rather)\b|→|->",
     re.I,
 )
 _BRACKETED = re.compile(r"(?<![A-Za-z0-9])[\(\[]([A-Ja-j])[\)\]](?![A-Za-z0-9])")
-_LEADING = re.compile(r"^\s*\(?\[?([A-Ja-j])(?:\]|\)|\.(?!\s*[a-z])|:|,|;|\s+-|\s*$|\s+(?=[A-Z(\[]))")
+_LEADING = re.compile(
+    r"^\s*\(?\[?([A-Ja-j])(?:\]|\)|\.(?!\s*[a-z])|:|,|;|\s+-|\s*$|\s+(?=[A-Z(\[])|\s+(?=(?:because|since)\b))"
+)
 _NEGATED = re.compile(
     rf"(?i:\bnot|n't|\bnever|\brather\s+than|\binstead\s+of|\brule\s+out|\bruled\s+out|\bexclude|\beliminate|"
     rf"\bno\s+es|\bn'est\s+pas|\bnicht|\bnon\s+è|\bnão\s+é|\bnie\s+jest|\bне|不是|ではなく|아니라)"
@@ -413,9 +415,9 @@ def read_choice(
         if letter not in negated
     }
     if choices:
-        letter, why = named_option(text, choices, negated, aliases or {}, list(_ANSWER_REGION.finditer(text)))
-        if letter is not None:
-            return Reading(letter, why)
+        named, why = named_option(text, choices, negated, aliases or {}, list(_ANSWER_REGION.finditer(text)))
+        if named is not None:
+            return Reading(named, why)
         if why.startswith("several") and len(bracketed) != 1:
             return Reading(None, why)
     if len(bracketed) == 1:
@@ -494,7 +496,8 @@ _INPUT = re.compile(
     re.I,
 )
 _FINAL = re.compile(
-    r"(?i:\b(?:final\s+answer|answer|result|total(?:\s+score)?)\b(?:\s+(?:is|was|would\s+be|=|:|of))?\s*[:=]?"
+    r"(?i:\b(?:final\s+answer|answer|result|resultado|résultat|ergebnis|risultato|wynik|total(?:\s+score)?)\b"
+    r"(?:\s+(?:is|was|would\s+be|=|:|of))?\s*[:=]?"
     r"|\b(?:therefore|thus|hence|so)\b[^.\n]{0,80}?(?:\bis\b|=|≈|:|\bof\b)"
     r"|\b(?:comes?\s+to|works?\s+out\s+(?:to|at)|gives|yields|equals)\b"
     r"|(?:→|->|=>)(?:\s*[A-Za-z][\w-]*){0,3}\s*[:=]?)"
@@ -636,7 +639,8 @@ _NOT_RESULT_AFTER = re.compile(
 _OUT_OF = re.compile(r"\s*/\s*(\d+)(?!\d|[.,]\d|\s*[A-Za-z])")
 # The cue names the answer itself ("Final answer: 54", "Result: 54"), not a step that gives a number.
 _EXPLICIT = re.compile(
-    r"(?i:\b(?:final\s+answer|answer|result|respuesta|réponse|antwort|risposta|resposta|wynik|ответ|kết\s+quả)\b|答案)"
+    r"(?i:\b(?:final\s+answer|answer|result|respuesta|réponse|antwort|risposta|resposta|wynik|ответ|kết\s+quả|"
+    r"resultado|résultat|ergebnis|risultato|результат)\b|答案|结果|結果)"
     r"[^.\n]{0,40}$"
 )
 

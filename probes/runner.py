@@ -17,7 +17,7 @@ from medmon.probes.client import Completion, ModelClient
 from medmon.probes.errors import JuryNotConfigured, ModelCallError
 from medmon.probes.jury import JURY_SCORER, JURY_UNAVAILABLE, Jury, JuryOutcome
 from medmon.probes.models import ProbeRecord, ProbeResultBase
-from medmon.probes.scoring import Scorer, get_scorer, looks_like_refusal
+from medmon.probes.scoring import Scorer, get_scorer, looks_like_refusal, score_reply
 from medmon.probes.telemetry import RUN_ERRORS
 
 
@@ -114,7 +114,10 @@ async def probe_canary(
             raise JuryNotConfigured(f"task {task_id!r} is scored by the jury but no jury is configured")
         _record_jury(result, await jury.judge(canary, completion.text))
         return result
-    score = (scorer or get_scorer(scorer_name))(canary, completion.text)
+    if scorer is None:  # a reply cut off by the token limit is read only for an answer it committed to
+        score = score_reply(canary, completion.text, finish_reason=completion.finish_reason, scorer=scorer_name)
+    else:
+        score = scorer(canary, completion.text)
     result.score = score.value
     result.correct = score.correct
     result.parsed = score.parsed
@@ -136,12 +139,12 @@ async def probe_canaries(
 
     Raises ``JuryNotConfigured`` or ``UnknownScorer`` before any call when the scorer cannot run.
     """
-    scorer = None
     if scorer_name == JURY_SCORER:
         if jury is None:
             raise JuryNotConfigured(f"task {task_id!r} is scored by the jury, but the plan has no 'jury' section")
     else:
-        scorer = get_scorer(scorer_name)
+        get_scorer(scorer_name)  # an unknown scorer fails before any call
+    scorer = None  # probe_canary scores through score_reply, which knows the reply's finish reason
     with client.telemetry.run_span(task_id, len(canaries)) as span:
         results = await asyncio.gather(
             *(

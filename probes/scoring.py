@@ -414,6 +414,9 @@ def score_answer(
     *,
     choices: Sequence[str] | None = None,
     tolerance: Mapping[str, float] | None = None,
+    unit: str | None = None,
+    finish_reason: str | None = None,
+    aliases: Mapping[str, Sequence[str]] | None = None,
 ) -> Score:
     """Score one answer outside any probe (``medmon score``): a throwaway canary carries the references.
 
@@ -426,5 +429,8 @@ def score_answer(
         scorer=scorer,
         tolerance=dict(tolerance) if tolerance else None,
         choices=tuple(choices) if choices else None,
+        unit=unit,
+        aliases={k: tuple(v) for k, v in aliases.items()} if aliases else None,
     )
-    return get_scorer(scorer)(canary, answer)
+    get_scorer(scorer)  # an unknown name fails here, with the known ones
+    return score_reply(canary, answer, finish_reason=finish_reason, scorer=scorer)

@@ -6,13 +6,15 @@ One answer::
     medmon score numeric_tolerance "CrCl is 63.6 mL/min" --reference 63.6 --tolerance 60.42:66.78
 
 or a file of them, one JSON object a line (``scorer``, ``answer``, ``references``, optional
-``choices`` and ``tolerance`` as ``{"lower": l, "upper": u}`` or ``"l:u"``)::
+``choices``, ``tolerance`` as ``{"lower": l, "upper": u}`` or ``"l:u"``, ``unit``, ``aliases`` and
+``finish_reason``)::
 
     medmon score --file answers.jsonl --json
 
 Each answer reports ``score``, ``correct``, ``parsed`` (False: the scorer could not read an
-answer, so it is neither right nor wrong), ``extracted`` (what was read) and ``reason`` (the rule
-that read it, or why nothing could be read). Exit codes: 0 scored, 2 bad input (unknown scorer,
+answer, so it is neither right nor wrong), ``extracted`` (what was read, in ``unit`` when the
+reference has one), ``path`` (``rules`` when the rules read it, ``none`` when nothing could) and
+``reason`` (the rule that read it, or why nothing could be read). Exit codes: 0 scored, 2 bad input (unknown scorer,
 a malformed line: the message names the file and line).
 """
 
@@ -32,6 +34,7 @@ from medmon.baselines.canary import read_jsonl
 from medmon.monitor.cli.plan_arg import EXIT_INPUT, err
 from medmon.monitor.cli.tables import fitted
 from medmon.probes.errors import UnknownScorer
+from medmon.probes.reading.reader_model import RULES
 from medmon.probes.scoring import SCORERS, Score, score_answer
 
 
@@ -71,34 +74,51 @@ def _strings(value: Any, field: str, where: str, *, required: bool) -> list[str]
 def _score_row(data: Any, where: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise BadLine(f"{where}: expected a JSON object")
-    unknown = sorted(set(data) - {"scorer", "answer", "references", "choices", "tolerance", "id"})
+    allowed = {"scorer", "answer", "references", "choices", "tolerance", "id", "unit", "finish_reason", "aliases"}
+    unknown = sorted(set(data) - allowed)
     if unknown:
-        raise BadLine(
-            f"{where}: unknown field(s) {', '.join(unknown)}; "
-            "allowed: scorer, answer, references, choices, tolerance, id"
-        )
+        raise BadLine(f"{where}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
     scorer, answer = data.get("scorer"), data.get("answer")
     if not isinstance(scorer, str) or scorer not in SCORERS:
         raise BadLine(f"{where}: field 'scorer': expected one of {', '.join(sorted(SCORERS))}, got {scorer!r}")
     if not isinstance(answer, str):
         raise BadLine(f"{where}: field 'answer': expected a string")
     references = _strings(data.get("references"), "references", where, required=True) or []
+    for name in ("unit", "finish_reason"):
+        if data.get(name) is not None and not isinstance(data[name], str):
+            raise BadLine(f"{where}: field {name!r}: expected a string")
+    aliases = data.get("aliases")
+    if aliases is not None and not (
+        isinstance(aliases, dict)
+        and all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in aliases.values())
+    ):
+        raise BadLine(
+            f'{where}: field \'aliases\': expected an object of option letter to names, e.g. {{"B": ["PCI"]}}'
+        )
     score = score_answer(
         scorer,
         answer,
         references,
         choices=_strings(data.get("choices"), "choices", where, required=False),
         tolerance=_tolerance(data.get("tolerance"), where),
+        unit=data.get("unit"),
+        finish_reason=data.get("finish_reason"),
+        aliases={str(k).upper(): tuple(v) for k, v in aliases.items()} if aliases else None,
     )
     return {**({"id": data["id"]} if "id" in data else {}), "scorer": scorer, **_view(score)}
 
 
 def _view(score: Score) -> dict[str, Any]:
+    reads = score.parsed is not None  # a scorer that reads an answer out of the reply
     return {
         "score": score.value,
         "correct": score.correct,
         "parsed": score.parsed,
         "extracted": score.extracted,
+        **({"unit": score.detail["unit"]} if "unit" in score.detail else {}),
+        # which path read the answer: the rules (the reader model is used by probe runs whose plan
+        # enables it, not here), or none when the reply could not be read
+        "path": (RULES if score.parsed else "none") if reads else "-",
         "reason": score.reason,
     }
 
@@ -115,7 +135,9 @@ def _print(rows: list[dict[str, Any]], as_json: bool) -> None:
             "score": "-" if row["score"] is None else f"{row['score']:.3g}",
             "correct": str(row["correct"]),
             "parsed": "-" if row["parsed"] is None else ("yes" if row["parsed"] else "NO (unparsed)"),
-            "extracted": str(row["extracted"] or "-"),
+            "extracted": str(row["extracted"] or "-")
+            + (f" {row['unit']}" if row.get("unit") and row["extracted"] else ""),
+            "path": row["path"],
             "reason": row["reason"] or "-",
         }
         for i, row in enumerate(rows, start=1)
@@ -144,6 +166,18 @@ def score_command(
         typer.Option("--choices", help="An option's text, in order A, B, ... (repeat); for yes_no_maybe, the labels."),
     ] = None,
     tolerance: Annotated[str | None, typer.Option("--tolerance", help="LOWER:UPPER, for numeric_tolerance.")] = None,
+    unit: Annotated[
+        str | None,
+        typer.Option(
+            "--unit", help="The reference's unit (numeric_tolerance): an answer in another unit is converted."
+        ),
+    ] = None,
+    finish_reason: Annotated[
+        str | None,
+        typer.Option(
+            "--finish-reason", help="The reply's finish reason; 'length' (cut off) reads only a committed answer."
+        ),
+    ] = None,
     file: Annotated[Path | None, typer.Option("--file", help="A JSONL file of answers (see the module help).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object a line.")] = False,
 ) -> None:
@@ -169,6 +203,8 @@ def score_command(
                 "references": reference or [],
                 "choices": choices,
                 "tolerance": tolerance,
+                "unit": unit,
+                "finish_reason": finish_reason,
             }
             rows = [_score_row({k: v for k, v in data.items() if v is not None}, "arguments")]
     except (BadLine, UnknownScorer, CanaryFormatError) as exc:

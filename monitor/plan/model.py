@@ -376,6 +376,18 @@ def dashboard_hosts(plan: Plan, bind: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+class ReaderModel(Endpoint):
+    """A model asked, in a strict JSON schema, the final answer of replies the rules leave unparsed.
+
+    Off unless ``enabled``; its agreement with the rules on replies both read is held to
+    ``agreement_floor`` (see ``medmon.probes.reading.reader_model``).
+    """
+
+    name: str = "reader"
+    enabled: bool = False
+    agreement_floor: float = Field(0.9, ge=0, le=1)
+
+
 class Plan(Section):
     version: Literal[1] = 1
     use_case: UseCase
@@ -394,6 +406,7 @@ class Plan(Section):
     traffic: Traffic | None = None
     reports: ReportsConfig | None = None
     adaptive_cadence: AdaptiveCadence = AdaptiveCadence()
+    reader_model: ReaderModel | None = None
 
     @model_validator(mode="after")
     def _unique_tasks(self) -> Plan:

@@ -115,8 +115,9 @@ def read_committed_codes(text: str, *, structured: bool) -> Reading:
                 or segment.endswith("-")  # the far end of a range, "J20-J22"
                 or _inside_aside(segment, after)
             )
-            keep = not negated and not supposed
-            if previous is not None and _OR.match(segment) and keep and previous[2]:
+            asked = after.lstrip().startswith("?")  # "R65.20? No - ...": a code the answer questions
+            keep = not negated and not supposed and not asked
+            if previous is not None and _OR.match(segment) and (keep or asked) and previous[2]:
                 hedged.append((previous[1], code))
             if keep:
                 committed[code] = clause

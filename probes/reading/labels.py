@@ -19,7 +19,13 @@ from medmon.probes.reading.languages import ANSWER_WORDS, CJK_ANSWER_WORDS, CUED
 __all__ = ["read_label_text"]
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
-_IDIOM = re.compile(r"\bno\s+(?:doubt|question|wonder|matter)(?:\s+about\s+it)?\b", re.I)
+# "No doubt about it: yes" is yes; "Não sei" / "No sé" / "Nie wiem" (I don't know) name no label.
+_IDIOM = re.compile(
+    r"\bno\s+(?:doubt|question|wonder|matter)(?:\s+about\s+it)?\b"
+    r"|\b(?:não|nao)\s+sei\b|\bno\s+(?:lo\s+)?s[ée]\b|\bnie\s+wiem\b|\bnon\s+lo\s+so\b|\bnon\s+so\b"
+    r"|\bje\s+ne\s+sais\s+pas\b|\bich\s+weiß\s+(?:es\s+)?nicht\b|\bkhông\s+biết\b|\bне\s+знаю\b",
+    re.I,
+)
 _CUE_WORDS = tuple(ANSWER_WORDS) + ("decision", "verdict", "conclusion", "label", "classification", "category")
 
 

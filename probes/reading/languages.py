@@ -220,6 +220,7 @@ LABEL_WORDS: dict[str, tuple[str, ...]] = {
         "forse",
         "może",
         "być może",
+        "możliwe",
         "возможно",
         "можливо",
         "có thể",

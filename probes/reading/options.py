@@ -51,6 +51,9 @@ _SAME = {
     "ecg": "electrocardiogram",
     "ekg": "electrocardiogram",
 }
+# Directions: "It rises", "INR increases", "it will go up" say the same.
+_SAME |= dict.fromkeys(("rise", "rises", "rising", "increase", "increases", "increased", "elevated", "raised"), "rises")
+_SAME |= dict.fromkeys(("fall", "falls", "falling", "decrease", "decreases", "decreased", "drops", "lowered"), "falls")
 _ASIDE = re.compile(
     r"\b(?:would\s+(?:be|give|only|have|show)|is\s+for|are\s+for|reserved|second-line|second\s+line|"
     r"is\s+optional|are\s+adjuncts?|is\s+an\s+adjunct|teratogenic|must\s+be\s+avoided|should\s+be\s+avoided|"

@@ -29,7 +29,7 @@ import pint
 
 __all__ = ["MOLAR_MASS", "analyte", "compatible", "convert", "unit_key"]
 
-_REGISTRY = pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
+_REGISTRY: pint.UnitRegistry[float] = pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
 # Drug units (insulin, heparin) are counted, not measured: a dimension of their own, so that
 # "units/kg" is not "units".
 _REGISTRY.define("drug_unit = [drug_unit] = IU")

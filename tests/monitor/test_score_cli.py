@@ -24,6 +24,7 @@ def test_one_answer_shows_what_was_read_and_why() -> None:
         "correct": True,
         "parsed": True,
         "extracted": "D",
+        "path": "rules",
         "reason": "answer cue",
     }
 
@@ -72,3 +73,29 @@ def test_bad_input_names_the_line_and_exits_2(tmp_path: Path) -> None:
     unknown = runner.invoke(app, ["score", "no_such", "B", "-r", "B"])
     assert unknown.exit_code == 2 and "expected one of" in unknown.output
     assert runner.invoke(app, ["score"]).exit_code == 2
+
+
+def test_an_answer_in_another_unit_is_converted_and_a_cut_off_one_is_not_read() -> None:
+    converted = runner.invoke(
+        app,
+        [
+            "score",
+            "numeric_tolerance",
+            "CrCl is 0.90 mL/s.",
+            "-r",
+            "54",
+            "--tolerance",
+            "51.3:56.7",
+            "--unit",
+            "mL/min",
+        ],
+    )
+    assert converted.exit_code == 0, converted.output
+    assert "extracted: 54 mL/min" in converted.output and "correct: True" in converted.output
+    assert "path: rules" in converted.output
+    cut = runner.invoke(
+        app,
+        ["score", "numeric_tolerance", "70 x 80 gives 5600. The denominator", "-r", "54", "--finish-reason", "length"],
+    )
+    assert cut.exit_code == 0, cut.output
+    assert "NO (unparsed)" in cut.output and "path: none" in cut.output and "token limit" in cut.output
