@@ -16,6 +16,13 @@ from medmon.monitor.governance.effective import EffectiveTask, ThresholdProposal
 from medmon.monitor.governance.signoff import GeneratedReport, generated_reports
 from medmon.monitor.read.alerts import DeadLetter, SilenceRow, dead_letter_list, silences
 from medmon.monitor.read.costs import CostDay, CostTask, cost_by_day, cost_by_task
+from medmon.monitor.read.decision import (
+    DECISIONS,
+    CommitteeDecision,
+    DecisionRow,
+    committee_decisions,
+    decision_overview,
+)
 from medmon.monitor.read.drift import (
     DriftColumn,
     DriftReportView,
@@ -77,6 +84,7 @@ from medmon.monitor.read.records import (
     change_history,
     reevaluations,
     served_model_history,
+    served_now,
 )
 from medmon.monitor.read.task import (
     AnswerRow,
@@ -166,6 +174,11 @@ __all__ = [
     "recent_answers",
     "recent_estimate",
     "current_score",
+    "decision_overview",
+    "DecisionRow",
+    "DECISIONS",
+    "CommitteeDecision",
+    "committee_decisions",
     "CurrentScore",
     "CURRENT_SCORE_NAME",
     "reevaluations",
@@ -173,6 +186,7 @@ __all__ = [
     "run_series",
     "safety_events",
     "served_model_history",
+    "served_now",
     "service_pulse",
     "silences",
     "slice_gaps",

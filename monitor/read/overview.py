@@ -219,13 +219,23 @@ def task_overview(session: Session, plan: Plan, task_ids: Sequence[str] | None =
             .group_by(ProbeRun.task_id)
         ).all()
     }
-    problems: dict[str, list[OpenProblem]] = {i: [] for i in ids}
-    for inc in session.exec(
-        select(Incident)
+    open_count: dict[str, int] = {i: 0 for i in ids}
+    for task_id, count in session.exec(
+        select(Incident.task_id, func.count())
         .where(col(Incident.task_id).in_(ids), col(Incident.closed_at).is_(None))
-        .order_by(col(Incident.opened_at))
+        .group_by(Incident.task_id)
     ).all():
-        problems[inc.task_id].append(OpenProblem(inc.cause, inc.summary, inc.opened_at))
+        open_count[task_id] = int(count)
+    # One problem per cause of the open alerts: an incident can hold several causes seen at one moment.
+    problems: dict[str, list[OpenProblem]] = {i: [] for i in ids}
+    for alert in session.exec(
+        select(Alert)
+        .where(col(Alert.task_id).in_(ids), col(Alert.ends_at).is_(None), col(Alert.incident_id).is_not(None))
+        .order_by(col(Alert.starts_at), col(Alert.id))
+    ).all():
+        cause = cause_of(alert.labels).value
+        if all(p.cause != cause for p in problems[alert.task_id]):
+            problems[alert.task_id].append(OpenProblem(cause, alert.summary, alert.starts_at))
     below = {
         t: v
         for t, v in session.exec(
@@ -267,7 +277,7 @@ def task_overview(session: Session, plan: Plan, task_ids: Sequence[str] | None =
                 owner.name,
                 plan.use_case.risk_tier.value,
                 last_probe.get(task.id),
-                len(problems[task.id]),
+                open_count[task.id],
                 task.thresholds.min_score,
                 tuple(reasons),
                 effective.proposed("min_score"),

@@ -709,8 +709,8 @@ def _decisions_requested(
                 {
                     "task": t.task,
                     "kind": "failing task",
-                    "ask": f"{t.task} fails its thresholds "
-                    f"(estimate {t.estimate:.3f} against minimum {t.min_score:.3f} and baseline "
+                    "ask": f"{t.task} fails its thresholds over the period "
+                    f"(the period's mean {t.estimate:.3f} against minimum {t.min_score:.3f} and baseline "
                     f"{t.baseline:.3f}): continue, restrict, or withdraw the use?",
                 }
             )
