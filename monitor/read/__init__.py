@@ -86,6 +86,7 @@ from medmon.monitor.read.records import (
     served_model_history,
     served_now,
 )
+from medmon.monitor.read.report_files import ReportFiles, report_files
 from medmon.monitor.read.task import (
     AnswerRow,
     CanaryText,
@@ -174,6 +175,8 @@ __all__ = [
     "recent_answers",
     "recent_estimate",
     "current_score",
+    "report_files",
+    "ReportFiles",
     "decision_overview",
     "DecisionRow",
     "DECISIONS",

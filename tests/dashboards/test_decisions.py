@@ -16,7 +16,7 @@ from medmon.monitor.governance.reports.committee import build_committee_report
 from medmon.monitor.governance.reports.period import Period
 from medmon.monitor.governance.reports.render import render_committee
 from medmon.monitor.plan.model import load_plan
-from medmon.monitor.read import current_score, decision_overview
+from medmon.monitor.read import current_score, decision_overview, report_files
 from tests.dashboards.seed import Seeded
 
 
@@ -85,3 +85,18 @@ def test_a_read_only_dashboard_offers_no_form(
     monkeypatch.delenv("MEDMON_DASHBOARD_LOCAL_ACTIONS")
     at = open_page("overview")
     assert not [b for b in at.button if b.label == "Record decision"]
+
+
+def test_the_governance_page_offers_the_report_as_pdf(
+    seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]
+) -> None:
+    """The committee downloads the report from the dashboard; the PDF is the printed report itself."""
+    plan = load_plan(seeded.plan_path)
+    with Session(seeded_engine) as s:
+        files = report_files(s, plan, f"{datetime.now(UTC):%Y}", datetime.now(UTC))
+    assert files.pdf is not None and files.pdf.startswith(b"%PDF")  # Chromium is installed by make system-deps
+    assert "What the committee decides" in files.html
+    at = open_page("governance")
+    next(t for t in at.text_input if t.label == "Period").input("2026-13")
+    next(b for b in at.button if b.label == "Build the report").click().run()
+    assert any("month must be 01-12" in e.value for e in at.error)
