@@ -23,7 +23,7 @@ run's evaluation) are one problem seen by several rules, such as a longer answer
 more. An alert whose cause has no open incident joins the task's incident opened in that moment
 instead of opening its own, and takes the incident's key as its notification group, so on-call
 gets one page and one timeline for it. Causes that follow one another (``RELATED``: longer answers
-cost more and take longer) join the task's open incident of the other cause whenever they fire.
+cost more and take longer) join the task's open incident of another while it is open.
 """
 
 from __future__ import annotations
@@ -44,8 +44,13 @@ from medmon.db import as_utc
 
 _RANK = {Severity.critical: 0, Severity.warning: 1, Severity.info: 2}
 MOMENT = timedelta(seconds=2)  # signals of one task this close together come from one evaluation
-# One problem seen as several causes: the model writing longer answers is also what makes them cost more or take longer.
-RELATED: dict[str, tuple[str, ...]] = {"output": ("cost", "latency"), "cost": ("output",), "latency": ("output",)}
+# One problem seen as several causes: answers that grow longer cost more and take longer, so a rise of
+# any of the three joins the task's open incident of another (one page, one timeline).
+RELATED: dict[str, tuple[str, ...]] = {
+    "output": ("cost", "latency"),
+    "cost": ("output", "latency"),
+    "latency": ("output", "cost"),
+}
 
 
 def _lead_order(a: Alert) -> tuple[int, int, datetime, int]:

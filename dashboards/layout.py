@@ -6,19 +6,26 @@ from datetime import datetime
 
 import streamlit as st
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from medmon.dashboards.auth import Viewer, require_viewer
 from medmon.dashboards.data import current_plan, engine_for
 from medmon.monitor.plan.masking import masked_plan
 from medmon.monitor.plan.model import Plan
+from medmon.monitor.read import served_now
 
 __all__ = ["auth_note", "fmt", "header", "interval", "masked_plan", "page", "when"]
 
 
-def header(plan: Plan, viewer: Viewer, title: str) -> None:
-    """Page title plus one caption line saying what is monitored and under whose identity."""
+def header(plan: Plan, viewer: Viewer, title: str, engine: Engine | None = None) -> None:
+    """Page title plus one caption line saying what is monitored (the model served now) and under whose identity."""
     st.title(title)
     model = plan.deployment.model
+    if engine is not None:
+        with Session(engine) as session:
+            served = served_now(session)
+        if served and served != [model]:
+            model = f"serving {', '.join(served)} (approved: {model})"
     deployment = (
         f"The deployment is a SIMULATED model ({model})."
         if "simulator" in model
@@ -39,7 +46,7 @@ def page(title: str) -> tuple[Plan, Viewer, Engine]:
     plan = current_plan()
     viewer = require_viewer(plan)
     engine = engine_for(plan)
-    header(plan, viewer, title)
+    header(plan, viewer, title, engine)
     return plan, viewer, engine
 
 

@@ -14,7 +14,7 @@ from medmon.dashboards.layout import masked_plan, page
 from medmon.dashboards.tables import show_table
 from medmon.db import utcnow
 from medmon.monitor.errors import GovernanceError
-from medmon.monitor.read import approved_plan, audit_chain, audit_log, effective_tasks, generated_reports
+from medmon.monitor.read import approved_plan, audit_chain, audit_log, effective_tasks, generated_reports, report_files
 
 plan, viewer, engine = page("Governance")
 
@@ -242,6 +242,22 @@ else:
                     )
     else:
         st.caption("Owners sign here after signing in (the signature carries the identity the sign-in verified).")
+
+with st.expander("Download a committee report (PDF and HTML)"):
+    wanted = st.text_input("Period", value=f"{utcnow():%Y-%m}", help="2026-11, 2026-Q4, 2026 or 2026-11-01..2026-11-15")
+    if st.button("Build the report", key="report_build"):
+        try:
+            with Session(engine) as s:
+                files = report_files(s, plan, wanted, utcnow())
+        except ValueError as exc:
+            st.error(f"Cannot build the report: {exc}")
+        else:
+            st.caption(f"Report {files.period}, hash {files.sha256}.")
+            if files.pdf is not None:
+                st.download_button("Download PDF", files.pdf, f"report-{files.period}.pdf", "application/pdf")
+            else:
+                st.caption("No PDF printer (Chromium or WeasyPrint) is installed here: download the HTML and print it.")
+            st.download_button("Download HTML", files.html, f"report-{files.period}.html", "text/html")
 
 
 # Verifying walks the whole chain; past this many entries it runs when asked, not on every refresh.

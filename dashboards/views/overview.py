@@ -10,15 +10,27 @@ from sqlmodel import Session
 
 from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.data import current_plan, engine_for, refresh_every
+from medmon.dashboards.decision_block import decision_block
 from medmon.dashboards.layout import header, interval
 from medmon.dashboards.tables import show_table
 from medmon.db import utcnow
-from medmon.monitor.read import CURRENT_SCORE_NAME, category_streams, open_incidents_view, service_pulse, task_overview
+from medmon.monitor.read import (
+    CURRENT_SCORE_NAME,
+    category_streams,
+    decision_overview,
+    open_incidents_view,
+    service_pulse,
+    task_overview,
+)
 
 plan = current_plan()
 viewer = require_viewer(plan)
 engine = engine_for(plan)
-header(plan, viewer, f"medmon · {plan.use_case.name}")
+header(plan, viewer, f"medmon · {plan.use_case.name}", engine)
+with Session(engine) as _session:
+    # Outside the refreshing fragment: a decision being typed is not lost at the next refresh.
+    decision_rows = decision_overview(_session, plan, utcnow())
+decision_block(plan, viewer, engine, decision_rows)
 
 
 def _ago(delta: timedelta) -> str:

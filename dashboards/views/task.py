@@ -37,8 +37,8 @@ from medmon.monitor.read import (
     task_overview,
 )
 
-RANGES = {"last 24 hours": timedelta(days=1), "last 7 days": timedelta(days=7), "last 30 days": timedelta(days=30)}
-RANGES["everything"] = None
+RANGES: dict[str, timedelta | None] = {"last 24 hours": timedelta(days=1), "last 7 days": timedelta(days=7)}
+RANGES |= {"last 30 days": timedelta(days=30), "everything": None}
 BOX = {"degraded": st.error, "watching": st.warning, "no data yet": st.info, "ok": st.success}
 BOX["building the reference"] = st.info  # never green: detection is not armed yet
 

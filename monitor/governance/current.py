@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import case
 from sqlmodel import Session, col, func, select
@@ -57,7 +58,7 @@ class CurrentScore:
 
 def current_score(session: Session, task_id: str, until: datetime | None = None) -> CurrentScore:
     """The task's current score (see the module): one indexed query, only aggregates leave the database."""
-    conditions = [
+    conditions: list[Any] = [
         ProbeResult.task_id == task_id,
         col(ProbeResult.score).is_not(None),
         col(ProbeRun.purpose) != REEVALUATION,

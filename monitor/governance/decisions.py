@@ -42,7 +42,7 @@ class CommitteeDecision:
     def sentence(self) -> str:
         """The decision as the report and the overview state it."""
         terms = f" ({self.terms})" if self.terms else ""
-        who = self.by if self.authenticated else f"{self.by} (unauthenticated)"
+        who = self.by if self.authenticated or "unauthenticated" in self.by else f"{self.by} (unauthenticated)"
         return f"{self.decision.capitalize()}{terms}: decided by {who} on {self.at:%Y-%m-%d %H:%M} UTC. Why: {self.why}"
 
 

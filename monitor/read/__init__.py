@@ -16,6 +16,13 @@ from medmon.monitor.governance.effective import EffectiveTask, ThresholdProposal
 from medmon.monitor.governance.signoff import GeneratedReport, generated_reports
 from medmon.monitor.read.alerts import DeadLetter, SilenceRow, dead_letter_list, silences
 from medmon.monitor.read.costs import CostDay, CostTask, cost_by_day, cost_by_task
+from medmon.monitor.read.decision import (
+    DECISIONS,
+    CommitteeDecision,
+    DecisionRow,
+    committee_decisions,
+    decision_overview,
+)
 from medmon.monitor.read.drift import (
     DriftColumn,
     DriftReportView,
@@ -53,16 +60,15 @@ from medmon.monitor.read.oversight import (
 )
 from medmon.monitor.read.overview import (
     BaselineBand,
-    PooledStream,
     ServicePulse,
     TaskRow,
     baseline_band,
-    category_streams,
     recent_estimate,
     service_pulse,
     stream_name,
     task_overview,
 )
+from medmon.monitor.read.pooled import PooledStream, category_streams
 from medmon.monitor.read.records import (
     ApprovedPlan,
     AuditEntry,
@@ -77,7 +83,9 @@ from medmon.monitor.read.records import (
     change_history,
     reevaluations,
     served_model_history,
+    served_now,
 )
+from medmon.monitor.read.report_files import ReportFiles, report_files
 from medmon.monitor.read.task import (
     AnswerRow,
     CanaryText,
@@ -102,13 +110,18 @@ __all__ = [
     "ApprovedPlan",
     "AuditEntry",
     "BaselineBand",
+    "CURRENT_SCORE_NAME",
     "CanaryText",
     "ChainStatus",
     "ChangeRow",
+    "CommitteeDecision",
     "CostDay",
     "CostTask",
+    "CurrentScore",
+    "DECISIONS",
     "DISAGREEMENT_FLAG",
     "DeadLetter",
+    "DecisionRow",
     "DriftColumn",
     "DriftReportView",
     "EffectiveTask",
@@ -119,6 +132,7 @@ __all__ = [
     "JudgeDay",
     "PooledStream",
     "ReevaluationRow",
+    "ReportFiles",
     "ReviewCard",
     "ReviewProgress",
     "RunPoint",
@@ -144,10 +158,13 @@ __all__ = [
     "canary_texts",
     "category_streams",
     "change_history",
+    "committee_decisions",
     "cost_by_day",
     "cost_by_task",
+    "current_score",
     "data_span",
     "dead_letter_list",
+    "decision_overview",
     "detector_states",
     "drift_report_html",
     "drift_reports",
@@ -165,14 +182,13 @@ __all__ = [
     "past_incidents_view",
     "recent_answers",
     "recent_estimate",
-    "current_score",
-    "CurrentScore",
-    "CURRENT_SCORE_NAME",
     "reevaluations",
+    "report_files",
     "review_progress",
     "run_series",
     "safety_events",
     "served_model_history",
+    "served_now",
     "service_pulse",
     "silences",
     "slice_gaps",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -219,13 +218,23 @@ def task_overview(session: Session, plan: Plan, task_ids: Sequence[str] | None =
             .group_by(ProbeRun.task_id)
         ).all()
     }
-    problems: dict[str, list[OpenProblem]] = {i: [] for i in ids}
-    for inc in session.exec(
-        select(Incident)
+    open_count: dict[str, int] = {i: 0 for i in ids}
+    for task_id, count in session.exec(
+        select(Incident.task_id, func.count())
         .where(col(Incident.task_id).in_(ids), col(Incident.closed_at).is_(None))
-        .order_by(col(Incident.opened_at))
+        .group_by(Incident.task_id)
     ).all():
-        problems[inc.task_id].append(OpenProblem(inc.cause, inc.summary, inc.opened_at))
+        open_count[task_id] = int(count)
+    # One problem per cause of the open alerts: an incident can hold several causes seen at one moment.
+    problems: dict[str, list[OpenProblem]] = {i: [] for i in ids}
+    for alert in session.exec(
+        select(Alert)
+        .where(col(Alert.task_id).in_(ids), col(Alert.ends_at).is_(None), col(Alert.incident_id).is_not(None))
+        .order_by(col(Alert.starts_at), col(Alert.id))
+    ).all():
+        cause = cause_of(alert.labels).value
+        if all(p.cause != cause for p in problems[alert.task_id]):
+            problems[alert.task_id].append(OpenProblem(cause, alert.summary, alert.starts_at))
     below = {
         t: v
         for t, v in session.exec(
@@ -267,7 +276,7 @@ def task_overview(session: Session, plan: Plan, task_ids: Sequence[str] | None =
                 owner.name,
                 plan.use_case.risk_tier.value,
                 last_probe.get(task.id),
-                len(problems[task.id]),
+                open_count[task.id],
                 task.thresholds.min_score,
                 tuple(reasons),
                 effective.proposed("min_score"),
@@ -316,59 +325,6 @@ def baseline_band(
         b.version,
         b.model,
     )
-
-
-@dataclass(frozen=True)
-class PooledStream:
-    """A detector over a whole MedHELM category (tasks pooled), which no single task row shows."""
-
-    key: str
-    category: str
-    status: str
-    evidence: float
-    threshold: float
-    n: int
-
-    @property
-    def meaning(self) -> str:
-        """The detector's state as a sentence: what a committee reads instead of an e-value.
-
-        Examples
-        --------
-        >>> PooledStream("category:x:pooled_score:drop", "x", "watching", 10.0, 1000.0, 40).meaning
-        'Evidence of a drop shared by its tasks is building (a third of the way to an alarm, on a log scale)'
-        """
-        if self.status == "degraded":
-            return "The tasks of this category together score below their go-live reference"
-        if self.status == "recovered":
-            return "Back at the go-live reference after an alarm; quiet runs will return it to ok"
-        if self.status == "watching" and self.evidence > 1 and self.threshold > 1:
-            share = min(math.log(self.evidence) / math.log(self.threshold), 1.0)
-            words = next(
-                w
-                for limit, w in (
-                    (0.2, "early on"),
-                    (0.45, "a third of the way"),
-                    (0.7, "half way"),
-                    (1.01, "most of the way"),
-                )
-                if share < limit
-            )
-            return f"Evidence of a drop shared by its tasks is building ({words} to an alarm, on a log scale)"
-        return "Holds the go-live reference"
-
-
-def category_streams(session: Session) -> list[PooledStream]:
-    """Detectors that pool a category's tasks (their ``task_id`` is ``category:<slug>``), worst first."""
-    rows = session.exec(select(DetectorState).where(col(DetectorState.task_id).startswith("category:"))).all()
-    out = [
-        PooledStream(
-            r.key, r.task_id.removeprefix("category:"), StreamStatus(r.status).value, r.evidence, r.threshold, r.n
-        )
-        for r in rows
-    ]
-    rank = {"degraded": 0, "watching": 1}
-    return sorted(out, key=lambda p: (rank.get(p.status, 2), p.key))
 
 
 @dataclass(frozen=True)

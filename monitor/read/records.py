@@ -220,3 +220,11 @@ def approved_plan(session: Session) -> ApprovedPlan | None:
         str(details.get("sha256", "")),
         str(details.get("diff", "")),
     )
+
+
+def served_now(session: Session) -> list[str]:
+    """The models the endpoint serves now: each task's newest served-model identity (one per model)."""
+    newest: dict[str, str] = {}
+    for row in session.exec(select(ModelIdentity).order_by(col(ModelIdentity.first_seen), col(ModelIdentity.id))):
+        newest[row.task_id] = row.served_model
+    return sorted(set(newest.values()))

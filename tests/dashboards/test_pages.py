@@ -48,7 +48,7 @@ def test_overview_puts_degraded_tasks_first_with_their_evidence(
     seeded: Seeded, seeded_engine: Engine, open_page: Callable[..., AppTest]
 ) -> None:
     at = open_page("overview")
-    assert at.error[0].value.startswith("2 task(s) degraded")
+    assert any(e.value.startswith("2 task(s) degraded") for e in at.error)  # after the decision block
     table = at.dataframe[0].value
     assert set(table["task"]) == {"knowledge-qa", "dose-calc"}
     assert list(table["status"]) == ["degraded", "degraded"]
@@ -119,11 +119,11 @@ def test_overview_says_when_the_monitor_service_stopped(
 ) -> None:
     assert SCHEDULER_HEARTBEAT == HEARTBEAT  # the name the service beats under
     at = open_page("overview")
-    assert at.info[0].value.startswith("The monitor service has not run")
+    assert any(i.value.startswith("The monitor service has not run") for i in at.info)
     with session_scope(seeded_engine) as s:
         beat(s, HEARTBEAT, datetime.now(UTC) - timedelta(hours=2), tolerance=timedelta(minutes=5))
     at.run()
-    assert at.error[0].value.startswith("The monitor service last beat 2 h ago")
+    assert any(e.value.startswith("The monitor service last beat 2 h ago") for e in at.error)
     with session_scope(seeded_engine) as s:
         beat(s, HEARTBEAT, datetime.now(UTC), tolerance=timedelta(minutes=5))
     at.run()

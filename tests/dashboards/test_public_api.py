@@ -33,6 +33,7 @@ DASHBOARD_MAY_IMPORT = {
     # Sign-off and threshold approvals: checked and audited by their governance functions.
     "medmon.monitor.governance.signoff",
     "medmon.monitor.governance.thresholds",
+    "medmon.monitor.governance.decisions",  # the committee's decision: checked and audited there
     "medmon.monitor.governance",
     "medmon.monitor.plan.oversight",
     "medmon.monitor.errors",

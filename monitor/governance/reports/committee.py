@@ -24,9 +24,11 @@ from medmon.baselines import resolve
 from medmon.monitor.governance.approvals import baseline_proposals
 from medmon.monitor.governance.audit import AuditKind, list_events, verify
 from medmon.monitor.governance.changes import change_row, list_changes
-from medmon.monitor.governance.current import current_score
+from medmon.monitor.governance.current import CurrentScore, current_score
+from medmon.monitor.governance.decisions import CommitteeDecision, committee_decisions, latest_decisions
 from medmon.monitor.governance.effective import effective_tasks, threshold_proposals, with_thresholds_in_force
 from medmon.monitor.governance.reevaluation import judge, list_reevaluations
+from medmon.monitor.governance.reports.decision_page import DecisionRow, decision_rows
 from medmon.monitor.governance.reports.limitations import known_limitations
 from medmon.monitor.governance.reports.oversight import OversightSection, build_oversight_section
 from medmon.monitor.governance.reports.period import Period
@@ -66,6 +68,7 @@ HUMAN_KINDS = (
     AuditKind.threshold_change,
     AuditKind.baseline_import,
     AuditKind.threshold_approved,
+    AuditKind.committee_decision,
 )
 
 
@@ -183,6 +186,15 @@ class CommitteeReport:
     signatures: list[dict[str, Any]] = field(default_factory=list)
     oversight: OversightSection = field(default_factory=OversightSection)
     traffic: Any = None  # the application's own calls in the period (``medmon.monitor.read.traffic``), if watched
+    served: dict[str, str] = field(default_factory=dict)  # per task, the model served at the period's end
+    page_one: list[DecisionRow] = field(default_factory=list)  # what to decide per task (the first page)
+    committee_decisions: list[CommitteeDecision] = field(default_factory=list)  # recorded in the period
+
+    @property
+    def served_now(self) -> str:
+        """The model the endpoint served at the period's end, as the header names it."""
+        models = sorted(set(self.served.values()))
+        return ", ".join(models) if models else self.plan.deployment.model
 
     def figures(self) -> dict[str, Any]:
         """Everything the period's record says, without the moment of generation (what the hash covers)."""
@@ -219,6 +231,8 @@ class CommitteeReport:
         return {
             "deployment": self.plan.deployment.name,
             "model": self.plan.deployment.model,
+            "served": dict(self.served),
+            "committee_decisions": [asdict(d) for d in self.committee_decisions],
             "period": {
                 "label": self.period.label,
                 "start": self.period.start.isoformat(),
@@ -695,8 +709,8 @@ def _decisions_requested(
                 {
                     "task": t.task,
                     "kind": "failing task",
-                    "ask": f"{t.task} fails its thresholds "
-                    f"(estimate {t.estimate:.3f} against minimum {t.min_score:.3f} and baseline "
+                    "ask": f"{t.task} fails its thresholds over the period "
+                    f"(the period's mean {t.estimate:.3f} against minimum {t.min_score:.3f} and baseline "
                     f"{t.baseline:.3f}): continue, restrict, or withdraw the use?",
                 }
             )
@@ -872,13 +886,34 @@ def build_committee_report(
         oversight=build_oversight_section(session, plan, period, min(now, period.end)),
         traffic=traffic,
     )
+    report.served = _served(session, period)
+    report.committee_decisions = committee_decisions(session, since=period.start, until=period.end)
+    report.page_one = decision_rows(
+        report,
+        {t.task: CurrentScore(**t.current) for t in tasks if t.current},
+        latest_decisions(session, until=period.end),
+        report.served,
+    )
     report.sha256 = content_hash(report.figures())
     report.signatures = signatures(session, period, report.sha256)
     return report
 
 
+def _served(session: Session, period: Period) -> dict[str, str]:
+    """Each task's served model at the period's end: the newest identity its probes saw before then."""
+    rows = session.exec(
+        select(ModelIdentity)
+        .where(col(ModelIdentity.first_seen) < period.end)
+        .order_by(col(ModelIdentity.first_seen), col(ModelIdentity.id))
+    ).all()
+    return {m.task_id: m.served_model for m in rows}
+
+
 def _decision_text(event: AuditEvent) -> str:
     d = event.details or {}
+    if event.kind == AuditKind.committee_decision.value:
+        terms = f" ({d['terms']})" if d.get("terms") else ""
+        return f"committee decision for {d.get('task')}: {d.get('decision')}{terms}; why: {d.get('reason')}"
     if event.kind == AuditKind.threshold_approved.value:
         changed = ", ".join(f"{c.get('threshold')} {c.get('old')} -> {c.get('new')}" for c in d.get("changes") or [])
         committee = f"; committee: {d['committee_decision']}" if d.get("committee_decision") else ""

@@ -90,6 +90,16 @@ def changed_sentences(
     return out
 
 
+def _detected(report: Any, task: str) -> list[str]:
+    """Model-change incidents of the task not yet seen by its probes' identities (e.g. seen in real traffic)."""
+    return [
+        f"{i.summary.removeprefix(task + ': ')[:1].upper()}{i.summary.removeprefix(task + ': ')[1:]} "
+        f"(incident #{i.id}, {'open' if i.closed_at is None else 'closed'})"
+        for i in report.incidents
+        if i.task == task and i.cause == "model_change"
+    ]
+
+
 def decision_rows(
     report: Any, current: dict[str, CurrentScore], decided: dict[str, CommitteeDecision], served: dict[str, str]
 ) -> list[DecisionRow]:
@@ -106,7 +116,10 @@ def decision_rows(
                 current.get(rec.task, CurrentScore(None, None, None, 0)),
                 t.min_score,
                 served.get(rec.task, report.plan.deployment.model),
-                tuple(changed_sentences(rec.task, report.identities, report.changes, report.reevaluations)),
+                tuple(
+                    changed_sentences(rec.task, report.identities, report.changes, report.reevaluations)
+                    + _detected(report, rec.task)
+                ),
                 tuple(f"{d['kind']}: {d['ask']}" for d in report.decisions_requested if d["task"] == rec.task),
                 decided.get(rec.task),
                 t.reference,

@@ -17,6 +17,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
+from medmon.monitor.governance.current import CURRENT_SCORE_NAME
 from medmon.monitor.governance.reports.committee import CommitteeReport
 from medmon.monitor.governance.reports.plan_document import PlanDocument
 from medmon.monitor.plan.privacy import scrub_plan_secrets
@@ -81,6 +82,7 @@ def render_committee(report: CommitteeReport) -> str:
         passing=passing,
         production_cost=sum(c.cost_usd for c in report.costs),
         simulated=report.plan.deployment.model.startswith("medmon-simulator"),
+        current_name=CURRENT_SCORE_NAME,
     )
     return scrub_plan_secrets(html, report.plan)  # a secret quoted in any stored text never reaches paper
 
