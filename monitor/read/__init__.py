@@ -12,6 +12,7 @@ from medmon.monitor.governance.effective import EffectiveTask, ThresholdProposal
 # Governance records the pages show: reports and their signers, thresholds in force and proposed.
 from medmon.monitor.governance.signoff import GeneratedReport, generated_reports
 from medmon.monitor.read.alerts import DeadLetter, SilenceRow, dead_letter_list, silences
+from medmon.monitor.read.clinician_scale import ClinicianScale, clinician_scale
 from medmon.monitor.read.costs import CostDay, CostTask, cost_by_day, cost_by_task
 from medmon.monitor.read.drift import (
     DriftColumn,
@@ -102,6 +103,7 @@ __all__ = [
     "CanaryText",
     "ChainStatus",
     "ChangeRow",
+    "ClinicianScale",
     "CostDay",
     "CostTask",
     "DISAGREEMENT_FLAG",
@@ -141,6 +143,7 @@ __all__ = [
     "canary_texts",
     "category_streams",
     "change_history",
+    "clinician_scale",
     "cost_by_day",
     "cost_by_task",
     "data_span",
