@@ -8,6 +8,7 @@ import streamlit as st
 from sqlmodel import Session
 
 from medmon.dashboards.charts import agreement_chart, judges_chart
+from medmon.dashboards.clinician_scale import clinician_scale_section
 from medmon.dashboards.data import refresh_every
 from medmon.dashboards.layout import fmt, page
 from medmon.dashboards.oversight import MEDHELM_NOTE, agreement_frame
@@ -78,6 +79,7 @@ def jury() -> None:
     else:
         st.write("No clinician reviews rated by the jury yet (see Clinician review).")
     st.caption(MEDHELM_NOTE + " Floors in the plan's oversight.agreement raise 'jury_not_validated'.")
+    clinician_scale_section(engine, plan)
     minimum = min(
         (e.thresholds.min_jury_agreement for e in in_force if e.thresholds.min_jury_agreement is not None), default=None
     )

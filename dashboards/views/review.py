@@ -13,6 +13,7 @@ from sqlmodel import Session
 
 from medmon.dashboards.actions import note_answers_viewed, rate_answer
 from medmon.dashboards.auth import NotAllowed, signed_in_reviewer
+from medmon.dashboards.clinician_scale import clinician_scale_section
 from medmon.dashboards.layout import page
 from medmon.dashboards.oversight import MEDHELM_NOTE, agreement_frame
 from medmon.dashboards.tables import show_table
@@ -114,3 +115,4 @@ if not agreement:
 else:
     st.table(agreement_frame(agreement))  # a plain table: few rows, and its text is what people quote
     st.caption(MEDHELM_NOTE)
+clinician_scale_section(engine, plan)  # task-level figures only: no answer's jury score is shown

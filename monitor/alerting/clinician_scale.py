@@ -25,25 +25,14 @@ from sqlmodel import Session, col, select
 from medmon.alerts import Rule, Signal, Subject
 from medmon.monitor.alerting.signals import task_subject
 from medmon.monitor.detection.drift.prediction_powered import PredictionPoweredSR, PredictionPoweredState
-from medmon.monitor.governance.review import candidates, reviewed_tasks, rubric, task_null, week_start
+from medmon.monitor.governance.clinician_scale import METRIC, active_tasks, stream_key
+from medmon.monitor.governance.review import candidates, rubric, task_null, week_start
 from medmon.monitor.models import ClinicianReview, DetectorState, ReviewItem, StreamStatus
 from medmon.monitor.plan.model import Plan, Task
 from medmon.probes.models import ProbeResult, ProbeRun
 
-METRIC = "clinician_scale"
 SIGMA2 = 0.05  # a clinician's rating's variance on the 0-1 scale, for bet sizes only
 RECOVER_AFTER = 30
-
-
-def stream_key(task_id: str) -> str:
-    return f"{task_id}:{METRIC}:drop"
-
-
-def active_tasks(plan: Plan) -> list[Task]:
-    """Reviewed tasks whose answers are drawn with known probabilities (answers the jury scored count)."""
-    if plan.oversight.review.selection != "active":
-        return []
-    return reviewed_tasks(plan)
 
 
 def _detector(plan: Plan, state: DetectorState) -> PredictionPoweredSR:
@@ -153,7 +142,7 @@ def clinician_scale_signals(session: Session, plan: Plan, now: datetime) -> list
                         f"({_points(mean, plan):.2f} of {_points(detector.mu0, plan):.2f}, n={n})",
                     )
             state.state = {**state.state, "cursor": result_id}
-        state.state = {**state.state, "detector": detector.state.to_dict()}
+        state.state = {**state.state, "detector": detector.state.to_dict(), "estimate": _evidence(detector, plan)}
         state.evidence, state.n, state.updated_at = detector.evidence, detector.seen, now
         session.add(state)
         if signal is not None:

@@ -214,3 +214,73 @@ def export_command(
         f"wrote {target}, {html}" + (f", {printed}" if printed else ("" if not pdf else " (no PDF converter found)")),
         highlight=False,
     )
+
+
+@app.command("freeze-judge-set")
+def freeze_judge_set_command(
+    plan_path: PlanArg,
+    task: Annotated[str, typer.Option("--task", help="The task whose clinician-rated answers are frozen.")],
+    out_path: Annotated[Path, typer.Option("--output", "-o", "--out", help="JSONL file to write.")],
+    limit: Annotated[int, typer.Option(help="The newest rated answers to keep.")] = 200,
+    as_json: JsonOption = False,
+) -> None:
+    """Freeze clinician-rated answers as judge canaries (gold: the clinicians' mean), for ``jury.canary_path``.
+
+    Re-judged on ``jury.canary_schedule``, a change in the jury's scores on these unchanged answers is a
+    judge change (``judge_drift``), told apart from a change of the model. The set's version is its SHA-256.
+    """
+    from medmon.monitor.governance.frozen_set import freeze_judge_set
+
+    plan, engine = _open(plan_path)
+    try:
+        with Session(engine) as session:
+            frozen = freeze_judge_set(session, plan, task, limit=limit)
+    except (ValueError, MedmonError) as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(EXIT_INPUT) from None
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    frozen.write(out_path)
+    if as_json:
+        out.print_json(json.dumps({"path": str(out_path), "answers": len(frozen.lines), "version": frozen.version}))
+    else:
+        out.print(
+            f"wrote {len(frozen.lines)} judge canaries to {out_path} (version sha256:{frozen.version[:12]}); "
+            "set jury.canary_path to it",
+            highlight=False,
+        )
+
+
+@app.command("clinician-scale")
+def clinician_scale_command(plan_path: PlanArg, as_json: JsonOption = False) -> None:
+    """Each task's clinician-scale estimate beside the jury's opinion and MedHELM's ICC, and what the queue needs.
+
+    Exit 1 when a task's clinician-scale stream is in alarm.
+    """
+    from dataclasses import asdict
+
+    from medmon.monitor.read import clinician_scale
+
+    plan, engine = _open(plan_path)
+    with Session(engine) as session:
+        rows = clinician_scale(session, plan, utcnow())
+    if as_json:
+        out.print_json(json.dumps({"selection": plan.oversight.review.selection, "tasks": [asdict(r) for r in rows]}))
+    elif plan.oversight.review.selection != "active":
+        out.print("Not measured: oversight.review.selection is 'strata' (no known probability per answer).")
+    else:
+        table = Table("task", "clinician scale", "95% CS", "jury's opinion", "null", "status", "ratings", "more needed")
+        for r in rows:
+            table.add_row(
+                r.task_id,
+                "" if r.clinician is None else f"{r.clinician:.2f}",
+                "" if r.ci_low is None or r.ci_high is None else f"{r.ci_low:.2f} to {r.ci_high:.2f}",
+                "" if r.jury is None else f"{r.jury:.2f}",
+                "" if r.null is None else f"{r.null:.2f}",
+                "ALARM" if r.alarm else "ok",
+                str(r.ratings),
+                "unreachable" if r.ratings_needed is None else str(r.ratings_needed),
+            )
+        out.print(fitted(table, out))
+        out.print(f"MedHELM: jury-clinician ICC {MEDHELM_JURY_ICC}.")
+    if any(r.alarm for r in rows):
+        raise typer.Exit(EXIT_ATTENTION)

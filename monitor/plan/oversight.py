@@ -65,7 +65,7 @@ class Review(Section):
     # "strata": the quota spread evenly over strata; "active": each answer drawn with a known probability,
     # larger where the judges disagree or the jury is near the task's null (medmon.monitor.governance.selection)
     selection: Literal["strata", "active"] = "strata"
-    min_probability: float = Field(0.02, gt=0, le=1)  # active selection's floor: no answer is never seen
+    min_probability: float = Field(0.05, gt=0, le=1)  # active selection's floor: every answer may be drawn
     target_half_width: float = Field(0.05, gt=0, le=1)  # clinician-scale interval the queue aims for (0-1 scale)
 
     def quota(self, task_id: str) -> int:

@@ -15,6 +15,7 @@ from medmon.monitor.governance.effective import EffectiveTask, ThresholdProposal
 # Governance records the pages show: reports and their signers, thresholds in force and proposed.
 from medmon.monitor.governance.signoff import GeneratedReport, generated_reports
 from medmon.monitor.read.alerts import DeadLetter, SilenceRow, dead_letter_list, silences
+from medmon.monitor.read.clinician_scale import ClinicianScale, clinician_scale
 from medmon.monitor.read.costs import CostDay, CostTask, cost_by_day, cost_by_task
 from medmon.monitor.read.decision import (
     DECISIONS,
@@ -115,6 +116,7 @@ __all__ = [
     "ChainStatus",
     "ChangeRow",
     "CommitteeDecision",
+    "ClinicianScale",
     "CostDay",
     "CostTask",
     "CurrentScore",
@@ -159,6 +161,7 @@ __all__ = [
     "category_streams",
     "change_history",
     "committee_decisions",
+    "clinician_scale",
     "cost_by_day",
     "cost_by_task",
     "current_score",

@@ -196,7 +196,7 @@ def test_every_stream_a_rich_plan_declares_is_of_its_kind_and_every_stream_kind_
         assert stream_kind(spec.metric, spec.direction).rule is kind.rule, spec.key
         assert spec.family == kind.family and spec.what, spec.key
     # the clinician-scale stream is kept by the oversight pass (medmon.monitor.alerting.clinician_scale), not a layout
-    assert KINDS["clinician_scale"].metric == clinician_scale.METRIC
+    assert KINDS["clinician_scale"].metric == clinician_scale.METRIC == "clinician_scale"
     assert stream_kind(clinician_scale.METRIC).detector == clinician_scale.PredictionPoweredSR.name
     assert {s.kind for s in specs} == STREAMS - {"clinician_scale"}  # no stream outside the catalogue, none undeclared
 

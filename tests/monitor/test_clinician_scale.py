@@ -19,9 +19,9 @@ from sqlmodel import Session, select
 
 from medmon.alerts import open_alerts
 from medmon.db import session_scope
-from medmon.monitor.alerting.clinician_scale import stream_key
 from medmon.monitor.alerting.oversight import oversight_pass
 from medmon.monitor.governance.clinician_agreement import rated, task_agreement
+from medmon.monitor.governance.clinician_scale import stream_key
 from medmon.monitor.governance.review import record_review
 from medmon.monitor.governance.selection import residual_scale
 from medmon.monitor.models import DetectorState, ReviewItem
@@ -159,3 +159,29 @@ def test_agreement_figures_on_actively_drawn_answers_are_krippendorffs(engine: E
     matrix: Any = np.array([[r.jury_mean for r in rows], [r.clinician_mean for r in rows]], dtype=float)
     expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement="interval")
     assert stats[("jury_alpha", "accuracy")].value == pytest.approx(expected)
+
+
+def _fooled(engine: Engine, plan: Plan) -> None:
+    bad = lambda week, rng: _good(week, rng) if week < 2 else rng.choice((2, 2, 3, 3, 1))  # noqa: E731
+    _run_weeks(engine, plan, 6, jury=lambda week: 5, clinician=bad)
+
+
+def test_the_committee_report_shows_the_clinician_scale_beside_the_jury_and_medhelm(
+    engine: Engine, tmp_path: Any
+) -> None:
+    from medmon.monitor.governance.reports.committee import build_committee_report
+    from medmon.monitor.governance.reports.period import parse_period
+    from medmon.monitor.governance.reports.render import render_committee
+
+    plan = _plan()
+    _fooled(engine, plan)
+    with Session(engine) as s:
+        report = build_committee_report(s, plan, parse_period("2026-11"), now=MONDAY + timedelta(days=43))
+    section = report.summary()["human_oversight"]["clinician_scale"]
+    [row] = section["rows"]
+    assert section["active"] and row["alarm"] is True
+    assert row["clinician"] < row["null"] < row["jury"]  # the jury is fooled; the clinician scale is not
+    assert row["ratings"] > 0 and row["ratings_needed"] is not None and row["medhelm_icc"] == 0.47
+    page = render_committee(report)
+    assert "On the clinician scale" in page and 'id="clinician-scale"' in page and "below the null" in page
+    (tmp_path / "report.html").write_text(page)

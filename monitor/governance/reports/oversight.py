@@ -12,6 +12,7 @@ from typing import Any
 from sqlmodel import Session, col, func, select
 
 from medmon.monitor.governance.clinician_agreement import latest_agreements
+from medmon.monitor.governance.reports.clinician_scale import clinician_scale_rows
 from medmon.monitor.governance.reports.period import Period
 from medmon.monitor.governance.review import reviewed_tasks
 from medmon.monitor.governance.safety import actions_of, clock_state
@@ -30,6 +31,7 @@ class OversightSection:
     suspensions: list[dict[str, Any]] = field(default_factory=list)
     medhelm_jury_icc: float = MEDHELM_JURY_ICC
     medhelm_clinician_icc: float = MEDHELM_CLINICIAN_ICC
+    clinician_scale: dict[str, Any] = field(default_factory=dict)  # medmon.monitor.governance.reports.clinician_scale
 
     def summary(self) -> dict[str, Any]:
         return asdict(self)
@@ -159,6 +161,7 @@ def build_oversight_section(session: Session, plan: Plan, period: Period, now: d
         agreement=_agreement(session, plan, period),
         events=_events(session, plan, period, now),
         near_misses={k: int(v) for k, v in misses.items()},
+        clinician_scale=clinician_scale_rows(session, plan, now),
         suspensions=[
             {
                 "id": s.id,

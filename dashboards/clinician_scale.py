@@ -1,0 +1,61 @@
+"""The clinician-scale section the Jury and Clinician review pages share: the estimate on the clinician
+scale beside the jury's own mean and MedHELM's ICC 0.47, and what the review queue needs next."""
+
+from __future__ import annotations
+
+import streamlit as st
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from medmon.dashboards.layout import fmt
+from medmon.dashboards.tables import show_table
+from medmon.db import utcnow
+from medmon.monitor.plan.model import Plan
+from medmon.monitor.read import ClinicianScale, clinician_scale
+
+
+def rows(figures: list[ClinicianScale]) -> list[dict[str, object]]:
+    """One row per task, every figure named by its scale."""
+    out: list[dict[str, object]] = []
+    for f in figures:
+        interval = "" if f.ci_low is None or f.ci_high is None else f"{f.ci_low:.2f} to {f.ci_high:.2f}"
+        needed = "unreachable at this volume" if f.ratings_needed is None else str(f.ratings_needed)
+        out.append(
+            {
+                "task": f.task_id,
+                "clinician scale (estimate)": fmt(f.clinician, ".2f"),
+                "95% confidence sequence": interval,
+                "jury's opinion (mean)": fmt(f.jury, ".2f"),
+                "null": fmt(f.null, ".2f"),
+                "status": "ALARM: below the null" if f.alarm else "ok",
+                "answers / ratings": f"{f.answers} / {f.ratings}",
+                "jury-clinician ICC": fmt(f.icc, ".2f"),
+                "MedHELM ICC": f"{f.medhelm_icc:.2f}",
+                f"more ratings for ±{f.target_half_width:.2f}": needed,
+                f"more rated answers for an ICC interval {f.icc_width} wide": f.icc_answers_needed,
+            }
+        )
+    return out
+
+
+def clinician_scale_section(engine: Engine, plan: Plan) -> None:
+    """Render the section; says why when the plan does not draw answers with known probabilities."""
+    st.subheader("On the clinician scale")
+    if plan.oversight.review.selection != "active":
+        st.write(
+            "Not measured: the review queue draws by stratified quota (oversight.review.selection: strata), "
+            "so a rating's probability of being drawn is not known per answer. Set selection: active."
+        )
+        return
+    with Session(engine) as session:
+        figures = clinician_scale(session, plan, utcnow())
+    if not figures:
+        st.write("No task is under review.")
+        return
+    show_table(rows(figures), key="clinician_scale")
+    st.caption(
+        "Clinician scale: every jury score rectified by the clinicians' ratings of the answers drawn for review, "
+        "each weighted by the probability it was drawn with (prediction-powered; anytime-valid 95% confidence "
+        "sequence). The jury's mean is the jury's opinion only. Ratings needed from the estimator's variance "
+        "bound; ICC answers from Bonett (2002)."
+    )

@@ -1,0 +1,44 @@
+"""The Jury and Clinician review pages show the clinician-scale estimate beside the jury's opinion and MedHELM's
+0.47, and what the queue needs next, from a database the oversight pass filled (tests/monitor/test_clinician_scale)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from sqlalchemy.engine import Engine
+from streamlit.testing.v1 import AppTest
+
+from medmon.dashboards.auth import LOCAL_ACTIONS_ENV
+from tests.conftest import plan_dict
+from tests.dashboards.conftest import APP, local_dashboard
+from tests.monitor.oversight_data import OVERSIGHT
+from tests.monitor.test_clinician_scale import _fooled, _plan
+
+
+@pytest.mark.parametrize("view", ["jury", "review"])
+def test_the_page_shows_the_clinician_scale_beside_the_jury_and_medhelm(
+    view: str, engine: Engine, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = _plan()
+    _fooled(engine, plan)
+    data = plan_dict(oversight={**OVERSIGHT, "review": plan.oversight.review.model_dump(mode="json")})
+    data["tasks"][0] |= {"human_review_required": True}
+    path = tmp_path / "medmon.yaml"
+    path.write_text(yaml.safe_dump(data))
+    monkeypatch.setenv("MEDMON_PLAN", str(path))
+    monkeypatch.setenv("MEDMON_DATABASE_URL", db_url)
+    monkeypatch.setenv(LOCAL_ACTIONS_ENV, "1")
+    with local_dashboard():
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.run()
+        at.switch_page(f"views/{view}.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "On the clinician scale" in [h.value for h in at.subheader]
+    [table] = [df.value for df in at.dataframe if "clinician scale (estimate)" in df.value.columns]
+    row = table.iloc[0]
+    assert row["task"] == "knowledge-qa" and row["status"] == "ALARM: below the null"
+    assert float(row["clinician scale (estimate)"]) < float(row["null"]) < float(row["jury's opinion (mean)"])
+    assert row["MedHELM ICC"] == "0.47"
+    assert any(c.startswith("more ratings for ±") for c in table.columns)
