@@ -72,8 +72,8 @@ def overview() -> None:
                 "status": r.status,
                 "score now": r.estimate,
                 "95% CI": interval(r.ci_low, r.ci_high),
-                "approved minimum": r.min_score,
-                "at approval": r.baseline,
+                "minimum in force": r.min_score,
+                "baseline": r.baseline,
                 "owner": r.owner,
                 "why": r.reason,
                 **({"proposed minimum": r.proposed_min_score} if any(x.proposals for x in rows) else {}),
@@ -91,10 +91,14 @@ def overview() -> None:
         table,
         column_config={
             "why": st.column_config.TextColumn(width="large", help="every reason, most serious first"),
-            "at approval": st.column_config.NumberColumn(format="%.2f", help="the baseline the task was approved on"),
+            "baseline": st.column_config.NumberColumn(
+                format="%.2f",
+                help="the baseline in force (pinned at the first probe or approved by an owner: see the Task page)",
+            ),
             "score now": st.column_config.NumberColumn(format="%.2f", help="mean score of the latest 200 answers"),
-            "approved minimum": st.column_config.NumberColumn(
-                format="%.2f", help="the minimum in force: the approved one"
+            "minimum in force": st.column_config.NumberColumn(
+                format="%.2f",
+                help="approved by an owner, or the first recorded plan's minimum until go-live is approved",
             ),
             "proposed minimum": st.column_config.NumberColumn(
                 format="%.2f", help="a plan edit no owner has approved yet: it judges nothing until approved"
@@ -111,7 +115,7 @@ def overview() -> None:
     st.caption(
         "Status: degraded when a drift detector has alarmed or the recent interval lies under the approved "
         "minimum; watching while evidence builds up or an incident is open; no data yet before the first "
-        "probe. Score now: the latest 200 answers; at approval: the baseline evidence."
+        "probe. Score now: the latest 200 answers; baseline: the baseline evidence in force."
     )
     for r in rows[:12]:
         if r.reasons and r.status != "ok":

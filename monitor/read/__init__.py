@@ -61,12 +61,14 @@ from medmon.monitor.read.overview import (
     task_overview,
 )
 from medmon.monitor.read.records import (
+    ApprovalRecord,
     ApprovedPlan,
     AuditEntry,
     ChainStatus,
     ChangeRow,
     ReevaluationRow,
     ServedModel,
+    approval_record,
     approved_plan,
     audit_chain,
     audit_log,
@@ -93,6 +95,8 @@ from medmon.monitor.read.task import (
 from medmon.monitor.read.traffic import TrafficDay, TrafficGroup, TrafficSummary, traffic_summary
 
 __all__ = [
+    "ApprovalRecord",
+    "approval_record",
     "AgreementDay",
     "AgreementRow",
     "AnswerRow",
