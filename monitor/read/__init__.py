@@ -95,11 +95,10 @@ from medmon.monitor.read.task import (
 from medmon.monitor.read.traffic import TrafficDay, TrafficGroup, TrafficSummary, traffic_summary
 
 __all__ = [
-    "ApprovalRecord",
-    "approval_record",
     "AgreementDay",
     "AgreementRow",
     "AnswerRow",
+    "ApprovalRecord",
     "ApprovedPlan",
     "AuditEntry",
     "BaselineBand",
@@ -137,6 +136,7 @@ __all__ = [
     "Verdict",
     "agreement_series",
     "agreement_table",
+    "approval_record",
     "approved_plan",
     "audit_chain",
     "audit_log",
