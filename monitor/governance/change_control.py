@@ -147,6 +147,29 @@ def plan_changes(old_text: str, new_text: str) -> list[PlanChange]:
     return [PlanChange(kind, tuple(fields), tuple(tasks)) for kind, (fields, tasks) in found.items() if tasks]
 
 
+def cited_entry(plan: Plan | None, kind: ChangeKind | str) -> dict[str, Any]:
+    """The plan's ``governance.change_control`` entry a change of this kind relies on, as a change record cites it.
+
+    A kind the plan does not anticipate (or a plan without the section) is cited as such: it
+    needs a full re-review.
+    """
+    kind = ChangeKind(kind).value
+    section = plan.governance.change_control if plan is not None and plan.governance is not None else None
+    found = section.entry_for(kind) if section is not None else None
+    if found is None:
+        return {"entry": None, "kind": kind, "full_review": True, "why": "not anticipated by governance.change_control"}
+    index, entry = found
+    return {
+        "entry": index,
+        "kind": kind,
+        "protocol": entry.protocol,
+        "acceptance": entry.acceptance,
+        "max_drop": entry.max_drop,
+        "full_review_when": entry.full_review_when,
+        "full_review": False,
+    }
+
+
 def record_plan_changes(session: Session, text: str, source: str, actor: str, now: datetime) -> list[AuditEvent]:
     """Record a changed plan (``record_plan``) and open a change record for each declared change in it."""
     last = last_plan_text(session)
@@ -155,6 +178,10 @@ def record_plan_changes(session: Session, text: str, source: str, actor: str, no
     if not events or old is None:
         return events
     digest = events[0].details["sha256"]
+    try:
+        plan: Plan | None = parse_plan(text)
+    except MedmonError:
+        plan = None
     for change in plan_changes(old, text):
         record_change(
             session,
@@ -164,7 +191,12 @@ def record_plan_changes(session: Session, text: str, source: str, actor: str, no
             actor=actor,
             note=change.note,
             now=now,
-            details={"fields": list(change.fields), "plan_sha256": digest, "plan_seq": events[0].seq},
+            details={
+                "fields": list(change.fields),
+                "plan_sha256": digest,
+                "plan_seq": events[0].seq,
+                "change_control": cited_entry(plan, change.kind),
+            },
         )
     return events
 
@@ -176,7 +208,9 @@ def record_plan_file(engine: Engine, path: str | Path, actor: str, now: datetime
         return record_plan_changes(session, text, str(path), actor, now)
 
 
-def record_provenance_changes(session: Session, run: ProbeRun, actor: str, now: datetime) -> list[ChangeRecord]:
+def record_provenance_changes(
+    session: Session, run: ProbeRun, actor: str, now: datetime, plan: Plan | None = None
+) -> list[ChangeRecord]:
     """Open a change for each provenance hash of ``run`` that differs from the task's previous finished run.
 
     A difference some change record of that kind already covers (a plan edit recorded since the
@@ -217,6 +251,13 @@ def record_provenance_changes(session: Session, run: ProbeRun, actor: str, now: 
             actor=actor,
             note=f"{what} changed since run {previous.id} ({column} {old[:12]} -> {new[:12]})",
             now=now,
-            details={"field": column, "old": old, "new": new, "previous_run": previous.id, "run": run.id},
+            details={
+                "field": column,
+                "old": old,
+                "new": new,
+                "previous_run": previous.id,
+                "run": run.id,
+                "change_control": cited_entry(plan, kind),
+            },
         )
     return opened

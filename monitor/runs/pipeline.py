@@ -179,7 +179,9 @@ def run_task_probe(
                 outcome.signals.append(raised)
         outcome.signals.extend(threshold_signals(session, plan, ctx))
         apply_signals(session, outcome.signals, notify_policy(plan), stamp)
-        record_provenance_changes(session, run, "medmon (run provenance)", stamp)  # in-place edits the plan cannot show
+        record_provenance_changes(
+            session, run, "medmon (run provenance)", stamp, plan
+        )  # in-place edits the plan cannot show
         seal_run(session, run, stamp)  # the results enter the audit chain
         return plan_change_due(session, plan, task.id)
 

@@ -130,3 +130,39 @@ def test_a_canary_file_edited_in_place_opens_a_detected_change(
     assert [(c.kind, c.source) for c in pending] == [("canaries", "detected")]
     assert pending[0].details["field"] == "pack_sha256" and pending[0].details["previous_run"] == runs[1].id
     assert runs[1].pack_sha256 != runs[2].pack_sha256
+
+
+def test_each_change_record_cites_the_change_control_entry_it_relied_on(
+    tmp_path: Path, engine: Engine, db_url: str
+) -> None:
+    """R13: the plan anticipates prompt changes with a protocol; a decoding change it does not anticipate."""
+    data = plan_dict(storage={"url": db_url})
+    data["governance"] = {
+        "change_control": {
+            "anticipated": [
+                {
+                    "kind": "prompt",
+                    "protocol": "re-evaluate every canary 3 times; the task owner adopts",
+                    "acceptance": "estimate within tolerated_drop of the baseline",
+                    "max_drop": 0.05,
+                    "full_review_when": "the intended use or the audience changes",
+                }
+            ]
+        }
+    }
+    data["tasks"][0]["owner"] = {"name": "Dr. Owner", "email": "owner@hospital.example"}
+    path = write(tmp_path / "plan.yaml", data)
+    assert runner.invoke(app, ["check", str(path)]).exit_code == 0
+    data["deployment"] |= {"system_prompt": "Cite the guideline.", "temperature": 0.5}
+    write(path, data)
+    assert runner.invoke(app, ["check", str(path)]).exit_code == 0
+    with Session(engine) as session:
+        cited = {c.kind: c.details["change_control"] for c in pending_changes(session, "knowledge-qa")}
+    assert cited["prompt"]["entry"] == 0 and cited["prompt"]["full_review"] is False
+    assert cited["prompt"]["acceptance"] == "estimate within tolerated_drop of the baseline"
+    assert cited["decoding"] == {
+        "entry": None,
+        "kind": "decoding",
+        "full_review": True,
+        "why": "not anticipated by governance.change_control",
+    }
