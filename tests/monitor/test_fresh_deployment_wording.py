@@ -67,7 +67,8 @@ def test_before_go_live_no_surface_says_approved(
     ctx = load_context(plan, plan.tasks[0])
     t = datetime(2026, 11, 2, tzinfo=UTC)
     for i in range(3):
-        run_task_probe(engine, plan, ctx, rng=random.Random(i), now=lambda: t + timedelta(hours=i))
+        at = t + timedelta(hours=i)
+        run_task_probe(engine, plan, ctx, rng=random.Random(i), now=lambda at=at: at)
     with Session(engine) as session:
         alerts = open_alerts(session)
     below = [a for a in alerts if "minimum" in (a.summary or "")]
