@@ -31,7 +31,7 @@ RUNBOOKS: dict[str, str] = {
     Cause.accuracy: (
         "Check whether the served model, its prompt or its settings changed (Model changes page); read a few wrong "
         "answers next to their questions and references (Task page). If the drop is real and the score is under "
-        "the approved minimum, the clinical owner decides whether to suspend the use case or to add a human check, "
+        "the minimum in force, the clinical owner decides whether to suspend the use case or to add a human check, "
         "and records the decision."
     ),
     Cause.subgroup_gap: (

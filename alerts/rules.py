@@ -142,7 +142,7 @@ def below_minimum(subject: Subject, estimate: Estimate | None, minimum: float, *
     if estimate.high < minimum:
         summary = (
             f"{subject.name}: recent score {estimate.value:.3f} (95% CI {estimate.low:.3f}-{estimate.high:.3f}, "
-            f"n={estimate.n}) is below the approved minimum {minimum:.3f}"
+            f"n={estimate.n}) is below the minimum in force {minimum:.3f}"
         )
         return subject.signal(Rule.below_minimum, "score", firing=True, summary=summary, evidence=evidence)
     if estimate.low >= minimum:

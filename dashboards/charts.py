@@ -84,7 +84,7 @@ def score_chart(
     title: str = "Score per probe run",
     markers: Sequence[Marker] = (),
 ) -> go.Figure:
-    """Run means with their 95% intervals against the baseline band and the approved minimum,
+    """Run means with their 95% intervals against the baseline band and the minimum in force,
     with incidents and model changes marked where they happened."""
     fig = go.Figure()
     scored = [p for p in points if p.mean is not None]
@@ -112,7 +112,7 @@ def score_chart(
         y=threshold,
         line_color=THRESHOLD,
         line_dash="dash",
-        annotation_text=f"approved minimum {threshold:.2f}",
+        annotation_text=f"minimum in force {threshold:.2f}",
         annotation_position="bottom right",
     )
     if scored:

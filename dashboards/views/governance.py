@@ -1,4 +1,4 @@
-"""Governance: the use case, its owners and thresholds, the monitoring plan as approved, the audit log."""
+"""Governance: the use case, its owners and thresholds, the monitoring plan as recorded, the audit log."""
 
 from __future__ import annotations
 
@@ -14,7 +14,15 @@ from medmon.dashboards.layout import masked_plan, page
 from medmon.dashboards.tables import show_table
 from medmon.db import utcnow
 from medmon.monitor.errors import GovernanceError
-from medmon.monitor.read import approved_plan, audit_chain, audit_log, effective_tasks, generated_reports, report_files
+from medmon.monitor.read import (
+    approval_record,
+    approved_plan,
+    audit_chain,
+    audit_log,
+    effective_tasks,
+    generated_reports,
+    report_files,
+)
 
 plan, viewer, engine = page("Governance")
 
@@ -65,7 +73,8 @@ show_table(
     key="thresholds",
 )
 st.caption(
-    "The thresholds detection and reports use: the approved ones. A plan edit is a proposal until an owner approves it."
+    "The thresholds detection and reports use: those in force (approved by an owner, or the first recorded plan's "
+    "until go-live is approved). A plan edit is a proposal until an owner approves it."
 )
 if unrecorded:
     st.info(
@@ -121,19 +130,23 @@ st.markdown(
 )
 gov = plan.governance
 st.subheader("Approval and evidence")
+with Session(engine) as session:
+    go_live = approval_record(session, plan).go_live
+(st.success if go_live.approved and not go_live.plan_changed_since else st.warning)(
+    go_live.words[:1].upper() + go_live.words[1:]
+)
 if gov is None:
     st.info("The plan has no governance section: no approval, evidence or controls are recorded in it.")
 else:
     if gov.approval is not None:
         a = gov.approval
         st.markdown(
-            f"Approved for go-live by **{a.approved_by.name}** ({a.approved_by.email}) on "
+            f"The plan's text names **{a.approved_by.name}** ({a.approved_by.email}) as go-live approver on "
             f"**{a.approved_on:%Y-%m-%d}**"
             + (f" · {a.committee}" if a.committee else "")
             + (f" · reference {a.reference}" if a.reference else "")
+            + " (a statement in the file, not a recorded act)"
         )
-    else:
-        st.warning("The plan records no go-live approval.")
     mapped = gov.medhelm
     lines = [
         f"- **MedHELM mapping:** {', '.join(mapped.categories + mapped.subcategories + mapped.benchmarks)}"
@@ -186,7 +199,7 @@ else:
 with Session(engine) as session:
     approved = approved_plan(session)
 current_text = plan_text()
-st.subheader("Monitoring plan as approved")
+st.subheader("Monitoring plan as recorded")
 if approved is None:
     st.warning("No plan has been recorded in the audit log yet (the service records it when it starts).")
     with st.expander(f"{plan_path()} as it is now (route URLs masked)"):

@@ -92,8 +92,8 @@ def overview() -> None:
                 "status": r.status,
                 "score now": r.estimate,
                 "95% CI": interval(r.ci_low, r.ci_high),
-                "approved minimum": r.min_score,
-                "at approval": r.baseline,
+                "minimum in force": r.min_score,
+                "baseline": r.baseline,
                 "owner": r.owner,
                 "why": r.reason,
                 **({"proposed minimum": r.proposed_min_score} if any(x.proposals for x in rows) else {}),
@@ -111,10 +111,14 @@ def overview() -> None:
         table,
         column_config={
             "why": st.column_config.TextColumn(width="large", help="every reason, most serious first"),
-            "at approval": st.column_config.NumberColumn(format="%.2f", help="the baseline the task was approved on"),
+            "baseline": st.column_config.NumberColumn(
+                format="%.2f",
+                help="the baseline in force (pinned at the first probe or approved by an owner: see the Task page)",
+            ),
             "score now": st.column_config.NumberColumn(format="%.2f", help=CURRENT_SCORE_NAME),
-            "approved minimum": st.column_config.NumberColumn(
-                format="%.2f", help="the minimum in force: the approved one"
+            "minimum in force": st.column_config.NumberColumn(
+                format="%.2f",
+                help="approved by an owner, or the first recorded plan's minimum until go-live is approved",
             ),
             "proposed minimum": st.column_config.NumberColumn(
                 format="%.2f", help="a plan edit no owner has approved yet: it judges nothing until approved"
@@ -125,14 +129,14 @@ def overview() -> None:
     proposals = [p for r in rows for p in r.proposals]
     if proposals:
         st.warning(
-            "Threshold edits await an owner's approval (Governance page); the approved values judge "
+            "Threshold edits await an owner's approval (Governance page); the values in force judge "
             "meanwhile:\n\n" + "\n".join(f"- {p}" for p in proposals)
         )
     st.caption(
         "Status: degraded when a drift detector has alarmed or the recent interval lies under the approved "
         "minimum; watching while evidence builds up or an incident is open; building the reference until the "
         "go-live reference is complete (detection not armed); no data yet before the first probe. "
-        f"Score now: the {CURRENT_SCORE_NAME}; at approval: the baseline evidence."
+        f"Score now: the {CURRENT_SCORE_NAME}; baseline: the baseline evidence in force."
     )
     for r in rows[:12]:
         if r.reasons and r.status != "ok":

@@ -123,9 +123,9 @@ def detail() -> None:
     c = st.columns(4)
     c[0].metric("Score now", fmt(row.estimate), help=f"mean of the latest {row.n} scored answers")
     c[1].metric("95% CI", interval(row.ci_low, row.ci_high), help=effective.interval_method)
-    c[2].metric("At approval", fmt(band.value if band else None), help="the baseline the task was approved on")
+    c[2].metric("Baseline in force", fmt(band.value if band else None), help="the baseline the task is compared with")
     c[3].metric(
-        "Approved minimum",
+        "Minimum in force",
         fmt(judged.min_score),
         help=f"in force: {effective.in_force_words}",
         delta=f"proposed {row.proposed_min_score:.2f}, not approved" if row.proposed_min_score is not None else None,
@@ -164,7 +164,7 @@ def detail() -> None:
         )
         if band is not None:
             st.caption(
-                f"At approval: {band.source_kind} evidence for {plain(band.model)}, version {plain(band.version)}, "
+                f"Baseline in force: {band.source_kind} evidence for {plain(band.model)}, version {plain(band.version)}, "
                 f"n={band.n}. The drift detectors compare each run with the go-live reference and alarm when "
                 "their evidence crosses a threshold set by the plan's false-alarm budget. Go-live reference: "
                 f"{effective.go_live.text}."
@@ -206,7 +206,7 @@ def detail() -> None:
                 {
                     "tag": g.tag,
                     "gap now": g.gap,
-                    "gap at approval": g.baseline_gap,
+                    "gap at baseline": g.baseline_gap,
                     "widening": g.widening,
                     "worst": g.worst,
                     "best": g.best,
@@ -215,7 +215,7 @@ def detail() -> None:
             ],
             key="gaps",
             column_config={
-                k: st.column_config.NumberColumn(format="%.3f") for k in ("gap now", "gap at approval", "widening")
+                k: st.column_config.NumberColumn(format="%.3f") for k in ("gap now", "gap at baseline", "widening")
             },
         )
         cols = st.columns(len(task.subgroups))
@@ -278,7 +278,7 @@ def detail() -> None:
                         "evidence": s.evidence,
                         "alarm threshold": s.threshold,
                         "reference": s.null_mean,
-                        "at approval": s.baseline_mean,
+                        "baseline": s.baseline_mean,
                         "n": s.n,
                         "segment": s.segment,
                         "updated": s.updated_at,
@@ -292,7 +292,7 @@ def detail() -> None:
                     "alarm threshold": st.column_config.NumberColumn(format="%.3g"),
                     "progress to alarm": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f"),
                     "reference": st.column_config.NumberColumn(format="%.3f"),
-                    "at approval": st.column_config.NumberColumn(format="%.3f"),
+                    "baseline": st.column_config.NumberColumn(format="%.3f"),
                 },
                 key="detectors",
             )

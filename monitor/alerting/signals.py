@@ -114,6 +114,8 @@ def threshold_signals(session: Session, plan: Plan, ctx: TaskContext) -> list[Si
     signal = below_minimum(
         task_subject(plan, effective.task), estimate, effective.thresholds.min_score, min_n=MIN_ESTIMATE_N
     )
+    if signal is not None and signal.firing:  # the wording follows the record: approved only where an approval is
+        signal = replace(signal, summary=f"{signal.summary} ({effective.in_force_words})")
     # Only a recorded edit: the service's plan carries the thresholds in force when it started, not the file's.
     proposed = next((p.proposed for p in effective.proposals if p.threshold == "min_score" and p.plan_seq), None)
     if signal is not None and proposed is not None:

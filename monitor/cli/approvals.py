@@ -2,7 +2,12 @@
 
 An import never changes what a task is compared with: it is a proposal until an owner approves
 it, naming the rationale (and, below the approval minimum, the committee's decision).
-Exit codes: 0 done, 2 bad input or a refused approval.
+
+Every approval counts only when its actor proves who they are: ``--key`` signs the act with
+an Ed25519 private key whose public key the plan lists beside that person (``keys``). Without
+``--key`` the act is recorded as ``unauthenticated`` (the OS account, the e-mail claimed) and
+changes nothing. Exit codes: 0 done, 2 bad input or a refused approval, 3 recorded as
+unauthenticated and not counted.
 """
 
 from __future__ import annotations
@@ -25,6 +30,46 @@ from medmon.monitor.storage import make_engine
 
 out = Console()
 err = Console(stderr=True)
+EXIT_UNPROVEN = 3  # the act is recorded as unauthenticated and counts for nothing
+
+KeyOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--key",
+        help="Your Ed25519 private key (OpenSSH or PEM; passphrase from MEDMON_KEY_PASSPHRASE) whose public key the "
+        "plan lists under your 'keys': it signs the act. Without it the act is recorded as unauthenticated and "
+        "does not count.",
+    ),
+]
+
+
+def prove(plan: Any, *, by: str, act: str, subject: str, facts: dict[str, Any], key: Path | None, tool: str) -> Any:
+    """Who is acting (``medmon.monitor.governance.identity.cli_identity``); a key not registered to ``by`` exits 2."""
+    from medmon.monitor.governance.identity import cli_identity
+
+    try:
+        return cli_identity(plan, by=by, act=act, subject=subject, facts=facts, key=key, tool=tool)
+    except GovernanceError as exc:
+        err.print(f"[red]refused:[/red] {exc}", highlight=False)
+        raise typer.Exit(EXIT_INPUT) from None
+
+
+def unproven(session: Session, identity: Any, act: str, subject: str, facts: dict[str, Any], as_json: bool) -> None:
+    """Record an act nobody proved, say so, and exit 3: it is kept in the log and changes nothing."""
+    from medmon.monitor.governance.identity import record_unproven
+
+    event = record_unproven(session, identity, act, subject, facts, utcnow())
+    session.commit()
+    message = (
+        f"recorded as unauthenticated (audit seq {event.seq}, actor {identity.actor}): NOT counted as "
+        f"{act.replace('_', ' ')} for {identity.claimed_by}. Sign it with --key (a key listed under "
+        f"{identity.claimed_by}'s 'keys' in the plan), or act on the dashboard after sign-in."
+    )
+    if as_json:
+        typer.echo(json.dumps({"counted": False, "authenticated": False, "seq": event.seq, "message": message}))
+    else:
+        err.print(f"[yellow]not counted:[/yellow] {message}", highlight=False)
+    raise typer.Exit(EXIT_UNPROVEN)
 
 
 def approve_command(
@@ -45,10 +90,14 @@ def approve_command(
             help="The committee decision allowing evidence below the approval minimum (e.g. minutes reference)."
         ),
     ] = None,
+    key: KeyOption = None,
     as_json: JsonOption = False,
     legacy_plan: LegacyPlanOption = None,
 ) -> None:
-    """Adopt a re-evaluation's results or an imported baseline as a task's baseline: an owner's recorded decision."""
+    """Adopt a re-evaluation's results or an imported baseline as a task's baseline: an owner's recorded decision.
+
+    Counts only with --key (exit 3 without: recorded as unauthenticated, nothing pinned).
+    """
     from medmon.monitor.governance.approvals import approve_baseline
     from medmon.monitor.governance.audit import local_actor
     from medmon.monitor.governance.reevaluation import approve
@@ -57,19 +106,41 @@ def approve_command(
         err.print("[red]error:[/red] give exactly one of --reevaluation or --baseline", highlight=False)
         raise typer.Exit(EXIT_INPUT)
     _, plan = _plan(plan_path, legacy_plan, "baseline approve")
+    facts = {
+        "task": task,
+        "reevaluation_id": reevaluation,
+        "baseline_id": baseline,
+        "reason": reason,
+        "committee_decision": committee_decision,
+    }
+    identity = prove(
+        plan,
+        by=by,
+        act="baseline_approved",
+        subject=f"task:{task}",
+        facts=facts,
+        key=key,
+        tool="medmon baseline approve",
+    )
     try:
         with session_scope(make_engine(plan.storage.url)) as session:
+            if not identity.authenticated:
+                from medmon.monitor.governance.approvals import plan_task, require_approver
+
+                require_approver(plan, plan_task(plan, task), by, reason)
+                unproven(session, identity, "baseline_approved", f"task:{task}", facts, as_json)
             if reevaluation is not None:
                 adopted = approve(
                     session,
                     plan,
                     reevaluation_id=reevaluation,
                     task_id=task,
-                    by=by,
+                    by=identity.actor,
                     now=utcnow(),
                     reason=reason,
                     committee_decision=committee_decision,
                     operator=local_actor("medmon baseline approve"),
+                    details=identity.details(),
                 )
             else:
                 assert baseline is not None
@@ -78,10 +149,11 @@ def approve_command(
                     plan,
                     task_id=task,
                     baseline_id=baseline,
-                    by=by,
+                    by=identity.actor,
                     reason=reason,
                     now=utcnow(),
                     committee_decision=committee_decision,
+                    details=identity.details(),
                 )
             info = {
                 "task": task,
@@ -95,6 +167,7 @@ def approve_command(
                 "normalized": adopted.normalized,
                 "n": adopted.n,
                 "approved_by": adopted.approved_by,
+                "identity": identity.words,
                 "reason": reason,
                 "committee_decision": committee_decision,
             }
@@ -109,7 +182,7 @@ def approve_command(
     else:
         out.print(
             f"task {task}: baseline is now {info['normalized']:.3f} (n={info['n']}, {info['model']}, "
-            f"version {info['version']}), approved by {by}; recorded in the audit log",
+            f"version {info['version']}), approved by {identity.words}; recorded in the audit log",
             highlight=False,
         )
 
@@ -156,7 +229,7 @@ def proposals_command(
             r["imported_at"][:19],
             str(r["current_baseline_id"]),
         )
-    out.print(fitted(table, out) if rows else "no proposals: every task is compared with its approved baseline")
+    out.print(fitted(table, out) if rows else "no proposals: every task is compared with its baseline in force")
 
 
 # --- thresholds: a plan edit proposes, an owner approves ----------------------------------------
@@ -187,6 +260,7 @@ def list_command(
     """
     from medmon.monitor.governance.approvals import baseline_proposals
     from medmon.monitor.governance.effective import effective_tasks
+    from medmon.monitor.governance.golive import go_live_status
 
     plan, engine = _recorded_engine(plan_path, legacy_plan, "approvals list")
     with Session(engine) as session:
@@ -217,9 +291,25 @@ def list_command(
             }
             for p in baseline_proposals(session, plan)
         ]
+        go_live = go_live_status(session)
     if as_json:
-        typer.echo(json.dumps({"thresholds": thresholds, "baselines": baselines}, indent=2))
+        typer.echo(
+            json.dumps(
+                {
+                    "go_live": {
+                        "approved": go_live.approved,
+                        "seq": go_live.seq,
+                        "by": go_live.by,
+                        "words": go_live.words,
+                    },
+                    "thresholds": thresholds,
+                    "baselines": baselines,
+                },
+                indent=2,
+            )
+        )
         return
+    out.print(go_live.words, highlight=False)
     table = Table(
         *("task", "threshold", "in force", "proposed", "loosens", "plan seq", "proposed by"),
         title="Threshold changes awaiting approval (the value in force judges the task until then)",
@@ -254,25 +344,56 @@ def approve_thresholds_command(
         str | None,
         typer.Option(help="The committee decision allowing a lower approval minimum (min_score, subgroup_min_score)."),
     ] = None,
+    key: KeyOption = None,
     as_json: JsonOption = False,
     legacy_plan: LegacyPlanOption = None,
 ) -> None:
     """Approve a task's edited thresholds: from now on detection and reports judge the task by them.
 
     A running 'medmon serve' uses them from its next start. Exit 2 when refused (not an owner, no
-    rationale, nothing proposed, or a lowered minimum without --committee-decision).
+    rationale, nothing proposed, or a lowered minimum without --committee-decision); exit 3 without
+    --key (recorded as unauthenticated, not counted).
     """
+    from medmon.monitor.governance.approvals import plan_task, require_approver
+    from medmon.monitor.governance.audit import last_plan_text
     from medmon.monitor.governance.thresholds import approve_thresholds
 
     plan, engine = _recorded_engine(plan_path, legacy_plan, "approvals thresholds")
     try:
         with session_scope(engine) as session:
+            last = last_plan_text(session)
+            facts = {
+                "task": task,
+                "plan_sha256": last.details.get("sha256") if last else None,
+                "reason": reason,
+                "committee_decision": committee_decision,
+            }
+            identity = prove(
+                plan,
+                by=by,
+                act="threshold_approved",
+                subject=f"task:{task}",
+                facts=facts,
+                key=key,
+                tool="medmon approvals thresholds",
+            )
+            if not identity.authenticated:
+                require_approver(plan, plan_task(plan, task), by, reason)
+                unproven(session, identity, "threshold_approved", f"task:{task}", facts, as_json)
             event = approve_thresholds(
-                session, plan, task_id=task, by=by, reason=reason, now=utcnow(), committee_decision=committee_decision
+                session,
+                plan,
+                task_id=task,
+                by=identity.actor,
+                reason=reason,
+                now=utcnow(),
+                committee_decision=committee_decision,
+                details=identity.details(),
             )
             info = {
                 "task": task,
-                "approved_by": by,
+                "approved_by": identity.actor,
+                "identity": identity.words,
                 "seq": event.seq,
                 "thresholds": event.details["thresholds"],
                 "changes": event.details["changes"],
@@ -287,7 +408,60 @@ def approve_thresholds_command(
         return
     changed = ", ".join(f"{c['threshold']} {c['old']} -> {c['new']}" for c in info["changes"])
     out.print(
-        f"task {task}: {changed} approved by {by} (audit seq {info['seq']}); restart 'medmon serve' to "
+        f"task {task}: {changed} approved by {identity.words} (audit seq {info['seq']}); restart 'medmon serve' to "
         "apply them to detection",
+        highlight=False,
+    )
+
+
+@approvals_app.command("go-live")
+def go_live_command(
+    plan_path: OptionalPlanArg = None,
+    *,
+    by: Annotated[str, typer.Option(help="The approver's e-mail (the clinical owner or the plan's approver).")],
+    reason: Annotated[str | None, typer.Option(help="The rationale, e.g. the committee minute (required).")] = None,
+    key: KeyOption = None,
+    as_json: JsonOption = False,
+    legacy_plan: LegacyPlanOption = None,
+) -> None:
+    """Approve go-live: the recorded plan, its risk tier, each task's thresholds and baseline in force.
+
+    Until this is recorded by a proven person every surface says "not yet approved". The plan file
+    is recorded first, so what is approved is what 'medmon check' would record. Exit 3 without --key.
+    """
+    from medmon.monitor.governance.golive import approve_go_live, go_live_approvers, go_live_facts
+
+    plan, engine = _recorded_engine(plan_path, legacy_plan, "approvals go-live")
+    try:
+        with session_scope(engine) as session:
+            facts = go_live_facts(session, plan) | {"reason": reason}
+            identity = prove(
+                plan,
+                by=by,
+                act="go_live_approved",
+                subject="deployment:go-live",
+                facts=facts,
+                key=key,
+                tool="medmon approvals go-live",
+            )
+            if not identity.authenticated:
+                if by.strip().lower() not in go_live_approvers(plan):
+                    raise GovernanceError(
+                        f"{by} may not approve go-live; the plan names: {', '.join(go_live_approvers(plan))}"
+                    )
+                unproven(session, identity, "go_live_approved", "deployment:go-live", facts, as_json)
+            event = approve_go_live(
+                session, plan, by=identity.actor, reason=reason, details=identity.details(), now=utcnow()
+            )
+            info = {"seq": event.seq, "approved_by": identity.actor, "identity": identity.words} | facts
+    except GovernanceError as exc:
+        err.print(f"[red]refused:[/red] {exc}", highlight=False)
+        raise typer.Exit(EXIT_INPUT) from None
+    if as_json:
+        typer.echo(json.dumps(info, indent=2, default=str))
+        return
+    out.print(
+        f"go-live approved by {identity.words} (audit seq {info['seq']}): plan seq {info['plan_seq']}, "
+        f"risk tier {info['risk_tier']}, thresholds and baselines of {', '.join(info['tasks'])}",
         highlight=False,
     )

@@ -136,6 +136,11 @@ def verify_command(
             f"[green]ok[/green]: {report.entries} entries verify; head seq {report.head_seq} {report.head_hash}",
             highlight=False,
         )
+        out.print(
+            f"evidence: the stored results of {report.runs_sealed} sealed probe runs ({report.results_checked} "
+            "results) match their seals",
+            highlight=False,
+        )
         if anchor is None:
             out.print(
                 "compare this head with the one printed in the last committee report (or pass it with "
@@ -145,8 +150,8 @@ def verify_command(
             )
     else:
         err.print(
-            f"[red]TAMPERED[/red]: {len(report.problems)} problem(s) in {report.entries} entries; "
-            f"head checked: seq {report.head_seq} {report.head_hash}",
+            f"[red]TAMPERED[/red]: {len(report.problems)} problem(s) in {report.entries} entries and "
+            f"{report.runs_sealed} sealed runs; head checked: seq {report.head_seq} {report.head_hash}",
             highlight=False,
         )
         for problem in report.problems:

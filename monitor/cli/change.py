@@ -127,6 +127,7 @@ def record_command(
     as_json: JsonOption = False,
 ) -> None:
     """Record a change for the named tasks, then replay their full canary sets against the model."""
+    from medmon.monitor.governance.change_control import cited_entry
     from medmon.monitor.governance.reevaluation import run_reevaluation
     from medmon.monitor.governance.thresholds import in_force
     from medmon.monitor.plan.context import load_context
@@ -148,7 +149,21 @@ def record_command(
         engine = make_engine(plan.storage.url)
         with session_scope(engine) as session:
             changes = record_change(
-                session, task_ids=task, kind=kind, source=ChangeSource.declared, actor=actor, note=note, now=utcnow()
+                session,
+                task_ids=task,
+                kind=kind,
+                source=ChangeSource.declared,
+                actor=actor,
+                note=note,
+                now=utcnow(),
+                details={
+                    # A declaration is not an approval: the name given is kept, and so is who typed it.
+                    "authenticated": False,
+                    "via": "cli",
+                    "os_user": local_actor("medmon change record"),
+                    "claimed_by": by,
+                    "change_control": cited_entry(plan, kind),
+                },
             )
             change_ids = {c.task_id: c.id for c in changes}
         plan = in_force(engine, plan)  # a re-evaluation is judged by the approved thresholds, not an edit

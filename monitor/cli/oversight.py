@@ -193,6 +193,7 @@ def export_command(
     pdf: Annotated[bool, typer.Option("--pdf/--no-pdf", help="Also print a PDF.")] = True,
 ) -> None:
     """Export a safety event for the hospital's incident system: JSON, and HTML with a PDF where Chromium exists."""
+    from medmon.monitor.governance.access import record_text_read
     from medmon.monitor.governance.reports.render import render_safety_event, to_pdf
     from medmon.monitor.governance.safety import event_document
 
@@ -201,6 +202,21 @@ def export_command(
     try:
         with Session(engine) as session:
             document = event_document(session, plan, event_id, now)
+            # The export carries the event's stored narrative and evidence: who read it is audited.
+            record_text_read(
+                session,
+                tool="medmon oversight export",
+                task=document["task"],
+                what=f"safety event {event_id} (narrative and evidence)",
+                answers=[
+                    a["result_id"]
+                    for a in (document.get("evidence") or {}).get("answers") or []
+                    if isinstance(a, dict) and isinstance(a.get("result_id"), int)
+                ],
+                now=now,
+                details={"safety_event": event_id},
+            )
+            session.commit()
     except GovernanceError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(EXIT_INPUT) from None

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from medmon.monitor.cli.approvals import EXIT_UNPROVEN, KeyOption, prove
 from medmon.monitor.cli.plan_arg import EXIT_INPUT, PlanArg, err, out
 from medmon.monitor.errors import MedmonError
 
@@ -107,6 +108,7 @@ def report_command(
     statement: Annotated[
         str, typer.Option(help="What the signer attests (kept in the audit log).")
     ] = "Reviewed and accepted by the committee",
+    key: KeyOption = None,
 ) -> None:
     """Write the governance committee report for a period to --output (HTML, PDF where possible).
 
@@ -116,8 +118,9 @@ def report_command(
 
     The report is judged against the plan and baselines recorded as in force during the period,
     whatever the plan file says today (a differing file is flagged). Its figures are hashed;
-    generating it is an audit entry with that hash, and --sign OWNER --hash HASH records an
-    owner's sign-off of exactly those figures.
+    generating it is an audit entry with that hash, and --sign OWNER --hash HASH --key KEY records
+    an owner's sign-off of exactly those figures, signed with a key the plan registers to the owner.
+    Without --key the sign-off is recorded as unauthenticated, listed apart and not counted (exit 3).
     """
     from medmon.db import utcnow
     from medmon.monitor.governance.reports.period import parse_period
@@ -132,6 +135,7 @@ def report_command(
         raise _fail(str(exc)) from None
     text = plan_path.read_text("utf-8")
     now = utcnow()
+    unproven_signer = None  # a sign-off recorded as unauthenticated: the command exits 3
     if plan_document:
         from medmon.monitor.governance.reports.plan_document import build_plan_document
         from medmon.monitor.governance.reports.render import render_plan_document
@@ -149,9 +153,11 @@ def report_command(
         from medmon.monitor.cli.audit import open_database
         from medmon.monitor.errors import GovernanceError
         from medmon.monitor.governance.audit import local_actor
+        from medmon.monitor.governance.identity import record_unproven
         from medmon.monitor.governance.reports.committee import build_committee_report
-        from medmon.monitor.governance.reports.record import record_generated, sign, signatures
+        from medmon.monitor.governance.reports.record import record_generated, sign, signatures, unproven_signatures
         from medmon.monitor.governance.reports.render import render_committee
+        from medmon.monitor.governance.signoff import signers_of
 
         try:
             chosen = parse_period(period or f"{now:%Y-%m}")
@@ -175,7 +181,7 @@ def report_command(
                 chosen,
                 report.sha256,
                 report.plan_record.get("seq") if report.plan_record else None,
-                sign_as or local_actor("medmon report"),
+                local_actor("medmon report"),
                 now,
             )
             if sign_as is not None and expect_hash is not None:
@@ -184,11 +190,40 @@ def report_command(
                         f"--hash {expect_hash[:12]}... is not this report's hash ({report.sha256[:12]}...): "
                         "its figures changed since that copy was made; read the new report before signing"
                     )
+                facts = {"period": chosen.label, "sha256": report.sha256, "statement": statement}
+                identity = prove(
+                    report.plan,
+                    by=sign_as,
+                    act="report_signed",
+                    subject=f"report:{chosen.label}",
+                    facts=facts,
+                    key=key,
+                    tool="medmon report --sign",
+                )
                 try:
-                    sign(session, report.plan, chosen, report.sha256, by=sign_as, statement=statement, now=now)
+                    if identity.authenticated:
+                        sign(
+                            session,
+                            report.plan,
+                            chosen,
+                            report.sha256,
+                            by=identity.actor,
+                            statement=statement,
+                            now=now,
+                            details=identity.details(),
+                        )
+                    else:
+                        allowed = signers_of(report.plan)
+                        if sign_as.strip().lower() not in allowed:
+                            raise GovernanceError(
+                                f"{sign_as} may not sign this report; the plan names: {', '.join(allowed)}"
+                            )
+                        record_unproven(session, identity, "report_signed", f"report:{chosen.label}", facts, now)
+                        unproven_signer = identity
                 except GovernanceError as exc:
                     raise _fail(str(exc)) from None
                 report.signatures = signatures(session, chosen, report.sha256)
+                report.unproven_signatures = unproven_signatures(session, chosen, report.sha256)
             session.commit()  # inline or pack baselines recorded for the comparison, and the audit entries
         html = render_committee(report)
         summary = report.summary()
@@ -205,3 +240,11 @@ def report_command(
         out.print(f"wrote {pdf_path}", highlight=False)
     elif pdf:
         out.print("no PDF: neither Chromium nor WeasyPrint is installed (print the HTML from a browser)")
+    if unproven_signer is not None:
+        err.print(
+            f"not counted: the sign-off for {unproven_signer.claimed_by} is recorded as unauthenticated "
+            f"({unproven_signer.actor}); sign with --key (a key listed under that person's 'keys' in the plan)",
+            highlight=False,
+            markup=False,
+        )
+        raise typer.Exit(EXIT_UNPROVEN)

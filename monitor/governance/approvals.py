@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlmodel import Session, col, select
 
@@ -18,6 +19,7 @@ from medmon.baselines import Baseline
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, record
 from medmon.monitor.governance.effective import effective_task
+from medmon.monitor.governance.identity import require_proof
 from medmon.monitor.plan.context import current_pin, pin_baseline
 from medmon.monitor.plan.model import Plan, Task
 
@@ -72,8 +74,9 @@ def approve_baseline(
     reason: str | None,
     now: datetime,
     committee_decision: str | None = None,
+    details: dict[str, Any] | None = None,
 ) -> Baseline:
-    """Pin a task to a stored (imported) baseline: an owner's recorded decision."""
+    """Pin a task to a stored (imported) baseline: an owner's proven, recorded decision (``details``)."""
     task = plan_task(plan, task_id)
     baseline = session.get(Baseline, baseline_id)
     if baseline is None:
@@ -84,6 +87,7 @@ def approve_baseline(
             f"measures {task.benchmark!r}"
         )
     require_approver(plan, task, by, reason)
+    require_proof(details, "approving a baseline")
     current = effective_task(session, plan, task)  # the approved minimum, not a plan edit awaiting approval
     require_committee(current.task, baseline.normalized, committee_decision, f"baseline {baseline_id}'s value")
     previous = current.baseline.baseline
@@ -108,7 +112,8 @@ def approve_baseline(
             "source_kind": baseline.source_kind,
             "reason": reason,
             "committee_decision": committee_decision,
-        },
+        }
+        | dict(details or {}),
         now,
     )
     baseline.approved_by = by

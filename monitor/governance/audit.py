@@ -41,8 +41,10 @@ from sqlmodel import Session, col, select
 
 from medmon.alerts.models import AlertEvent
 from medmon.db import as_utc
+from medmon.monitor.governance.evidence import seal_details, seal_problems
 from medmon.monitor.models import AuditEvent, AuditHead, ChangeRecord, Reevaluation
 from medmon.monitor.storage import select_row
+from medmon.probes.models import ProbeRun
 
 GENESIS = "0" * 64
 
@@ -71,6 +73,9 @@ class AuditKind(str, Enum):
     threshold_approved = "threshold_approved"
     answers_viewed = "answers_viewed"  # a signed-in person opened a task's answers on the dashboard
     committee_decision = "committee_decision"  # continue, continue with conditions, restrict or suspend a task
+    run_sealed = "run_sealed"  # a finished probe run's results, scores and provenance, digested
+    unproven_act = "unproven_act"  # a governance act whose actor proved no identity: recorded, never counted
+    go_live_approved = "go_live_approved"  # the plan, risk tier, thresholds and baselines approved for go-live
 
 
 def local_actor(tool: str) -> str:
@@ -195,12 +200,44 @@ class AuditProblem:
         return f"{where}: {self.what}" if self.seq is not None else self.what
 
 
+def seal_run(session: Session, run: ProbeRun, now: datetime, *, actor: str = "medmon") -> AuditEvent:
+    """Enter a finished run's evidence in the chain, in the transaction that stored its results.
+
+    ``audit verify`` recomputes the seal from storage (``medmon.monitor.governance.evidence``).
+    Sealing a run again (after evidence was added to it on purpose) names the seal it supersedes.
+    """
+    details = seal_details(session, run)
+    earlier = session.exec(
+        select(AuditEvent.seq)
+        .where(AuditEvent.kind == AuditKind.run_sealed.value, AuditEvent.subject == f"run:{run.id}")
+        .order_by(col(AuditEvent.seq).desc())
+    ).first()
+    if earlier is not None:
+        details["supersedes_seq"] = earlier
+    return record(session, AuditKind.run_sealed, actor, f"run:{run.id}", details, now)
+
+
 @dataclass
 class VerifyReport:
     entries: int
     head_seq: int
     head_hash: str
     problems: list[AuditProblem] = field(default_factory=list)
+    runs_sealed: int = 0  # finished probe runs whose stored results were recomputed against their seal
+    results_checked: int = 0
+    runs_resealed: int = 0  # runs sealed more than once: checked against the newest seal
+
+    @property
+    def summary(self) -> str:
+        """What was verified, in one sentence (the report's integrity line)."""
+        what = (
+            f"{self.entries} audit entries (head seq {self.head_seq}) and the stored results of "
+            f"{self.runs_sealed} sealed probe runs ({self.results_checked} results)"
+            + (f", {self.runs_resealed} of them sealed again" if self.runs_resealed else "")
+        )
+        if self.ok:
+            return f"verified: {what}"
+        return f"did not verify: {len(self.problems)} problem(s) in {what}"
 
     @property
     def ok(self) -> bool:
@@ -213,6 +250,10 @@ class VerifyReport:
             "head_seq": self.head_seq,
             "head_hash": self.head_hash,
             "problems": [{"seq": p.seq, "id": p.entry_id, "what": p.what} for p in self.problems],
+            "runs_sealed": self.runs_sealed,
+            "results_checked": self.results_checked,
+            "runs_resealed": self.runs_resealed,
+            "summary": self.summary,
         }
 
 
@@ -298,6 +339,18 @@ def verify(session: Session, expect: tuple[int, str] | None = None) -> VerifyRep
     if head is None and count:
         problems.append(AuditProblem(None, None, "the head row is missing"))
     problems.extend(coverage_problems(session))
+    seals = seal_problems(
+        session,
+        (
+            (seq, row_id, details or {})
+            for row_id, seq, details in session.exec(
+                select(AuditEvent.id, AuditEvent.seq, AuditEvent.details)
+                .where(AuditEvent.kind == AuditKind.run_sealed.value)
+                .order_by(col(AuditEvent.seq))
+            )
+        ),
+    )
+    problems.extend(AuditProblem(seq, entry_id, what) for seq, entry_id, what in seals.problems)
     if expect is not None:
         if anchor_hash is None:
             problems.append(AuditProblem(expect[0], None, "the expected anchor entry is missing"))
@@ -310,7 +363,15 @@ def verify(session: Session, expect: tuple[int, str] | None = None) -> VerifyRep
                     f"anchor {expect[1][:12]}...: the chain was rewritten",
                 )
             )
-    return VerifyReport(entries=count, head_seq=last_seq, head_hash=last_hash, problems=problems)
+    return VerifyReport(
+        entries=count,
+        head_seq=last_seq,
+        head_hash=last_hash,
+        problems=problems,
+        runs_sealed=seals.runs_checked,
+        results_checked=seals.results_checked,
+        runs_resealed=seals.resealed,
+    )
 
 
 def _malformed(seq: Any, at: Any, kind: Any, actor: Any, subject: Any, details: Any, prev: Any, hashed: Any) -> str:

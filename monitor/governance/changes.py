@@ -29,6 +29,7 @@ class ChangeKind(str, Enum):
     decoding = "decoding"  # temperature, max tokens
     canaries = "canaries"  # a task's canary source or benchmark
     scorer = "scorer"
+    request = "request"  # headers, query, API style and version, token-limit parameter: what each call sends
 
 
 class ChangeSource(str, Enum):

@@ -75,7 +75,7 @@ def _named(issue: PlanIssue, ids: list[str]) -> PlanIssue:
         return PlanIssue(
             issue.path,
             f"task {task!r} has no approval threshold: set thresholds.min_score, the "
-            "minimum score the deployment was approved on",
+            "minimum score the deployment is judged by (in force once approved: medmon approvals go-live)",
             issue.line,
         )
     return PlanIssue(issue.path, f"task {task!r}: {issue.message}", issue.line)

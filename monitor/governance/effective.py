@@ -21,6 +21,7 @@ from sqlmodel import Session, col, select
 
 from medmon.db import as_utc
 from medmon.monitor.governance.audit import AuditKind, plan_thresholds
+from medmon.monitor.governance.identity import counts
 from medmon.monitor.models import AuditEvent, BurnIn
 from medmon.monitor.plan.context import BaselineInForce, baseline_in_force
 from medmon.monitor.plan.model import Plan, Task, Thresholds
@@ -36,7 +37,7 @@ class InForce:
 
     thresholds: dict[str, Any]
     seq: int
-    source: str  # "approved" (threshold_approved) or "go-live" (first recorded plan with the task)
+    source: str  # "approved" (threshold_approved), "go-live approved" (go_live_approved) or "go-live" (first plan)
     actor: str
     at: datetime
 
@@ -75,15 +76,27 @@ def _plans(before: datetime | None, *, newest_first: bool = False) -> Any:
 
 
 def thresholds_in_force(session: Session, task_id: str, before: datetime | None = None) -> InForce | None:
-    """The task's thresholds in force (at ``before``, else now); None when no plan with it is recorded."""
+    """The task's thresholds in force (at ``before``, else now); None when no plan with it is recorded.
+
+    Only a proven act approves: a ``threshold_approved`` or ``go_live_approved`` entry whose actor
+    signed in or signed with a registered key (``medmon.monitor.governance.identity``), newest
+    first. Before any, the first recorded plan's thresholds judge the task, worded "not yet approved".
+    """
     query = select(AuditEvent).where(
-        AuditEvent.kind == AuditKind.threshold_approved.value, AuditEvent.subject == f"task:{task_id}"
+        col(AuditEvent.kind).in_([AuditKind.threshold_approved.value, AuditKind.go_live_approved.value])
     )
     if before is not None:
         query = query.where(col(AuditEvent.at) < before)
-    approved = session.exec(query.order_by(col(AuditEvent.seq).desc())).first()
-    if approved is not None:
-        return InForce(dict(approved.details["thresholds"]), approved.seq, "approved", approved.actor, approved.at)
+    for approved in session.exec(query.order_by(col(AuditEvent.seq).desc())):
+        if not counts(approved.details):
+            continue
+        if approved.kind == AuditKind.threshold_approved.value and approved.subject == f"task:{task_id}":
+            return InForce(dict(approved.details["thresholds"]), approved.seq, "approved", approved.actor, approved.at)
+        tasks = approved.details.get("tasks") if approved.kind == AuditKind.go_live_approved.value else None
+        if isinstance(tasks, dict) and isinstance(tasks.get(task_id), dict):
+            return InForce(
+                dict(tasks[task_id]["thresholds"]), approved.seq, "go-live approved", approved.actor, approved.at
+            )
     for event in session.exec(_plans(before)):
         found = written_thresholds(str(event.details.get("text", "")), task_id)
         if found is not None:
@@ -168,9 +181,10 @@ class EffectiveTask:
     """What judges a task: ``task`` carries the thresholds in force; ``proposals`` sit beside them.
 
     ``thresholds_source`` says where the thresholds in force come from: ``approved`` (an owner's
-    recorded approval, by ``thresholds_by`` at ``thresholds_at``), ``go-live`` (the first recorded
-    plan with the task, recorded by ``thresholds_by``) or ``plan file`` (no plan is recorded yet).
-    Only the first is worded "approved".
+    proven approval, by ``thresholds_by`` at ``thresholds_at``), ``go-live approved`` (the proven
+    go-live approval), ``go-live`` (the first recorded plan with the task, recorded by
+    ``thresholds_by``, not yet approved) or ``plan file`` (no plan is recorded yet). Only the
+    first two are worded "approved".
     """
 
     task: Task
@@ -181,6 +195,7 @@ class EffectiveTask:
     baseline: BaselineInForce
     go_live: GoLiveReference
     interval_method: str = RECENT_INTERVAL
+    thresholds_seq: int | None = None  # the audit entry the thresholds in force come from
 
     @property
     def thresholds(self) -> Thresholds:
@@ -196,9 +211,16 @@ class EffectiveTask:
         when = f" on {self.thresholds_at:%Y-%m-%d}" if self.thresholds_at else ""
         if self.thresholds_source == "approved":
             return f"approved by {self.thresholds_by}{when}"
+        if self.thresholds_source == "go-live approved":
+            return f"approved at go-live by {self.thresholds_by}{when}"
         if self.thresholds_source == "go-live":
-            return f"the go-live plan's, recorded by {self.thresholds_by}{when}"
-        return "the plan file's; no plan is recorded yet"
+            return f"the first recorded plan's, recorded by {self.thresholds_by}{when}; not yet approved"
+        return "the plan file's; no plan is recorded yet; not yet approved"
+
+    @property
+    def thresholds_approved(self) -> bool:
+        """Whether a proven act approved the thresholds in force (what "approved" may be said of)."""
+        return self.thresholds_source in ("approved", "go-live approved")
 
     def proposal_sentences(self) -> list[str]:
         """One sentence per threshold edit awaiting approval, naming who proposed it where the record knows."""
@@ -281,6 +303,7 @@ def effective_task(
         tuple(pending),
         baseline_in_force(session, plan, task, before),
         go_live_reference(session, plan, task.id),
+        thresholds_seq=source.seq if source is not None else None,
     )
 
 

@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
@@ -31,9 +32,10 @@ from medmon.baselines.interval import mean_interval, wilson_interval
 from medmon.db import session_scope
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.approvals import plan_task, require_approver, require_committee
-from medmon.monitor.governance.audit import AuditKind, record
+from medmon.monitor.governance.audit import AuditKind, record, seal_run
 from medmon.monitor.governance.changes import ChangeSource, pending_changes
 from medmon.monitor.governance.effective import effective_task
+from medmon.monitor.governance.identity import require_proof
 from medmon.monitor.models import BurnIn, ChangeRecord, ChangeStatus, Reevaluation, ReevaluationStatus
 from medmon.monitor.plan.context import TaskContext, pin_baseline, probe_baseline, run_provenance
 from medmon.monitor.plan.intervals import parse_interval
@@ -205,6 +207,7 @@ def run_reevaluation(
         return out
 
     def store(session: Session, run: ProbeRun, results: list[ProbeResultBase], stamp: datetime) -> Reevaluation:
+        seal_run(session, run, stamp)  # the results enter the audit chain
         row = session.merge(rows[0])
         failure = run.error if run.status == RunStatus.failed else None
         scores = [r.score for r in results if r.score is not None]
@@ -338,8 +341,12 @@ def approve(
     reason: str | None = None,
     committee_decision: str | None = None,
     operator: str | None = None,
+    details: dict[str, Any] | None = None,
 ) -> Baseline:
     """Adopt a re-evaluation's results as the task's baseline, recorded with who approved it and why.
+
+    ``details`` prove who approves (``medmon.monitor.governance.identity``): without a proven
+    identity the approval is refused.
 
     ``operator`` is who ran the command (``user@host via tool``), recorded beside ``by`` so an
     approval entered for someone else says who entered it.
@@ -369,6 +376,7 @@ def approve(
             + "; only a complete one can be adopted"
         )
     require_approver(plan, task, by, reason)
+    require_proof(details, "adopting a re-evaluation as the baseline")
     require_committee(
         effective_task(session, plan, task).task,
         row.estimate,
@@ -422,7 +430,8 @@ def approve(
             "reason": reason,
             "committee_decision": committee_decision,
             "operator": operator,
-        },
+        }
+        | dict(details or {}),
         now,
     )
     session.flush()

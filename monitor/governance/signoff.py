@@ -2,9 +2,10 @@
 
 A report is identified by its period label and the SHA-256 of its figures; generating it is a
 ``report_generated`` audit entry, and a signature is a ``report_signed`` entry refused unless
-that period was generated with that hash. The command line signs as the e-mail given; the
-dashboard signs as the identity its sign-in verified (``details["authenticated"]``), so the
-record says which a signature rests on.
+that period was generated with that hash. A signature counts only when its signer proved who
+they are: the dashboard's verified sign-in, or a command-line signature by a key registered to
+the signer in the plan (``medmon.monitor.governance.identity``). A sign-off claimed without
+proof is an ``unproven_act`` entry, listed apart and never counted.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from sqlmodel import Session
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.approvals import owners_of
 from medmon.monitor.governance.audit import AuditKind, list_events, record
+from medmon.monitor.governance.identity import counts, proof_words
 from medmon.monitor.models import AuditEvent
 from medmon.monitor.plan.model import Plan
 
@@ -72,7 +74,7 @@ def sign(
 
 
 def signatures(session: Session, period: str, digest: str) -> list[dict[str, Any]]:
-    """The sign-offs recorded for ``period``'s report with exactly these figures."""
+    """The proven sign-offs recorded for ``period``'s report with exactly these figures."""
     return [
         {
             "by": e.actor,
@@ -80,9 +82,30 @@ def signatures(session: Session, period: str, digest: str) -> list[dict[str, Any
             "statement": e.details.get("statement", ""),
             "seq": e.seq,
             "authenticated": e.details.get("authenticated"),
+            "identity": proof_words(e.details),
         }
         for e in list_events(session, kind=AuditKind.report_signed, subject=f"report:{period}")
-        if e.details.get("sha256") == digest
+        if e.details.get("sha256") == digest and counts(e.details)
+    ]
+
+
+def unproven_signatures(session: Session, period: str, digest: str) -> list[dict[str, Any]]:
+    """Sign-offs of these figures claimed without proof of identity: shown apart, never counted."""
+    claimed = [
+        e
+        for kind in (AuditKind.report_signed, AuditKind.unproven_act)
+        for e in list_events(session, kind=kind, subject=f"report:{period}")
+        if e.details.get("sha256") == digest and not counts(e.details)
+    ]
+    return [
+        {
+            "claimed_by": e.details.get("claimed_by") or e.actor,
+            "actor": e.actor,
+            "at": e.at,
+            "seq": e.seq,
+            "identity": proof_words(e.details),
+        }
+        for e in sorted(claimed, key=lambda e: e.seq)
     ]
 
 
@@ -106,6 +129,6 @@ def generated_reports(session: Session) -> list[GeneratedReport]:
             found[key] = GeneratedReport(key[0], key[1], e.at, e.actor)
     for e in list_events(session, kind=AuditKind.report_signed):
         key = (str(e.details.get("period")), str(e.details.get("sha256")))
-        if key in found and e.actor not in found[key].signed_by:
+        if key in found and counts(e.details) and e.actor not in found[key].signed_by:
             found[key].signed_by.append(e.actor)
     return sorted(found.values(), key=lambda r: (r.period, r.first_generated), reverse=True)

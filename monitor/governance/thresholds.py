@@ -31,6 +31,7 @@ from medmon.monitor.governance.effective import (
     with_thresholds_in_force,
     written_thresholds,
 )
+from medmon.monitor.governance.identity import require_proof
 from medmon.monitor.models import AuditEvent
 from medmon.monitor.plan.model import Plan, Task, Thresholds
 
@@ -75,11 +76,13 @@ def approve_thresholds(
 ) -> AuditEvent:
     """Put the recorded plan's proposed thresholds for a task in force: an owner's recorded decision.
 
-    Raises GovernanceError when nothing is proposed, the approver is not an owner of the task,
-    there is no rationale, or an approval minimum is lowered without a committee decision.
+    ``details`` prove who approves (``medmon.monitor.governance.identity``): a sign-in or a key.
+    Raises GovernanceError when nothing is proposed, the approver is not an owner of the task or
+    proved nothing, there is no rationale, or an approval minimum is lowered without a committee decision.
     """
     task: Task = plan_task(plan, task_id)
     require_approver(plan, task, by, reason)
+    require_proof(details, "approving thresholds")
     proposals = [p for p in threshold_proposals(session) if p.task == task_id]
     if not proposals:
         raise GovernanceError(

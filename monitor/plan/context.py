@@ -24,6 +24,7 @@ from medmon.monitor.models import BaselinePin, Reevaluation, ReevaluationStatus
 from medmon.monitor.plan.model import Plan, Task
 from medmon.probes.models import Provenance
 from medmon.probes.packs import load_pack
+from medmon.probes.runner import replay_decoding
 
 
 @dataclass(frozen=True)
@@ -41,12 +42,33 @@ def canaries_sha256(canaries: tuple[Canary, ...]) -> str:
     return hashlib.sha256("\n".join(c.to_json() for c in canaries).encode("utf-8")).hexdigest()
 
 
+def sent_settings(plan: Plan, ctx: TaskContext) -> dict[str, Any]:
+    """Everything besides the canaries' messages that shapes what a task's calls send.
+
+    The system prompt, the endpoint's decoding, API version, literal headers and query, the
+    token-limit parameter, and each canary's decoding as replayed (its own, then the task's
+    ``decoding`` override: temperature, max tokens, stop sequences). ``prompt_sha256`` hashes it.
+    """
+    d, overrides = plan.deployment, ctx.task.decoding.overrides() if ctx.task.decoding else None
+    replayed = {json.dumps(replay_decoding(c, overrides), sort_keys=True) for c in ctx.canaries}
+    return {
+        "system_prompt": d.system_prompt,
+        "temperature": d.temperature,
+        "max_tokens": d.max_tokens,
+        "token_limit_param": d.token_limit_param,
+        "api_style": d.api_style,
+        "api_version": d.api_version,
+        "headers": dict(sorted(d.headers.items())),
+        "header_env": sorted(d.header_env),  # the header names; their values are secrets
+        "query": dict(sorted(d.query.items())),
+        "task_decoding": overrides or {},
+        "canary_decoding": sorted(replayed),
+    }
+
+
 def run_provenance(plan: Plan, ctx: TaskContext) -> Provenance:
-    """What a run records about what produced its results: canaries, prompt and decoding, scorer."""
-    d = plan.deployment
-    prompt = json.dumps(
-        {"system_prompt": d.system_prompt, "temperature": d.temperature, "max_tokens": d.max_tokens}, sort_keys=True
-    )
+    """What a run records about what produced its results: canaries, what was sent, scorer."""
+    prompt = json.dumps(sent_settings(plan, ctx), sort_keys=True)
     return {
         "pack_sha256": ctx.pack_sha256,
         "prompt_sha256": hashlib.sha256(prompt.encode("utf-8")).hexdigest(),

@@ -153,8 +153,41 @@ class Controls(Section):
         return {**DEFAULT_MAX_PROBE_INTERVAL, **value}
 
 
+CHANGE_KINDS = Literal[
+    "model", "fingerprint", "prompt", "workflow", "judge", "decoding", "canaries", "scorer", "request"
+]
+
+
+class AnticipatedChange(Section):
+    """One change type the plan anticipates (R13, a predetermined change control plan).
+
+    ``protocol`` says what is done when it happens (the re-evaluation, who reviews), ``acceptance``
+    the criteria the re-evaluation must meet, and ``max_drop`` the bound: a re-evaluated estimate
+    more than this below the baseline in force, or any change of this kind beyond ``full_review_when``,
+    needs a full re-review by the committee instead of the owner's adoption.
+    """
+
+    kind: CHANGE_KINDS
+    description: str = ""
+    protocol: str
+    acceptance: str
+    max_drop: float | None = Field(None, ge=0, le=1)
+    full_review_when: str = ""
+
+
+class ChangeControl(Section):
+    """The change types the deployment anticipates; a change of any other kind needs a full re-review."""
+
+    anticipated: list[AnticipatedChange] = Field(default_factory=list)
+
+    def entry_for(self, kind: str) -> tuple[int, AnticipatedChange] | None:
+        """The first anticipated entry of this kind, with its index (what a change record cites)."""
+        return next(((i, e) for i, e in enumerate(self.anticipated) if e.kind == kind), None)
+
+
 class Approval(Section):
-    """Who approved this plan for go-live, and when."""
+    """Who approved this plan for go-live, and when (text in the file; the recorded act is
+    ``medmon approvals go-live``)."""
 
     approved_by: Person
     approved_on: date
@@ -167,6 +200,7 @@ class Governance(Section):
     evidence: Evidence = Evidence()
     local_validation: LocalValidation | None = None
     controls: Controls = Controls()
+    change_control: ChangeControl | None = None
     approval: Approval | None = None
 
 

@@ -71,12 +71,14 @@ from medmon.monitor.read.overview import (
 )
 from medmon.monitor.read.pooled import PooledStream, category_streams
 from medmon.monitor.read.records import (
+    ApprovalRecord,
     ApprovedPlan,
     AuditEntry,
     ChainStatus,
     ChangeRow,
     ReevaluationRow,
     ServedModel,
+    approval_record,
     approved_plan,
     audit_chain,
     audit_log,
@@ -108,6 +110,7 @@ __all__ = [
     "AgreementDay",
     "AgreementRow",
     "AnswerRow",
+    "ApprovalRecord",
     "ApprovedPlan",
     "AuditEntry",
     "BaselineBand",
@@ -152,6 +155,7 @@ __all__ = [
     "Verdict",
     "agreement_series",
     "agreement_table",
+    "approval_record",
     "approved_plan",
     "audit_chain",
     "audit_log",

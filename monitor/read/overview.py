@@ -148,7 +148,7 @@ def task_status(
     """The task's status and every reason for it, most serious first, in sentences.
 
     degraded: a detector alarmed, or the whole 95% interval of the recent score lies under the
-    approved minimum; watching: evidence is building up, or an incident is still open;
+    minimum in force; watching: evidence is building up, or an incident is still open;
     ``building the reference`` while the go-live reference is incomplete (``building`` says how far:
     the detectors have nothing to test against yet, so it is never ok); ``no data yet`` before the
     first probe (never ok: nothing says the task is fine); ok otherwise.
@@ -159,10 +159,10 @@ def task_status(
     if estimate is not None and estimate[2] < minimum:
         value, low, high = estimate
         text = (
-            f"Score {value:.2f} ({low:.2f}-{high:.2f}) is below the approved minimum {minimum:.2f}{_when(below_since)}"
+            f"Score {value:.2f} ({low:.2f}-{high:.2f}) is below the minimum in force {minimum:.2f}{_when(below_since)}"
         )
         if baseline is not None:
-            text += f" (it was {baseline:.2f} at approval)"
+            text += f" (baseline {baseline:.2f})"
         reasons.append((-1, text))
         covered.add("accuracy_minimum")
     degraded = [s for s in streams if s.status == StreamStatus.degraded]

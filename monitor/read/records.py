@@ -11,8 +11,11 @@ from sqlmodel import Session, col, select
 from medmon.baselines import Baseline, list_baselines
 from medmon.monitor.governance import audit
 from medmon.monitor.governance.changes import list_changes
+from medmon.monitor.governance.effective import effective_tasks
+from medmon.monitor.governance.golive import GoLiveStatus, go_live_status
 from medmon.monitor.governance.reevaluation import list_reevaluations
 from medmon.monitor.models import ChangeStatus, ModelIdentity, ReevaluationStatus
+from medmon.monitor.plan.model import Plan
 
 
 def baselines_by_taxonomy(session: Session) -> list[Baseline]:
@@ -196,7 +199,7 @@ def audit_chain(session: Session) -> ChainStatus:
 
 @dataclass(frozen=True)
 class ApprovedPlan:
-    """The plan text last recorded in the audit log: the monitoring plan as approved."""
+    """The plan text last recorded in the audit log (approved only if ``approval_record`` says so)."""
 
     text: str
     seq: int
@@ -228,3 +231,37 @@ def served_now(session: Session) -> list[str]:
     for row in session.exec(select(ModelIdentity).order_by(col(ModelIdentity.first_seen), col(ModelIdentity.id))):
         newest[row.task_id] = row.served_model
     return sorted(set(newest.values()))
+
+
+@dataclass(frozen=True)
+class TaskApproval:
+    """Whether a task's thresholds in force were approved by a proven act, in the record's words."""
+
+    task: str
+    approved: bool
+    words: str  # e.g. "approved by owner@x on 2026-11-03" or "the first recorded plan's ...; not yet approved"
+    seq: int | None  # the audit entry the thresholds in force come from
+
+
+@dataclass(frozen=True)
+class ApprovalRecord:
+    """What the record says was approved, and by which authenticated act: what every page may word "approved"."""
+
+    go_live: GoLiveStatus
+    tasks: tuple[TaskApproval, ...]
+
+    @property
+    def words(self) -> str:
+        return self.go_live.words
+
+
+def approval_record(session: Session, plan: Plan) -> ApprovalRecord:
+    """Go-live and each task's thresholds: approved (by whom, by which proven act) or not yet approved.
+
+    Read-only; an act without proof of identity (``unproven_act``) never makes anything approved.
+    """
+    tasks = tuple(
+        TaskApproval(e.task.id, e.thresholds_approved, e.in_force_words, e.thresholds_seq)
+        for e in effective_tasks(session, plan)
+    )
+    return ApprovalRecord(go_live_status(session), tasks)

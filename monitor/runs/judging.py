@@ -26,6 +26,7 @@ from medmon.alerts import Signal, apply_signals
 from medmon.monitor.alerting.signals import monitor_subject, update_signal
 from medmon.monitor.detection.drift.judge import judge_agreement
 from medmon.monitor.detection.streams import StreamUpdate, finding_record, update_judge_canaries
+from medmon.monitor.governance.audit import seal_run
 from medmon.monitor.plan.model import Plan, parse_interval
 from medmon.monitor.plan.privacy import text_policy
 from medmon.monitor.plan.routing import notify_policy
@@ -116,6 +117,7 @@ def run_judge_canaries(
 
     def store(session: Session, run: ProbeRun, _records: list[ProbeResultBase], stamp: datetime) -> JudgingOutcome:
         assert run.id is not None
+        seal_run(session, run, stamp)  # the results enter the audit chain
         outcome = JudgingOutcome(run.id, len(rejudged))
         for judge in settings.judges:
             pairs = [p for r in rejudged if (p := r.pairs().get(judge.name)) is not None]

@@ -24,6 +24,8 @@ from medmon.monitor.detection.streams import (
     start_reevaluation,
     update_task_streams,
 )
+from medmon.monitor.governance.audit import seal_run
+from medmon.monitor.governance.change_control import record_provenance_changes
 from medmon.monitor.governance.changes import record_detected_change
 from medmon.monitor.governance.reevaluation import (
     auto_reevaluates,
@@ -177,6 +179,10 @@ def run_task_probe(
                 outcome.signals.append(raised)
         outcome.signals.extend(threshold_signals(session, plan, ctx))
         apply_signals(session, outcome.signals, notify_policy(plan), stamp)
+        record_provenance_changes(
+            session, run, "medmon (run provenance)", stamp, plan
+        )  # in-place edits the plan cannot show
+        seal_run(session, run, stamp)  # the results enter the audit chain
         return plan_change_due(session, plan, task.id)
 
     done = execute_probe(

@@ -92,7 +92,7 @@ def test_below_minimum(case: str) -> None:
         assert signal.labels["rule"] == "below_minimum" and signal.labels["metric"] == "score"
         assert signal.severity == Severity.critical
         assert signal.evidence == {"estimate": 0.62, "ci_low": 0.58, "ci_high": 0.66, "n": 200, "minimum": 0.70}
-        assert "below the approved minimum 0.700" in signal.summary
+        assert "below the minimum in force 0.700" in signal.summary
 
 
 def test_a_persistent_drop_hovering_at_the_minimum_is_one_alert() -> None:

@@ -23,6 +23,7 @@ from sqlmodel import Session, col, select
 
 from medmon.alerts import DeliveryPolicy, deliver_due
 from medmon.baselines import BaselineFigures, record_baseline
+from medmon.monitor.governance.audit import seal_run
 from medmon.monitor.governance.change_control import record_plan_file
 from medmon.monitor.governance.reevaluation import reevaluate_pending
 from medmon.monitor.plan.context import load_context
@@ -31,7 +32,7 @@ from medmon.monitor.plan.routing import build_channels
 from medmon.monitor.runs.pipeline import run_task_probe
 from medmon.monitor.service.webserver import serve_in_thread
 from medmon.monitor.storage import make_engine
-from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult
+from medmon.probes.models import JudgeCall, JuryVerdict, ParseStatus, ProbeResult, ProbeRun
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
 from tests.conftest import fresh_postgres_database, plan_dict
@@ -174,7 +175,9 @@ def seed(folder: Path, *, db_url: str | None = None, rounds: int = ROUNDS) -> Se
         record_plan_file(engine, plan_path, "medmon", start)
         with Session(engine) as session:
             _add_helm_baseline(session)
-            _add_verdicts(session)
+            judged = _add_verdicts(session)
+            for run in session.exec(select(ProbeRun).where(col(ProbeRun.id).in_(judged))).all():
+                seal_run(session, run, clock(), actor="medmon (test seed: jury verdicts added)")  # evidence changed
             session.commit()
         engine.dispose()
     finally:
@@ -206,7 +209,7 @@ def _add_helm_baseline(session: Session) -> None:
     )
 
 
-def _add_verdicts(session: Session) -> None:
+def _add_verdicts(session: Session) -> set[int]:
     """Three judges on the latest knowledge answers, as the jury stores them: a call per judge with
     its own cost, a verdict per criterion, and the answer's agreement; a few calls unparsed."""
     results = session.exec(
@@ -261,6 +264,8 @@ def _add_verdicts(session: Session) -> None:
         r.jury_agreement = 1 - sum(abs(a - b) for a, b in pairs) / len(pairs) / 4 if pairs else None
         r.jury_unanimous = len(set(scores)) == 1
         session.add(r)
+    session.flush()
+    return {r.run_id for r in results}
 
 
 @contextmanager

@@ -48,7 +48,7 @@ TALL = """() => { const main = document.querySelector('[data-testid="stMain"]');
 # at the table's edge, never those further right. So every listed column but the last is whole.
 LEADING = {
     "overview": [
-        ["task", "status", "score now", "95% CI", "approved minimum", "at approval", "owner", "why"],
+        ["task", "status", "score now", "95% CI", "minimum in force", "baseline", "owner", "why"],
         ["severity", "status", "incident", "owner", "since", "signals", "summary"],
     ],
     "baselines": [

@@ -1,5 +1,5 @@
 """The score chart shows what a committee compares each run with: the baseline and its band,
-the detector's reference, and the approved minimum, each labelled where it can be read; incidents
+the detector's reference, and the minimum in force, each labelled where it can be read; incidents
 and model changes are marked where they happened; cost and latency each keep their own axis."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def test_score_chart_draws_baseline_band_reference_and_threshold_with_labels() -
     assert labels == {
         "baseline 0.85 (band: 95% CI 0.82-0.87)": "bottom",  # above its line
         "detector reference 0.81": "top",  # below its line, away from the baseline's label
-        "approved minimum 0.70": "top",
+        "minimum in force 0.70": "top",
     }
     lines = sorted(s.y0 for s in fig.layout.shapes if s.type == "line")
     assert lines == [0.7, 0.81, 0.85]
@@ -50,7 +50,7 @@ def test_score_chart_draws_baseline_band_reference_and_threshold_with_labels() -
 
 def test_without_a_baseline_interval_the_baseline_label_stands_alone() -> None:
     fig = score_chart([_point(0, 0.9)], baseline=0.85, baseline_ci=None, threshold=0.7)
-    assert {a.text for a in fig.layout.annotations} == {"baseline 0.85", "approved minimum 0.70"}
+    assert {a.text for a in fig.layout.annotations} == {"baseline 0.85", "minimum in force 0.70"}
     assert not [s for s in fig.layout.shapes if s.type == "rect"]
 
 

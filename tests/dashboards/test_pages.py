@@ -62,16 +62,16 @@ def test_overview_puts_degraded_tasks_first_with_their_evidence(
             ).all()
         )
     assert dict(zip(table["task"], table["open incidents"], strict=True)) == open_count
-    assert (table["score now"] < table["at approval"]).all()
-    assert dict(zip(table["task"], table["approved minimum"], strict=True)) == {"knowledge-qa": 0.7, "dose-calc": 0.6}
+    assert (table["score now"] < table["baseline"]).all()
+    assert dict(zip(table["task"], table["minimum in force"], strict=True)) == {"knowledge-qa": 0.7, "dose-calc": 0.6}
     # What matters first (the browser test checks these are in view at 1,400 px).
     assert list(table.columns[:8]) == [
         "task",
         "status",
         "score now",
         "95% CI",
-        "approved minimum",
-        "at approval",
+        "minimum in force",
+        "baseline",
         "owner",
         "why",
     ]
@@ -88,10 +88,10 @@ def test_task_detail_shows_score_band_evidence_slices_and_answers(
     detectors = frame(at, "progress to alarm")
     score = detectors[detectors["stream"] == "score (drop)"].iloc[0]
     # the score stream is compared with the go-live reference (the seeded probes built it), not the benchmark's 0.85
-    assert score["status"] == "degraded" and score["reference"] < score["at approval"]
+    assert score["status"] == "degraded" and score["reference"] < score["baseline"]
     with Session(seeded_engine) as s:
         table = s.get(BurnIn, "knowledge-qa").reference
-    assert score["at approval"] == pytest.approx(sum(v[1] for v in table.values()) / sum(v[0] for v in table.values()))
+    assert score["baseline"] == pytest.approx(sum(v[1] for v in table.values()) / sum(v[0] for v in table.values()))
     assert score["progress to alarm"] == 1.0  # an alarmed detector is all the way there
     assert at.error[0].value.startswith("**knowledge-qa: degraded**")
     assert at.expander[0].label.startswith("Statistics")
@@ -243,12 +243,21 @@ def test_governance_page_shows_the_plan_as_recorded_and_a_sound_audit_chain(
     text = _texts(at)
     assert "A wrong answer could lead to a medication error." in text
     assert "pharmacy-lead@hospital.example" in text  # a task owner may act on alerts
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
     assert at.success[0].value.startswith("Hash chain verified")
     plan_code = at.get("code")[0].value
     assert "min_score: 0.7" in plan_code
     assert DEAD_ROUTE_URL not in plan_code and "•••• (masked)" in plan_code  # webhook URLs can carry tokens
     assert "differs from the plan as recorded" not in text
-    assert "Approved for go-live by **Dr. Chair**" in text and "CAIC-2026-14" in text
+    assert (
+        "names **Dr. Chair**" in text
+        and "a statement in the file, not a recorded act" in text
+        and "CAIC-2026-14" in text
+    )
+    assert [w.value for w in at.warning if "go-live" in w.value] == [
+        "Go-live not yet approved: no proven go-live approval is recorded"
+    ]
     assert "LLM-jury agreement with clinicians is moderate" in text
     thresholds = frame(at, "approval threshold")
     assert list(thresholds["approval threshold"]) == [0.7, 0.6]

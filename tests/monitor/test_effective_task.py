@@ -30,6 +30,7 @@ from medmon.monitor.storage import make_engine
 from tests.conftest import plan_dict
 from tests.dashboards.conftest import open_page, seeded, seeded_engine, seeded_master  # noqa: F401 (fixtures)
 from tests.dashboards.seed import Seeded
+from tests.signing import register_owner
 
 runner = CliRunner()
 OWNER = "owner@hospital.example"
@@ -50,15 +51,16 @@ def test_an_unapproved_minimum_is_shown_as_proposed_on_the_pages_the_report_and_
     _edit_min_score(seeded.plan_path, "knowledge-qa", 0.9)  # the approved minimum is 0.7; nobody approved 0.9
 
     overview = open_page("overview")
-    table = next(df.value for df in overview.dataframe if "approved minimum" in df.value.columns)
+    table = next(df.value for df in overview.dataframe if "minimum in force" in df.value.columns)
     rows = {r["task"]: r for r in table.to_dict("records")}
-    assert rows["knowledge-qa"]["approved minimum"] == 0.7 and rows["knowledge-qa"]["proposed minimum"] == "0.90"
-    assert rows["dose-calc"]["approved minimum"] == 0.6
+    assert rows["knowledge-qa"]["minimum in force"] == 0.7 and rows["knowledge-qa"]["proposed minimum"] == "0.90"
+    assert rows["dose-calc"]["minimum in force"] == 0.6
     warned = "\n".join(str(w.value) for w in overview.warning)
-    assert "min_score 0.9 is proposed in the plan file" in warned and "0.7 (the go-live plan's, recorded by" in warned
+    assert "min_score 0.9 is proposed in the plan file" in warned and "not yet approved" in warned
+    assert "0.7 (the first recorded plan's, recorded by" in warned
 
     task = open_page("task")
-    [minimum] = [m for m in task.metric if m.label == "Approved minimum"]
+    [minimum] = [m for m in task.metric if m.label == "Minimum in force"]
     assert minimum.value == "0.70" and minimum.delta == "proposed 0.90, not approved"
     assert any("min_score 0.9 is proposed in the plan file" in str(w.value) for w in task.warning)
 
@@ -78,7 +80,8 @@ def test_an_unapproved_minimum_is_shown_as_proposed_on_the_pages_the_report_and_
     assert checked.exit_code == 0, checked.output
     [note] = [line for line in checked.output.splitlines() if "min_score" in line]
     assert "min_score 0.9 is proposed by" in note and "not approved" in note
-    assert "0.7 (the go-live plan's, recorded by medmon on" in note and "stays in force" in note
+    assert "0.7 (the first recorded plan's, recorded by medmon on" in note and "not yet approved" in note
+    assert "stays in force" in note
 
     out = tmp_path / "report.html"
     made = runner.invoke(app, ["report", str(seeded.plan_path), "--output", str(out), "--no-pdf"])
@@ -104,6 +107,7 @@ def test_the_below_minimum_alert_judges_with_the_approved_minimum_and_names_the_
     monkeypatch.setenv("MEDMON_TEST_KEY", "k")
     sim = serve(create_simulator(load_pack("clinical_knowledge_mcq").canaries, seed=5)).url
     data = plan_dict(storage={"url": db_url})
+    key = register_owner(data, tmp_path)
     data["deployment"]["base_url"] = f"{sim}/v1"
     data["tasks"][0] |= {"sample_size": 32, "thresholds": {"min_score": 0.99}}
     path = tmp_path / "plan.yaml"
@@ -119,8 +123,9 @@ def test_the_below_minimum_alert_judges_with_the_approved_minimum_and_names_the_
     done = runner.invoke(app, ["probe", "run", str(path), "--json"])
     [run] = json.loads(done.stdout)["runs"]
     assert run["mean_score"] < 0.99
-    [alert] = [a for a in run["alerts"] if "below the approved minimum" in a]
-    assert "below the approved minimum 0.990" in alert and "a plan edit proposes 0.300, not approved" in alert
+    [alert] = [a for a in run["alerts"] if "below the minimum in force" in a]
+    assert "below the minimum in force 0.990 (the first recorded plan's" in alert and "not yet approved" in alert
+    assert "a plan edit proposes 0.300, not approved" in alert and "approved minimum" not in alert
 
     approved = runner.invoke(
         app,
@@ -136,6 +141,8 @@ def test_the_below_minimum_alert_judges_with_the_approved_minimum_and_names_the_
             "alarm fatigue",
             "--committee-decision",
             "minute 7",
+            "--key",
+            str(key),
         ],
     )
     assert approved.exit_code == 0, approved.output
@@ -183,6 +190,7 @@ def test_a_baseline_approval_is_held_to_the_approved_minimum_not_to_an_unapprove
     tmp_path: Path, db_url: str
 ) -> None:
     data = plan_dict(storage={"url": db_url})
+    key = register_owner(data, tmp_path)
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(data))
     engine = make_engine(db_url)
@@ -213,6 +221,8 @@ def test_a_baseline_approval_is_held_to_the_approved_minimum_not_to_an_unapprove
             OWNER,
             "--reason",
             "vendor's certified figure",
+            "--key",
+            str(key),
         ],
     )
     assert done.exit_code == 0, done.output  # 0.9 is above the approved 0.7: no committee decision needed

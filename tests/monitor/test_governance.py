@@ -100,7 +100,8 @@ def test_missing_min_score_names_the_task(tmp_path: Path) -> None:
     found = issues_of(write(tmp_path, data))
     assert found == [
         "tasks[0].thresholds.min_score: task 'knowledge-qa' has no approval threshold: set "
-        "thresholds.min_score, the minimum score the deployment was approved on"
+        "thresholds.min_score, the minimum score the deployment is judged by "
+        "(in force once approved: medmon approvals go-live)"
     ]
 
 

@@ -34,6 +34,7 @@ from medmon.probes.models import ProbeRun
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
 from tests.conftest import plan_dict
+from tests.signing import make_key
 
 runner = CliRunner()
 OWNER = {"name": "Dr. Owner", "email": "owner@hospital.example"}
@@ -86,7 +87,8 @@ def test_an_import_for_another_model_does_not_replace_the_task_baseline(
 ) -> None:
     data = plan_dict(storage={"url": db_url})
     data["alerts"]["routes"] = [ROUTE]
-    data["tasks"][0]["owner"] = OWNER
+    key, public = make_key(tmp_path)
+    data["tasks"][0]["owner"] = OWNER | {"keys": [public]}
     path = write(tmp_path, data)
     plan = load_plan(path)
     ctx = load_context(plan, plan.tasks[0])
@@ -152,6 +154,27 @@ def test_an_import_for_another_model_does_not_replace_the_task_baseline(
             OWNER["email"],
             "--reason",
             "vendor's certified figure",
+        ],
+    )
+    assert done.exit_code == 3, done.output  # typed, not proven: recorded as unauthenticated, nothing pinned
+    with session_scope(engine) as session:
+        assert probe_baseline(session, plan, ctx).id == before.id
+    done = runner.invoke(
+        app,
+        [
+            "baseline",
+            "approve",
+            str(path),
+            "--task",
+            "knowledge-qa",
+            "--baseline",
+            str(proposed),
+            "--by",
+            OWNER["email"],
+            "--reason",
+            "vendor's certified figure",
+            "--key",
+            str(key),
         ],
     )
     assert done.exit_code == 0, done.output

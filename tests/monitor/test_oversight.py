@@ -536,6 +536,12 @@ def test_cli_lists_events_with_their_clocks_and_exports_one_as_json_html_and_pdf
     assert document["regulatory"]["deadline"] == "2d" and document["evidence"]["answers"][0]["result_id"] == rid
     html = target.with_suffix(".html").read_text()
     assert "Safety event #" in html and "Same wrong advice on every ward" in html and "report within 2d" in html
+    with Session(engine) as s:  # reading stored text from the command line is audited, as on the dashboard
+        [read] = list_events(s, kind=AuditKind.answers_viewed)
+    assert read.details["page"] == "medmon oversight export" and read.details["answers"] == [rid]
+    assert read.details["authenticated"] is False and read.actor.endswith(
+        "via medmon oversight export (unauthenticated)"
+    )
     if find_chromium() is not None:
         assert target.with_suffix(".pdf").read_bytes().startswith(b"%PDF")
     missing = runner.invoke(app, ["oversight", "export", str(plan_path), "999", "--no-pdf"])

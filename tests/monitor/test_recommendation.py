@@ -35,9 +35,9 @@ def test_the_latest_answers_under_the_minimum_suspend_even_when_the_months_mean_
     )
     assert rec.action == SUSPEND
     assert rec.reasons[0] == (
-        "at the end of the period the score 0.60 (0.53-0.67, latest 200 answers) is below the approved minimum 0.70"
+        "at the end of the period the score 0.60 (0.53-0.67, latest 200 answers) is below the minimum in force 0.70"
     )
-    assert "the task does not meet the thresholds it was approved on" in rec.reasons
+    assert "the task does not meet the thresholds in force" in rec.reasons
 
 
 def test_an_open_minimum_alarm_keeps_the_breach_until_the_estimate_is_back() -> None:

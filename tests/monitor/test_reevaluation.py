@@ -31,6 +31,7 @@ from medmon.probes.models import ProbeResult, ProbeRun
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
 from tests.conftest import plan_dict
+from tests.signing import SIGNED_IN, make_key
 
 runner = CliRunner()
 OWNER = {"name": "Dr. Owner", "email": "owner@hospital.example"}
@@ -173,6 +174,7 @@ def test_only_an_owner_can_adopt_a_reevaluation_as_baseline(swap: Callable[..., 
                 by="owner@hospital.example",
                 now=now,
                 reason="v2 is the contracted model",
+                details=SIGNED_IN,
             )
         with pytest.raises(GovernanceError, match="is of task 'knowledge-qa', not 'other'"):
             approve(session, plan, reevaluation_id=rid, task_id="other", by="owner@hospital.example", now=now)
@@ -190,6 +192,7 @@ def test_only_an_owner_can_adopt_a_reevaluation_as_baseline(swap: Callable[..., 
             now=now,
             reason="v2 is the contracted model; a pharmacist reviews every answer meanwhile",
             committee_decision="AI committee 2026-11-03, minute 4",
+            details=SIGNED_IN,
         )
     with Session(engine) as session:  # the adopted model's go-live reference is built from the next probes
         burn = session.get(BurnIn, "knowledge-qa")
@@ -239,6 +242,8 @@ def test_declared_change_reevaluates_from_the_cli_and_an_owner_approves(
             _plan(sim.url, db_url, min_score=0.6, tolerated_drop=0.2).model_dump(mode="json", exclude_none=True)
         )
     )
+    key, public = make_key(tmp_path)
+    data["tasks"][0]["owner"]["keys"] = [public]
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(data))
     result = runner.invoke(
@@ -295,6 +300,8 @@ def test_declared_change_reevaluates_from_the_cli_and_an_owner_approves(
             "--json",
             "--reason",
             "prompt v3 keeps accuracy within tolerance",
+            "--key",
+            str(key),
         ],
     )
     assert good.exit_code == 0, good.output
@@ -340,6 +347,7 @@ def test_a_truncated_or_emptied_audit_log_fails_verify_even_with_a_consistent_he
             reason="contracted model; pharmacist review",
             committee_decision="AI committee 2026-11-03, minute 4",
             operator="ops@host via medmon baseline approve",
+            details=SIGNED_IN,
         )
         entry = list_events(session, kind=AuditKind.baseline_approved)[0]
         assert verify(session).ok

@@ -41,6 +41,7 @@ from medmon.monitor.storage import make_engine
 from medmon.probes.packs import load_pack
 from medmon.probes.simulator import Phase, create_simulator
 from tests.conftest import plan_dict
+from tests.signing import SIGNED_IN, register_owner
 
 runner = CliRunner()
 OWNER = {"name": "Dr. Owner", "email": "owner@hospital.example"}
@@ -85,6 +86,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory, module_db_url: str) -> Iterat
             "price": {"input_per_mtok": 5, "output_per_mtok": 15},
         },
     )
+    register_owner(data, folder)  # the clinical owner's signing key: folder / "id_clinical_owner"
     data["tasks"][0]["owner"] = OWNER
     data["tasks"][0]["subgroups"] = ["age_band", "sex"]
     data["governance"] = {
@@ -261,7 +263,9 @@ def test_report_shows_handling_changes_limitations_and_the_approved_plan(demo: D
     assert "Local questions differ from MedQA items." in report.limitations
     assert any("public benchmark" in item for item in report.limitations)
     assert report.plan_record is not None and report.plan_record["actor"] == "medmon serve"
-    assert "min_score: 0.7" in report.plan_record["text"] and "Approved by Dr. Owner" in html
+    assert "min_score: 0.7" in report.plan_record["text"] and "The plan's text names Dr. Owner" in html
+    assert "a statement in the file, not a recorded act" in html  # governance.approval is text, not an approval
+    assert "Go-live not yet approved: no proven go-live approval is recorded" in html
 
 
 def test_october_holds_only_the_october_runs(demo: DemoRun) -> None:
@@ -293,7 +297,7 @@ def test_cli_writes_the_report_and_its_json_summary(demo: DemoRun, tmp_path: Pat
         "5. Cost",
         "6. Human oversight",
         "7. Limitations of the evidence",
-        "8. The monitoring plan as approved",
+        "8. The monitoring plan as recorded",
         "9. Audit log integrity",
     ):
         assert heading in page
@@ -337,7 +341,7 @@ def test_a_tampered_audit_log_shows_in_the_report(engine: Engine, make_plan: Cal
     with Session(engine) as session:
         report = build_committee_report(session, make_plan(), parse_period("2026-11"), now=at, plan_text="x")
     html = render_committee(report)
-    assert report.audit["ok"] is False and "TAMPERED" in html and "entry seq 2" in html
+    assert report.audit["ok"] is False and "did not verify" in html and "entry seq 2" in html
     assert "No plan is recorded in the audit log" in html
 
 
@@ -384,7 +388,7 @@ def test_the_report_recommends_per_task_by_the_plan_rules_and_groups_alerts_into
     # The month's mean mixes the weeks before the drop; the latest answers are under the minimum.
     assert task.ci_high is not None and task.ci_high > task.min_score
     assert rec.action == "suspend" and rec.reasons[0].startswith("at the end of the period the score 0.5")
-    assert "latest 200 answers) is below the approved minimum 0.70" in rec.reasons[0]
+    assert "latest 200 answers) is below the minimum in force 0.70" in rec.reasons[0]
     assert any(r.startswith("the served model changed") for r in rec.reasons)
     assert {i.cause for i in report.incidents} >= {"accuracy", "model_change"}
     assert sum(i.signals for i in report.incidents) == len(report.alerts) > len(report.incidents)
@@ -481,6 +485,7 @@ def test_a_past_period_is_judged_by_the_plan_and_baseline_in_force_then(demo: De
             reason="figure for the replacement model",
             committee_decision="AI committee, December minutes 3",
             now=datetime(2026, 12, 5, tzinfo=UTC),
+            details=SIGNED_IN,
         )
     with Session(demo.engine) as session:
         again = build_committee_report(
@@ -558,6 +563,8 @@ def test_generating_and_signing_a_report_are_audited_with_its_hash(demo: DemoRun
             "--statement",
             "Reviewed at the November committee",
             "--json",
+            "--key",
+            str(demo.plan_path.parent / "id_clinical_owner"),
         ],
     )
     assert signed.exit_code == 0, signed.output

@@ -22,6 +22,7 @@ from medmon.monitor.governance.thresholds import approve_thresholds, in_force
 from medmon.monitor.plan.model import load_plan, parse_plan
 from medmon.monitor.storage import make_engine
 from tests.conftest import plan_dict
+from tests.signing import SIGNED_IN, make_key
 
 runner = CliRunner()
 OWNER = "owner@hospital.example"
@@ -30,13 +31,19 @@ OWNER = "owner@hospital.example"
 def _plan_file(tmp_path: Path, db_url: str, **thresholds: Any) -> Path:
     data = plan_dict(storage={"url": db_url})
     data["tasks"][0]["thresholds"] |= thresholds
+    keys = tmp_path / "owner.pub"
+    if not keys.exists():  # the owner's signing key, registered beside them in the plan
+        keys.write_text(make_key(tmp_path, "id_owner")[1])
+    data["owners"]["clinical"]["keys"] = [keys.read_text()]
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
 
 
 def _approvals(path: Path, *args: str) -> Any:
-    return runner.invoke(app, ["approvals", args[0], str(path), *args[1:]])
+    """``medmon approvals``; an approval by the owner is signed with the owner's key."""
+    signed = ["--key", str(path.parent / "id_owner")] if args[0] == "thresholds" and OWNER in args else []
+    return runner.invoke(app, ["approvals", args[0], str(path), *args[1:], *signed])
 
 
 def test_an_edited_threshold_is_a_proposal_until_an_owner_approves_it(tmp_path: Path, db_url: str) -> None:
@@ -156,7 +163,13 @@ def test_a_period_is_judged_by_the_thresholds_in_force_then_and_shows_the_propos
                 now=datetime(2026, 12, 3, tzinfo=UTC),
             )
         approve_thresholds(
-            session, plan, task_id="knowledge-qa", by=OWNER, reason="validated", now=datetime(2026, 12, 3, tzinfo=UTC)
+            session,
+            plan,
+            task_id="knowledge-qa",
+            by=OWNER,
+            reason="validated",
+            now=datetime(2026, 12, 3, tzinfo=UTC),
+            details=SIGNED_IN,
         )
         session.commit()
         later = datetime(2027, 1, 2, tzinfo=UTC)
@@ -178,6 +191,7 @@ def test_detection_follows_the_approved_minimum_not_the_edited_file(
     monkeypatch.setenv("MEDMON_TEST_KEY", "k")
     sim = serve(create_simulator(load_pack("clinical_knowledge_mcq").canaries, seed=5)).url
     data = plan_dict(storage={"url": db_url})
+    data["owners"]["clinical"]["keys"] = [make_key(tmp_path, "id_owner")[1]]
     data["deployment"]["base_url"] = f"{sim}/v1"
     data["tasks"][0] |= {"sample_size": 32, "thresholds": {"min_score": 0.3}}
     path = tmp_path / "plan.yaml"
@@ -194,12 +208,12 @@ def test_detection_follows_the_approved_minimum_not_the_edited_file(
         assert run["results"] == 32 and run["mean_score"] < 0.99
         return run["alerts"]
 
-    assert not [a for a in probe() if "below the approved minimum" in a]  # 0.3 is in force
+    assert not [a for a in probe() if "below the minimum in force" in a]  # 0.3 is in force
     assert (
         _approvals(
             path, "thresholds", "--task", "knowledge-qa", "--by", OWNER, "--reason", "stricter after validation"
         ).exit_code
         == 0
     )
-    assert [a for a in probe() if "below the approved minimum 0.990" in a]
+    assert [a for a in probe() if "below the minimum in force 0.990 (approved by owner@hospital.example" in a]
     engine.dispose()

@@ -27,13 +27,15 @@ from medmon.monitor.governance.changes import change_row, list_changes
 from medmon.monitor.governance.current import CurrentScore, current_score
 from medmon.monitor.governance.decisions import CommitteeDecision, committee_decisions, latest_decisions
 from medmon.monitor.governance.effective import effective_tasks, threshold_proposals, with_thresholds_in_force
+from medmon.monitor.governance.golive import go_live_status
+from medmon.monitor.governance.identity import proof_words
 from medmon.monitor.governance.reevaluation import judge, list_reevaluations
 from medmon.monitor.governance.reports.decision_page import DecisionRow, decision_rows
 from medmon.monitor.governance.reports.limitations import known_limitations
 from medmon.monitor.governance.reports.oversight import OversightSection, build_oversight_section
 from medmon.monitor.governance.reports.period import Period
 from medmon.monitor.governance.reports.recommendation import Recommendation, RecommendationRules, TaskFacts, recommend
-from medmon.monitor.governance.reports.record import content_hash, plan_in_force, signatures
+from medmon.monitor.governance.reports.record import content_hash, plan_in_force, signatures, unproven_signatures
 from medmon.monitor.governance.reports.sections import (
     EquityRow,
     HealthRow,
@@ -69,6 +71,8 @@ HUMAN_KINDS = (
     AuditKind.baseline_import,
     AuditKind.threshold_approved,
     AuditKind.committee_decision,
+    AuditKind.unproven_act,
+    AuditKind.go_live_approved,
 )
 
 
@@ -184,6 +188,8 @@ class CommitteeReport:
     privacy: dict[str, Any] = field(default_factory=dict)
     sha256: str = ""  # of ``figures()``: printed in the report, recorded when it is generated and signed
     signatures: list[dict[str, Any]] = field(default_factory=list)
+    unproven_signatures: list[dict[str, Any]] = field(default_factory=list)  # claimed without proof: not counted
+    go_live: dict[str, Any] = field(default_factory=dict)  # the go-live record at the period's end
     oversight: OversightSection = field(default_factory=OversightSection)
     traffic: Any = None  # the application's own calls in the period (``medmon.monitor.read.traffic``), if watched
     served: dict[str, str] = field(default_factory=dict)  # per task, the model served at the period's end
@@ -198,7 +204,11 @@ class CommitteeReport:
 
     def figures(self) -> dict[str, Any]:
         """Everything the period's record says, without the moment of generation (what the hash covers)."""
-        data = {k: v for k, v in self.summary().items() if k not in ("audit", "sha256", "signatures", "digest")}
+        data = {
+            k: v
+            for k, v in self.summary().items()
+            if k not in ("audit", "sha256", "signatures", "unproven_signatures", "digest")
+        }
         data["plan"] = {"seq": (self.plan_record or {}).get("seq"), "sha256": (self.plan_record or {}).get("sha256")}
         return json.loads(json.dumps(data, default=str))
 
@@ -296,6 +306,8 @@ class CommitteeReport:
             "digest": self.digest(),
             "sha256": self.sha256,
             "signatures": self.signatures,
+            "unproven_signatures": self.unproven_signatures,
+            "go_live": self.go_live,
             "human_oversight": self.oversight.summary(),
             "traffic": self.traffic.as_dict() if self.traffic is not None else None,
         }
@@ -833,7 +845,15 @@ def build_committee_report(
     identities, changes, reevaluations = _changes(session, period)
     check = verify(session)
     decisions = [
-        {"seq": e.seq, "at": e.at, "kind": e.kind, "actor": e.actor, "subject": e.subject, "what": _decision_text(e)}
+        {
+            "seq": e.seq,
+            "at": e.at,
+            "kind": e.kind,
+            "actor": e.actor,
+            "subject": e.subject,
+            "what": _decision_text(e),
+            "identity": proof_words(e.details),
+        }
         for e in list_events(session, since=period.start, until=period.end)
         if AuditKind(e.kind) in HUMAN_KINDS
     ]
@@ -843,6 +863,7 @@ def build_committee_report(
     equity_rows = equity(session, plan, period)
     incidents = _incidents(session, period)
     report = CommitteeReport(
+        go_live=_go_live(session, period),
         plan=plan,
         period=period,
         generated_at=now,
@@ -865,6 +886,9 @@ def build_committee_report(
             "head_seq": check.head_seq,
             "head_hash": check.head_hash,
             "problems": [str(p) for p in check.problems],
+            "runs_sealed": check.runs_sealed,
+            "results_checked": check.results_checked,
+            "summary": check.summary,
             "answers_viewed": _answer_views(session, period),
         },
         # URLs can carry credentials (a Slack or Teams webhook URL is one): masked by the function
@@ -896,6 +920,7 @@ def build_committee_report(
     )
     report.sha256 = content_hash(report.figures())
     report.signatures = signatures(session, period, report.sha256)
+    report.unproven_signatures = unproven_signatures(session, period, report.sha256)
     return report
 
 
@@ -909,11 +934,21 @@ def _served(session: Session, period: Period) -> dict[str, str]:
     return {m.task_id: m.served_model for m in rows}
 
 
+def _go_live(session: Session, period: Period) -> dict[str, Any]:
+    status = go_live_status(session, before=period.end)
+    return {"approved": status.approved, "by": status.by, "seq": status.seq, "words": status.words}
+
+
 def _decision_text(event: AuditEvent) -> str:
     d = event.details or {}
     if event.kind == AuditKind.committee_decision.value:
         terms = f" ({d['terms']})" if d.get("terms") else ""
         return f"committee decision for {d.get('task')}: {d.get('decision')}{terms}; why: {d.get('reason')}"
+    if event.kind == AuditKind.unproven_act.value:
+        return f"NOT COUNTED: {d.get('act')} claimed for {d.get('claimed_by')} without proof of identity"
+    if event.kind == AuditKind.go_live_approved.value:
+        tasks = ", ".join(d.get("tasks") or {})
+        return f"go-live approved: plan seq {d.get('plan_seq')}, risk tier {d.get('risk_tier')}, tasks {tasks}"
     if event.kind == AuditKind.threshold_approved.value:
         changed = ", ".join(f"{c.get('threshold')} {c.get('old')} -> {c.get('new')}" for c in d.get("changes") or [])
         committee = f"; committee: {d['committee_decision']}" if d.get("committee_decision") else ""

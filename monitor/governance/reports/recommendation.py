@@ -56,16 +56,16 @@ def conditions(f: TaskFacts) -> dict[str, str]:
         mean, low, high, n = f.at_end
         held["below_minimum"] = (
             f"at the end of the period the score {mean:.2f} ({low:.2f}-{high:.2f}, latest {n} "
-            f"answers) is below the approved minimum {f.min_score:.2f}"
+            f"answers) is below the minimum in force {f.min_score:.2f}"
             + ("" if high < f.min_score else "; the approval-minimum alert has not cleared")
         )
     elif f.ci_high is not None and f.estimate is not None and f.ci_high < f.min_score:
         held["below_minimum"] = (
             f"the period's score {f.estimate:.2f} ({f.ci_low:.2f}-{f.ci_high:.2f}) is below the "
-            f"approved minimum {f.min_score:.2f}"
+            f"minimum in force {f.min_score:.2f}"
         )
     if f.passed is False:
-        held["failed"] = "the task does not meet the thresholds it was approved on"
+        held["failed"] = "the task does not meet the thresholds in force"
     if f.passed is not None and f.conclusive is False:
         held["inconclusive"] = "the interval straddles a threshold: more data is needed to decide"
     if f.drift_findings:

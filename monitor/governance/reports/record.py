@@ -110,21 +110,26 @@ def record_generated(
 
 
 def sign(
-    session: Session, plan: Plan, period: Period, digest: str, *, by: str, statement: str, now: datetime
+    session: Session,
+    plan: Plan,
+    period: Period,
+    digest: str,
+    *,
+    by: str,
+    statement: str,
+    now: datetime,
+    details: dict[str, Any],
 ) -> AuditEvent:
-    """Record an owner's sign-off of the report with this hash (``medmon.monitor.governance.signoff.sign``)."""
-    return signoff.sign(
-        session,
-        plan,
-        period.label,
-        digest,
-        by=by,
-        statement=statement,
-        now=now,
-        details={"authenticated": False, "via": "command line"},
-    )
+    """Record an owner's sign-off of the report with this hash (``medmon.monitor.governance.signoff.sign``);
+    ``details`` say how the signer was proven (``medmon.monitor.governance.identity``)."""
+    return signoff.sign(session, plan, period.label, digest, by=by, statement=statement, now=now, details=details)
 
 
 def signatures(session: Session, period: Period, digest: str) -> list[dict[str, Any]]:
-    """The sign-offs recorded for this period's report with exactly these figures."""
+    """The proven sign-offs recorded for this period's report with exactly these figures."""
     return signoff.signatures(session, period.label, digest)
+
+
+def unproven_signatures(session: Session, period: Period, digest: str) -> list[dict[str, Any]]:
+    """Sign-offs of these figures claimed without proof: listed apart, never counted."""
+    return signoff.unproven_signatures(session, period.label, digest)
