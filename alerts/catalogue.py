@@ -166,6 +166,11 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          "a safety event's reporting deadline has passed", "Report the event now; record why it was late.", ""),
     Kind("corrective_action_overdue", "monitor", "corrective_action", R.corrective_action_overdue, C.accuracy, QUA,
          CLIN, "a corrective action is past its due date", "Close the action or record a new due date.", ""),
+    # the served-model identity stream (medmon.monitor.detection.served): a detected difference is a model change
+    Kind("served_identity", "canary", "served_identity", R.model_change, C.model_change, OPE, TECH,
+         "the answers to the identity canaries no longer match their go-live sample: other weights answer under "
+         "the same model name", "Ask the provider what changed; the re-evaluation shows whether the scores held.",
+         detector="identity_mmd", page="other weights answer under the same model name"),
 )}
 # fmt: on
 

@@ -30,6 +30,7 @@ from medmon.alerts import KINDS
 from medmon.baselines import Baseline, Canary, resolve
 from medmon.monitor.detection.drift import (
     CountSR,
+    IdentityMMD,
     JudgeAgreementSR,
     JudgeBiasSR,
     MixtureSR,
@@ -106,6 +107,7 @@ DETECTORS: dict[str, type[Detector]] = {
         RiverDrift,
         PooledSR,
         CountSR,
+        IdentityMMD,
     )
 }
 _NO_THRESHOLD = {"river", "oneshot_paired"}

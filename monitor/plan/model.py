@@ -22,6 +22,7 @@ from medmon.files import MAX_YAML_BYTES, UnsafeInput, load_yaml, read_text
 from medmon.monitor.errors import PlanError, PlanIssue
 from medmon.monitor.plan.alerts import AlertsConfig
 from medmon.monitor.plan.governance import Governance, Privacy
+from medmon.monitor.plan.identity import IdentityCheck
 from medmon.monitor.plan.intervals import INTERVAL, parse_interval
 from medmon.monitor.plan.oversight import Oversight
 from medmon.monitor.plan.people import Person
@@ -391,6 +392,7 @@ class Plan(Section):
     oversight: Oversight = Oversight()
     traffic: Traffic | None = None
     reports: ReportsConfig | None = None
+    identity: IdentityCheck | None = None
 
     @model_validator(mode="after")
     def _unique_tasks(self) -> Plan:
