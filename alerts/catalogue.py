@@ -172,6 +172,11 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          "clinicians' ratings of the sampled answers; not the jury's opinion alone)",
          "Have clinicians read the recent answers; the jury did not see this drop if its own stream is quiet.",
          detector="prediction_powered_sr", page="clinicians would rate the answers lower than the task's null"),
+    # the served-model identity stream (medmon.monitor.detection.served): a detected difference is a model change
+    Kind("served_identity", "canary", "served_identity", R.model_change, C.model_change, OPE, TECH,
+         "the answers to the identity canaries no longer match their go-live sample: other weights answer under "
+         "the same model name", "Ask the provider what changed; the re-evaluation shows whether the scores held.",
+         detector="identity_mmd", page="other weights answer under the same model name"),
 )}
 # fmt: on
 

@@ -164,7 +164,8 @@ def detail() -> None:
         )
         if band is not None:
             st.caption(
-                f"Baseline in force: {band.source_kind} evidence for {plain(band.model)}, version {plain(band.version)}, "
+                f"Baseline in force: {band.source_kind} evidence for {plain(band.model)}, "
+                f"version {plain(band.version)}, "
                 f"n={band.n}. The drift detectors compare each run with the go-live reference and alarm when "
                 "their evidence crosses a threshold set by the plan's false-alarm budget. Go-live reference: "
                 f"{effective.go_live.text}."

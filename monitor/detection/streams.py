@@ -31,6 +31,7 @@ from medmon.alerts import KINDS, Alert, Cause, cause_of
 from medmon.baselines import Baseline, Canary, resolve
 from medmon.monitor.detection.drift import (
     CountSR,
+    IdentityMMD,
     JudgeAgreementSR,
     JudgeBiasSR,
     MixtureSR,
@@ -111,6 +112,7 @@ DETECTORS: dict[str, type[Detector]] = {
         RiverDrift,
         PooledSR,
         CountSR,
+        IdentityMMD,
     )
 }
 _NO_THRESHOLD = {"river", "oneshot_paired"}

@@ -23,6 +23,7 @@ from medmon.monitor.errors import PlanError, PlanIssue
 from medmon.monitor.plan.alerts import AlertsConfig
 from medmon.monitor.plan.cadence import AdaptiveCadence
 from medmon.monitor.plan.governance import Governance, Privacy
+from medmon.monitor.plan.identity import IdentityCheck
 from medmon.monitor.plan.intervals import INTERVAL, parse_interval
 from medmon.monitor.plan.oversight import Oversight
 from medmon.monitor.plan.people import Person
@@ -407,6 +408,7 @@ class Plan(Section):
     reports: ReportsConfig | None = None
     adaptive_cadence: AdaptiveCadence = AdaptiveCadence()
     reader_model: ReaderModel | None = None
+    identity: IdentityCheck | None = None
 
     @model_validator(mode="after")
     def _unique_tasks(self) -> Plan:

@@ -20,6 +20,7 @@ from medmon.db import session_scope
 from medmon.monitor.alerting import clinician_scale
 from medmon.monitor.alerting.signals import stream_signal
 from medmon.monitor.detection.drift.reference import InstanceRef, References, helm_references
+from medmon.monitor.detection.served import identity_spec
 from medmon.monitor.detection.streams import (
     StreamSpec,
     conformance_update,
@@ -175,6 +176,7 @@ def test_every_stream_a_rich_plan_declares_is_of_its_kind_and_every_stream_kind_
     conformance = conformance_update(benchmark, ctx, helm)
     assert conformance is not None
     specs.append(conformance.spec)
+    specs.append(identity_spec(plan))  # the deployment's served-model identity stream
     rng = random.Random(1)
     with session_scope(engine) as s:
         specs += [u.spec for u in update_judge_canaries(s, plan, "j1", [(3.0, 3.0)] * 10, T0)]
