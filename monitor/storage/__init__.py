@@ -61,16 +61,20 @@ def create_tables(engine: Engine, *, stamp: bool = True) -> None:
         existing = set(inspect(engine).get_table_names()) - {"apscheduler_jobs", "alembic_version"}
     except Exception as exc:  # translated once, at the boundary
         raise StorageError(f"cannot create tables at {engine.url.render_as_string()}: {exc}") from exc
-    for attempt in range(3):
+    # Another process (a standby, a worker) creating the same database at the same moment makes a
+    # table or type between our check and our CREATE: look again, then create the rest. Each such
+    # race means one more table exists, so at most one retry per table is needed; a deadline bounds
+    # the wait on a database that fails for another reason.
+    attempts = len(SQLModel.metadata.tables) + 1
+    deadline = time.monotonic() + 30.0
+    for attempt in range(attempts):
         try:
             SQLModel.metadata.create_all(engine)
             break
         except Exception as exc:
-            # Another process (a standby, a worker) creating the same database at the same moment
-            # makes a table or type between our check and our CREATE: look again, then create the rest.
-            if attempt == 2:
+            if attempt == attempts - 1 or time.monotonic() > deadline:
                 raise StorageError(f"cannot create tables at {engine.url.render_as_string()}: {exc}") from exc
-            time.sleep(0.05 * (attempt + 1))
+            time.sleep(min(0.05 * (attempt + 1), 0.5))
     if stamp and not existing:
         from medmon.monitor.storage.migrate import stamp_created
 
