@@ -18,7 +18,10 @@ reply states its answer:
 
 Negated options ("not B", "B is incorrect", "rule out B") are never the answer. A number in a
 reference range, a threshold or a restated input ("Note the creatinine was 1.1 mg/dL") is not
-the result.
+the result. The pieces that read structure live in :mod:`medmon.probes.reading`: cues and labels
+in patients' languages (``languages``), options named without their letter (``options``), labels
+(``labels``), the ICD-10 codes an answer commits to (``codes``) and units converted by pint
+(``units``).
 
 Examples
 --------
@@ -472,7 +475,6 @@ _WORD_NUMBER = re.compile(
     r"\b(?:(" + "|".join(_TENS) + r")(?:[-\s](" + "|".join(list(_WORDS)[1:10]) + r"))?|(" + "|".join(_WORDS) + r"))\b",
     re.I,
 )
-_UNIT_POWER = re.compile(r"(?<=[A-Za-z])\s*(?:\^\s*-?\d+|[²³¹⁰])")
 _BSA = re.compile(r"(?:/|\bper\s+)\s*1[.,]73\s*m(?:\^?2|²)?", re.I)
 _RANGE = re.compile(rf"({_NUM})\s*(?:-|to|and|or)\s*({_NUM})")
 _NOT_RESULT = re.compile(
