@@ -18,7 +18,10 @@ reply states its answer:
 
 Negated options ("not B", "B is incorrect", "rule out B") are never the answer. A number in a
 reference range, a threshold or a restated input ("Note the creatinine was 1.1 mg/dL") is not
-the result.
+the result. The pieces that read structure live in :mod:`medmon.probes.reading`: cues and labels
+in patients' languages (``languages``), options named without their letter (``options``), labels
+(``labels``), the ICD-10 codes an answer commits to (``codes``) and units converted by pint
+(``units``).
 
 Examples
 --------
@@ -230,6 +233,7 @@ _CUE = (
     r"|\b(?:choice|option|answer|pick|selection|response)\b(?:\s+[a-z]+){0,2}?\s*(?:is|would\s+be|=|:|→|->)\s*"
     r"(?:option\s+)?"
     r"|\b(?:it|this)(?:'s|\s+is|\s+would\s+be|\s+must\s+be)\s+(?:option\s+)?"
+    r"|\bI\s+(?:think|believe|'d\s+say|would\s+say)\s+(?:it's\s+|it\s+is\s+)?(?:option\s+)?"
     r"|\btherefore,?\s+|\bthus,?\s+|\bso,?\s+|(?:→|->|=>)\s*(?:option\s+)?"
     r"|:\s*(?=\(?\[?[A-J]\]?\)?\s*\.?\s*$)"
 )
@@ -471,7 +475,6 @@ _WORD_NUMBER = re.compile(
     r"\b(?:(" + "|".join(_TENS) + r")(?:[-\s](" + "|".join(list(_WORDS)[1:10]) + r"))?|(" + "|".join(_WORDS) + r"))\b",
     re.I,
 )
-_UNIT_POWER = re.compile(r"(?<=[A-Za-z])\s*(?:\^\s*-?\d+|[²³¹⁰])")
 _BSA = re.compile(r"(?:/|\bper\s+)\s*1[.,]73\s*m(?:\^?2|²)?", re.I)
 _RANGE = re.compile(rf"({_NUM})\s*(?:-|to|and|or)\s*({_NUM})")
 _NOT_RESULT = re.compile(
@@ -549,6 +552,7 @@ class _Candidate:
     unit: str = ""  # the unit written after it ("mL/s"), "" for none
     nested: bool = False  # inside brackets
     explicit: bool = False  # an answer cue ("Final answer:"), not a result cue ("gives", "therefore")
+    supposed: bool = False  # in a clause that supposes ("with IBW it would be 70.2", "if ...")
 
 
 _UNIT_AFTER = re.compile(r"\s?(%|/\s?[^\W\d_][\w^]*|[^\W\d_°][\w^]*(?:-[a-z]+)?(?:\s?/\s?[\w.^]+)*)")
@@ -625,6 +629,7 @@ def _candidates(text: str) -> list[_Candidate]:
                     "" if fraction else _unit_after(sentence, m.end()),
                     nested,
                     level == 3 and bool(_EXPLICIT.search(before)),
+                    bool(_SUPPOSING.search(sentence[clause : m.start()])),
                 )
             )
     return out
@@ -636,6 +641,7 @@ _NOT_RESULT_AFTER = re.compile(
     r"lower\s+limit|normal|target|goal)\b",
     re.I,
 )
+_SUPPOSING = re.compile(r"(?i)\b(?:if|would|could|were|unless)\b")
 _OUT_OF = re.compile(r"\s*/\s*(\d+)(?!\d|[.,]\d|\s*[A-Za-z])")
 # The cue names the answer itself ("Final answer: 54", "Result: 54"), not a step that gives a number.
 _EXPLICIT = re.compile(
@@ -702,6 +708,7 @@ def read_number(answer: str, unit: str | None = None, context: str = "") -> Read
         return Reading(_restated_in_unit(first, found, unit), "structured answer")
     for level, rule in ((3, "answer cue"), (2, "value cue")):
         at = [c for c in found if c.level == level]
+        at = [c for c in at if not c.supposed] or at  # a stated value over a supposed one
         if at:
             pick = at[-1] if level == 3 else _first_result(at, text)
             if pick.range_with is not None:
@@ -710,6 +717,7 @@ def read_number(answer: str, unit: str | None = None, context: str = "") -> Read
                 rule = "result cue"
             return Reading(_restated_in_unit(pick, found, unit), rule)
     bare = [c for c in found if c.level == 1]
+    bare = [c for c in bare if not c.supposed] or bare
     if len(bare) == 2 and bare[0].range_with is not None:
         return _range(bare[0])
     values = _distinct(c.value for c in bare)

@@ -12,7 +12,8 @@ write (``plain``; ``markdown``, ``**Answer: B**``; ``reasoning``, working then "
 answer is B."; ``json``, ``{"answer": "B"}``; ``hedge``, no single answer: "B or C", a range;
 ``language``, the answer cue and labels in another language, "Réponse : B", "答案：B", "Nein.";
 ``letterless``, the option's text without its letter; ``units``, a number in another unit than
-the canary's, "0.9 mL/s" for 54 mL/min). A phase that changes only the mix changes how the model
+the canary's, "0.9 mL/s" for 54 mL/min; ``cut``, reasoning cut off by the token limit before the
+answer, with ``finish_reason: "length"``). A phase that changes only the mix changes how the model
 writes, not how often it is right.
 
 It also plays **judges**: a request whose system prompt carries the jury marker is answered
@@ -57,7 +58,8 @@ FAULT_KINDS = ("status", "hang", "truncated", "non_json", "empty", "prose")
 JUDGE_MODES = ("json", "prose", "prose_once", "fail")
 HANG_DEFAULT_S = 30.0
 RECENT_BODIES = 64  # request bodies kept for tests to inspect what was sent
-STYLES = ("plain", "markdown", "reasoning", "json", "hedge", "language", "letterless", "units")
+STYLES = ("plain", "markdown", "reasoning", "json", "hedge", "language", "letterless", "units", "cut")
+CUT_OFF = "Let me work through this step by step. First I check each finding in the question against"
 
 
 @dataclass(frozen=True)
@@ -412,6 +414,7 @@ def create_simulator(
         system = " ".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
         prompt = next((str(m.get("content", "")) for m in reversed(messages) if m.get("role") == "user"), "")
         model, fingerprint = phase.model, phase.fingerprint
+        finish = "stop"
         if JUDGE_MARKER in system:
             behaviour = state.judges.get(requested, JudgeBehaviour())
             if behaviour.mode == "fail":
@@ -435,7 +438,10 @@ def create_simulator(
             if known is None:
                 text = "This is a simulated model; it has no answer for this prompt."
             else:
-                text = styled(known.correct if draw < phase.accuracy else known.wrong, state.style_for(phase), known)
+                style = state.style_for(phase)
+                text = styled(known.correct if draw < phase.accuracy else known.wrong, style, known)
+                if style == "cut" and known.scorer in READING_SCORERS:
+                    text, finish = f"{CUT_OFF} {known.correct}, which", "length"  # the right value, mid-working
         if fault is not None and fault.kind == "empty":
             text = ""
         prompt_tokens = sum(_tokens(str(m.get("content", ""))) for m in messages)
@@ -449,7 +455,7 @@ def create_simulator(
                 "model": model,
                 "system_fingerprint": fingerprint,
                 "simulated": True,
-                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+                "choices": [{"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": text}}],
                 "usage": {
                     "prompt_tokens": prompt_tokens,
                     "completion_tokens": completion_tokens,

@@ -89,6 +89,13 @@ def read_label_text(text: str, labels: Sequence[str], *, structured: bool) -> Re
         found_cued = [_label_of(words, closing.group(1))]
     if found_cued:
         return Reading(found_cued[-1], "structured answer" if structured else "answer cue")
+    revised = re.findall(
+        rf"(?i:\b(?:wait|actually|on\s+second\s+thought|correction|scratch\s+that)\b[\s,:;.!-]*"
+        rf"(?:(?:it's|it\s+is|the\s+answer\s+is)\s+)?)((?<![\w-])(?:{_alternation(list(words))}))(?![\w-])",
+        text,
+    )
+    if revised:  # "No - wait, yes.": the final statement wins over the draft
+        return Reading(_label_of(words, revised[-1]), "the label the answer settles on")
     opening = lead.match(text)
     named = [(m.start(), _label_of(words, m.group(1))) for m in any_word.finditer(text)]
     if opening:

@@ -125,3 +125,18 @@ def test_the_same_styles_answered_worse_raise_the_score_alert(
     for task in ("knowledge-qa", "calculations"):
         score_at = [i for i, t, m in fired if t == task and m == "score"]
         assert score_at and score_at[0] >= BASELINE_PROBES and score_at[0] - BASELINE_PROBES < 15, (task, fired)
+
+
+def test_replies_cut_off_by_the_token_limit_are_stored_unparsed_not_wrong(
+    serve: Callable[[object], RunningServer], make_plan: Callable[..., Plan], db_url: str, tmp_path: Path
+) -> None:
+    # every reply cut mid-reasoning, after naming the right answer but before committing to it
+    phases = [Phase(0, accuracy=1.0, styles={"cut": 1.0}, label="cut off")]
+    _, engine = _run(serve, make_plan, db_url, tmp_path, phases, 2)
+    with Session(engine) as session:
+        results = session.exec(select(ProbeResult)).all()
+    assert len(results) == 80 and all(r.finish_reason == "length" for r in results)
+    assert all(r.parsed is False and r.score is None and r.correct is None for r in results)
+    numbers = [r for r in results if r.task_id == "calculations"]
+    # the rules did find the right number: only the cut makes it no answer
+    assert numbers and all("token limit" in (r.parse_reason or "") for r in numbers), {r.parse_reason for r in numbers}

@@ -446,6 +446,8 @@ def mcq(
         pytest.param("PBC", "B", id="abbreviation-of-option"),
         pytest.param("Primary biliary cholangitis.", "B", id="option-text"),
         pytest.param("A. Primary biliary cholangitis", None, id="letter-and-text-disagree"),
+        pytest.param("I think B.", "B", id="i-think"),
+        pytest.param("PSC is first to consider; however, with AMA positive, PBC is the diagnosis.", "B", id="however"),
         pytest.param("E. Primary biliary cholangitis", None, id="letter-not-among-options"),
         pytest.param("Either PSC or PBC would fit; it depends on the cholangiogram.", None, id="hedge-by-text"),
         pytest.param(
@@ -484,6 +486,8 @@ def test_the_article_a_is_not_option_a_and_aliases_name_options() -> None:
         pytest.param("Not urgent - primary care.", ("emergent", "urgent", "non-urgent"), "non-urgent", id="not-urgent"),
         pytest.param("In pregnancy, yes. But for this patient, no.", ("yes", "no", "maybe"), "no", id="contrast"),
         pytest.param("Yes.\n\nWait, it depends. Maybe.", ("yes", "no", "maybe"), None, id="flip-flop"),
+        pytest.param("No - wait, yes.", ("yes", "no", "maybe"), "yes", id="revised-final-statement"),
+        pytest.param("Não sei.", ("yes", "no", "maybe"), None, id="i-dont-know-is-not-no"),
     ],
 )
 def test_label_reading_generalizes(answer: str, labels: tuple[str, ...], expected: str | None) -> None:
