@@ -164,3 +164,21 @@ def test_on_postgresql_a_span_the_database_refuses_does_not_lose_the_export(engi
     assert r.status_code == 200 and ExportTraceServiceResponse.FromString(r.content).partial_success.rejected_spans == 1
     with Session(engine) as s:
         assert len(s.exec(select(TrafficSpan)).all()) == 2
+
+
+def test_a_row_the_database_refuses_is_refused_alone_and_the_others_are_stored(engine, db_url) -> None:
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    from medmon.monitor.traffic.ingest import Ingestor, store_calls
+    from medmon.monitor.traffic.spans import Decoded
+    from tests.monitor.traffic_helpers import calls_in_hours
+
+    now = datetime.now(UTC)
+    good = calls_in_hours(3, [(now.replace(minute=0, second=0, microsecond=0), 3)])
+    bad = replace(good[1], trace_id=None)  # type: ignore[arg-type]  # a value no column takes (NOT NULL)
+    decoded = Decoded(calls=[good[0], bad, good[2]])
+    stored = store_calls(engine, Ingestor.from_plan(traffic_plan(db_url)), decoded, now)
+    assert stored == 2 and decoded.refused["unstorable"] == 1
+    with Session(engine) as s:
+        assert len(s.exec(select(TrafficSpan)).all()) == 2
