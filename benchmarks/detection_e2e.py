@@ -408,6 +408,7 @@ def main() -> None:
     print(
         f"Alarms of other causes on quiet runs (host-load latency and such): {len(out['other_alarms_on_quiet_runs'])}"
     )
+    print(f"Growths refused by the two-sample check on the quiet lines: {out['refused_growths_on_quiet_lines']}")
     print(
         f"Go-live reference complete at run {out['reference_complete_run']}, "
         f"grown to its cap at run {out['reference_full_run'] or 'not within the quiet line'}; "
