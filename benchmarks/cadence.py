@@ -133,7 +133,7 @@ def run_trial(seed: int, onset_h: float, adaptive: bool, give_up_h: float, workd
     state = receiver_app.state.receiver
     answers_at_onset: int | None = None
     dropped = False
-    seen: set[tuple[str, str]] = set()
+    alerted: set[tuple[str, str]] = set()
     try:
         while clock.at < onset + timedelta(hours=give_up_h):
             cadence_job(KEY)  # the service's periodic cadence pass
@@ -146,18 +146,18 @@ def run_trial(seed: int, onset_h: float, adaptive: bool, give_up_h: float, workd
             before = len(state.received)
             fire_probe(KEY, task_id)
             delivery_job(engine, plan, channels, clock, DeliveryPolicy(base_delay_s=0.2))
-            pages = task_pages([r.body for r in state.received[before:]], task_id, seen)
+            pages = task_pages([r.body for r in state.received[before:]], task_id, alerted)
             if pages and not dropped:
                 trial.false_pages += len(pages)
                 trial.log.append(f"{clock.at:%d %H:%M} page before the onset: {titles(pages)}")
             elif pages:
                 after_h = (clock.at - onset).total_seconds() / 3600
-                seen = answers(engine, task_id) - (answers_at_onset or 0)
+                taken = answers(engine, task_id) - (answers_at_onset or 0)
                 if trial.paged_after_h is None:
-                    trial.paged_after_h, trial.answers_to_page, trial.paged_by = after_h, seen, titles(pages)
+                    trial.paged_after_h, trial.answers_to_page, trial.paged_by = after_h, taken, titles(pages)
                 drift = [a for a in pages if a.get("rule") in DRIFT_RULES]
                 if drift:
-                    trial.drift_after_h, trial.drift_answers, trial.drift_by = after_h, seen, titles(drift)
+                    trial.drift_after_h, trial.drift_answers, trial.drift_by = after_h, taken, titles(drift)
                     break
     finally:
         with Session(engine) as s:

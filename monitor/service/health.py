@@ -99,8 +99,8 @@ def health_report(
     if db_error is None:
         try:
             cadence = status.cadence()
-        except Exception as exc:
-            problems.append(f"cannot read adaptive cadence: {exc}")
+        except Exception as exc:  # the cadence is information: it never makes the service unhealthy
+            log.warning("healthz: cannot read adaptive cadence: %s", exc)
     for task in tasks:
         when = last.get(task.id)
         period = 2 * task.interval if task.interval is not None else CRON_OVERDUE
@@ -216,7 +216,12 @@ class DatabaseCollector(Collector):
         ).all():
             detectors.add_metric([task, getattr(status, "value", status)], float(count))
         yield detectors
-        yield from cadence_metrics(self.status.cadence())
+        try:
+            view = self.status.cadence()
+        except Exception as exc:
+            log.warning("metrics: cannot read adaptive cadence: %s", exc)
+            return
+        yield from cadence_metrics(view)
 
 
 def cadence_metrics(view: Mapping[str, Mapping[str, object]]) -> Iterator[Metric]:
