@@ -223,7 +223,11 @@ def probe_run(
         for r in rows:
             out.print(
                 f"{r['task']}: run {r['run']}, {r['results']} results, {r['errors']} errors, "
-                f"mean score {r['mean_score'] if r['mean_score'] is None else round(r['mean_score'], 3)}"
+                + (
+                    "no answer could be scored"
+                    if r["mean_score"] is None
+                    else f"mean score {round(r['mean_score'], 3)} (this run)"
+                )
             )
             for cause, count in r["failures"].items():
                 out.print(f"  {count} x {cause}", highlight=False, markup=False)

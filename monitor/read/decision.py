@@ -11,6 +11,8 @@ from datetime import datetime, timedelta
 
 from sqlmodel import Session, func, select
 
+from medmon.alerts import Incident
+from medmon.db import as_utc
 from medmon.monitor.governance.decisions import DECISIONS, CommitteeDecision, committee_decisions
 from medmon.monitor.governance.reports.committee import build_committee_report
 from medmon.monitor.governance.reports.decision_page import DecisionRow
@@ -25,8 +27,11 @@ __all__ = ["DECISIONS", "CommitteeDecision", "DecisionRow", "committee_decisions
 
 def decision_overview(session: Session, plan: Plan, now: datetime) -> list[DecisionRow]:
     """One row per task, the most serious recommendation first (``decision_page.decision_rows``)."""
-    newest = session.exec(select(func.max(ProbeRun.finished_at))).one()
-    end = max(now, newest.replace(tzinfo=now.tzinfo) if newest is not None and newest.tzinfo is None else newest or now)
-    end += timedelta(seconds=1)
+    # On an accelerated clock (the demo) the record runs ahead of the wall clock: end after its newest entry.
+    stamps = [
+        session.exec(select(func.max(ProbeRun.finished_at))).one(),
+        session.exec(select(func.max(Incident.last_seen_at))).one(),
+    ]
+    end = max([now, *(as_utc(t) for t in stamps if t is not None)]) + timedelta(seconds=1)
     period = Period("the last 31 days", end - WINDOW, end)
     return build_committee_report(session, plan, period, now=now).page_one
