@@ -149,7 +149,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          "use or misrouted traffic?)", detector="count_sr", direction="rise", family=OPS),
     # rules without a stream (medmon.alerts.rules, medmon.monitor.alerting)
     Kind("below_minimum", "monitor", "score", R.below_minimum, C.accuracy, QUA, CLIN,
-         "the recent score's whole 95% interval is under the approved minimum", detector=""),
+         "the recent score's whole 95% interval is under the minimum in force", detector=""),
     Kind("model_change", "monitor", "served_model", R.model_change, C.model_change, OPE, TECH,
          "the served model or its system fingerprint changed", detector=""),
     Kind("stale", "monitor", "freshness", R.stale, C.availability, OPE, TECH, "no usable probe data for too long",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -27,6 +27,10 @@ from medmon.monitor.cli.plan_arg import LegacyPlanOption, OptionalPlanArg
 from medmon.monitor.cli.tables import fitted
 from medmon.monitor.errors import GovernanceError, MedmonError
 from medmon.monitor.storage import make_engine
+
+if TYPE_CHECKING:
+    from medmon.monitor.governance.identity import Identity
+    from medmon.monitor.plan.model import Plan
 
 out = Console()
 err = Console(stderr=True)
@@ -43,7 +47,9 @@ KeyOption = Annotated[
 ]
 
 
-def prove(plan: Any, *, by: str, act: str, subject: str, facts: dict[str, Any], key: Path | None, tool: str) -> Any:
+def prove(
+    plan: Plan, *, by: str, act: str, subject: str, facts: dict[str, Any], key: Path | None, tool: str
+) -> Identity:
     """Who is acting (``medmon.monitor.governance.identity.cli_identity``); a key not registered to ``by`` exits 2."""
     from medmon.monitor.governance.identity import cli_identity
 
@@ -54,7 +60,9 @@ def prove(plan: Any, *, by: str, act: str, subject: str, facts: dict[str, Any], 
         raise typer.Exit(EXIT_INPUT) from None
 
 
-def unproven(session: Session, identity: Any, act: str, subject: str, facts: dict[str, Any], as_json: bool) -> None:
+def unproven(
+    session: Session, identity: Identity, act: str, subject: str, facts: dict[str, Any], as_json: bool
+) -> None:
     """Record an act nobody proved, say so, and exit 3: it is kept in the log and changes nothing."""
     from medmon.monitor.governance.identity import record_unproven
 
@@ -453,7 +461,7 @@ def go_live_command(
             event = approve_go_live(
                 session, plan, by=identity.actor, reason=reason, details=identity.details(), now=utcnow()
             )
-            info = {"seq": event.seq, "approved_by": identity.actor, "identity": identity.words} | facts
+            info: dict[str, Any] = {"seq": event.seq, "approved_by": identity.actor, "identity": identity.words} | facts
     except GovernanceError as exc:
         err.print(f"[red]refused:[/red] {exc}", highlight=False)
         raise typer.Exit(EXIT_INPUT) from None

@@ -52,7 +52,7 @@ def in_force(engine: Engine, plan: Plan) -> Plan:
         if used.thresholds != task.thresholds:
             log.warning(
                 "task %s: the plan's thresholds await an owner's approval (medmon approvals list); "
-                "detection uses the approved ones: %s",
+                "detection uses the ones in force: %s",
                 task.id,
                 used.thresholds.model_dump(exclude_none=True),
             )
