@@ -165,7 +165,11 @@ def test_a_missed_schedule_is_written_on_start_once_across_replicas_and_restarts
     body = next(r for r in got.received if r.body.get("event") == "report")
     assert body.signature_valid and got.rejected == 0 and got.duplicates == 0 and len(reports()) == 1
     assert body.body["period"]["label"] == "2026-11" and body.body["sha256"] == row.sha256
-    assert body.body["status"] == row.status and body.body["status"] in ("on track", "attention needed", "building the reference")
+    assert body.body["status"] == row.status and body.body["status"] in (
+        "on track",
+        "attention needed",
+        "building the reference",
+    )
     assert "task(s) meet thresholds" in body.body["summary"] and body.body["due_at"] == "2026-12-01T05:00:00+00:00"
     html = Path(body.body["files"]["html"])
     assert html.parent == tmp_path / "reports" and html.name.endswith("-2026-11.html")
