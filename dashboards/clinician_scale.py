@@ -38,6 +38,23 @@ def rows(figures: list[ClinicianScale]) -> list[dict[str, object]]:
     return out
 
 
+def sentence(f: ClinicianScale) -> str:
+    """One task's figures as the sentence a committee member reads first."""
+    if f.clinician is None:
+        return f"**{f.task_id}**: no closed week of answers on the clinician scale yet."
+    status = "**below the null: clinicians would see a drop**" if f.alarm else "at or above the null"
+    needed = (
+        "cannot be reached at this volume" if f.ratings_needed is None else f"needs {f.ratings_needed} more ratings"
+    )
+    return (
+        f"**{f.task_id}**: clinician scale {f.clinician:.2f} (95% {fmt(f.ci_low, '.2f')} to {fmt(f.ci_high, '.2f')}) "
+        f"against the null {fmt(f.null, '.2f')}, {status}; the jury's opinion {fmt(f.jury, '.2f')}; "
+        f"jury-clinician ICC {fmt(f.icc, '.2f')} (MedHELM {f.medhelm_icc:.2f}). "
+        f"The queue {needed} for ±{f.target_half_width:.2f}, and {f.icc_answers_needed} more rated answers "
+        f"for an ICC interval {f.icc_width} wide."
+    )
+
+
 def clinician_scale_section(engine: Engine, plan: Plan) -> None:
     """Render the section; says why when the plan does not draw answers with known probabilities."""
     st.subheader("On the clinician scale")
@@ -52,6 +69,8 @@ def clinician_scale_section(engine: Engine, plan: Plan) -> None:
     if not figures:
         st.write("No task is under review.")
         return
+    for f in figures:
+        st.markdown(sentence(f))
     show_table(rows(figures), key="clinician_scale")
     st.caption(
         "Clinician scale: every jury score rectified by the clinicians' ratings of the answers drawn for review, "

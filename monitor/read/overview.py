@@ -110,6 +110,10 @@ def _plain(summary: str, task_id: str) -> str:
 
 def _stream_sentences(cause: str, streams: list[Stream], task: Task) -> list[str]:
     """One sentence per cause for the streams that alarmed."""
+    clinician = [_sentence(s.metric) for s in streams if s.metric == "clinician_scale"]  # says its own scale
+    streams = [s for s in streams if s.metric != "clinician_scale"]
+    if cause == "accuracy" and not streams:
+        return clinician
     if cause == "accuracy":
         groups = [s for s in streams if "[" in s.metric]
         whole = [s for s in streams if "[" not in s.metric]
@@ -120,7 +124,7 @@ def _stream_sentences(cause: str, streams: list[Stream], task: Task) -> list[str
         )
         if whole and groups:
             text += f", and in {len(groups)} subgroup{'s' if len(groups) != 1 else ''} with it"
-        return [text]
+        return [text, *clinician]
     if cause == "cost":
         budget = task.thresholds.cost_budget_per_call
         return [f"More calls cost over the budget{f' of ${budget:g}' if budget else ''} than at go-live"]
