@@ -100,7 +100,7 @@ def test_a_persistent_drop_hovering_at_the_minimum_is_one_alert() -> None:
     the estimate crosses back over the line again and again, yet the rule fires once and never
     clears until the whole interval is above the minimum (today's main cleared on the estimate
     alone and re-fired: several alerts, and incidents, per drop)."""
-    from medmon.monitor.read.overview import wilson_interval_of_mean
+    from medmon.monitor.read._sql import wilson_interval_of_mean
 
     rng = random.Random(7)
     window = [float(rng.random() < 0.70) for _ in range(200)]

@@ -34,6 +34,7 @@ DASHBOARD_MAY_IMPORT = {
     "medmon.monitor.governance.signoff",
     "medmon.monitor.governance.thresholds",
     "medmon.monitor.governance.decisions",  # the committee's decision: checked and audited there
+    "medmon.monitor.governance.roles",  # who may take which act on which task, checked before any write
     "medmon.monitor.governance",
     "medmon.monitor.plan.oversight",
     "medmon.monitor.errors",
