@@ -83,7 +83,6 @@ __all__ = [
     "start_reevaluation",
     "stream_thresholds",
     "task_streams",
-    "task_watching",
     "update_judge_canaries",
     "update_stream",
     "update_task_streams",
@@ -320,24 +319,6 @@ def update_stream(
         alert,
         summary,
         tuple(xs),
-    )
-
-
-def task_watching(session: Session, task_id: str) -> bool:
-    """Whether any stream of the task is watching (evidence building, not yet an alarm).
-
-    A plain read for the scheduler (a re-evaluation in progress counts as watching): while it is
-    true the task's evidence is building, and probing it sooner shortens the time to a decision;
-    the detectors are anytime-valid, so probing more often does not weaken the false-alarm promise
-    per observation.
-    """
-    return (
-        session.exec(
-            select(DetectorState.key).where(
-                DetectorState.task_id == task_id, DetectorState.status == StreamStatus.watching
-            )
-        ).first()
-        is not None
     )
 
 

@@ -22,3 +22,13 @@ def watching_streams(session: Session, task_ids: Collection[str] | None = None) 
     for task_id, key in session.exec(query.order_by(col(DetectorState.key))).all():
         found.setdefault(task_id, []).append(key)
     return found
+
+
+def task_watching(session: Session, task_id: str) -> bool:
+    """Whether any stream of the task is watching (evidence building, not yet an alarm).
+
+    What the scheduler's adaptive cadence asks: while it is true, probing the task sooner shortens
+    the time to a decision, and the detectors, being anytime-valid, keep their false-alarm promise
+    per observation whenever the observations are taken.
+    """
+    return bool(watching_streams(session, [task_id]))

@@ -27,7 +27,8 @@ from medmon.monitor.detection.drift.reference import (
     stratified_margin,
     weighted_cp_margin,
 )
-from medmon.monitor.detection.streams import go_live_replay, task_watching
+from medmon.monitor.detection.streams import go_live_replay
+from medmon.monitor.detection.watching import task_watching
 from medmon.monitor.models import BurnIn, DetectorState
 from medmon.probes.models import ProbeResultBase
 from tests.monitor.test_detection import (
