@@ -164,11 +164,10 @@ def test_demo_runs_headless_and_alerts(tmp_path: Path) -> None:
     # subgroup falling with the whole) are the evidence of one accuracy incident, not ten alerts.
     still_open = [i for i in result.incidents if i.status == "open"]
     assert len(still_open) <= 4, [i.line() for i in result.incidents]
-    assert {i.title for i in still_open} >= {
-        "knowledge-qa: accuracy",
-        "knowledge-qa: cost",
-        "knowledge-qa: model change",
-    }
+    titles = {i.title for i in still_open}
+    assert titles >= {"knowledge-qa: accuracy", "knowledge-qa: model change"}, titles
+    # The cost rise and the longer answers behind it are one problem: one incident naming both causes.
+    assert [t for t in titles if "cost" in t], [i.line() for i in result.incidents]
     accuracy = next(i for i in still_open if i.title == "knowledge-qa: accuracy")
     assert {"drift_drop", "below_minimum", "subgroup_drop"} <= set(accuracy.signals)
     assert "subgroup_gap" not in {r for i in result.incidents for r in i.signals}  # every subgroup fell alike

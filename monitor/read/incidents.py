@@ -80,7 +80,7 @@ def _view(session: Session, inc: Incident, now: datetime, silences: list[Silence
     )
     return IncidentView(
         inc.id or 0,
-        incident_title(inc),
+        incident_title(inc, members),
         inc.cause,
         inc.task_id,
         inc.severity.value,

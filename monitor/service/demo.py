@@ -201,7 +201,12 @@ def demo_incidents(session: Session) -> list[DemoIncident]:
         status = "resolved" if inc.closed_at else "acknowledged" if inc.acknowledged_at else "open"
         out.append(
             DemoIncident(
-                inc.id or 0, incident_title(inc), inc.severity.value, status, inc.summary, [a.rule for a in members]
+                inc.id or 0,
+                incident_title(inc, members),
+                inc.severity.value,
+                status,
+                inc.summary,
+                [a.rule for a in members],
             )
         )
     return out

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import case, or_
 from sqlmodel import Session, col, func, select
 
-from medmon.alerts import incident_title
+from medmon.alerts import incident_members, incident_title
 from medmon.alerts.models import Alert, AlertEvent, Incident, Silence
 from medmon.baselines import resolve
 from medmon.monitor.governance.approvals import baseline_proposals
@@ -511,7 +511,7 @@ def _incidents(session: Session, period: Period) -> list[IncidentRow]:
             i.id or 0,
             i.task_id,
             i.cause,
-            incident_title(i),
+            incident_title(i, incident_members(session, i.id or 0)),
             i.severity.value,
             i.summary,
             i.opened_at,
