@@ -9,7 +9,13 @@ is stored; the plan's ``privacy`` section picks it:
   partial ids ("ending in 4567"), dates of birth and dates in US, ISO, year-first and
   day-month-name forms, names after ``patient:``/``name:`` labels (any case), after "the
   patient" or titles (``Mrs. Smith``, ``Dr.``, ``Sr.``), US and common European street
-  addresses, ZIP codes and UK/Canadian postcodes, and ages over 89. It is best-effort: patterns
+  addresses, ZIP codes and UK/Canadian postcodes, and ages over 89; since issue 30 also phone
+  and fax numbers through libphonenumber (US, UK, German, French national forms and every ``+``
+  form, extensions) or after a label ("call me at"), European "Street 12, 12345 City" lines,
+  P.O. boxes, dates in Spanish, French, German, Italian, Portuguese, Dutch, Chinese and
+  Vietnamese, labelled account/insurance/licence/DEA/NPI/device/plate numbers, VINs, URLs, IPv4
+  addresses, and names after "my name is", greetings and sign-offs, or before a credential
+  (", RN"). It is best-effort: patterns
   miss names in running text and unusual formats. Use it as a safety net, not as
   de-identification.
 - ``presidio``: the built-in patterns, then Microsoft Presidio's pattern recognisers
