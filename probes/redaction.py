@@ -188,6 +188,8 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str | Callable[[re.Match[str]], str]
         ),
         "[ADDRESS]",
     ),
+    # "City, ST 12345": the city goes with the ZIP code
+    ("city_zip", re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2},\s+[A-Z]{2}\s+\d{5}(?:-\d{4})?\b"), "[ADDRESS]"),
     (
         "zip",
         re.compile(
@@ -228,6 +230,14 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str | Callable[[re.Match[str]], str]
             rf"|\b((?i:patient|pt\.?)\s+(?i:named|called)\s+){_ANY_NAME}"
         ),
         lambda m: (m.group(1) or m.group(2)) + "[NAME]",
+    ),
+    # chat in lower case: "dr smith", "mr. ivan king" (not "ms": "452 ms. CHA2DS2-VASc")
+    (
+        "lower_titled_name",
+        re.compile(
+            rf"\b(?:dr|mr|mrs|miss|mme)\.?\s+(?i:{_NOT_NAME})[a-z][a-z'\-]+(?:\s+(?i:{_NOT_NAME})[a-z][a-z'\-]+)?\b"
+        ),
+        "[NAME]",
     ),
     ("titled_name", re.compile(rf"\b(?:{_TITLE}|(?i:mr|mrs|miss|dr|mme|mlle|sra|srta|prof))\.?\s+{_NAME}"), "[NAME]"),
     (

@@ -30,7 +30,9 @@ IDENTIFIERS = {
     "phone": ("Call (555) 123-4567 or +44 20 7946 0958", "Call [PHONE] or [PHONE]"),
     "long_id": ("Account 12345678 closed", "Account [ID] closed"),
     "address": ("Lives at 1234 Oak Tree Lane, Springfield", "Lives at [ADDRESS], Springfield"),
-    "zip": ("Springfield, IL 62704", "Springfield, IL [ZIP]"),
+    "zip": ("Mail to IL 62704 or zip code 02115", "Mail to IL [ZIP] or zip code [ZIP]"),
+    "city_zip": ("Springfield, IL 62704", "[ADDRESS]"),
+    "lower_titled_name": ("hi dr smith, is mr. ivan king ok", "hi [NAME], is [NAME] ok"),
     "labelled_name": (
         "Patient: John Q. Public, 45, presents with chest pain",
         "Patient: [NAME], 45, presents with chest pain",
