@@ -30,7 +30,9 @@ IDENTIFIERS = {
     "phone": ("Call (555) 123-4567 or +44 20 7946 0958", "Call [PHONE] or [PHONE]"),
     "long_id": ("Account 12345678 closed", "Account [ID] closed"),
     "address": ("Lives at 1234 Oak Tree Lane, Springfield", "Lives at [ADDRESS], Springfield"),
-    "zip": ("Springfield, IL 62704", "Springfield, IL [ZIP]"),
+    "zip": ("Mail to IL 62704 or zip code 02115", "Mail to IL [ZIP] or zip code [ZIP]"),
+    "city_zip": ("Springfield, IL 62704", "[ADDRESS]"),
+    "lower_titled_name": ("hi dr smith, is mr. ivan king ok", "hi [NAME], is [NAME] ok"),
     "labelled_name": (
         "Patient: John Q. Public, 45, presents with chest pain",
         "Patient: [NAME], 45, presents with chest pain",
@@ -40,7 +42,51 @@ IDENTIFIERS = {
     "partial_id": ("MRN ending in 4567; SSN xxx-xx-6789", "MRN [ID]; SSN [ID]"),
     "postcode": ("221B Baker Street, London NW1 6XE", "[ADDRESS], London [POSTCODE]"),
     "age_over_89": ("A 92-year-old woman", "A [AGE 90+]-year-old woman"),
+    "url": ("See https://portal.example.org/p/123 today", "See [URL] today"),
+    "ip": ("Login from 192.168.10.4 at 08:00", "Login from [IP] at 08:00"),
+    "labelled_id": ("Insurance member ID: XYZ123456789, DEA AB1234563", "Insurance member ID: [ID], DEA [ID]"),
+    "vin": ("Car 1HGCM82633A004352 towed", "Car [ID] towed"),
+    "labelled_phone": ("Call me at 96 586625 please", "Call me at [PHONE] please"),
+    "said_name": ("My name is Debra Neal.", "My name is [NAME]."),
+    "signature": ("Seen today. Jane Doe, RN", "Seen today. [NAME], RN"),
 }
+
+# Kinds the built-in redactor missed on the Presidio-derived development set and in the issue-30
+# review (benchmarks/redaction_independent.py): (text, what must not survive).
+MISSED_IN_ISSUE_30 = [
+    ("Please have the manager call me at 96 586625", ["586625"]),
+    ("I would like to stop receiving messages to 434 6815", ["434 6815"]),
+    ("Can someone call me on 0394 9130281?", ["9130281"]),
+    ("Fax: (617) 555-0199 ext. 12", ["555-0199", "12"]),
+    ("Reach the clinic on +44 20 7946 0958 or 617.555.0142 x23", ["7946", "0142", "23"]),
+    ("How do I change my address to Via Pisanelli 104, 48020 Traversara?", ["Pisanelli", "48020", "Traversara"]),
+    ("new address is Rostsestraat 222, 6440 Froidchapelle", ["Rostsestraat", "6440", "Froidchapelle"]),
+    ("User: 96 rue de Penthièvre, 95000 PONTOISE", ["Penthièvre", "95000", "PONTOISE"]),
+    ("Rua Doutor Afrânio Junqueira 1460, 04581-040 São Paulo", ["Junqueira", "04581-040", "São Paulo"]),
+    ("Meet me at 29 Wattle St, 5601 King William's Town", ["Wattle", "5601", "King William"]),
+    ("send it to P.O. Box 255, 3910 Kangerlussuaq", ["Box 255", "Kangerlussuaq"]),
+    ("Hello, this is Ms. Riitta Hahl. Who are you?", ["Riitta", "Hahl"]),
+    ("My name is Charlie Campbell but everyone calls me Charlie", ["Charlie", "Campbell"]),
+    ("Her maiden name is Jomphe", ["Jomphe"]),
+    ("Thanks,\nMaria Lopez", ["Maria", "Lopez"]),
+    ("vu le 3 mars et le 4 de marzo de 2024", ["3 mars", "4 de marzo"]),
+    ("follow-up on March 4th; born 3 Apr 59", ["March 4th", "3 Apr 59"]),
+    ("入院 2024年3月5日", ["2024年3月5日"]),
+    ("Madame Dupont, 92 ans", ["Dupont", "92"]),
+    ("SSN 123456789 on file", ["123456789"]),
+    ("Account #: AC-99812, Med Rec #: A-55321", ["AC-99812", "A-55321"]),
+    ("NPI 1234567893, licence plate 7ABC123", ["1234567893", "7ABC123"]),
+    ("pacemaker serial number PM44821X", ["PM44821X"]),
+    ("Login from 10.0.0.12 via www.example.org/me", ["10.0.0.12", "example.org"]),
+    ("ZIP code 02115", ["02115"]),
+]
+
+
+@pytest.mark.parametrize("text, leaked", MISSED_IN_ISSUE_30, ids=[t for t, _ in MISSED_IN_ISSUE_30])
+def test_builtin_redactor_catches_what_issue_30_found_missing(text: str, leaked: list[str]) -> None:
+    out = redact(text)
+    assert not [w for w in leaked if w in out], out
+
 
 # What the built-in redactor used to miss, each case as found: (text, what must not survive).
 MISSED_BEFORE = [
@@ -96,6 +142,10 @@ CLINICAL = [
     "A 67-year-old woman, aged 45 at diagnosis, 89 years now; the patient has diabetes.",
     "Patient education: take with food; Dose 1962 mg over 24 h.",
     "Grade 3 of 4, stage 2; ECOG 1; 2 of 3 criteria met.",
+    "Take metformin 500 mg at 08:00 and 20:00; HbA1c 7.2% in 2019; ICD-10 E11.9 and I10; BP 120/80.",
+    "Start lisinopril 10 mg daily; K 4.1 mmol/L; eGFR 58; recheck in 2 weeks; Parkinson disease.",
+    "Tome 1 comprimido de 5 mg cada 8 horas; glucosa 110 mg/dL; diagnóstico J45.909.",
+    "Warfarin 5 mg on Mon/Wed/Fri, 2.5 mg other days; INR 2.0-3.0; call the clinic if bleeding.",
 ]
 
 
