@@ -186,6 +186,7 @@ def test_a_jury_that_turns_severe_on_unchanged_answers_is_a_judge_incident_not_a
     assert run.stream.n > 0.8 * run.answers  # every closed week's answers went into the stream
     assert "clinician_scale_drop" not in run.rules
     assert "judge_bias" in run.rules  # the judges, not the answers, moved
+    assert "drift_drop" in run.rules  # the jury-only stream alarms: it reports the jury's opinion, as labelled
     judge_incidents = [t for t, rules in run.incidents.items() if "judge_bias" in rules]
     assert judge_incidents and not any("clinician_scale_drop" in r for r in run.incidents.values())
     estimate = run.stream.state["estimate"]
