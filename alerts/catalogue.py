@@ -22,7 +22,7 @@ Rule = StrEnum(
     "traffic_errors traffic_truncation traffic_refusals traffic_judged_drop "
     "traffic_jury_disagreement traffic_collapse traffic_surge below_minimum model_change stale "
     "heartbeat jury_not_validated judge_bias safety_clock safety_deadline_passed "
-    "corrective_action_overdue clinician_scale_drop",
+    "corrective_action_overdue clinician_scale_drop clinician_scale_waiting",
 )
 
 
@@ -177,6 +177,11 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          "the answers to the identity canaries no longer match their go-live sample: other weights answer under "
          "the same model name", "Ask the provider what changed; the re-evaluation shows whether the scores held.",
          detector="identity_mmd", page="other weights answer under the same model name"),
+    # a clinician-scale stream held back by ratings past their due date (medmon.monitor.alerting.clinician_scale)
+    Kind("clinician_scale_waiting", "monitor", "clinician_scale_waiting", R.clinician_scale_waiting, C.availability,
+         OPE, CLIN, "the clinician-scale stream waits for {n} ratings past their due date (it stops at the first "
+         "answer still to be rated)", "Have the named reviewers rate their overdue answers; until then the clinician "
+         "scale is not watched.", detector="", family=OPS),
 )}
 # fmt: on
 

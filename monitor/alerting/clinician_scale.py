@@ -11,7 +11,9 @@ is a share of a family of its own: ``probes_between_false_alarms`` times the num
 so the clinician-scale streams together add at most one expected false alarm per that many answers.
 
 The stream raises ``clinician_scale_drop`` on an alarm and clears it once the estimate since the
-alarm is back at the null over at least ``RECOVER_AFTER`` answers.
+alarm is back at the null over at least ``RECOVER_AFTER`` answers. A stream held back by drawn answers
+whose ratings are past ``oversight.review.rating_due`` is not silent: ``clinician_scale_waiting`` says
+how many ratings it waits for and from whom, until they arrive.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from medmon.monitor.detection.drift.prediction_powered import PredictionPoweredS
 from medmon.monitor.governance.clinician_scale import METRIC, active_tasks, stream_key
 from medmon.monitor.governance.review import candidates, rubric, task_null, week_start
 from medmon.monitor.models import ClinicianReview, DetectorState, ReviewItem, StreamStatus
+from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan, Task
 from medmon.probes.models import ProbeResult, ProbeRun
 
@@ -120,9 +123,10 @@ def clinician_scale_signals(session: Session, plan: Plan, now: datetime) -> list
         detector = _detector(plan, state)
         since = datetime.fromisoformat(state.state["since"])
         answers = settled_answers(session, plan, task.id, since, int(state.state["cursor"]), week_start(now))
+        subject = task_subject(plan, task)
+        out.append(_waiting(session, plan, subject, state, now))
         if not answers:
             continue
-        subject = task_subject(plan, task)
         signal: Signal | None = None
         for result_id, obs in answers:
             finding = detector.update(obs)
@@ -149,6 +153,45 @@ def clinician_scale_signals(session: Session, plan: Plan, now: datetime) -> list
             out.append(signal)
     session.flush()
     return out
+
+
+def _waiting(session: Session, plan: Plan, subject: Subject, state: DetectorState, now: datetime) -> Signal:
+    """``clinician_scale_waiting``: firing while drawn answers the stream has not passed are unrated past their
+    due date (``oversight.review.rating_due`` after they were queued); cleared once none is."""
+    due = parse_interval(plan.oversight.review.rating_due)
+    late = session.exec(
+        select(ReviewItem)
+        .where(
+            ReviewItem.task_id == state.task_id,
+            ReviewItem.status == "open",
+            col(ReviewItem.inclusion_probability).is_not(None),
+            col(ReviewItem.result_id) > int(state.state.get("cursor", 0)),
+            col(ReviewItem.queued_at) < now - due,
+        )
+        .order_by(col(ReviewItem.queued_at))
+    ).all()
+    metric = "clinician_scale_waiting"
+    if not late:
+        summary = f"{subject.name}: the clinician-scale stream has every rating it waited for"
+        return subject.signal(Rule.clinician_scale_waiting, metric, firing=False, summary=summary, evidence={"n": 0})
+    reviewers = sorted({i.reviewer for i in late})
+    oldest = late[0].queued_at
+    evidence = {
+        "n": len(late),
+        "reviewers": reviewers,
+        "oldest_queued_at": oldest.isoformat(),
+        "due_after": plan.oversight.review.rating_due,
+        "stopped_after_result": int(state.state.get("cursor", 0)),
+    }
+    return subject.signal(
+        Rule.clinician_scale_waiting,
+        metric,
+        firing=True,
+        evidence=evidence,
+        summary=f"{subject.name}: the clinician-scale stream waits for {len(late)} ratings past their due date "
+        f"(queued since {oldest:%Y-%m-%d}, due within {plan.oversight.review.rating_due}; "
+        f"{', '.join(reviewers)}): until they arrive the clinician scale is not watched",
+    )
 
 
 def _points(value: float, plan: Plan) -> float:

@@ -67,6 +67,7 @@ class Review(Section):
     selection: Literal["strata", "active"] = "strata"
     min_probability: float = Field(0.05, gt=0, le=1)  # active selection's floor: every answer may be drawn
     target_half_width: float = Field(0.05, gt=0, le=1)  # clinician-scale interval the queue aims for (0-1 scale)
+    rating_due: Interval = "7d"  # a queued answer's rating is due this long after it was queued
 
     def quota(self, task_id: str) -> int:
         """The answers a week to queue for ``task_id``: its own ``weekly_quota``, else the default."""

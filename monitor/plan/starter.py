@@ -124,6 +124,10 @@ oversight:
   reviewers:
     - {name: Dr. Sam Lee, email: sam.lee@hospital.example, tasks: [knowledge-qa]}
   review: {rate: 0.1, weekly_quota: 20, double_rate: 0.2}
+  # For a task the jury scores (a jury section and a pack such as discharge_instructions), draw each answer
+  # with a known probability and watch it on the clinician scale (docs: Human oversight):
+  # review: {rate: 0.1, weekly_quota: 20, double_rate: 0.2, selection: active, min_probability: 0.05,
+  #          rating_due: 7d}
   agreement: {min_icc: 0.3, max_judge_bias: 1.0}
   safety: {jurisdiction: EU, device_status: high_risk_ai, warn_before: 2d}
   # suspend: {url_env: MEDMON_SUSPEND_URL, secret_env: MEDMON_SUSPEND_SECRET}

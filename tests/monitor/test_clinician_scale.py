@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import yaml
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
-from medmon.alerts import open_alerts
+from medmon.alerts import Alert, open_alerts
 from medmon.db import session_scope
 from medmon.monitor.alerting.oversight import oversight_pass
 from medmon.monitor.governance.clinician_agreement import rated, task_agreement
@@ -185,3 +185,47 @@ def test_the_committee_report_shows_the_clinician_scale_beside_the_jury_and_medh
     page = render_committee(report)
     assert "On the clinician scale" in page and 'id="clinician-scale"' in page and "below the null" in page
     (tmp_path / "report.html").write_text(page)
+
+
+def test_a_stream_held_back_by_a_rating_past_its_due_date_says_how_many_it_waits_for(engine: Engine) -> None:
+    plan = _plan()  # rating_due: 7d, the default
+    with session_scope(engine) as s:
+        _score_stream(s)
+        store_answers(s, TASK, 150, MONDAY, judge_score=lambda i, j, c: 5)
+        oversight_pass(s, plan, MONDAY + timedelta(days=6))  # Sunday: the week's draw is queued
+    with session_scope(engine) as s:
+        items = s.exec(select(ReviewItem).order_by(col(ReviewItem.result_id))).all()
+        assert len(items) > 3
+        for item in items[2:]:  # the first two drawn answers are never rated
+            scores = {c: 4 for c in CRITERIA}
+            record_review(
+                s, plan, item_id=item.id or 0, reviewer=item.reviewer, scores=scores, note="",
+                safety_concern=False, actor=item.reviewer, now=MONDAY + timedelta(days=6, hours=1),
+            )  # fmt: skip
+        unrated = [i.id or 0 for i in items[:2]]
+
+    def waiting(at: datetime) -> list[Alert]:
+        with session_scope(engine) as s:
+            oversight_pass(s, plan, at)
+        with Session(engine) as s:
+            return [a for a in open_alerts(s) if a.rule == "clinician_scale_waiting"]
+
+    assert waiting(MONDAY + timedelta(days=7, minutes=5)) == []  # not due yet: the stream just waits
+    [notice] = waiting(MONDAY + timedelta(days=13, hours=1))  # a week after it was queued: due
+    assert notice.evidence["n"] == 2 and "waits for 2 ratings past their due date" in notice.summary
+    assert notice.severity != "critical"  # operational: at most a warning
+    with Session(engine) as s:
+        stream = s.get(DetectorState, stream_key(TASK))
+        assert stream is not None and stream.n < 150  # held at the first unrated answer
+    with session_scope(engine) as s:
+        for item_id in unrated:
+            item = s.get(ReviewItem, item_id)
+            assert item is not None
+            record_review(
+                s, plan, item_id=item_id, reviewer=item.reviewer, scores={c: 4 for c in CRITERIA}, note="",
+                safety_concern=False, actor=item.reviewer, now=MONDAY + timedelta(days=13, hours=2),
+            )  # fmt: skip
+    assert waiting(MONDAY + timedelta(days=13, hours=3)) == []  # the ratings arrived: the notice clears
+    with Session(engine) as s:
+        stream = s.get(DetectorState, stream_key(TASK))
+        assert stream is not None and stream.n == 150  # and the stream caught up with the week
