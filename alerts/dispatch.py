@@ -25,6 +25,7 @@ from medmon.alerts.signal import GROUP_LABELS
 from medmon.alerts.silences import active_silences
 from medmon.alerts.status import lifecycle_status, silenced_by
 from medmon.alerts.wakeup import announce
+from medmon.moments import display_time
 
 _RANK = {Severity.critical: 0, Severity.warning: 1, Severity.info: 2}
 
@@ -178,7 +179,9 @@ def _enqueue(
     shown.sort(key=lambda a: (a.fingerprint not in decision.news, _RANK[a.severity], a.starts_at, a.id or 0))
     cap = policy.max_alerts_for(route)
     figures = _figures(session, policy, shown)
-    body = group_body(key, route.name, decision.reason, shown, decision.news, now, max_alerts=cap, figures=figures)
+    body = group_body(
+        key, route.name, decision.reason, shown, decision.news, now, max_alerts=cap, figures=figures, tz=policy.timezone
+    )
     incident = _incident_of(session, shown)
     if incident is not None:
         body["incident"] = incident_body(incident, [a for a in members if a.incident_id == incident.id])
@@ -278,6 +281,7 @@ def group_body(
     *,
     max_alerts: int = 50,
     figures: Mapping[str, str] | None = None,
+    tz: str = "UTC",
 ) -> dict[str, Any]:
     """The channel-neutral notification: the group's alerts in order (news first) and what changed.
 
@@ -293,6 +297,7 @@ def group_body(
         figure = (figures or {}).get(b["task"] or "")
         if figure:
             b["now"], b["summary"] = figure, with_figure(b["summary"], figure)
+        b["starts_at_text"] = display_time(datetime.fromisoformat(b["starts_at"]), tz)
     lead = bodies[0]
     status = "firing" if counts["firing"] or counts["acknowledged"] else "resolved"
     total = len(alerts)
@@ -312,4 +317,5 @@ def group_body(
         "truncated_alerts": total - len(bodies),
         "dashboard_url": lead["dashboard_url"],
         "sent_at": now.isoformat(),
+        "sent_at_text": display_time(now, tz),  # what people read; ``sent_at`` is for machines
     }

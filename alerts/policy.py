@@ -59,6 +59,7 @@ class NotifyPolicy:
     # The task's figure at sending time ("score now 0.54 ..."): the monitor supplies it, so a repeat
     # at 3 a.m. says what holds at 3 a.m., not what held when the alert first fired.
     figure: Callable[[Session, str], str | None] | None = field(default=None, compare=False)
+    timezone: str = "UTC"  # the plan's display zone: how a notification writes its moments
 
     def __post_init__(self) -> None:
         names = [r.name for r in self.routes]

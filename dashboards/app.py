@@ -12,7 +12,7 @@ from sqlmodel import Session
 
 from medmon.dashboards.auth import require_viewer, sign_in_secrets
 from medmon.dashboards.data import current_plan, engine_for
-from medmon.dashboards.layout import auth_note
+from medmon.dashboards.layout import auth_note, when
 from medmon.monitor.plan.privacy import secret_values
 from medmon.monitor.read import suspended_tasks
 from medmon.scrub import setup_logging
@@ -30,7 +30,7 @@ with st.sidebar:
         held = suspended_tasks(session)
     for task_id, held_by in held.items():  # shown on every page while it lasts
         st.error(
-            f"{task_id}: SUSPENDED since {held_by.suspended_at:%Y-%m-%d %H:%M} UTC ({held_by.reason})"
+            f"{task_id}: SUSPENDED since {when(held_by.suspended_at)} ({held_by.reason})"
             if held_by.status == "suspended"
             else f"{task_id}: suspension awaiting a second owner"
         )

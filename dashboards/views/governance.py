@@ -10,7 +10,7 @@ from sqlmodel import Session
 from medmon.dashboards.actions import NotAllowed, approve_task_thresholds, sign_report
 from medmon.dashboards.auth import owner_emails
 from medmon.dashboards.data import plan_path, plan_text, refresh_every
-from medmon.dashboards.layout import masked_plan, page
+from medmon.dashboards.layout import masked_plan, page, when
 from medmon.dashboards.tables import show_table
 from medmon.db import utcnow
 from medmon.monitor.errors import GovernanceError
@@ -206,7 +206,7 @@ if approved is None:
         st.code(masked_plan(current_text, plan), language="yaml")
 else:
     st.caption(
-        f"Recorded as audit entry {approved.seq} on {approved.at:%Y-%m-%d %H:%M %Z} by {approved.actor} · "
+        f"Recorded as audit entry {approved.seq} on {when(approved.at)} by {approved.actor} · "
         f"SHA-256 {approved.sha256[:16]}… · route URLs are masked"
     )
     if approved.text != current_text:

@@ -11,7 +11,7 @@ from sqlmodel import Session
 from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.data import current_plan, engine_for, refresh_every
 from medmon.dashboards.decision_block import decision_block
-from medmon.dashboards.layout import header, interval
+from medmon.dashboards.layout import header, interval, when
 from medmon.dashboards.tables import show_table
 from medmon.db import utcnow
 from medmon.monitor.read import (
@@ -52,9 +52,7 @@ def overview() -> None:
         st.error(f"The monitor service last beat {_ago(now - pulse.beat_at)} ago: nothing below is current.")
     elif pulse.beat_at > now:
         # An accelerated clock (the demo, a soak) writes simulated times ahead of the wall clock.
-        st.caption(
-            f"Monitor service on an accelerated clock: last heartbeat at simulated {pulse.beat_at:%Y-%m-%d %H:%M} UTC."
-        )
+        st.caption(f"Monitor service on an accelerated clock: last heartbeat at simulated {when(pulse.beat_at)}.")
     else:
         st.caption(f"Monitor service alive: last heartbeat {_ago(now - pulse.beat_at)} ago.")
     degraded = [r for r in rows if r.status == "degraded"]

@@ -126,8 +126,8 @@ def test_the_accuracy_breach_leads_even_when_a_new_segment_alarms_on_cost_and_le
     at = AppTest.from_file(APP, default_timeout=30).run()
     assert not at.exception
     why = at.dataframe[0].value["why"][0].split("; ")
-    assert why[0].startswith("Score 0.63 (0.56-0.69) is below the minimum in force 0.70 since 3 Dec 14:00")
-    assert why[1] == "Served model changed from v1 to v2 since 3 Dec 14:00"
+    assert why[0].startswith("Score 0.63 (0.56-0.69) is below the minimum in force 0.70 since 2026-12-03 14:00 UTC")
+    assert why[1] == "Served model changed from v1 to v2 since 2026-12-03 14:00 UTC"
     assert why[2:] == [
         "Answers grew longer than every reference answer more often than at go-live",
         "More calls cost over the budget of $0.002 than at go-live",
