@@ -118,7 +118,7 @@ def plain_evidence(e: Mapping[str, Any], metric: str = "score") -> str:
     """
     quantity, est, null, n = str(e.get("quantity", "mean")), float(e["estimate"]), float(e["null_mean"]), e["n"]
     over = f"(over {n} observations)"
-    unit = _UNITS.get(metric, "{:.2f}")
+    unit, suffix = _UNITS.get(metric, ("{:.2f}", ""))
     if quantity == "paired difference":
         way = "lower" if est < 0 else "higher"
         allowed = f", where {abs(null):.2f} was tolerated" if null else ""
@@ -126,18 +126,18 @@ def plain_evidence(e: Mapping[str, Any], metric: str = "score") -> str:
     if quantity == "gap":
         return f"the gap to the rest is {est:.2f} beyond the gap at baseline {over}"
     if quantity == "mean":
-        return f"now {unit.format(est)} where {unit.format(null)} was expected {over}"
+        return f"now {unit.format(est)}{suffix} where {unit.format(null)} was expected {over}"
     return f"{quantity} now {est:.2f} where {null:.2f} was expected {over}"
 
 
 # How a stream's own values read (money and seconds, not bare numbers); scores and rates: two decimals.
 _UNITS = {
-    "cost": "${:.4g} per call",
-    "traffic_cost": "${:.4g} per call",
-    "latency": "{:.2f} s",
-    "refusal": "{:.0%} of answers",
-    "format": "{:.0%} of answers",
-    "error_rate": "{:.0%} of calls",
+    "cost": ("${:.4g}", " per call"),
+    "traffic_cost": ("${:.4g}", " per call"),
+    "latency": ("{:.2f} s", ""),
+    "refusal": ("{:.0%}", " of answers"),
+    "format": ("{:.0%}", " of answers"),
+    "error_rate": ("{:.0%}", " of calls"),
 }
 
 

@@ -19,6 +19,8 @@ from sqlalchemy import case, or_
 from sqlmodel import Session, col, func, select
 
 from medmon.alerts import incident_title
+from medmon.alerts.catalogue import cause_of
+from medmon.alerts.causes import cause_title
 from medmon.alerts.models import Alert, AlertEvent, Incident, Silence
 from medmon.baselines import resolve
 from medmon.moments import display_time
@@ -126,6 +128,7 @@ class AlertRow:
     handling: list[str]
     minutes_to_ack: float | None
     minutes_to_resolve: float | None
+    problem: str = ""  # the kind of problem in words ("accuracy", "a subgroup fell behind"), not the rule's id
 
 
 @dataclass
@@ -484,6 +487,7 @@ def _alerts(session: Session, period: Period, tz: str = "UTC") -> list[AlertRow]
                 handling,
                 _minutes(ack, a.starts_at),
                 _minutes(ended, a.starts_at),
+                cause_title(cause_of(a.labels)),
             )
         )
     return rows
