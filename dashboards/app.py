@@ -7,6 +7,9 @@ for why not ``pages/``) and each also asks for the viewer itself, as a second li
 
 from __future__ import annotations
 
+import runpy
+from pathlib import Path
+
 import streamlit as st
 from sqlmodel import Session
 
@@ -34,9 +37,18 @@ with st.sidebar:
             if held_by.status == "suspended"
             else f"{task_id}: suspension awaiting a second owner"
         )
+
+
+def _overview_at_its_own_address() -> None:
+    """``/overview`` shows the Overview too: Streamlit serves the default page only at ``/``, so a
+    bookmarked or linked ``/overview`` would otherwise be "Page not found"."""
+    runpy.run_path(str(Path(__file__).parent / "views" / "overview.py"), run_name="__main__")
+
+
 st.navigation(
     [
-        st.Page("views/overview.py", title="Overview", url_path="overview", default=True),
+        st.Page("views/overview.py", title="Overview", url_path="home", default=True),  # served at /
+        st.Page(_overview_at_its_own_address, title="Overview", url_path="overview", visibility="hidden"),
         st.Page("views/task.py", title="Task", url_path="task"),
         st.Page("views/alerts.py", title="Alerts", url_path="alerts"),
         st.Page("views/costs.py", title="Cost and latency", url_path="costs"),
