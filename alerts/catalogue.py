@@ -63,7 +63,7 @@ class Kind:
 
 R, C, QUA, OPE, INF = Rule, Cause, Impact.quality, Impact.operational, Impact.info
 CLIN, TECH, OPS, INFO = "clinical", "technical", "operational", "info"
-_LENGTH = "(output tokens vs the burn-in's per-canary range)"
+_LENGTH = "the same canary gave at go-live"
 _INFO_ONLY = "Nothing to decide: information for the next review."
 # The table is kept out of the formatter: each kind reads as one row.
 # fmt: off

@@ -130,14 +130,21 @@ def plain_evidence(e: Mapping[str, Any], metric: str = "score") -> str:
     return f"{quantity} now {est:.2f} where {null:.2f} was expected {over}"
 
 
-# How a stream's own values read (money and seconds, not bare numbers); scores and rates: two decimals.
+# How a stream's own values read: most operational streams count the share of calls (or answers)
+# beyond a line (over the budget, slower than the objective, longer than the reference's median).
+_SHARE = "{:.0%}"
 _UNITS = {
-    "cost": ("${:.4g}", " per call"),
-    "traffic_cost": ("${:.4g}", " per call"),
-    "latency": ("{:.2f} s", ""),
-    "refusal": ("{:.0%}", " of answers"),
-    "format": ("{:.0%}", " of answers"),
-    "error_rate": ("{:.0%}", " of calls"),
+    "cost": (_SHARE, " of calls over the budget"),
+    "latency": (_SHARE, " of calls slower than the objective"),
+    "refusal": (_SHARE, " of answers"),
+    "format": (_SHARE, " of answers"),
+    "verbosity": (_SHARE, " of answers"),
+    "truncation": (_SHARE, " of answers"),
+    "error_rate": (_SHARE, " of calls"),
+    "traffic_cost": (_SHARE, " of calls"),
+    "traffic_latency": (_SHARE, " of calls"),
+    "traffic_output_tokens": (_SHARE, " of answers"),
+    "traffic_error_rate": (_SHARE, " of calls"),
 }
 
 

@@ -131,8 +131,8 @@ def overview() -> None:
             "meanwhile:\n\n" + "\n".join(f"- {p}" for p in proposals)
         )
     st.caption(
-        "Status: degraded when a drift detector has alarmed or the recent interval lies under the approved "
-        "minimum; watching while evidence builds up or an incident is open; building the reference until the "
+        "Status: degraded when a drift detector has alarmed or the recent interval lies under the minimum in "
+        "force; watching while evidence builds up or an incident is open; building the reference until the "
         "go-live reference is complete (detection not armed); no data yet before the first probe. "
         f"Score now: the {CURRENT_SCORE_NAME}; baseline: the baseline evidence in force."
     )

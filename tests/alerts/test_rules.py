@@ -169,8 +169,10 @@ def test_detector_alarm_wording_and_identity() -> None:
     assert alarm.labels["rule"] == "drift_drop" and alarm.severity == Severity.critical
     cost = detector_alarm(subject(), "cost", {**evidence, "quantity": "mean"})
     assert cost.labels["rule"] == "cost_over_budget" and cost.severity == Severity.warning
-    cost = detector_alarm(subject(), "cost", {**evidence, "quantity": "mean", "estimate": 0.0042, "null_mean": 0.003})
-    assert cost.summary.startswith("dosing: cost per call exceeds its budget: now $0.0042 per call where $0.003")
+    cost = detector_alarm(subject(), "cost", {**evidence, "quantity": "mean", "estimate": 0.3, "null_mean": 0.05})
+    assert cost.summary.startswith(
+        "dosing: cost per call exceeds its budget: now 30% of calls over the budget where 5%"
+    )
     recovered = detector_recovered(subject(), "score")
     assert not recovered.firing and recovered.fingerprint == alarm.fingerprint
     named = detector_alarm(subject(), "gap[sex=F]", evidence, what="the F subgroup fell behind")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from medmon.moments import display_time
 from medmon.monitor.governance.current import CURRENT_SCORE_NAME, CurrentScore
 from medmon.monitor.governance.decisions import CommitteeDecision
 
@@ -39,7 +40,7 @@ class DecisionRow:
     def figure(self) -> str:
         """The current score against the minimum in force, in one sentence."""
         if self.current.value is None:
-            return f"No scored answer yet; the approved minimum is {self.min_score:.2f}"
+            return f"No scored answer yet; the minimum in force is {self.min_score:.2f}"
         where = (
             "below"
             if self.current.high is not None and self.current.high < self.min_score
@@ -47,7 +48,7 @@ class DecisionRow:
             if self.current.low is not None and self.current.low >= self.min_score
             else "not clearly above or below"
         )
-        return f"Score now {self.current.text()}: {where} the approved minimum {self.min_score:.2f}"
+        return f"Score now {self.current.text()}: {where} the minimum in force {self.min_score:.2f}"
 
     @property
     def headline(self) -> str:
@@ -56,7 +57,7 @@ class DecisionRow:
 
 
 def _when(value: Any) -> str:
-    return f"{value:%d %b %Y %H:%M} UTC" if isinstance(value, datetime) else str(value)
+    return display_time(value) if isinstance(value, datetime) else str(value)
 
 
 def _reevaluation(r: dict[str, Any]) -> str:
