@@ -311,7 +311,9 @@ def test_a_plan_requiring_sign_in_shows_nothing_without_an_auth_section(
     assert "requires sign-in" in at.error[0].value
 
 
-def test_no_incident_is_ticked_before_the_user_chooses(seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
+def test_no_incident_is_ticked_before_the_user_chooses(
+    seeded_engine: Engine, open_page: Callable[..., AppTest]
+) -> None:
     """Acknowledging starts from nothing chosen, and there is no "Select all" to click by mistake."""
     incident_id = _critical(seeded_engine)
     at = open_page("alerts")
