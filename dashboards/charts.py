@@ -155,7 +155,9 @@ def cost_latency_chart(
     """Mean cost per call (left axis, USD) and latency (right axis, seconds) per run, against the
     budget and the objective, with incidents and model changes marked ("not enough data" before two runs)."""
     if len(points) < MIN_POINTS:
-        return not_enough_data("Cost and latency per probe run", f"{len(points)} probe run so far; a trend needs two")
+        return not_enough_data(
+            "Cost and latency per probe run", f"{len(points)} probe run so far;<br>a trend needs two"
+        )
     fig = go.Figure()
     xs = [p.at for p in points]
     fig.add_trace(
@@ -375,14 +377,15 @@ def traffic_daily_chart(
 
 
 def _days_so_far(n: int, what: str) -> str:
-    return f"{n} day{'' if n == 1 else 's'} of {what} so far; a trend needs two"
+    return f"{n} day{'' if n == 1 else 's'} of {what} so far;<br>a trend needs two"
 
 
 def not_enough_data(title: str, why: str) -> go.Figure:
     """An empty chart that says why it is empty, in place of a single point on a made-up axis."""
     fig = go.Figure()
     fig.add_annotation(
-        text=f"Not enough data yet: {why}.", xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False,
+        text=f"<b>Not enough data yet</b><br>{why}",  # short lines: a half-width chart cuts a long one
+        xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False,
         font={"size": 14, "color": "#555"},
     )  # fmt: skip
     fig.update_xaxes(visible=False)
