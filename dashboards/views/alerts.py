@@ -125,10 +125,10 @@ def lists() -> None:
                     "severity": i.severity,
                     "status": i.status,
                     "incident": i.title,
+                    "task page": task_link(i.task, i.opened_at),  # the action first: in view at 1,024 px
                     "owner": i.owner,
                     "since": i.opened_at,
                     "signals": len(i.signals),
-                    "task page": task_link(i.task, i.opened_at),
                     "acknowledged by": i.acknowledged_by or "",
                     "silenced until": i.silenced_until,
                     "summary": i.summary,

@@ -105,25 +105,27 @@ def overview() -> None:
             for r in rows
         ]
     )
-    show_table(
-        table,
-        column_config={
-            "why": st.column_config.TextColumn(width="large", help="every reason, most serious first"),
-            "baseline": st.column_config.NumberColumn(
-                format="%.2f",
-                help="the baseline in force (pinned at the first probe or approved by an owner: see the Task page)",
-            ),
-            "score now": st.column_config.NumberColumn(format="%.2f", help=CURRENT_SCORE_NAME),
-            "minimum in force": st.column_config.NumberColumn(
-                format="%.2f",
-                help="approved by an owner, or the first recorded plan's minimum until go-live is approved",
-            ),
-            "proposed minimum": st.column_config.NumberColumn(
-                format="%.2f", help="a plan edit no owner has approved yet: it judges nothing until approved"
-            ),
-            "last probe": st.column_config.DatetimeColumn(format="D MMM YYYY HH:mm"),
-        },
-    )
+    # At 1,024 px a data grid shows about six columns: the figures come first, the rest on demand.
+    lead = ["task", "status", "score now", "95% CI", "minimum in force", "baseline"]
+    lead += ["proposed minimum"] if "proposed minimum" in table.columns else []
+    config = {
+        "why": st.column_config.TextColumn(width="large", help="every reason, most serious first"),
+        "baseline": st.column_config.NumberColumn(
+            format="%.2f",
+            help="the baseline in force (pinned at the first probe or approved by an owner: see the Task page)",
+        ),
+        "score now": st.column_config.NumberColumn(format="%.2f", help=CURRENT_SCORE_NAME),
+        "minimum in force": st.column_config.NumberColumn(
+            format="%.2f", help="approved by an owner, or the first recorded plan's minimum until go-live is approved"
+        ),
+        "proposed minimum": st.column_config.NumberColumn(
+            format="%.2f", help="a plan edit no owner has approved yet: it judges nothing until approved"
+        ),
+        "last probe": st.column_config.DatetimeColumn(format="D MMM YYYY HH:mm"),
+    }
+    show_table(table[lead], column_config={k: v for k, v in config.items() if k in lead})
+    with st.expander("Every column: owner, why, open incidents, last probe, answers, risk tier, category"):
+        show_table(table, column_config=config)
     proposals = [p for r in rows for p in r.proposals]
     if proposals:
         st.warning(
@@ -161,11 +163,9 @@ def overview() -> None:
                     "severity": i.severity,
                     "status": i.status,
                     "incident": f"#{i.id} {i.title}",
-                    "owner": i.owner,
                     "since": i.opened_at,
                     "signals": len(i.signals),
-                    "summary": i.summary,
-                }
+                }  # owner and the signals' summaries: on the Alerts page
                 for i in incidents
             ],
             column_config={"since": st.column_config.DatetimeColumn(format="D MMM HH:mm")},

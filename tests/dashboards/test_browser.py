@@ -48,8 +48,8 @@ TALL = """() => { const main = document.querySelector('[data-testid="stMain"]');
 # at the table's edge, never those further right. So every listed column but the last is whole.
 LEADING = {
     "overview": [
-        ["task", "status", "score now", "95% CI", "minimum in force", "baseline", "owner", "why"],
-        ["severity", "status", "incident", "owner", "since", "signals", "summary"],
+        ["task", "status", "score now", "95% CI", "minimum in force", "baseline"],
+        ["severity", "status", "incident", "since", "signals"],
     ],
     "baselines": [
         ["benchmark", "task", "model", "metric", "value", "n", "95% CI", "scored by medmon", "HELM vs medmon differ"]
@@ -58,7 +58,7 @@ LEADING = {
         ["at", "task", "kind", "status", "verdict", "re-evaluation"],
         ["id", "task", "verdict", "score", "95% CI", "approval threshold", "baseline", "difference", "n", "why"],
     ],
-    "alerts": [["id", "severity", "status", "incident", "owner", "since", "signals", "task page"]],
+    "alerts": [["id", "severity", "status", "incident", "task page", "owner", "since"]],  # signals: in each expander
 }
 DRAWN_HEADERS = """() => [...document.querySelectorAll('[data-testid="stDataFrame"]')].map(
   table => [...table.querySelectorAll('[role="columnheader"]')].map(h => h.textContent.trim()))"""
