@@ -53,8 +53,8 @@ class Kind:
     def words(self, **fields: object) -> str:
         """The alarm's words with its fields filled in (a field not given reads "…").
 
-        >>> KINDS["subgroup_score"].words(sub="sex=F")
-        'score dropped below its reference for the sex=F subgroup (paired)'
+        >>> KINDS["subgroup_score"].words(sub="sex=F")[:56]
+        'score dropped below its reference within the sex=F slice'
         >>> KINDS["latency_typical"].words()
         'calls grew slower than every go-live call of the same canary (by at least … s)'
         """
@@ -63,7 +63,7 @@ class Kind:
 
 R, C, QUA, OPE, INF = Rule, Cause, Impact.quality, Impact.operational, Impact.info
 CLIN, TECH, OPS, INFO = "clinical", "technical", "operational", "info"
-_LENGTH = "(output tokens vs the burn-in's per-canary range)"
+_LENGTH = "the same canary gave at go-live"
 _INFO_ONLY = "Nothing to decide: information for the next review."
 # The table is kept out of the formatter: each kind reads as one row.
 # fmt: off
@@ -75,7 +75,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("paired_score", "canary", "score", R.drift_drop, C.accuracy, QUA, CLIN,
          "score dropped below each canary's own reference outcome (paired)", detector="paired_sr"),
     Kind("subgroup_score", "canary", "score", R.subgroup_drop, C.accuracy, QUA, CLIN,
-         "score dropped below its reference for the {sub} subgroup (paired)", detector="paired_sr", sub=True),
+         "score dropped below its reference within the {sub} slice too: the task's own drop, seen in one slice, "
+         "not a gap between subgroups (that is the subgroup-gap finding)", detector="paired_sr", sub=True),
     Kind("subgroup_gap", "canary", "gap", R.subgroup_gap, C.subgroup_gap, QUA, CLIN,
          "the {sub} subgroup fell further behind the rest than at baseline", detector="subgroup_gap_sr", sub=True,
          page="the {sub} subgroup fell further behind the rest than at approval"),

@@ -26,6 +26,16 @@ TITLES: dict[str, str] = {
     Cause.model_change: "model change",
 }
 
+
+def cause_title(cause: str) -> str:
+    """A kind of problem as people name it.
+
+    >>> cause_title("subgroup_gap"), cause_title("cost")
+    ('a subgroup fell behind', 'cost')
+    """
+    return TITLES.get(cause, cause.replace("_", " "))
+
+
 # What the owner of an incident does first, per kind; the plan's ``runbook_url`` of a task adds local detail.
 RUNBOOKS: dict[str, str] = {
     Cause.accuracy: (

@@ -10,7 +10,7 @@ new writes nothing, so it is safe to call after every alert change and on every 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +25,7 @@ from medmon.alerts.signal import GROUP_LABELS
 from medmon.alerts.silences import active_silences
 from medmon.alerts.status import lifecycle_status, silenced_by
 from medmon.alerts.wakeup import announce
+from medmon.moments import display_time
 
 _RANK = {Severity.critical: 0, Severity.warning: 1, Severity.info: 2}
 
@@ -177,10 +178,16 @@ def _enqueue(
     shown = [a for a in members if a.fingerprint in state.firing | state.acknowledged | decision.newly_resolved]
     shown.sort(key=lambda a: (a.fingerprint not in decision.news, _RANK[a.severity], a.starts_at, a.id or 0))
     cap = policy.max_alerts_for(route)
-    body = group_body(key, route.name, decision.reason, shown, decision.news, now, max_alerts=cap)
+    figures = _figures(session, policy, shown)
+    body = group_body(
+        key, route.name, decision.reason, shown, decision.news, now, max_alerts=cap, figures=figures, tz=policy.timezone
+    )
     incident = _incident_of(session, shown)
     if incident is not None:
         body["incident"] = incident_body(incident, [a for a in members if a.incident_id == incident.id])
+        if figures.get(incident.task_id or ""):
+            body["incident"]["now"] = figures[incident.task_id or ""]
+            body["incident"]["summary"] = with_figure(body["incident"]["summary"], figures[incident.task_id or ""])
     listed = shown[:cap]
     if log is None:
         log = NotifyLog(group_key=key, route=route.name, sent_at=now)
@@ -209,6 +216,27 @@ def _enqueue(
         a.last_notified_at = now
         session.add(a)
     return row
+
+
+def _figures(session: Session, policy: NotifyPolicy, shown: Sequence[Alert]) -> dict[str, str]:
+    """Each task's figure as it stands now, from the policy's ``figure`` (none without one)."""
+    if policy.figure is None:
+        return {}
+    out = {}
+    for task in sorted({a.task_id for a in shown if a.task_id}):
+        text = policy.figure(session, task)
+        if text:
+            out[task] = text
+    return out
+
+
+def with_figure(summary: str, figure: str) -> str:
+    """The summary written when the alert fired, then the figure at sending time.
+
+    >>> with_figure("qa: the score fell", "score now 0.54")
+    'qa: the score fell. Now: score now 0.54'
+    """
+    return f"{summary.rstrip('.')}. Now: {figure}"
 
 
 def _incident_of(session: Session, shown: Sequence[Alert]) -> Incident | None:
@@ -252,16 +280,24 @@ def group_body(
     now: datetime,
     *,
     max_alerts: int = 50,
+    figures: Mapping[str, str] | None = None,
+    tz: str = "UTC",
 ) -> dict[str, Any]:
     """The channel-neutral notification: the group's alerts in order (news first) and what changed.
 
     At most ``max_alerts`` are listed; ``truncated_alerts`` counts the rest, which the
-    dashboard shows in full. ``counts`` covers every alert, listed or not.
+    dashboard shows in full. ``counts`` covers every alert, listed or not. ``figures`` (task to
+    its figure now) is added to each of that task's alerts as ``now`` and in its summary.
     """
     statuses = [lifecycle_status(a).value for a in alerts]
     counts = {s: statuses.count(s) for s in ("firing", "acknowledged", "resolved")}
     new = set(news)
     bodies = [alert_body(a) | {"new": a.fingerprint in new} for a in alerts[:max_alerts]]
+    for b in bodies:
+        figure = (figures or {}).get(b["task"] or "")
+        if figure:
+            b["now"], b["summary"] = figure, with_figure(b["summary"], figure)
+        b["starts_at_text"] = display_time(datetime.fromisoformat(b["starts_at"]), tz)
     lead = bodies[0]
     status = "firing" if counts["firing"] or counts["acknowledged"] else "resolved"
     total = len(alerts)
@@ -281,4 +317,5 @@ def group_body(
         "truncated_alerts": total - len(bodies),
         "dashboard_url": lead["dashboard_url"],
         "sent_at": now.isoformat(),
+        "sent_at_text": display_time(now, tz),  # what people read; ``sent_at`` is for machines
     }

@@ -11,8 +11,11 @@ builds it from the plan's ``alerts`` section. The timers mean what they mean in 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import timedelta
+
+from sqlmodel import Session
 
 from medmon.alerts.matchers import Matcher, matches_all
 from medmon.alerts.models import Alert
@@ -53,6 +56,10 @@ class NotifyPolicy:
     escalation: Escalation | None = None
     fallback_route: str | None = None
     max_alerts: int = 50
+    # The task's figure at sending time ("score now 0.54 ..."): the monitor supplies it, so a repeat
+    # at 3 a.m. says what holds at 3 a.m., not what held when the alert first fired.
+    figure: Callable[[Session, str], str | None] | None = field(default=None, compare=False)
+    timezone: str = "UTC"  # the plan's display zone: how a notification writes its moments
 
     def __post_init__(self) -> None:
         names = [r.name for r in self.routes]

@@ -103,14 +103,49 @@ def detector_alarm(
     when the estimate is not a plain mean, e.g. a paired difference).
     """
     kind = kind or stream_kind(metric)
-    e = evidence
-    quantity = str(e.get("quantity", "mean"))
-    summary = (
-        f"{subject.name}: {what or kind.what} ({'estimate' if quantity == 'mean' else quantity} "
-        f"{e['estimate']:.3f}, 95% CI {e['ci_low']:.3f} to {e['ci_high']:.3f}, null {e['null_mean']:.3f}, "
-        f"n={e['n']})"
-    )
+    summary = f"{subject.name}: {what or kind.what}: {plain_evidence(evidence, metric)}"
     return subject.signal(kind.rule, metric, firing=True, summary=summary, evidence=evidence)
+
+
+def plain_evidence(e: Mapping[str, Any], metric: str = "score") -> str:
+    """A detector's evidence in words; the interval and the detector's statistic stay in the evidence.
+
+    >>> plain_evidence({"estimate": 0.61, "ci_low": 0.5, "ci_high": 0.7, "null_mean": 0.82, "n": 120})
+    'now 0.61 where 0.82 was expected (over 120 observations)'
+    >>> plain_evidence({"estimate": -0.2, "ci_low": -0.3, "ci_high": -0.1, "null_mean": 0.0, "n": 40,
+    ...                 "quantity": "paired difference"})
+    'answers score 0.20 lower than the same canaries did at the reference (over 40 observations)'
+    """
+    quantity, est, null, n = str(e.get("quantity", "mean")), float(e["estimate"]), float(e["null_mean"]), e["n"]
+    over = f"(over {n} observations)"
+    unit, suffix = _UNITS.get(metric, ("{:.2f}", ""))
+    if quantity == "paired difference":
+        way = "lower" if est < 0 else "higher"
+        allowed = f", where {abs(null):.2f} was tolerated" if null else ""
+        return f"answers score {abs(est):.2f} {way} than the same canaries did at the reference{allowed} {over}"
+    if quantity == "gap":
+        return f"the gap to the rest is {est:.2f} beyond the gap at baseline {over}"
+    if quantity == "mean":
+        return f"now {unit.format(est)}{suffix} where {unit.format(null)} was expected {over}"
+    return f"{quantity} now {est:.2f} where {null:.2f} was expected {over}"
+
+
+# How a stream's own values read: most operational streams count the share of calls (or answers)
+# beyond a line (over the budget, slower than the objective, longer than the reference's median).
+_SHARE = "{:.0%}"
+_UNITS = {
+    "cost": (_SHARE, " of calls over the budget"),
+    "latency": (_SHARE, " of calls slower than the objective"),
+    "refusal": (_SHARE, " of answers"),
+    "format": (_SHARE, " of answers"),
+    "verbosity": (_SHARE, " of answers"),
+    "truncation": (_SHARE, " of answers"),
+    "error_rate": (_SHARE, " of calls"),
+    "traffic_cost": (_SHARE, " of calls"),
+    "traffic_latency": (_SHARE, " of calls"),
+    "traffic_output_tokens": (_SHARE, " of answers"),
+    "traffic_error_rate": (_SHARE, " of calls"),
+}
 
 
 def detector_recovered(subject: Subject, metric: str, *, kind: Kind | None = None) -> Signal:
@@ -141,8 +176,8 @@ def below_minimum(subject: Subject, estimate: Estimate | None, minimum: float, *
     evidence = {**estimate.as_evidence(), "minimum": minimum}
     if estimate.high < minimum:
         summary = (
-            f"{subject.name}: recent score {estimate.value:.3f} (95% CI {estimate.low:.3f}-{estimate.high:.3f}, "
-            f"n={estimate.n}) is below the minimum in force {minimum:.3f}"
+            f"{subject.name}: the score is {estimate.value:.2f}, below the minimum in force {minimum:.2f}, and "
+            f"clearly so: even the top of its likely range, {estimate.high:.2f}, is below it ({estimate.n} answers)"
         )
         return subject.signal(Rule.below_minimum, "score", firing=True, summary=summary, evidence=evidence)
     if estimate.low >= minimum:
@@ -152,8 +187,8 @@ def below_minimum(subject: Subject, estimate: Estimate | None, minimum: float, *
             firing=False,
             evidence=evidence,
             summary=(
-                f"{subject.name}: recent score {estimate.value:.3f} (95% CI {estimate.low:.3f}-{estimate.high:.3f}) "
-                f"is back above the minimum {minimum:.3f}"
+                f"{subject.name}: the score is {estimate.value:.2f}, back above the minimum {minimum:.2f} "
+                f"(even the bottom of its likely range, {estimate.low:.2f}, is above it)"
             ),
         )
     return None

@@ -35,7 +35,7 @@ from medmon.monitor.governance.safety import open_from_review
 from medmon.monitor.governance.signoff import sign
 from medmon.monitor.governance.thresholds import approve_thresholds
 from medmon.monitor.plan.model import Plan
-from medmon.monitor.plan.routing import notify_policy
+from medmon.monitor.read import live_policy
 
 __all__ = ["NotAllowed"]  # raised by every action here; defined with the door (medmon.dashboards.auth)
 
@@ -111,7 +111,7 @@ def acknowledge_incidents(
     """Take ownership of incidents with one note: every firing member of each is acknowledged, the
     routes hear it once per incident, and each is audited; all or nothing."""
     note = _check(viewer, note, "acknowledge", "an incident")
-    policy = notify_policy(plan)
+    policy = live_policy(plan)
     return _on_incidents(
         engine,
         viewer,
@@ -129,7 +129,7 @@ def resolve_incidents(
 ) -> list[Incident]:
     """Resolve incidents with one reason: every open member resolves; all or nothing."""
     reason = _check(viewer, reason, "resolve", "an incident")
-    policy = notify_policy(plan)
+    policy = live_policy(plan)
     return _on_incidents(
         engine,
         viewer,

@@ -7,12 +7,15 @@ for why not ``pages/``) and each also asks for the viewer itself, as a second li
 
 from __future__ import annotations
 
+import runpy
+from pathlib import Path
+
 import streamlit as st
 from sqlmodel import Session
 
 from medmon.dashboards.auth import require_viewer, sign_in_secrets
 from medmon.dashboards.data import current_plan, engine_for
-from medmon.dashboards.layout import auth_note
+from medmon.dashboards.layout import auth_note, when
 from medmon.monitor.plan.privacy import secret_values
 from medmon.monitor.read import suspended_tasks
 from medmon.scrub import setup_logging
@@ -30,13 +33,22 @@ with st.sidebar:
         held = suspended_tasks(session)
     for task_id, held_by in held.items():  # shown on every page while it lasts
         st.error(
-            f"{task_id}: SUSPENDED since {held_by.suspended_at:%Y-%m-%d %H:%M} UTC ({held_by.reason})"
+            f"{task_id}: SUSPENDED since {when(held_by.suspended_at)} ({held_by.reason})"
             if held_by.status == "suspended"
             else f"{task_id}: suspension awaiting a second owner"
         )
+
+
+def _overview_at_its_own_address() -> None:
+    """``/overview`` shows the Overview too: Streamlit serves the default page only at ``/``, so a
+    bookmarked or linked ``/overview`` would otherwise be "Page not found"."""
+    runpy.run_path(str(Path(__file__).parent / "views" / "overview.py"), run_name="__main__")
+
+
 st.navigation(
     [
-        st.Page("views/overview.py", title="Overview", url_path="overview", default=True),
+        st.Page("views/overview.py", title="Overview", url_path="home", default=True),  # served at /
+        st.Page(_overview_at_its_own_address, title="Overview", url_path="overview", visibility="hidden"),
         st.Page("views/task.py", title="Task", url_path="task"),
         st.Page("views/alerts.py", title="Alerts", url_path="alerts"),
         st.Page("views/costs.py", title="Cost and latency", url_path="costs"),

@@ -18,6 +18,8 @@ THRESHOLD = "#c62828"
 ESTIMATE = "#1565c0"
 BAND = "rgba(21, 101, 192, 0.18)"
 DAY_MS = 86_400_000
+LABEL_GAP = 0.08  # on a 0-1 score axis 360 px high, about one label's height
+MIN_POINTS = 2  # a line needs two points; one point says nothing about a trend
 MARKER_COLORS = {"incident": THRESHOLD, "model change": "#6d4c41"}
 
 
@@ -108,12 +110,15 @@ def score_chart(
             annotation_text=f"detector reference {alarm_line:.2f}",
             annotation_position="bottom right",
         )
+    # Two labels under lines closer than a label's height would print over each other: the
+    # minimum's moves to the left when the detector reference sits just above it.
+    crowded = alarm_line is not None and abs(alarm_line - threshold) < LABEL_GAP
     fig.add_hline(
         y=threshold,
         line_color=THRESHOLD,
         line_dash="dash",
         annotation_text=f"minimum in force {threshold:.2f}",
-        annotation_position="bottom right",
+        annotation_position="bottom left" if crowded else "bottom right",
     )
     if scored:
         fig.add_trace(
@@ -148,7 +153,11 @@ def cost_latency_chart(
     points: Sequence[RunPoint], *, budget: float | None, slo: float | None, markers: Sequence[Marker] = ()
 ) -> go.Figure:
     """Mean cost per call (left axis, USD) and latency (right axis, seconds) per run, against the
-    budget and the objective, with incidents and model changes marked."""
+    budget and the objective, with incidents and model changes marked ("not enough data" before two runs)."""
+    if len(points) < MIN_POINTS:
+        return not_enough_data(
+            "Cost and latency per probe run", f"{len(points)} probe run so far;<br>a trend needs two"
+        )
     fig = go.Figure()
     xs = [p.at for p in points]
     fig.add_trace(
@@ -188,15 +197,14 @@ def cost_latency_chart(
             annotation_text=f"budget {budget:g} USD/call",
             annotation_position="top left",
         )
-    if slo is not None:
-        fig.add_hline(
-            y=slo,
-            yref="y2",
-            line_color="#ef6c00",
-            line_dash="dash",
-            annotation_text=f"latency objective {slo:g} s",
-            annotation_position="top right",
+    if slo is not None:  # on the seconds axis: ``add_hline`` would draw it against the cost axis
+        fig.add_shape(
+            type="line", xref="paper", x0=0, x1=1, yref="y2", y0=slo, y1=slo, line={"color": "#ef6c00", "dash": "dash"}
         )
+        fig.add_annotation(
+            xref="paper", x=1, yref="y2", y=slo, text=f"latency objective {slo:g} s", showarrow=False,
+            xanchor="right", yanchor="bottom", font={"color": "#ef6c00"},
+        )  # fmt: skip
     costs = [p.cost_per_call for p in points if p.cost_per_call is not None] + ([budget] if budget else [])
     _mark(fig, markers, y=max(costs, default=1.0) * 1.05)
     _layout(fig, "Cost and latency per probe run", "USD per call")
@@ -269,7 +277,10 @@ def spend_chart(days: Sequence[CostDay], judge_by_day: Mapping[date, float]) -> 
 def per_task_chart(
     days: Sequence[CostDay], metric: str, limits: Mapping[str, float], *, title: str, y_title: str
 ) -> go.Figure:
-    """One line per task for a per-day metric, with each task's limit as a dashed line."""
+    """One line per task for a per-day metric, with each task's limit as a dashed line ("not enough
+    data" before two days)."""
+    if len({d.day for d in days}) < MIN_POINTS:
+        return not_enough_data(title, _days_so_far(len({d.day for d in days}), "probe runs"))
     fig = go.Figure()
     for task in dict.fromkeys(d.task for d in days):
         mine = [d for d in days if d.task == task]
@@ -332,7 +343,12 @@ def judges_chart(days: Sequence[JudgeDay], scale: tuple[float, float]) -> go.Fig
 def traffic_daily_chart(
     days: Sequence[Any], value: str, *, title: str, y_title: str, percent: bool = False, budget: float | None = None
 ) -> go.Figure:
-    """One line per task of a daily traffic figure (``value`` names a ``TrafficDay`` field or property)."""
+    """One line per task of a daily traffic figure (``value`` names a ``TrafficDay`` field or property).
+
+    Fewer than two days say "not enough data" instead of one dot; the axis starts at zero (calls,
+    seconds, dollars and shares are never negative) and a share never runs past 100%."""
+    if len({d.day for d in days}) < MIN_POINTS:
+        return not_enough_data(title, _days_so_far(len({d.day for d in days}), "traffic"))
     fig = go.Figure()
     tasks = sorted({d.task for d in days})
     for task in tasks:
@@ -353,4 +369,26 @@ def traffic_daily_chart(
             annotation_text=f"daily budget {budget:g}",
             annotation_position="top left",
         )
-    return _layout(fig, title, y_title, percent=percent, daily=True)
+    _layout(fig, title, y_title, percent=percent, daily=True)
+    values = [float(v) for d in days if (v := getattr(d, value)) is not None] + ([budget] if budget else [])
+    top = max(values, default=0.0) * 1.15 or (0.05 if percent else 1.0)
+    fig.update_yaxes(range=[0, min(top, 1.0) if percent else top])
+    return fig
+
+
+def _days_so_far(n: int, what: str) -> str:
+    return f"{n} day{'' if n == 1 else 's'} of {what} so far;<br>a trend needs two"
+
+
+def not_enough_data(title: str, why: str) -> go.Figure:
+    """An empty chart that says why it is empty, in place of a single point on a made-up axis."""
+    fig = go.Figure()
+    fig.add_annotation(
+        text=f"<b>Not enough data yet</b><br>{why}",  # short lines: a half-width chart cuts a long one
+        xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False,
+        font={"size": 14, "color": "#555"},
+    )  # fmt: skip
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    fig.update_layout(title=title, height=200, margin={"l": 10, "r": 10, "t": 40, "b": 10})
+    return fig

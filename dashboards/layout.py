@@ -10,6 +10,7 @@ from sqlmodel import Session
 
 from medmon.dashboards.auth import Viewer, require_viewer
 from medmon.dashboards.data import current_plan, engine_for
+from medmon.dashboards.tables import set_display_zone, shown_time
 from medmon.monitor.plan.masking import masked_plan
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.read import served_now
@@ -44,6 +45,7 @@ def page(title: str) -> tuple[Plan, Viewer, Engine]:
     """A page's start: the plan, the viewer (the page stops for one not signed in), its database
     and the header under ``title``."""
     plan = current_plan()
+    set_display_zone(plan.display_timezone)
     viewer = require_viewer(plan)
     engine = engine_for(plan)
     header(plan, viewer, title, engine)
@@ -63,8 +65,8 @@ def fmt(value: float | None, spec: str = ".2f") -> str:
 
 
 def when(value: datetime | None) -> str:
-    """A moment as people read it: ``3 Dec 14:00 UTC``; ``never`` when unknown."""
-    return "never" if value is None else f"{value.day} {value:%b %H:%M} UTC"
+    """A moment as people read it, in the plan's zone (``2026-12-03 15:00 CET``); ``never`` when unknown."""
+    return shown_time(value)
 
 
 def interval(low: float | None, high: float | None) -> str:

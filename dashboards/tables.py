@@ -1,4 +1,4 @@
-"""Tables on every page read a missing value as "—", never as the word "None".
+"""Tables on every page read a missing value as "—", never as the word "None", and a moment in one format.
 
 Streamlit draws a missing cell as a grey "None", which a committee member reads as a value
 ("the minimum is None?"). :func:`show_table` is ``st.dataframe`` with that one difference: a
@@ -15,15 +15,20 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-MISSING = "—"
+from medmon.moments import display_time
 
-# The moment.js patterns the pages use for dates, as strftime patterns.
-_DATE_PATTERNS = {
-    "D MMM HH:mm": "%-d %b %H:%M",
-    "D MMM YYYY HH:mm": "%-d %b %Y %H:%M",
-    "YYYY-MM-DD HH:mm": "%Y-%m-%d %H:%M",
-    "YYYY-MM-DD": "%Y-%m-%d",
-}
+MISSING = "—"
+_ZONE = {"tz": "UTC"}  # the plan's display zone; ``medmon.dashboards.layout.page`` sets it for each page
+
+
+def set_display_zone(tz: str) -> None:
+    """Write every moment on the pages in ``tz`` (the plan's ``display_timezone``)."""
+    _ZONE["tz"] = tz
+
+
+def shown_time(value: datetime | None) -> str:
+    """A moment as every page writes it (``medmon.moments.display_time`` in the plan's zone)."""
+    return display_time(value, _ZONE["tz"])
 
 
 def _missing(value: Any) -> bool:
@@ -44,11 +49,9 @@ def _formatter(config: Mapping[str, Any] | None) -> Any:
             return lambda v: f"{float(v) * 100:.2f}%"
         if "%" in pattern:
             return lambda v: pattern % v
-    if kind == "datetime" and pattern in _DATE_PATTERNS:
-        return lambda v: pd.Timestamp(v).strftime(_DATE_PATTERNS[pattern])
-    return lambda v: (
-        f"{v:.4g}" if isinstance(v, float) else (f"{v:%Y-%m-%d %H:%M}" if isinstance(v, datetime) else str(v))
-    )
+    if kind == "datetime":
+        return lambda v: shown_time(pd.Timestamp(v).to_pydatetime())
+    return lambda v: f"{v:.4g}" if isinstance(v, float) else (shown_time(v) if isinstance(v, datetime) else str(v))
 
 
 def _as_text(config: Mapping[str, Any] | None) -> Any:
@@ -60,15 +63,20 @@ def _as_text(config: Mapping[str, Any] | None) -> Any:
 def with_dashes(
     frame: pd.DataFrame, column_config: Mapping[str, Any] | None = None
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """``frame`` with every column that holds a missing value turned into text ("—" where missing),
-    and the column config those columns need now (links are left alone: Streamlit draws them blank)."""
+    """``frame`` with every column that holds a missing value or a moment turned into text ("—" where
+    missing, moments in the one display format), and the column config those columns need now
+    (links are left alone: Streamlit draws them blank)."""
     config = dict(column_config or {})
     frame = frame.copy()
     for column in frame.columns:
         own = config.get(column)
         kind = ((own or {}).get("type_config") or {}).get("type") if isinstance(own, Mapping) else None
-        if kind == "link" or not frame[column].map(_missing).any():
+        moments = kind == "datetime" or pd.api.types.is_datetime64_any_dtype(frame[column])
+        moments = moments or frame[column].map(lambda v: isinstance(v, datetime)).any()
+        if kind == "link" or not (moments or frame[column].map(_missing).any()):
             continue
+        if moments and not isinstance(own, Mapping):
+            own = {"type_config": {"type": "datetime"}}
         write = _formatter(own if isinstance(own, Mapping) else None)
         frame[column] = [MISSING if _missing(v) else write(v) for v in frame[column]]
         if isinstance(own, Mapping):

@@ -31,9 +31,10 @@ def _esc(text: str) -> str:
 def _alert_block(a: dict[str, Any]) -> dict[str, Any]:
     icon = ":large_green_circle:" if a["status"] == "resolved" else _ICON.get(a["severity"], "")
     lines = [f"{icon} *{_STATE[a['status']]}* · {a['severity']} · {_esc(a['summary'])}"]
+    since = f" · since {a['starts_at_text']}" if a.get("starts_at_text") else ""
     lines.append(
         f"Task `{_esc(a['task'] or '-')}` · {_esc(a['category'] or 'no MedHELM category')} · "
-        f"owner {_esc(a['owner'] or 'unassigned')}"
+        f"owner {_esc(a['owner'] or 'unassigned')}{since}"
     )
     if a["status"] == "acknowledged":
         lines.append(f"Acknowledged by {_esc(a['acknowledged_by'] or '?')}: {_esc(a['ack_note'] or '')}")
@@ -75,7 +76,8 @@ class SlackChannel:
                 }
             )
         more = len(alerts) - len(listed) + notification["truncated_alerts"]
-        context = f"group `{_esc(notification['group_key'])}` · sent {notification['sent_at']}"
+        sent = notification.get("sent_at_text") or notification["sent_at"]  # rows queued before it existed
+        context = f"group `{_esc(notification['group_key'])}` · sent {sent}"
         if more:
             context = f"+{more} more alert(s) in the dashboard · " + context
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": context}]})

@@ -49,6 +49,8 @@ def _alert_items(a: dict[str, Any]) -> list[dict[str, Any]]:
         {"title": "MedHELM category", "value": _md(a["category"] or "-")},
         {"title": "Owner", "value": _md(a["owner"] or "unassigned")},
     ]
+    if a.get("starts_at_text"):
+        facts.append({"title": "Since", "value": a["starts_at_text"]})
     if a["status"] == "acknowledged":
         facts.append({"title": "Acknowledged by", "value": _md(f"{a['acknowledged_by']}: {a['ack_note'] or ''}")})
     if a["status"] == "resolved" and a.get("resolve_reason"):

@@ -55,14 +55,10 @@ st.subheader("Act on incidents")
 if not open_now:
     st.write("No open incident.")
 else:
-    labels = {i.id: _label(i) for i in open_now}
-    chosen = st.multiselect(
-        "Incidents (one reason covers every incident chosen and all their signals)",
-        list(labels),
-        format_func=lambda i: labels[i],
-        key="incidents",
-        default=[open_now[0].id] if len(open_now) == 1 else [],
-    )
+    # One box per incident, none ticked: acting on an incident is a choice made one incident at a
+    # time (a multiselect offers "Select all" first, one click from acknowledging everything).
+    st.markdown("**Incidents** (one reason covers every incident ticked and all their signals)")
+    chosen = sorted(i.id for i in open_now if st.checkbox(_label(i), value=False, key=f"incident_{i.id}"))
     reason = st.text_input(
         "Reason (recorded with your name in each incident's history and the audit log)", key="reason"
     )
@@ -129,10 +125,10 @@ def lists() -> None:
                     "severity": i.severity,
                     "status": i.status,
                     "incident": i.title,
+                    "task page": task_link(i.task, i.opened_at),  # the action first: in view at 1,024 px
                     "owner": i.owner,
                     "since": i.opened_at,
                     "signals": len(i.signals),
-                    "task page": task_link(i.task, i.opened_at),
                     "acknowledged by": i.acknowledged_by or "",
                     "silenced until": i.silenced_until,
                     "summary": i.summary,

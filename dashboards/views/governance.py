@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
-
 import streamlit as st
 from sqlmodel import Session
 
 from medmon.dashboards.actions import NotAllowed, approve_task_thresholds, sign_report
+from medmon.dashboards.audit_table import show_audit
 from medmon.dashboards.auth import owner_emails
 from medmon.dashboards.data import plan_path, plan_text, refresh_every
-from medmon.dashboards.layout import masked_plan, page
+from medmon.dashboards.layout import masked_plan, page, when
 from medmon.dashboards.tables import show_table
 from medmon.db import utcnow
 from medmon.monitor.errors import GovernanceError
@@ -203,10 +202,10 @@ st.subheader("Monitoring plan as recorded")
 if approved is None:
     st.warning("No plan has been recorded in the audit log yet (the service records it when it starts).")
     with st.expander(f"{plan_path()} as it is now (route URLs masked)"):
-        st.code(masked_plan(current_text, plan), language="yaml")
+        st.code(masked_plan(current_text, plan), language="yaml", wrap_lines=True)  # no sideways scroll at 1,024 px
 else:
     st.caption(
-        f"Recorded as audit entry {approved.seq} on {approved.at:%Y-%m-%d %H:%M %Z} by {approved.actor} · "
+        f"Recorded as audit entry {approved.seq} on {when(approved.at)} by {approved.actor} · "
         f"SHA-256 {approved.sha256[:16]}… · route URLs are masked"
     )
     if approved.text != current_text:
@@ -215,7 +214,7 @@ else:
             "when the service next starts."
         )
     with st.expander("The plan text (route URLs masked)"):
-        st.code(masked_plan(approved.text, plan), language="yaml")
+        st.code(masked_plan(approved.text, plan), language="yaml", wrap_lines=True)
 
 
 st.subheader("Committee reports and sign-off")
@@ -296,21 +295,7 @@ def audit_section() -> None:
     if not entries:
         st.write("No audit entry yet.")
     else:
-        show_table(
-            [
-                {
-                    "seq": e.seq,
-                    "at": e.at,
-                    "kind": e.kind,
-                    "actor": e.actor,
-                    "subject": e.subject,
-                    "details": json.dumps(e.details, sort_keys=True, default=str),
-                    "hash": e.entry_hash[:16],
-                }
-                for e in entries
-            ],
-            key="audit",
-        )
+        show_audit(entries)
 
 
 audit_section()

@@ -11,7 +11,7 @@ from sqlmodel import Session
 from medmon.dashboards.auth import require_viewer
 from medmon.dashboards.data import current_plan, engine_for, refresh_every
 from medmon.dashboards.decision_block import decision_block
-from medmon.dashboards.layout import header, interval
+from medmon.dashboards.layout import header, interval, when
 from medmon.dashboards.tables import show_table
 from medmon.db import utcnow
 from medmon.monitor.read import (
@@ -52,9 +52,7 @@ def overview() -> None:
         st.error(f"The monitor service last beat {_ago(now - pulse.beat_at)} ago: nothing below is current.")
     elif pulse.beat_at > now:
         # An accelerated clock (the demo, a soak) writes simulated times ahead of the wall clock.
-        st.caption(
-            f"Monitor service on an accelerated clock: last heartbeat at simulated {pulse.beat_at:%Y-%m-%d %H:%M} UTC."
-        )
+        st.caption(f"Monitor service on an accelerated clock: last heartbeat at simulated {when(pulse.beat_at)}.")
     else:
         st.caption(f"Monitor service alive: last heartbeat {_ago(now - pulse.beat_at)} ago.")
     degraded = [r for r in rows if r.status == "degraded"]
@@ -107,25 +105,27 @@ def overview() -> None:
             for r in rows
         ]
     )
-    show_table(
-        table,
-        column_config={
-            "why": st.column_config.TextColumn(width="large", help="every reason, most serious first"),
-            "baseline": st.column_config.NumberColumn(
-                format="%.2f",
-                help="the baseline in force (pinned at the first probe or approved by an owner: see the Task page)",
-            ),
-            "score now": st.column_config.NumberColumn(format="%.2f", help=CURRENT_SCORE_NAME),
-            "minimum in force": st.column_config.NumberColumn(
-                format="%.2f",
-                help="approved by an owner, or the first recorded plan's minimum until go-live is approved",
-            ),
-            "proposed minimum": st.column_config.NumberColumn(
-                format="%.2f", help="a plan edit no owner has approved yet: it judges nothing until approved"
-            ),
-            "last probe": st.column_config.DatetimeColumn(format="D MMM YYYY HH:mm"),
-        },
-    )
+    # At 1,024 px a data grid shows about six columns: the figures come first, the rest on demand.
+    lead = ["task", "status", "score now", "95% CI", "minimum in force", "baseline"]
+    lead += ["proposed minimum"] if "proposed minimum" in table.columns else []
+    config = {
+        "why": st.column_config.TextColumn(width="large", help="every reason, most serious first"),
+        "baseline": st.column_config.NumberColumn(
+            format="%.2f",
+            help="the baseline in force (pinned at the first probe or approved by an owner: see the Task page)",
+        ),
+        "score now": st.column_config.NumberColumn(format="%.2f", help=CURRENT_SCORE_NAME),
+        "minimum in force": st.column_config.NumberColumn(
+            format="%.2f", help="approved by an owner, or the first recorded plan's minimum until go-live is approved"
+        ),
+        "proposed minimum": st.column_config.NumberColumn(
+            format="%.2f", help="a plan edit no owner has approved yet: it judges nothing until approved"
+        ),
+        "last probe": st.column_config.DatetimeColumn(format="D MMM YYYY HH:mm"),
+    }
+    show_table(table[lead], column_config={k: v for k, v in config.items() if k in lead})
+    with st.expander("Every column: owner, why, open incidents, last probe, answers, risk tier, category"):
+        show_table(table, column_config=config)
     proposals = [p for r in rows for p in r.proposals]
     if proposals:
         st.warning(
@@ -133,8 +133,8 @@ def overview() -> None:
             "meanwhile:\n\n" + "\n".join(f"- {p}" for p in proposals)
         )
     st.caption(
-        "Status: degraded when a drift detector has alarmed or the recent interval lies under the approved "
-        "minimum; watching while evidence builds up or an incident is open; building the reference until the "
+        "Status: degraded when a drift detector has alarmed or the recent interval lies under the minimum in "
+        "force; watching while evidence builds up or an incident is open; building the reference until the "
         "go-live reference is complete (detection not armed); no data yet before the first probe. "
         f"Score now: the {CURRENT_SCORE_NAME}; baseline: the baseline evidence in force."
     )
@@ -163,11 +163,9 @@ def overview() -> None:
                     "severity": i.severity,
                     "status": i.status,
                     "incident": f"#{i.id} {i.title}",
-                    "owner": i.owner,
                     "since": i.opened_at,
                     "signals": len(i.signals),
-                    "summary": i.summary,
-                }
+                }  # owner and the signals' summaries: on the Alerts page
                 for i in incidents
             ],
             column_config={"since": st.column_config.DatetimeColumn(format="D MMM HH:mm")},

@@ -14,7 +14,7 @@ from sqlmodel import Session
 from medmon.dashboards.actions import note_answers_viewed, rate_answer
 from medmon.dashboards.auth import NotAllowed, signed_in_reviewer
 from medmon.dashboards.clinician_scale import clinician_scale_section
-from medmon.dashboards.layout import page
+from medmon.dashboards.layout import page, when
 from medmon.dashboards.oversight import MEDHELM_NOTE, agreement_frame
 from medmon.dashboards.tables import show_table
 from medmon.db import utcnow
@@ -54,8 +54,7 @@ elif card is None:
 else:
     st.subheader(f"Answer #{card.result_id} · {card.task_id}")
     st.caption(
-        f"{card.open_items} open in your queue · drawn from stratum {card.stratum} · "
-        f"answered {card.answered_at:%Y-%m-%d %H:%M} UTC"
+        f"{card.open_items} open in your queue · drawn from stratum {card.stratum} · answered {when(card.answered_at)}"
     )
     st.markdown("**Prompt**")
     st.text(card.prompt)

@@ -16,7 +16,7 @@ import streamlit as st
 from sqlmodel import Session
 
 from medmon.dashboards.auth import NotAllowed, may_act, require_role, signed_in_owner
-from medmon.dashboards.layout import page
+from medmon.dashboards.layout import page, when
 from medmon.dashboards.tables import show_table
 from medmon.db import session_scope, utcnow
 from medmon.monitor.errors import GovernanceError
@@ -72,9 +72,9 @@ if events:
                 "task": e.event.task_id,
                 "severity": e.event.severity,
                 "status": e.event.status,
-                "opened": f"{e.event.opened_at:%Y-%m-%d %H:%M}",
+                "opened": when(e.event.opened_at),
                 "source": e.event.source_ref or e.event.source,
-                "due": f"{e.clock.due_at:%Y-%m-%d %H:%M}" if e.clock.due_at else "",
+                "due": when(e.clock.due_at) if e.clock.due_at else "",
                 "clock": e.clock.label,
                 "actions open": sum(1 for a in e.actions if a.status != "closed"),
                 "what happened": e.event.what_happened,
@@ -199,7 +199,7 @@ else:
             {
                 "task": t,
                 "state": held[t].status if t in held else "in use",
-                "since": f"{(held[t].suspended_at or held[t].requested_at):%Y-%m-%d %H:%M}" if t in held else "",
+                "since": when(held[t].suspended_at or held[t].requested_at) if t in held else "",
                 "reason": held[t].reason if t in held else "",
             }
             for t in task_ids
@@ -261,10 +261,7 @@ else:
 st.subheader(f"Near misses ({len(misses)})")
 if misses:
     show_table(
-        [
-            {"at": f"{m.created_at:%Y-%m-%d %H:%M}", "task": m.task_id, "what": m.what, "by": m.recorded_by}
-            for m in misses
-        ],
+        [{"at": when(m.created_at), "task": m.task_id, "what": m.what, "by": m.recorded_by} for m in misses],
         key="misses",
     )
 if may_record:

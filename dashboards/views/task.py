@@ -142,12 +142,10 @@ def detail() -> None:
         if i.opened_at is not None
     ]
     if points:
-        shown = (
-            f"{points[0].at:%d %b %H:%M} to {points[-1].at:%d %b %H:%M} UTC" if points[0].at and points[-1].at else ""
-        )
+        shown = f"{when(points[0].at)} to {when(points[-1].at)}" if points[0].at and points[-1].at else ""
         st.caption(
             f"{len(points)} probe runs, {shown}"
-            + (f" (centred on {moment:%d %b %H:%M})" if moment else "")
+            + (f" (centred on {when(moment)})" if moment else "")
             + f"; data from {when(first)} to {when(last)}."
         )
         score_state = next((s for s in states if s.metric == "score" and s.direction == "drop"), None)
@@ -334,7 +332,7 @@ def detail() -> None:
 
 
 def _at(value: datetime | None) -> str:
-    return "?" if value is None else f"{value:%Y-%m-%d %H:%M}"
+    return "?" if value is None else when(value)
 
 
 def drift_report() -> None:
@@ -351,7 +349,7 @@ def drift_report() -> None:
         )
         return
     st.caption(
-        f"Report {report.id} of {report.created_at:%Y-%m-%d %H:%M} UTC: the first {report.n_reference} "
+        f"Report {report.id} of {when(report.created_at)}: the first {report.n_reference} "
         f"answers ({_at(report.reference_from)} to {_at(report.reference_to)}) against the latest "
         f"{report.n_current} ({_at(report.current_from)} to {_at(report.current_to)}). "
         "KS tests without a false-alarm budget: a description of how outputs changed, never an alert."

@@ -20,6 +20,7 @@ from datetime import datetime
 from sqlmodel import Session, col, func, select
 
 from medmon.alerts import Rule, Severity, Signal, Subject, record_signals
+from medmon.moments import display_time
 from medmon.monitor.alerting.clinician_scale import clinician_scale_signals
 from medmon.monitor.alerting.signals import task_subject, transitions
 from medmon.monitor.governance.clinician_agreement import Agreement, record_agreement, task_agreement
@@ -158,7 +159,7 @@ def safety_clock_signals(session: Session, plan: Plan, now: datetime) -> list[Si
         soon, late = state.state == "due_soon", state.state == "overdue"
         words = (
             f"{subject.name}: safety event #{event.id} ({event.severity}) must be reported by "
-            f"{state.due_at:%Y-%m-%d %H:%M} UTC ({state.label}; {event.jurisdiction}, {event.device_status})"
+            f"{display_time(state.due_at)} ({state.label}; {event.jurisdiction}, {event.device_status})"
             if state.due_at is not None
             else ""
         )

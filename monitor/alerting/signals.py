@@ -38,11 +38,11 @@ from medmon.alerts.rules import (
 )
 from medmon.baselines import resolve
 from medmon.monitor.detection.streams import StreamUpdate
+from medmon.monitor.governance.current import live_policy
 from medmon.monitor.governance.effective import effective_task
 from medmon.monitor.models import StreamStatus
 from medmon.monitor.plan.context import TaskContext
 from medmon.monitor.plan.model import Plan, Task, parse_interval
-from medmon.monitor.plan.routing import notify_policy
 from medmon.monitor.read import recent_estimate
 from medmon.probes.models import ProbeRun, RunStatus
 
@@ -172,7 +172,7 @@ def alert_pass(session: Session, plan: Plan, now: datetime) -> list[Notification
     Repeats, escalations, silences that ended and changes held back by ``group_interval`` are
     all picked up by the final flush.
     """
-    policy = notify_policy(plan)
+    policy = live_policy(plan)
     tolerance = parse_interval(plan.alerts.heartbeat_tolerance)
     previous = last_beat(session, HEARTBEAT)
     signals: list[Signal] = []

@@ -13,6 +13,7 @@ unauthenticated and not counted.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -22,6 +23,7 @@ from rich.table import Table
 from sqlmodel import Session
 
 from medmon.db import session_scope, utcnow
+from medmon.moments import display_time
 from medmon.monitor.cli.change import EXIT_INPUT, JsonOption, _plan
 from medmon.monitor.cli.plan_arg import LegacyPlanOption, OptionalPlanArg
 from medmon.monitor.cli.tables import fitted
@@ -234,7 +236,7 @@ def proposals_command(
             str(r["version"]),
             f"{r['normalized']:.3f}",
             str(r["n"]),
-            r["imported_at"][:19],
+            display_time(datetime.fromisoformat(r["imported_at"]), plan.display_timezone),
             str(r["current_baseline_id"]),
         )
     out.print(fitted(table, out) if rows else "no proposals: every task is compared with its baseline in force")

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from medmon.db import resolve_url
+from medmon.moments import display_time
 from medmon.monitor.cli.plan_arg import LegacyPlanOption, OptionalPlanArg, chosen_plan
 from medmon.monitor.cli.tables import fitted
 from medmon.monitor.errors import MedmonError
@@ -102,7 +103,14 @@ def list_command(
         return
     table = Table("seq", "at (UTC)", "kind", "actor", "subject", "hash", title="Audit log")
     for r in rows:
-        table.add_row(str(r["seq"]), r["at"][:19], r["kind"], r["actor"], r["subject"], r["hash"][:12])
+        table.add_row(
+            str(r["seq"]),
+            display_time(datetime.fromisoformat(r["at"])),
+            r["kind"],
+            r["actor"],
+            r["subject"],
+            r["hash"][:12],
+        )
     out.print(fitted(table, out) if rows else "no audit entries")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -32,6 +33,7 @@ from medmon.baselines import (
     resolve,
 )
 from medmon.db import resolve_url, session_scope, utcnow
+from medmon.moments import display_time
 from medmon.monitor.cli.tables import fitted
 from medmon.monitor.errors import MedmonError
 from medmon.monitor.governance.audit import local_actor, record_baseline_import
@@ -201,7 +203,7 @@ def list_command(db: DbOption = None, as_json: JsonOption = False) -> None:
                     str(r["n"]),
                     _ci(r["ci_low"], r["ci_high"]),
                     r["source_kind"],
-                    str(r["imported_at"])[:19],
+                    display_time(datetime.fromisoformat(str(r["imported_at"]))),
                 ),
             )
         )

@@ -9,6 +9,7 @@ not run, 2 bad input or a refused approval.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,6 +20,7 @@ from rich.table import Table
 from sqlmodel import Session
 
 from medmon.db import session_scope, utcnow
+from medmon.moments import display_time
 from medmon.monitor.cli.plan_arg import LegacyPlanOption, OptionalPlanArg, chosen_plan
 from medmon.monitor.cli.tables import fitted
 from medmon.monitor.errors import MedmonError
@@ -232,7 +234,7 @@ def list_command(
             r["kind"],
             r["source"],
             r["actor"],
-            r["at"][:19],
+            display_time(datetime.fromisoformat(r["at"]), plan.display_timezone),
             r["status"],
             str(r["reevaluation_id"] or "-"),
             r["note"],

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
+from medmon.moments import display_time
 from medmon.monitor.cli.plan_arg import EXIT_INPUT, PlanArg, err, out
 from medmon.monitor.errors import MedmonError
 
@@ -162,7 +163,8 @@ def list_reports(
         return
     for v in views:
         out.print(
-            f"{v.id:>5}  {v.created_at:%Y-%m-%d %H:%M}  {v.task_id:<20} n={v.n_reference}/{v.n_current}  "
+            f"{v.id:>5}  {display_time(v.created_at, plan.display_timezone)}  {v.task_id:<20} "
+            f"n={v.n_reference}/{v.n_current}  "
             f"drifted: {', '.join(v.drifted) or 'none'}",
             highlight=False,
         )

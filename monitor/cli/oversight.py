@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from medmon.db import session_scope, utcnow
+from medmon.moments import display_time
 from medmon.monitor.cli.audit import open_database
 from medmon.monitor.cli.plan_arg import PlanArg, err, out
 from medmon.monitor.cli.tables import fitted
@@ -166,14 +167,14 @@ def events_command(plan_path: PlanArg, as_json: JsonOption = False) -> None:
             )
         )
     else:
-        table = Table("event", "task", "severity", "status", "due (UTC)", "clock", "open actions", "what happened")
+        table = Table("event", "task", "severity", "status", "due", "clock", "open actions", "what happened")
         for r in rows:
             table.add_row(
                 f"#{r.event.id}",
                 r.event.task_id,
                 r.event.severity,
                 r.event.status,
-                f"{r.clock.due_at:%Y-%m-%d %H:%M}" if r.clock.due_at else "",
+                display_time(r.clock.due_at, plan.display_timezone) if r.clock.due_at else "",
                 r.clock.label,
                 str(sum(1 for a in r.actions if a.status != "closed")),
                 r.event.what_happened,

@@ -14,14 +14,17 @@ The definition: the mean of the task's latest ``CURRENT_WINDOW`` scored **monito
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import case
 from sqlmodel import Session, col, func, select
 
+from medmon.alerts import NotifyPolicy
 from medmon.baselines.interval import mean_interval, wilson_interval
+from medmon.monitor.plan.model import Plan
+from medmon.monitor.plan.routing import notify_policy
 from medmon.probes.models import ProbeResult, ProbeRun
 
 CURRENT_WINDOW = 200  # scored answers
@@ -91,3 +94,14 @@ def current_score(session: Session, task_id: str, until: datetime | None = None)
         var = max(float(total2) - n * mean * mean, 0.0) / (n - 1) if n > 1 else 0.0
         low, high = mean_interval(mean, math.sqrt(var), n)
     return CurrentScore(mean, float(low), float(high), n)
+
+
+def figure_now(session: Session, task_id: str) -> str | None:
+    """The task's current score as a notification states it at sending time (None before any answer)."""
+    score = current_score(session, task_id)
+    return f"score {score.text()}" if score.known else None
+
+
+def live_policy(plan: Plan) -> NotifyPolicy:
+    """The plan's notification policy, its notifications carrying each task's current score when sent."""
+    return replace(notify_policy(plan), figure=figure_now)

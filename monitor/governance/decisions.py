@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlmodel import Session
 
+from medmon.moments import display_time
 from medmon.monitor.governance.audit import AuditKind, list_events, record
 from medmon.monitor.governance.current import current_score
 from medmon.monitor.plan.model import Plan
@@ -43,7 +44,7 @@ class CommitteeDecision:
         """The decision as the report and the overview state it."""
         terms = f" ({self.terms})" if self.terms else ""
         who = self.by if self.authenticated or "unauthenticated" in self.by else f"{self.by} (unauthenticated)"
-        return f"{self.decision.capitalize()}{terms}: decided by {who} on {self.at:%Y-%m-%d %H:%M} UTC. Why: {self.why}"
+        return f"{self.decision.capitalize()}{terms}: decided by {who} on {display_time(self.at)}. Why: {self.why}"
 
 
 def record_decision(

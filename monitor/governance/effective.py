@@ -20,6 +20,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from medmon.db import as_utc
+from medmon.moments import display_time
 from medmon.monitor.governance.audit import AuditKind, plan_thresholds
 from medmon.monitor.governance.identity import counts
 from medmon.monitor.models import AuditEvent, BurnIn
@@ -172,7 +173,7 @@ class GoLiveReference:
         if self.state == "being built":
             return f"being built: {self.canaries_done} canaries answered {self.repeats} times so far"
         if self.state == "complete" and self.since is not None:
-            return f"complete since {self.since:%Y-%m-%d %H:%M} UTC (version {self.version})"
+            return f"complete since {display_time(self.since)} (version {self.version})"
         return self.state
 
 

@@ -29,6 +29,7 @@ from sqlmodel import Session, col, select
 from medmon.alerts import PermanentDeliveryError, RetryableDeliveryError, WebhookChannel
 from medmon.alerts.channels.webhook import WebhookConfig
 from medmon.alerts.signing import secret_key
+from medmon.moments import display_time
 from medmon.monitor.errors import GovernanceError
 from medmon.monitor.governance.audit import AuditKind, list_events, record
 from medmon.monitor.governance.safety import passing_reevaluation
@@ -222,7 +223,7 @@ def resume(
     else:
         raise GovernanceError(
             f"resume refused: task {task_id} has no passing re-evaluation since it was suspended "
-            f"({(s.suspended_at or s.requested_at):%Y-%m-%d %H:%M} UTC) and no recorded "
+            f"({display_time(s.suspended_at or s.requested_at)}) and no recorded "
             "committee decision (its text and reference)"
         )
     assert plan.oversight.suspend is not None

@@ -19,6 +19,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
 from medmon.files import MAX_YAML_BYTES, UnsafeInput, load_yaml, read_text
+from medmon.moments import zone
 from medmon.monitor.errors import PlanError, PlanIssue
 from medmon.monitor.plan.alerts import AlertsConfig
 from medmon.monitor.plan.cadence import AdaptiveCadence
@@ -409,6 +410,14 @@ class Plan(Section):
     adaptive_cadence: AdaptiveCadence = AdaptiveCadence()
     reader_model: ReaderModel | None = None
     identity: IdentityCheck | None = None
+    # How people read moments on every surface (pages, report, CLI, notifications); stored times stay UTC.
+    display_timezone: str = "UTC"
+
+    @field_validator("display_timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        zone(value)  # raises a ValueError naming the zone, which pydantic reports against this field
+        return value
 
     @model_validator(mode="after")
     def _unique_tasks(self) -> Plan:

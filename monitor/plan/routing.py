@@ -210,6 +210,7 @@ def notify_policy(plan: Plan) -> NotifyPolicy:
         escalation=escalation,
         fallback_route=fallback,
         max_alerts=cfg.max_alerts_per_notification,
+        timezone=plan.display_timezone,
     )
 
 

@@ -9,7 +9,7 @@ function loads rows only to aggregate them in Python. One module per page family
 from medmon.baselines import DISAGREEMENT_FLAG  # the flag on HELM vs medmon disagreement, for the Baselines page
 
 # The one definition of "the current score" (pages, rules, notifications and the report read it).
-from medmon.monitor.governance.current import CURRENT_SCORE_NAME, CurrentScore, current_score
+from medmon.monitor.governance.current import CURRENT_SCORE_NAME, CurrentScore, current_score, live_policy
 from medmon.monitor.governance.effective import EffectiveTask, ThresholdProposal, effective_task, effective_tasks
 
 # Governance records the pages show: reports and their signers, thresholds in force and proposed.
@@ -183,6 +183,7 @@ __all__ = [
     "judge_cost_by_task",
     "judge_series",
     "latest_drift_report_view",
+    "live_policy",
     "near_misses",
     "next_review",
     "open_incidents_view",

@@ -11,6 +11,7 @@ from sqlmodel import Session, col, func, select
 from medmon.alerts import KINDS, Alert, Incident, cause_of, last_beat
 from medmon.baselines import resolve
 from medmon.db import utcnow
+from medmon.moments import display_time
 from medmon.monitor.governance.current import CURRENT_WINDOW, current_score
 from medmon.monitor.governance.effective import EffectiveTask, effective_task, effective_tasks
 from medmon.monitor.models import DetectorState, StreamStatus
@@ -100,7 +101,7 @@ class OpenProblem:
 
 
 def _when(value: datetime | None) -> str:
-    return "" if value is None else f" since {value.day} {value:%b %H:%M}"
+    return "" if value is None else f" since {display_time(value)}"
 
 
 def _plain(summary: str, task_id: str) -> str:

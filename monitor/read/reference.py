@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from apscheduler.triggers.cron import CronTrigger
 from sqlmodel import Session
 
+from medmon.moments import display_time
 from medmon.monitor.models import BurnIn
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan, Task
@@ -53,7 +54,7 @@ class ReferenceProgress:
         if self.time_left is not None:
             when = f", in about {_duration(self.time_left)} at the plan's schedule"
             if now is not None:
-                when += f" (around {now + self.time_left:%d %b %Y %H:%M} UTC)"
+                when += f" (around {display_time(now + self.time_left)})"
         runs = f"{self.runs_left} more probe run{'s' if self.runs_left != 1 else ''}"
         return (
             f"Building the go-live reference: {self.answers} of {self.answers_needed} answers "

@@ -29,13 +29,13 @@ from medmon.monitor.alerting.signals import model_change_signal
 from medmon.monitor.detection.served import IDENTITY, served_model_of, update_identity
 from medmon.monitor.detection.streams import StreamUpdate, reset_task_streams, start_reevaluation
 from medmon.monitor.governance.changes import ChangeKind, ChangeSource, record_change
+from medmon.monitor.governance.current import live_policy
 from medmon.monitor.governance.reevaluation import auto_reevaluates, reevaluate_pending, reevaluation_due
 from medmon.monitor.models import FindingRecord
 from medmon.monitor.plan.context import load_context, probe_baseline
 from medmon.monitor.plan.identity import IdentityCheck
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.privacy import text_policy
-from medmon.monitor.plan.routing import notify_policy
 from medmon.probes.client import ModelSettings
 from medmon.probes.models import ProbeResultBase, ProbeRun
 from medmon.probes.packs import bundled_dir, load_pack
@@ -164,7 +164,7 @@ def run_identity_probe(
         if outcome.update.finding is not None:
             outcome.changed = True
             outcome.signals = _change_signals(session, plan, outcome.update, served, run.id, stamp)
-        apply_signals(session, outcome.signals, notify_policy(plan), stamp)
+        apply_signals(session, outcome.signals, live_policy(plan), stamp)
         return outcome
 
     done = execute_probe(

@@ -27,9 +27,9 @@ from medmon.monitor.alerting.signals import monitor_subject, update_signal
 from medmon.monitor.detection.drift.judge import judge_agreement
 from medmon.monitor.detection.streams import StreamUpdate, finding_record, update_judge_canaries
 from medmon.monitor.governance.audit import seal_run
+from medmon.monitor.governance.current import live_policy
 from medmon.monitor.plan.model import Plan, parse_interval
 from medmon.monitor.plan.privacy import text_policy
-from medmon.monitor.plan.routing import notify_policy
 from medmon.probes.judge_canaries import JUDGE_CANARIES, Rejudged, load_judge_canaries, rejudge
 from medmon.probes.jury import JURY_SCORER, JurySettings
 from medmon.probes.models import ProbeRecord, ProbeResultBase, ProbeRun
@@ -132,7 +132,7 @@ def run_judge_canaries(
                     session.add(finding_record(update, run.id, signal.summary if signal else update.summary, stamp))
                 if signal is not None:
                     outcome.signals.append(signal)
-        apply_signals(session, outcome.signals, notify_policy(plan), stamp)
+        apply_signals(session, outcome.signals, live_policy(plan), stamp)
         return outcome
 
     done = execute_probe(

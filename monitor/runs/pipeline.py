@@ -27,6 +27,7 @@ from medmon.monitor.detection.streams import (
 from medmon.monitor.governance.audit import seal_run
 from medmon.monitor.governance.change_control import record_provenance_changes
 from medmon.monitor.governance.changes import record_detected_change
+from medmon.monitor.governance.current import live_policy
 from medmon.monitor.governance.reevaluation import (
     auto_reevaluates,
     plan_change_due,
@@ -37,7 +38,6 @@ from medmon.monitor.models import FindingRecord, ProbeSlot
 from medmon.monitor.plan.context import TaskContext, probe_baseline, run_provenance
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.privacy import text_policy
-from medmon.monitor.plan.routing import notify_policy
 from medmon.probes.client import ModelSettings
 from medmon.probes.jury import JURY_SCORER, JurySettings
 from medmon.probes.models import ProbeResultBase, ProbeRun
@@ -178,7 +178,7 @@ def run_task_probe(
             if raised is not None:
                 outcome.signals.append(raised)
         outcome.signals.extend(threshold_signals(session, plan, ctx))
-        apply_signals(session, outcome.signals, notify_policy(plan), stamp)
+        apply_signals(session, outcome.signals, live_policy(plan), stamp)
         record_provenance_changes(
             session, run, "medmon (run provenance)", stamp, plan
         )  # in-place edits the plan cannot show

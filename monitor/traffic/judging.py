@@ -32,9 +32,9 @@ from medmon.baselines.canary import canary_from_dict
 from medmon.db import session_scope
 from medmon.monitor.detection.drift.layout import StreamSpec, margin_z
 from medmon.monitor.detection.streams import finding_record, update_stream
+from medmon.monitor.governance.current import live_policy
 from medmon.monitor.models import TrafficJudgement, TrafficReference, TrafficSpan
 from medmon.monitor.plan.model import Plan
-from medmon.monitor.plan.routing import notify_policy
 from medmon.monitor.traffic.streams import signal_of, traffic_threshold
 from medmon.probes.client import ModelSettings
 from medmon.probes.jury import Jury, JuryOutcome, JurySettings
@@ -220,7 +220,7 @@ def feed_streams(session: Session, plan: Plan, rows: Sequence[TrafficJudgement],
                 signals.append(signal)
         _reference(session, task_id)
     if signals:
-        apply_signals(session, signals, notify_policy(plan), now)
+        apply_signals(session, signals, live_policy(plan), now)
 
 
 def judge_traffic(engine: Engine, plan: Plan, now: datetime) -> list[TrafficJudgement]:

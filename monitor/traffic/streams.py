@@ -28,9 +28,9 @@ from medmon.monitor.alerting.signals import task_subject, update_signal
 from medmon.monitor.detection.drift.budget import OPERATIONAL, Budget
 from medmon.monitor.detection.drift.layout import Item, StreamSpec, margin_z
 from medmon.monitor.detection.streams import StreamUpdate, finding_record, update_stream
+from medmon.monitor.governance.current import live_policy
 from medmon.monitor.models import LATENCY_BUCKETS, FindingRecord, TrafficReference, TrafficRollup, TrafficSpan
 from medmon.monitor.plan.model import Plan
-from medmon.monitor.plan.routing import notify_policy
 from medmon.monitor.storage import select_row, table_of
 from medmon.monitor.traffic.reference import MEDIAN_METRICS, RATE_METRICS, Value, ensure_reference
 from medmon.monitor.traffic.volume import due_hours, ensure_volume, mark_tested, volume_specs
@@ -283,7 +283,7 @@ def traffic_pass(session: Session, plan: Plan, now: datetime, *, batch: int = BA
         session.execute(update(table).where(table.c.id.in_(ids[i : i + 1000])).values(streamed=True))
     out.spans = len(spans)
     if out.signals:
-        apply_signals(session, out.signals, notify_policy(plan), now)
+        apply_signals(session, out.signals, live_policy(plan), now)
     return out
 
 

@@ -255,7 +255,7 @@ def test_a_new_stream_kind_is_one_catalogue_entry_plus_its_detector(
         "output",
         Severity.critical,
     )
-    assert signal.summary.startswith("knowledge-qa: more answers come back empty (estimate 1.000")
+    assert signal.summary.startswith("knowledge-qa: more answers come back empty: now 1.00 where 0.05 was expected")
     monkeypatch.undo()
     with pytest.raises(KeyError):
         declare()  # removed again: nothing else remembers it

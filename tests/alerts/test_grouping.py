@@ -224,3 +224,29 @@ def test_burst_of_distinct_alerts_for_one_task_is_one_message_per_interval(
         assert sent[-1].alert_count == 2000 and len(sent[-1].payload["alerts"]) == policy.max_alerts
         assert sum(a["new"] for a in sent[-1].payload["alerts"]) == policy.max_alerts  # news listed first
         assert sent[-1].payload["truncated_alerts"] == 2000 - policy.max_alerts
+
+
+def test_a_repeat_carries_the_figure_at_sending_time_not_the_first_firing_one(engine: Engine, clock: FakeClock) -> None:
+    """The 3 a.m. repeat says what the score is at 3 a.m.: the monitor's figure is read when each
+    notification is written, and every channel's text (Slack's here) shows it."""
+    from medmon.alerts.channels.slack import SlackChannel, SlackConfig
+
+    figures = iter(["score 0.61 (95% interval 0.55-0.67, latest 200 answers)", "score 0.54 (0.48-0.60)"])
+    seen: list[str] = []
+
+    def figure(session: Session, task: str) -> str:
+        seen.append(task)
+        return next(figures)
+
+    policy = NotifyPolicy(routes=(RouteSpec("hook"),), repeat_interval=timedelta(hours=4), figure=figure)
+    slack = SlackChannel(SlackConfig(name="hook", url="https://hooks.example/x"))  # type: ignore[arg-type]
+    with Session(engine) as s:
+        apply_signal(s, fire(metric="score"), policy, clock())
+        first = rows(s)[-1].payload
+        clock.advance(hours=4, seconds=1)
+        flush(s, policy, clock())
+        repeat = rows(s)[-1].payload
+    assert seen == ["dosing", "dosing"]
+    assert first["alerts"][0]["now"].startswith("score 0.61") and repeat["alerts"][0]["now"] == "score 0.54 (0.48-0.60)"
+    assert repeat["summary"].endswith("Now: score 0.54 (0.48-0.60)") and "0.61" not in repeat["summary"]
+    assert "Now: score 0.54" in slack.render(repeat)["blocks"][1]["text"]["text"]

@@ -187,3 +187,21 @@ def test_silencing_an_incident_mutes_every_member_including_new_ones(
         assert incident_status(accuracy, members, silences, clock()) == AlertStatus.silenced
         cost = next(i for i in open_incidents(s) if i.cause == "cost")
         assert incident_status(cost, incident_members(s, cost.id or 0), silences, clock()) == AlertStatus.firing
+
+
+def test_the_overall_drop_seen_in_one_slice_is_not_an_equity_finding() -> None:
+    """A "sex=male" signal beside a subgroup gap of 0.002 is the task's drop seen in one slice: it is
+    worded as such and belongs to the accuracy problem; only the gap detector's finding is the
+    subgroup (equity) problem."""
+    from medmon.alerts.catalogue import KINDS, cause_of
+    from medmon.alerts.causes import cause_title
+    from medmon.alerts.rules import detector_alarm
+    from tests.alerts.helpers import subject
+
+    evidence = {"estimate": -0.2, "ci_low": -0.3, "ci_high": -0.1, "null_mean": 0.0, "n": 60,
+                "quantity": "paired difference"}  # fmt: skip
+    within = detector_alarm(subject(), "score[sex=male]", evidence, what=KINDS["subgroup_score"].words(sub="sex=male"))
+    assert cause_title(cause_of(within.labels)) == "accuracy"
+    assert "not a gap between subgroups" in within.summary and "for the sex=male subgroup" not in within.summary
+    gap = detector_alarm(subject(), "gap[sex=male]", {**evidence, "quantity": "gap"})
+    assert cause_title(cause_of(gap.labels)) == "a subgroup fell behind"

@@ -92,7 +92,8 @@ def test_below_minimum(case: str) -> None:
         assert signal.labels["rule"] == "below_minimum" and signal.labels["metric"] == "score"
         assert signal.severity == Severity.critical
         assert signal.evidence == {"estimate": 0.62, "ci_low": 0.58, "ci_high": 0.66, "n": 200, "minimum": 0.70}
-        assert "below the minimum in force 0.700" in signal.summary
+        assert "the score is 0.62, below the minimum in force 0.70" in signal.summary
+        assert "95% CI" not in signal.summary and "0.620" not in signal.summary
 
 
 def test_a_persistent_drop_hovering_at_the_minimum_is_one_alert() -> None:
@@ -161,13 +162,17 @@ def test_detector_alarm_wording_and_identity() -> None:
     }
     alarm = detector_alarm(subject(), "score", evidence)
     assert alarm.summary == (
-        "dosing: score dropped below its baseline (paired difference -0.120, 95% CI -0.180 to "
-        "-0.060, null -0.030, n=140)"
+        "dosing: score dropped below its baseline: answers score 0.12 lower than the same canaries did at the "
+        "reference, where 0.03 was tolerated (over 140 observations)"
     )
+    assert "95% CI" not in alarm.summary and "null" not in alarm.summary and alarm.evidence["ci_low"] == -0.18
     assert alarm.labels["rule"] == "drift_drop" and alarm.severity == Severity.critical
     cost = detector_alarm(subject(), "cost", {**evidence, "quantity": "mean"})
     assert cost.labels["rule"] == "cost_over_budget" and cost.severity == Severity.warning
-    assert cost.summary.startswith("dosing: cost per call exceeds its budget (estimate -0.120")
+    cost = detector_alarm(subject(), "cost", {**evidence, "quantity": "mean", "estimate": 0.3, "null_mean": 0.05})
+    assert cost.summary.startswith(
+        "dosing: cost per call exceeds its budget: now 30% of calls over the budget where 5%"
+    )
     recovered = detector_recovered(subject(), "score")
     assert not recovered.firing and recovered.fingerprint == alarm.fingerprint
     named = detector_alarm(subject(), "gap[sex=F]", evidence, what="the F subgroup fell behind")

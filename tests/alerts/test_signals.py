@@ -103,7 +103,8 @@ def test_stream_signal_says_what_the_stream_means(make_plan: Callable[..., Plan]
     ctx = load_context(plan, plan.tasks[0])
     signal = stream_signal(plan, ctx, update("refusal", what="the model refuses to answer more often"))
     assert signal is not None
-    assert signal.summary.startswith("knowledge-qa: the model refuses to answer more often (estimate 0.600")
+    assert signal.summary.startswith("knowledge-qa: the model refuses to answer more often: now 60% of answers where")
+    assert "95% CI" not in signal.summary and "null" not in signal.summary
     quiet = StreamUpdate(update("score").spec, StreamStatus.watching, StreamStatus.ok, None, 0.8, 3.0, 40)
     assert stream_signal(plan, ctx, quiet) is None
 

@@ -49,7 +49,8 @@ def _members(engine: Engine, incident_id: int) -> list[Alert]:
 
 
 def _act(at: AppTest, incident_id: int | list[int], reason: str, button: str) -> AppTest:
-    at.multiselect(key="incidents").set_value(incident_id if isinstance(incident_id, list) else [incident_id])
+    for one in incident_id if isinstance(incident_id, list) else [incident_id]:
+        at.checkbox(key=f"incident_{one}").check()
     at.text_input(key="reason").input(reason)
     at.button(key=button).click().run()
     assert not at.exception, [e.value for e in at.exception]
@@ -308,3 +309,14 @@ def test_a_plan_requiring_sign_in_shows_nothing_without_an_auth_section(
     at.run()
     assert len(at.dataframe) == 0 and len(at.get("plotly_chart")) == 0
     assert "requires sign-in" in at.error[0].value
+
+
+def test_no_incident_is_ticked_before_the_user_chooses(
+    seeded_engine: Engine, open_page: Callable[..., AppTest]
+) -> None:
+    """Acknowledging starts from nothing chosen, and there is no "Select all" to click by mistake."""
+    incident_id = _critical(seeded_engine)
+    at = open_page("alerts")
+    boxes = [c for c in at.checkbox if c.key and c.key.startswith("incident_")]
+    assert boxes and not any(c.value for c in boxes) and f"incident_{incident_id}" in [c.key for c in boxes]
+    assert not [m for m in at.multiselect if m.key == "incidents"]

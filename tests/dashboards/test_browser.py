@@ -48,8 +48,8 @@ TALL = """() => { const main = document.querySelector('[data-testid="stMain"]');
 # at the table's edge, never those further right. So every listed column but the last is whole.
 LEADING = {
     "overview": [
-        ["task", "status", "score now", "95% CI", "minimum in force", "baseline", "owner", "why"],
-        ["severity", "status", "incident", "owner", "since", "signals", "summary"],
+        ["task", "status", "score now", "95% CI", "minimum in force", "baseline"],
+        ["severity", "status", "incident", "since", "signals"],
     ],
     "baselines": [
         ["benchmark", "task", "model", "metric", "value", "n", "95% CI", "scored by medmon", "HELM vs medmon differ"]
@@ -58,7 +58,7 @@ LEADING = {
         ["at", "task", "kind", "status", "verdict", "re-evaluation"],
         ["id", "task", "verdict", "score", "95% CI", "approval threshold", "baseline", "difference", "n", "why"],
     ],
-    "alerts": [["id", "severity", "status", "incident", "owner", "since", "signals", "task page"]],
+    "alerts": [["id", "severity", "status", "incident", "task page", "owner", "since"]],  # signals: in each expander
 }
 DRAWN_HEADERS = """() => [...document.querySelectorAll('[data-testid="stDataFrame"]')].map(
   table => [...table.querySelectorAll('[role="columnheader"]')].map(h => h.textContent.trim()))"""
@@ -242,3 +242,62 @@ def test_with_sign_in_configured_the_served_dashboard_shows_nothing_and_sends_us
     assert query["client_id"] == ["medmon-dashboard"] and query["response_type"] == ["code"]
     assert query["redirect_uri"] == [f"{dashboard.url}/oauth2callback"]
     assert "openid" in query["scope"][0].split()
+
+
+# Every page a user can open, including the Overview at its own address (a bookmark, a link in a message).
+EVERY_PAGE = PAGES | {"overview-address": "/overview", "traffic": "/traffic", "review": "/review", "safety": "/safety"}
+# The words of issue 31's defects, as a reader would have seen them on a page.
+DEFECT_WORDS = ("estimate 1.000", "95% CI 1.000 to 1.000", "Select all", "Page not found", "mean score None")
+# "approved" where it claims nothing: negated, conditional, or quoting the plan's own governance text.
+NOT_A_CLAIM = ("not yet approved", "is approved)", "approved by an owner, or", "results of the approved model")
+# The page's own width, and any element past the window's right edge (a data grid scrolls inside
+# its own frame, so only the frame itself is measured, not the cells it holds).
+OVERFLOW = """() => { const main = document.querySelector('[data-testid="stMain"]');
+  const past = [...main.querySelectorAll('*')].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
+    .filter(e => !e.closest('[data-testid="stDataFrame"]') || e.matches('[data-testid="stDataFrame"]'));
+  return {scroll: main.scrollWidth, client: main.clientWidth,
+    past: past.slice(0, 5).map(e => (e.getAttribute('data-testid') || e.tagName) + ' ' + e.textContent.slice(0, 60))};
+}"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("database", ["seeded", "empty"])
+def test_no_page_scrolls_sideways_or_shows_a_defect_of_issue_31(database: str, seeded: Seeded, tmp_path: Path) -> None:
+    """Every page at 1,024 and 1,400 px: the page never runs wider than the window, and none shows
+    the words of the defects users met (a statistician's estimate, "Select all" when acknowledging,
+    "Page not found" at /overview, "mean score None"), nor "approved" on a database where nothing is."""
+    from playwright.sync_api import sync_playwright
+
+    plan_path, db_url = seeded.plan_path, seeded.db_url
+    if database == "empty":
+        data = yaml.safe_load(seeded.plan_path.read_text())
+        data["storage"] = {"url": f"sqlite:///{tmp_path / 'empty.db'}"}
+        plan_path = tmp_path / "empty-plan.yaml"
+        plan_path.write_text(yaml.safe_dump(data))
+        db_url = data["storage"]["url"]
+    problems: list[str] = []
+    with served_dashboard(plan_path, db_url, tmp_path / "streamlit.log") as dashboard, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            for width in (1024, 1400):
+                page = browser.new_page(viewport={"width": width, "height": 1000})
+                for name, path in EVERY_PAGE.items():
+                    page.goto(f"{dashboard.url}{path}")
+                    settle(page, timeout_ms=90_000)
+                    text = page.inner_text("body")
+                    found = page.evaluate(OVERFLOW)
+                    if found["scroll"] > found["client"] + 1 or found["past"]:
+                        problems.append(f"{name} at {width} px runs past the window: {found}")
+                    problems += [f"{name} at {width} px shows {w!r}" for w in DEFECT_WORDS if w in text]
+                    if database == "empty":
+                        said = re.findall(r"[^\n]{0,40}\bapproved\b[^\n]{0,40}", text)
+                        said = [s for s in said if not any(ok in s for ok in NOT_A_CLAIM)]
+                        problems += [f"{name} at {width} px says approved on an empty database: {s!r}" for s in said]
+                    if name == "overview-address":
+                        heading = page.locator('[data-testid="stMain"] h1').first.inner_text()
+                        if not heading.startswith("medmon · "):
+                            problems.append(f"/overview shows {heading!r}, not the Overview")
+                page.close()
+        finally:
+            browser.close()
+    assert not problems, "\n".join(problems)

@@ -90,3 +90,38 @@ def test_cost_and_latency_keep_their_own_axis_titles() -> None:
     assert fig.layout.yaxis2.title.text == "seconds" and fig.layout.yaxis2.overlaying == "y"
     assert fig.layout.yaxis2.range[1] >= 5.0  # the objective is on the chart
     assert [t.yaxis for t in fig.data if t.name.startswith(("mean latency", "max latency"))] == ["y2", "y2"]
+
+
+def test_one_point_says_not_enough_data_instead_of_a_made_up_axis() -> None:
+    from medmon.dashboards.charts import traffic_daily_chart
+    from medmon.monitor.read.traffic import TrafficDay
+
+    def day(d: int, calls: int, errors: int) -> TrafficDay:
+        return TrafficDay(calls, errors, 0.01, 10, 10, 1.0, 0.5, 0, 0, 0, (), day=date(2026, 11, d), task="qa")
+
+    one = traffic_daily_chart([day(1, 5, 0)], "error_rate", title="Errors per day", y_title="share", percent=True)
+    (said,) = [a.text for a in one.layout.annotations]
+    assert said == "<b>Not enough data yet</b><br>1 day of traffic so far;<br>a trend needs two"
+    assert not one.data
+    assert "Not enough data" in cost_latency_chart([_point(0, 0.9)], budget=0.002, slo=5.0).layout.annotations[0].text
+    two = traffic_daily_chart([day(1, 5, 0), day(2, 8, 0)], "error_rate", title="Errors", y_title="share", percent=True)
+    low, high = two.layout.yaxis.range
+    assert low == 0 and 0 < high <= 1.0  # no -100% to 100% around a row of zeros
+    calls = traffic_daily_chart([day(1, 5, 0), day(2, 8, 1)], "calls", title="Calls", y_title="calls")
+    assert calls.layout.yaxis.range[0] == 0 and calls.layout.yaxis.range[1] >= 8
+
+
+def test_the_latency_objective_is_drawn_on_the_seconds_axis_not_the_cost_axis() -> None:
+    fig = cost_latency_chart([_point(i, 0.9) for i in range(3)], budget=0.002, slo=5.0)
+    (objective,) = [s for s in fig.layout.shapes if s.y0 == 5.0]
+    assert objective.yref == "y2"
+    (label,) = [a for a in fig.layout.annotations if a.text == "latency objective 5 s"]
+    assert label.yref == "y2"
+    (budget,) = [s for s in fig.layout.shapes if s.y0 == 0.002]
+    assert budget.yref in (None, "y")
+
+
+def test_labels_of_lines_close_together_do_not_print_over_each_other() -> None:
+    fig = score_chart([_point(0, 0.9), _point(1, 0.5)], baseline=0.9, baseline_ci=None, threshold=0.70, alarm_line=0.72)
+    where = {a.text: (a.xanchor, a.yanchor) for a in fig.layout.annotations}
+    assert where["detector reference 0.72"][0] != where["minimum in force 0.70"][0]  # opposite ends of the chart

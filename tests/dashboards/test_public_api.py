@@ -24,6 +24,7 @@ DASHBOARD_MAY_IMPORT = {
     "medmon.monitor.plan.model",
     "medmon.monitor.storage",
     "medmon.db",
+    "medmon.moments",  # the one date format (the lowest layer, like medmon.db)
     "medmon.monitor.governance.audit",
     "medmon.monitor.plan.routing",
     "medmon.monitor.plan.privacy",

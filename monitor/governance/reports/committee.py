@@ -19,8 +19,11 @@ from sqlalchemy import case, or_
 from sqlmodel import Session, col, func, select
 
 from medmon.alerts import incident_members, incident_title
+from medmon.alerts.catalogue import cause_of
+from medmon.alerts.causes import cause_title
 from medmon.alerts.models import Alert, AlertEvent, Incident, Silence
 from medmon.baselines import resolve
+from medmon.moments import display_time
 from medmon.monitor.governance.approvals import baseline_proposals
 from medmon.monitor.governance.audit import AuditKind, list_events, verify
 from medmon.monitor.governance.changes import change_row, list_changes
@@ -125,6 +128,7 @@ class AlertRow:
     handling: list[str]
     minutes_to_ack: float | None
     minutes_to_resolve: float | None
+    problem: str = ""  # the kind of problem in words ("accuracy", "a subgroup fell behind"), not the rule's id
 
 
 @dataclass
@@ -359,7 +363,9 @@ def _task_evidence(session: Session, plan: Plan, period: Period) -> list[TaskEvi
                 f", approved by {baseline.approved_by}" if baseline.approved_by else ""
             )
             if in_force.pinned_at is not None:
-                source += f"; in force since {in_force.pinned_at:%Y-%m-%d %H:%M} UTC ({in_force.pinned_by})"
+                source += (
+                    f"; in force since {display_time(in_force.pinned_at, plan.display_timezone)} ({in_force.pinned_by})"
+                )
         evidence = TaskEvidence(
             task=task.id,
             benchmark=task.benchmark,
@@ -438,7 +444,7 @@ def _minutes(later: datetime | None, earlier: datetime) -> float | None:
     return None if later is None else round((later - earlier) / timedelta(minutes=1), 1)
 
 
-def _alerts(session: Session, period: Period) -> list[AlertRow]:
+def _alerts(session: Session, period: Period, tz: str = "UTC") -> list[AlertRow]:
     alerts = session.exec(
         select(Alert)
         .where(col(Alert.starts_at) < period.end, or_(col(Alert.ends_at).is_(None), col(Alert.ends_at) >= period.start))
@@ -458,7 +464,7 @@ def _alerts(session: Session, period: Period) -> list[AlertRow]:
         assert a.id is not None
         history = events.get(a.id, [])
         handling = [
-            f"{e.to_status} by {e.actor} at {e.at:%Y-%m-%d %H:%M} UTC" + (f": {e.note}" if e.note else "")
+            f"{e.to_status} by {e.actor} at {display_time(e.at, tz)}" + (f": {e.note}" if e.note else "")
             for e in history
             if e.actor != "medmon"
         ]
@@ -481,6 +487,7 @@ def _alerts(session: Session, period: Period) -> list[AlertRow]:
                 handling,
                 _minutes(ack, a.starts_at),
                 _minutes(ended, a.starts_at),
+                cause_title(cause_of(a.labels)),
             )
         )
     return rows
@@ -859,7 +866,7 @@ def build_committee_report(
     ]
     judge_usd, judge_calls = _judge_cost(session, period)
     tasks = _task_evidence(session, plan, period)
-    alerts = _alerts(session, period)
+    alerts = _alerts(session, period, plan.display_timezone)
     equity_rows = equity(session, plan, period)
     incidents = _incidents(session, period)
     report = CommitteeReport(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from medmon.moments import display_time
 from medmon.monitor.governance.current import CURRENT_SCORE_NAME, CurrentScore
 from medmon.monitor.governance.decisions import CommitteeDecision
 
@@ -56,7 +57,7 @@ class DecisionRow:
 
 
 def _when(value: Any) -> str:
-    return f"{value:%d %b %Y %H:%M} UTC" if isinstance(value, datetime) else str(value)
+    return display_time(value) if isinstance(value, datetime) else str(value)
 
 
 def _reevaluation(r: dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
+from medmon.moments import display_time
 from medmon.monitor.governance.current import CURRENT_SCORE_NAME
 from medmon.monitor.governance.reports.committee import CommitteeReport
 from medmon.monitor.governance.reports.plan_document import PlanDocument
@@ -39,10 +40,6 @@ def _usd(value: float | None) -> str:
     return "-" if value is None else f"${value:,.4f}"
 
 
-def _dt(value: datetime | None) -> str:
-    return "-" if value is None else f"{value:%Y-%m-%d %H:%M}"
-
-
 def _minutes(value: float | None) -> str:
     if value is None:
         return "-"
@@ -58,7 +55,8 @@ def decision(passed: bool | None, conclusive: bool | None) -> Markup:
     return Markup(f'<span class="{css}">{word}</span>{tail}')
 
 
-def environment() -> Environment:
+def environment(tz: str = "UTC") -> Environment:
+    """The report templates' environment; its ``dt`` filter writes moments in the plan's display zone."""
     env = Environment(
         loader=PackageLoader("medmon.monitor.governance.reports", "templates"),
         autoescape=select_autoescape(default=True),
@@ -66,14 +64,14 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(f3=_f3, usd=_usd, dt=_dt, minutes=_minutes)
+    env.filters.update(f3=_f3, usd=_usd, dt=lambda v: display_time(v, tz, missing="-"), minutes=_minutes)
     env.globals["decision"] = decision
     return env
 
 
 def render_committee(report: CommitteeReport) -> str:
     """The committee report as one self-contained HTML page."""
-    template = environment().get_template("committee.html.j2")
+    template = environment(report.plan.display_timezone).get_template("committee.html.j2")
     passing = sum(1 for t in report.tasks if t.passed)
     html = template.render(
         r=report,
@@ -89,7 +87,7 @@ def render_committee(report: CommitteeReport) -> str:
 
 def render_plan_document(document: PlanDocument) -> str:
     """The monitoring plan document as one self-contained HTML page."""
-    template = environment().get_template("plan_document.html.j2")
+    template = environment(document.plan.display_timezone).get_template("plan_document.html.j2")
     html = template.render(
         d=document,
         plan=document.plan,
