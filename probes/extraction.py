@@ -54,7 +54,7 @@ from medmon.probes.reading.base import Reading
 from medmon.probes.reading.codes import read_committed_codes
 from medmon.probes.reading.labels import read_label_text
 from medmon.probes.reading.languages import ANSWER_WORDS, CJK_ANSWER_WORDS, COPULAS, OPTION_WORDS
-from medmon.probes.reading.options import committed_text, named_option
+from medmon.probes.reading.options import committed_text, named_option, options_named
 
 __all__ = [
     "READERS",
@@ -296,6 +296,12 @@ _ANSWER_REGION = re.compile(
     r"of\s+choice\s+is|however|instead|rather)\b|→|->",
     re.I,
 )
+# After committing, the reply disowns every option ("... none of the options is fully correct").
+_NONE_OF_THEM = re.compile(
+    r"\bnone\s+of\s+(?:these|them|the\s+(?:options|choices|answers|above))\b|\bnone\s+(?:is|are)\s+(?:fully\s+)?"
+    r"correct\b|\bnot\s+(?:listed|among\s+the\s+(?:options|choices))\b",
+    re.I,
+)
 _BRACKETED = re.compile(r"(?<![A-Za-z0-9])[\(\[]([A-Ja-j])[\)\]](?![A-Za-z0-9])")
 _LEADING = re.compile(
     r"^\s*\(?\[?([A-Ja-j])(?:\]|\)|\.(?!\s*[a-z])|:|,|;|\s+-|\s*$|\s+(?=[A-Z(\[])|\s+(?=(?:because|since)\b))"
@@ -308,7 +314,7 @@ _NEGATED = re.compile(
     r"(?:would\s+be|is)\s+(?:inappropriate|contraindicated)|es\s+incorrecta|est\s+incorrecte|ist\s+falsch)"
 )
 _TWO = re.compile(
-    rf"(?<![A-Za-z0-9']){_L}\s*(?:,|/|\bor\b|\band\b|&|\bo\b|\bou\b|\boder\b|\blub\b|\bили\b|或|か)\s*"
+    rf"(?<![A-Za-z0-9']){_L}\s*(?:,|/|\bor\b|\band\b|&|\bo\b|\bou\b|\boder\b|\blub\b|\bили\b|或|か|\bhoặc\b|\bveya\b|\balbo\b|\bабо\b|\beller\b|\bή\b|\batau\b|または|또는|أو)\s*"
     rf"(?:option\s+)?{_L}{_END}",
     re.I,
 )
@@ -394,6 +400,8 @@ def read_choice(
         final = _decide(cued, negated, "answer cue")
         if final is not None:
             after = text[last_cue:]
+            if _NONE_OF_THEM.search(after):
+                return Reading(None, f"disowns the options after committing ({final.value})")
             late = {m.group(1) for m in _LATE.finditer(after, min(len(after), 3))} - negated - {final.value}
             if late and re.search(r"(?i)\b(?:actually|hmm|wait|on\s+second\s+thought|but)\b", after):
                 changed = ", ".join(sorted(late))
@@ -453,7 +461,19 @@ def _checked(
         letter, _ = named_option(follows.group(1), choices, set(), aliases or {}, [])
         if letter is not None and letter != reading.value:
             return Reading(None, f"the letter {reading.value} and the text of option {letter} disagree")
+    # "The answer is C, Klebsiella pneumoniae" (Klebsiella is D); "Treponema pallidum (option D)" (it is
+    # C): the sentence that gives the letter names one other option's text and not its own: no answer.
+    token = re.compile(rf"(?<![A-Za-z0-9']){reading.value}(?![A-Za-z0-9'])")
+    said = [part for part in _LETTER_SENTENCE.split(text) if token.search(part)]
+    if said:
+        sentence = token.sub(" ", said[-1])
+        named = options_named(sentence, choices, {m for _, m in _letters(_NEGATED, said[-1])}, aliases or {})
+        if len(named) == 1 and reading.value not in named:
+            return Reading(None, f"the letter {reading.value} and the text of option {next(iter(named))} disagree")
     return reading
+
+
+_LETTER_SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9*_(\[])|\n+")
 
 
 # --- numbers ------------------------------------------------------------------------------------
@@ -661,6 +681,12 @@ def _is_score_fraction(numerator: str, denominator: str) -> bool:
     )
 
 
+_REVISED = re.compile(
+    r"(?i)\b(?:actually|wait|correction|on\s+second\s+thought|scratch\s+that|I\s+(?:should|need\s+to)\s+"
+    r"(?:use|correct|revise|redo))\b"
+)
+
+
 def read_number(answer: str, unit: str | None = None, context: str = "") -> Reading:
     """The number an answer gives as its result (in ``unit`` when given), or why none can be read.
 
@@ -700,6 +726,12 @@ def read_number(answer: str, unit: str | None = None, context: str = "") -> Read
         found = _in_unit(found, unit, _units.analyte(context, text))
     if not found:
         return Reading(None, "no number in the answer")
+    revisions = list(_REVISED.finditer(text))
+    if revisions:  # "8400 mL. Actually, newer guidance uses 2 mL/kg/%TBSA, so 4200 mL.": the revision wins
+        later = [c for c in found if c.start >= revisions[-1].end() and c.level > 0]
+        if not later:
+            return Reading(None, "revises its working after the last number it states")
+        found = later
     if structured:
         usable = [c for c in found if c.level > 0] or found
         first = usable[0]

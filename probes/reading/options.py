@@ -105,7 +105,9 @@ def _names(choice: str, extra: Sequence[str]) -> list[str]:
         _BRACKETED.sub(" ", choice),
         *re.findall(r"\(([^)]+)\)", choice),
         *examples,
-        *_initials(choice),
+        # initials that are another word's abbreviation ("im" for Intravenous methylprednisolone
+        # is intramuscular) are not this option's name
+        *(i for i in _initials(choice) if _canonical(i) == i),
         *extra,
     ]
     folded = {_fold(n).strip() for n in names}
@@ -185,6 +187,15 @@ def named_option(
         if letter is not None:
             return letter, why
     return None, "no option letter in the answer"
+
+
+def options_named(
+    text: str, choices: Sequence[str], negated: set[str], aliases: Mapping[str, Sequence[str]]
+) -> set[str]:
+    """Every option whose text (or alias) the committed sentences of ``text`` name, negated ones aside."""
+    letters = [chr(65 + i) for i in range(len(choices))]
+    names = {letter: _names(choice, aliases.get(letter, ())) for letter, choice in zip(letters, choices, strict=True)}
+    return _named(" ".join(committed_text(text, brackets=True)), names, negated)
 
 
 def _stems(text: str) -> set[str]:

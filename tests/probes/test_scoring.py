@@ -627,3 +627,17 @@ def test_the_blind_development_set_is_read_as_its_clinicians_read_it() -> None:
     for kind, f in figures.items():
         assert f["false_correct"] == 0, (kind, [m for m in result["misread"] if m["false_correct"]])
         assert f["read_as_truth"] / f["items"] >= 0.97, (kind, [m["id"] for m in result["misread"]])
+
+
+def test_the_hard_development_set_is_read_without_a_wrong_answer_scored_right() -> None:
+    """538 harder answers (D2: retractions, conditionals, letters contradicting their option text,
+    tables, other scripts) hand-labelled by another person who saw neither code nor data. The readers
+    were tuned on it afterwards, so this is a regression floor, not a measure: never a wrong or
+    unreadable answer scored correct, and no scorer below the share read after tuning."""
+    result = _blind_benchmark().measure(Path(__file__).parent / "corpus" / "blind_dev2.jsonl")
+    figures = result["scorers"]
+    assert sum(f["items"] for f in figures.values()) == 538
+    floors = {"mcq": 0.86, "number": 0.90, "label": 0.95, "icd10": 0.96}
+    for kind, f in figures.items():
+        assert f["false_correct"] == 0, (kind, [m for m in result["misread"] if m["false_correct"]])
+        assert f["read_as_truth"] / f["items"] >= floors[kind], (kind, [m["id"] for m in result["misread"]])
