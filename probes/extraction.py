@@ -363,6 +363,8 @@ def read_choice(
     'B'
     """
     text, structured = _structured_then(answer)
+    if choices and not structured:
+        text = _without_restated_options(text, choices)
     if not text:
         return Reading(None, "empty answer")
     negated = {letter for _, letter in _letters(_NEGATED, text)}
@@ -435,6 +437,29 @@ def read_choice(
     if len(bracketed) == 1:
         return _checked(Reading(bracketed.pop(), "bracketed letter"), text, choices, aliases)
     return Reading(None, "no option letter in the answer")
+
+
+_OPTION_LINE = re.compile(r"^\s*[\(\[]?([A-J])[\)\].:]\s*(.+?)\s*$", re.M)
+
+
+def _without_restated_options(text: str, choices: Sequence[str]) -> str:
+    """The reply without the option list it copies from the question ("A. IV diphenhydramine" as
+    asked): a restated option is not a choice. Annotated lines ("B. ... - first line") stay."""
+
+    def restated(m: re.Match[str]) -> bool:
+        index = ord(m.group(1)) - 65
+        return index < len(choices) and _fold_text(m.group(2)) == _fold_text(choices[index])
+
+    lines = [m for m in _OPTION_LINE.finditer(text) if restated(m)]
+    if len(lines) < 2:
+        return text
+    for m in reversed(lines):
+        text = text[: m.start()] + text[m.end() :]
+    return text.strip()
+
+
+def _fold_text(text: str) -> str:
+    return " ".join(re.findall(r"[^\W_]+", text.lower()))
 
 
 def _is_article(text: str, choices: Sequence[str], aliases: Mapping[str, Sequence[str]]) -> bool:
@@ -742,7 +767,7 @@ def read_number(answer: str, unit: str | None = None, context: str = "") -> Read
         at = [c for c in found if c.level == level]
         at = [c for c in at if not c.supposed] or at  # a stated value over a supposed one
         if at:
-            pick = at[-1] if level == 3 else _first_result(at, text)
+            pick = _through_equation(at[-1] if level == 3 else _first_result(at, text), found, text)
             if pick.range_with is not None:
                 return _range(pick)
             if level == 3 and not pick.explicit:
@@ -763,6 +788,18 @@ def read_number(answer: str, unit: str | None = None, context: str = "") -> Read
             return Reading(with_unit[0].value, "the only number with a unit")
     shown = ", ".join(f"{v:g}" for v in sorted(values))
     return Reading(None, f"several numbers ({shown}) and no stated result")
+
+
+_OPERATOR_AFTER = re.compile(r"\s*[×x*/+−]\s*\(?\s*\d")
+
+
+def _through_equation(pick: _Candidate, found: list[_Candidate], text: str) -> _Candidate:
+    """ "→ 5 × 80 = 400 mg": a cued number that opens an expression is a factor; the result is the
+    number after the expression's last "=" in the same sentence."""
+    if not _OPERATOR_AFTER.match(text, pick.end):
+        return pick
+    results = [c for c in found if c.sentence == pick.sentence and c.start > pick.end and c.chained]
+    return results[-1] if results else pick
 
 
 def _distinct(values: Iterable[float]) -> list[float]:
