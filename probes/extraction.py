@@ -233,7 +233,8 @@ _CUE = (
     r"|\b(?:choice|option|answer|pick|selection|response)\b(?:\s+[a-z]+){0,2}?\s*(?:is|would\s+be|=|:|→|->)\s*"
     r"(?:option\s+)?"
     r"|\b(?:it|this)(?:'s|\s+is|\s+would\s+be|\s+must\s+be)\s+(?:option\s+)?"
-    r"|\bI\s+(?:think|believe|'d\s+say|would\s+say)\s+(?:it's\s+|it\s+is\s+)?(?:option\s+)?"
+    r"|\bI(?:\s+think|\s+believe|['’]d\s+say|\s+would\s+say)\s+(?:it's\s+|it\s+is\s+)?(?:option\s+)?"
+    r"|\bthe\s+(?:best|most\s+appropriate|preferred|next)\s+(?:[a-z]+\s+){1,2}?(?:is|would\s+be)\s+(?:option\s+)?"
     r"|\btherefore,?\s+|\bthus,?\s+|\bso,?\s+|(?:→|->|=>)\s*(?:option\s+)?"
     r"|:\s*(?=\(?\[?[A-J]\]?\)?\s*\.?\s*$)"
 )
@@ -260,7 +261,7 @@ _CUED_CJK = re.compile(
 )
 # "not A but B", "not A, but rather B": the letter after "but" is the answer.
 _BUT = re.compile(rf"(?i:\bbut\s+(?:rather\s+)?(?:it\s+is\s+|it's\s+)?(?:option\s+)?)(?-i:{_L}){_END}")
-_CUED = re.compile(rf"(?i:{_CUE})(?-i:{_L}){_END}")
+_CUED = re.compile(rf"(?i:{_CUE})[\"'‘“]?(?-i:{_L})[\"'’”]?{_END}")
 # "the answer is d": a lower-case letter only when it ends the answer (or its sentence).
 _CUED_LOWER = re.compile(
     r"(?i:\b(?:answer|choice|option)\b(?:\s+is|\s+would\s+be|\s+will\s+be|\s*:)\s*(?:option\s+)?)\(?([a-j])\)?"
@@ -278,7 +279,7 @@ _OPTION = re.compile(
     rf"seçenek|pagpipilian)\s*)(?-i:{_L}){_END}"
 )
 # "Odpowiedź A.", "Answer B": the answer word, then the letter ending the sentence.
-_CUED_BARE = re.compile(rf"(?i:(?<![\w])(?:{_alternation(ANSWER_WORDS)})\s+)(?-i:{_L})(?=\s*[.!)]?\s*(?:$|\n))")
+_CUED_BARE = re.compile(rf"(?i:(?<![\w])(?:{_alternation(ANSWER_WORDS)})\s+)(?-i:{_L})(?=\s*[.!)]?\s*(?:$|\n|\())")
 # "... than amylase. B.", "... must be avoided. C", "Ceftriaxone, vancomycin and ampicillin - C."
 _LONE = re.compile(r"(?:^|(?<=[.!?;:\n])\s*|\s-\s*)\(?([A-J])\)?\s*[.!]?\s*(?=$|\n|\s+[A-Z(])")
 _HEDGE = re.compile(
@@ -333,8 +334,15 @@ def _letters(pattern: re.Pattern[str], text: str) -> list[tuple[int, str]]:
     return out
 
 
-def _decide(found: list[tuple[int, str]], negated: set[str], rule: str) -> Reading | None:
-    letters = [letter for _, letter in sorted(found) if letter not in negated]
+def _decide(
+    found: list[tuple[int, str]], negated: set[str], rule: str, negated_at: Mapping[str, int] | None = None
+) -> Reading | None:
+    """The last letter found that is not negated; with ``negated_at`` (letter to its last negation),
+    a letter committed after its negation ("not A ... I'll go with A") is chosen."""
+    if negated_at is not None:
+        letters = [letter for at, letter in sorted(found) if negated_at.get(letter, -1) < at]
+    else:
+        letters = [letter for _, letter in sorted(found) if letter not in negated]
     if not letters:
         return None
     return Reading(letters[-1], rule)
@@ -367,6 +375,10 @@ def read_choice(
         text = _without_restated_options(text, choices)
     if not text:
         return Reading(None, "empty answer")
+    text = _CYRILLIC_CUED.sub(lambda m: m.group(0)[:-1] + _CYRILLIC[m.group(1)], text)
+    checked = {m.group(1) for m in _CHECKED_BOX.finditer(text)}
+    if len(checked) == 1:  # "- [x] B" in a markdown checklist
+        return _checked(Reading(checked.pop(), "checked box"), text, choices, aliases)
     negated = {letter for _, letter in _letters(_NEGATED, text)}
     two = [
         m
@@ -382,7 +394,7 @@ def read_choice(
         lead = _letters(_LEADING, text)
         if lead:
             return Reading(lead[0][1], "structured answer")
-    cued = (
+    cued = _stated(
         _letters(_CUED, text)
         + _letters(_CUED_WORLD, text)
         + [(m.start(), next(g for g in m.groups() if g)) for m in _CUED_CJK.finditer(text)]
@@ -390,7 +402,8 @@ def read_choice(
         + _letters(_CUED_LOWER, text)
         + _letters(_BUT, text)
         + _letters(_CUED_BARE, text)
-        + [(m.start(1), m.group(1)) for m in _LONE.finditer(text) if m.start(1) > 0]
+        + [(m.start(1), m.group(1)) for m in _LONE.finditer(text) if m.start(1) > 0],
+        text,
     )
     # "B or C", "the answer is B or C": two options where the answer should be; a pair merely
     # mentioned ("Options A and B are both used, but B is preferred") does not stop a later cue.
@@ -399,7 +412,8 @@ def read_choice(
         if not cued or pair.start() >= last_cue or pair.start() <= last_cue < pair.end():
             return Reading(None, f"two options ({pair.group(1).upper()}, {pair.group(2).upper()})")
     if cued:
-        final = _decide(cued, negated, "answer cue")
+        negated_at = {letter: at for at, letter in sorted(_letters(_NEGATED, text))}
+        final = _decide(cued, negated, "answer cue", negated_at)
         if final is not None:
             after = text[last_cue:]
             if _NONE_OF_THEM.search(after):
@@ -437,6 +451,27 @@ def read_choice(
     if len(bracketed) == 1:
         return _checked(Reading(bracketed.pop(), "bracketed letter"), text, choices, aliases)
     return Reading(None, "no option letter in the answer")
+
+
+# "Ответ: Б": Cyrillic option letters whose place in the alphabet and shape agree with one Latin
+# letter; В (third letter, shaped like B) and Е (sixth, shaped like E) stay unread.
+_CYRILLIC = {"А": "A", "Б": "B", "Г": "D", "Д": "E"}
+_CYRILLIC_CUED = re.compile(r"(?i:ответ|відповідь|вариант)[^\w\n]{0,4}([АБГД])(?![\w])")
+_CHECKED_BOX = re.compile(r"^\s*(?:[-*]\s*)?\[[xX✓✔]\]\s*\(?([A-J])(?![A-Za-z0-9])", re.M)
+_SUPPOSING_CLAUSE = re.compile(r"(?i)\b(?:if|si|wenn|se|were|unless|otherwise|had\s+it\s+been)\b")
+_CLAUSE_START = re.compile(r"[.!?;\n(]")
+
+
+def _stated(found: list[tuple[int, str]], text: str) -> list[tuple[int, str]]:
+    """Cued letters, without those in a clause that supposes ("if ferritin were normal, the answer
+    would be A"; "(Si saignement majeur : E.)"): a hypothetical answer is not the answer."""
+    kept = []
+    for at, letter in found:
+        starts = [m.end() for m in _CLAUSE_START.finditer(text, 0, at)]
+        clause = text[starts[-1] if starts else 0 : at]
+        if not _SUPPOSING_CLAUSE.search(clause):
+            kept.append((at, letter))
+    return kept
 
 
 _OPTION_LINE = re.compile(r"^\s*[\(\[]?([A-J])[\)\].:]\s*(.+?)\s*$", re.M)
