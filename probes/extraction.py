@@ -556,11 +556,11 @@ _WORD_NUMBER = re.compile(
     re.I,
 )
 _BSA = re.compile(r"(?:/|\bper\s+)\s*1[.,]73\s*m(?:\^?2|²)?", re.I)
-_RANGE = re.compile(rf"({_NUM})\s*(?:-|to|and|or)\s*({_NUM})")
+_RANGE = re.compile(rf"({_NUM})\s*(?:-|to|and|or)\s*({_NUM})(?![.,]?\d)(?!-[A-Za-z])")  # "3 - 30-day" is no range
 _NOT_RESULT = re.compile(
     r"(?i:\b(?:normal|reference|target|goal)\s+(?:range|value|is|of)?|\b(?:range|threshold|cut-?off|cutoff|limit|"
     r"upper\s+limit|lower\s+limit|uln)\b(?:\s+(?:of|is|was|=|:))?|\b(?:above|below|over|under|exceeds?|exceeding|"
-    r"greater\s+than|less\s+than|more\s+than|fewer\s+than|at\s+least|at\s+most|up\s+to|between)\b|[<>≤≥]=?|"
+    r"greater\s+than|less\s+than|more\s+than|fewer\s+than|at\s+least|at\s+most|up\s+to|between|starts?\s+at|begins?\s+at)\b|[<>≤≥]=?|"
     r"\bout\s+of\b|\d\s+of|/)\s*$"
 )
 _RESTATED = re.compile(
@@ -579,7 +579,7 @@ _INPUT = re.compile(
     re.I,
 )
 _FINAL = re.compile(
-    r"(?i:\b(?:final\s+answer|answer|result|resultado|résultat|ergebnis|risultato|wynik|total(?:\s+score)?)\b"
+    r"(?i:\bfinal\s*:|\b(?:final\s+answer|answer|result|resultado|résultat|ergebnis|risultato|wynik|total(?:\s+score)?)\b"
     r"(?:\s+(?:is|was|would\s+be|=|:|of))?\s*[:=]?"
     r"|\b(?:therefore|thus|hence|so)\b[^.\n]{0,80}?(?:\bis\b|=|≈|:|\bof\b)"
     r"|\b(?:comes?\s+to|works?\s+out\s+(?:to|at)|gives|yields|equals)\b"
@@ -637,8 +637,7 @@ class _Candidate:
 
 _UNIT_AFTER = re.compile(r"\s?(%|/\s?[^\W\d_][\w^]*|[^\W\d_°][\w^]*(?:-[a-z]+)?(?:\s?/\s?[\w.^]+)*)")
 _NOT_UNITS = frozenset(
-    "in at of to a an and or is was the per for by on as if it times x over from with then than vs into "
-    "each every q".split()
+    "in at of to a an and or is was the per for by on as if it x over from with then than vs into each every q".split()
 )
 
 
@@ -783,6 +782,7 @@ def read_number(answer: str, unit: str | None = None, context: str = "") -> Read
         return Reading(None, "empty answer")
     found = _candidates(text)
     if unit is not None:
+        found = _restating_units(found)
         found = _in_unit(found, unit, _units.analyte(context, text))
     if not found:
         return Reading(None, "no number in the answer")
@@ -818,14 +818,14 @@ def read_number(answer: str, unit: str | None = None, context: str = "") -> Read
     if not bare:
         return Reading(None, "only thresholds, ranges or restated inputs")
     if unit:
-        with_unit = [c for c in bare if c.unit and _units.unit_key(c.unit) not in ("", "%")]
+        with_unit = [c for c in bare if c.unit and _units.unit_key(c.unit) not in ("", "%") and c.range_with is None]
         if len(_distinct(c.value for c in with_unit)) == 1:
             return Reading(with_unit[0].value, "the only number with a unit")
     shown = ", ".join(f"{v:g}" for v in sorted(values))
     return Reading(None, f"several numbers ({shown}) and no stated result")
 
 
-_OPERATOR_AFTER = re.compile(r"\s*[×x*/+−]\s*\(?\s*\d")
+_OPERATOR_AFTER = re.compile(r"\s*[×x*/+−]\s*\(?\s*[√∛]?\s*\(?\s*\d")
 
 
 def _through_equation(pick: _Candidate, found: list[_Candidate], text: str) -> _Candidate:
@@ -835,6 +835,18 @@ def _through_equation(pick: _Candidate, found: list[_Candidate], text: str) -> _
         return pick
     results = [c for c in found if c.sentence == pick.sentence and c.start > pick.end and c.chained]
     return results[-1] if results else pick
+
+
+def _restating_units(found: list[_Candidate]) -> list[_Candidate]:
+    """ "... = 2.30 mmol/L. Answer: 2.30": a bare number restating one written with its unit is in that unit."""
+    out: list[_Candidate] = []
+    for c in found:
+        if not c.unit:
+            before = [p for p in out if p.unit and p.value == c.value and p.end <= c.start]
+            if before:
+                c = replace(c, unit=before[-1].unit)
+        out.append(c)
+    return out
 
 
 def _distinct(values: Iterable[float]) -> list[float]:
