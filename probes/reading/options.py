@@ -211,8 +211,11 @@ def _paraphrase(
     for letter, stems in own.items():
         distinct = stems - set().union(*(v for k, v in own.items() if k != letter))
         matched = len(distinct & said)
+        # "Oral vancomycin" for "IV vancomycin" (oral belongs to other options only): not this option
+        foreign = said & set().union(*(v for k, v in own.items() if k != letter)) - stems
         if distinct and matched / len(distinct) >= 0.5 and (matched >= 2 or terse) and letter not in negated:
-            hits.append(letter)
+            if not (terse and foreign):
+                hits.append(letter)
     if len(hits) == 1:
         return hits[0], "option paraphrase"
     return None, "no option letter in the answer"
