@@ -230,6 +230,7 @@ _CUE = (
     r"|\b(?:my|our)\s+(?:final\s+)?(?:answer|choice|pick|selection)(?:\s+is)?\s*[:=-]?\s*"
     r"|\bI\s*(?:would|'d|will|'ll|)\s*(?:choose|pick|select|go\s+with|opt\s+for)\s+(?:option\s+|choice\s+)?"
     r"|\b(?:choose|pick|select|go\s+with|going\s+with|went\s+with)\s+(?:option\s+|choice\s+)?"
+    r"|\b(?:revise|revising|change|changing)\s+(?:my\s+answer\s+|it\s+)?to\s+(?:option\s+|choice\s+)?"
     r"|\b(?:choice|option|answer|pick|selection|response)\b(?:\s+[a-z]+){0,2}?\s*(?:is|would\s+be|=|:|→|->)\s*"
     r"(?:option\s+)?"
     r"|\b(?:it|this)(?:'s|\s+is|\s+would\s+be|\s+must\s+be)\s+(?:option\s+)?"

@@ -98,6 +98,12 @@ def _initials(choice: str) -> list[str]:
     return [head, f"{most} {_canonical(words[-1].lower())}"]
 
 
+def _binomial(choice: str) -> list[str]:
+    """ "Treponema pallidum" is written "T. pallidum": the genus by its initial."""
+    m = re.fullmatch(r"([A-Z])[a-z]+ ([a-z]{3,})", choice.strip())
+    return [f"{m.group(1)} {m.group(2)}"] if m else []
+
+
 def _names(choice: str, extra: Sequence[str]) -> list[str]:
     examples = re.findall(r"\b(?:e\.g\.|such\s+as)\s*,?\s*([^),;]+)", choice, re.I)
     names = [
@@ -105,6 +111,7 @@ def _names(choice: str, extra: Sequence[str]) -> list[str]:
         _BRACKETED.sub(" ", choice),
         *re.findall(r"\(([^)]+)\)", choice),
         *examples,
+        *_binomial(choice),
         # initials that are another word's abbreviation ("im" for Intravenous methylprednisolone
         # is intramuscular) are not this option's name
         *(i for i in _initials(choice) if _canonical(i) == i),

@@ -637,7 +637,7 @@ def test_the_hard_development_set_is_read_without_a_wrong_answer_scored_right() 
     result = _blind_benchmark().measure(Path(__file__).parent / "corpus" / "blind_dev2.jsonl")
     figures = result["scorers"]
     assert sum(f["items"] for f in figures.values()) == 538
-    floors = {"mcq": 0.93, "number": 0.95, "label": 0.97, "icd10": 0.99}
+    floors = {"mcq": 0.94, "number": 0.95, "label": 0.97, "icd10": 0.99}
     for kind, f in figures.items():
         assert f["false_correct"] == 0, (kind, [m for m in result["misread"] if m["false_correct"]])
         assert f["read_as_truth"] / f["items"] >= floors[kind], (kind, [m["id"] for m in result["misread"]])
@@ -654,12 +654,14 @@ SEPSIS = ("Escherichia coli", "Staphylococcus aureus", "Klebsiella pneumoniae", 
         ("The answer is B, Staphylococcus aureus.", "B"),
         ("Answer: B\n\nOn reflection none of the options is correct.", None),  # disowned after committing
         ("Câu trả lời là B hoặc C.", None),  # a hedge in Vietnamese
-        ("Likely E. coli. But if the line were infected, the answer would be B.", None),
+        ("Likely E. coli. But if the line were infected, the answer would be B.", "A"),
         ("So not A. Not C either. Or maybe A after all... I'll go with A.", "A"),  # chosen after its negation
         ("Answer:\n- [ ] A\n- [x] B\n- [ ] C", "B"),
         ("```\nanswer = 'D'\n```", "D"),
         ("Ответ: Г", "D"),
         ("Ответ: В", None),  # Cyrillic В is the third letter but looks like B: no answer
+        ("The answer is A. Hmm, actually no - I'll revise to D.", "D"),  # the revision is itself a commitment
+        ("Gram-negative rod, lactose fermenter, hospital-acquired → K. pneumoniae.", "C"),
         ("Options:\nA. Escherichia coli\nB. Staphylococcus aureus\nC. Klebsiella pneumoniae\n\nThe answer is C.", "C"),
         ("Options:\nA. Escherichia coli\nB. Staphylococcus aureus\nC. Klebsiella pneumoniae", None),
     ],
