@@ -54,7 +54,7 @@ from medmon.probes.reading.base import Reading
 from medmon.probes.reading.codes import read_committed_codes
 from medmon.probes.reading.labels import read_label_text
 from medmon.probes.reading.languages import ANSWER_WORDS, CJK_ANSWER_WORDS, COPULAS, OPTION_WORDS
-from medmon.probes.reading.options import committed_text, named_option
+from medmon.probes.reading.options import committed_text, named_option, options_named
 
 __all__ = [
     "READERS",
@@ -230,10 +230,12 @@ _CUE = (
     r"|\b(?:my|our)\s+(?:final\s+)?(?:answer|choice|pick|selection)(?:\s+is)?\s*[:=-]?\s*"
     r"|\bI\s*(?:would|'d|will|'ll|)\s*(?:choose|pick|select|go\s+with|opt\s+for)\s+(?:option\s+|choice\s+)?"
     r"|\b(?:choose|pick|select|go\s+with|going\s+with|went\s+with)\s+(?:option\s+|choice\s+)?"
+    r"|\b(?:revise|revising|change|changing)\s+(?:my\s+answer\s+|it\s+)?to\s+(?:option\s+|choice\s+)?"
     r"|\b(?:choice|option|answer|pick|selection|response)\b(?:\s+[a-z]+){0,2}?\s*(?:is|would\s+be|=|:|→|->)\s*"
     r"(?:option\s+)?"
     r"|\b(?:it|this)(?:'s|\s+is|\s+would\s+be|\s+must\s+be)\s+(?:option\s+)?"
-    r"|\bI\s+(?:think|believe|'d\s+say|would\s+say)\s+(?:it's\s+|it\s+is\s+)?(?:option\s+)?"
+    r"|\bI(?:\s+think|\s+believe|['’]d\s+say|\s+would\s+say)\s+(?:it's\s+|it\s+is\s+)?(?:option\s+)?"
+    r"|\bthe\s+(?:best|most\s+appropriate|preferred|next)\s+(?:[a-z]+\s+){1,2}?(?:is|would\s+be)\s+(?:option\s+)?"
     r"|\btherefore,?\s+|\bthus,?\s+|\bso,?\s+|(?:→|->|=>)\s*(?:option\s+)?"
     r"|:\s*(?=\(?\[?[A-J]\]?\)?\s*\.?\s*$)"
 )
@@ -260,7 +262,7 @@ _CUED_CJK = re.compile(
 )
 # "not A but B", "not A, but rather B": the letter after "but" is the answer.
 _BUT = re.compile(rf"(?i:\bbut\s+(?:rather\s+)?(?:it\s+is\s+|it's\s+)?(?:option\s+)?)(?-i:{_L}){_END}")
-_CUED = re.compile(rf"(?i:{_CUE})(?-i:{_L}){_END}")
+_CUED = re.compile(rf"(?i:{_CUE})[\"'‘“]?(?-i:{_L})[\"'’”]?{_END}")
 # "the answer is d": a lower-case letter only when it ends the answer (or its sentence).
 _CUED_LOWER = re.compile(
     r"(?i:\b(?:answer|choice|option)\b(?:\s+is|\s+would\s+be|\s+will\s+be|\s*:)\s*(?:option\s+)?)\(?([a-j])\)?"
@@ -278,7 +280,7 @@ _OPTION = re.compile(
     rf"seçenek|pagpipilian)\s*)(?-i:{_L}){_END}"
 )
 # "Odpowiedź A.", "Answer B": the answer word, then the letter ending the sentence.
-_CUED_BARE = re.compile(rf"(?i:(?<![\w])(?:{_alternation(ANSWER_WORDS)})\s+)(?-i:{_L})(?=\s*[.!)]?\s*(?:$|\n))")
+_CUED_BARE = re.compile(rf"(?i:(?<![\w])(?:{_alternation(ANSWER_WORDS)})\s+)(?-i:{_L})(?=\s*[.!)]?\s*(?:$|\n|\())")
 # "... than amylase. B.", "... must be avoided. C", "Ceftriaxone, vancomycin and ampicillin - C."
 _LONE = re.compile(r"(?:^|(?<=[.!?;:\n])\s*|\s-\s*)\(?([A-J])\)?\s*[.!]?\s*(?=$|\n|\s+[A-Z(])")
 _HEDGE = re.compile(
@@ -296,6 +298,12 @@ _ANSWER_REGION = re.compile(
     r"of\s+choice\s+is|however|instead|rather)\b|→|->",
     re.I,
 )
+# After committing, the reply disowns every option ("... none of the options is fully correct").
+_NONE_OF_THEM = re.compile(
+    r"\bnone\s+of\s+(?:these|them|the\s+(?:options|choices|answers|above))\b|\bnone\s+(?:is|are)\s+(?:fully\s+)?"
+    r"correct\b|\bnot\s+(?:listed|among\s+the\s+(?:options|choices))\b",
+    re.I,
+)
 _BRACKETED = re.compile(r"(?<![A-Za-z0-9])[\(\[]([A-Ja-j])[\)\]](?![A-Za-z0-9])")
 _LEADING = re.compile(
     r"^\s*\(?\[?([A-Ja-j])(?:\]|\)|\.(?!\s*[a-z])|:|,|;|\s+-|\s*$|\s+(?=[A-Z(\[])|\s+(?=(?:because|since)\b))"
@@ -308,7 +316,7 @@ _NEGATED = re.compile(
     r"(?:would\s+be|is)\s+(?:inappropriate|contraindicated)|es\s+incorrecta|est\s+incorrecte|ist\s+falsch)"
 )
 _TWO = re.compile(
-    rf"(?<![A-Za-z0-9']){_L}\s*(?:,|/|\bor\b|\band\b|&|\bo\b|\bou\b|\boder\b|\blub\b|\bили\b|或|か)\s*"
+    rf"(?<![A-Za-z0-9']){_L}\s*(?:,|/|\bor\b|\band\b|&|\bo\b|\bou\b|\boder\b|\blub\b|\bили\b|或|か|\bhoặc\b|\bveya\b|\balbo\b|\bабо\b|\beller\b|\bή\b|\batau\b|または|또는|أو)\s*"
     rf"(?:option\s+)?{_L}{_END}",
     re.I,
 )
@@ -327,8 +335,15 @@ def _letters(pattern: re.Pattern[str], text: str) -> list[tuple[int, str]]:
     return out
 
 
-def _decide(found: list[tuple[int, str]], negated: set[str], rule: str) -> Reading | None:
-    letters = [letter for _, letter in sorted(found) if letter not in negated]
+def _decide(
+    found: list[tuple[int, str]], negated: set[str], rule: str, negated_at: Mapping[str, int] | None = None
+) -> Reading | None:
+    """The last letter found that is not negated; with ``negated_at`` (letter to its last negation),
+    a letter committed after its negation ("not A ... I'll go with A") is chosen."""
+    if negated_at is not None:
+        letters = [letter for at, letter in sorted(found) if negated_at.get(letter, -1) < at]
+    else:
+        letters = [letter for _, letter in sorted(found) if letter not in negated]
     if not letters:
         return None
     return Reading(letters[-1], rule)
@@ -357,8 +372,14 @@ def read_choice(
     'B'
     """
     text, structured = _structured_then(answer)
+    if choices and not structured:
+        text = _without_restated_options(text, choices)
     if not text:
         return Reading(None, "empty answer")
+    text = _CYRILLIC_CUED.sub(lambda m: m.group(0)[:-1] + _CYRILLIC[m.group(1)], text)
+    checked = {m.group(1) for m in _CHECKED_BOX.finditer(text)}
+    if len(checked) == 1:  # "- [x] B" in a markdown checklist
+        return _checked(Reading(checked.pop(), "checked box"), text, choices, aliases)
     negated = {letter for _, letter in _letters(_NEGATED, text)}
     two = [
         m
@@ -374,7 +395,7 @@ def read_choice(
         lead = _letters(_LEADING, text)
         if lead:
             return Reading(lead[0][1], "structured answer")
-    cued = (
+    cued = _stated(
         _letters(_CUED, text)
         + _letters(_CUED_WORLD, text)
         + [(m.start(), next(g for g in m.groups() if g)) for m in _CUED_CJK.finditer(text)]
@@ -382,7 +403,8 @@ def read_choice(
         + _letters(_CUED_LOWER, text)
         + _letters(_BUT, text)
         + _letters(_CUED_BARE, text)
-        + [(m.start(1), m.group(1)) for m in _LONE.finditer(text) if m.start(1) > 0]
+        + [(m.start(1), m.group(1)) for m in _LONE.finditer(text) if m.start(1) > 0],
+        text,
     )
     # "B or C", "the answer is B or C": two options where the answer should be; a pair merely
     # mentioned ("Options A and B are both used, but B is preferred") does not stop a later cue.
@@ -391,9 +413,12 @@ def read_choice(
         if not cued or pair.start() >= last_cue or pair.start() <= last_cue < pair.end():
             return Reading(None, f"two options ({pair.group(1).upper()}, {pair.group(2).upper()})")
     if cued:
-        final = _decide(cued, negated, "answer cue")
+        negated_at = {letter: at for at, letter in sorted(_letters(_NEGATED, text))}
+        final = _decide(cued, negated, "answer cue", negated_at)
         if final is not None:
             after = text[last_cue:]
+            if _NONE_OF_THEM.search(after):
+                return Reading(None, f"disowns the options after committing ({final.value})")
             late = {m.group(1) for m in _LATE.finditer(after, min(len(after), 3))} - negated - {final.value}
             if late and re.search(r"(?i)\b(?:actually|hmm|wait|on\s+second\s+thought|but)\b", after):
                 changed = ", ".join(sorted(late))
@@ -429,6 +454,50 @@ def read_choice(
     return Reading(None, "no option letter in the answer")
 
 
+# "Ответ: Б": Cyrillic option letters whose place in the alphabet and shape agree with one Latin
+# letter; В (third letter, shaped like B) and Е (sixth, shaped like E) stay unread.
+_CYRILLIC = {"А": "A", "Б": "B", "Г": "D", "Д": "E"}
+_CYRILLIC_CUED = re.compile(r"(?i:ответ|відповідь|вариант)[^\w\n]{0,4}([АБГД])(?![\w])")
+_CHECKED_BOX = re.compile(r"^\s*(?:[-*]\s*)?\[[xX✓✔]\]\s*\(?([A-J])(?![A-Za-z0-9])", re.M)
+_SUPPOSING_CLAUSE = re.compile(r"(?i)\b(?:if|si|wenn|se|were|unless|otherwise|had\s+it\s+been)\b")
+_CLAUSE_START = re.compile(r"[.!?;\n(]")
+
+
+def _stated(found: list[tuple[int, str]], text: str) -> list[tuple[int, str]]:
+    """Cued letters, without those in a clause that supposes ("if ferritin were normal, the answer
+    would be A"; "(Si saignement majeur : E.)"): a hypothetical answer is not the answer."""
+    kept = []
+    for at, letter in found:
+        starts = [m.end() for m in _CLAUSE_START.finditer(text, 0, at)]
+        clause = text[starts[-1] if starts else 0 : at]
+        if not _SUPPOSING_CLAUSE.search(clause):
+            kept.append((at, letter))
+    return kept
+
+
+_OPTION_LINE = re.compile(r"^\s*[\(\[]?([A-J])[\)\].:]\s*(.+?)\s*$", re.M)
+
+
+def _without_restated_options(text: str, choices: Sequence[str]) -> str:
+    """The reply without the option list it copies from the question ("A. IV diphenhydramine" as
+    asked): a restated option is not a choice. Annotated lines ("B. ... - first line") stay."""
+
+    def restated(m: re.Match[str]) -> bool:
+        index = ord(m.group(1)) - 65
+        return index < len(choices) and _fold_text(m.group(2)) == _fold_text(choices[index])
+
+    lines = [m for m in _OPTION_LINE.finditer(text) if restated(m)]
+    if len(lines) < 2:
+        return text
+    for m in reversed(lines):
+        text = text[: m.start()] + text[m.end() :]
+    return text.strip()
+
+
+def _fold_text(text: str) -> str:
+    return " ".join(re.findall(r"[^\W_]+", text.lower()))
+
+
 def _is_article(text: str, choices: Sequence[str], aliases: Mapping[str, Sequence[str]]) -> bool:
     """ "A DOAC such as apixaban ...": "A" opening a sentence, followed by words that are not option A."""
     m = re.match(r"\s*[AI]\s+(?=[A-Z])", text)
@@ -453,7 +522,19 @@ def _checked(
         letter, _ = named_option(follows.group(1), choices, set(), aliases or {}, [])
         if letter is not None and letter != reading.value:
             return Reading(None, f"the letter {reading.value} and the text of option {letter} disagree")
+    # "The answer is C, Klebsiella pneumoniae" (Klebsiella is D); "Treponema pallidum (option D)" (it is
+    # C): the sentence that gives the letter names one other option's text and not its own: no answer.
+    token = re.compile(rf"(?<![A-Za-z0-9']){reading.value}(?![A-Za-z0-9'])")
+    said = [part for part in _LETTER_SENTENCE.split(text) if token.search(part)]
+    if said:
+        sentence = token.sub(" ", said[-1])
+        named = options_named(sentence, choices, {m for _, m in _letters(_NEGATED, said[-1])}, aliases or {})
+        if len(named) == 1 and reading.value not in named:
+            return Reading(None, f"the letter {reading.value} and the text of option {next(iter(named))} disagree")
     return reading
+
+
+_LETTER_SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9*_(\[])|\n+")
 
 
 # --- numbers ------------------------------------------------------------------------------------
@@ -476,11 +557,11 @@ _WORD_NUMBER = re.compile(
     re.I,
 )
 _BSA = re.compile(r"(?:/|\bper\s+)\s*1[.,]73\s*m(?:\^?2|²)?", re.I)
-_RANGE = re.compile(rf"({_NUM})\s*(?:-|to|and|or)\s*({_NUM})")
+_RANGE = re.compile(rf"({_NUM})\s*(?:-|to|and|or)\s*({_NUM})(?![.,]?\d)(?!-[A-Za-z])")  # "3 - 30-day" is no range
 _NOT_RESULT = re.compile(
     r"(?i:\b(?:normal|reference|target|goal)\s+(?:range|value|is|of)?|\b(?:range|threshold|cut-?off|cutoff|limit|"
     r"upper\s+limit|lower\s+limit|uln)\b(?:\s+(?:of|is|was|=|:))?|\b(?:above|below|over|under|exceeds?|exceeding|"
-    r"greater\s+than|less\s+than|more\s+than|fewer\s+than|at\s+least|at\s+most|up\s+to|between)\b|[<>≤≥]=?|"
+    r"greater\s+than|less\s+than|more\s+than|fewer\s+than|at\s+least|at\s+most|up\s+to|between|starts?\s+at|begins?\s+at)\b|[<>≤≥]=?|"
     r"\bout\s+of\b|\d\s+of|/)\s*$"
 )
 _RESTATED = re.compile(
@@ -499,7 +580,7 @@ _INPUT = re.compile(
     re.I,
 )
 _FINAL = re.compile(
-    r"(?i:\b(?:final\s+answer|answer|result|resultado|résultat|ergebnis|risultato|wynik|total(?:\s+score)?)\b"
+    r"(?i:\bfinal\s*:|\b(?:final\s+answer|answer|result|resultado|résultat|ergebnis|risultato|wynik|total(?:\s+score)?)\b"
     r"(?:\s+(?:is|was|would\s+be|=|:|of))?\s*[:=]?"
     r"|\b(?:therefore|thus|hence|so)\b[^.\n]{0,80}?(?:\bis\b|=|≈|:|\bof\b)"
     r"|\b(?:comes?\s+to|works?\s+out\s+(?:to|at)|gives|yields|equals)\b"
@@ -557,8 +638,7 @@ class _Candidate:
 
 _UNIT_AFTER = re.compile(r"\s?(%|/\s?[^\W\d_][\w^]*|[^\W\d_°][\w^]*(?:-[a-z]+)?(?:\s?/\s?[\w.^]+)*)")
 _NOT_UNITS = frozenset(
-    "in at of to a an and or is was the per for by on as if it times x over from with then than vs into "
-    "each every q".split()
+    "in at of to a an and or is was the per for by on as if it x over from with then than vs into each every q".split()
 )
 
 
@@ -661,6 +741,12 @@ def _is_score_fraction(numerator: str, denominator: str) -> bool:
     )
 
 
+_REVISED = re.compile(
+    r"(?i)\b(?:actually|wait|correction|on\s+second\s+thought|scratch\s+that|I\s+(?:should|need\s+to)\s+"
+    r"(?:use|correct|revise|redo))\b"
+)
+
+
 def read_number(answer: str, unit: str | None = None, context: str = "") -> Reading:
     """The number an answer gives as its result (in ``unit`` when given), or why none can be read.
 
@@ -697,9 +783,16 @@ def read_number(answer: str, unit: str | None = None, context: str = "") -> Read
         return Reading(None, "empty answer")
     found = _candidates(text)
     if unit is not None:
+        found = _restating_units(found)
         found = _in_unit(found, unit, _units.analyte(context, text))
     if not found:
         return Reading(None, "no number in the answer")
+    revisions = list(_REVISED.finditer(text))
+    if revisions:  # "8400 mL. Actually, newer guidance uses 2 mL/kg/%TBSA, so 4200 mL.": the revision wins
+        later = [c for c in found if c.start >= revisions[-1].end() and c.level > 0]
+        if not later:
+            return Reading(None, "revises its working after the last number it states")
+        found = later
     if structured:
         usable = [c for c in found if c.level > 0] or found
         first = usable[0]
@@ -710,7 +803,7 @@ def read_number(answer: str, unit: str | None = None, context: str = "") -> Read
         at = [c for c in found if c.level == level]
         at = [c for c in at if not c.supposed] or at  # a stated value over a supposed one
         if at:
-            pick = at[-1] if level == 3 else _first_result(at, text)
+            pick = _through_equation(at[-1] if level == 3 else _first_result(at, text), found, text)
             if pick.range_with is not None:
                 return _range(pick)
             if level == 3 and not pick.explicit:
@@ -726,11 +819,35 @@ def read_number(answer: str, unit: str | None = None, context: str = "") -> Read
     if not bare:
         return Reading(None, "only thresholds, ranges or restated inputs")
     if unit:
-        with_unit = [c for c in bare if c.unit and _units.unit_key(c.unit) not in ("", "%")]
+        with_unit = [c for c in bare if c.unit and _units.unit_key(c.unit) not in ("", "%") and c.range_with is None]
         if len(_distinct(c.value for c in with_unit)) == 1:
             return Reading(with_unit[0].value, "the only number with a unit")
     shown = ", ".join(f"{v:g}" for v in sorted(values))
     return Reading(None, f"several numbers ({shown}) and no stated result")
+
+
+_OPERATOR_AFTER = re.compile(r"\s*[×x*/+−]\s*\(?\s*[√∛]?\s*\(?\s*\d")
+
+
+def _through_equation(pick: _Candidate, found: list[_Candidate], text: str) -> _Candidate:
+    """ "→ 5 × 80 = 400 mg": a cued number that opens an expression is a factor; the result is the
+    number after the expression's last "=" in the same sentence."""
+    if not _OPERATOR_AFTER.match(text, pick.end):
+        return pick
+    results = [c for c in found if c.sentence == pick.sentence and c.start > pick.end and c.chained]
+    return results[-1] if results else pick
+
+
+def _restating_units(found: list[_Candidate]) -> list[_Candidate]:
+    """ "... = 2.30 mmol/L. Answer: 2.30": a bare number restating one written with its unit is in that unit."""
+    out: list[_Candidate] = []
+    for c in found:
+        if not c.unit:
+            before = [p for p in out if p.unit and p.value == c.value and p.end <= c.start]
+            if before:
+                c = replace(c, unit=before[-1].unit)
+        out.append(c)
+    return out
 
 
 def _distinct(values: Iterable[float]) -> list[float]:

@@ -317,6 +317,25 @@ BUILDERS: dict[str, Callable[[random.Random, Patient], Case]] = {
     "meld": _meld,
 }
 
+UNITS: dict[str, str] = {
+    "crcl": "mL/min",
+    "bmi": "kg/m²",
+    "anion_gap": "mEq/L",
+    "map": "mmHg",
+    "calcium": "mg/dL",
+    "calcium_si": "mmol/L",
+    "qtc_bazett": "ms",
+    "qtc_fridericia": "ms",
+    "cha2ds2_vasc": "",
+    "has_bled": "",
+    "wells_pe": "",
+    "curb65": "",
+    "meld": "",
+}
+"""The unit each calculator's question asks for ("" for a score): an answer written in another unit
+("1.02 mL/s", "0.458 s", "2.3 mmol/L" for a calcium asked in mg/dL) is converted into it, and a
+number in another dimension is never read as the result."""
+
 
 def format_value(value: float) -> str:
     """The reference text: two decimals at most, no trailing zeros ("63.64", "4", "2.5")."""
@@ -324,8 +343,8 @@ def format_value(value: float) -> str:
     return "0" if text == "-0" else text
 
 
-def to_canary(case: Case, *, canary_id: str, tags: dict[str, str], provenance: str) -> Canary:
-    """Wrap one case as a ``numeric_tolerance`` canary of ``medcalc_bench``."""
+def to_canary(case: Case, *, canary_id: str, tags: dict[str, str], provenance: str, unit: str | None = None) -> Canary:
+    """Wrap one case as a ``numeric_tolerance`` canary of ``medcalc_bench``, in ``unit`` when given."""
     if case.score:
         tolerance = {"lower": case.value, "upper": case.value}
     else:
@@ -341,6 +360,7 @@ def to_canary(case: Case, *, canary_id: str, tags: dict[str, str], provenance: s
         provenance=provenance,
         tolerance=tolerance,
         benchmark="medcalc_bench",
+        unit=unit,
     )
 
 
@@ -368,6 +388,7 @@ def generate_calculation_canaries(n: int, seed: int) -> list[Canary]:
                 canary_id=f"calc-{seed}-{i + 1:03d}-{kind}",
                 tags={"age_band": band, "sex": sex},
                 provenance=f"medmon generated (generate_calculation_canaries seed={seed})",
+                unit=UNITS[kind],
             )
         )
     return canaries

@@ -79,12 +79,14 @@ def read_committed_codes(text: str, *, structured: bool) -> Reading:
         return (
             Reading(frozenset(codes), "structured answer") if codes else Reading(None, "no ICD-10 code in the answer")
         )
+    text = _BRACKET.sub(_set_aside, text)
     final = list(_FINAL_CUE.finditer(text))
     scope = text[final[-1].end() :] if final and ICD10.search(text[final[-1].end() :]) else text
     clauses = [c for c in _CLAUSE.split(scope) if c and c.strip()]
     committed: dict[str, str] = {}
     mentioned = 0
     hedged: list[tuple[str, str]] = []
+    placeholders: list[str] = []  # "H66.9-" left for the coder to complete
     for clause in clauses:
         if _REVISION.search(clause) and ICD10.search(clause):
             committed.clear()  # "Actually, L20.89 ...": what came before is replaced
@@ -115,6 +117,9 @@ def read_committed_codes(text: str, *, structured: bool) -> Reading:
                 or segment.endswith("-")  # the far end of a range, "J20-J22"
                 or _inside_aside(segment, after)
             )
+            placeholder = bool(re.match(r"-(?!\s*[A-Za-z]\d)", after))  # "H66.9-": a code left incomplete
+            if placeholder and not negated and not (supposed_clause or _SUPPOSED_BEFORE.search(local[-60:])):
+                placeholders.append(code)
             asked = after.lstrip().startswith("?")  # "R65.20? No - ...": a code the answer questions
             keep = not negated and not supposed and not asked
             if previous is not None and _OR.match(segment) and (keep or asked) and previous[2]:
@@ -122,6 +127,9 @@ def read_committed_codes(text: str, *, structured: bool) -> Reading:
             if keep:
                 committed[code] = clause
             previous = (m.end(), code, keep, negated)
+    incomplete = [p for p in placeholders if not any(c.startswith(p) and c != p for c in committed)]
+    if incomplete:  # "J02.0 and H66.9- (laterality needed)"; "E10.1- ... so E10.10" is completed
+        return Reading(None, f"an incomplete code ({incomplete[-1]}-)")
     if hedged:
         first, second = hedged[-1]
         return Reading(None, f"two codes offered as alternatives ({first} or {second})")
@@ -132,6 +140,19 @@ def read_committed_codes(text: str, *, structured: bool) -> Reading:
     if _HEDGE.search(text) and not final:
         return Reading(None, "the answer hedges between codes")
     return Reading(frozenset(committed), "answer cue" if final else "codes in the answer")
+
+
+_BRACKET = re.compile(r"\([^()]*\)")
+_ASIDE_WORDS = re.compile(r"\b(?:would|could|might|if|unless|neither|nor|not|never|instead|otherwise)\b|n't\b", re.I)
+
+
+def _set_aside(m: re.Match[str]) -> str:
+    """A bracketed aside that supposes or rejects ("(if alcohol-induced, it would be K85.20)", "(J15.9 is
+    bacterial - neither applies)") holds no committed code, and its condition stays inside it."""
+    inside = m.group(0)
+    if ICD10.search(inside) and _ASIDE_WORDS.search(inside):
+        return " " * len(inside)
+    return inside
 
 
 def _inside_aside(before: str, after: str) -> bool:

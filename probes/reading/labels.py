@@ -98,6 +98,19 @@ def read_label_text(text: str, labels: Sequence[str], *, structured: bool) -> Re
         return Reading(_label_of(words, revised[-1]), "the label the answer settles on")
     opening = lead.match(text)
     named = [(m.start(), _label_of(words, m.group(1))) for m in any_word.finditer(text)]
+    alternatives = re.compile(
+        rf"(?i:(?<![\w-])({_alternation(list(words))})(?![\w-])[\s,]*(?:only\s+)?(?:if|when|unless)\b)"
+    )
+    conditional = {_label_of(words, m.group(1)) for m in alternatives.finditer(text)}
+    if len(conditional) > 1:  # "Yes if pneumococcal, no if meningococcal."
+        return Reading(None, f"a conditional answer ({', '.join(sorted(conditional))} under conditions)")
+    concluded = re.findall(
+        rf"(?i:(?<!\bif\s)\b(?:so|therefore|thus|hence|overall)\b[\s,:]*(?:(?:the\s+answer\s+is|it's|it\s+is)\s+)?)"
+        rf"((?<![\w-])(?:{_alternation(list(words))}))(?![\w-])",
+        text,
+    )
+    if concluded:  # "Yes - although ..., so no.": the conclusion is the final statement
+        return Reading(_label_of(words, concluded[-1]), "the label the answer concludes with")
     if opening:
         label = _label_of(words, opening.group(1))
         later = {lab for at, lab in named if at > opening.end() and lab != label and _standalone(text, at, len(text))}

@@ -98,6 +98,12 @@ def _initials(choice: str) -> list[str]:
     return [head, f"{most} {_canonical(words[-1].lower())}"]
 
 
+def _binomial(choice: str) -> list[str]:
+    """ "Treponema pallidum" is written "T. pallidum": the genus by its initial."""
+    m = re.fullmatch(r"([A-Z])[a-z]+ ([a-z]{3,})", choice.strip())
+    return [f"{m.group(1)} {m.group(2)}"] if m else []
+
+
 def _names(choice: str, extra: Sequence[str]) -> list[str]:
     examples = re.findall(r"\b(?:e\.g\.|such\s+as)\s*,?\s*([^),;]+)", choice, re.I)
     names = [
@@ -105,7 +111,10 @@ def _names(choice: str, extra: Sequence[str]) -> list[str]:
         _BRACKETED.sub(" ", choice),
         *re.findall(r"\(([^)]+)\)", choice),
         *examples,
-        *_initials(choice),
+        *_binomial(choice),
+        # initials that are another word's abbreviation ("im" for Intravenous methylprednisolone
+        # is intramuscular) are not this option's name
+        *(i for i in _initials(choice) if _canonical(i) == i),
         *extra,
     ]
     folded = {_fold(n).strip() for n in names}
@@ -187,6 +196,15 @@ def named_option(
     return None, "no option letter in the answer"
 
 
+def options_named(
+    text: str, choices: Sequence[str], negated: set[str], aliases: Mapping[str, Sequence[str]]
+) -> set[str]:
+    """Every option whose text (or alias) the committed sentences of ``text`` name, negated ones aside."""
+    letters = [chr(65 + i) for i in range(len(choices))]
+    names = {letter: _names(choice, aliases.get(letter, ())) for letter, choice in zip(letters, choices, strict=True)}
+    return _named(" ".join(committed_text(text, brackets=True)), names, negated)
+
+
 def _stems(text: str) -> set[str]:
     return {w[:5] for w in _fold(text).split() if len(w) >= 4 and not w.isdigit()}
 
@@ -200,8 +218,11 @@ def _paraphrase(
     for letter, stems in own.items():
         distinct = stems - set().union(*(v for k, v in own.items() if k != letter))
         matched = len(distinct & said)
+        # "Oral vancomycin" for "IV vancomycin" (oral belongs to other options only): not this option
+        foreign = said & set().union(*(v for k, v in own.items() if k != letter)) - stems
         if distinct and matched / len(distinct) >= 0.5 and (matched >= 2 or terse) and letter not in negated:
-            hits.append(letter)
+            if not (terse and foreign):
+                hits.append(letter)
     if len(hits) == 1:
         return hits[0], "option paraphrase"
     return None, "no option letter in the answer"

@@ -174,11 +174,21 @@ def _units(text: str) -> pint.Unit | None:
         return None
 
 
+# How many times or doses ("ngày 2 lần", "twice: 2 times", "3 tablets"): a count of something,
+# never a quantity in the asked unit.
+_COUNTS = frozenset(
+    "times dose doses tablet tablets tabs capsule capsules lần liều veces vez fois mal volte razy раза раз "
+    "次 回 번 kez keer beses".split()
+)
+
+
 def _kind(text: str) -> str:
-    """'' (a count or score), '%' (a share), 'unit' (pint knows it) or '?' (unknown)."""
+    """'' (a score), '%' (a share), 'count' (times, doses), 'unit' (pint knows it) or '?' (unknown)."""
     key = unit_key(text)
     if key == "":
         return ""
+    if key.lower() in _COUNTS:
+        return "count"
     if key == "%":
         return "%"
     return "unit" if _units(text) is not None else "?"

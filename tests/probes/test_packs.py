@@ -186,3 +186,22 @@ def test_age_matches_band() -> None:
 )
 def test_format_value(value: float, text: str) -> None:
     assert format_value(value) == text
+
+
+def test_bundled_calculations_carry_the_unit_their_question_asks() -> None:
+    """A user running the bundled pack gets answers in other units converted, and a number in
+    another dimension never read as the result."""
+    from medmon.probes.scoring import score_reply
+
+    canaries = load_pack("medical_calculations").canaries
+    by_kind = {c.id.split("-", 3)[3]: c for c in canaries}
+    assert {c.unit for c in canaries} == {"mL/min", "kg/m²", "mEq/L", "mmHg", "mg/dL", "mmol/L", "ms", ""}
+    assert all(
+        c.unit == "" for k, c in by_kind.items() if k in {"cha2ds2_vasc", "has_bled", "wells_pe", "curb65", "meld"}
+    )
+    crcl = by_kind["crcl"]
+    per_second = float(crcl.references[0]) / 60
+    assert score_reply(crcl, f"CrCl = {per_second:.3f} mL/s").correct is True
+    assert score_reply(crcl, f"{float(crcl.references[0]):.1f} kg").parsed is False
+    qtc = by_kind["qtc_bazett"]
+    assert score_reply(qtc, f"QTc {float(qtc.references[0]) / 1000:.3f} s").correct is True
