@@ -215,5 +215,7 @@ def test_detection_follows_the_approved_minimum_not_the_edited_file(
         ).exit_code
         == 0
     )
-    assert [a for a in probe() if "below the minimum in force 0.990 (approved by owner@hospital.example" in a]
+    assert [
+        a for a in probe() if "below the minimum in force 0.99," in a and "(approved by owner@hospital.example" in a
+    ]
     engine.dispose()
