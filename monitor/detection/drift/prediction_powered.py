@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from medmon.monitor.detection.drift.detector import DataclassState
-from medmon.monitor.detection.drift.esr import BET_CAP, DEFAULT_SHIFTS, MixtureSRState
+from medmon.monitor.detection.drift.esr import BET_CAP, DEFAULT_SHIFTS, MixtureSRState, validate
 from medmon.monitor.detection.drift.finding import Finding
 
 FAMILIES = ("jury", "clinicians")
@@ -174,16 +174,7 @@ class PredictionPoweredSR:
         halflife: float = 50.0,
         state: PredictionPoweredState | None = None,
     ) -> None:
-        if not 0.0 < mu0 < 1.0:
-            raise ValueError(f"mu0 must be in (0, 1), got {mu0}")
-        if not sigma2 > 0:
-            raise ValueError(f"sigma2 must be positive, got {sigma2}")
-        if not threshold > 1:
-            raise ValueError(f"threshold must exceed 1, got {threshold}")
-        if direction not in ("drop", "rise"):
-            raise ValueError(f"direction must be 'drop' or 'rise', got {direction!r}")
-        if not shifts or any(not 0 < s < 1 for s in shifts):
-            raise ValueError(f"shifts must be a non-empty sequence of values in (0, 1), got {shifts!r}")
+        validate(mu0, sigma2, threshold, direction, shifts)
         if not 0.0 < pi_min <= 1.0:
             raise ValueError(f"pi_min must be in (0, 1], got {pi_min}")
         if not 0.0 <= reach <= 1.0:
