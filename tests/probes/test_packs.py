@@ -89,7 +89,8 @@ def test_references_score_full_marks(pack: Pack, serve: Callable[[object], Runni
         server = serve(create_simulator([]))
 
         async def judge_all() -> list[JuryOutcome]:
-            async with Jury(JurySettings(judge_settings(server.url))) as jury:
+            # every canary's three judges at once: a loaded machine must not turn slowness into a verdict
+            async with Jury(JurySettings(judge_settings(server.url, timeout_s=30.0))) as jury:
                 return list(await asyncio.gather(*(jury.judge(c, c.references[0]) for c in pack.canaries)))
 
         for c, outcome in zip(pack.canaries, run(judge_all()), strict=True):
