@@ -18,8 +18,8 @@ from sqlmodel import Session, col, select
 
 from medmon.alerts.dedup import Decision, GroupState, NotifyReason, Timers, Told, decide
 from medmon.alerts.history import record_event
-from medmon.alerts.incidents import incident_body
-from medmon.alerts.models import Alert, AlertStatus, Incident, Notification, NotifyLog, Severity, Silence
+from medmon.alerts.incidents import incident_notice
+from medmon.alerts.models import Alert, AlertStatus, Notification, NotifyLog, Severity, Silence
 from medmon.alerts.policy import NotifyPolicy, RouteSpec
 from medmon.alerts.signal import GROUP_LABELS
 from medmon.alerts.silences import active_silences
@@ -182,12 +182,12 @@ def _enqueue(
     body = group_body(
         key, route.name, decision.reason, shown, decision.news, now, max_alerts=cap, figures=figures, tz=policy.timezone
     )
-    incident = _incident_of(session, shown)
-    if incident is not None:
-        body["incident"] = incident_body(incident, [a for a in members if a.incident_id == incident.id])
-        if figures.get(incident.task_id or ""):
-            body["incident"]["now"] = figures[incident.task_id or ""]
-            body["incident"]["summary"] = with_figure(body["incident"]["summary"], figures[incident.task_id or ""])
+    notice = incident_notice(session, shown, members)  # a child's news is an update of its model change's page
+    if notice is not None:
+        body["incident"] = notice
+        figure = figures.get(notice["task"] or "")
+        if figure:
+            notice["now"], notice["summary"] = figure, with_figure(notice["summary"], figure)
     listed = shown[:cap]
     if log is None:
         log = NotifyLog(group_key=key, route=route.name, sent_at=now)
@@ -237,12 +237,6 @@ def with_figure(summary: str, figure: str) -> str:
     'qa: the score fell. Now: score now 0.54'
     """
     return f"{summary.rstrip('.')}. Now: {figure}"
-
-
-def _incident_of(session: Session, shown: Sequence[Alert]) -> Incident | None:
-    """The incident a notification is about: the newest one among its alerts."""
-    ids = [a.incident_id for a in shown if a.incident_id is not None]
-    return session.get(Incident, max(ids)) if ids else None
 
 
 def alert_body(alert: Alert) -> dict[str, Any]:

@@ -24,6 +24,10 @@ more. An alert whose cause has no open incident joins the task's incident opened
 instead of opening its own, and takes the incident's key as its notification group, so on-call
 gets one page and one timeline for it. Causes that follow one another (``RELATED``: longer answers
 cost more and take longer) join the task's open incident of another while it is open.
+
+Correlation across tasks (``medmon.alerts.correlation``): an incident that opens after a model
+change on the deployment is the change's child; its alerts are notified in the parent's group (one
+page, the children listed under ``children``), and a parent stays open while a child is open.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from sqlmodel import Session, col, select
 
 from medmon.alerts.catalogue import cause_of
 from medmon.alerts.causes import RUNBOOKS, TITLES
+from medmon.alerts.correlation import incident_children, notify_key, parent_for
 from medmon.alerts.history import record_event
 from medmon.alerts.models import Alert, AlertStatus, Incident, Severity, Silence
 from medmon.alerts.signal import MONITOR_GROUP
@@ -78,12 +83,14 @@ def attach(session: Session, alerts: Iterable[Alert | None], now: datetime) -> s
         inc = current.get(alert.incident_id) if alert.incident_id is not None else None
         if alert.ends_at is None and (inc is None or inc.closed_at is not None):
             inc = by_key.get(alert.group_key) or _open_for(session, alert, now)
-            by_key[alert.group_key] = inc
+            by_key[alert.group_key] = current[inc.id] = inc  # the same alert may come twice (two signals)
             alert.incident_id = inc.id
             session.add(alert)
-        if alert.ends_at is None and inc is not None and inc.closed_at is None and alert.group_key != inc.key:
-            alert.group_key = inc.key  # notified with its incident: one page per problem
-            session.add(alert)
+        if alert.ends_at is None and inc is not None and inc.closed_at is None:
+            key = notify_key(session, inc)
+            if alert.group_key != key:
+                alert.group_key = key  # notified with its incident (or the change it followed): one page
+                session.add(alert)
         if alert.incident_id is not None:
             touched.add(alert.incident_id)
     return touched
@@ -115,8 +122,10 @@ def _open_for(session: Session, alert: Alert, now: datetime) -> Incident:
         )
         if joined is not None:
             return joined
+    parent = parent_for(session, labels.get("deployment", ""), task or MONITOR_GROUP, cause, now)
     inc = Incident(
         key=alert.group_key,
+        parent_id=parent.id if parent is not None else None,
         deployment=labels.get("deployment", ""),
         task_id=task or MONITOR_GROUP,
         cause=cause,
@@ -128,6 +137,9 @@ def _open_for(session: Session, alert: Alert, now: datetime) -> Incident:
         opened_at=now,
         last_seen_at=now,
     )
+    if parent is not None and parent.acknowledged_at is not None:  # the owner already holds the change
+        inc.acknowledged_by, inc.acknowledged_at = parent.acknowledged_by, now
+        inc.ack_note = f"covered by incident #{parent.id}: {parent.ack_note or ''}".rstrip(": ")
     session.add(inc)
     session.flush()
     return inc
@@ -137,19 +149,32 @@ def refresh(session: Session, incident_ids: Iterable[int], now: datetime) -> lis
     """Bring each incident up to date with its members: lead, severity, acknowledgement, closing.
 
     An acknowledged incident acknowledges members that joined it since (their history says
-    so); an incident whose members have all resolved closes, with the reason of the last one.
+    so); an incident whose members have all resolved closes, with the reason of the last one,
+    unless a child of it is still open and no person resolved it. The open children of a parent
+    that closes go back to their own notification group.
     """
-    out = []
+    out: list[Incident] = []
+    parents: set[int] = set()
     for inc in session.exec(select(Incident).where(col(Incident.id).in_(sorted(set(incident_ids))))).all():
         if inc.closed_at is not None:
             continue
         members = incident_members(session, inc.id or 0)
         live = [a for a in members if a.ends_at is None]
-        if not live:
+        children = [c for c in incident_children(session, inc.id or 0) if c.closed_at is None]
+        if not live and children and inc.resolve_reason is None:
+            pass  # the page that holds what followed the change stays up while any of it is open
+        elif not live:
             last = max(members, key=lambda a: (a.ends_at or now, a.id or 0)) if members else None
             inc.closed_at = now
             inc.resolved_by = inc.resolved_by or (last.resolved_by if last else "medmon")
             inc.resolve_reason = inc.resolve_reason or (last.resolve_reason if last else "no open member")
+            for child in children:
+                for a in incident_members(session, child.id or 0):
+                    if a.ends_at is None and a.group_key != child.key:
+                        a.group_key = child.key
+                        session.add(a)
+            if inc.parent_id is not None:
+                parents.add(inc.parent_id)  # a parent kept up by its children may close now
         else:
             if inc.acknowledged_at is not None:
                 for a in live:
@@ -172,6 +197,9 @@ def refresh(session: Session, incident_ids: Iterable[int], now: datetime) -> lis
             inc.last_seen_at = max(a.last_seen_at for a in live)
         session.add(inc)
         out.append(inc)
+    if parents:
+        session.flush()
+        out += [i for i in refresh(session, parents, now) if i not in out]
     return out
 
 
@@ -241,24 +269,31 @@ def incident_runbook(incident: Incident, members: Sequence[Alert] = ()) -> str:
     return "\n\n".join(RUNBOOKS[c] for c in incident_causes(incident, members) if c in RUNBOOKS)
 
 
-def incident_body(incident: Incident, members: Sequence[Alert]) -> dict[str, Any]:
-    """The incident as receivers get it beside its member alerts: what, whose, how bad, what to do."""
+def _status_word(incident: Incident) -> str:
+    if incident.closed_at is not None:
+        return "resolved"
+    return "acknowledged" if incident.acknowledged_at is not None else "firing"
+
+
+def incident_body(
+    incident: Incident, members: Sequence[Alert], children: Sequence[tuple[Incident, Sequence[Alert]]] = ()
+) -> dict[str, Any]:
+    """The incident as receivers get it beside its member alerts: what, whose, how bad, what to do.
+
+    ``parent_id`` is the model change it followed (None at the top); ``children`` lists what
+    followed it on the deployment's tasks (empty when nothing did), oldest first.
+    """
     live = [a for a in members if a.ends_at is None]
     return {
         "id": incident.id,
         "key": incident.key,
+        "parent_id": incident.parent_id,
         "title": incident_title(incident, members),
         "cause": incident.cause,
         "causes": incident_causes(incident, members),
         "task": incident.task_id,
         "severity": incident.severity.value,
-        "status": (
-            "resolved"
-            if incident.closed_at is not None
-            else "acknowledged"
-            if incident.acknowledged_at is not None
-            else "firing"
-        ),
+        "status": _status_word(incident),
         "summary": incident.summary,
         "owner": incident.owner,
         "dashboard_url": incident.dashboard_url,
@@ -271,4 +306,39 @@ def incident_body(incident: Incident, members: Sequence[Alert]) -> dict[str, Any
         "open_members": len(live),
         "members": len(members),
         "runbook": incident_runbook(incident, members),
+        "children": [
+            {
+                "id": child.id,
+                "key": child.key,
+                "title": incident_title(child, signals),
+                "task": child.task_id,
+                "cause": child.cause,
+                "severity": child.severity.value,
+                "status": _status_word(child),
+                "summary": child.summary,
+                "opened_at": child.opened_at.isoformat(),
+                "closed_at": child.closed_at.isoformat() if child.closed_at else None,
+                "open_members": sum(1 for a in signals if a.ends_at is None),
+                "members": len(signals),
+            }
+            for child, signals in children
+        ],
     }
+
+
+def incident_notice(session: Session, alerts: Sequence[Alert], group: Sequence[Alert]) -> dict[str, Any] | None:
+    """The incident a notification about ``alerts`` is about, as receivers get it (None: no incident).
+
+    The newest incident among the alerts, or the open model change it followed: one page per change,
+    whose body lists every child. ``group`` is the notification group's alerts (its members' counts).
+    """
+    ids = [a.incident_id for a in alerts if a.incident_id is not None]
+    incident = session.get(Incident, max(ids)) if ids else None
+    if incident is None:
+        return None
+    parent = session.get(Incident, incident.parent_id) if incident.parent_id is not None else None
+    if parent is not None and (parent.closed_at is None or parent.id in ids):  # the family's page, to its end
+        incident = parent
+    own = [a for a in group if a.incident_id == incident.id]
+    children = [(c, incident_members(session, c.id or 0)) for c in incident_children(session, incident.id or 0)]
+    return incident_body(incident, own, children)

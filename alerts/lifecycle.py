@@ -14,6 +14,7 @@ from datetime import datetime
 
 from sqlmodel import Session, col, func, select
 
+from medmon.alerts.correlation import incident_children
 from medmon.alerts.dispatch import flush
 from medmon.alerts.history import record_event
 from medmon.alerts.incidents import attach, get_incident, incident_members, refresh
@@ -216,13 +217,32 @@ def _open_incident(session: Session, incident_id: int, actor: str, text: str, wh
     return incident
 
 
+def _take(session: Session, incident: Incident, actor: str, note: str, now: datetime, resolving: bool) -> set[str]:
+    """Acknowledge (or resolve) every open member of ``incident`` in its name; the groups they notify in."""
+    groups = {incident.key}
+    for alert in incident_members(session, incident.id or 0):
+        if alert.ends_at is not None or (not resolving and lifecycle_status(alert) is not AlertStatus.firing):
+            continue
+        if resolving:
+            alert.ends_at, alert.resolved_by, alert.resolve_reason = now, actor, note
+        else:
+            alert.acknowledged_by, alert.acknowledged_at, alert.ack_note = actor, now, note
+        to = AlertStatus.resolved if resolving else AlertStatus.acknowledged
+        record_event(session, alert, to, now, actor, f"incident #{incident.id}: {note}")
+        sync_status(alert)
+        session.add(alert)
+        groups.add(alert.group_key)
+    return groups
+
+
 def acknowledge_incident(
     session: Session, incident_id: int, actor: str, note: str, now: datetime, *, routes: NotifyPolicy | None = None
 ) -> Incident:
     """A person takes ownership of an incident: every firing member is acknowledged with one note.
 
-    Members that join the incident later are acknowledged with it. Routes that were told it
-    fired hear it was acknowledged, in one notification.
+    Members that join the incident later are acknowledged with it, and so are the incidents that
+    followed it (a model change's children, now and later: the owner holds the change). Routes
+    that were told it fired hear it was acknowledged, in one notification.
 
     Raises
     ------
@@ -234,24 +254,35 @@ def acknowledge_incident(
     incident = _open_incident(session, incident_id, actor, note, "acknowledge")
     if incident.acknowledged_at is not None:
         raise ValueError(f"incident {incident_id} is already acknowledged by {incident.acknowledged_by}")
-    for alert in incident_members(session, incident_id):
-        if lifecycle_status(alert) is AlertStatus.firing:
-            alert.acknowledged_by, alert.acknowledged_at, alert.ack_note = actor, now, note
-            record_event(session, alert, AlertStatus.acknowledged, now, actor, f"incident #{incident_id}: {note}")
-            sync_status(alert)
-            session.add(alert)
+    groups = _take(session, incident, actor, note, now, resolving=False)
     incident.acknowledged_by, incident.acknowledged_at, incident.ack_note = actor, now, note
     session.add(incident)
-    _notify_now(session, routes, now, {incident.key})
+    for child in incident_children(session, incident_id):
+        if child.closed_at is None and child.acknowledged_at is None:
+            groups |= _take(session, child, actor, f"with incident #{incident_id}: {note}", now, resolving=False)
+            child.acknowledged_by, child.acknowledged_at = actor, now
+            child.ack_note = f"covered by incident #{incident_id}: {note}"
+            session.add(child)
+    _notify_now(session, routes, now, groups)
     return incident
 
 
 def resolve_incident(
-    session: Session, incident_id: int, actor: str, reason: str, now: datetime, *, routes: NotifyPolicy | None = None
+    session: Session,
+    incident_id: int,
+    actor: str,
+    reason: str,
+    now: datetime,
+    *,
+    routes: NotifyPolicy | None = None,
+    children: bool = False,
 ) -> Incident:
     """A person resolves an incident with a reason: every open member resolves, the incident closes.
 
-    A later finding about the same task and cause opens a new incident.
+    With ``children``, the incidents that followed it (a model change's) resolve with it, with the
+    same reason, in one notification; without, they stay open and notify on their own from then
+    on. A child resolved alone leaves its parent open. A later finding about the same task and
+    cause opens a new incident.
 
     Raises
     ------
@@ -261,17 +292,17 @@ def resolve_incident(
         The incident is already resolved, or ``actor`` or ``reason`` is empty.
     """
     incident = _open_incident(session, incident_id, actor, reason, "resolve")
-    for alert in incident_members(session, incident_id):
-        if alert.ends_at is None:
-            alert.ends_at, alert.resolved_by, alert.resolve_reason = now, actor, reason
-            record_event(session, alert, AlertStatus.resolved, now, actor, f"incident #{incident_id}: {reason}")
-            sync_status(alert)
-            session.add(alert)
-    incident.resolved_by, incident.resolve_reason = actor, reason
-    session.add(incident)
+    followed = [c for c in incident_children(session, incident_id) if c.closed_at is None] if children else []
+    groups: set[str] = set()
+    for inc in [*followed, incident]:  # children first: their end is news in the parent's group
+        why = reason if inc is incident else f"with incident #{incident_id}: {reason}"
+        groups |= _take(session, inc, actor, why, now, resolving=True)
+        inc.resolved_by, inc.resolve_reason = actor, why
+        session.add(inc)
     session.flush()
-    refresh(session, [incident_id], now)
-    _notify_now(session, routes, now, {incident.key})
+    refresh(session, [c.id for c in followed if c.id is not None] + [incident_id], now)
+    groups |= {c.key for c in incident_children(session, incident_id) if c.closed_at is None}  # on their own now
+    _notify_now(session, routes, now, groups)
     return incident
 
 

@@ -39,10 +39,13 @@ class Incident(SQLModel, table=True):
     ``closed_at`` is None, and a member firing after it closed opens a new incident with the
     same key and a new id. ``severity`` and ``summary`` follow the most serious open member.
     People acknowledge and resolve the incident; that acknowledges or resolves every member.
+    ``parent_id`` names the model-change incident this one followed (``medmon.alerts.incidents``:
+    one page, one timeline for a change and what came after it on every task).
     """
 
     id: int | None = Field(default=None, primary_key=True)
     key: str = Field(index=True)
+    parent_id: int | None = Field(default=None, foreign_key="incident.id", index=True)
     deployment: str = ""
     task_id: str = Field(default="", index=True)
     cause: str = ""

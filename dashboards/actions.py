@@ -27,6 +27,7 @@ from medmon.alerts import (
     resolve_incident,
     silence_incident,
 )
+from medmon.alerts.correlation import incident_children
 from medmon.dashboards.auth import NotAllowed, Viewer, may_act, require_role, signed_in_owner, signed_in_reviewer
 from medmon.db import session_scope
 from medmon.monitor.governance.audit import AuditKind, record
@@ -125,18 +126,41 @@ def acknowledge_incidents(
 
 
 def resolve_incidents(
-    engine: Engine, plan: Plan, viewer: Viewer, incident_ids: Sequence[int], reason: str, now: datetime
+    engine: Engine,
+    plan: Plan,
+    viewer: Viewer,
+    incident_ids: Sequence[int],
+    reason: str,
+    now: datetime,
+    *,
+    children: bool = False,
 ) -> list[Incident]:
-    """Resolve incidents with one reason: every open member resolves; all or nothing."""
+    """Resolve incidents with one reason: every open member resolves; all or nothing.
+
+    With ``children``, the open incidents that followed a model change resolve with it, in one
+    notification; each is checked against the viewer's roles and audited as the parent is.
+    """
     reason = _check(viewer, reason, "resolve", "an incident")
     policy = live_policy(plan)
+
+    def act(session: Session, incident_id: int) -> Incident:
+        followed = [c for c in incident_children(session, incident_id) if c.closed_at is None] if children else []
+        for child in followed:
+            _scoped(session, viewer, "resolve", child.id or 0)
+        incident = resolve_incident(session, incident_id, viewer.actor, reason, now, routes=policy, children=children)
+        for child in followed:
+            _record_incident(
+                session, AuditKind.alert_resolved, viewer, child, {"reason": reason, "with": incident_id}, now
+            )
+        return incident
+
     return _on_incidents(
         engine,
         viewer,
         incident_ids,
         AuditKind.alert_resolved,
-        lambda s, i: resolve_incident(s, i, viewer.actor, reason, now, routes=policy),
-        {"reason": reason},
+        act,
+        {"reason": reason, "children": children},
         now,
         "resolve",
     )

@@ -1,5 +1,6 @@
-"""Alerts: open incidents, grouped with the signals that are their evidence; acknowledge, resolve or
-silence several at once with one reason; silences by label matchers; past incidents; dead letters."""
+"""Alerts: open incidents, grouped with the signals that are their evidence, and a model change with the
+incidents that followed it on every task (one page, one timeline); acknowledge, resolve or silence several
+at once with one reason; silences by label matchers; past incidents; dead letters."""
 
 from __future__ import annotations
 
@@ -45,11 +46,44 @@ def task_link(task: str, at: datetime | None) -> str:
 
 
 def _label(i: IncidentView) -> str:
-    return f"#{i.id} · {i.severity} · {i.status} · {i.title} ({len(i.signals)} signal(s))"
+    return f"#{i.id} · {i.severity} · {i.status} · {i.title} ({len(i.signals)} signal(s)){_family(i)}"
+
+
+def _family(i: IncidentView) -> str:
+    """Where the incident stands in its family: the model change it followed, or what followed it."""
+    if i.parent_id is not None:
+        return f" · followed model change #{i.parent_id}"
+    return f" · {len(i.children)} incident(s) followed it" if i.children else ""
+
+
+def families(views: list[IncidentView]) -> list[IncidentView]:
+    """Each incident followed by the open incidents that followed it, so a model change and its
+    aftermath read as one block; a child whose parent is not listed stands on its own."""
+    shown = {i.id for i in views}
+    out: list[IncidentView] = []
+    for i in views:
+        if i.parent_id is None or i.parent_id not in shown:
+            out += [i, *(c for c in views if c.parent_id == i.id)]
+    return out
+
+
+def timeline_rows(i: IncidentView) -> list[dict[str, object]]:
+    """The incident's timeline as a table: when, whose (a child is named by its number), what happened."""
+    return [
+        {
+            "when": e.at,
+            "incident": f"#{e.incident}" + ("" if e.incident == i.id else f" ({e.task})"),
+            "what": "incident opened" if e.what == "opened" else e.what,
+            "signal": e.rule,
+            "by": e.actor,
+            "note": e.note,
+        }
+        for e in i.timeline
+    ]
 
 
 with Session(engine) as session:
-    open_now = open_incidents_view(session, utcnow())
+    open_now = families(open_incidents_view(session, utcnow()))
 
 st.subheader("Act on incidents")
 if not open_now:
@@ -58,7 +92,23 @@ else:
     # One box per incident, none ticked: acting on an incident is a choice made one incident at a
     # time (a multiselect offers "Select all" first, one click from acknowledging everything).
     st.markdown("**Incidents** (one reason covers every incident ticked and all their signals)")
-    chosen = sorted(i.id for i in open_now if st.checkbox(_label(i), value=False, key=f"incident_{i.id}"))
+    chosen = sorted(
+        i.id
+        for i in open_now
+        if st.checkbox(("↳ " if i.parent_id is not None else "") + _label(i), value=False, key=f"incident_{i.id}")
+    )
+    still_open = {i.id for i in open_now}
+    followed = [c for i in open_now if i.id in chosen for c in i.children if c in still_open]
+    with_children = bool(followed) and st.checkbox(
+        f"Resolving also resolves the {len(followed)} incident(s) that followed the model change",
+        value=True,
+        key="with_children",
+        help="Untick to keep them open: each then notifies on its own.",
+    )
+    # With its children, a model change resolves them in one notification; ticked alone, children go first
+    # (their end is news on the parent's page, which is still up).
+    resolving = [c for c in chosen if not (with_children and c in followed)]
+    resolving.sort(key=lambda c: (next(i.parent_id is None for i in open_now if i.id == c), c))
     reason = st.text_input(
         "Reason (recorded with your name in each incident's history and the audit log)", key="reason"
     )
@@ -79,8 +129,9 @@ else:
             acknowledge_incidents(engine, plan, viewer, chosen, reason, utcnow())
             st.success(f"{what} acknowledged by {viewer.actor}.")
         elif res:
-            resolve_incidents(engine, plan, viewer, chosen, reason, utcnow())
-            st.success(f"{what} resolved by {viewer.actor}.")
+            resolve_incidents(engine, plan, viewer, resolving, reason, utcnow(), children=with_children)
+            also = f", with the {len(followed)} that followed" if with_children else ""
+            st.success(f"{what} resolved by {viewer.actor}{also}.")
         elif sil:
             silence_incidents(engine, viewer, chosen, reason, SILENCE_FOR[silence_for], utcnow())
             st.success(f"{what} silenced for {silence_for} by {viewer.actor}.")
@@ -111,7 +162,7 @@ if viewer.can_act:
 def lists() -> None:
     now = utcnow()
     with Session(engine) as session:
-        current = open_incidents_view(session, now)
+        current = families(open_incidents_view(session, now))
         past = past_incidents_view(session, now)
         muted = silences(session, now)
         dead = dead_letter_list(session)
@@ -124,8 +175,10 @@ def lists() -> None:
                     "id": i.id,
                     "severity": i.severity,
                     "status": i.status,
-                    "incident": i.title,
+                    "incident": ("↳ " if i.parent_id is not None else "") + i.title,
                     "task page": task_link(i.task, i.opened_at),  # the action first: in view at 1,024 px
+                    "part of": f"#{i.parent_id}" if i.parent_id is not None else "",
+                    "followed by": ", ".join(f"#{c}" for c in i.children),
                     "owner": i.owner,
                     "since": i.opened_at,
                     "signals": len(i.signals),
@@ -146,8 +199,15 @@ def lists() -> None:
             },
         )
         for i in current:
-            with st.expander(f"#{i.id} {plain(i.title)}: {len(i.signals)} signal(s), what to do"):
+            with st.expander(f"#{i.id} {plain(i.title)}: {len(i.signals)} signal(s), what to do{_family(i)}"):
                 st.write(i.runbook)
+                if i.children:
+                    st.markdown(
+                        f"**Followed this model change:** {', '.join(f'#{c}' for c in i.children)}. They page as "
+                        "updates of this incident; the timeline below holds their signals too."
+                    )
+                elif i.parent_id is not None:
+                    st.markdown(f"**Followed model change #{i.parent_id}**: notified as an update of its page.")
                 show_table(
                     [
                         {
@@ -164,6 +224,12 @@ def lists() -> None:
                     key=f"signals_{i.id}",
                     column_config={"since": st.column_config.DatetimeColumn(format="D MMM HH:mm")},
                 )
+                st.markdown("**Timeline**" + (" (this incident and those that followed it)" if i.children else ""))
+                show_table(
+                    timeline_rows(i),
+                    key=f"timeline_{i.id}",
+                    column_config={"when": st.column_config.DatetimeColumn(format="D MMM HH:mm")},
+                )
     else:
         st.write("None.")
     st.subheader(f"Past incidents ({len(past)})")
@@ -174,6 +240,8 @@ def lists() -> None:
                     "id": i.id,
                     "severity": i.severity,
                     "incident": i.title,
+                    "part of": f"#{i.parent_id}" if i.parent_id is not None else "",
+                    "followed by": ", ".join(f"#{c}" for c in i.children),
                     "opened": i.opened_at,
                     "closed": i.closed_at,
                     "resolved by": i.resolved_by or "medmon",

@@ -31,7 +31,13 @@ from medmon.monitor.read.drift import (
     drift_reports,
     latest_drift_report_view,
 )
-from medmon.monitor.read.incidents import IncidentSignal, IncidentView, open_incidents_view, past_incidents_view
+from medmon.monitor.read.incidents import (
+    IncidentSignal,
+    IncidentView,
+    TimelineEntry,
+    open_incidents_view,
+    past_incidents_view,
+)
 from medmon.monitor.read.jury import (
     AgreementDay,
     JudgeDay,
@@ -148,6 +154,7 @@ __all__ = [
     "SliceGap",
     "TaskRow",
     "ThresholdProposal",
+    "TimelineEntry",
     "TrafficDay",
     "TrafficGroup",
     "TrafficSummary",

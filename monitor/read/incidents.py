@@ -1,5 +1,7 @@
-"""Incidents as people look at them: what went wrong, how bad, whose, since when, what to do, and
-the signals that are its evidence."""
+"""Incidents as people look at them: what went wrong, how bad, whose, since when, what to do, the
+signals that are its evidence, the model change it followed or the incidents that followed it
+(``medmon.alerts.correlation``), and its timeline: every signal's transitions, the children's too,
+in time order."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from medmon.alerts import (
     Incident,
     Silence,
     active_silences,
+    alert_history,
     incident_members,
     incident_runbook,
     incident_status,
@@ -19,6 +22,7 @@ from medmon.alerts import (
     list_incidents,
     open_incidents,
 )
+from medmon.alerts.correlation import incident_children
 from medmon.alerts.status import silenced_by, status_of
 
 
@@ -33,6 +37,20 @@ class IncidentSignal:
     severity: str
     summary: str
     since: datetime | None
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """One moment of an incident's history: a signal fired, was acknowledged or resolved (by whom,
+    why), or an incident that followed the change opened; ``incident`` says whose (parent or child)."""
+
+    at: datetime
+    incident: int
+    task: str
+    what: str  # firing | acknowledged | resolved | opened
+    rule: str
+    actor: str
+    note: str
 
 
 @dataclass(frozen=True)
@@ -55,6 +73,9 @@ class IncidentView:
     silenced_until: datetime | None
     runbook: str
     signals: tuple[IncidentSignal, ...]
+    parent_id: int | None = None  # the model change this incident followed
+    children: tuple[int, ...] = ()  # the incidents that followed this model change, oldest first
+    timeline: tuple[TimelineEntry, ...] = ()
 
     @property
     def open(self) -> bool:
@@ -63,6 +84,7 @@ class IncidentView:
 
 def _view(session: Session, inc: Incident, now: datetime, silences: list[Silence]) -> IncidentView:
     members = incident_members(session, inc.id or 0)
+    children = incident_children(session, inc.id or 0)
     live = [a for a in members if a.ends_at is None]
     muted = [silenced_by(a, silences, now) for a in live]
     until = min((s.ends_at for s in muted if s is not None), default=None) if muted and all(muted) else None
@@ -97,7 +119,27 @@ def _view(session: Session, inc: Incident, now: datetime, silences: list[Silence
         until,
         incident_runbook(inc),
         signals,
+        inc.parent_id,
+        tuple(c.id or 0 for c in children),
+        timeline(session, inc, children),
     )
+
+
+def timeline(session: Session, incident: Incident, children: list[Incident] | None = None) -> tuple[TimelineEntry, ...]:
+    """The incident's history in time order: each member's transitions, and for a model change the
+    opening of every incident that followed it with its members' transitions."""
+    family = [incident, *(children if children is not None else incident_children(session, incident.id or 0))]
+    out = [
+        TimelineEntry(c.opened_at, c.id or 0, c.task_id, "opened", c.cause, "medmon", f"followed #{incident.id}")
+        for c in family[1:]
+    ]
+    for inc in family:
+        for a in incident_members(session, inc.id or 0):
+            out += [
+                TimelineEntry(e.at, inc.id or 0, a.task_id, e.to_status, a.rule, e.actor, e.note)
+                for e in alert_history(session, a.id or 0)
+            ]
+    return tuple(sorted(out, key=lambda e: (e.at, e.what != "opened", e.incident)))
 
 
 def open_incidents_view(session: Session, now: datetime, *, task_id: str | None = None) -> list[IncidentView]:
