@@ -493,6 +493,7 @@ def _mount_subcommands() -> None:
     from medmon.monitor.cli.drift import app as drift_app
     from medmon.monitor.cli.oversight import app as oversight_app
     from medmon.monitor.cli.report import report_command
+    from medmon.monitor.cli.retention import app as retention_app
     from medmon.monitor.cli.score import score_command
     from medmon.monitor.cli.service import db_app, worker
     from medmon.monitor.cli.simulate import simulate
@@ -511,6 +512,7 @@ def _mount_subcommands() -> None:
     app.command()(simulate)
     app.add_typer(oversight_app, name="oversight")
     app.add_typer(traffic_app, name="traffic")
+    app.add_typer(retention_app, name="retention")
     app.command("score")(score_command)
 
 

@@ -75,6 +75,7 @@ class AuditKind(str, Enum):
     committee_decision = "committee_decision"  # continue, continue with conditions, restrict or suspend a task
     run_sealed = "run_sealed"  # a finished probe run's results, scores and provenance, digested
     unproven_act = "unproven_act"  # a governance act whose actor proved no identity: recorded, never counted
+    retention_purge = "retention_purge"  # records past retention deleted: run ids, counts, seal digests
     go_live_approved = "go_live_approved"  # the plan, risk tier, thresholds and baselines approved for go-live
 
 
@@ -349,6 +350,13 @@ def verify(session: Session, expect: tuple[int, str] | None = None) -> VerifyRep
                 .order_by(col(AuditEvent.seq))
             )
         ),
+        purged={
+            int(r)
+            for details in session.exec(
+                select(AuditEvent.details).where(AuditEvent.kind == AuditKind.retention_purge.value)
+            )
+            for r in (details or {}).get("run_ids", [])
+        },
     )
     problems.extend(AuditProblem(seq, entry_id, what) for seq, entry_id, what in seals.problems)
     if expect is not None:

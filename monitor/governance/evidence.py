@@ -140,10 +140,14 @@ def _listed(ids: Iterable[str]) -> str:
     return ", ".join(shown[:8]) + (f" and {len(shown) - 8} more" if len(shown) > 8 else "")
 
 
-def seal_problems(session: Session, seals: Iterable[tuple[int, int | None, Mapping[str, Any]]]) -> SealCheck:
+def seal_problems(
+    session: Session, seals: Iterable[tuple[int, int | None, Mapping[str, Any]]], purged: set[int] | None = None
+) -> SealCheck:
     """Recompute every sealed run from storage and say where the stored evidence differs from its seal.
 
     ``seals`` are ``(seq, entry id, details)`` of the ``run_sealed`` entries, in chain order.
+    ``purged`` are runs a ``retention_purge`` entry says were deleted past retention: their absence
+    is recorded, not tampering. A purged run still present is checked like any other.
     """
     problems: list[tuple[int | None, int | None, str]] = []
     sealed: set[int] = set()
@@ -167,6 +171,9 @@ def seal_problems(session: Session, seals: Iterable[tuple[int, int | None, Mappi
         task = details.get("task")
         run = session.get(ProbeRun, run_id)
         if run is None:
+            if run_id in (purged or set()):
+                runs -= 1
+                continue
             problems.append((seq, entry_id, f"run {run_id} of task {task} was deleted after it was sealed"))
             continue
         now, then = result_digests(session, run_id), dict(details.get("results") or {})

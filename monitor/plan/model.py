@@ -29,6 +29,7 @@ from medmon.monitor.plan.intervals import INTERVAL, parse_interval
 from medmon.monitor.plan.oversight import Oversight
 from medmon.monitor.plan.people import Person
 from medmon.monitor.plan.reports import ReportsConfig
+from medmon.monitor.plan.retention import Retention
 from medmon.monitor.plan.section import HttpUrl, Interval, Section
 from medmon.monitor.plan.traffic import Traffic
 
@@ -406,6 +407,7 @@ class Plan(Section):
     dashboard: DashboardConfig = DashboardConfig()
     oversight: Oversight = Oversight()
     traffic: Traffic | None = None
+    retention: Retention = Retention()
     reports: ReportsConfig | None = None
     adaptive_cadence: AdaptiveCadence = AdaptiveCadence()
     reader_model: ReaderModel | None = None

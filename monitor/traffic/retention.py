@@ -40,3 +40,16 @@ def delete_expired(engine: Engine, traffic: Traffic | None, now: datetime, *, ba
         total += len(ids)
         if len(ids) < batch:
             return total
+
+
+def count_expired(engine: Engine, traffic: Traffic | None, now: datetime) -> int:
+    """How many spans :func:`delete_expired` would delete now (what ``retention purge --dry-run`` shows)."""
+    if traffic is None:
+        return 0
+    cutoff = now - parse_interval(traffic.retention)
+    with session_scope(engine) as session:
+        return len(
+            session.exec(
+                select(TrafficSpan.id).where(col(TrafficSpan.ended_at) < cutoff, col(TrafficSpan.streamed).is_(True))
+            ).all()
+        )
