@@ -22,7 +22,7 @@ Rule = StrEnum(
     "traffic_errors traffic_truncation traffic_refusals traffic_judged_drop "
     "traffic_jury_disagreement traffic_collapse traffic_surge below_minimum model_change stale "
     "heartbeat jury_not_validated judge_bias safety_clock safety_deadline_passed "
-    "corrective_action_overdue clinician_scale_drop clinician_scale_waiting",
+    "corrective_action_overdue clinician_scale_drop clinician_scale_waiting reader_disagreement",
 )
 
 
@@ -106,6 +106,10 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          family=OPS, page="more model calls fail than at go-live"),
     Kind("jury_agreement", "canary", "jury_agreement", R.jury_disagreement, C.jury, QUA, CLIN,
          "the judges agree less than the plan's minimum", page="the judges agree less than the plan's minimum"),
+    Kind("reader_agreement", "canary", "reader_agreement", R.reader_disagreement, C.jury, QUA, TECH,
+         "the reader model agrees with the rules less than the plan's floor on answers both read",
+         "Check the reader model (its endpoint or version changed?); until it agrees again, answers only it "
+         "reads are suspect.", page="the reader model agrees with the rules less than the plan's floor"),
     Kind("judge_failures", "canary", "judge_failures", R.judge_failing, C.jury, OPE, TECH,
          "judge {sub} fails to give a usable verdict (call failed or output unreadable) more often",
          "Check that judge's endpoint; the other judges go on scoring.", sub=True, family=OPS),

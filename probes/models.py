@@ -74,6 +74,10 @@ class ProbeResultBase(SQLModel):
     parsed: bool | None = None  # False: the scorer could not read an answer (format drift); None: no reading
     extracted: str | None = None  # what the scorer read (a letter, a number, codes), for review
     parse_reason: str | None = None  # the rule that read it, or why nothing could be read
+    read_path: str | None = None  # which path decided the score: "rules", "reader model" or "none"
+    reader_extracted: str | None = None  # what the plan's reader model read, when it was asked
+    reader_reason: str | None = None  # why the reader model read nothing, or "reader model"
+    reader_agrees: bool | None = None  # rules and reader model both read it: did they agree?
     answer: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None

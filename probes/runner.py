@@ -17,7 +17,17 @@ from medmon.probes.client import Completion, ModelClient
 from medmon.probes.errors import JuryNotConfigured, ModelCallError
 from medmon.probes.jury import JURY_SCORER, JURY_UNAVAILABLE, Jury, JuryOutcome
 from medmon.probes.models import ProbeRecord, ProbeResultBase
-from medmon.probes.scoring import Scorer, get_scorer, looks_like_refusal, score_reply
+from medmon.probes.reading.base import Reading
+from medmon.probes.reading.reader_model import READER_MODEL, RULES, ReaderSetup, read_with_model
+from medmon.probes.scoring import (
+    READING_SCORERS,
+    Score,
+    Scorer,
+    get_scorer,
+    looks_like_refusal,
+    score_reading,
+    score_reply,
+)
 from medmon.probes.telemetry import RUN_ERRORS
 
 
@@ -76,6 +86,7 @@ async def probe_canary(
     jury: Jury | None = None,
     scorer: Scorer | None = None,
     decoding: Mapping[str, object] | None = None,
+    reader: ReaderSetup | None = None,
 ) -> ProbeRecord:
     """Ask the model one canary and score its answer; a failed call is an error, not a score.
 
@@ -118,12 +129,46 @@ async def probe_canary(
         score = score_reply(canary, completion.text, finish_reason=completion.finish_reason, scorer=scorer_name)
     else:
         score = scorer(canary, completion.text)
+    if scorer_name in READING_SCORERS:
+        score = await _second_reading(result, canary, scorer_name, score, completion.text, reader)
     result.score = score.value
     result.correct = score.correct
     result.parsed = score.parsed
     result.extracted = score.extracted[:200] if score.extracted is not None else None
     result.parse_reason = score.reason[:200] or None
     return result
+
+
+async def _second_reading(
+    result: ProbeRecord, canary: Canary, scorer_name: str, rules: Score, reply: str, reader: ReaderSetup | None
+) -> Score:
+    """Record which path decided, asking the reader model when the rules could not read the reply
+    (its reading then decides) or when this rule-read reply is drawn to check their agreement."""
+    result.read_path = RULES if rules.parsed else "none"
+    if reader is None or (rules.parsed and not reader.checks()):
+        return rules
+    reading: Reading = await read_with_model(
+        reader.client, scorer_name, canary, reply, redact=reader.redact, store_text=reader.store_text
+    )
+    result.reader_reason = reading.reason[:200]
+    if not reading.parsed:
+        return rules
+    theirs = score_reading(canary, scorer_name, reading)
+    result.reader_extracted = theirs.extracted[:200] if theirs.extracted is not None else None
+    if rules.parsed:
+        result.reader_agrees = theirs.extracted == rules.extracted
+        return rules
+    if not theirs.parsed:
+        return rules
+    result.read_path = READER_MODEL
+    return Score(
+        theirs.value,
+        theirs.correct,
+        theirs.detail,
+        parsed=True,
+        extracted=theirs.extracted,
+        reason=f"reader model (the rules could not: {rules.reason})",
+    )
 
 
 async def probe_canaries(
@@ -134,6 +179,7 @@ async def probe_canaries(
     *,
     jury: Jury | None = None,
     decoding: Mapping[str, object] | None = None,
+    reader: ReaderSetup | None = None,
 ) -> list[ProbeRecord]:
     """Probe every canary concurrently (bounded by the client's concurrency) under one run span.
 
@@ -148,7 +194,9 @@ async def probe_canaries(
     with client.telemetry.run_span(task_id, len(canaries)) as span:
         results = await asyncio.gather(
             *(
-                probe_canary(client, c, task_id, scorer_name, jury=jury, scorer=scorer, decoding=decoding)
+                probe_canary(
+                    client, c, task_id, scorer_name, jury=jury, scorer=scorer, decoding=decoding, reader=reader
+                )
                 for c in canaries
             )
         )

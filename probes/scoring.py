@@ -151,7 +151,10 @@ def extract_choice(answer: str) -> str | None:
 @register("multiple_choice")
 def multiple_choice(canary: Canary, answer: str) -> Score:
     """1 when the option letter the answer gives is the reference letter; unparsed when none is read."""
-    reading = read_choice(answer, canary.choices, canary.aliases)
+    return _judge_choice(canary, read_choice(answer, canary.choices, canary.aliases))
+
+
+def _judge_choice(canary: Canary, reading: Reading) -> Score:
     refs = {r.strip().upper() for r in canary.references}
     return _read(reading, reading.value in refs, detail={"extracted": reading.value})
 
@@ -163,7 +166,10 @@ YES_NO_MAYBE = ("yes", "no", "maybe")
 def yes_no_maybe(canary: Canary, answer: str) -> Score:
     """1 when the label the answer gives (yes, no, maybe; or ``choices``) is the reference label."""
     labels = tuple(c.lower() for c in canary.choices) if canary.choices else YES_NO_MAYBE
-    reading = read_label(answer, labels)
+    return _judge_label(canary, read_label(answer, labels))
+
+
+def _judge_label(canary: Canary, reading: Reading) -> Score:
     refs = {r.strip().lower() for r in canary.references}
     return _read(reading, reading.value in refs, detail={"extracted": reading.value})
 
@@ -207,7 +213,10 @@ def numeric_tolerance(canary: Canary, answer: str) -> Score:
     """
     if canary.references and _reference_number(canary.references[0]) is None:
         return quasi_exact_match(canary, answer)
-    reading = read_number(answer, canary.unit, canary.prompt)
+    return _judge_number(canary, read_number(answer, canary.unit, canary.prompt))
+
+
+def _judge_number(canary: Canary, reading: Reading) -> Score:
     detail: dict[str, object] = {"extracted": reading.value}
     if canary.unit is not None:
         detail["unit"] = canary.unit
@@ -261,8 +270,11 @@ def set_f1(canary: Canary, answer: str) -> Score:
     A reference may hold several codes ("E11.9, I10") or one each; duplicates count once. An
     answer with no code at all is unparsed.
     """
+    return _judge_codes(canary, read_codes(answer))
+
+
+def _judge_codes(canary: Canary, reading: Reading) -> Score:
     gold = {code for reference in canary.references for code in extract_icd10_codes(reference)}
-    reading = read_codes(answer)
     pred = set(reading.value or ())
     precision, recall, f1 = _f1(gold, pred)
     detail: dict[str, object] = {
@@ -394,6 +406,25 @@ def score_reply(canary: Canary, answer: str, *, finish_reason: str | None = None
         parsed=False,
         reason=f"cut off by the token limit before a committed answer (read {result.extracted!r} by {result.reason})",
     )
+
+
+_JUDGES: dict[str, Callable[[Canary, Reading], Score]] = {
+    "multiple_choice": _judge_choice,
+    "yes_no_maybe": _judge_label,
+    "numeric_tolerance": _judge_number,
+    "set_f1": _judge_codes,
+}
+
+
+def score_reading(canary: Canary, scorer: str, reading: Reading) -> Score:
+    """Score a reading made elsewhere (the reader model's) exactly as the scorer scores its own.
+
+    A numeric canary whose reference is a category is compared as text, not read, so it has
+    nothing to score here: unparsed.
+    """
+    if scorer == "numeric_tolerance" and canary.references and _reference_number(canary.references[0]) is None:
+        return Score(None, None, parsed=False, reason="the reference is a category, not a number")
+    return _JUDGES[scorer](canary, reading)
 
 
 def rescore(canary: Canary, completion: str) -> float | None:

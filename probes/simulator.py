@@ -58,7 +58,10 @@ FAULT_KINDS = ("status", "hang", "truncated", "non_json", "empty", "prose")
 JUDGE_MODES = ("json", "prose", "prose_once", "fail")
 HANG_DEFAULT_S = 30.0
 RECENT_BODIES = 64  # request bodies kept for tests to inspect what was sent
-STYLES = ("plain", "markdown", "reasoning", "json", "hedge", "language", "letterless", "units", "cut")
+STYLES = ("plain", "markdown", "reasoning", "json", "hedge", "language", "letterless", "units", "cut", "ordinal")
+# An option named by its place in the list ("the option listed second"): the rules do not read it; a reader model can.
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
+READER_SCHEMA = "medmon_final_answer"
 CUT_OFF = "Let me work through this step by step. First I check each finding in the question against"
 
 
@@ -190,6 +193,10 @@ def styled(text: str, style: str, key: AnswerKey) -> str:
         )
     if style == "json":
         return json.dumps({"answer": text, "explanation": "simulated reasoning"})
+    if style == "ordinal" and key.scorer == "multiple_choice" and len(text.strip()) == 1:
+        index = ord(text.strip().upper()) - 65
+        if 0 <= index < len(_ORDINALS):
+            return f"I would go with the option listed {_ORDINALS[index]}."
     if style in ("language", "letterless", "units"):
         return _restyled(text, style, key)
     # hedge: no single answer a clinician could act on
@@ -254,6 +261,7 @@ class SimulatorState:
     faults: list[Fault] = field(default_factory=list)
     judges: dict[str, JudgeBehaviour] = field(default_factory=dict)
     extra_latency_s: float = 0.0
+    reader_wrong: bool = False  # as a reader model, read every reply as the wrong answer (a drifting reader)
     by_model: Counter[str] = field(default_factory=Counter)
     in_flight: int = 0
     max_in_flight: int = 0
@@ -345,6 +353,23 @@ def _verdict(prompt: str, behaviour: JudgeBehaviour, served: int, draws: list[fl
 PROSE_VERDICT = "Simulated judge here: overall the response reads well and seems broadly accurate to me."
 
 
+def _reader_answer(state: SimulatorState, prompt: str) -> str:
+    """The simulator as a reader model: the option letter (or value) the reply commits to, in the
+    strict JSON schema; with ``state.reader_wrong`` it reads every reply as the wrong answer."""
+    asked, _, reply = prompt.partition("Reply:\n")
+    known = next((k for q, k in state.key.items() if q and q in asked), None)
+    if known is None:
+        return json.dumps({"answer": None, "committed": False})
+    if state.reader_wrong:
+        value = known.wrong
+    else:
+        letter = next((chr(65 + i) for i, o in enumerate(_ORDINALS) if f"listed {o}" in reply), None)
+        value = letter or (known.correct if known.correct in reply else known.wrong)
+    if known.scorer == "numeric_tolerance" and _is_number(value):
+        return json.dumps({"answer": float(value), "committed": True})
+    return json.dumps({"answer": value, "committed": True})
+
+
 def create_simulator(
     canaries: Iterable[Canary],
     phases: Sequence[Phase] | None = None,
@@ -415,7 +440,12 @@ def create_simulator(
         prompt = next((str(m.get("content", "")) for m in reversed(messages) if m.get("role") == "user"), "")
         model, fingerprint = phase.model, phase.fingerprint
         finish = "stop"
-        if JUDGE_MARKER in system:
+        schema = body.get("response_format") or {}
+        if isinstance(schema, dict) and (schema.get("json_schema") or {}).get("name") == READER_SCHEMA:
+            text = _reader_answer(state, prompt)
+            model = requested if requested.startswith("medmon-simulator") else f"medmon-simulator/{requested}"
+            fingerprint = "fp_sim_reader"
+        elif JUDGE_MARKER in system:
             behaviour = state.judges.get(requested, JudgeBehaviour())
             if behaviour.mode == "fail":
                 return reply({"error": {"message": "simulated judge failure", "type": "simulated"}}, 500)

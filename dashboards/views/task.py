@@ -239,6 +239,7 @@ def detail() -> None:
                     "reference": " | ".join(texts[a.canary_id].references) if a.canary_id in texts else "",
                     "answer": (a.answer or "")[:300],
                     "scorer read": ("unreadable" if a.parsed is False else a.extracted or ""),
+                    "read by": a.read_path or "",
                     "score": a.score,
                     "correct": a.correct,
                     "error": a.error_type or "",

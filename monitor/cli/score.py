@@ -116,8 +116,8 @@ def _view(score: Score) -> dict[str, Any]:
         "parsed": score.parsed,
         "extracted": score.extracted,
         **({"unit": score.detail["unit"]} if "unit" in score.detail else {}),
-        # which path read the answer: the rules (the reader model is used by probe runs whose plan
-        # enables it, not here), or none when the reply could not be read
+        # which path read the answer: the rules, or none when the reply could not be read; the
+        # reader model is asked by probe runs whose plan enables it (stored as ``read_path``), not here
         "path": (RULES if score.parsed else "none") if reads else "-",
         "reason": score.reason,
     }

@@ -383,12 +383,15 @@ class ReaderModel(Endpoint):
     """A model asked, in a strict JSON schema, the final answer of replies the rules leave unparsed.
 
     Off unless ``enabled``; its agreement with the rules on replies both read is held to
-    ``agreement_floor`` (see ``medmon.probes.reading.reader_model``).
+    ``agreement_floor`` (see ``medmon.probes.reading.reader_model``). ``check_share`` of the
+    replies the rules read are sent to it as well, so that agreement is measured: each is one
+    more call on the reader model's endpoint, billed there.
     """
 
     name: str = "reader"
     enabled: bool = False
     agreement_floor: float = Field(0.9, ge=0, le=1)
+    check_share: float = Field(0.1, ge=0, le=1)
 
 
 class Plan(Section):

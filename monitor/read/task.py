@@ -228,6 +228,7 @@ class AnswerRow:
     verdicts: tuple[Verdict, ...] = ()
     extracted: str | None = None  # what the scorer read from the answer (e.g. the chosen letter)
     parsed: bool | None = None  # False: the scorer could not read the answer (unparsed, not wrong)
+    read_path: str | None = None  # which path decided: "rules", "reader model" or "none"
 
 
 def recent_answers(session: Session, task_id: str, *, limit: int = 20) -> list[AnswerRow]:
@@ -256,6 +257,7 @@ def recent_answers(session: Session, task_id: str, *, limit: int = 20) -> list[A
             tuple(verdicts.get(r.id or 0, ())),
             getattr(r, "extracted", None),
             getattr(r, "parsed", None),
+            getattr(r, "read_path", None),
         )
         for r in rows
     ]

@@ -42,6 +42,7 @@ from medmon.probes.client import ModelSettings
 from medmon.probes.jury import JURY_SCORER, JurySettings
 from medmon.probes.models import ProbeResultBase, ProbeRun
 from medmon.probes.pool import ClientPool
+from medmon.probes.reading.reader_model import ReaderSetup
 from medmon.probes.runner import probe_canaries, sample_canaries
 from medmon.probes.runs import execute_probe
 
@@ -79,6 +80,25 @@ def failure_cause(result: ProbeResultBase) -> str:
         text
         if result.http_status is not None or result.error_type == "jury_unavailable"
         else f"{result.error_type}: {text}"[:160]
+    )
+
+
+def _reader(plan: Plan, pool: ClientPool, rng: random.Random) -> ReaderSetup | None:
+    """The plan's reader model as a probe uses it, or None when the plan has none enabled.
+
+    It is sent only what the plan's text policy lets a result store (redacted, and nothing
+    at all under ``privacy.store_text: false``).
+    """
+    reader = plan.reader_model
+    if reader is None or not reader.enabled:
+        return None
+    texts = text_policy(plan)
+    return ReaderSetup(
+        client=pool.client(ModelSettings.from_endpoint(reader), role="reader"),
+        check_share=reader.check_share,
+        redact=lambda text: texts.content(text, "reader prompt") or "",
+        store_text=plan.privacy.store_text,
+        rng=random.Random(rng.random()),
     )
 
 
@@ -128,7 +148,10 @@ def run_task_probe(
             else None
         )
         decoding = task.decoding.overrides() if task.decoding is not None else None
-        return await probe_canaries(pool.client(settings), chosen, task.id, ctx.scorer, jury=jury, decoding=decoding)
+        reader = _reader(plan, pool, rng)
+        return await probe_canaries(
+            pool.client(settings), chosen, task.id, ctx.scorer, jury=jury, decoding=decoding, reader=reader
+        )
 
     def store(session: Session, run: ProbeRun, results: list[ProbeResultBase], stamp: datetime) -> bool:
         # Stored copies are redacted (or text-free); detectors below still see every score. Says

@@ -20,6 +20,7 @@ text (``privacy.store_text: false``): :func:`reader_messages` is the only place 
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -33,6 +34,7 @@ __all__ = [
     "READER_MODEL",
     "RULES",
     "Decision",
+    "ReaderSetup",
     "agreement",
     "decide",
     "parse_reader_answer",
@@ -122,6 +124,22 @@ def parse_reader_answer(scorer: str, text: str) -> Reading:
     if not isinstance(answer, str):
         return Reading(None, "reader model: off the schema")
     return Reading(answer.strip().upper() if scorer == "multiple_choice" else answer.strip().lower(), READER_MODEL)
+
+
+@dataclass
+class ReaderSetup:
+    """The reader model as a probe run uses it: its client, the share of rule-read replies it is
+    also asked (to measure its agreement with the rules), the plan's redactor and text policy."""
+
+    client: ModelClient
+    check_share: float
+    redact: Callable[[str], str]
+    store_text: bool
+    rng: random.Random
+
+    def checks(self) -> bool:
+        """Whether this rule-read reply is also sent to the reader model (a random draw)."""
+        return self.check_share > 0 and self.rng.random() < self.check_share
 
 
 @dataclass(frozen=True)

@@ -127,7 +127,10 @@ def _rich_plan() -> Plan:
     traffic = {"token_env": None, "routes": [{"task": "knowledge-qa", "attributes": {"medmon.task": "knowledge-qa"}}]}
     return Plan.model_validate(
         plan_dict(
-            tasks=[task, {**task, "id": "head", "benchmark": "head_qa", "subgroups": []}], jury=JURY, traffic=traffic
+            tasks=[task, {**task, "id": "head", "benchmark": "head_qa", "subgroups": []}],
+            jury=JURY,
+            traffic=traffic,
+            reader_model={"base_url": "http://127.0.0.1:9/v1", "model": "reader", "enabled": True},
         )
     )
 

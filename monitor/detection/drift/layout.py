@@ -240,6 +240,12 @@ def _rise(
     )
 
 
+def _reader_agrees(r: ProbeResultBase) -> float | None:
+    """1 when the reader model read what the rules read, 0 when not; None unless both read it."""
+    agrees: bool | None = getattr(r, "reader_agrees", None)
+    return None if agrees is None else float(agrees)
+
+
 def task_streams(
     plan: Plan,
     task: Task,
@@ -410,6 +416,23 @@ def task_streams(
                 a0,
                 lambda r: r.jury_agreement if r.error_type is None else None,
                 params={"mu0": a0, "sigma2": 0.02},
+            )
+        )
+    reader = plan.reader_model
+    if reader is not None and reader.enabled and scorer in READING_SCORERS:
+        # the reader model's agreement with the rules on the replies both read, held to its floor
+        # exactly as the judges' agreement is (a reader that drifts is caught like a judge)
+        f0 = min(max(reader.agreement_floor, 0.01), 0.99)
+        specs.append(
+            StreamSpec(
+                f"{t}:reader_agreement:drop",
+                t,
+                "reader_agreement",
+                "drop",
+                f0,
+                f0,
+                _reader_agrees,
+                params={"mu0": f0, "sigma2": 0.02},
             )
         )
     specs.append(_rise(t, "error_rate", ERROR_NULL, lambda r: 1.0 if r.error_type else 0.0))
