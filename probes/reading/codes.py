@@ -22,7 +22,7 @@ ICD10 = re.compile(r"(?<![A-Za-z0-9])([A-Za-z]\d{2}|[CDMZcdmz]\d[Aa])(?:\.?([0-9
 _CLAUSE = re.compile(r"(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)(?<=[.!?;])\s+|\n+|\s+(?:but|however|whereas)\s+", re.I)
 _NEGATION = re.compile(
     r"\b(?:not|never|avoid|instead\s+of|rather\s+than|exclude[sd]?|no\s+need)\b|n't\b"
-    r"|\b(?:no|nicht|kein|pas)\b",
+    r"|\b(?:no|nicht|kein|pas)\b|\b(?:rejected|ruled\s+out|draft)\s*:",
     re.I,
 )
 _NEGATED_AFTER = re.compile(
@@ -53,7 +53,9 @@ _LATER_NEGATION = re.compile(
 _LATER_CONDITION = re.compile(r"\b(?:only\s+if|if|unless|only\s+when|in\s+case)\b", re.I)
 _REVISION = re.compile(r"^\W*(?:actually|on\s+second\s+thought|correction|wait|rather|instead)\b", re.I)
 _FINAL_CUE = re.compile(
-    r"\b(?:final\s+(?:answer|codes?)|correct\s+codes?|codes?\s+to\s+(?:use|assign|report)|assign|answer)\s*[:=-]", re.I
+    r"\b(?:final(?:\s+(?:answer|codes?))?|correct\s+codes?|codes?\s+to\s+(?:use|assign|report)|assign(?:ed)?|answer)"
+    r"\s*[:=-]",
+    re.I,
 )
 _HEDGE = re.compile(
     r"\b(?:either|depending|depends|not\s+sure|unsure|uncertain|can't\s+be\s+sure|cannot\s+be\s+sure)\b"
