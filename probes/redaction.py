@@ -410,6 +410,9 @@ def protect_results(results: Sequence[ProbeResultBase], policy: TextPolicy) -> l
         update: dict[str, object] = {
             "answer": policy.content(r.answer, "answer"),
             "error": policy.error(r.error, r.error_type or "error"),
+            # a reader model's reading is a model's output: redacted like any stored text it wrote
+            "reader_extracted": policy.error(r.reader_extracted, "unreadable"),
+            "reader_reason": policy.error(r.reader_reason, "reader model"),
         }
         outcome = getattr(r, "jury", None)
         if isinstance(outcome, JuryOutcome):

@@ -1,7 +1,7 @@
 """proberesult: the reader model's reading beside the rules' and the path that decided
 
 Revision ID: i27c_reader
-Revises: i34a_review_inclusion
+Revises: i31d_incident_parent
 Create Date: 2026-12-02 14:25:00
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "i27c_reader"
-down_revision: str | None = "i34a_review_inclusion"
+down_revision: str | None = "i31d_incident_parent"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
