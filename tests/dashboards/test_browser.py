@@ -44,7 +44,8 @@ TALL = """() => { const main = document.querySelector('[data-testid="stMain"]');
   return Math.max(main ? main.scrollHeight : 0, block ? block.scrollHeight : 0); }"""
 # What a committee member reads first on each page, left to right, at 1,400 px without scrolling
 # sideways: the leading columns of a table on the page (``show_table`` draws those that fit whole).
-# The data grid draws on a canvas and keeps, for screen readers, one header cell per column it draws: the columns in view, the last one possibly cut
+# The data grid draws on a canvas and keeps, for screen readers, one header cell per column it draws:
+# the columns in view, the last one possibly cut
 # at the table's edge, never those further right. So every listed column but the last is whole.
 LEADING = {
     "overview": [
