@@ -21,6 +21,11 @@ from medmon.monitor.read import suspended_tasks
 from medmon.scrub import setup_logging
 
 st.set_page_config(page_title="medmon", layout="wide")
+# Streamlit's wide layout keeps 5rem either side of the page: at 1,024 px, with the sidebar open, that
+# leaves tables 560 px. Narrower margins give them the room ``medmon.dashboards.tables.FIT_PX`` counts on.
+st.html(
+    "<style>[data-testid='stMainBlockContainer'] {padding-left: 2rem; padding-right: 2rem; max-width: 1200px;}</style>"
+)
 plan = current_plan()
 # Streamlit's loggers and the root logger of this process mask every secret (plan and sign-in).
 setup_logging(secrets=secret_values(plan) + sign_in_secrets())

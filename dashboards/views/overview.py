@@ -105,7 +105,7 @@ def overview() -> None:
             for r in rows
         ]
     )
-    # At 1,024 px a data grid shows about six columns: the figures come first, the rest on demand.
+    # The figures come first; what does not fit at 1,024 px (owner, why...) is shown on demand.
     lead = ["task", "status", "score now", "95% CI", "minimum in force", "baseline"]
     lead += ["proposed minimum"] if "proposed minimum" in table.columns else []
     config = {
@@ -123,9 +123,7 @@ def overview() -> None:
         ),
         "last probe": st.column_config.DatetimeColumn(format="D MMM YYYY HH:mm"),
     }
-    show_table(table[lead], column_config={k: v for k, v in config.items() if k in lead})
-    with st.expander("Every column: owner, why, open incidents, last probe, answers, risk tier, category"):
-        show_table(table, column_config=config)
+    show_table(table, column_config=config, lead=lead, key="overview_tasks")
     proposals = [p for r in rows for p in r.proposals]
     if proposals:
         st.warning(

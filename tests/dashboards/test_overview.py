@@ -76,7 +76,7 @@ def test_overview_shows_degraded_task_and_its_incident(
     at = AppTest.from_file(APP, default_timeout=30).run()
     assert not at.exception
     assert "1 task(s) degraded: knowledge-qa" in at.error[0].value
-    assert list(at.dataframe[0].value.columns) == [
+    assert list(at.dataframe[0].proto.column_order) == [  # drawn; every other column on demand
         "task",
         "status",
         "score now",
@@ -84,13 +84,13 @@ def test_overview_shows_degraded_task_and_its_incident(
         "minimum in force",
         "baseline",
     ]
-    table = at.dataframe[1].value  # every column, in the expander under the figures
+    table = at.dataframe[0].value  # every column, the ticked rows written out in full under the table
     assert table["why"][0] == "A drift detector found the score below its go-live reference"
     assert list(table["task"]) == ["knowledge-qa"]
     assert list(table["status"]) == ["degraded"]
     assert table["category"][0] == "Clinical Decision Support"
     assert table["open incidents"][0] == 1
-    incidents = at.dataframe[2].value
+    incidents = at.dataframe[1].value
     assert list(incidents["incident"]) == ["#1 knowledge-qa: accuracy"]
     assert list(incidents["signals"]) == [1]  # the signals' summaries are on the Alerts page
     assert list(incidents["severity"]) == ["critical"]
@@ -133,7 +133,7 @@ def test_the_accuracy_breach_leads_even_when_a_new_segment_alarms_on_cost_and_le
         s.commit()
     at = AppTest.from_file(APP, default_timeout=30).run()
     assert not at.exception
-    why = at.dataframe[1].value["why"][0].split("; ")
+    why = at.dataframe[0].value["why"][0].split("; ")
     assert why[0].startswith("Score 0.63 (0.56-0.69) is below the minimum in force 0.70 since 2026-12-03 14:00 UTC")
     assert why[1] == "Served model changed from v1 to v2 since 2026-12-03 14:00 UTC"
     assert why[2:] == [
@@ -156,7 +156,7 @@ def test_a_task_never_probed_has_no_data_yet_not_ok(
     at = AppTest.from_file(APP, default_timeout=30).run()
     assert not at.exception
     assert not at.success  # nothing green on an empty database
-    table = at.dataframe[1].value
+    table = at.dataframe[0].value
     assert list(table["status"]) == ["no data yet"]
     assert set(table["why"]) == {"No probe has run for this task yet"}
 

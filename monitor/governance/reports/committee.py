@@ -413,6 +413,7 @@ def _task_evidence(session: Session, plan: Plan, period: Period) -> list[TaskEvi
             baseline_band=band,
             min_score=task.thresholds.min_score,
             title=f"{task.id}: mean score per monitoring run",
+            tz=plan.display_timezone,
         )
         rows.append(evidence)
     return rows

@@ -3,6 +3,8 @@
 A committee report is read as a document and often printed; plotly's HTML needs its script
 and a browser. These charts are plain SVG with the baseline band, the baseline, and the
 approval minimum drawn under the per-run scores, so 'below the line' is visible at a glance.
+Moments are written as every surface writes them (``medmon.moments.display_time``), in the plan's
+``display_timezone``, and the time axis names that zone.
 """
 
 from __future__ import annotations
@@ -11,8 +13,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from html import escape
 
+from medmon.moments import display_time
+
 WIDTH, HEIGHT = 640, 220
 LEFT, RIGHT, TOP, BOTTOM = 44, 12, 22, 30
+# A white outline under a line's label, so the scores drawn across it never hide what the line is.
+_HALO = 'stroke="#fff" stroke-width="3" paint-order="stroke"'
 
 
 def _x(at: datetime, start: datetime, end: datetime) -> float:
@@ -35,6 +41,7 @@ def score_chart(
     baseline_band: tuple[float, float] | None,
     min_score: float,
     title: str,
+    tz: str = "UTC",
 ) -> str:
     """Per-run mean scores over a period against the baseline (with its interval) and the minimum.
 
@@ -45,6 +52,9 @@ def score_chart(
     >>> svg = score_chart([(t0, 0.8)], start=t0, end=t1, baseline=0.85, baseline_band=(0.8, 0.9),
     ...                   min_score=0.7, title="knowledge-qa")
     >>> svg.startswith("<svg") and "approval minimum 0.70" in svg
+    True
+    >>> "2026-11-01 01:00 CET" in score_chart([], start=t0, end=t1, baseline=None, baseline_band=None,
+    ...                                       min_score=0.7, title="t", tz="Europe/Paris")
     True
     """
     parts = [
@@ -68,12 +78,12 @@ def score_chart(
         parts.append(
             f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="#2b7bb9" '
             f'stroke-dasharray="5 3"/><text x="{WIDTH - RIGHT}" y="{y - 4:.1f}" text-anchor="end" '
-            f'fill="#2b7bb9">baseline {baseline:.2f}</text>'
+            f'fill="#2b7bb9" {_HALO}>baseline {baseline:.2f}</text>'
         )
     y = _y(min_score)
     parts.append(
         f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="#c0392b"/>'
-        f'<text x="{WIDTH - RIGHT}" y="{y + 13:.1f}" text-anchor="end" fill="#c0392b">'
+        f'<text x="{WIDTH - RIGHT}" y="{y + 13:.1f}" text-anchor="end" fill="#c0392b" {_HALO}>'
         f"approval minimum {min_score:.2f}</text>"
     )
     coords = [(_x(at, start, end), _y(value)) for at, value in points]
@@ -82,13 +92,18 @@ def score_chart(
         parts.append(f'<polyline points="{path}" fill="none" stroke="#333" stroke-width="1" stroke-opacity="0.5"/>')
     for (x, y), (at, value) in zip(coords, points):
         parts.append(
-            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2" fill="#333"><title>{at:%Y-%m-%d %H:%M} '
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2" fill="#333"><title>{display_time(at, tz)} '
             f"{value:.3f}</title></circle>"
         )
     axis_y = HEIGHT - BOTTOM + 16
-    stamp = "%Y-%m-%d %H:%M" if (end - start).days < 7 else "%Y-%m-%d"
-    parts.append(f'<text x="{LEFT}" y="{axis_y}" fill="#555">{start:{stamp}}</text>')
-    parts.append(f'<text x="{WIDTH - RIGHT}" y="{axis_y}" text-anchor="end" fill="#555">{end:{stamp}}</text>')
+    parts.append(f'<text x="{LEFT}" y="{axis_y}" fill="#555">{escape(display_time(start, tz))}</text>')
+    parts.append(
+        f'<text x="{(LEFT + WIDTH - RIGHT) / 2:.0f}" y="{axis_y}" text-anchor="middle" fill="#555">'
+        f"time ({escape(tz)})</text>"
+    )
+    parts.append(
+        f'<text x="{WIDTH - RIGHT}" y="{axis_y}" text-anchor="end" fill="#555">{escape(display_time(end, tz))}</text>'
+    )
     if not points:
         parts.append(
             f'<text x="{WIDTH / 2}" y="{HEIGHT / 2}" text-anchor="middle" fill="#999">'
