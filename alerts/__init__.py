@@ -12,6 +12,7 @@ Actions a person takes (for the dashboard): ``acknowledge_incident``, ``resolve_
 from medmon.alerts.catalogue import KINDS, Impact, Kind, Rule, cause_of, stream_kind
 from medmon.alerts.causes import Cause
 from medmon.alerts.channels import CHANNEL_TYPES, Channel, WebhookChannel
+from medmon.alerts.correlation import incident_children
 from medmon.alerts.dedup import NotifyReason, decide
 from medmon.alerts.dispatch import flush
 from medmon.alerts.errors import AlertError, DeliveryError, PermanentDeliveryError, RetryableDeliveryError
@@ -123,6 +124,7 @@ __all__ = [
     "group_key",
     "incident_body",
     "incident_causes",
+    "incident_children",
     "incident_members",
     "incident_runbook",
     "incident_status",

@@ -22,12 +22,12 @@ from medmon.alerts import (
     Silence,
     acknowledge_incident,
     create_silence,
+    incident_children,
     incident_members,
     requeue,
     resolve_incident,
     silence_incident,
 )
-from medmon.alerts.correlation import incident_children
 from medmon.dashboards.auth import NotAllowed, Viewer, may_act, require_role, signed_in_owner, signed_in_reviewer
 from medmon.db import session_scope
 from medmon.monitor.governance.audit import AuditKind, record

@@ -190,6 +190,7 @@ def lists() -> None:
                 for i in current
             ],
             key="open_incidents",
+            lead=("id", "severity", "incident", "task page"),  # what it is and where to look, at 1,024 px
             column_config={
                 "task page": st.column_config.LinkColumn(
                     display_text="open the task", help="the task page at the moment the incident fired"

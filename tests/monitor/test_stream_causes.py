@@ -31,6 +31,7 @@ EXPECTED = {
     "judge_canaries": "jury",
     "judge_bias": "jury",
     "judge_failures": "jury",
+    "reader_agreement": "jury",  # the reader model is watched like a judge
     "refusal": "output",
     "format": "output",
     "verbosity": "output",
