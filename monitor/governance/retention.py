@@ -1,8 +1,9 @@
 """Purge what is past retention, and say so in the audit chain so ``audit verify`` still passes.
 
 Probe runs finished before ``retention.results`` ago are deleted with their results, judge calls
-and jury verdicts; traffic spans past ``traffic.retention`` go through
-``medmon.monitor.traffic.retention``. The deletion and a ``retention_purge`` entry naming each
+and jury verdicts; raw traffic spans past ``traffic.retention`` are deleted in small batches (each
+its own short transaction, so receivers keep inserting; a span not yet rolled up is never deleted,
+and the hourly rollups the dashboard reads stay). The deletion and a ``retention_purge`` entry naming each
 run, its seal digest and the counts are one transaction: a run is never gone without the entry
 that explains it, and verify treats a run named there as purged, not tampered with. The audit log
 and report records are never deleted here: the chain cannot lose entries and still verify, and
@@ -24,11 +25,49 @@ from sqlmodel import Session, col, func, select
 from medmon.db import session_scope
 from medmon.monitor.governance.audit import AuditKind, local_actor, record
 from medmon.monitor.governance.evidence import seal_details
-from medmon.monitor.models import AuditEvent
+from medmon.monitor.models import AuditEvent, TrafficSpan
 from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan
-from medmon.monitor.traffic.retention import count_expired, delete_expired
+from medmon.monitor.plan.traffic import Traffic
 from medmon.probes.models import JudgeCall, JuryVerdict, ProbeResult, ProbeRun, RunStatus
+
+DELETE_BATCH = 5000
+
+
+def delete_expired(engine: Engine, traffic: Traffic | None, now: datetime, *, batch: int = DELETE_BATCH) -> int:
+    """Delete expired spans (judgements, which hold scores only, stay); return how many went."""
+    if traffic is None:
+        return 0
+    cutoff = now - parse_interval(traffic.retention)
+    total = 0
+    while True:
+        with session_scope(engine) as session:
+            ids = session.exec(
+                select(TrafficSpan.id)
+                .where(col(TrafficSpan.ended_at) < cutoff, col(TrafficSpan.streamed).is_(True))
+                .order_by(col(TrafficSpan.id))
+                .limit(batch)
+            ).all()
+            if ids:
+                session.exec(delete(TrafficSpan).where(col(TrafficSpan.id).in_(ids)))
+        total += len(ids)
+        if len(ids) < batch:
+            return total
+
+
+def count_expired(engine: Engine, traffic: Traffic | None, now: datetime) -> int:
+    """How many spans :func:`delete_expired` would delete now (what ``retention purge --dry-run`` shows)."""
+    if traffic is None:
+        return 0
+    cutoff = now - parse_interval(traffic.retention)
+    with session_scope(engine) as session:
+        return int(
+            session.exec(
+                select(func.count())
+                .select_from(TrafficSpan)
+                .where(col(TrafficSpan.ended_at) < cutoff, col(TrafficSpan.streamed).is_(True))
+            ).one()
+        )
 
 
 @dataclass

@@ -140,7 +140,7 @@ def traffic_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> None
 
 def retention_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> None:
     """Delete raw traffic rows past ``traffic.retention`` (rollups stay)."""
-    from medmon.monitor.traffic.retention import delete_expired
+    from medmon.monitor.governance.retention import delete_expired
 
     try:
         gone = delete_expired(engine, plan.traffic, now())

@@ -10,6 +10,7 @@ from sqlmodel import Session, col, func, select
 
 from medmon.alerts import Alert
 from medmon.db import session_scope
+from medmon.monitor.governance.retention import delete_expired
 from medmon.monitor.models import (
     LATENCY_BUCKETS,
     DetectorState,
@@ -19,7 +20,6 @@ from medmon.monitor.models import (
     TrafficSpan,
 )
 from medmon.monitor.traffic.ingest import Ingestor, store_calls
-from medmon.monitor.traffic.retention import delete_expired
 from medmon.monitor.traffic.spans import CallRecord, Decoded, Limits
 from medmon.monitor.traffic.streams import traffic_pass
 from tests.monitor.traffic_helpers import MODEL, traffic_plan
