@@ -272,19 +272,30 @@ def sign_report(
 
 
 def note_answers_viewed(
-    engine: Engine, viewer: Viewer, task_id: str, page: str, result_ids: Sequence[int], now: datetime
+    engine: Engine,
+    viewer: Viewer,
+    task_id: str | None,
+    page: str,
+    result_ids: Sequence[int],
+    now: datetime,
+    *,
+    what: str = "answers",
+    rows: int | None = None,
 ) -> None:
-    """Record that this viewer was shown these stored answers of a task (the caller records once per view)."""
+    """Record that this viewer was shown stored text (these answers of a task, or ``rows`` records of
+    ``what`` across tasks when ``task_id`` is None); the caller records once per session and view."""
     with session_scope(engine) as session:
         record(
             session,
             AuditKind.answers_viewed,
             viewer.actor,
-            f"task:{task_id}",
+            f"task:{task_id}" if task_id else "deployment",
             {
                 "task": task_id,
                 "page": page,
+                "what": what,
                 "answers": list(result_ids),
+                "rows": len(result_ids) if rows is None else rows,
                 "authenticated": viewer.authenticated,
                 "via": "dashboard",
             },

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 from sqlmodel import Session
 
-from medmon.dashboards.actions import NotAllowed, approve_task_thresholds, sign_report
+from medmon.dashboards.actions import NotAllowed, approve_task_thresholds, note_answers_viewed, sign_report
 from medmon.dashboards.audit_table import show_audit
 from medmon.dashboards.auth import owner_emails
 from medmon.dashboards.data import plan_path, plan_text, refresh_every
@@ -13,6 +13,7 @@ from medmon.dashboards.layout import masked_plan, page, when
 from medmon.dashboards.tables import show_table
 from medmon.db import utcnow
 from medmon.monitor.errors import GovernanceError
+from medmon.monitor.governance.audit import AuditKind
 from medmon.monitor.read import (
     approval_record,
     approved_plan,
@@ -295,6 +296,12 @@ def audit_section() -> None:
     if not entries:
         st.write("No audit entry yet.")
     else:
+        quoted = [e.seq for e in entries if e.kind in (AuditKind.clinician_review.value, AuditKind.near_miss.value)]
+        if quoted and not st.session_state.get("answers_viewed:governance"):  # reviewers' notes: audited once
+            note_answers_viewed(
+                engine, viewer, None, "governance", [], utcnow(), what="reviewers' notes, near misses", rows=len(quoted)
+            )
+            st.session_state["answers_viewed:governance"] = True
         show_audit(entries)
 
 

@@ -15,6 +15,7 @@ from datetime import UTC
 import streamlit as st
 from sqlmodel import Session
 
+from medmon.dashboards.actions import note_answers_viewed
 from medmon.dashboards.auth import NotAllowed, may_act, require_role, signed_in_owner
 from medmon.dashboards.layout import page, when
 from medmon.dashboards.tables import show_table
@@ -57,6 +58,18 @@ with Session(engine) as session:
     misses = near_misses(session)
     held = suspended_tasks(session)
     history = suspensions(session)
+if (events or misses) and not st.session_state.get("answers_viewed:safety"):  # narratives: once per session
+    note_answers_viewed(
+        engine,
+        viewer,
+        None,
+        "safety",
+        [],
+        now,
+        what="safety event narratives, near misses",
+        rows=len(events) + len(misses),
+    )
+    st.session_state["answers_viewed:safety"] = True
 
 st.subheader(f"Safety events ({sum(1 for e in events if e.event.status != 'closed')} open)")
 st.caption(

@@ -97,6 +97,20 @@ def list_command(
         events = list_events(session, kind=kind, subject=subject, since=_since(since), limit=limit)
         rows = [event_dict(e) for e in events]
     if as_json:
+        from medmon.db import session_scope, utcnow
+        from medmon.monitor.governance.access import record_text_read, text_entries
+
+        if quoted := text_entries(rows):  # clinicians' notes, near misses: who read them is audited
+            with session_scope(engine) as session:
+                record_text_read(
+                    session,
+                    tool="medmon audit list --json",
+                    task=None,
+                    what="audit entries quoting reviewers' notes or near misses",
+                    rows=len(quoted),
+                    now=utcnow(),
+                    details={"entries": [e["seq"] for e in quoted]},
+                )
         for row in rows:  # a plan diff may carry a webhook URL (the credential): masked as the dashboard does
             row["details"] = _masked({k: v for k, v in (row["details"] or {}).items() if k != "text"})
         typer.echo(json.dumps(rows, indent=2, default=str))
@@ -149,6 +163,8 @@ def verify_command(
             "results) match their seals",
             highlight=False,
         )
+        if report.runs_purged:
+            out.print(f"purged: {report.purged_text}", highlight=False)
         if anchor is None:
             out.print(
                 "compare this head with the one printed in the last committee report (or pass it with "

@@ -43,6 +43,25 @@ def _open(plan_path: Path) -> tuple[Plan, Engine]:
         raise typer.Exit(EXIT_INPUT) from None
 
 
+def _record_read(
+    engine: Engine,
+    tool: str,
+    what: str,
+    *,
+    task: str | None = None,
+    answers: list[int] | None = None,
+    rows: int | None = None,
+    details: dict[str, object] | None = None,
+) -> None:
+    """One ``answers_viewed`` entry for this invocation (``medmon.monitor.governance.access``)."""
+    from medmon.monitor.governance.access import record_text_read
+
+    with session_scope(engine) as session:
+        record_text_read(
+            session, tool=tool, task=task, what=what, answers=answers or [], rows=rows, now=utcnow(), details=details
+        )
+
+
 @app.command("pass")
 def pass_command(plan_path: PlanArg, as_json: JsonOption = False) -> None:
     """Run one oversight pass now (as `medmon serve` does with every alert pass): queue this week's
@@ -167,6 +186,14 @@ def events_command(plan_path: PlanArg, as_json: JsonOption = False) -> None:
             )
         )
     else:
+        if rows:  # the table quotes each event's stored narrative: who read it is audited (JSON holds none)
+            _record_read(
+                engine,
+                "medmon oversight events",
+                "safety event narratives",
+                rows=len(rows),
+                details={"safety_events": [r.event.id for r in rows]},
+            )
         table = Table("event", "task", "severity", "status", "due", "clock", "open actions", "what happened")
         for r in rows:
             table.add_row(
@@ -257,6 +284,14 @@ def freeze_judge_set_command(
         raise typer.Exit(EXIT_INPUT) from None
     out_path.parent.mkdir(parents=True, exist_ok=True)
     frozen.write(out_path)
+    _record_read(  # the file carries the stored answers themselves
+        engine,
+        "medmon oversight freeze-judge-set",
+        f"clinician-rated answers written to {out_path}",
+        task=task,
+        answers=[int(json.loads(line)["tags"]["result"]) for line in frozen.lines],
+        details={"output": str(out_path), "version": frozen.version},
+    )
     if as_json:
         out.print_json(json.dumps({"path": str(out_path), "answers": len(frozen.lines), "version": frozen.version}))
     else:

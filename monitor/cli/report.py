@@ -184,6 +184,19 @@ def report_command(
                 local_actor("medmon report"),
                 now,
             )
+            quoted = report.oversight.events
+            if quoted:  # the report quotes each safety event's stored narrative: who read it is audited
+                from medmon.monitor.governance.access import record_text_read
+
+                record_text_read(
+                    session,
+                    tool="medmon report",
+                    task=None,
+                    what=f"safety event narratives quoted in the {chosen.label} committee report",
+                    rows=len(quoted),
+                    now=now,
+                    details={"period": chosen.label, "safety_events": [e["id"] for e in quoted]},
+                )
             if sign_as is not None and expect_hash is not None:
                 if expect_hash.strip().lower() != report.sha256:
                     raise _fail(

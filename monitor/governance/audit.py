@@ -227,6 +227,20 @@ class VerifyReport:
     runs_sealed: int = 0  # finished probe runs whose stored results were recomputed against their seal
     results_checked: int = 0
     runs_resealed: int = 0  # runs sealed more than once: checked against the newest seal
+    runs_purged: dict[int, int] = field(default_factory=dict)  # sealed run -> the retention_purge entry that deleted it
+
+    @property
+    def purged_text(self) -> str:
+        """The sealed runs a recorded purge deleted, in words ('' when none)."""
+        if not self.runs_purged:
+            return ""
+        entries = sorted(set(self.runs_purged.values()))
+        runs = sorted(self.runs_purged)
+        shown = ", ".join(str(r) for r in runs[:8]) + (f" and {len(runs) - 8} more" if len(runs) > 8 else "")
+        return (
+            f"{len(runs)} sealed run(s) ({shown}) deleted past retention by the purge recorded at audit "
+            f"seq {', '.join(str(e) for e in entries)}: named as purged, not tampered with"
+        )
 
     @property
     def summary(self) -> str:
@@ -235,6 +249,7 @@ class VerifyReport:
             f"{self.entries} audit entries (head seq {self.head_seq}) and the stored results of "
             f"{self.runs_sealed} sealed probe runs ({self.results_checked} results)"
             + (f", {self.runs_resealed} of them sealed again" if self.runs_resealed else "")
+            + (f"; {self.purged_text}" if self.runs_purged else "")
         )
         if self.ok:
             return f"verified: {what}"
@@ -254,6 +269,7 @@ class VerifyReport:
             "runs_sealed": self.runs_sealed,
             "results_checked": self.results_checked,
             "runs_resealed": self.runs_resealed,
+            "runs_purged": {str(k): v for k, v in sorted(self.runs_purged.items())},
             "summary": self.summary,
         }
 
@@ -340,6 +356,15 @@ def verify(session: Session, expect: tuple[int, str] | None = None) -> VerifyRep
     if head is None and count:
         problems.append(AuditProblem(None, None, "the head row is missing"))
     problems.extend(coverage_problems(session))
+    purges = {  # run -> the retention_purge entry naming it
+        int(r): int(seq)
+        for seq, details in session.exec(
+            select(AuditEvent.seq, AuditEvent.details)
+            .where(AuditEvent.kind == AuditKind.retention_purge.value)
+            .order_by(col(AuditEvent.seq))
+        )
+        for r in (details or {}).get("run_ids", [])
+    }
     seals = seal_problems(
         session,
         (
@@ -350,13 +375,7 @@ def verify(session: Session, expect: tuple[int, str] | None = None) -> VerifyRep
                 .order_by(col(AuditEvent.seq))
             )
         ),
-        purged={
-            int(r)
-            for details in session.exec(
-                select(AuditEvent.details).where(AuditEvent.kind == AuditKind.retention_purge.value)
-            )
-            for r in (details or {}).get("run_ids", [])
-        },
+        purged=set(purges),
     )
     problems.extend(AuditProblem(seq, entry_id, what) for seq, entry_id, what in seals.problems)
     if expect is not None:
@@ -379,6 +398,7 @@ def verify(session: Session, expect: tuple[int, str] | None = None) -> VerifyRep
         runs_sealed=seals.runs_checked,
         results_checked=seals.results_checked,
         runs_resealed=seals.resealed,
+        runs_purged={r: purges[r] for r in seals.purged},
     )
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -133,6 +133,7 @@ class SealCheck:
     results_checked: int
     problems: list[tuple[int | None, int | None, str]]  # (audit seq, audit entry id, what)
     resealed: int = 0  # runs sealed more than once (checked against the newest seal)
+    purged: list[int] = field(default_factory=list)  # sealed runs absent because a retention purge deleted them
 
 
 def _listed(ids: Iterable[str]) -> str:
@@ -155,6 +156,7 @@ def seal_problems(
     runs = results = 0
     newest: dict[object, tuple[int, int | None, Mapping[str, Any]]] = {}
     resealed: set[object] = set()
+    gone: list[int] = []
     for seal in seals:
         key = seal[2].get("run_id")
         if key in newest:
@@ -173,6 +175,7 @@ def seal_problems(
         if run is None:
             if run_id in (purged or set()):
                 runs -= 1
+                gone.append(run_id)
                 continue
             problems.append((seq, entry_id, f"run {run_id} of task {task} was deleted after it was sealed"))
             continue
@@ -223,7 +226,7 @@ def seal_problems(
                     "inserted, or their seal was deleted",
                 )
             )
-    return SealCheck(runs, results, problems, len(resealed))
+    return SealCheck(runs, results, problems, len(resealed), sorted(gone))
 
 
 def _finished(session: Session, run_id: int) -> bool:

@@ -810,14 +810,17 @@ def _executive(tasks: list[TaskEvidence], alerts: list[AlertRow]) -> list[dict[s
 
 
 def _answer_views(session: Session, period: Period) -> dict[str, Any]:
-    """Who was shown stored answers on the dashboard in the period (one entry per session, task and page)."""
+    """Who was shown stored text in the period: on the dashboard (one entry per session, task and page)
+    and from the command line (one per invocation)."""
     views = list_events(session, kind=AuditKind.answers_viewed, since=period.start, until=period.end)
     by_task: dict[str, int] = {}
     for e in views:
-        task = str(e.details.get("task", ""))
+        task = str(e.details.get("task") or "deployment")
         by_task[task] = by_task.get(task, 0) + 1
+    cli = sum(1 for e in views if e.details.get("via") == "cli")
     return {
         "views": len(views),
+        "by_path": {"dashboard": len(views) - cli, "command line": cli},
         "viewers": sorted({e.actor for e in views}),
         "by_task": dict(sorted(by_task.items())),
         "unauthenticated": sum(1 for e in views if not e.details.get("authenticated")),
@@ -897,6 +900,7 @@ def build_committee_report(
             "runs_sealed": check.runs_sealed,
             "results_checked": check.results_checked,
             "summary": check.summary,
+            "purged": check.purged_text,
             "answers_viewed": _answer_views(session, period),
         },
         # URLs can carry credentials (a Slack or Teams webhook URL is one): masked by the function
