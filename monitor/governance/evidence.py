@@ -156,7 +156,7 @@ def seal_problems(
     runs = results = 0
     newest: dict[object, tuple[int, int | None, Mapping[str, Any]]] = {}
     resealed: set[object] = set()
-    gone: list[int] = []
+    purged_runs: list[int] = []
     for seal in seals:
         key = seal[2].get("run_id")
         if key in newest:
@@ -175,7 +175,7 @@ def seal_problems(
         if run is None:
             if run_id in (purged or set()):
                 runs -= 1
-                gone.append(run_id)
+                purged_runs.append(run_id)
                 continue
             problems.append((seq, entry_id, f"run {run_id} of task {task} was deleted after it was sealed"))
             continue
@@ -226,7 +226,7 @@ def seal_problems(
                     "inserted, or their seal was deleted",
                 )
             )
-    return SealCheck(runs, results, problems, len(resealed), sorted(gone))
+    return SealCheck(runs, results, problems, len(resealed), sorted(purged_runs))
 
 
 def _finished(session: Session, run_id: int) -> bool:

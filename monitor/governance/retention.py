@@ -126,9 +126,17 @@ def _count(session: Session, model: Any, column: Any, ids: list[int]) -> int:
 
 
 def purge(
-    engine: Engine, plan: Plan, now: datetime, *, dry_run: bool = False, progress: Callable[[str], None] | None = None
+    engine: Engine,
+    plan: Plan,
+    now: datetime,
+    *,
+    dry_run: bool = False,
+    progress: Callable[[str], None] | None = None,
+    tool: str = "medmon retention purge",
 ) -> PurgeReport:
-    """Delete runs past ``retention.results`` and traffic past ``traffic.retention``; record the purge."""
+    """Delete runs past ``retention.results`` and traffic past ``traffic.retention``; record the purge.
+
+    ``tool`` names who purged in the entry's actor (the command, or the service's daily job)."""
     say = progress or (lambda _msg: None)
     report = PurgeReport(cutoff=now - parse_interval(plan.retention.results), dry_run=dry_run)
     with session_scope(engine) as session:
@@ -151,7 +159,7 @@ def purge(
                 session.exec(delete(ProbeRun).where(col(ProbeRun.id).in_(report.run_ids)))
         say(f"{report.results} result(s), {report.verdicts} verdict(s), {report.judge_calls} judge call(s)")
         if not dry_run and report.run_ids:
-            entry = _entry(session, plan, report, now)
+            entry = _entry(session, plan, report, now, tool)
             report.audit_seq = entry.seq
     if dry_run:
         report.traffic_spans = count_expired(engine, plan.traffic, now)
@@ -159,18 +167,19 @@ def purge(
         report.traffic_spans = delete_expired(engine, plan.traffic, now)
         if report.traffic_spans and not report.run_ids:
             with session_scope(engine) as session:
-                report.audit_seq = _entry(session, plan, report, now).seq
+                report.audit_seq = _entry(session, plan, report, now, tool).seq
     say(f"{report.traffic_spans} traffic span(s) past traffic.retention")
     return report
 
 
-def _entry(session: Session, plan: Plan, report: PurgeReport, now: datetime) -> AuditEvent:
+def _entry(session: Session, plan: Plan, report: PurgeReport, now: datetime, tool: str) -> AuditEvent:
     return record(
         session,
         AuditKind.retention_purge,
-        local_actor("medmon retention purge"),
+        local_actor(tool),
         "deployment",
         {
+            "status": "done",
             "regime": plan.retention.regime,
             "results_retention": plan.retention.results,
             "cutoff": report.cutoff.isoformat(),
@@ -183,3 +192,26 @@ def _entry(session: Session, plan: Plan, report: PurgeReport, now: datetime) -> 
         },
         now,
     )
+
+
+def record_failed_purge(engine: Engine, plan: Plan, now: datetime, error: BaseException, tool: str) -> int | None:
+    """Enter a purge that failed in the chain (nothing was deleted: the purge is one transaction, or
+    traffic batches that each stand alone); the seq, or None when even that could not be written."""
+    try:
+        with session_scope(engine) as session:
+            return record(
+                session,
+                AuditKind.retention_purge,
+                local_actor(tool),
+                "deployment",
+                {
+                    "status": "failed",
+                    "error": f"{type(error).__name__}: {str(error)[:300]}",
+                    "regime": plan.retention.regime,
+                    "results_retention": plan.retention.results,
+                    "run_ids": [],
+                },
+                now,
+            ).seq
+    except Exception:  # the database itself is failing: the log line is all that can be left
+        return None

@@ -138,16 +138,51 @@ def traffic_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> None
         log.info("traffic pass: %d span(s), %d alert change(s)", done.spans, len(done.signals))
 
 
-def retention_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> None:
-    """Delete raw traffic rows past ``traffic.retention`` (rollups stay)."""
-    from medmon.monitor.governance.retention import delete_expired
+RETENTION_TOOL = "medmon serve (daily retention purge)"
+RETENTION_RETRY = timedelta(hours=1)
 
+
+def retention_job(
+    engine: Engine, plan: Plan, now: Callable[[], datetime], scheduler: BaseScheduler | None = None
+) -> None:
+    """The daily purge (``medmon.monitor.governance.retention.purge``): runs past ``retention.results``
+    and raw traffic past ``traffic.retention`` (rollups stay), each purge an audit entry.
+
+    A failure is logged, entered in the chain as a failed ``retention_purge`` and tried again an
+    hour later (then daily): what is past retention stays until a purge succeeds, never silently.
+    """
+    from medmon.monitor.governance.retention import purge, record_failed_purge
+
+    at = now()
     try:
-        gone = delete_expired(engine, plan.traffic, now())
-    except Exception:
-        log.exception("traffic retention pass failed")
+        done = purge(engine, plan, at, tool=RETENTION_TOOL)
+    except Exception as exc:
+        seq = record_failed_purge(engine, plan, at, exc, RETENTION_TOOL)
+        log.exception(
+            "retention purge failed (%s); retrying in %s",
+            f"recorded at audit seq {seq}" if seq is not None else "not recorded: the database refused",
+            RETENTION_RETRY,
+        )
+        if scheduler is not None:
+            scheduler.add_job(
+                retention_job,
+                "date",
+                run_date=utcnow() + RETENTION_RETRY,
+                args=[engine, plan, now],
+                id="retention-retry",
+                name="retention purge (retry)",
+                jobstore="local",
+                executor="local",
+                replace_existing=True,
+            )
         return
-    log.info("traffic retention: %d expired span(s) deleted", gone)
+    log.info(
+        "retention purge: %d run(s), %d result(s), %d traffic span(s) deleted%s",
+        len(done.run_ids),
+        done.results,
+        done.traffic_spans,
+        f" (audit seq {done.audit_seq})" if done.audit_seq is not None else "",
+    )
 
 
 def report_job(
@@ -575,7 +610,7 @@ def build_service_scheduler(
             misfire_grace_time=max(60, round(every_s / 4)),
             **local,
         )
-    if plan.traffic is not None:  # the traffic pass, the daily retention pass and (below) real-answer judging
+    if plan.traffic is not None:  # the traffic pass and (below) real-answer judging
         every_s = parse_interval(plan.traffic.detect_every).total_seconds()
         scheduler.add_job(
             traffic_job,
@@ -586,15 +621,15 @@ def build_service_scheduler(
             misfire_grace_time=max(5, round(every_s)),
             **local,
         )
-        scheduler.add_job(
-            retention_job,
-            IntervalTrigger(days=1, start_date=GRID_EPOCH, timezone=UTC),
-            args=[engine, plan, now],
-            id="traffic-retention",
-            name="traffic retention",
-            misfire_grace_time=3600,
-            **local,
-        )
+    scheduler.add_job(  # daily at 00:00 UTC: results past retention.results, traffic past traffic.retention
+        retention_job,
+        IntervalTrigger(days=1, start_date=GRID_EPOCH, timezone=UTC),
+        args=[engine, plan, now, scheduler],
+        id="retention",
+        name="retention purge",
+        misfire_grace_time=3600,
+        **local,
+    )
     if plan.traffic is not None and plan.traffic.judging is not None and plan.jury is not None:
         from medmon.monitor.traffic.judging import judging_job
 

@@ -6,8 +6,10 @@ Real probe runs against the simulator, stored through the service's pipeline; ta
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+import logging
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -76,3 +78,72 @@ def test_cli_dry_run_with_nothing_past_retention(probed: tuple[Path, list[int]])
     result = runner.invoke(app, ["retention", "purge", str(path), "--dry-run", "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["run_ids"] == []
+
+
+def _service_job(engine: Engine, path: Path, at: datetime) -> tuple[Any, Any]:
+    """The service's scheduler as ``medmon serve`` builds it, on a clock at ``at``, and its retention job."""
+    from medmon.monitor.service.scheduler import build_service_scheduler
+
+    scheduler = build_service_scheduler(engine, load_plan(path), "retention-test", {}, now=lambda: at)
+    job = scheduler.get_job("retention", jobstore="local")
+    assert job is not None and job.trigger.interval == timedelta(days=1)  # daily, on the same grid every restart
+    assert job.trigger.start_date == datetime(2000, 1, 1, tzinfo=UTC)
+    return scheduler, job
+
+
+def test_the_service_purges_daily_what_is_past_retention_and_verify_names_the_runs(
+    probed: tuple[Path, list[int]],  # noqa: F811
+    engine: Engine,
+) -> None:
+    path, runs = probed
+    with Session(engine) as session:
+        kept = session.get(ProbeRun, runs[1])
+        assert kept is not None and kept.finished_at is not None
+        later = kept.finished_at + timedelta(days=2190)
+    scheduler, job = _service_job(engine, path, later)
+    try:
+        job.func(*job.args)  # as the scheduler fires it
+    finally:
+        scheduler.shutdown(wait=False)
+    with Session(engine) as session:
+        assert session.get(ProbeRun, runs[0]) is None and session.get(ProbeRun, runs[1]) is not None
+        (entry,) = list_events(session, kind=AuditKind.retention_purge)
+    assert entry.details["status"] == "done" and entry.details["run_ids"] == [runs[0]]
+    assert entry.actor.endswith("via medmon serve (daily retention purge)")
+    code, report = verify(path)
+    assert code == 0 and report["runs_purged"] == {str(runs[0]): entry.seq}
+    human = " ".join(runner.invoke(app, ["audit", "verify", str(path)]).output.split())
+    assert (
+        f"purged: 1 sealed run(s) ({runs[0]}) deleted past retention by the purge recorded at audit seq {entry.seq}"
+        in (human)
+    )
+    assert "not tampered with" in human
+
+
+def test_a_failing_scheduled_purge_is_logged_recorded_and_retried(
+    probed: tuple[Path, list[int]],  # noqa: F811
+    engine: Engine,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    path, runs = probed
+    with Session(engine) as session:
+        kept = session.get(ProbeRun, runs[1])
+        assert kept is not None and kept.finished_at is not None
+        later = kept.finished_at + timedelta(days=2190)
+    with engine.begin() as conn:  # the purge cannot delete what it must: the database refuses
+        conn.execute(text("DROP TABLE juryverdict"))
+    scheduler, job = _service_job(engine, path, later)
+    try:
+        with caplog.at_level(logging.ERROR, logger="medmon.scheduler"):
+            job.func(*job.args)
+        retry = scheduler.get_job("retention-retry", jobstore="local")
+        assert retry is not None and retry.func is job.func
+        assert timedelta(minutes=59) < retry.trigger.run_date - datetime.now(UTC) <= timedelta(hours=1)
+    finally:
+        scheduler.shutdown(wait=False)
+    with Session(engine) as session:
+        assert session.get(ProbeRun, runs[0]) is not None  # nothing went: the purge is one transaction
+        (entry,) = list_events(session, kind=AuditKind.retention_purge)
+    assert entry.details["status"] == "failed" and entry.details["run_ids"] == []
+    assert "juryverdict" in entry.details["error"]
+    assert any("retention purge failed (recorded at audit seq" in r.getMessage() for r in caplog.records)
