@@ -118,6 +118,12 @@ def test_the_service_purges_daily_what_is_past_retention_and_verify_names_the_ru
         in (human)
     )
     assert "not tampered with" in human
+    out = path.parent / "report.html"
+    written = runner.invoke(app, ["report", str(path), "--output", str(out), "--no-pdf"])
+    assert written.exit_code == 0, written.output
+    page = " ".join(out.read_text("utf-8").split())
+    assert 'id="audit-verified"' in page and 'id="audit-purged"' in page
+    assert f"1 sealed run(s) ({runs[0]}) deleted past retention by the purge recorded at audit seq {entry.seq}" in page
 
 
 def test_a_failing_scheduled_purge_is_logged_recorded_and_retried(
