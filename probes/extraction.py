@@ -50,7 +50,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from medmon.probes.reading import units as _units
-from medmon.probes.reading.base import Reading
+from medmon.probes.reading.base import Reading, asks_back, without_questions
 from medmon.probes.reading.codes import read_committed_codes
 from medmon.probes.reading.labels import read_label_text
 from medmon.probes.reading.languages import ANSWER_WORDS, CJK_ANSWER_WORDS, COPULAS, OPTION_WORDS
@@ -252,7 +252,8 @@ _WORLD_CUE = (
     rf"правильный|đúng|tama|corret[a-z]*|esatt[a-z]*|finale?|الصحيحة|सही))?\s*(?:\([^)]*\)\s*)?"
     rf"(?:[:=]|-|\s(?:{_alternation(COPULAS)})(?![\w]))\s*(?:(?:{_alternation(OPTION_WORDS)})\s+)?"
 )
-_CUED_WORLD = re.compile(rf"(?i:{_WORLD_CUE})(?-i:{_L}){_END}")
+# "Doğru cevap A'dır": a Turkish suffix after the letter.
+_CUED_WORLD = re.compile(rf"(?i:{_WORLD_CUE})(?-i:{_L})(?:{_END}|(?='[dt][ıiuü]r))")
 # "答案：E", "答案是B", "正解は A", "정답은 E", "选B" (no spaces between words in these scripts).
 _CUED_CJK = re.compile(
     rf"(?:{_alternation(CJK_ANSWER_WORDS)})\s*(?:应该|應該|应|為|为|是|は|:|은|는|이)?\s*(?:是|为|:)?\s*"
@@ -261,7 +262,7 @@ _CUED_CJK = re.compile(
     r"|(?<=[\u3040-\u30ff\u3400-\u9fff])(?:は|是|为)\s*([A-J])(?=\s*(?:[(、。]|です|$))"
 )
 # "not A but B", "not A, but rather B": the letter after "but" is the answer.
-_BUT = re.compile(rf"(?i:\bbut\s+(?:rather\s+)?(?:it\s+is\s+|it's\s+)?(?:option\s+)?)(?-i:{_L}){_END}")
+_BUT = re.compile(rf"(?i:(?:\bbut|\bdeğil,?)\s+(?:rather\s+)?(?:it\s+is\s+|it's\s+)?(?:option\s+)?)(?-i:{_L}){_END}")
 _CUED = re.compile(rf"(?i:{_CUE})[\"'‘“]?(?-i:{_L})[\"'’”]?{_END}")
 # "the answer is d": a lower-case letter only when it ends the answer (or its sentence).
 _CUED_LOWER = re.compile(
@@ -280,12 +281,14 @@ _OPTION = re.compile(
     rf"seçenek|pagpipilian)\s*)(?-i:{_L}){_END}"
 )
 # "Odpowiedź A.", "Answer B": the answer word, then the letter ending the sentence.
-_CUED_BARE = re.compile(rf"(?i:(?<![\w])(?:{_alternation(ANSWER_WORDS)})\s+)(?-i:{_L})(?=\s*[.!)]?\s*(?:$|\n|\())")
+_CUED_BARE = re.compile(rf"(?i:(?<![\w])(?:{_alternation(ANSWER_WORDS)})\s+)(?-i:{_L})(?=\s*[.!)]?\s*(?:$|\n|\()|'[dt][ıiuü]r)")
 # "... than amylase. B.", "... must be avoided. C", "Ceftriaxone, vancomycin and ampicillin - C."
 _LONE = re.compile(r"(?:^|(?<=[.!?;:\n])\s*|\s-\s*)\(?([A-J])\)?\s*[.!]?\s*(?=$|\n|\s+[A-Z(])")
 _HEDGE = re.compile(
     r"\b(?:depends\s+on|depending\s+on|either\b[^.]{0,80}\bor\b|both\b[^.]{0,60}\b(?:reasonable|acceptable|"
-    r"appropriate|valid|correct|options)|could\s+be\s+either|can't\s+decide|cannot\s+decide|not\s+sure)\b",
+    r"appropriate|valid|correct|options)|could\s+be\s+either|can't\s+decide|cannot\s+decide|not\s+sure|"
+    r"trade-?offs|each\s+has\s+(?:its|their)\s+(?:place|role|merits)|both\s+have\s+(?:a|their)\s+(?:role|place)|"
+    r"the\s+choice\s+(?:weighs|depends|balances))\b",
     re.I,
 )
 # A letter met again after the last cue ("So the answer is A. Actually, the rash makes it B."): the
@@ -313,7 +316,7 @@ _NEGATED = re.compile(
     rf"\bno\s+es|\bn'est\s+pas|\bnicht|\bnon\s+è|\bnão\s+é|\bnie\s+jest|\bне|不是|ではなく|아니라)"
     rf"\s+(?i:(?:option|choice|answer)\s+)?(?-i:{_L}){_END}"
     rf"|(?<![A-Za-z0-9']){_L}{_END}(?:\s*\([^)]*\))?\s+(?i:is\s+(?:not|incorrect|wrong|unlikely|out|excluded|a\s+distractor|tempting)|isn't|can\s+be\s+ruled|"
-    r"(?:would\s+be|is)\s+(?:inappropriate|contraindicated)|es\s+incorrecta|est\s+incorrecte|ist\s+falsch)"
+    r"(?:would\s+be|is)\s+(?:inappropriate|contraindicated)|es\s+incorrecta|est\s+incorrecte|ist\s+falsch|değil)"
 )
 _TWO = re.compile(
     rf"(?<![A-Za-z0-9']){_L}\s*(?:,|/|\bor\b|\band\b|&|\bo\b|\bou\b|\boder\b|\blub\b|\bили\b|或|か|\bhoặc\b|\bveya\b|\balbo\b|\bабо\b|\beller\b|\bή\b|\batau\b|または|또는|أو)\s*"
@@ -370,7 +373,22 @@ def read_choice(
     'C'
     >>> read_choice("The answer is not A but B.").value
     'B'
+    >>> read_choice("Before I choose: is primary PCI available?", ("Primary PCI", "Thrombolysis")).reason
+    'asks back instead of answering'
     """
+    reading = _read_choice(answer, choices, aliases)
+    if reading.parsed and reading.reason not in _STRONG_CHOICE and asks_back(clean(answer)):
+        return Reading(None, "asks back instead of answering")
+    return reading
+
+
+# Readings that state the answer outright; a reply asking back is read only through these.
+_STRONG_CHOICE = frozenset({"structured answer", "the answer is a letter", "answer cue", "checked box"})
+
+
+def _read_choice(
+    answer: str, choices: Sequence[str] | None = None, aliases: Mapping[str, Sequence[str]] | None = None
+) -> Reading:
     text, structured = _structured_then(answer)
     if choices and not structured:
         text = _without_restated_options(text, choices)
@@ -395,6 +413,18 @@ def read_choice(
         lead = _letters(_LEADING, text)
         if lead:
             return Reading(lead[0][1], "structured answer")
+    # A lone letter with more words after it on its line ("B. Thrombolysis: this is") may be an
+    # option being walked through; "A V/Q scan" is the article.
+    lone, walked = [], set()
+    for m in _LONE.finditer(text):
+        if m.start(1) == 0:
+            continue
+        followed = bool(re.match(r"[.!)]?[ \t]+\S", text[m.end(1) :]))
+        if followed and m.group(1) in "AI" and not re.match(r"[.)]", text[m.end(1) :]):
+            continue
+        lone.append((m.start(1), m.group(1)))
+        if followed:
+            walked.add(m.start(1))
     cued = _stated(
         _letters(_CUED, text)
         + _letters(_CUED_WORLD, text)
@@ -403,7 +433,7 @@ def read_choice(
         + _letters(_CUED_LOWER, text)
         + _letters(_BUT, text)
         + _letters(_CUED_BARE, text)
-        + [(m.start(1), m.group(1)) for m in _LONE.finditer(text) if m.start(1) > 0],
+        + lone,
         text,
     )
     # "B or C", "the answer is B or C": two options where the answer should be; a pair merely
@@ -416,6 +446,9 @@ def read_choice(
         negated_at = {letter: at for at, letter in sorted(_letters(_NEGATED, text))}
         final = _decide(cued, negated, "answer cue", negated_at)
         if final is not None:
+            kept = [(at, letter) for at, letter in sorted(cued) if negated_at.get(letter, -1) < at]
+            if kept and kept[-1][0] in walked:
+                final = Reading(final.value, "lone letter")
             after = text[last_cue:]
             if _NONE_OF_THEM.search(after):
                 return Reading(None, f"disowns the options after committing ({final.value})")
@@ -444,7 +477,8 @@ def read_choice(
         if letter not in negated
     }
     if choices:
-        named, why = named_option(text, choices, negated, aliases or {}, list(_ANSWER_REGION.finditer(text)))
+        asked = without_questions(text)
+        named, why = named_option(asked, choices, negated, aliases or {}, list(_ANSWER_REGION.finditer(asked)))
         if named is not None:
             return Reading(named, why)
         if why.startswith("several") and len(bracketed) != 1:

@@ -49,6 +49,13 @@ _SAME = {
     "sonography": "ultrasound",
     "ct": "ct",
     "ecg": "electrocardiogram",
+    "pci": "percutaneous coronary intervention",
+    "cabg": "coronary artery bypass grafting",
+    "vanc": "vancomycin",
+    "vanco": "vancomycin",
+    "tpa": "alteplase",
+    "rtpa": "alteplase",
+    "mtx": "methotrexate",
     "ekg": "electrocardiogram",
 }
 # Directions: "It rises", "INR increases", "it will go up" say the same.
@@ -65,12 +72,29 @@ _CONDITION = re.compile(
 )
 _BRACKETED = re.compile(r"\([^()]*\)")
 _NEGATED = re.compile(
-    r"(?:\bnot|\bno|n't|\bnever|\bavoid|\bagainst|\brather\s+than|\binstead\s+of|\brule\s+out|\bexclude|\bskip|"
+    r"(?:\bnot|\bno|n't|\bnever|\bavoid|\bagainst|\bthan|\binstead\s+of|\brule\s+out|\bexclude|\bskip|"
     r"\bwithout|\bstop|\bhold\s+off|\bdiscontinue|\bover|\bno\s+es|\bpas|\bnicht|\bkein[a-z]*|\bnie|\bне)"
     r"(?:\s+\w+){0,2}\s*$",
     re.I,
 )
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=\S)|\n+")
+
+
+_VQ = re.compile(r"\bv\s*/\s*q\b|\bvq\b")  # "V/Q scan" is a ventilation-perfusion scan
+# Route abbreviations are not an option's own name ("IV" is in many options).
+_ROUTES = frozenset({"iv", "im", "sc", "po", "pr", "sl"})
+
+
+def _acronyms(choice: str, others: Sequence[str]) -> list[str]:
+    """ "Primary PCI" is named "PCI": an acronym of three letters or more that no other option has."""
+    out = []
+    for word in re.findall(r"\b[A-Z][A-Z0-9]{2,}\b", choice):
+        folded = _fold(word)
+        if word.lower() in _ROUTES or not folded.strip():
+            continue
+        if not any(folded in _fold(other) for other in others):
+            out.append(word)
+    return out
 
 
 def _canonical(word: str) -> str:
@@ -81,6 +105,7 @@ def _canonical(word: str) -> str:
 def _fold(text: str) -> str:
     """Lower case, words only, British spellings and synonyms mapped, small words dropped."""
     text = unicodedata.normalize("NFKC", text).lower().replace("n-acetyl", "acetyl")
+    text = _VQ.sub(" ventilation perfusion ", text)
     words = [_canonical(w) for w in re.findall(r"[^\W_]+", text)]
     return " " + " ".join(w for w in " ".join(words).split() if w not in _STOP) + " "
 
@@ -173,7 +198,12 @@ def named_option(
 ) -> tuple[str | None, str]:
     """The one option the answer names (and the rule), or None and why not."""
     letters = [chr(65 + i) for i in range(len(choices))]
-    names = {letter: _names(choice, aliases.get(letter, ())) for letter, choice in zip(letters, choices, strict=True)}
+    names = {
+        letter: _names(
+            choice, (*aliases.get(letter, ()), *_acronyms(choice, [c for c in choices if c is not choice]))
+        )
+        for letter, choice in zip(letters, choices, strict=True)
+    }
     committed = committed_text(text)
     regions = []
     if answer_cues:
