@@ -756,7 +756,7 @@ _NOT_RESULT_AFTER = re.compile(
     re.I,
 )
 _SUPPOSING = re.compile(r"(?i)\b(?:if|would|could|were|unless)\b")
-_OUT_OF = re.compile(r"\s*/\s*(\d+)(?!\d|[.,]\d|\s*[A-Za-z])")
+_OUT_OF = re.compile(r"\s*/\s*(\d+)(?!\d|[.,]\d|\s*(?!points?\b|pts?\b)[A-Za-z])")
 # The cue names the answer itself ("Final answer: 54", "Result: 54"), not a step that gives a number.
 _EXPLICIT = re.compile(
     r"(?i:\b(?:final\s+answer|answer|result|respuesta|réponse|antwort|risposta|resposta|wynik|ответ|kết\s+quả|"
@@ -778,6 +778,12 @@ def _is_score_fraction(numerator: str, denominator: str) -> bool:
 _REVISED = re.compile(
     r"(?i)\b(?:actually|wait|correction|on\s+second\s+thought|scratch\s+that|I\s+(?:should|need\s+to)\s+"
     r"(?:use|correct|revise|redo))\b"
+)
+# A recomputation ("Rechecking: ... = 68 mL/min", "Corrected: 69"): the value it reaches replaces the draft.
+_RECOMPUTED = re.compile(
+    r"(?i)\b(?:re-?check(?:ing|ed)?|re-?calculat(?:ing|ed|ion)|re-?comput(?:ing|ed|ation)|corrected\s*[:,]|"
+    r"corrected\s+(?:value|result|answer|calculation)|correcting|"
+    r"redo(?:ing)?|redone|double-check(?:ing|ed)?|let\s+me\s+(?:re-?check|verify|redo))\b"
 )
 
 
@@ -811,7 +817,16 @@ def read_number(answer: str, unit: str | None = None, context: str = "") -> Read
     900.0
     >>> read_number("Score: 4/9").value
     4.0
+    >>> read_number("Can you confirm the height? I'd rather not guess at 29 or so.").reason
+    'asks back instead of answering'
     """
+    reading = _read_number(answer, unit, context)
+    if reading.parsed and reading.reason not in ("answer cue", "structured answer") and asks_back(clean(answer)):
+        return Reading(None, "asks back instead of answering")
+    return reading
+
+
+def _read_number(answer: str, unit: str | None = None, context: str = "") -> Reading:
     text, structured = _structured_then(answer)
     if not text:
         return Reading(None, "empty answer")
@@ -827,6 +842,10 @@ def read_number(answer: str, unit: str | None = None, context: str = "") -> Read
         if not later:
             return Reading(None, "revises its working after the last number it states")
         found = later
+    recomputed = list(_RECOMPUTED.finditer(text))
+    if recomputed and not structured:
+        later = [c for c in found if c.start >= recomputed[-1].end() and c.level > 0 and not c.supposed]
+        found = later or found
     if structured:
         usable = [c for c in found if c.level > 0] or found
         first = usable[0]
@@ -962,7 +981,10 @@ def read_label(answer: str, labels: Sequence[str]) -> Reading:
     'no'
     """
     text, structured = _structured_then(answer)
-    return read_label_text(text, labels, structured=structured)
+    reading = read_label_text(text, labels, structured=structured)
+    if reading.parsed and reading.reason not in ("answer cue", "structured answer") and asks_back(text):
+        return Reading(None, "asks back instead of answering")
+    return reading
 
 
 # --- ICD-10 codes -------------------------------------------------------------------------------
@@ -987,7 +1009,10 @@ def read_codes(answer: str) -> Reading:
     'two codes offered as alternatives (G43.909 or G43.009)'
     """
     text, structured = _structured_then(answer)
-    return read_committed_codes(text, structured=structured)
+    reading = read_committed_codes(text, structured=structured)
+    if reading.parsed and reading.reason not in ("answer cue", "structured answer") and asks_back(text):
+        return Reading(None, "asks back instead of answering")
+    return reading
 
 
 READERS = {"multiple_choice", "yes_no_maybe", "numeric_tolerance", "set_f1"}
