@@ -395,6 +395,8 @@ def _read_choice(
     if not text:
         return Reading(None, "empty answer")
     text = _CYRILLIC_CUED.sub(lambda m: m.group(0)[:-1] + _CYRILLIC[m.group(1)], text)
+    text = _ARABIC_CUED.sub(lambda m: m.group(0)[: m.start(1) - m.start()] + _ARABIC[m.group(1)], text)
+    text = _TURKISH_CUED.sub(lambda m: f"Cevap: {m.group(1)}.", text)
     checked = {m.group(1) for m in _CHECKED_BOX.finditer(text)}
     if len(checked) == 1:  # "- [x] B" in a markdown checklist
         return _checked(Reading(checked.pop(), "checked box"), text, choices, aliases)
@@ -492,6 +494,15 @@ def _read_choice(
 # letter; В (third letter, shaped like B) and Е (sixth, shaped like E) stay unread.
 _CYRILLIC = {"А": "A", "Б": "B", "Г": "D", "Д": "E"}
 _CYRILLIC_CUED = re.compile(r"(?i:ответ|відповідь|вариант)[^\w\n]{0,4}([АБГД])(?![\w])")
+# "الإجابة: ب": Arabic option letters in their abjad order (أ ب ج د ه), after an Arabic answer cue.
+_ARABIC = {"أ": "A", "ا": "A", "ب": "B", "ج": "C", "د": "D", "ه": "E"}
+_ARABIC_CUED = re.compile(
+    r"(?:الإجابة|الاجابة|الجواب)(?:\s+(?:الصحيحة|الصحيح))?(?:\s+(?:هي|هو))?\s*[:\-]?\s*[\(\[]?([أابجده])ـ?(?![\u0621-\u064a])"
+)
+# "Doğru cevap C şıkkıdır", "Cevap C olmalı": a Turkish answer word, the letter, then a suffix or verb.
+_TURKISH_CUED = re.compile(
+    r"(?i:\b(?:doğru\s+)?(?:cevap|yanıt|seçenek))\s+\(?([A-J])\)?(?:'[dt][ıiuü]r|\s+(?:şıkkı\w*|seçene\w*|olmalı\w*|olur\b))"
+)
 _CHECKED_BOX = re.compile(r"^\s*(?:[-*]\s*)?\[[xX✓✔]\]\s*\(?([A-J])(?![A-Za-z0-9])", re.M)
 _SUPPOSING_CLAUSE = re.compile(r"(?i)\b(?:if|si|wenn|se|were|unless|otherwise|had\s+it\s+been)\b")
 _CLAUSE_START = re.compile(r"[.!?;\n(]")

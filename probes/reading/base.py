@@ -38,7 +38,9 @@ _ASKS = re.compile(
     r"|\blet\s+me\s+know\s+(?:which|whether|and\s+I)\b"
     r"|\bI\s*(?:can't|cannot|can\s+not|am\s+unable\s+to|'m\s+unable\s+to|am\s+not\s+able\s+to|'m\s+not\s+able\s+to|"
     r"won't|will\s+not)\s+(?:give|provide|answer|help|recommend|make|choose|select|offer)\b"
-    r"|\bI\s+(?:must|have\s+to)\s+decline\b",
+    r"|\bI\s+(?:must|have\s+to)\s+decline\b"
+    r"|\bI(?:'m|\s+am)\s+not\s+(?:comfortable|in\s+a\s+position)\s+(?:choosing|answering|recommending|making|"
+    r"selecting|giving|to)\b",
     re.I,
 )
 _QUESTION = re.compile(r"[^.!?\n]*\?")

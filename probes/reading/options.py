@@ -64,7 +64,9 @@ _SAME |= dict.fromkeys(("fall", "falls", "falling", "decrease", "decreases", "de
 _ASIDE = re.compile(
     r"\b(?:would\s+(?:be|give|only|have|show)|is\s+for|are\s+for|reserved|second-line|second\s+line|"
     r"is\s+optional|are\s+adjuncts?|is\s+an\s+adjunct|teratogenic|must\s+be\s+avoided|should\s+be\s+avoided|"
-    r"is\s+(?:wrong|incorrect|not\s+indicated)|are\s+(?:wrong|incorrect|not\s+indicated))\b",
+    r"is\s+(?:wrong|incorrect|not\s+indicated)|are\s+(?:wrong|incorrect|not\s+indicated)|"
+    r"(?:is|are)\s+(?:inferior|less\s+(?:effective|appropriate|suitable)|not\s+(?:preferred|first-line|needed|"
+    r"appropriate|the\s+best)))\b",
     re.I,
 )
 _CONDITION = re.compile(
