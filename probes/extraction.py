@@ -397,6 +397,9 @@ def _read_choice(
     text = _CYRILLIC_CUED.sub(lambda m: m.group(0)[:-1] + _CYRILLIC[m.group(1)], text)
     text = _ARABIC_CUED.sub(lambda m: m.group(0)[: m.start(1) - m.start()] + _ARABIC[m.group(1)], text)
     text = _TURKISH_CUED.sub(lambda m: f"Cevap: {m.group(1)}.", text)
+    annotated = _annotated_pick(text)
+    if annotated is not None:
+        return annotated
     checked = {m.group(1) for m in _CHECKED_BOX.finditer(text)}
     if len(checked) == 1:  # "- [x] B" in a markdown checklist
         return _checked(Reading(checked.pop(), "checked box"), text, choices, aliases)
@@ -450,6 +453,8 @@ def _read_choice(
         if final is not None:
             kept = [(at, letter) for at, letter in sorted(cued) if negated_at.get(letter, -1) < at]
             if kept and kept[-1][0] in walked:
+                if len(_OPTION_LINE.findall(text)) >= 2:  # "A. ...\nB. ...\nC. ...": a walk-through, no pick
+                    return Reading(None, "walks through the options without choosing one")
                 final = Reading(final.value, "lone letter")
             after = text[last_cue:]
             if _NONE_OF_THEM.search(after):
@@ -518,6 +523,28 @@ def _stated(found: list[tuple[int, str]], text: str) -> list[tuple[int, str]]:
         if not _SUPPOSING_CLAUSE.search(clause):
             kept.append((at, letter))
     return kept
+
+
+_VERDICT_YES = re.compile(
+    r"(?i)\b(?:yes|correct|right|first[- ]line|best|answer|indicated|preferred|treatment\s+of\s+choice|"
+    r"drug\s+of\s+choice)\b|[✓✔✅]"
+)
+_VERDICT_NO = re.compile(
+    r"(?i)\b(?:no|not|incorrect|wrong|adjunct|second[- ]line|avoid|contraindicated|unlikely|inferior)\b|n't\b|[✗✘❌]"
+)
+_ANNOTATED = re.compile(r"^\s*[\(\[]?([A-J])[\)\].:]\s*[^\n]*?\s(?:-|:|=|→|->)\s+([^\n]+?)\s*$", re.M)
+
+
+def _annotated_pick(text: str) -> Reading | None:
+    """ "A) Hypokalemia - no / B) ... - no / C) Hyperkalemia - yes": an option list whose every
+    line carries a verdict, exactly one of them for: that option."""
+    lines = _ANNOTATED.findall(text)
+    if len(lines) < 3 or len(lines) != len(_OPTION_LINE.findall(text)):
+        return None
+    picked = [letter for letter, verdict in lines if _VERDICT_YES.search(verdict) and not _VERDICT_NO.search(verdict)]
+    if len(picked) == 1 and len({letter for letter, _ in lines}) == len(lines):
+        return Reading(picked[0], "annotated option list")
+    return None
 
 
 _OPTION_LINE = re.compile(r"^\s*[\(\[]?([A-J])[\)\].:]\s*(.+?)\s*$", re.M)
