@@ -397,6 +397,7 @@ def _read_choice(
     text = _CYRILLIC_CUED.sub(lambda m: m.group(0)[:-1] + _CYRILLIC[m.group(1)], text)
     text = _ARABIC_CUED.sub(lambda m: m.group(0)[: m.start(1) - m.start()] + _ARABIC[m.group(1)], text)
     text = _TURKISH_CUED.sub(lambda m: f"Cevap: {m.group(1)}.", text)
+    text = _LETTER_THEN_CUE.sub(lambda m: f"Answer: {next(g for g in m.groups() if g)}.", text)
     annotated = _annotated_pick(text)
     if annotated is not None:
         return annotated
@@ -424,7 +425,8 @@ def _read_choice(
     for m in _LONE.finditer(text):
         if m.start(1) == 0:
             continue
-        followed = bool(re.match(r"[.!)]?[ \t]+\S", text[m.end(1) :]))
+        before = text[: m.start(1)].rstrip(" \t(")
+        followed = bool(re.match(r"[.!)]?[ \t]+\S", text[m.end(1) :])) and (not before or before[-1] in ".!?\n")
         if followed and m.group(1) in "AI" and not re.match(r"[.)]", text[m.end(1) :]):
             continue
         lone.append((m.start(1), m.group(1)))
@@ -507,6 +509,11 @@ _ARABIC_CUED = re.compile(
 # "Doğru cevap C şıkkıdır", "Cevap C olmalı": a Turkish answer word, the letter, then a suffix or verb.
 _TURKISH_CUED = re.compile(
     r"(?i:\b(?:doğru\s+)?(?:cevap|yanıt|seçenek))\s+\(?([A-J])\)?(?:'[dt][ıiuü]r|\s+(?:şıkkı\w*|seçene\w*|olmalı\w*|olur\b))"
+)
+# The letter before its cue: "सही उत्तर C है" (Hindi, the copula last), "Cが正解です" (Japanese).
+_LETTER_THEN_CUE = re.compile(
+    r"(?:सही\s+)?(?:उत्तर|जवाब|विकल्प)\s+\(?([A-J])\)?\s+(?:है|हैं|होगा)"
+    r"|(?<![A-Za-z])\(?([A-J])\)?\s*(?:が|は)\s*(?:正解|正しい|答え)"
 )
 _CHECKED_BOX = re.compile(r"^\s*(?:[-*]\s*)?\[[xX✓✔]\]\s*\(?([A-J])(?![A-Za-z0-9])", re.M)
 _SUPPOSING_CLAUSE = re.compile(r"(?i)\b(?:if|si|wenn|se|were|unless|otherwise|had\s+it\s+been)\b")

@@ -221,6 +221,17 @@ def named_option(
         if len(found) > 1:
             return None, f"several options named ({', '.join(sorted(found))})"
     terse = len(text.split()) <= 6
+    opening = re.split(r"\s[-–—:]\s|[.:;,!?\n]", text.strip(), maxsplit=1)[0]
+    if (
+        not terse
+        and 0 < len(opening.split()) <= 4
+        and not _CONDITION.match(opening)
+        and not re.match(r"\s*(?:not|no|never|avoid|skip|without|stop|hold|against)\b", opening, re.I)
+    ):
+        # "Thrombectomy - large-vessel occlusion ...": a short opening phrase names the pick
+        letter, why = _paraphrase(opening, choices, letters, negated, terse=True)
+        if letter is not None:
+            return letter, why
     for said in ([regions[0]] if answer_cues else []) + (committed[-1:] + committed[:1] if committed else [text]):
         letter, why = _paraphrase(said, choices, letters, negated, terse=terse)
         if letter is not None:
