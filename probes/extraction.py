@@ -281,7 +281,9 @@ _OPTION = re.compile(
     rf"seçenek|pagpipilian)\s*)(?-i:{_L}){_END}"
 )
 # "Odpowiedź A.", "Answer B": the answer word, then the letter ending the sentence.
-_CUED_BARE = re.compile(rf"(?i:(?<![\w])(?:{_alternation(ANSWER_WORDS)})\s+)(?-i:{_L})(?=\s*[.!)]?\s*(?:$|\n|\()|'[dt][ıiuü]r)")
+_CUED_BARE = re.compile(
+    rf"(?i:(?<![\w])(?:{_alternation(ANSWER_WORDS)})\s+)(?-i:{_L})(?=\s*[.!)]?\s*(?:$|\n|\()|'[dt][ıiuü]r)"
+)
 # "... than amylase. B.", "... must be avoided. C", "Ceftriaxone, vancomycin and ampicillin - C."
 _LONE = re.compile(r"(?:^|(?<=[.!?;:\n])\s*|\s-\s*)\(?([A-J])\)?\s*[.!]?\s*(?=$|\n|\s+[A-Z(])")
 _HEDGE = re.compile(

@@ -92,7 +92,9 @@ def read_label_text(text: str, labels: Sequence[str], *, structured: bool) -> Re
     for m in list(cued.finditer(text)):
         sentence = re.split(r"[.!?\n]", text[: m.start()])[-1]
         declined = re.search(r"(?i)\b(?:can't|cannot|can\s+not|unable\s+to|not|won't)\s+$", text[: m.start()])
-        if _SUPPOSED_CUE.search(sentence) or declined:  # "If it were cardioembolic, the answer would be no": not the answer
+        if (
+            _SUPPOSED_CUE.search(sentence) or declined
+        ):  # "If it were cardioembolic, the answer would be no": not the answer
             text = text[: m.start(1)] + " " * (m.end(1) - m.start(1)) + text[m.end(1) :]
         else:
             found_cued.append(_label_of(words, m.group(1)))

@@ -201,9 +201,7 @@ def named_option(
     """The one option the answer names (and the rule), or None and why not."""
     letters = [chr(65 + i) for i in range(len(choices))]
     names = {
-        letter: _names(
-            choice, (*aliases.get(letter, ()), *_acronyms(choice, [c for c in choices if c is not choice]))
-        )
+        letter: _names(choice, (*aliases.get(letter, ()), *_acronyms(choice, [c for c in choices if c is not choice])))
         for letter, choice in zip(letters, choices, strict=True)
     }
     committed = committed_text(text)

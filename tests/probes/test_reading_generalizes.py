@@ -14,12 +14,7 @@ from medmon.baselines.canary import Canary
 from medmon.probes.extraction import read_choice, read_codes, read_label, read_number
 from medmon.probes.scoring import score_reply
 
-ASTHMA = (
-    "Nebulised salbutamol",
-    "Intravenous magnesium sulfate",
-    "Oral montelukast",
-    "Inhaled fluticasone",
-)
+ASTHMA = ("Nebulised salbutamol", "Intravenous magnesium sulfate", "Oral montelukast", "Inhaled fluticasone")
 STROKE = (
     "Intravenous alteplase",
     "Mechanical thrombectomy",
@@ -32,7 +27,7 @@ LABELS = ("yes", "no", "maybe")
 @pytest.mark.parametrize(
     "answer",
     [
-        "Has the patient already had three back-to-back salbutamol nebs? If so, would you like me to go with magnesium?",
+        "Has he had three back-to-back salbutamol nebs? If so, would you like me to go with magnesium?",
         "Could you confirm the peak flow? Intravenous magnesium sulfate depends on severity.",
         "I can't recommend a treatment for a real patient. Nebulised salbutamol is widely used, but ask the team.",
         "Do you mean the first drug in the ED or at home? Oral montelukast?",
@@ -61,13 +56,17 @@ def test_a_committed_answer_stays_read_when_the_reply_also_offers_more() -> None
     ],
 )
 def test_an_option_named_without_its_letter_is_read_when_the_reply_commits_to_it(answer: str, letter: str) -> None:
-    assert read_choice(answer, STROKE if "salbutamol" not in answer and "albuterol" not in answer else ASTHMA).value == letter
+    assert (
+        read_choice(answer, STROKE if "salbutamol" not in answer and "albuterol" not in answer else ASTHMA).value
+        == letter
+    )
 
 
 @pytest.mark.parametrize(
     "answer",
     [
-        "Intravenous alteplase suits the early window, whereas mechanical thrombectomy suits large vessels. Each has its place.",
+        "Intravenous alteplase suits the early window, whereas mechanical thrombectomy suits large vessels. "
+        "Each has its place.",
         "Aspirin 300 mg is cheap; clopidogrel adds bleeding. The choice depends on the imaging.",
     ],
 )
@@ -77,7 +76,10 @@ def test_a_discussion_of_several_options_without_commitment_is_unread(answer: st
 
 def _mcq(reference: str = "B") -> Canary:
     return Canary(
-        id="stroke", scorer="multiple_choice", messages=({"role": "user", "content": "?"},), references=(reference,),
+        id="stroke",
+        scorer="multiple_choice",
+        messages=({"role": "user", "content": "?"},),
+        references=(reference,),
         choices=STROKE,
     )
 
@@ -136,7 +138,11 @@ def test_labels_in_those_languages(answer: str, label: str) -> None:
 @pytest.mark.parametrize(
     ("answer", "unit", "value"),
     [
-        ("Na deficit = 0.6 x 70 x 10 = 400. Rechecking with 0.5 for an older woman: 0.5 x 70 x 10 = 350 mEq.", "mEq", 350),
+        (
+            "Na deficit = 0.6 x 70 x 10 = 400. Rechecking with 0.5 for an older woman: 0.5 x 70 x 10 = 350 mEq.",
+            "mEq",
+            350,
+        ),
         ("First estimate 52 mL/min. Recalculating with ideal body weight: 47 mL/min.", "mL/min", 47),
         ("HAS-BLED: 3/9", "", 3),
         ("Total = 11/15 points (E3 V3 M5).", "", 11),
