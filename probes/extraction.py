@@ -375,7 +375,7 @@ def read_choice(
     'C'
     >>> read_choice("The answer is not A but B.").value
     'B'
-    >>> read_choice("Before I choose: is primary PCI available?", ("Primary PCI", "Thrombolysis")).reason
+    >>> read_choice("I can't recommend one; primary PCI is common.", ("Primary PCI", "Thrombolysis")).reason
     'asks back instead of answering'
     """
     reading = _read_choice(answer, choices, aliases)

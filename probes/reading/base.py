@@ -65,6 +65,6 @@ def without_questions(text: str) -> str:
     Examples
     --------
     >>> without_questions("Is PCI available within 120 minutes? If so, PCI.")
-    ' If so, PCI.'
+    '  If so, PCI.'
     """
     return _QUESTION.sub(" ", text)

@@ -53,8 +53,6 @@ _SAME = {
     "cabg": "coronary artery bypass grafting",
     "vanc": "vancomycin",
     "vanco": "vancomycin",
-    "tpa": "alteplase",
-    "rtpa": "alteplase",
     "mtx": "methotrexate",
     "ekg": "electrocardiogram",
 }

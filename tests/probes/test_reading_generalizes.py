@@ -49,7 +49,7 @@ def test_a_committed_answer_stays_read_when_the_reply_also_offers_more() -> None
     [
         ("Go with thrombectomy.", "B"),
         ("Thrombectomy - large-vessel occlusion inside 6 hours.", "B"),
-        ("Start IV tPA now.", "A"),
+        ("Start IV alteplase now.", "A"),
         ("My pick: aspirin 300 mg, since the window has passed.", "C"),
         ("Alteplase is inferior here; mechanical thrombectomy is the way.", "B"),
         ("Nebulised albuterol first, back to back.", "A"),
