@@ -63,7 +63,8 @@ _ASIDE = re.compile(
     r"\b(?:would\s+(?:be|give|only|have|show)|is\s+for|are\s+for|reserved|second-line|second\s+line|"
     r"is\s+optional|are\s+adjuncts?|is\s+an\s+adjunct|teratogenic|must\s+be\s+avoided|should\s+be\s+avoided|"
     r"is\s+(?:wrong|incorrect|not\s+indicated)|are\s+(?:wrong|incorrect|not\s+indicated)|"
-    r"(?:is|are)\s+(?:inferior|less\s+(?:effective|appropriate|suitable)|not\s+(?:preferred|first-line|needed|"
+    r"(?:is|are)\s+(?:inferior|unhelpful|unreliable|useless|harmful|dangerous|inadequate|insufficient|"
+    r"less\s+(?:effective|appropriate|suitable|useful)|not\s+(?:preferred|first-line|needed|helpful|useful|"
     r"appropriate|the\s+best)))\b",
     re.I,
 )
@@ -146,10 +147,14 @@ def _names(choice: str, extra: Sequence[str]) -> list[str]:
     return sorted((n for n in folded if len(n) >= 2), key=len, reverse=True)
 
 
+# "CABG later if multivessel disease; now, PCI": an option deferred to later is a sequel.
+_DEFERRED = re.compile(r"[^.;,\n]*\b(?:later|afterwards|subsequently|eventually)\b[^.;,\n]*", re.I)
+
+
 def committed_text(text: str, *, brackets: bool = False) -> list[str]:
     """The sentences of ``text`` that state what to do, without asides, conditions (and brackets)."""
     out = []
-    for sentence in _SENTENCE.split(text):
+    for sentence in _SENTENCE.split(_DEFERRED.sub(" ", text)):
         if not sentence.strip() or _ASIDE.search(_BRACKETED.sub(" ", sentence)):
             continue
         kept = _CONDITION.sub(" ", sentence if brackets else _BRACKETED.sub(" ", sentence))

@@ -192,3 +192,10 @@ def test_codes_ruled_out_or_considered_are_not_assigned(answer: str, codes: set[
 
 def test_codes_asked_back_or_set_against_each_other_are_no_answer() -> None:
     assert read_codes("Which side? S82.101A vs S82.102A - please specify.").value is None
+
+
+def test_an_option_deferred_to_later_or_called_unhelpful_is_not_the_pick() -> None:
+    assert (
+        read_choice("Clopidogrel later once the bleed is excluded; now, mechanical thrombectomy.", STROKE).value == "B"
+    )
+    assert read_choice("Oral montelukast is unhelpful acutely. Magnesium IV.", ASTHMA).value == "B"
