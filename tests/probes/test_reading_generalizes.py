@@ -8,6 +8,9 @@ maximum, units, cues in Hindi, Japanese, Arabic, Russian and Turkish, negation a
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import pytest
 
 from medmon.baselines.canary import Canary
@@ -199,3 +202,17 @@ def test_an_option_deferred_to_later_or_called_unhelpful_is_not_the_pick() -> No
         read_choice("Clopidogrel later once the bleed is excluded; now, mechanical thrombectomy.", STROKE).value == "B"
     )
     assert read_choice("Oral montelukast is unhelpful acutely. Magnesium IV.", ASTHMA).value == "B"
+
+
+def test_the_fifth_development_set_keeps_its_floor() -> None:
+    """87 answers written for issue 27's open classes (benchmarks/data/reading_dev5.jsonl). The
+    readers were changed for them, so this is a regression floor, not a measure."""
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("reading_blind", root / "benchmarks" / "reading_blind.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = module.measure(root / "benchmarks" / "data" / "reading_dev5.jsonl")
+    for kind, f in result["scorers"].items():
+        assert f["false_correct"] == 0, (kind, [m for m in result["misread"] if m["false_correct"]])
+        assert f["read_as_truth"] / f["items"] >= 0.97, (kind, [m["id"] for m in result["misread"]])
