@@ -50,7 +50,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from medmon.probes.reading import units as _units
-from medmon.probes.reading.base import Reading
+from medmon.probes.reading.base import Reading, asks_back, without_questions
 from medmon.probes.reading.codes import read_committed_codes
 from medmon.probes.reading.labels import read_label_text
 from medmon.probes.reading.languages import ANSWER_WORDS, CJK_ANSWER_WORDS, COPULAS, OPTION_WORDS
@@ -252,7 +252,8 @@ _WORLD_CUE = (
     rf"правильный|đúng|tama|corret[a-z]*|esatt[a-z]*|finale?|الصحيحة|सही))?\s*(?:\([^)]*\)\s*)?"
     rf"(?:[:=]|-|\s(?:{_alternation(COPULAS)})(?![\w]))\s*(?:(?:{_alternation(OPTION_WORDS)})\s+)?"
 )
-_CUED_WORLD = re.compile(rf"(?i:{_WORLD_CUE})(?-i:{_L}){_END}")
+# "Doğru cevap A'dır": a Turkish suffix after the letter.
+_CUED_WORLD = re.compile(rf"(?i:{_WORLD_CUE})(?-i:{_L})(?:{_END}|(?='[dt][ıiuü]r))")
 # "答案：E", "答案是B", "正解は A", "정답은 E", "选B" (no spaces between words in these scripts).
 _CUED_CJK = re.compile(
     rf"(?:{_alternation(CJK_ANSWER_WORDS)})\s*(?:应该|應該|应|為|为|是|は|:|은|는|이)?\s*(?:是|为|:)?\s*"
@@ -261,7 +262,7 @@ _CUED_CJK = re.compile(
     r"|(?<=[\u3040-\u30ff\u3400-\u9fff])(?:は|是|为)\s*([A-J])(?=\s*(?:[(、。]|です|$))"
 )
 # "not A but B", "not A, but rather B": the letter after "but" is the answer.
-_BUT = re.compile(rf"(?i:\bbut\s+(?:rather\s+)?(?:it\s+is\s+|it's\s+)?(?:option\s+)?)(?-i:{_L}){_END}")
+_BUT = re.compile(rf"(?i:(?:\bbut|\bdeğil,?)\s+(?:rather\s+)?(?:it\s+is\s+|it's\s+)?(?:option\s+)?)(?-i:{_L}){_END}")
 _CUED = re.compile(rf"(?i:{_CUE})[\"'‘“]?(?-i:{_L})[\"'’”]?{_END}")
 # "the answer is d": a lower-case letter only when it ends the answer (or its sentence).
 _CUED_LOWER = re.compile(
@@ -280,12 +281,16 @@ _OPTION = re.compile(
     rf"seçenek|pagpipilian)\s*)(?-i:{_L}){_END}"
 )
 # "Odpowiedź A.", "Answer B": the answer word, then the letter ending the sentence.
-_CUED_BARE = re.compile(rf"(?i:(?<![\w])(?:{_alternation(ANSWER_WORDS)})\s+)(?-i:{_L})(?=\s*[.!)]?\s*(?:$|\n|\())")
+_CUED_BARE = re.compile(
+    rf"(?i:(?<![\w])(?:{_alternation(ANSWER_WORDS)})\s+)(?-i:{_L})(?=\s*[.!)]?\s*(?:$|\n|\()|'[dt][ıiuü]r)"
+)
 # "... than amylase. B.", "... must be avoided. C", "Ceftriaxone, vancomycin and ampicillin - C."
 _LONE = re.compile(r"(?:^|(?<=[.!?;:\n])\s*|\s-\s*)\(?([A-J])\)?\s*[.!]?\s*(?=$|\n|\s+[A-Z(])")
 _HEDGE = re.compile(
     r"\b(?:depends\s+on|depending\s+on|either\b[^.]{0,80}\bor\b|both\b[^.]{0,60}\b(?:reasonable|acceptable|"
-    r"appropriate|valid|correct|options)|could\s+be\s+either|can't\s+decide|cannot\s+decide|not\s+sure)\b",
+    r"appropriate|valid|correct|options)|could\s+be\s+either|can't\s+decide|cannot\s+decide|not\s+sure|"
+    r"trade-?offs|each\s+has\s+(?:its|their)\s+(?:place|role|merits)|both\s+have\s+(?:a|their)\s+(?:role|place)|"
+    r"the\s+choice\s+(?:weighs|depends|balances))\b",
     re.I,
 )
 # A letter met again after the last cue ("So the answer is A. Actually, the rash makes it B."): the
@@ -313,7 +318,7 @@ _NEGATED = re.compile(
     rf"\bno\s+es|\bn'est\s+pas|\bnicht|\bnon\s+è|\bnão\s+é|\bnie\s+jest|\bне|不是|ではなく|아니라)"
     rf"\s+(?i:(?:option|choice|answer)\s+)?(?-i:{_L}){_END}"
     rf"|(?<![A-Za-z0-9']){_L}{_END}(?:\s*\([^)]*\))?\s+(?i:is\s+(?:not|incorrect|wrong|unlikely|out|excluded|a\s+distractor|tempting)|isn't|can\s+be\s+ruled|"
-    r"(?:would\s+be|is)\s+(?:inappropriate|contraindicated)|es\s+incorrecta|est\s+incorrecte|ist\s+falsch)"
+    r"(?:would\s+be|is)\s+(?:inappropriate|contraindicated)|es\s+incorrecta|est\s+incorrecte|ist\s+falsch|değil)"
 )
 _TWO = re.compile(
     rf"(?<![A-Za-z0-9']){_L}\s*(?:,|/|\bor\b|\band\b|&|\bo\b|\bou\b|\boder\b|\blub\b|\bили\b|或|か|\bhoặc\b|\bveya\b|\balbo\b|\bабо\b|\beller\b|\bή\b|\batau\b|または|또는|أو)\s*"
@@ -370,13 +375,34 @@ def read_choice(
     'C'
     >>> read_choice("The answer is not A but B.").value
     'B'
+    >>> read_choice("I can't recommend one; primary PCI is common.", ("Primary PCI", "Thrombolysis")).reason
+    'asks back instead of answering'
     """
+    reading = _read_choice(answer, choices, aliases)
+    if reading.parsed and reading.reason not in _STRONG_CHOICE and asks_back(clean(answer)):
+        return Reading(None, "asks back instead of answering")
+    return reading
+
+
+# Readings that state the answer outright; a reply asking back is read only through these.
+_STRONG_CHOICE = frozenset({"structured answer", "the answer is a letter", "answer cue", "checked box"})
+
+
+def _read_choice(
+    answer: str, choices: Sequence[str] | None = None, aliases: Mapping[str, Sequence[str]] | None = None
+) -> Reading:
     text, structured = _structured_then(answer)
     if choices and not structured:
         text = _without_restated_options(text, choices)
     if not text:
         return Reading(None, "empty answer")
     text = _CYRILLIC_CUED.sub(lambda m: m.group(0)[:-1] + _CYRILLIC[m.group(1)], text)
+    text = _ARABIC_CUED.sub(lambda m: m.group(0)[: m.start(1) - m.start()] + _ARABIC[m.group(1)], text)
+    text = _TURKISH_CUED.sub(lambda m: f"Cevap: {m.group(1)}.", text)
+    text = _LETTER_THEN_CUE.sub(lambda m: f"Answer: {next(g for g in m.groups() if g)}.", text)
+    annotated = _annotated_pick(text)
+    if annotated is not None:
+        return annotated
     checked = {m.group(1) for m in _CHECKED_BOX.finditer(text)}
     if len(checked) == 1:  # "- [x] B" in a markdown checklist
         return _checked(Reading(checked.pop(), "checked box"), text, choices, aliases)
@@ -395,6 +421,19 @@ def read_choice(
         lead = _letters(_LEADING, text)
         if lead:
             return Reading(lead[0][1], "structured answer")
+    # A lone letter with more words after it on its line ("B. Thrombolysis: this is") may be an
+    # option being walked through; "A V/Q scan" is the article.
+    lone, walked = [], set()
+    for m in _LONE.finditer(text):
+        if m.start(1) == 0:
+            continue
+        before = text[: m.start(1)].rstrip(" \t(")
+        followed = bool(re.match(r"[.!)]?[ \t]+\S", text[m.end(1) :])) and (not before or before[-1] in ".!?\n")
+        if followed and m.group(1) in "AI" and not re.match(r"[.)]", text[m.end(1) :]):
+            continue
+        lone.append((m.start(1), m.group(1)))
+        if followed:
+            walked.add(m.start(1))
     cued = _stated(
         _letters(_CUED, text)
         + _letters(_CUED_WORLD, text)
@@ -403,7 +442,7 @@ def read_choice(
         + _letters(_CUED_LOWER, text)
         + _letters(_BUT, text)
         + _letters(_CUED_BARE, text)
-        + [(m.start(1), m.group(1)) for m in _LONE.finditer(text) if m.start(1) > 0],
+        + lone,
         text,
     )
     # "B or C", "the answer is B or C": two options where the answer should be; a pair merely
@@ -416,6 +455,11 @@ def read_choice(
         negated_at = {letter: at for at, letter in sorted(_letters(_NEGATED, text))}
         final = _decide(cued, negated, "answer cue", negated_at)
         if final is not None:
+            kept = [(at, letter) for at, letter in sorted(cued) if negated_at.get(letter, -1) < at]
+            if kept and kept[-1][0] in walked:
+                if len(_OPTION_LINE.findall(text)) >= 2:  # "A. ...\nB. ...\nC. ...": a walk-through, no pick
+                    return Reading(None, "walks through the options without choosing one")
+                final = Reading(final.value, "lone letter")
             after = text[last_cue:]
             if _NONE_OF_THEM.search(after):
                 return Reading(None, f"disowns the options after committing ({final.value})")
@@ -444,7 +488,8 @@ def read_choice(
         if letter not in negated
     }
     if choices:
-        named, why = named_option(text, choices, negated, aliases or {}, list(_ANSWER_REGION.finditer(text)))
+        asked = without_questions(text)
+        named, why = named_option(asked, choices, negated, aliases or {}, list(_ANSWER_REGION.finditer(asked)))
         if named is not None:
             return Reading(named, why)
         if why.startswith("several") and len(bracketed) != 1:
@@ -458,6 +503,20 @@ def read_choice(
 # letter; В (third letter, shaped like B) and Е (sixth, shaped like E) stay unread.
 _CYRILLIC = {"А": "A", "Б": "B", "Г": "D", "Д": "E"}
 _CYRILLIC_CUED = re.compile(r"(?i:ответ|відповідь|вариант)[^\w\n]{0,4}([АБГД])(?![\w])")
+# "الإجابة: ب": Arabic option letters in their abjad order (أ ب ج د ه), after an Arabic answer cue.
+_ARABIC = {"أ": "A", "ا": "A", "ب": "B", "ج": "C", "د": "D", "ه": "E"}
+_ARABIC_CUED = re.compile(
+    r"(?:الإجابة|الاجابة|الجواب)(?:\s+(?:الصحيحة|الصحيح))?(?:\s+(?:هي|هو))?\s*[:\-]?\s*[\(\[]?([أابجده])ـ?(?![\u0621-\u064a])"
+)
+# "Doğru cevap C şıkkıdır", "Cevap C olmalı": a Turkish answer word, the letter, then a suffix or verb.
+_TURKISH_CUED = re.compile(
+    r"(?i:\b(?:doğru\s+)?(?:cevap|yanıt|seçenek))\s+\(?([A-J])\)?(?:'[dt][ıiuü]r|\s+(?:şıkkı\w*|seçene\w*|olmalı\w*|olur\b))"
+)
+# The letter before its cue: "सही उत्तर C है" (Hindi, the copula last), "Cが正解です" (Japanese).
+_LETTER_THEN_CUE = re.compile(
+    r"(?:सही\s+)?(?:उत्तर|जवाब|विकल्प)\s+\(?([A-J])\)?\s+(?:है|हैं|होगा)"
+    r"|(?<![A-Za-z])\(?([A-J])\)?\s*(?:が|は)\s*(?:正解|正しい|答え)"
+)
 _CHECKED_BOX = re.compile(r"^\s*(?:[-*]\s*)?\[[xX✓✔]\]\s*\(?([A-J])(?![A-Za-z0-9])", re.M)
 _SUPPOSING_CLAUSE = re.compile(r"(?i)\b(?:if|si|wenn|se|were|unless|otherwise|had\s+it\s+been)\b")
 _CLAUSE_START = re.compile(r"[.!?;\n(]")
@@ -473,6 +532,28 @@ def _stated(found: list[tuple[int, str]], text: str) -> list[tuple[int, str]]:
         if not _SUPPOSING_CLAUSE.search(clause):
             kept.append((at, letter))
     return kept
+
+
+_VERDICT_YES = re.compile(
+    r"(?i)\b(?:yes|correct|right|first[- ]line|best|answer|indicated|preferred|treatment\s+of\s+choice|"
+    r"drug\s+of\s+choice)\b|[✓✔✅]"
+)
+_VERDICT_NO = re.compile(
+    r"(?i)\b(?:no|not|incorrect|wrong|adjunct|second[- ]line|avoid|contraindicated|unlikely|inferior)\b|n't\b|[✗✘❌]"
+)
+_ANNOTATED = re.compile(r"^\s*[\(\[]?([A-J])[\)\].:]\s*[^\n]*?\s(?:-|:|=|→|->)\s+([^\n]+?)\s*$", re.M)
+
+
+def _annotated_pick(text: str) -> Reading | None:
+    """ "A) Hypokalemia - no / B) ... - no / C) Hyperkalemia - yes": an option list whose every
+    line carries a verdict, exactly one of them for: that option."""
+    lines = _ANNOTATED.findall(text)
+    if len(lines) < 3 or len(lines) != len(_OPTION_LINE.findall(text)):
+        return None
+    picked = [letter for letter, verdict in lines if _VERDICT_YES.search(verdict) and not _VERDICT_NO.search(verdict)]
+    if len(picked) == 1 and len({letter for letter, _ in lines}) == len(lines):
+        return Reading(picked[0], "annotated option list")
+    return None
 
 
 _OPTION_LINE = re.compile(r"^\s*[\(\[]?([A-J])[\)\].:]\s*(.+?)\s*$", re.M)
@@ -722,7 +803,7 @@ _NOT_RESULT_AFTER = re.compile(
     re.I,
 )
 _SUPPOSING = re.compile(r"(?i)\b(?:if|would|could|were|unless)\b")
-_OUT_OF = re.compile(r"\s*/\s*(\d+)(?!\d|[.,]\d|\s*[A-Za-z])")
+_OUT_OF = re.compile(r"\s*/\s*(\d+)(?!\d|[.,]\d|\s*(?!points?\b|pts?\b)[A-Za-z])")
 # The cue names the answer itself ("Final answer: 54", "Result: 54"), not a step that gives a number.
 _EXPLICIT = re.compile(
     r"(?i:\b(?:final\s+answer|answer|result|respuesta|réponse|antwort|risposta|resposta|wynik|ответ|kết\s+quả|"
@@ -744,6 +825,12 @@ def _is_score_fraction(numerator: str, denominator: str) -> bool:
 _REVISED = re.compile(
     r"(?i)\b(?:actually|wait|correction|on\s+second\s+thought|scratch\s+that|I\s+(?:should|need\s+to)\s+"
     r"(?:use|correct|revise|redo))\b"
+)
+# A recomputation ("Rechecking: ... = 68 mL/min", "Corrected: 69"): the value it reaches replaces the draft.
+_RECOMPUTED = re.compile(
+    r"(?i)\b(?:re-?check(?:ing|ed)?|re-?calculat(?:ing|ed|ion)|re-?comput(?:ing|ed|ation)|corrected\s*[:,]|"
+    r"corrected\s+(?:value|result|answer|calculation)|correcting|"
+    r"redo(?:ing)?|redone|double-check(?:ing|ed)?|let\s+me\s+(?:re-?check|verify|redo))\b"
 )
 
 
@@ -777,7 +864,16 @@ def read_number(answer: str, unit: str | None = None, context: str = "") -> Read
     900.0
     >>> read_number("Score: 4/9").value
     4.0
+    >>> read_number("Can you confirm the height? I'd rather not guess at 29 or so.").reason
+    'asks back instead of answering'
     """
+    reading = _read_number(answer, unit, context)
+    if reading.parsed and reading.reason not in ("answer cue", "structured answer") and asks_back(clean(answer)):
+        return Reading(None, "asks back instead of answering")
+    return reading
+
+
+def _read_number(answer: str, unit: str | None = None, context: str = "") -> Reading:
     text, structured = _structured_then(answer)
     if not text:
         return Reading(None, "empty answer")
@@ -793,6 +889,10 @@ def read_number(answer: str, unit: str | None = None, context: str = "") -> Read
         if not later:
             return Reading(None, "revises its working after the last number it states")
         found = later
+    recomputed = list(_RECOMPUTED.finditer(text))
+    if recomputed and not structured:
+        later = [c for c in found if c.start >= recomputed[-1].end() and c.level > 0 and not c.supposed]
+        found = later or found
     if structured:
         usable = [c for c in found if c.level > 0] or found
         first = usable[0]
@@ -928,7 +1028,10 @@ def read_label(answer: str, labels: Sequence[str]) -> Reading:
     'no'
     """
     text, structured = _structured_then(answer)
-    return read_label_text(text, labels, structured=structured)
+    reading = read_label_text(text, labels, structured=structured)
+    if reading.parsed and reading.reason not in ("answer cue", "structured answer") and asks_back(text):
+        return Reading(None, "asks back instead of answering")
+    return reading
 
 
 # --- ICD-10 codes -------------------------------------------------------------------------------
@@ -953,7 +1056,10 @@ def read_codes(answer: str) -> Reading:
     'two codes offered as alternatives (G43.909 or G43.009)'
     """
     text, structured = _structured_then(answer)
-    return read_committed_codes(text, structured=structured)
+    reading = read_committed_codes(text, structured=structured)
+    if reading.parsed and reading.reason not in ("answer cue", "structured answer") and asks_back(text):
+        return Reading(None, "asks back instead of answering")
+    return reading
 
 
 READERS = {"multiple_choice", "yes_no_maybe", "numeric_tolerance", "set_f1"}

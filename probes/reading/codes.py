@@ -21,7 +21,8 @@ __all__ = ["ICD10", "read_committed_codes"]
 ICD10 = re.compile(r"(?<![A-Za-z0-9])([A-Za-z]\d{2}|[CDMZcdmz]\d[Aa])(?:\.?([0-9A-Za-z]{1,4}))?(?![A-Za-z0-9])")
 _CLAUSE = re.compile(r"(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)(?<=[.!?;])\s+|\n+|\s+(?:but|however|whereas)\s+", re.I)
 _NEGATION = re.compile(
-    r"\b(?:not|never|avoid|instead\s+of|rather\s+than|exclude[sd]?|no\s+need)\b|n't\b"
+    r"\b(?:not|never|avoid|instead\s+of|rather\s+than|exclude[sd]?|no\s+need|rule\s+out|ruled\s+out|"
+    r"I\s+considered|considered\s+but\s+rejected)\b|n't\b"
     r"|\b(?:no|nicht|kein|pas)\b|\b(?:rejected|ruled\s+out|draft)\s*:",
     re.I,
 )
@@ -64,7 +65,7 @@ _HEDGE = re.compile(
 )
 # Between two codes of one list: "E11.65 (no hyperglycaemia) or E11.8", "F10.239, F10.231".
 _JOINER = re.compile(r"^\s*(?:\([^)]*\)\s*)?(?:,|or|and|nor|/|\+)?\s*(?:\([^)]*\)\s*)?$", re.I)
-_OR = re.compile(r"^\s*(?:\([^)]*\)\s*)?(?:,\s*)?(?:or|/|oder|ou|o|lub|или|或)\s*$", re.I)
+_OR = re.compile(r"^\s*(?:\([^)]*\)\s*)?(?:,\s*)?(?:or|/|vs\.?|versus|oder|ou|o|lub|или|或)\s*$", re.I)
 
 
 def _code(category: str, suffix: str) -> str:

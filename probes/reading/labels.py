@@ -59,6 +59,14 @@ def _vocabulary(labels: tuple[str, ...]) -> tuple[dict[str, str], re.Pattern[str
     return words, any_word, cued, lead
 
 
+# "I wouldn't say no", "It is not true that the answer is no": the label is denied, not given.
+_NOT_SAYING = re.compile(
+    r"(?i)\b(?:wouldn't|would\s+not)\s+say\s+"
+    r"(?:(?:that\s+)?(?:it's|it\s+is)\s+)?[\"'(\[]?[^\W\d_]+|\bnot\s+true\s+that\s+the\s+answer\s+is\s+[^\W\d_]+"
+)
+_SUPPOSED_CUE = re.compile(r"(?i)\b(?:if|were|unless|had\s+it|otherwise|suppose|supposing|assuming)\b|\bsi\b|\bwenn\b")
+
+
 def _label_of(words: dict[str, str], found: str) -> str:
     return words[re.sub(r"\s+", " ", found.lower())]
 
@@ -79,7 +87,17 @@ def read_label_text(text: str, labels: Sequence[str], *, structured: bool) -> Re
             if label.startswith("non-") and label[4:] in key:
                 text = re.sub(rf"(?i)\bnot\s+{re.escape(label[4:])}\b", label, text)
         text = re.sub(rf"(?i)\bnot\s+(?:{_alternation(key)})(?![\w-])", " ", text)
-    found_cued = [_label_of(words, m.group(1)) for m in cued.finditer(text)]
+    text = _NOT_SAYING.sub(" ", text)
+    found_cued = []
+    for m in list(cued.finditer(text)):
+        sentence = re.split(r"[.!?\n]", text[: m.start()])[-1]
+        declined = re.search(r"(?i)\b(?:can't|cannot|can\s+not|unable\s+to|not|won't)\s+$", text[: m.start()])
+        if (
+            _SUPPOSED_CUE.search(sentence) or declined
+        ):  # "If it were cardioembolic, the answer would be no": not the answer
+            text = text[: m.start(1)] + " " * (m.end(1) - m.start(1)) + text[m.end(1) :]
+        else:
+            found_cued.append(_label_of(words, m.group(1)))
     closing = re.search(
         rf"(?i:(?:\b(?:it|this)(?:'s|\s+is)\s+|:\s*))[\"'(\[]?((?<![\w-])(?:{_alternation(list(words))}))(?![\w-])"
         r"[\"')\]]?\s*[.!]?\s*$",

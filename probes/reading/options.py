@@ -49,6 +49,11 @@ _SAME = {
     "sonography": "ultrasound",
     "ct": "ct",
     "ecg": "electrocardiogram",
+    "pci": "percutaneous coronary intervention",
+    "cabg": "coronary artery bypass grafting",
+    "vanc": "vancomycin",
+    "vanco": "vancomycin",
+    "mtx": "methotrexate",
     "ekg": "electrocardiogram",
 }
 # Directions: "It rises", "INR increases", "it will go up" say the same.
@@ -57,7 +62,10 @@ _SAME |= dict.fromkeys(("fall", "falls", "falling", "decrease", "decreases", "de
 _ASIDE = re.compile(
     r"\b(?:would\s+(?:be|give|only|have|show)|is\s+for|are\s+for|reserved|second-line|second\s+line|"
     r"is\s+optional|are\s+adjuncts?|is\s+an\s+adjunct|teratogenic|must\s+be\s+avoided|should\s+be\s+avoided|"
-    r"is\s+(?:wrong|incorrect|not\s+indicated)|are\s+(?:wrong|incorrect|not\s+indicated))\b",
+    r"is\s+(?:wrong|incorrect|not\s+indicated)|are\s+(?:wrong|incorrect|not\s+indicated)|"
+    r"(?:is|are)\s+(?:inferior|unhelpful|unreliable|useless|harmful|dangerous|inadequate|insufficient|"
+    r"less\s+(?:effective|appropriate|suitable|useful)|not\s+(?:preferred|first-line|needed|helpful|useful|"
+    r"appropriate|the\s+best)))\b",
     re.I,
 )
 _CONDITION = re.compile(
@@ -65,12 +73,29 @@ _CONDITION = re.compile(
 )
 _BRACKETED = re.compile(r"\([^()]*\)")
 _NEGATED = re.compile(
-    r"(?:\bnot|\bno|n't|\bnever|\bavoid|\bagainst|\brather\s+than|\binstead\s+of|\brule\s+out|\bexclude|\bskip|"
+    r"(?:\bnot|\bno|n't|\bnever|\bavoid|\bagainst|\bthan|\binstead\s+of|\brule\s+out|\bexclude|\bskip|"
     r"\bwithout|\bstop|\bhold\s+off|\bdiscontinue|\bover|\bno\s+es|\bpas|\bnicht|\bkein[a-z]*|\bnie|\bне)"
     r"(?:\s+\w+){0,2}\s*$",
     re.I,
 )
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=\S)|\n+")
+
+
+_VQ = re.compile(r"\bv\s*/\s*q\b|\bvq\b")  # "V/Q scan" is a ventilation-perfusion scan
+# Route abbreviations are not an option's own name ("IV" is in many options).
+_ROUTES = frozenset({"iv", "im", "sc", "po", "pr", "sl"})
+
+
+def _acronyms(choice: str, others: Sequence[str]) -> list[str]:
+    """ "Primary PCI" is named "PCI": an acronym of three letters or more that no other option has."""
+    out = []
+    for word in re.findall(r"\b[A-Z][A-Z0-9]{2,}\b", choice):
+        folded = _fold(word)
+        if word.lower() in _ROUTES or not folded.strip():
+            continue
+        if not any(folded in _fold(other) for other in others):
+            out.append(word)
+    return out
 
 
 def _canonical(word: str) -> str:
@@ -81,6 +106,7 @@ def _canonical(word: str) -> str:
 def _fold(text: str) -> str:
     """Lower case, words only, British spellings and synonyms mapped, small words dropped."""
     text = unicodedata.normalize("NFKC", text).lower().replace("n-acetyl", "acetyl")
+    text = _VQ.sub(" ventilation perfusion ", text)
     words = [_canonical(w) for w in re.findall(r"[^\W_]+", text)]
     return " " + " ".join(w for w in " ".join(words).split() if w not in _STOP) + " "
 
@@ -121,10 +147,14 @@ def _names(choice: str, extra: Sequence[str]) -> list[str]:
     return sorted((n for n in folded if len(n) >= 2), key=len, reverse=True)
 
 
+# "CABG later if multivessel disease; now, PCI": an option deferred to later is a sequel.
+_DEFERRED = re.compile(r"[^.;,\n]*\b(?:later|afterwards|subsequently|eventually)\b[^.;,\n]*", re.I)
+
+
 def committed_text(text: str, *, brackets: bool = False) -> list[str]:
     """The sentences of ``text`` that state what to do, without asides, conditions (and brackets)."""
     out = []
-    for sentence in _SENTENCE.split(text):
+    for sentence in _SENTENCE.split(_DEFERRED.sub(" ", text)):
         if not sentence.strip() or _ASIDE.search(_BRACKETED.sub(" ", sentence)):
             continue
         kept = _CONDITION.sub(" ", sentence if brackets else _BRACKETED.sub(" ", sentence))
@@ -173,7 +203,10 @@ def named_option(
 ) -> tuple[str | None, str]:
     """The one option the answer names (and the rule), or None and why not."""
     letters = [chr(65 + i) for i in range(len(choices))]
-    names = {letter: _names(choice, aliases.get(letter, ())) for letter, choice in zip(letters, choices, strict=True)}
+    names = {
+        letter: _names(choice, (*aliases.get(letter, ()), *_acronyms(choice, [c for c in choices if c is not choice])))
+        for letter, choice in zip(letters, choices, strict=True)
+    }
     committed = committed_text(text)
     regions = []
     if answer_cues:
@@ -189,6 +222,17 @@ def named_option(
         if len(found) > 1:
             return None, f"several options named ({', '.join(sorted(found))})"
     terse = len(text.split()) <= 6
+    opening = re.split(r"\s[-–—:]\s|[.:;,!?\n]", text.strip(), maxsplit=1)[0]
+    if (
+        not terse
+        and 0 < len(opening.split()) <= 4
+        and not _CONDITION.match(opening)
+        and not re.match(r"\s*(?:not|no|never|avoid|skip|without|stop|hold|against)\b", opening, re.I)
+    ):
+        # "Thrombectomy - large-vessel occlusion ...": a short opening phrase names the pick
+        letter, why = _paraphrase(opening, choices, letters, negated, terse=True)
+        if letter is not None:
+            return letter, why
     for said in ([regions[0]] if answer_cues else []) + (committed[-1:] + committed[:1] if committed else [text]):
         letter, why = _paraphrase(said, choices, letters, negated, terse=terse)
         if letter is not None:
