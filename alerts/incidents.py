@@ -27,7 +27,10 @@ cost more and take longer) join the task's open incident of another while it is 
 
 Correlation across tasks (``medmon.alerts.correlation``): an incident that opens after a model
 change on the deployment is the change's child; its alerts are notified in the parent's group (one
-page, the children listed under ``children``), and a parent stays open while a child is open.
+page, the children listed under ``children``), and a parent stays open while a child is open. An
+action on the parent acts on its family: acknowledging or silencing it covers its open children
+and those that open later (while the acknowledgement or the silence lasts); resolving it may
+resolve them (``children=True``).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from medmon.alerts.correlation import incident_children, notify_key, parent_for
 from medmon.alerts.history import record_event
 from medmon.alerts.models import Alert, AlertStatus, Incident, Severity, Silence
 from medmon.alerts.signal import MONITOR_GROUP
+from medmon.alerts.silences import inherit_silence
 from medmon.alerts.status import lifecycle_status, silenced_by, sync_status
 from medmon.db import as_utc
 
@@ -142,6 +146,8 @@ def _open_for(session: Session, alert: Alert, now: datetime) -> Incident:
         inc.ack_note = f"covered by incident #{parent.id}: {parent.ack_note or ''}".rstrip(": ")
     session.add(inc)
     session.flush()
+    if parent is not None:  # a silenced change silences what follows it, as long as its silence lasts
+        inherit_silence(session, parent, inc, now)
     return inc
 
 

@@ -127,14 +127,16 @@ else:
     try:
         if ack:
             acknowledge_incidents(engine, plan, viewer, chosen, reason, utcnow())
-            st.success(f"{what} acknowledged by {viewer.actor}.")
+            family = f", with the {len(followed)} that followed" if followed else ""
+            st.success(f"{what} acknowledged by {viewer.actor}{family}.")
         elif res:
             resolve_incidents(engine, plan, viewer, resolving, reason, utcnow(), children=with_children)
             also = f", with the {len(followed)} that followed" if with_children else ""
             st.success(f"{what} resolved by {viewer.actor}{also}.")
         elif sil:
             silence_incidents(engine, viewer, chosen, reason, SILENCE_FOR[silence_for], utcnow())
-            st.success(f"{what} silenced for {silence_for} by {viewer.actor}.")
+            family = f", with the {len(followed)} that followed" if followed else ""
+            st.success(f"{what} silenced for {silence_for} by {viewer.actor}{family}.")
     except (NotAllowed, ValueError, LookupError) as exc:
         st.error(str(exc))
 
