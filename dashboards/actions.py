@@ -127,7 +127,9 @@ def acknowledge_incidents(
     policy = live_policy(plan)
 
     def act(session: Session, incident_id: int) -> Incident:
-        followed = [c for c in _family_in_scope(session, viewer, "acknowledge", incident_id) if c.acknowledged_at is None]
+        followed = [
+            c for c in _family_in_scope(session, viewer, "acknowledge", incident_id) if c.acknowledged_at is None
+        ]
         incident = acknowledge_incident(session, incident_id, viewer.actor, note, now, routes=policy)
         for child in followed:
             _record_incident(
