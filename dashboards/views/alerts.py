@@ -173,11 +173,12 @@ def lists() -> None:
         show_table(
             [
                 {
-                    # Who owns it and since when come before the long summary, so they show at 1,400 px.
+                    # What it is first (with its number; a child of a model change marked ↳ under its
+                    # parent), then how bad and where it stands: the columns that show at 1,024 px.
+                    "incident": ("↳ " if i.parent_id is not None else "") + f"#{i.id} {i.title}",
                     "id": i.id,
                     "severity": i.severity,
                     "status": i.status,
-                    "incident": ("↳ " if i.parent_id is not None else "") + i.title,
                     "task page": task_link(i.task, i.opened_at),  # the action first: in view at 1,024 px
                     "part of": f"#{i.parent_id}" if i.parent_id is not None else "",
                     "followed by": ", ".join(f"#{c}" for c in i.children),
@@ -192,7 +193,7 @@ def lists() -> None:
                 for i in current
             ],
             key="open_incidents",
-            lead=("id", "severity", "incident", "task page"),  # what it is and where to look, at 1,024 px
+            lead=("incident", "severity", "status", "task page"),  # what it is and how bad, at 1,024 px
             column_config={
                 "task page": st.column_config.LinkColumn(
                     display_text="open the task", help="the task page at the moment the incident fired"

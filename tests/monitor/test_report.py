@@ -5,8 +5,8 @@ Its figures are checked against SQL aggregates written independently of the repo
 
 from __future__ import annotations
 
-import html
 import hashlib
+import html
 import json
 import random
 import re
