@@ -152,8 +152,11 @@ def score_chart(
 def cost_latency_chart(
     points: Sequence[RunPoint], *, budget: float | None, slo: float | None, markers: Sequence[Marker] = ()
 ) -> go.Figure:
-    """Mean cost per call (left axis, USD) and latency (right axis, seconds) per run, against the
-    budget and the objective, with incidents and model changes marked ("not enough data" before two runs)."""
+    """Mean cost per call (top panel, USD) and latency (bottom panel, seconds) per run, against the
+    budget and the objective, with incidents and model changes marked ("not enough data" before two runs).
+
+    Two panels on one time axis, not two scales over one area: overlaid, a cost line near the top of
+    its scale ran along the latency objective near the top of the other and read as sitting on it."""
     if len(points) < MIN_POINTS:
         return not_enough_data(
             "Cost and latency per probe run", f"{len(points)} probe run so far;<br>a trend needs two"
@@ -164,7 +167,7 @@ def cost_latency_chart(
         go.Scatter(
             x=xs,
             y=[p.cost_per_call for p in points],
-            name="cost per call (USD, left)",
+            name="cost per call (USD, top)",
             line={"color": "#6a1b9a"},
             hovertemplate="%{y:.4f} USD<extra></extra>",
         )
@@ -173,7 +176,7 @@ def cost_latency_chart(
         go.Scatter(
             x=xs,
             y=[p.latency_mean for p in points],
-            name="mean latency (s, right)",
+            name="mean latency (s, bottom)",
             yaxis="y2",
             line={"color": "#ef6c00"},
             hovertemplate="%{y:.2f} s<extra></extra>",
@@ -183,7 +186,7 @@ def cost_latency_chart(
         go.Scatter(
             x=xs,
             y=[p.latency_max for p in points],
-            name="max latency (s, right)",
+            name="max latency (s, bottom)",
             yaxis="y2",
             line={"color": "#ef6c00", "dash": "dot"},
             hovertemplate="%{y:.2f} s<extra></extra>",
@@ -208,17 +211,18 @@ def cost_latency_chart(
     costs = [p.cost_per_call for p in points if p.cost_per_call is not None] + ([budget] if budget else [])
     _mark(fig, markers, y=max(costs, default=1.0) * 1.05)
     _layout(fig, "Cost and latency per probe run", "USD per call")
-    # After _layout, which titles every y axis alike: the right axis is in seconds.
+    # After _layout, which titles every y axis alike: the lower panel is in seconds.
     latencies = [p.latency_max for p in points if p.latency_max is not None] + ([slo] if slo else [])
     fig.update_layout(
-        yaxis={"title": "USD per call", "rangemode": "tozero", "tickformat": ".4~f"},
+        height=420,
+        xaxis={"anchor": "y2"},  # the time axis under the lower panel
+        yaxis={"title": "USD per call", "rangemode": "tozero", "tickformat": ".4~f", "domain": [0.56, 1.0]},
         yaxis2={
             "title": "seconds",
-            "overlaying": "y",
-            "side": "right",
+            "domain": [0.0, 0.44],
+            "anchor": "x",
             "rangemode": "tozero",
             "range": [0, max(latencies, default=1.0) * 1.1],
-            "showgrid": False,
             "tickmode": "auto",
             "nticks": 6,
             "tickformat": ".3~g",

@@ -80,7 +80,11 @@ def overview() -> None:
     c1.metric("Tasks", len(rows))
     c2.metric("Degraded", len(degraded))
     c3.metric("Watching", len(watching))
-    c4.metric("Building reference", len(building), help="tasks whose go-live reference is still being built: detection not armed yet")
+    c4.metric(
+        "Building reference",
+        len(building),
+        help="tasks whose go-live reference is still being built: detection not armed yet",
+    )
     c5.metric("Open incidents", len(incidents))
     # Left to right, what a committee needs first: the status, the figures behind it, who owns it, and why.
     table = pd.DataFrame(

@@ -87,7 +87,10 @@ def test_incidents_and_model_changes_are_marked_on_the_score_and_cost_charts() -
 def test_cost_and_latency_keep_their_own_axis_titles() -> None:
     fig = cost_latency_chart([_point(i, 0.9) for i in range(3)], budget=0.002, slo=5.0)
     assert fig.layout.yaxis.title.text == "USD per call"
-    assert fig.layout.yaxis2.title.text == "seconds" and fig.layout.yaxis2.overlaying == "y"
+    assert fig.layout.yaxis2.title.text == "seconds" and fig.layout.yaxis2.overlaying is None
+    # Two panels, not two scales over one area: no cost line can run along the latency objective.
+    cost, seconds = fig.layout.yaxis.domain, fig.layout.yaxis2.domain
+    assert seconds[1] < cost[0]
     assert fig.layout.yaxis2.range[1] >= 5.0  # the objective is on the chart
     assert [t.yaxis for t in fig.data if t.name.startswith(("mean latency", "max latency"))] == ["y2", "y2"]
 
