@@ -63,6 +63,8 @@ def test_daily_charts_tick_once_a_day_on_short_spans() -> None:
         for i in range(60)
     ]
     assert agreement_chart(month, minimum=0.8).layout.xaxis.dtick is None  # plotly spaces the ticks itself
+    one = agreement_chart(days[:1], minimum=0.8)  # one day is one point: said, not drawn
+    assert not one.data and one.layout.annotations[0].text.startswith("<b>Not enough data yet</b><br>1 day of")
 
 
 def test_incidents_and_model_changes_are_marked_on_the_score_and_cost_charts() -> None:
