@@ -176,7 +176,6 @@ def lists() -> None:
                     # What it is first (with its number; a child of a model change marked ↳ under its
                     # parent), then how bad and where it stands: the columns that show at 1,024 px.
                     "incident": ("↳ " if i.parent_id is not None else "") + f"#{i.id} {i.title}",
-                    "id": i.id,
                     "severity": i.severity,
                     "status": i.status,
                     "task page": task_link(i.task, i.opened_at),  # the action first: in view at 1,024 px
@@ -189,6 +188,7 @@ def lists() -> None:
                     "silenced until": i.silenced_until,
                     "summary": i.summary,
                     "note": i.ack_note or "",
+                    "id": i.id,  # already in the incident's name: drawn last, kept to look a row up by
                 }
                 for i in current
             ],
