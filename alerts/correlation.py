@@ -4,8 +4,10 @@ When a vendor swaps the model, every task of the deployment sees it: each task's
 change, then the detectors see what the new model does (accuracy falls, answers grow longer, calls
 cost more), task by task, over the hours that follow. Paged separately that is a dozen pages for
 one cause. The rule (``parent_for``, the one place it is written): an incident that opens on any
-task of a deployment within ``CHANGE_WINDOW`` after that deployment's model-change incident opened,
-while that incident is open, is its *child* (``Incident.parent_id``).
+task of a deployment within the *correlation window* after that deployment's model-change incident
+opened, while that incident is open, is its *child* (``Incident.parent_id``). The window is the plan's
+``alerts.correlation_window``, which the monitor hands over in ``NotifyPolicy.correlation_window``
+(``CHANGE_WINDOW``, 72 hours, when none is given).
 
 - The children's alerts are notified in the parent's group (``notify_key``), so on-call gets one
   page; a child's signals arrive as follow-up updates of that page, which lists the children.
@@ -26,8 +28,9 @@ from medmon.alerts.models import Incident
 from medmon.alerts.signal import MONITOR_GROUP
 from medmon.db import as_utc
 
-# How long after a model change what opens on the deployment's tasks is taken for its consequence: a
-# sequential detector needs several probes to see a drop (hours at an hourly schedule, days at a daily one).
+# How long after a model change what opens on the deployment's tasks is taken for its consequence, unless
+# the plan says otherwise (alerts.correlation_window): a sequential detector needs several probes to see a
+# drop (hours at an hourly schedule, days at a daily one).
 CHANGE_WINDOW = timedelta(hours=72)
 # What a new model produces: its own change seen from another task, and what it does differently.
 FOLLOWS_CHANGE = frozenset(
@@ -43,11 +46,13 @@ FOLLOWS_CHANGE = frozenset(
 )
 
 
-def parent_for(session: Session, deployment: str, task: str, cause: str, now: datetime) -> Incident | None:
+def parent_for(
+    session: Session, deployment: str, task: str, cause: str, now: datetime, window: timedelta = CHANGE_WINDOW
+) -> Incident | None:
     """The model-change incident that a new incident of ``task`` and ``cause`` follows, if any.
 
     The deployment's oldest open model-change incident without a parent, opened at most
-    ``CHANGE_WINDOW`` before ``now``; none for the monitor's own alerts or a cause a new model
+    ``window`` before ``now``; none for the monitor's own alerts or a cause a new model
     does not produce.
     """
     if task == MONITOR_GROUP or cause not in FOLLOWS_CHANGE:
@@ -59,7 +64,7 @@ def parent_for(session: Session, deployment: str, task: str, cause: str, now: da
             Incident.cause == Cause.model_change.value,
             col(Incident.parent_id).is_(None),
             col(Incident.closed_at).is_(None),
-            col(Incident.opened_at) >= as_utc(now) - CHANGE_WINDOW,
+            col(Incident.opened_at) >= as_utc(now) - window,
         )
         .order_by(col(Incident.opened_at), col(Incident.id))
     ).first()

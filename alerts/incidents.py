@@ -27,7 +27,10 @@ cost more and take longer) join the task's open incident of another while it is 
 
 Correlation across tasks (``medmon.alerts.correlation``): an incident that opens after a model
 change on the deployment is the change's child; its alerts are notified in the parent's group (one
-page, the children listed under ``children``), and a parent stays open while a child is open.
+page, the children listed under ``children``), and a parent stays open while a child is open. An
+action on the parent acts on its family: acknowledging or silencing it covers its open children
+and those that open later (while the acknowledgement or the silence lasts); resolving it may
+resolve them (``children=True``).
 """
 
 from __future__ import annotations
@@ -40,10 +43,11 @@ from sqlmodel import Session, col, select
 
 from medmon.alerts.catalogue import cause_of
 from medmon.alerts.causes import RUNBOOKS, TITLES
-from medmon.alerts.correlation import incident_children, notify_key, parent_for
+from medmon.alerts.correlation import CHANGE_WINDOW, incident_children, notify_key, parent_for
 from medmon.alerts.history import record_event
 from medmon.alerts.models import Alert, AlertStatus, Incident, Severity, Silence
 from medmon.alerts.signal import MONITOR_GROUP
+from medmon.alerts.silences import inherit_silence
 from medmon.alerts.status import lifecycle_status, silenced_by, sync_status
 from medmon.db import as_utc
 
@@ -62,10 +66,13 @@ def _lead_order(a: Alert) -> tuple[int, int, datetime, int]:
     return (_RANK[a.severity], lifecycle_status(a) is AlertStatus.resolved, a.starts_at, a.id or 0)
 
 
-def attach(session: Session, alerts: Iterable[Alert | None], now: datetime) -> set[int]:
+def attach(
+    session: Session, alerts: Iterable[Alert | None], now: datetime, window: timedelta = CHANGE_WINDOW
+) -> set[int]:
     """Put each open alert that has no open incident into its task's open incident for its cause.
 
-    Opens the incident when there is none. Returns the ids of every incident the alerts belong
+    Opens the incident when there is none (the child of a model change opened within ``window``,
+    ``medmon.alerts.correlation``). Returns the ids of every incident the alerts belong
     to (so the caller refreshes them all, including those a resolved alert left).
     """
     touched: set[int] = set()
@@ -82,7 +89,7 @@ def attach(session: Session, alerts: Iterable[Alert | None], now: datetime) -> s
     for alert in pending:
         inc = current.get(alert.incident_id) if alert.incident_id is not None else None
         if alert.ends_at is None and (inc is None or inc.closed_at is not None):
-            inc = by_key.get(alert.group_key) or _open_for(session, alert, now)
+            inc = by_key.get(alert.group_key) or _open_for(session, alert, now, window)
             by_key[alert.group_key] = current[inc.id] = inc  # the same alert may come twice (two signals)
             alert.incident_id = inc.id
             session.add(alert)
@@ -96,7 +103,7 @@ def attach(session: Session, alerts: Iterable[Alert | None], now: datetime) -> s
     return touched
 
 
-def _open_for(session: Session, alert: Alert, now: datetime) -> Incident:
+def _open_for(session: Session, alert: Alert, now: datetime, window: timedelta) -> Incident:
     found = session.exec(
         select(Incident)
         .where(Incident.key == alert.group_key, col(Incident.closed_at).is_(None))
@@ -122,7 +129,7 @@ def _open_for(session: Session, alert: Alert, now: datetime) -> Incident:
         )
         if joined is not None:
             return joined
-    parent = parent_for(session, labels.get("deployment", ""), task or MONITOR_GROUP, cause, now)
+    parent = parent_for(session, labels.get("deployment", ""), task or MONITOR_GROUP, cause, now, window)
     inc = Incident(
         key=alert.group_key,
         parent_id=parent.id if parent is not None else None,
@@ -142,6 +149,8 @@ def _open_for(session: Session, alert: Alert, now: datetime) -> Incident:
         inc.ack_note = f"covered by incident #{parent.id}: {parent.ack_note or ''}".rstrip(": ")
     session.add(inc)
     session.flush()
+    if parent is not None:  # a silenced change silences what follows it, as long as its silence lasts
+        inherit_silence(session, parent, inc, now)
     return inc
 
 

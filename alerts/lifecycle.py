@@ -10,11 +10,11 @@ not at all. Without one, the next periodic flush picks the change up.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlmodel import Session, col, func, select
 
-from medmon.alerts.correlation import incident_children
+from medmon.alerts.correlation import CHANGE_WINDOW, incident_children
 from medmon.alerts.dispatch import flush
 from medmon.alerts.history import record_event
 from medmon.alerts.incidents import attach, get_incident, incident_members, refresh
@@ -34,8 +34,13 @@ def _notify_now(session: Session, routes: NotifyPolicy | None, now: datetime, gr
         flush(session, routes, now, groups=groups)
 
 
-def record_signals(session: Session, signals: Sequence[Signal], now: datetime) -> list[Alert | None]:
+def record_signals(
+    session: Session, signals: Sequence[Signal], now: datetime, *, window: timedelta = CHANGE_WINDOW
+) -> list[Alert | None]:
     """Apply each signal to its alert (create, refresh, resolve), writing no notification.
+
+    ``window`` is the plan's correlation window (``NotifyPolicy.correlation_window``): what opens
+    that long after a model change on the deployment is its child.
 
     Returns, per signal, the alert it created, refreshed or resolved (None when a clearing
     signal names no open alert). ``medmon.alerts.dispatch.flush`` then writes what is due.
@@ -58,7 +63,7 @@ def record_signals(session: Session, signals: Sequence[Signal], now: datetime) -
                     note=signal.summary,
                 )
             )
-    refresh(session, attach(session, alerts, now), now)
+    refresh(session, attach(session, alerts, now, window), now)
     session.flush()
     return alerts
 
@@ -71,7 +76,7 @@ def apply_signals(
     Findings from one probe thus reach each route as one notification per task, not one per
     finding. ``routes`` is the plan's ``NotifyPolicy``. Returns what ``record_signals`` returns.
     """
-    alerts = record_signals(session, signals, now)
+    alerts = record_signals(session, signals, now, window=routes.correlation_window)
     _notify_now(session, routes, now, {a.group_key for a in alerts if a is not None})
     return alerts
 

@@ -7,6 +7,9 @@ builds it from the plan's ``alerts`` section. The timers mean what they mean in 
 - ``group_interval``: the least time between two notifications of one group on one route,
   which is what keeps a burst of findings to a bounded number of messages;
 - ``repeat_interval``: how often a group with firing, unacknowledged alerts is re-sent.
+
+``correlation_window`` is how long after a model change what opens on the deployment's tasks is
+taken for its consequence (``medmon.alerts.correlation``; the plan's ``alerts.correlation_window``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from datetime import timedelta
 
 from sqlmodel import Session
 
+from medmon.alerts.correlation import CHANGE_WINDOW
 from medmon.alerts.matchers import Matcher, matches_all
 from medmon.alerts.models import Alert
 
@@ -60,6 +64,7 @@ class NotifyPolicy:
     # at 3 a.m. says what holds at 3 a.m., not what held when the alert first fired.
     figure: Callable[[Session, str], str | None] | None = field(default=None, compare=False)
     timezone: str = "UTC"  # the plan's display zone: how a notification writes its moments
+    correlation_window: timedelta = CHANGE_WINDOW
 
     def __post_init__(self) -> None:
         names = [r.name for r in self.routes]
@@ -69,6 +74,8 @@ class NotifyPolicy:
             raise ValueError(f"escalation route {self.escalation.route!r} is not one of the routes {names}")
         if self.max_alerts < 1:
             raise ValueError(f"max_alerts must be at least 1, got {self.max_alerts}")
+        if self.correlation_window <= timedelta(0):
+            raise ValueError(f"correlation_window must be longer than 0s, got {self.correlation_window}")
 
     def route(self, name: str) -> RouteSpec:
         for r in self.routes:

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from sqlmodel import Session, col, select
 
+from medmon.alerts.correlation import incident_children
 from medmon.alerts.history import record_event
 from medmon.alerts.matchers import Matcher
 from medmon.alerts.models import Alert, AlertStatus, Incident, Silence
@@ -77,24 +78,57 @@ def silence_alert(session: Session, alert_id: int, actor: str, reason: str, unti
     return create_silence(session, matchers, ends_at=until, reason=reason, created_by=actor, now=now)
 
 
+def _incident_matchers(incident: Incident) -> list[Matcher]:
+    task = "" if incident.task_id == MONITOR_GROUP else incident.task_id
+    return [
+        Matcher.parse(f"{k}={v}")
+        for k, v in (("deployment", incident.deployment), ("task", task), ("cause", incident.cause))
+    ]
+
+
 def silence_incident(
     session: Session, incident_id: int, actor: str, reason: str, until: datetime, now: datetime
-) -> Silence:
-    """Silence one incident (its deployment, task and cause, by equality) until ``until``.
+) -> dict[int, Silence]:
+    """Silence one incident (its deployment, task and cause, by equality) and its family until ``until``.
 
-    The silence covers every member, and members that join the incident while it lasts.
+    The silence covers every member, and members that join the incident while it lasts. A model
+    change's open children (``medmon.alerts.correlation``) are silenced with it, each by a silence
+    of its own with the same end and the reason ``with incident #N: ...``; a child that opens while
+    the parent's silence lasts inherits it (``inherit_silence``). Returns each silenced incident's
+    id and its silence, the incident's first.
     """
     incident = session.get(Incident, incident_id)
     if incident is None:
         raise LookupError(f"no incident with id {incident_id}")
     if incident.closed_at is not None:
         raise ValueError(f"incident {incident_id} is resolved; there is nothing to silence")
-    task = "" if incident.task_id == MONITOR_GROUP else incident.task_id
-    matchers = [
-        Matcher.parse(f"{k}={v}")
-        for k, v in (("deployment", incident.deployment), ("task", task), ("cause", incident.cause))
-    ]
-    return create_silence(session, matchers, ends_at=until, reason=reason, created_by=actor, now=now)
+    out = {
+        incident_id: create_silence(
+            session, _incident_matchers(incident), ends_at=until, reason=reason, created_by=actor, now=now
+        )
+    }
+    why = f"with incident #{incident_id}: {reason.strip()}"
+    for child in incident_children(session, incident_id):
+        if child.closed_at is None and child.id is not None:
+            out[child.id] = create_silence(
+                session, _incident_matchers(child), ends_at=until, reason=why, created_by=actor, now=now
+            )
+    return out
+
+
+def inherit_silence(session: Session, parent: Incident, child: Incident, now: datetime) -> Silence | None:
+    """Silence a new child of ``parent`` as long as the parent's own silence lasts (None: it has none).
+
+    Silencing a model change silences what follows it: on-call muted the family, not one task.
+    """
+    own = [m.to_dict() for m in _incident_matchers(parent)]
+    found = next((s for s in active_silences(session, now) if s.matchers == own), None)
+    if found is None:
+        return None
+    reason = f"with incident #{parent.id}: {found.reason}"
+    return create_silence(
+        session, _incident_matchers(child), ends_at=found.ends_at, reason=reason, created_by=found.created_by, now=now
+    )
 
 
 def expire_silence(session: Session, silence_id: int, actor: str, now: datetime) -> Silence:

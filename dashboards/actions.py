@@ -106,22 +106,39 @@ def _on_incidents(
     return out
 
 
+def _family_in_scope(session: Session, viewer: Viewer, what: str, incident_id: int) -> list[Incident]:
+    """The open children an action on ``incident_id`` also takes; each must be within the viewer's roles."""
+    followed = [c for c in incident_children(session, incident_id) if c.closed_at is None]
+    for child in followed:
+        _scoped(session, viewer, what, child.id or 0)
+    return followed
+
+
 def acknowledge_incidents(
     engine: Engine, plan: Plan, viewer: Viewer, incident_ids: Sequence[int], note: str, now: datetime
 ) -> list[Incident]:
     """Take ownership of incidents with one note: every firing member of each is acknowledged, the
-    routes hear it once per incident, and each is audited; all or nothing."""
+    routes hear it once per incident, and each is audited; all or nothing.
+
+    A model change's open children are acknowledged with it (``acknowledge_incident``): each is
+    checked against the viewer's roles and audited as the parent is, ``with`` the parent's id.
+    """
     note = _check(viewer, note, "acknowledge", "an incident")
     policy = live_policy(plan)
+
+    def act(session: Session, incident_id: int) -> Incident:
+        followed = [
+            c for c in _family_in_scope(session, viewer, "acknowledge", incident_id) if c.acknowledged_at is None
+        ]
+        incident = acknowledge_incident(session, incident_id, viewer.actor, note, now, routes=policy)
+        for child in followed:
+            _record_incident(
+                session, AuditKind.alert_acknowledged, viewer, child, {"note": note, "with": incident_id}, now
+            )
+        return incident
+
     return _on_incidents(
-        engine,
-        viewer,
-        incident_ids,
-        AuditKind.alert_acknowledged,
-        lambda s, i: acknowledge_incident(s, i, viewer.actor, note, now, routes=policy),
-        {"note": note},
-        now,
-        "acknowledge",
+        engine, viewer, incident_ids, AuditKind.alert_acknowledged, act, {"note": note}, now, "acknowledge"
     )
 
 
@@ -144,9 +161,7 @@ def resolve_incidents(
     policy = live_policy(plan)
 
     def act(session: Session, incident_id: int) -> Incident:
-        followed = [c for c in incident_children(session, incident_id) if c.closed_at is None] if children else []
-        for child in followed:
-            _scoped(session, viewer, "resolve", child.id or 0)
+        followed = _family_in_scope(session, viewer, "resolve", incident_id) if children else []
         incident = resolve_incident(session, incident_id, viewer.actor, reason, now, routes=policy, children=children)
         for child in followed:
             _record_incident(
@@ -169,26 +184,29 @@ def resolve_incidents(
 def silence_incidents(
     engine: Engine, viewer: Viewer, incident_ids: Sequence[int], reason: str, duration: timedelta, now: datetime
 ) -> list[Silence]:
-    """Silence incidents for ``duration`` with one reason: they stay visible but notify nobody."""
+    """Silence incidents for ``duration`` with one reason: they stay visible but notify nobody.
+
+    A model change is silenced with its open children (``silence_incident``), each checked against
+    the viewer's roles and audited as the parent is, ``with`` the parent's id. Returns every silence made.
+    """
     reason = _check(viewer, reason, "silence", "an incident")
     if duration <= timedelta(0):
         raise ValueError("a silence needs a positive duration")
+    until = now + duration
     with session_scope(engine) as session:
         out = []
         for incident_id in _incidents(incident_ids):
             _scoped(session, viewer, "silence", incident_id)
-            silence = silence_incident(session, incident_id, viewer.actor, reason, now + duration, now)
-            incident = session.get(Incident, incident_id)
-            assert incident is not None
-            _record_incident(
-                session,
-                AuditKind.alert_silenced,
-                viewer,
-                incident,
-                {"reason": reason, "silence_id": silence.id, "until": (now + duration).isoformat()},
-                now,
-            )
-            out.append(silence)
+            _family_in_scope(session, viewer, "silence", incident_id)
+            made = silence_incident(session, incident_id, viewer.actor, reason, until, now)
+            for silenced_id, silence in made.items():
+                incident = session.get(Incident, silenced_id)
+                assert incident is not None
+                details: dict[str, Any] = {"reason": reason, "silence_id": silence.id, "until": until.isoformat()}
+                if silenced_id != incident_id:
+                    details["with"] = incident_id
+                _record_incident(session, AuditKind.alert_silenced, viewer, incident, details, now)
+                out.append(silence)
     return out
 
 

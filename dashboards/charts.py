@@ -152,8 +152,9 @@ def score_chart(
 def cost_latency_chart(
     points: Sequence[RunPoint], *, budget: float | None, slo: float | None, markers: Sequence[Marker] = ()
 ) -> go.Figure:
-    """Mean cost per call (left axis, USD) and latency (right axis, seconds) per run, against the
-    budget and the objective, with incidents and model changes marked ("not enough data" before two runs)."""
+    """Mean cost per call (top panel, USD) and latency (bottom panel, seconds) per run, against the budget
+    and the objective, incidents and model changes marked ("not enough data" before two runs): two panels,
+    as two scales over one area drew a cost line along the latency objective."""
     if len(points) < MIN_POINTS:
         return not_enough_data(
             "Cost and latency per probe run", f"{len(points)} probe run so far;<br>a trend needs two"
@@ -164,7 +165,7 @@ def cost_latency_chart(
         go.Scatter(
             x=xs,
             y=[p.cost_per_call for p in points],
-            name="cost per call (USD, left)",
+            name="cost per call (USD, top)",
             line={"color": "#6a1b9a"},
             hovertemplate="%{y:.4f} USD<extra></extra>",
         )
@@ -173,7 +174,7 @@ def cost_latency_chart(
         go.Scatter(
             x=xs,
             y=[p.latency_mean for p in points],
-            name="mean latency (s, right)",
+            name="mean latency (s, bottom)",
             yaxis="y2",
             line={"color": "#ef6c00"},
             hovertemplate="%{y:.2f} s<extra></extra>",
@@ -183,7 +184,7 @@ def cost_latency_chart(
         go.Scatter(
             x=xs,
             y=[p.latency_max for p in points],
-            name="max latency (s, right)",
+            name="max latency (s, bottom)",
             yaxis="y2",
             line={"color": "#ef6c00", "dash": "dot"},
             hovertemplate="%{y:.2f} s<extra></extra>",
@@ -208,17 +209,17 @@ def cost_latency_chart(
     costs = [p.cost_per_call for p in points if p.cost_per_call is not None] + ([budget] if budget else [])
     _mark(fig, markers, y=max(costs, default=1.0) * 1.05)
     _layout(fig, "Cost and latency per probe run", "USD per call")
-    # After _layout, which titles every y axis alike: the right axis is in seconds.
     latencies = [p.latency_max for p in points if p.latency_max is not None] + ([slo] if slo else [])
     fig.update_layout(
-        yaxis={"title": "USD per call", "rangemode": "tozero", "tickformat": ".4~f"},
+        height=420,
+        xaxis={"anchor": "y2"},  # the time axis under the lower panel
+        yaxis={"title": "USD per call", "rangemode": "tozero", "tickformat": ".4~f", "domain": [0.56, 1.0]},
         yaxis2={
-            "title": "seconds",
-            "overlaying": "y",
-            "side": "right",
+            "title": "seconds",  # set after _layout, which titles every y axis alike
+            "domain": [0.0, 0.44],
+            "anchor": "x",
             "rangemode": "tozero",
             "range": [0, max(latencies, default=1.0) * 1.1],
-            "showgrid": False,
             "tickmode": "auto",
             "nticks": 6,
             "tickformat": ".3~g",
@@ -304,7 +305,9 @@ def per_task_chart(
 
 
 def agreement_chart(days: Sequence[AgreementDay], minimum: float | None) -> go.Figure:
-    """Daily agreement between judges against the plan's minimum."""
+    """Daily agreement between judges against the plan's minimum ("not enough data" before two days)."""
+    if len(days) < MIN_POINTS:
+        return not_enough_data("Jury agreement per day", _days_so_far(len(days), "judged answers"))
     fig = go.Figure()
     fig.add_trace(
         go.Scatter(
@@ -331,7 +334,9 @@ def agreement_chart(days: Sequence[AgreementDay], minimum: float | None) -> go.F
 
 
 def judges_chart(days: Sequence[JudgeDay], scale: tuple[float, float]) -> go.Figure:
-    """Each judge's daily mean score: one judge drifting away from the others stands out."""
+    """Each judge's daily mean score: one judge drifting away from the others stands out (from two days)."""
+    if len({d.day for d in days}) < MIN_POINTS:
+        return not_enough_data("Each judge's mean score per day", _days_so_far(len({d.day for d in days}), "verdicts"))
     fig = go.Figure()
     for judge in dict.fromkeys(d.judge for d in days):
         mine = [d for d in days if d.judge == judge]

@@ -127,14 +127,16 @@ else:
     try:
         if ack:
             acknowledge_incidents(engine, plan, viewer, chosen, reason, utcnow())
-            st.success(f"{what} acknowledged by {viewer.actor}.")
+            family = f", with the {len(followed)} that followed" if followed else ""
+            st.success(f"{what} acknowledged by {viewer.actor}{family}.")
         elif res:
             resolve_incidents(engine, plan, viewer, resolving, reason, utcnow(), children=with_children)
             also = f", with the {len(followed)} that followed" if with_children else ""
             st.success(f"{what} resolved by {viewer.actor}{also}.")
         elif sil:
             silence_incidents(engine, viewer, chosen, reason, SILENCE_FOR[silence_for], utcnow())
-            st.success(f"{what} silenced for {silence_for} by {viewer.actor}.")
+            family = f", with the {len(followed)} that followed" if followed else ""
+            st.success(f"{what} silenced for {silence_for} by {viewer.actor}{family}.")
     except (NotAllowed, ValueError, LookupError) as exc:
         st.error(str(exc))
 
@@ -171,11 +173,11 @@ def lists() -> None:
         show_table(
             [
                 {
-                    # Who owns it and since when come before the long summary, so they show at 1,400 px.
-                    "id": i.id,
+                    # What it is first (with its number; a child of a model change marked ↳ under its
+                    # parent), then how bad and where it stands: the columns that show at 1,024 px.
+                    "incident": ("↳ " if i.parent_id is not None else "") + f"#{i.id} {i.title}",
                     "severity": i.severity,
                     "status": i.status,
-                    "incident": ("↳ " if i.parent_id is not None else "") + i.title,
                     "task page": task_link(i.task, i.opened_at),  # the action first: in view at 1,024 px
                     "part of": f"#{i.parent_id}" if i.parent_id is not None else "",
                     "followed by": ", ".join(f"#{c}" for c in i.children),
@@ -186,11 +188,12 @@ def lists() -> None:
                     "silenced until": i.silenced_until,
                     "summary": i.summary,
                     "note": i.ack_note or "",
+                    "id": i.id,  # already in the incident's name: drawn last, kept to look a row up by
                 }
                 for i in current
             ],
             key="open_incidents",
-            lead=("id", "severity", "incident", "task page"),  # what it is and where to look, at 1,024 px
+            lead=("incident", "severity", "status", "task page"),  # what it is and how bad, at 1,024 px
             column_config={
                 "task page": st.column_config.LinkColumn(
                     display_text="open the task", help="the task page at the moment the incident fired"

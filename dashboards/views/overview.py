@@ -80,7 +80,11 @@ def overview() -> None:
     c1.metric("Tasks", len(rows))
     c2.metric("Degraded", len(degraded))
     c3.metric("Watching", len(watching))
-    c4.metric("Building the reference", len(building))
+    c4.metric(
+        "Building reference",
+        len(building),
+        help="tasks whose go-live reference is still being built: detection not armed yet",
+    )
     c5.metric("Open incidents", len(incidents))
     # Left to right, what a committee needs first: the status, the figures behind it, who owns it, and why.
     table = pd.DataFrame(
@@ -155,17 +159,27 @@ def overview() -> None:
     if not incidents:
         st.write("None.")
     else:
+        # What each incident is comes first (a row of severities says nothing), and a model change's
+        # children follow it, marked ↳, as on the Alerts page: one family, one problem.
+        shown = {i.id for i in incidents}
+        ordered = [
+            x
+            for i in incidents
+            if i.parent_id is None or i.parent_id not in shown
+            for x in [i, *(c for c in incidents if c.parent_id == i.id)]
+        ]
         show_table(
             [
                 {
+                    "incident": ("↳ " if i.parent_id in shown else "") + f"#{i.id} {i.title}",
                     "severity": i.severity,
                     "status": i.status,
-                    "incident": f"#{i.id} {i.title}",
                     "since": i.opened_at,
                     "signals": len(i.signals),
                 }  # owner and the signals' summaries: on the Alerts page
-                for i in incidents
+                for i in ordered
             ],
+            lead=("incident", "severity", "status"),
             column_config={"since": st.column_config.DatetimeColumn(format="D MMM HH:mm")},
         )
         st.page_link("views/alerts.py", label="Acknowledge, resolve or silence on the Alerts page")

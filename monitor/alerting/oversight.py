@@ -217,5 +217,5 @@ def oversight_pass(session: Session, plan: Plan, now: datetime) -> list[Signal]:
         + safety_clock_signals(session, plan, now)
         + action_signals(session, plan, now),
     )
-    record_signals(session, signals, now)
+    record_signals(session, signals, now, window=parse_interval(plan.alerts.correlation_window))
     return signals

@@ -180,5 +180,5 @@ def alert_pass(session: Session, plan: Plan, now: datetime) -> list[Notification
     signals += transitions(session, [missed] if missed is not None else [])
     pulse = beat(session, HEARTBEAT, now, tolerance=tolerance)
     signals += stale_signals(session, plan, now, since=pulse.since)
-    record_signals(session, signals, now)
+    record_signals(session, signals, now, window=policy.correlation_window)
     return flush(session, policy, now)

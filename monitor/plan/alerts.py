@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from medmon.alerts.matchers import Matcher
+from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.section import HttpUrl, Interval, Section
 
 
@@ -69,6 +71,18 @@ class AlertsConfig(Section):
     # ``medmon check`` refuses a plan where some alert would reach no route. A plan watched on the
     # dashboard alone says so here, and every report and plan note repeats it.
     allow_unrouted: bool = False
+    # What opens on the deployment's tasks this long after a model change is that change's child: one
+    # incident family, one page (medmon.alerts.correlation). Long enough for the detectors to see what
+    # the new model does at the slowest task's schedule; at most 30 days.
+    correlation_window: Interval = "72h"
+
+    @field_validator("correlation_window")
+    @classmethod
+    def _window(cls, value: str) -> str:
+        span = parse_interval(value)
+        if span <= timedelta(0) or span > timedelta(days=30):
+            raise ValueError(f"expected a duration from 1s to 30d, such as '72h', got {value!r}")
+        return value
 
     @model_validator(mode="after")
     def _route_names(self) -> AlertsConfig:

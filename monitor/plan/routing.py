@@ -211,6 +211,7 @@ def notify_policy(plan: Plan) -> NotifyPolicy:
         fallback_route=fallback,
         max_alerts=cfg.max_alerts_per_notification,
         timezone=plan.display_timezone,
+        correlation_window=parse_interval(cfg.correlation_window),
     )
 
 

@@ -62,6 +62,7 @@ alerts:
     - {name: oncall, type: webhook, url_env: MEDMON_WEBHOOK_URL, secret_env: MEDMON_WEBHOOK_SECRET}
   repeat_interval: 4h
   dashboard_url: http://127.0.0.1:8501
+  correlation_window: 72h   # what opens on any task this long after a model change is its child: one page
 
 detection:
   probes_between_false_alarms: 200000   # the false-alarm budget for the whole deployment

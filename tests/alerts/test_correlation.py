@@ -4,6 +4,11 @@ may resolve its children, a child resolved alone leaves the parent open."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+
+import yaml
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
@@ -18,8 +23,11 @@ from medmon.alerts import (
 )
 from medmon.alerts.correlation import CHANGE_WINDOW, incident_children
 from medmon.alerts.rules import Rule
+from medmon.monitor.plan.model import load_plan
+from medmon.monitor.plan.routing import notify_policy
 from medmon.monitor.read.incidents import open_incidents_view
 from tests.alerts.helpers import FakeClock, fire
+from tests.conftest import plan_dict
 
 
 def swap(task: str = "dosing") -> list:
@@ -157,3 +165,31 @@ def test_after_the_window_a_drop_is_its_own_incident(engine: Engine, policy: Not
         apply_signals(s, [fire("triage", "score")], policy, clock())
         s.commit()
         assert all(i.parent_id is None for i in open_incidents(s))
+
+
+def test_the_plan_sets_the_window_and_what_opens_after_it_is_its_own_incident(
+    tmp_path: Path, engine: Engine, policy: NotifyPolicy, clock: FakeClock
+) -> None:
+    """``alerts.correlation_window: 2h`` reaches the policy; a drop 3 h after the change pages on its own,
+    while one 1 h after it is the change's child."""
+    (tmp_path / "default.yaml").write_text(yaml.safe_dump(plan_dict()))
+    assert (
+        notify_policy(load_plan(tmp_path / "default.yaml")).correlation_window == CHANGE_WINDOW == timedelta(hours=72)
+    )
+    data = plan_dict()
+    data["alerts"]["correlation_window"] = "2h"
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(data))
+    short = notify_policy(load_plan(tmp_path / "plan.yaml"))
+    assert short.correlation_window == timedelta(hours=2)
+    short = replace(policy, correlation_window=short.correlation_window)
+    with Session(engine) as s:
+        apply_signals(s, swap("dosing"), short, clock())
+        clock.advance(hours=1)
+        apply_signals(s, [fire("dosing", "score")], short, clock())
+        clock.advance(hours=2)
+        apply_signals(s, [fire("triage", "score")], short, clock())
+        s.commit()
+        by_task = {(i.task_id, i.cause): i for i in open_incidents(s)}
+        parent = by_task[("dosing", "model_change")]
+        assert by_task[("dosing", "accuracy")].parent_id == parent.id
+        assert by_task[("triage", "accuracy")].parent_id is None

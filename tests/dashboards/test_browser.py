@@ -50,11 +50,11 @@ TALL = """() => { const main = document.querySelector('[data-testid="stMain"]');
 LEADING = {
     "overview": [
         ["task", "status", "score now", "95% CI", "minimum in force", "baseline"],
-        ["severity", "status"],  # the incident's title and the rest: ticked rows, in full under the table
+        ["incident", "severity", "status"],  # what it is first; the rest: ticked rows, in full under the table
     ],
     "baselines": [["benchmark", "task"]],
     "changes": [["at", "task"]],
-    "alerts": [["id", "severity", "status"]],  # signals: in each expander
+    "alerts": [["incident", "severity", "status"]],  # signals: in each expander
 }
 DRAWN_HEADERS = """() => [...document.querySelectorAll('[data-testid="stDataFrame"]')].map(
   table => [...table.querySelectorAll('[role="columnheader"]')].map(h => h.textContent.trim()))"""
@@ -131,10 +131,60 @@ def test_acknowledge_an_incident_through_the_page_and_watch_the_overview_follow(
     assert [e.subject for e in audited] == [f"incident:{incident_id}"]
 
 
+def test_the_newcomer_walk_reaches_the_decision_and_records_it_without_the_cli(
+    seeded: Seeded, seeded_engine: Engine, tmp_path: Path
+) -> None:
+    """docs/getting-started.md's walk, step by step, as a newcomer takes it in the browser: the Overview
+    opens on what the committee decides, the reasons and the decisions requested open under it, and the
+    committee's decision is recorded from the page; it lands in the audit log and on the Overview."""
+    from playwright.sync_api import expect, sync_playwright
+
+    task = "knowledge-qa"
+    why = "Score under the approved minimum after the silent model swap; the vendor must restore v1."
+    with (
+        served_dashboard(seeded.plan_path, seeded.db_url, tmp_path / "streamlit.log") as dashboard,
+        sync_playwright() as p,
+    ):
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            # Step 2: the dashboard's address opens the Overview, which leads with the decision.
+            page.goto(dashboard.url)
+            settle(page, timeout_ms=90_000)
+            expect(page.get_by_text("What the committee decides").first).to_be_visible()
+            expect(page.get_by_text(re.compile(rf"{task}: recommendation [A-Z]")).first).to_be_visible()
+            expect(page.get_by_text("Decision recorded: none yet.").first).to_be_visible()
+            # Step 3: why that recommendation, and what the committee is asked.
+            page.get_by_text(re.compile(r"^Why .*, and the decisions requested")).first.click()
+            expect(page.get_by_text("Decisions requested").first).to_be_visible()
+            # Step 4: record the decision on the page: choose, say why, record.
+            record = page.locator('[data-testid="stExpander"]').filter(
+                has_text=f"Record the committee's decision on {task}"
+            )
+            record.get_by_text(f"Record the committee's decision on {task}").click()
+            form = record.locator('[data-testid="stForm"]')
+            form.get_by_text("suspend", exact=True).click()
+            form.get_by_label("Why (kept in the audit log and shown in the next report)").fill(why)
+            form.get_by_role("button", name="Record decision").click()
+            expect(page.get_by_text(re.compile(r"Recorded \(audit seq \d+\): Suspend"))).to_be_visible(timeout=30_000)
+            # Step 5: the Overview shows it as recorded.
+            page.goto(dashboard.url)
+            settle(page, timeout_ms=90_000)
+            expect(page.get_by_text(re.compile(r"Decision recorded: Suspend: decided by")).first).to_be_visible()
+        finally:
+            browser.close()
+    with Session(seeded_engine) as s:
+        [entry] = list_events(s, kind="committee_decision")
+    assert entry.subject == f"task:{task}" and entry.actor.endswith("(unauthenticated)")
+    assert entry.details["decision"] == "suspend" and entry.details["reason"] == why
+    assert entry.details["via"] == "dashboard" and entry.details["recommendation"]
+
+
 @pytest.mark.parametrize("database", ["seeded", "empty"])
 def test_every_page_renders_in_chromium_and_is_screenshot(database: str, seeded: Seeded, tmp_path: Path) -> None:
-    """Every page at 1,400 px on a monitored database and on an empty one: no error on the page,
-    something drawn, the columns that matter in view; the screenshots become the documentation's pictures."""
+    """Every page at 1,400 and 1,024 px on a monitored database and on an empty one: no error on the page,
+    something drawn, the columns that matter in view (at 1,400 px); the screenshots become the
+    documentation's pictures."""
     from playwright.sync_api import sync_playwright
 
     plan_path, db_url = seeded.plan_path, seeded.db_url
@@ -148,36 +198,52 @@ def test_every_page_renders_in_chromium_and_is_screenshot(database: str, seeded:
     with served_dashboard(plan_path, db_url, tmp_path / "streamlit.log") as dashboard, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            for name, path in PAGES.items():
-                page.goto(f"{dashboard.url}{path}")
-                try:
-                    settle(page, timeout_ms=90_000)  # the first page of a cold server can be slow on a busy machine
-                except Exception as exc:
-                    raise AssertionError(f"the {name} page did not settle: {page.inner_text('body')[:2000]}") from exc
-                assert page.locator('[data-testid="stException"]').count() == 0, f"{name}: {page.inner_text('body')}"
-                assert page.locator('[data-testid="stMain"] h1').count() >= 1, name
-                if database == "seeded" and name in LEADING:
-                    try:
-                        page.wait_for_function(LEADS, arg=LEADING[name], timeout=15_000)
-                    except Exception as exc:
-                        raise AssertionError(
-                            f"{name}: the columns drawn at 1,400 px are {page.evaluate(DRAWN_HEADERS)}, "
-                            f"not led by {LEADING[name]}"
-                        ) from exc
-                shots[name] = tmp_path / f"{name}.png"
-                # Streamlit scrolls inside its main area, so a full-page shot stops at the window: grow the
-                # window to the content's height first, then put it back for the next page.
-                height = page.evaluate(TALL)
-                page.set_viewport_size({"width": 1400, "height": max(1000, min(int(height) + 80, 12000))})
-                settle(page)
-                page.screenshot(path=str(shots[name]), full_page=True)
-                page.set_viewport_size({"width": 1400, "height": 1000})
+            for width in SHOT_WIDTHS:
+                page = browser.new_page(viewport={"width": width, "height": 1000})
+                shots |= _screenshot_every_page(page, dashboard.url, database, width, tmp_path)
+                page.close()
         finally:
             browser.close()
     for name, png in shots.items():
         assert dark_pixels(png) > 500, f"the {name} screenshot is blank"
-        save_for_docs(png, f"{name}.png" if database == "seeded" else f"{name}-empty.png")
+        save_for_docs(png, f"{name}.png")
+
+
+# The documentation's pictures: each page at 1,400 px (NAME.png) and at 1,024 px (NAME-1024.png).
+SHOT_WIDTHS = (1400, 1024)
+SHOT_MAX_HEIGHT = 6000  # a page longer than this is shown from its top: the picture stays readable and small
+
+
+def _screenshot_every_page(page: object, url: str, database: str, width: int, folder: Path) -> dict[str, Path]:
+    """Each page settled, checked and screenshot at ``width``; the pictures by their documentation name:
+    ``overview``, ``overview-empty`` (an empty database), ``-1024`` added at 1,024 px."""
+    shots = {}
+    for name, path in PAGES.items():
+        page.goto(f"{url}{path}")  # type: ignore[attr-defined]
+        try:
+            settle(page, timeout_ms=90_000)  # the first page of a cold server can be slow on a busy machine
+        except Exception as exc:
+            raise AssertionError(f"the {name} page did not settle: {page.inner_text('body')[:2000]}") from exc  # type: ignore[attr-defined]
+        assert page.locator('[data-testid="stException"]').count() == 0, f"{name}: {page.inner_text('body')}"  # type: ignore[attr-defined]
+        assert page.locator('[data-testid="stMain"] h1').count() >= 1, name  # type: ignore[attr-defined]
+        if database == "seeded" and name in LEADING and width == 1400:
+            try:
+                page.wait_for_function(LEADS, arg=LEADING[name], timeout=15_000)  # type: ignore[attr-defined]
+            except Exception as exc:
+                raise AssertionError(
+                    f"{name}: the columns drawn at 1,400 px are {page.evaluate(DRAWN_HEADERS)}, "  # type: ignore[attr-defined]
+                    f"not led by {LEADING[name]}"
+                ) from exc
+        shot = name + ("" if database == "seeded" else "-empty") + ("" if width == 1400 else f"-{width}")
+        shots[shot] = folder / f"{shot}.png"
+        # Streamlit scrolls inside its main area, so a full-page shot stops at the window: grow the
+        # window to the content's height first, then put it back for the next page.
+        height = page.evaluate(TALL)  # type: ignore[attr-defined]
+        page.set_viewport_size({"width": width, "height": max(1000, min(int(height) + 80, SHOT_MAX_HEIGHT))})  # type: ignore[attr-defined]
+        settle(page)
+        page.screenshot(path=str(shots[shot]), full_page=True)  # type: ignore[attr-defined]
+        page.set_viewport_size({"width": width, "height": 1000})  # type: ignore[attr-defined]
+    return shots
 
 
 def _fake_provider() -> Starlette:

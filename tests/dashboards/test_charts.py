@@ -63,6 +63,8 @@ def test_daily_charts_tick_once_a_day_on_short_spans() -> None:
         for i in range(60)
     ]
     assert agreement_chart(month, minimum=0.8).layout.xaxis.dtick is None  # plotly spaces the ticks itself
+    one = agreement_chart(days[:1], minimum=0.8)  # one day is one point: said, not drawn
+    assert not one.data and one.layout.annotations[0].text.startswith("<b>Not enough data yet</b><br>1 day of")
 
 
 def test_incidents_and_model_changes_are_marked_on_the_score_and_cost_charts() -> None:
@@ -87,7 +89,10 @@ def test_incidents_and_model_changes_are_marked_on_the_score_and_cost_charts() -
 def test_cost_and_latency_keep_their_own_axis_titles() -> None:
     fig = cost_latency_chart([_point(i, 0.9) for i in range(3)], budget=0.002, slo=5.0)
     assert fig.layout.yaxis.title.text == "USD per call"
-    assert fig.layout.yaxis2.title.text == "seconds" and fig.layout.yaxis2.overlaying == "y"
+    assert fig.layout.yaxis2.title.text == "seconds" and fig.layout.yaxis2.overlaying is None
+    # Two panels, not two scales over one area: no cost line can run along the latency objective.
+    cost, seconds = fig.layout.yaxis.domain, fig.layout.yaxis2.domain
+    assert seconds[1] < cost[0]
     assert fig.layout.yaxis2.range[1] >= 5.0  # the objective is on the chart
     assert [t.yaxis for t in fig.data if t.name.startswith(("mean latency", "max latency"))] == ["y2", "y2"]
 

@@ -45,6 +45,11 @@ BAD = {
         "expected a cron expression or an interval like '1h', got 'hourly-ish'",
     ),
     "bad-url": (lambda d: d["deployment"].update(base_url="llm.local"), "deployment.base_url", "http(s) URL"),
+    "bad-correlation-window": (
+        lambda d: d["alerts"].update(correlation_window="0s"),
+        "alerts.correlation_window",
+        "expected a duration from 1s to 30d, such as '72h', got '0s'",
+    ),
     "bad-webhook": (
         lambda d: d["alerts"].update(routes=[{"name": "x", "url": "not a url"}]),
         "alerts.routes[0].url",

@@ -6,6 +6,7 @@ Its figures are checked against SQL aggregates written independently of the repo
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import random
 import re
@@ -424,6 +425,34 @@ def test_pdf_has_page_numbers_recommendations_and_a_sign_off_block(demo: DemoRun
     assert re.search(r"knowledge-qa\s+Suspend\s+.{0,3}At the end of the period the score", text), text[:3000]
     assert "Committee decision and sign-off" in text and "Clinical owner" in text and "Signature" in text
     assert "Appendix A. The monitoring plan as recorded" in pages[-1] or "Appendix A" in pages[-2]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    find_chromium() is None or shutil.which("pdftotext") is None,
+    reason="no Chromium to print a PDF with, or no pdftotext (poppler-utils) to read it",
+)
+def test_no_printed_page_ends_with_a_heading_and_page_one_is_the_decision(demo: DemoRun, tmp_path: Path) -> None:
+    """A heading (with the introduction its section opens with) is never left at a page's foot with its
+    content on the next page; page 1 holds the title and the committee's decision, not a cover alone."""
+    out = tmp_path / "nov.html"
+    result = runner.invoke(app, ["report", str(demo.plan_path), "--period", "2026-11", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    headings = {
+        html.unescape(re.sub(r"<[^>]+>", "", h)).strip()
+        for h in re.findall(r"<h[23][^>]*>(.*?)</h[23]>", out.read_text(), flags=re.S)
+    }
+    pages = subprocess.run(
+        ["pdftotext", "-layout", str(out.with_suffix(".pdf")), "-"], capture_output=True, text=True, check=True
+    ).stdout.split("\f")
+    pages = [p for p in pages if p.strip()]
+    assert "What the committee decides" in pages[0] and "recommendation" in pages[0]
+    texts = [[line.strip() for line in page.splitlines() if line.strip()][:-1] for page in pages]  # no footer
+    for number, (lines, after) in enumerate(zip(texts, [*texts[1:], []], strict=True), start=1):
+        at = [i for i, line in enumerate(lines) if any(line.startswith(h) for h in headings)]
+        complete = not after or any(after[0].startswith(h) for h in headings)  # the next page opens a section
+        if at and not complete:
+            assert len(lines) - at[-1] - 1 >= 4, f"page {number} ends with a heading: {lines[at[-1] :]}"
 
 
 PERIODS = {

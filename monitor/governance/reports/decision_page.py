@@ -119,7 +119,8 @@ def decision_rows(
                 served.get(rec.task, report.plan.deployment.model),
                 tuple(
                     changed_sentences(rec.task, report.identities, report.changes, report.reevaluations)
-                    + _detected(report, rec.task)
+                    # the change its probes saw is already listed; an incident names only one they did not
+                    + ([] if sum(i["task"] == rec.task for i in report.identities) > 1 else _detected(report, rec.task))
                 ),
                 tuple(f"{d['kind']}: {d['ask']}" for d in report.decisions_requested if d["task"] == rec.task),
                 decided.get(rec.task),
