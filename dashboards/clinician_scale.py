@@ -1,5 +1,6 @@
-"""The clinician-scale section the Jury and Clinician review pages share: the estimate on the clinician
-scale beside the jury's own mean and MedHELM's ICC 0.47, and what the review queue needs next."""
+"""The clinician-scale section the Jury and Clinician review pages share: per task and rubric criterion, the
+estimate on the clinician scale beside the jury's own mean and MedHELM's ICC 0.47, and what the review queue
+needs next."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from medmon.monitor.read import ClinicianScale, clinician_scale
 
 
 def rows(figures: list[ClinicianScale]) -> list[dict[str, object]]:
-    """One row per task, every figure named by its scale."""
+    """One row per task and criterion, every figure named by its scale."""
     out: list[dict[str, object]] = []
     for f in figures:
         interval = "" if f.ci_low is None or f.ci_high is None else f"{f.ci_low:.2f} to {f.ci_high:.2f}"
@@ -23,6 +24,7 @@ def rows(figures: list[ClinicianScale]) -> list[dict[str, object]]:
         out.append(
             {
                 "task": f.task_id,
+                "criterion": f.criterion,
                 "clinician scale (estimate)": fmt(f.clinician, ".2f"),
                 "95% confidence sequence": interval,
                 "jury's opinion (mean)": fmt(f.jury, ".2f"),
@@ -39,15 +41,15 @@ def rows(figures: list[ClinicianScale]) -> list[dict[str, object]]:
 
 
 def sentence(f: ClinicianScale) -> str:
-    """One task's figures as the sentence a committee member reads first."""
+    """One task's figures on one criterion as the sentence a committee member reads first."""
     if f.clinician is None:
-        return f"**{f.task_id}**: no closed week of answers on the clinician scale yet."
+        return f"**{f.task_id} · {f.criterion}**: no closed week of answers on the clinician scale yet."
     status = "**below the null: clinicians would see a drop**" if f.alarm else "at or above the null"
     needed = (
         "cannot be reached at this volume" if f.ratings_needed is None else f"needs {f.ratings_needed} more ratings"
     )
     return (
-        f"**{f.task_id}**: clinician scale {f.clinician:.2f} (95% {fmt(f.ci_low, '.2f')} to {fmt(f.ci_high, '.2f')}) "
+        f"**{f.task_id} · {f.criterion}**: clinician scale {f.clinician:.2f} (95% {fmt(f.ci_low, '.2f')} to {fmt(f.ci_high, '.2f')}) "
         f"against the null {fmt(f.null, '.2f')}, {status}; the jury's opinion {fmt(f.jury, '.2f')}; "
         f"jury-clinician ICC {fmt(f.icc, '.2f')} (MedHELM {f.medhelm_icc:.2f}). "
         f"The queue {needed} for ±{f.target_half_width:.2f}, and {f.icc_answers_needed} more rated answers "
