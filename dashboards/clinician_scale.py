@@ -49,7 +49,8 @@ def sentence(f: ClinicianScale) -> str:
         "cannot be reached at this volume" if f.ratings_needed is None else f"needs {f.ratings_needed} more ratings"
     )
     return (
-        f"**{f.task_id} · {f.criterion}**: clinician scale {f.clinician:.2f} (95% {fmt(f.ci_low, '.2f')} to {fmt(f.ci_high, '.2f')}) "
+        f"**{f.task_id} · {f.criterion}**: clinician scale {f.clinician:.2f} "
+        f"(95% {fmt(f.ci_low, '.2f')} to {fmt(f.ci_high, '.2f')}) "
         f"against the null {fmt(f.null, '.2f')}, {status}; the jury's opinion {fmt(f.jury, '.2f')}; "
         f"jury-clinician ICC {fmt(f.icc, '.2f')} (MedHELM {f.medhelm_icc:.2f}). "
         f"The queue {needed} for ±{f.target_half_width:.2f}, and {f.icc_answers_needed} more rated answers "
@@ -69,7 +70,7 @@ def clinician_scale_section(engine: Engine, plan: Plan) -> None:
     with Session(engine) as session:
         figures = clinician_scale(session, plan, utcnow())
     if not figures:
-        st.write("No task is under review.")
+        st.write("No jury-scored task under review yet: the streams open once the jury has scored its answers.")
         return
     for f in figures:
         st.markdown(sentence(f))

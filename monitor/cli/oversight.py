@@ -285,9 +285,8 @@ def clinician_scale_command(plan_path: PlanArg, as_json: JsonOption = False) -> 
     elif plan.oversight.review.selection != "active":
         out.print("Not measured: oversight.review.selection is 'strata' (no known probability per answer).")
     else:
-        table = Table(
-            "task", "criterion", "clinician scale", "95% CS", "jury's opinion", "null", "status", "ratings", "more needed"
-        )
+        columns = ("task", "criterion", "clinician scale", "95% CS", "jury's opinion", "null", "status", "ratings")
+        table = Table(*columns, "more needed")
         for r in rows:
             table.add_row(
                 r.task_id,

@@ -96,6 +96,8 @@ def clinician_scale(session: Session, plan: Plan, now: datetime) -> list[Clinici
     out = []
     icc = {(a.task_id, a.criterion): a.value for a in latest_agreements(session) if a.statistic == "jury_icc"}
     for task in active_tasks(plan):
+        if not _jury_scored(session, plan, task.id):
+            continue  # a task the jury never scored (multiple choice, say) has no clinician-scale stream
         jury = _recent_jury(session, task.id, now - PERIOD)
         residuals = _residuals(session, task.id, low, span)
         for criterion in criteria:
@@ -137,6 +139,14 @@ def clinician_scale(session: Session, plan: Plan, now: datetime) -> list[Clinici
                 )
             )
     return out
+
+
+def _jury_scored(session: Session, plan: Plan, task_id: str) -> bool:
+    """Whether the task has a clinician-scale stream or an answer the jury scored."""
+    criteria = rubric(plan.jury)[0]
+    if any(session.get(DetectorState, stream_key(task_id, c)) is not None for c in criteria):
+        return True
+    return session.exec(select(JuryVerdict.id).where(JuryVerdict.task_id == task_id).limit(1)).first() is not None
 
 
 def _recent_jury(session: Session, task_id: str, since: datetime) -> dict[str, list[float]]:
