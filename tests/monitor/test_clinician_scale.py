@@ -26,6 +26,7 @@ from medmon.monitor.governance.review import record_review
 from medmon.monitor.governance.selection import residual_scale
 from medmon.monitor.models import DetectorState, ReviewItem
 from medmon.monitor.plan.model import Plan, parse_plan
+from medmon.monitor.read.overview import task_overview
 from medmon.probes.models import ProbeResult
 from tests.conftest import plan_dict
 from tests.monitor.oversight_data import CRITERIA, OVERSIGHT, store_answers
@@ -152,6 +153,9 @@ def test_a_drop_on_one_criterion_alarms_that_criterion_only(engine: Engine) -> N
         fired = {a.labels["metric"] for a in open_alerts(s) if a.rule == "clinician_scale_drop"}
         streams = {c: s.get(DetectorState, stream_key(TASK, c)) for c in CRITERIA}
     assert fired == {"clinician_scale:completeness"}  # the criterion clinicians rate lower, not the others
+    with Session(engine) as s:
+        [row] = [r for r in task_overview(s, plan) if r.task == TASK]
+    assert "Clinicians would rate the answers lower than the task's null on completeness" in row.reasons
     assert all(st is not None for st in streams.values())
     estimates = {c: st.state["estimate"]["estimate"] for c, st in streams.items() if st is not None}
     assert estimates["completeness"] < NULL < min(estimates["accuracy"], estimates["clarity"])
