@@ -78,7 +78,8 @@ def clinician_scale_section(engine: Engine, plan: Plan) -> None:
         show_table(rows(mine), key=f"clinician_scale:{task_id}")
     st.caption(
         "One row per criterion of the jury's rubric, one table per task; ALARM: below the criterion's null. "
-        "Clinician scale: every jury score on the criterion rectified by the clinicians' ratings of the answers drawn for review, "
+        "Clinician scale: every jury score on the criterion rectified by the clinicians' ratings of the answers "
+        "drawn for review, "
         "each weighted by the probability it was drawn with (prediction-powered; anytime-valid 95% confidence "
         "sequence). The jury's mean is the jury's opinion only. Ratings needed from the estimator's variance "
         "bound; ICC answers from Bonett (2002)."
