@@ -157,6 +157,7 @@ def clinician_scale_signals(session: Session, plan: Plan, now: datetime) -> list
     out: list[Signal] = []
     for task in tasks:
         subject = task_subject(plan, task)
+        out += _retire_overall(session, subject, task.id)
         cursor: int | None = None
         for criterion in criteria:
             state = _open_state(session, plan, task, criterion, now, len(tasks) * len(criteria))
@@ -170,6 +171,17 @@ def clinician_scale_signals(session: Session, plan: Plan, now: datetime) -> list
             out.append(_waiting(session, plan, subject, task.id, cursor, now))
     session.flush()
     return out
+
+
+def _retire_overall(session: Session, subject: Subject, task_id: str) -> list[Signal]:
+    """The task's one overall clinician-scale stream of earlier versions (``TASK:clinician_scale:drop``), replaced by
+    the streams per criterion: its row removed and its alert, if any, cleared."""
+    old = session.get(DetectorState, f"{task_id}:{METRIC}:drop")
+    if old is None:
+        return []
+    session.delete(old)
+    summary = f"{subject.name}: the overall clinician-scale stream is replaced by one stream per rubric criterion"
+    return [subject.signal(Rule.clinician_scale_drop, METRIC, firing=False, summary=summary)]
 
 
 def _advance(

@@ -24,7 +24,7 @@ from medmon.monitor.governance.clinician_agreement import rated, task_agreement
 from medmon.monitor.governance.clinician_scale import stream_key
 from medmon.monitor.governance.review import record_review
 from medmon.monitor.governance.selection import residual_scale
-from medmon.monitor.models import DetectorState, ReviewItem
+from medmon.monitor.models import DetectorState, ReviewItem, StreamStatus
 from medmon.monitor.plan.model import Plan, parse_plan
 from medmon.monitor.read.overview import task_overview
 from medmon.probes.models import ProbeResult
@@ -259,3 +259,19 @@ def test_a_stream_held_back_by_a_rating_past_its_due_date_says_how_many_it_waits
     with Session(engine) as s:
         streams = [s.get(DetectorState, stream_key(TASK, c)) for c in CRITERIA]
         assert all(st is not None and st.n == 150 for st in streams)  # and the streams caught up with the week
+
+
+def test_the_overall_stream_of_earlier_versions_gives_way_to_the_streams_per_criterion(engine: Engine) -> None:
+    plan = _plan()
+    with session_scope(engine) as s:
+        _score_stream(s)
+        old = DetectorState(
+            key=f"{TASK}:clinician_scale:drop", task_id=TASK, metric="clinician_scale", direction="drop",
+            null_mean=NULL, baseline_mean=NULL, threshold=2e5, status=StreamStatus.degraded,
+        )  # fmt: skip
+        s.add(old)
+        store_answers(s, TASK, 30, MONDAY, judge_score=lambda i, j, c: 5)
+        oversight_pass(s, plan, MONDAY + timedelta(days=6))
+    with Session(engine) as s:
+        assert s.get(DetectorState, f"{TASK}:clinician_scale:drop") is None
+        assert all(s.get(DetectorState, stream_key(TASK, c)) is not None for c in CRITERIA)
