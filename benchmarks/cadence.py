@@ -46,7 +46,7 @@ from medmon.alerts import DeliveryPolicy  # noqa: E402
 from medmon.alerts.receiver import create_receiver  # noqa: E402
 from medmon.monitor.plan.model import Plan, parse_plan  # noqa: E402
 from medmon.monitor.plan.routing import build_channels  # noqa: E402
-from medmon.monitor.plan.starter import STARTER_PLAN  # noqa: E402
+from medmon.monitor.plan.starter import knowledge_starter  # noqa: E402
 from medmon.monitor.service.cadence_ledger import extra_used  # noqa: E402
 from medmon.monitor.service.scheduler import (  # noqa: E402
     build_service_scheduler,
@@ -82,7 +82,7 @@ class Clock:
 
 def starter_plan(base_url: str, db_url: str, adaptive: bool, seed: int) -> Plan:
     """The plan ``medmon init`` writes, pointed at the simulator and this run's database."""
-    data = yaml.safe_load(STARTER_PLAN)
+    data = knowledge_starter()  # the knowledge task (the jury-scored one has its own benchmark)
     data["deployment"]["base_url"] = base_url
     data["deployment"]["api_key_env"] = "MEDMON_BENCH_KEY"
     data["storage"]["url"] = db_url

@@ -55,7 +55,7 @@ from medmon.alerts import KINDS, Alert, AlertEvent, Cause, Incident, cause_of
 from medmon.monitor.models import BurnIn, DetectorState, FindingRecord
 from medmon.monitor.plan.context import load_context
 from medmon.monitor.plan.model import Plan, parse_plan
-from medmon.monitor.plan.starter import STARTER_PLAN
+from medmon.monitor.plan.starter import knowledge_starter
 from medmon.monitor.runs.pipeline import run_task_probe
 from medmon.monitor.service.webserver import serve_in_thread
 from medmon.monitor.storage import make_engine
@@ -160,7 +160,7 @@ class Deployment:
 
 def starter(url: str, db: Path) -> Plan:
     """The plan ``medmon init`` writes, pointed at the simulator and a database of its own."""
-    data = yaml.safe_load(STARTER_PLAN)
+    data = knowledge_starter()  # the knowledge task (the jury-scored one has its own benchmark)
     data["deployment"].update(base_url=f"{url}/v1", model=SIMULATOR_MODEL, api_key_env="MEDMON_E2E_KEY")
     data["deployment"]["max_retries"] = 0
     data["storage"]["url"] = f"sqlite:///{db}"

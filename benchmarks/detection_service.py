@@ -38,7 +38,7 @@ from medmon.monitor.detection.drift.reference import (
 )
 from medmon.monitor.detection.streams import RECOVERY_THRESHOLD, build_detector, stream_thresholds, task_streams
 from medmon.monitor.plan.model import Plan, parse_plan
-from medmon.monitor.plan.starter import STARTER_PLAN
+from medmon.monitor.plan.starter import knowledge_starter
 from medmon.probes.packs import load_pack
 
 SCORER = "multiple_choice"
@@ -47,7 +47,7 @@ SCORER = "multiple_choice"
 # ------------------------------------------------------------------------------------ the plans
 def starter_plan(tasks: int = 1, repeats: int | None = None, max_repeats: int | None = None) -> Plan:
     """The plan ``medmon init`` writes, its task repeated ``tasks`` times, optionally another reference size."""
-    data = yaml.safe_load(STARTER_PLAN)
+    data = knowledge_starter()  # the knowledge task (the jury-scored one has its own benchmark)
     task = data["tasks"][0]
     if tasks > 1:
         data["tasks"] = [task] + [

@@ -320,10 +320,12 @@ def clinician_scale_command(plan_path: PlanArg, as_json: JsonOption = False) -> 
     elif plan.oversight.review.selection != "active":
         out.print("Not measured: oversight.review.selection is 'strata' (no known probability per answer).")
     else:
-        table = Table("task", "clinician scale", "95% CS", "jury's opinion", "null", "status", "ratings", "more needed")
+        columns = ("task", "criterion", "clinician scale", "95% CS", "jury's opinion", "null", "status", "ratings")
+        table = Table(*columns, "more needed")
         for r in rows:
             table.add_row(
                 r.task_id,
+                r.criterion,
                 "" if r.clinician is None else f"{r.clinician:.2f}",
                 "" if r.ci_low is None or r.ci_high is None else f"{r.ci_low:.2f} to {r.ci_high:.2f}",
                 "" if r.jury is None else f"{r.jury:.2f}",

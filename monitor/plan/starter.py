@@ -1,4 +1,13 @@
-"""The starter plan ``medmon init`` writes: every section, commented, ready to edit."""
+"""The starter plan ``medmon init`` writes: every section, commented, ready to edit.
+
+Two tasks: a multiple-choice knowledge task scored against its key, and an open-ended one (discharge
+instructions) scored by a three-judge jury, whose answers the review queue draws with known probabilities
+(``oversight.review.selection: active``) so each rubric criterion is watched on the clinician scale.
+"""
+
+from typing import Any
+
+import yaml
 
 STARTER_PLAN = """\
 # medmon monitoring plan. Validate with: medmon check plan.yaml
@@ -55,6 +64,38 @@ tasks:
     owner: {name: Dr. Jane Doe, email: jane.doe@hospital.example}   # accountable for this task
     human_review_required: true       # a pharmacist reviews every draft (see governance.controls)
     subgroups: [age_band, sex]
+  # An open-ended task the jury (below) scores: discharge instructions rewritten for the patient. Its
+  # answers are also rated by clinicians (oversight.review), and because the queue draws them with a
+  # known probability (selection: active) each rubric criterion gets a clinician-scale stream: the
+  # jury's scores rectified by the clinicians' ratings (docs: Human oversight).
+  - id: discharge-instructions
+    benchmark: starr_patient_instructions   # MedHELM's PatientInstruct; scored by the jury
+    canaries: {pack: discharge_instructions}
+    schedule: 1h
+    sample_size: 10                   # x 3 judges = 30 judge calls an hour
+    baseline: {value: 0.80, n: 500}   # the jury's 0-1 score before go-live: replace with your own run
+    thresholds:
+      min_score: 0.70
+      tolerated_drop: 0.05
+      cost_budget_per_call: 0.02
+      latency_slo_s: 20
+    owner: {name: Dr. Jane Doe, email: jane.doe@hospital.example}
+    human_review_required: true
+    subgroups: [age_band, sex]
+
+# The LLM jury for open-ended tasks (MedHELM's rubric: accuracy, completeness, clarity, 1-5). Three
+# judges through the same gateway here; name other endpoints and key variables as yours require.
+jury:
+  judges:
+    - {name: judge-a, base_url: https://llm-gateway.hospital.example/v1, model: gpt-4o-2024-08-06,
+       api_key_env: MEDMON_MODEL_API_KEY, price: {input_per_mtok: 2.50, output_per_mtok: 10.00}}
+    - {name: judge-b, base_url: https://llm-gateway.hospital.example/v1, model: claude-3-7-sonnet-20250219,
+       api_key_env: MEDMON_MODEL_API_KEY, price: {input_per_mtok: 3.00, output_per_mtok: 15.00}}
+    - {name: judge-c, base_url: https://llm-gateway.hospital.example/v1, model: llama-3.3-70b-instruct,
+       api_key_env: MEDMON_MODEL_API_KEY, price: {input_per_mtok: 0.90, output_per_mtok: 0.90}}
+  criteria: [accuracy, completeness, clarity]
+  scale_min: 1
+  scale_max: 5
 
 # Step 5: where alerts go.
 alerts:
@@ -85,9 +126,9 @@ storage:
 # tier allows. 'medmon report plan.yaml --plan-document' prints this plan for the committee.
 governance:
   medhelm:                              # step 2, as approved; checked against the tasks
-    categories: [Clinical Decision Support]
-    subcategories: [Providing Clinical Knowledge Support]
-    benchmarks: [med_qa]
+    categories: [Clinical Decision Support, Patient Communication and Education]
+    subcategories: [Providing Clinical Knowledge Support, Delivering Personalized Care Instructions]
+    benchmarks: [med_qa, starr_patient_instructions]
   evidence:                             # step 3
     summary: MedQA accuracy of the deployed model from the MedHELM leaderboard.
     sources:
@@ -123,13 +164,29 @@ privacy:
 # and an owner can suspend the deployment through a signed webhook (see docs: Human oversight).
 oversight:
   reviewers:
-    - {name: Dr. Sam Lee, email: sam.lee@hospital.example, tasks: [knowledge-qa]}
-  review: {rate: 0.1, weekly_quota: 20, double_rate: 0.2}
-  # For a task the jury scores (a jury section and a pack such as discharge_instructions), draw each answer
-  # with a known probability and watch it on the clinician scale (docs: Human oversight):
-  # review: {rate: 0.1, weekly_quota: 20, double_rate: 0.2, selection: active, min_probability: 0.05,
-  #          rating_due: 7d}
+    - {name: Dr. Sam Lee, email: sam.lee@hospital.example, tasks: [knowledge-qa, discharge-instructions]}
+  # Each answer drawn with a known probability (selection: active; larger where the judges disagree or the
+  # score is near the task's null, never below min_probability), so every jury-scored task is watched on the
+  # clinician scale per criterion. The stream waits for a drawn answer's rating: rate within rating_due.
+  # selection: strata draws evenly across strata instead (no clinician-scale streams).
+  review: {rate: 0.1, weekly_quota: 40, double_rate: 0.2, selection: active, min_probability: 0.05,
+           rating_due: 7d}
   agreement: {min_icc: 0.3, max_judge_bias: 1.0}
   safety: {jurisdiction: EU, device_status: high_risk_ai, warn_before: 2d}
   # suspend: {url_env: MEDMON_SUSPEND_URL, secret_env: MEDMON_SUSPEND_SECRET}
 """
+
+
+def knowledge_starter() -> dict[str, Any]:
+    """The starter plan's knowledge task alone, without the jury-scored task and the jury: the one-task plan the
+    detection and cadence benchmarks measure (its figures in docs/detection.md)."""
+    data: dict[str, Any] = yaml.safe_load(STARTER_PLAN)
+    kept = data["tasks"][0]
+    data["tasks"] = [kept]
+    data.pop("jury")
+    for reviewer in data["oversight"]["reviewers"]:
+        reviewer["tasks"] = [kept["id"]]
+    medhelm = data["governance"]["medhelm"]
+    for key in ("categories", "subcategories", "benchmarks"):
+        medhelm[key] = medhelm[key][:1]
+    return data

@@ -111,7 +111,9 @@ def _plain(summary: str, task_id: str) -> str:
 
 def _stream_sentences(cause: str, streams: list[Stream], task: Task) -> list[str]:
     """One sentence per cause for the streams that alarmed."""
-    clinician = [_sentence(s.metric) for s in streams if s.metric == "clinician_scale"]  # says its own scale
+    # one sentence for a task's clinician-scale streams, naming their criteria (streams keyed per criterion)
+    criteria = [s.name.split(" ")[0].partition(":")[2] for s in streams if s.metric == "clinician_scale"]
+    clinician = [f"{_sentence('clinician_scale')} on {', '.join(criteria)}"] if criteria else []
     streams = [s for s in streams if s.metric != "clinician_scale"]
     if cause == "accuracy" and not streams:
         return clinician

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from medmon.dashboards.auth import LOCAL_ACTIONS_ENV
 from tests.conftest import plan_dict
 from tests.dashboards.conftest import APP, local_dashboard
-from tests.monitor.oversight_data import OVERSIGHT
+from tests.monitor.oversight_data import CRITERIA, OVERSIGHT
 from tests.monitor.test_clinician_scale import _fooled, _plan
 
 
@@ -36,9 +36,18 @@ def test_the_page_shows_the_clinician_scale_beside_the_jury_and_medhelm(
         at.switch_page(f"views/{view}.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert "On the clinician scale" in [h.value for h in at.subheader]
-    [table] = [df.value for df in at.dataframe if "clinician scale (estimate)" in df.value.columns]
-    row = table.iloc[0]
-    assert row["task"] == "knowledge-qa" and row["status"] == "ALARM: below the null"
-    assert float(row["clinician scale (estimate)"]) < float(row["null"]) < float(row["jury's opinion (mean)"])
-    assert row["MedHELM ICC"] == "0.47"
-    assert any(c.startswith("more ratings for ±") for c in table.columns)
+    [grid] = [df for df in at.dataframe if "clinician scale" in df.value.columns]  # one table per task
+    table = grid.value
+    assert list(table["criterion"]) == list(CRITERIA)  # one row per rubric criterion
+    drawn = grid.proto.column_order
+    # the scales side by side in the columns a 1,024 px page draws (the others on ticking a row)
+    assert list(drawn)[:4] == ["criterion", "clinician scale", "jury's opinion", "ICC (MedHELM)"]
+    for _, row in table.iterrows():
+        assert row["status"] == "ALARM"
+        assert float(row["clinician scale"]) < float(row["null"]) < float(row["jury's opinion"])
+        icc, medhelm = row["ICC (MedHELM)"].split(" ")
+        assert medhelm == "(0.47)" and icc != "—"
+        needed = next(c for c in table.columns if c.startswith("more ratings for ±"))
+        assert row[needed].isdigit() or row[needed] == "unreachable at this volume"
+    sentences = " ".join(m.value for m in at.markdown)
+    assert all(f"**knowledge-qa · {c}**: clinician scale" in sentences for c in CRITERIA)

@@ -24,8 +24,9 @@ from medmon.monitor.governance.clinician_agreement import rated, task_agreement
 from medmon.monitor.governance.clinician_scale import stream_key
 from medmon.monitor.governance.review import record_review
 from medmon.monitor.governance.selection import residual_scale
-from medmon.monitor.models import DetectorState, ReviewItem
+from medmon.monitor.models import DetectorState, ReviewItem, StreamStatus
 from medmon.monitor.plan.model import Plan, parse_plan
+from medmon.monitor.read.overview import task_overview
 from medmon.probes.models import ProbeResult
 from tests.conftest import plan_dict
 from tests.monitor.oversight_data import CRITERIA, OVERSIGHT, store_answers
@@ -58,10 +59,17 @@ def _score_stream(session: Session) -> None:
 
 
 def _run_weeks(
-    engine: Engine, plan: Plan, weeks: int, jury: Callable[[int], int], clinician: Callable[[int, random.Random], int]
+    engine: Engine,
+    plan: Plan,
+    weeks: int,
+    jury: Callable[[int], int],
+    clinician: Callable[[int, random.Random], int],
+    worse_on: Callable[[int, random.Random], int] | None = None,
+    criterion: str = "",
 ) -> list[str]:
-    """Each week: 150 answers judged by ``jury(week)``, the queue's draw rated by ``clinician(week)``; the pass
-    run after each week closes. Returns the rules of the alerts open at the end."""
+    """Each week: 150 answers judged by ``jury(week)``, the queue's draw rated by ``clinician(week)`` on every
+    criterion (by ``worse_on(week)`` on ``criterion`` if given); the pass run after each week closes. Returns the
+    rules of the alerts open at the end."""
     rng = random.Random(7)
     with session_scope(engine) as s:
         _score_stream(s)
@@ -80,7 +88,7 @@ def _run_weeks(
             oversight_pass(s, plan, start + timedelta(days=6))  # Sunday: the week's draw is queued
         with session_scope(engine) as s:
             for item in s.exec(select(ReviewItem).where(ReviewItem.status == "open")).all():
-                scores = {c: clinician(week, rng) for c in CRITERIA}
+                scores = {c: (worse_on if worse_on and c == criterion else clinician)(week, rng) for c in CRITERIA}
                 record_review(
                     s,
                     plan,
@@ -110,12 +118,16 @@ def test_answers_worse_for_clinicians_while_the_jury_stays_fooled_raise_the_clin
     rules = _run_weeks(engine, plan, 6, jury=lambda week: 5, clinician=bad)
     assert "clinician_scale_drop" in rules
     with Session(engine) as s:
-        alert = next(a for a in open_alerts(s) if a.rule == "clinician_scale_drop")
-        stream = s.get(DetectorState, stream_key(TASK))
+        alerts = {a.labels["metric"]: a for a in open_alerts(s) if a.rule == "clinician_scale_drop"}
+        streams = [s.get(DetectorState, stream_key(TASK, c)) for c in CRITERIA]
         items = s.exec(select(ReviewItem)).all()
-    assert alert.evidence["scale"] == "clinician" and alert.evidence["estimate"] < NULL
-    assert "on the clinician scale" in alert.summary
-    assert stream is not None and stream.n > 300  # the closed weeks' answers, every one of them
+    assert set(alerts) == {f"clinician_scale:{c}" for c in CRITERIA}  # one alert per criterion, each named
+    for criterion in CRITERIA:
+        alert = alerts[f"clinician_scale:{criterion}"]
+        assert alert.evidence["scale"] == "clinician" and alert.evidence["criterion"] == criterion
+        assert alert.evidence["estimate"] < NULL
+        assert f"on the clinician scale, {criterion} now rates" in alert.summary
+    assert all(s is not None and s.n > 300 for s in streams)  # the closed weeks' answers, every one of them
     # every queued answer carries the probability it was drawn with, never zero
     assert items and all(i.inclusion_probability is not None and i.inclusion_probability >= 0.05 for i in items)
 
@@ -129,8 +141,24 @@ def test_a_jury_that_drifts_while_the_answers_do_not_raises_judge_alerts_and_no_
     assert "clinician_scale_drop" not in rules
     assert "judge_bias" in rules  # the judges, not the answers, moved: a judge incident
     with Session(engine) as s:
-        stream = s.get(DetectorState, stream_key(TASK))
-    assert stream is not None and stream.n > 600
+        streams = [s.get(DetectorState, stream_key(TASK, c)) for c in CRITERIA]
+    assert all(s is not None and s.n > 600 for s in streams)
+
+
+def test_a_drop_on_one_criterion_alarms_that_criterion_only(engine: Engine) -> None:
+    plan = _plan()
+    bad = lambda week, rng: _good(week, rng) if week < 2 else rng.choice((2, 2, 3, 3, 1))  # noqa: E731
+    _run_weeks(engine, plan, 6, jury=lambda week: 5, clinician=_good, worse_on=bad, criterion="completeness")
+    with Session(engine) as s:
+        fired = {a.labels["metric"] for a in open_alerts(s) if a.rule == "clinician_scale_drop"}
+        streams = {c: s.get(DetectorState, stream_key(TASK, c)) for c in CRITERIA}
+    assert fired == {"clinician_scale:completeness"}  # the criterion clinicians rate lower, not the others
+    with Session(engine) as s:
+        [row] = [r for r in task_overview(s, plan) if r.task == TASK]
+    assert "Clinicians would rate the answers lower than the task's null on completeness" in row.reasons
+    assert all(st is not None for st in streams.values())
+    estimates = {c: st.state["estimate"]["estimate"] for c, st in streams.items() if st is not None}
+    assert estimates["completeness"] < NULL < min(estimates["accuracy"], estimates["clarity"])
 
 
 def test_active_selection_draws_more_where_the_judges_disagree(engine: Engine) -> None:
@@ -178,12 +206,14 @@ def test_the_committee_report_shows_the_clinician_scale_beside_the_jury_and_medh
     with Session(engine) as s:
         report = build_committee_report(s, plan, parse_period("2026-11"), now=MONDAY + timedelta(days=43))
     section = report.summary()["human_oversight"]["clinician_scale"]
-    [row] = section["rows"]
-    assert section["active"] and row["alarm"] is True
-    assert row["clinician"] < row["null"] < row["jury"]  # the jury is fooled; the clinician scale is not
-    assert row["ratings"] > 0 and row["ratings_needed"] is not None and row["medhelm_icc"] == 0.47
+    assert section["active"] and [r["criterion"] for r in section["rows"]] == list(CRITERIA)  # one row per criterion
+    for row in section["rows"]:
+        assert row["task_id"] == TASK and row["alarm"] is True
+        assert row["clinician"] < row["null"] < row["jury"]  # the jury is fooled; the clinician scale is not
+        assert row["ratings"] > 0 and row["ratings_needed"] is not None and row["medhelm_icc"] == 0.47
     page = render_committee(report)
     assert "On the clinician scale" in page and 'id="clinician-scale"' in page and "below the null" in page
+    assert all(f"<td>{c}</td>" in page for c in CRITERIA)
     (tmp_path / "report.html").write_text(page)
 
 
@@ -212,11 +242,11 @@ def test_a_stream_held_back_by_a_rating_past_its_due_date_says_how_many_it_waits
 
     assert waiting(MONDAY + timedelta(days=7, minutes=5)) == []  # not due yet: the stream just waits
     [notice] = waiting(MONDAY + timedelta(days=13, hours=1))  # a week after it was queued: due
-    assert notice.evidence["n"] == 2 and "waits for 2 ratings past their due date" in notice.summary
+    assert notice.evidence["n"] == 2 and "wait for 2 ratings past their due date" in notice.summary
     assert notice.severity != "critical"  # operational: at most a warning
     with Session(engine) as s:
-        stream = s.get(DetectorState, stream_key(TASK))
-        assert stream is not None and stream.n < 150  # held at the first unrated answer
+        streams = [s.get(DetectorState, stream_key(TASK, c)) for c in CRITERIA]
+        assert all(st is not None and st.n < 150 for st in streams)  # held at the first unrated answer
     with session_scope(engine) as s:
         for item_id in unrated:
             item = s.get(ReviewItem, item_id)
@@ -227,5 +257,21 @@ def test_a_stream_held_back_by_a_rating_past_its_due_date_says_how_many_it_waits
             )  # fmt: skip
     assert waiting(MONDAY + timedelta(days=13, hours=3)) == []  # the ratings arrived: the notice clears
     with Session(engine) as s:
-        stream = s.get(DetectorState, stream_key(TASK))
-        assert stream is not None and stream.n == 150  # and the stream caught up with the week
+        streams = [s.get(DetectorState, stream_key(TASK, c)) for c in CRITERIA]
+        assert all(st is not None and st.n == 150 for st in streams)  # and the streams caught up with the week
+
+
+def test_the_overall_stream_of_earlier_versions_gives_way_to_the_streams_per_criterion(engine: Engine) -> None:
+    plan = _plan()
+    with session_scope(engine) as s:
+        _score_stream(s)
+        old = DetectorState(
+            key=f"{TASK}:clinician_scale:drop", task_id=TASK, metric="clinician_scale", direction="drop",
+            null_mean=NULL, baseline_mean=NULL, threshold=2e5, status=StreamStatus.degraded,
+        )  # fmt: skip
+        s.add(old)
+        store_answers(s, TASK, 30, MONDAY, judge_score=lambda i, j, c: 5)
+        oversight_pass(s, plan, MONDAY + timedelta(days=6))
+    with Session(engine) as s:
+        assert s.get(DetectorState, f"{TASK}:clinician_scale:drop") is None
+        assert all(s.get(DetectorState, stream_key(TASK, c)) is not None for c in CRITERIA)

@@ -5,9 +5,10 @@ oversight pass under active selection, simulated clinicians rating what was draw
 as the detection streams set it from its baseline.
 
 (a) The judges turn severe while the model answers as before: a judge incident (``judge_bias``), no
-    clinician-scale alarm.
+    clinician-scale alarm on any rubric criterion.
 (b) The model's answers get worse (non-answers) while the judges turn lenient enough to keep scoring them 5:
-    the jury-only score stream stays quiet and ``clinician_scale_drop`` opens an incident.
+    the jury-only score stream stays quiet and ``clinician_scale_drop`` opens an incident, on every criterion
+    the clinicians rate lower, each alert naming its criterion and the clinician scale.
 """
 
 from __future__ import annotations
@@ -86,20 +87,25 @@ class Run:
     rules: set[str]  # the rules of the alerts firing at the end
     incidents: dict[int, set[str]]  # open incidents: id -> member rules
     null: float | None
-    stream: DetectorState | None
+    streams: dict[str, DetectorState | None]  # criterion -> its clinician-scale stream
     items: list[ReviewItem]
     answers: int
     first_fired: dict[str, int]  # rule -> answers stored after the change when it first fired
-    evidence: dict[str, dict[str, Any]]  # rule -> the evidence of its first alert
+    evidence: dict[str, dict[str, Any]]  # alert metric (or rule) -> the evidence of its first alert
+    metrics: set[str]  # the metrics of the firing clinician-scale alerts
 
     def figures(self) -> str:
-        est = self.stream.state["estimate"] if self.stream is not None else {}
+        parts = []
+        for criterion, stream in self.streams.items():
+            est = stream.state["estimate"] if stream is not None else {}
+            parts.append(
+                f"{criterion} (null {stream.null_mean if stream else float('nan'):.3f}): "
+                f"{est.get('estimate', float('nan')):.3f} (95% {est.get('ci_low', float('nan')):.3f} to "
+                f"{est.get('ci_high', float('nan')):.3f}, n={est.get('n')}, ratings={est.get('labels')})"
+            )
         return (
-            f"null {self.null:.3f}; clinician-scale estimate {est.get('estimate', float('nan')):.3f} "
-            f"(95% {est.get('ci_low', float('nan')):.3f} to {est.get('ci_high', float('nan')):.3f}, "
-            f"n={est.get('n')}, ratings={est.get('labels')}); answers {self.answers}, drawn {len(self.items)}; "
-            f"first fired (answers after the change): {dict(sorted(self.first_fired.items()))}; "
-            f"clinician-scale alarm's evidence: {self.evidence.get('clinician_scale_drop')}"
+            f"task null {self.null:.3f}; clinician-scale estimates {'; '.join(parts)}; answers {self.answers}, "
+            f"drawn {len(self.items)}; first fired (answers after the change): {dict(sorted(self.first_fired.items()))}"
         )
 
 
@@ -143,6 +149,7 @@ def run_weeks(engine: Engine, plan: Plan, sim: Any, url: str, change: Callable[[
         evidence: dict[str, dict[str, Any]] = {}
         for alert in s.exec(select(Alert).order_by(col(Alert.starts_at))).all():
             evidence.setdefault(alert.rule, dict(alert.evidence))
+            evidence.setdefault(alert.labels["metric"], dict(alert.evidence))
             before = s.exec(
                 select(func.count())
                 .select_from(ProbeResult)
@@ -154,11 +161,12 @@ def run_weeks(engine: Engine, plan: Plan, sim: Any, url: str, change: Callable[[
             rules={a.rule for a in firing},
             incidents=incidents,
             null=task_null(s, TASK),
-            stream=s.get(DetectorState, stream_key(TASK)),
+            streams={c: s.get(DetectorState, stream_key(TASK, c)) for c in plan.jury.criteria} if plan.jury else {},
             items=list(s.exec(select(ReviewItem)).all()),
             answers=len(s.exec(select(ProbeResult.id).where(ProbeResult.task_id == TASK)).all()),
             first_fired=first,
             evidence=evidence,
+            metrics={a.labels["metric"] for a in firing if a.rule == "clinician_scale_drop"},
         )
 
 
@@ -181,16 +189,22 @@ def test_a_jury_that_turns_severe_on_unchanged_answers_is_a_judge_incident_not_a
     run = run_weeks(engine, plan, app, url, lambda sim, client: _judges(client, url, -3.0))
     print(f"\n(a) jury turns severe: {run.figures()}")
     assert run.answers == WEEKS * PROBES_PER_WEEK * 20
-    assert run.null is not None and run.stream is not None
-    assert run.stream.null_mean == pytest.approx(run.null)  # the clinician scale tests the task's own null
-    assert run.stream.n > 0.8 * run.answers  # every closed week's answers went into the stream
+    assert run.null is not None and plan.jury is not None
+    assert list(run.streams) == list(plan.jury.criteria) == ["accuracy", "completeness", "clarity"]
+    for stream in run.streams.values():  # one stream per rubric criterion, each fed every closed week's answers
+        assert stream is not None and stream.n > 0.8 * run.answers
+        # the task's null, shifted by the jury's offset on the criterion before the change (small here)
+        assert abs(stream.null_mean - run.null) < 0.1
     assert "clinician_scale_drop" not in run.rules
     assert "judge_bias" in run.rules  # the judges, not the answers, moved
     assert "drift_drop" in run.rules  # the jury-only stream alarms: it reports the jury's opinion, as labelled
     judge_incidents = [t for t, rules in run.incidents.items() if "judge_bias" in rules]
     assert judge_incidents and not any("clinician_scale_drop" in r for r in run.incidents.values())
-    estimate = run.stream.state["estimate"]
-    assert estimate["scale"] == "clinician" and estimate["estimate"] > run.null  # clinicians still rate it well
+    for criterion, stream in run.streams.items():
+        assert stream is not None
+        estimate = stream.state["estimate"]
+        assert estimate["scale"] == "clinician" and estimate["criterion"] == criterion
+        assert estimate["estimate"] > stream.null_mean  # clinicians still rate it well on every criterion
     assert all(i.inclusion_probability is not None and i.inclusion_probability >= 0.05 for i in run.items)
 
 
@@ -209,12 +223,17 @@ def test_answers_worse_for_clinicians_with_the_jury_fooled_raise_the_clinician_s
         _judges(client, url, 3.0)
 
     run = run_weeks(engine, plan, app, url, worse)
-    assert run.null is not None and run.stream is not None
+    assert run.null is not None and plan.jury is not None
     print(f"\n(b) answers worse, jury fooled: {run.figures()}")
     assert "clinician_scale_drop" in run.rules
     assert "drift_drop" not in run.rules and "below_minimum" not in run.rules  # the jury's own stream is fooled
     assert any("clinician_scale_drop" in rules for rules in run.incidents.values())
-    alarm = run.evidence["clinician_scale_drop"]  # what the alarm said when it fired
-    assert alarm["scale"] == "clinician" and alarm["null_mean"] == pytest.approx(run.null)
-    assert alarm["estimate"] < run.null  # on the clinician scale the answers fell below the task's null
+    # a non-answer is worse on every criterion: each criterion's stream alarms, each alert naming it
+    assert run.metrics == {f"clinician_scale:{c}" for c in plan.jury.criteria}
+    for criterion, stream in run.streams.items():
+        assert stream is not None
+        alarm = run.evidence[f"clinician_scale:{criterion}"]  # what the alarm said when it fired
+        assert alarm["scale"] == "clinician" and alarm["criterion"] == criterion
+        assert alarm["null_mean"] == pytest.approx(stream.null_mean)
+        assert alarm["estimate"] < stream.null_mean  # on the clinician scale the answers fell below the null
     assert run.first_fired["clinician_scale_drop"] <= 3 * PROBES_PER_WEEK * 20  # within three weeks of answers
