@@ -24,13 +24,14 @@ docs: $(STAMP)
 	$(BIN)/mkdocs serve
 
 # Debian packages the tests use (Chromium for the browser test and the report's PDF, Alertmanager for its
-# channel, poppler-utils to read the printed report back).
+# channel, poppler-utils to read the printed report back; faketime for benchmarks/governance_record.py).
 system-deps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  missing=""; \
 	  command -v chromium >/dev/null || missing="$$missing chromium"; \
 	  command -v prometheus-alertmanager >/dev/null || missing="$$missing prometheus-alertmanager"; \
 	  command -v pdftotext >/dev/null || missing="$$missing poppler-utils"; \
+	  command -v faketime >/dev/null || missing="$$missing faketime"; \
 	  if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; fi; \
 	fi
 
