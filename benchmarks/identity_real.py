@@ -62,7 +62,14 @@ class Clock:
 
 def plan_for(base_url: str, db: Path, method: str, go_live: int) -> Plan:
     data = plan_dict(storage={"url": f"sqlite:///{db}"})
-    data["deployment"] = {"base_url": base_url, "model": ALIAS, "timeout_s": 120, "max_retries": 1}
+    # each trial is another deployment (its name seeds the test's tie-breaking draws)
+    data["deployment"] = {
+        "name": db.parent.name,
+        "base_url": base_url,
+        "model": ALIAS,
+        "timeout_s": 120,
+        "max_retries": 1,
+    }
     data["identity"] = {"method": method, "reference_runs": go_live, "false_alarm": 0.01}
     return parse_plan(yaml.safe_dump(data))
 

@@ -10,6 +10,7 @@ an alarm: the weights now answering become the reference the next change is test
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -50,6 +51,8 @@ def identity_spec(plan: Plan, served_model: str = "") -> StreamSpec[ProbeResultB
         "served_model": served_model,
     }
     if check.method == "logprobs":
+        # the tie-breaking draws: fixed per deployment (a restart decides the same way), not the same everywhere
+        params["seed"] = int.from_bytes(hashlib.blake2b(plan.deployment.name.encode(), digest_size=4).digest(), "big")
         return StreamSpec(
             f"{IDENTITY}:{plan.deployment.name}:logprobs",
             IDENTITY,
