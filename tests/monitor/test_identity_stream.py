@@ -160,3 +160,29 @@ def test_a_server_without_log_probabilities_is_named_not_silently_unwatched(
     server = serve(_app(weights))
     outcome = run_identity_probe(engine, _plan(server.url, db_url), now=Clock())
     assert outcome.missing_logprobs == 10 and not outcome.changed
+
+
+def test_the_identity_probe_runs_from_the_command_line(
+    serve: Callable[[object], Any], tmp_path: Any, db_url: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from medmon.monitor.cli.app import app
+
+    weights = Weights()
+    server = serve(_app(weights))
+    data = plan_dict(storage={"url": db_url})
+    data["deployment"] = {"base_url": f"{server.url}/v1", "model": "gemma-clinical", "timeout_s": 5, "max_retries": 0}
+    data["identity"] = {"false_alarm": 0.01}
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(data))
+    runner = CliRunner(env={"COLUMNS": "220", "OPENAI_API_KEY": "sk-test-0123456789"})
+    rows = []
+    for shift in (0.0, 0.0, 0.0, 0.05, 0.05):
+        weights.shift = shift
+        done = runner.invoke(app, ["probe", "identity", str(path), "--json"])
+        assert done.output.lstrip().startswith("{"), (done.exit_code, done.output, done.exception)
+        rows.append(json.loads(done.output))
+        assert done.exit_code == (1 if rows[-1]["model_change"] else 0), done.output
+    assert [r["model_change"] for r in rows[:3]] == [False] * 3 and rows[0]["answers"] == 10
+    assert any(r["model_change"] for r in rows[3:]) and any(r["alerts"] for r in rows[3:])
