@@ -243,6 +243,36 @@ class Completion:
     attempts: int = 1
     attempt_latency_s: float | None = None  # the last attempt's own time; ``latency_s`` is the whole call's
     reasoning_tokens: int | None = None  # part of ``completion_tokens``, billed, never shown
+    # With ``top_logprobs`` asked: per generated token, its top alternatives as (token digest, log-probability),
+    # the chosen token first. Tokens are kept as digests: no model text outside the answer's text policy.
+    logprobs: tuple[tuple[tuple[str, float], ...], ...] = ()
+
+
+def token_digest(token: str) -> str:
+    """A short digest naming a token without its text.
+
+    >>> token_digest("Answer")
+    'd12b8898'
+    """
+    return hashlib.blake2b(token.encode("utf-8"), digest_size=4).hexdigest()
+
+
+def read_logprobs(choice: Mapping[str, Any]) -> tuple[tuple[tuple[str, float], ...], ...]:
+    """A chat choice's ``logprobs.content`` as digests and log-probabilities (empty when it has none)."""
+    block = choice.get("logprobs")
+    content = block.get("content") if isinstance(block, dict) else None
+    out: list[tuple[tuple[str, float], ...]] = []
+    for position in content if isinstance(content, list) else []:
+        if not isinstance(position, dict) or not isinstance(position.get("token"), str):
+            break
+        chosen = (token_digest(position["token"]), float(position.get("logprob") or 0.0))
+        tops = [
+            (token_digest(t["token"]), float(t["logprob"]))
+            for t in position.get("top_logprobs") or []
+            if isinstance(t, dict) and isinstance(t.get("token"), str) and isinstance(t.get("logprob"), int | float)
+        ]
+        out.append((chosen, *sorted((t for t in tops if t[0] != chosen[0]), key=lambda t: -t[1])))
+    return tuple(out)
 
 
 def price_tokens(
@@ -427,7 +457,8 @@ class ModelClient:
         """One chat completion, retried as configured; raises a ``ModelCallError`` subclass on failure.
 
         ``decoding`` (``temperature``, ``max_tokens``, ``stop_sequences``) replaces the endpoint's
-        settings for this call: a canary from a HELM run is asked the way HELM asked it. The
+        settings for this call (``seed`` and ``top_logprobs`` are passed on as the OpenAI API names
+        them): a canary from a HELM run is asked the way HELM asked it. The
         error carries ``attempts`` and, when the endpoint did answer (an empty completion), the
         ``completion`` with its tokens and cost.
         """
@@ -439,6 +470,11 @@ class ModelClient:
                 max_tokens=int(decoding.get("max_tokens", settings.max_tokens)),
             )
         stop = list(decoding.get("stop_sequences") or []) if decoding else []
+        extra: dict[str, Any] = {}
+        if decoding and decoding.get("seed") is not None:
+            extra["seed"] = int(decoding["seed"])
+        if decoding and decoding.get("top_logprobs") is not None:
+            extra["logprobs"], extra["top_logprobs"] = True, int(decoding["top_logprobs"])
         model = model or settings.model
         if settings.system_prompt and not any(m["role"] == "system" for m in messages):
             messages = [{"role": "system", "content": settings.system_prompt}, *messages]
@@ -448,7 +484,7 @@ class ModelClient:
         async with self._slots:
             with self.telemetry.call_span(model, role=self.role) as span:
                 started = time.perf_counter()
-                outcome = await self._attempts(messages, model, reserve, settings, stop)
+                outcome = await self._attempts(messages, model, reserve, settings, stop, extra)
                 outcome = _timed(outcome, time.perf_counter() - started)
                 completion = outcome if isinstance(outcome, Completion) else outcome.completion
                 assert completion is None or isinstance(completion, Completion)
@@ -474,7 +510,13 @@ class ModelClient:
         raise outcome
 
     async def _attempts(
-        self, messages: list[dict[str, str]], model: str, reserve: int, settings: ModelSettings, stop: list[str]
+        self,
+        messages: list[dict[str, str]],
+        model: str,
+        reserve: int,
+        settings: ModelSettings,
+        stop: list[str],
+        extra: Mapping[str, Any] | None = None,
     ) -> Completion | ModelCallError:
         """The retry loop: every attempt asks the breaker and the limiter first.
 
@@ -497,7 +539,7 @@ class ModelClient:
             await limiter.acquire(reserve)
             attempts += 1
             try:
-                completion = await self._once(messages, model, attempts, settings, stop)
+                completion = await self._once(messages, model, attempts, settings, stop, extra)
             except ModelCallError as exc:
                 err = exc
             else:
@@ -536,7 +578,13 @@ class ModelClient:
                 await asyncio.sleep(HALF_OPEN_POLL_S)
 
     async def _once(
-        self, messages: list[dict[str, str]], model: str, attempts: int, settings: ModelSettings, stop: list[str]
+        self,
+        messages: list[dict[str, str]],
+        model: str,
+        attempts: int,
+        settings: ModelSettings,
+        stop: list[str],
+        extra: Mapping[str, Any] | None = None,
     ) -> Completion:
         """One HTTP attempt through the openai client; the body is read as plain JSON (``read_completion``)."""
         body: dict[str, Any] = {"model": model, "messages": messages, settings.token_limit_param: settings.max_tokens}
@@ -546,6 +594,7 @@ class ModelClient:
             body["stop"] = stop[:4]  # the OpenAI API takes up to four stop sequences
         if settings.response_format is not None:
             body["response_format"] = settings.response_format
+        body.update(extra or {})
         started = time.perf_counter()
         try:
             response = await self._openai.post(
@@ -623,6 +672,7 @@ def read_completion(data: object, *, latency_s: float, attempts: int, settings: 
         attempts=attempts,
         attempt_latency_s=latency_s,
         reasoning_tokens=reasoning,
+        logprobs=read_logprobs(choice),
     )
 
 

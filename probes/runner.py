@@ -54,6 +54,8 @@ def _record_call(result: ProbeResultBase, completion: Completion) -> None:
     result.served_model = completion.served_model
     result.system_fingerprint = completion.system_fingerprint
     result.attempts = completion.attempts
+    if completion.logprobs:  # asked for (the identity test's fingerprint): digests and numbers, no text
+        result.tags = {**result.tags, "logprobs": [[list(t) for t in position] for position in completion.logprobs]}
 
 
 def _record_jury(result: ProbeRecord, outcome: JuryOutcome) -> None:

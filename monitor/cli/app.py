@@ -247,6 +247,62 @@ def probe_run(
         raise typer.Exit(EXIT_FOUND)
 
 
+@probe_app.command("identity")
+def probe_identity(
+    plan_path: PlanArg, as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False
+) -> None:
+    """Ask the identity canaries once now and test which weights answer (the plan's ``identity`` section).
+
+    The first runs form the go-live sample; later ones are tested against it. Other weights
+    under the same model name are a model change: finding, incident, change record (exit 1),
+    as a changed model string is; exit 3 when every call failed.
+    """
+    from medmon.db import utcnow
+    from medmon.monitor.plan.model import load_plan
+    from medmon.monitor.plan.privacy import mask_logs
+    from medmon.monitor.plan.routing import require_endpoint_env
+    from medmon.monitor.runs.identity import run_identity_probe
+    from medmon.monitor.storage import make_engine
+
+    try:
+        plan = load_plan(plan_path)
+        mask_logs(plan)
+        require_endpoint_env(plan)
+        engine = make_engine(plan.storage.url)
+    except MedmonError as exc:
+        raise _fail(exc) from None
+    o = run_identity_probe(engine, plan, now=utcnow)
+    update = o.update
+    alerts = [s.summary for s in o.signals if s.firing]
+    row: dict[str, Any] = {
+        "run": o.run_id,
+        "answers": o.answers,
+        "errors": o.errors,
+        "served_model": o.served_model,
+        "missing_logprobs": o.missing_logprobs,
+        "go_live_complete": bool(update is not None and update.n > 0),
+        "evidence": round(update.evidence, 3) if update is not None else None,
+        "model_change": o.changed,
+        "alerts": alerts,
+    }
+    code = EXIT_FOUND if o.changed else EXIT_UNREACHABLE if o.answers and o.errors == o.answers else 0
+    if as_json:
+        out.print_json(json.dumps(row))
+        raise typer.Exit(code)
+    state = "tested" if row["go_live_complete"] else "go-live sample"
+    out.print(
+        f"identity: run {o.run_id}, {o.answers} answers ({o.errors} failed) from {o.served_model or 'no model'}; "
+        f"{state}, evidence {row['evidence']}",
+        highlight=False,
+        markup=False,
+    )
+    if o.missing_logprobs:
+        out.print(f"  {o.missing_logprobs} answers without log-probabilities: set identity.method: answers")
+    for a in alerts:
+        out.print(f"  [red]ALERT[/red] {a}")
+    raise typer.Exit(code)
+
+
 @app.command()
 def serve(
     plan_path: PlanArg,

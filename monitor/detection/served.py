@@ -1,7 +1,8 @@
 """The served-model identity stream: answers to the identity canaries against their go-live sample.
 
-One stream per deployment (pseudo-task ``served_identity``), on the detector of
-``medmon.monitor.detection.drift.identity_mmd``. Its segment is the weights it tests: the first
+One stream per deployment (pseudo-task ``served_identity``), on the detector the plan's
+``identity.method`` names: ``identity_logprob`` (temperature-0 log-probability fingerprints, the
+default) or ``identity_mmd`` (sampled answers). Its segment is the weights it tests: the first
 ``identity.reference_runs`` runs after a segment opens are its go-live sample; a new served model
 *name* opens a new segment (that change is the pipeline's to report, ``identity.py``), and so does
 an alarm: the weights now answering become the reference the next change is tested against.
@@ -9,6 +10,7 @@ an alarm: the weights now answering become the reference the next change is test
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -32,15 +34,37 @@ def _answer(result: ProbeResultBase) -> tuple[str, str] | None:
     return result.canary_id, result.answer
 
 
+def _fingerprint(result: ProbeResultBase) -> tuple[str, list[Any]] | None:
+    """A fingerprint observation: ``(canary id, top log-probabilities per position)``; none without them."""
+    fingerprint = (result.tags or {}).get("logprobs")
+    if result.error_type is not None or not isinstance(fingerprint, list) or not fingerprint:
+        return None
+    return result.canary_id, fingerprint
+
+
 def identity_spec(plan: Plan, served_model: str = "") -> StreamSpec[ProbeResultBase]:
     """The deployment's identity stream for answers served under ``served_model``."""
     check = plan.identity or IdentityCheck()
     params: dict[str, Any] = {
-        "reference_size": check.reference_runs * check.samples,
-        "length": check.length,
-        "max_answers": max(400, (check.reference_runs + 1) * check.samples),
+        "reference_size": check.go_live_runs * check.calls,
+        "max_answers": max(400, (check.go_live_runs + 1) * check.calls),
         "served_model": served_model,
     }
+    if check.method == "logprobs":
+        # the tie-breaking draws: fixed per deployment (a restart decides the same way), not the same everywhere
+        params["seed"] = int.from_bytes(hashlib.blake2b(plan.deployment.name.encode(), digest_size=4).digest(), "big")
+        return StreamSpec(
+            f"{IDENTITY}:{plan.deployment.name}:logprobs",
+            IDENTITY,
+            IDENTITY,
+            "change",
+            0.0,
+            0.0,
+            _fingerprint,
+            "identity_logprob",
+            params,
+        )
+    params["length"] = check.length
     return StreamSpec(
         f"{IDENTITY}:{plan.deployment.name}:change",
         IDENTITY,

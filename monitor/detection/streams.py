@@ -31,6 +31,7 @@ from medmon.alerts import KINDS, Alert, Cause, cause_of
 from medmon.baselines import Baseline, Canary, resolve
 from medmon.monitor.detection.drift import (
     CountSR,
+    IdentityLogprob,
     IdentityMMD,
     JudgeAgreementSR,
     JudgeBiasSR,
@@ -112,6 +113,7 @@ DETECTORS: dict[str, type[Detector]] = {
         PooledSR,
         CountSR,
         IdentityMMD,
+        IdentityLogprob,
     )
 }
 _NO_THRESHOLD = {"river", "oneshot_paired"}

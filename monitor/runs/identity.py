@@ -1,10 +1,12 @@
 """The identity job: sample the identity canaries, test the answers, and treat a difference as a model change.
 
 Each run is stored as a probe run of the pseudo-task ``served_identity`` (purpose
-``identity``): every canary asked ``identity.samples`` times at ``identity.temperature``, one
-after another (a server that caches the prompt's prefix answers the repeats cheaply). The
-answers feed the deployment's identity stream (``medmon.monitor.detection.served``). When it
-alarms, every task of the plan gets what a changed ``model`` string gets in
+``identity``), every canary asked one after another: with ``identity.method: logprobs`` once at
+temperature 0 with ``top_logprobs`` (the fingerprint is kept in the result's ``tags``, tokens as
+digests), with ``answers`` ``identity.samples`` times at ``identity.temperature``, each call with
+a fresh random ``seed``. The answers feed the deployment's identity stream
+(``medmon.monitor.detection.served``). When it alarms, every task of the plan gets what a changed
+``model`` string gets in
 ``medmon.monitor.runs.pipeline``: a ``model_change`` finding and alert (the same rule, so the
 same incident), its streams reset, the one-shot re-evaluation test started, and a detected
 change of kind ``model`` recorded, owed a re-evaluation; with ``on_detected_change`` the
@@ -14,6 +16,7 @@ re-evaluation runs at once.
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -57,6 +60,7 @@ class IdentityOutcome:
     answers: int
     errors: int
     served_model: str = ""
+    missing_logprobs: int = 0  # answers that came back without the log-probabilities the method needs
     update: StreamUpdate | None = None
     changed: bool = False
     signals: list[Signal] = field(default_factory=list)
@@ -146,20 +150,28 @@ def run_identity_probe(
     check = plan.identity or IdentityCheck()
     canaries = identity_canaries(check)
     settings = settings or ModelSettings.from_endpoint(plan.deployment)
-    decoding = {"temperature": check.temperature, "max_tokens": check.max_tokens}
+    decoding = check.decoding()
+    seeds = random.SystemRandom()  # answers: independent draws, whatever seed the server would start from
+
+    def asked(_: int) -> dict[str, object]:
+        return decoding if check.method == "logprobs" else {**decoding, "seed": seeds.randrange(2**31)}
 
     async def call(pool: ClientPool) -> Sequence[ProbeResultBase]:
         client = pool.client(settings)
         return [
-            await probe_canary(client, c, IDENTITY, "identity", scorer=_unscored, decoding=decoding)
+            await probe_canary(client, c, IDENTITY, "identity", scorer=_unscored, decoding=asked(i))
             for c in canaries
-            for _ in range(check.samples)
+            for i in range(check.calls)
         ]
 
     def store(session: Session, run: ProbeRun, results: list[ProbeResultBase], stamp: datetime) -> IdentityOutcome:
         assert run.id is not None
         served = served_model_of(results)
         outcome = IdentityOutcome(run.id, len(results), sum(1 for r in results if r.error_type), served)
+        if check.method == "logprobs":
+            outcome.missing_logprobs = sum(
+                1 for r in results if not r.error_type and not (r.tags or {}).get("logprobs")
+            )
         outcome.update = update_identity(session, plan, results, stamp)
         if outcome.update.finding is not None:
             outcome.changed = True
@@ -186,6 +198,13 @@ def run_identity_probe(
                 reevaluation = reevaluate_pending(engine, plan, load_context(plan, task), now=now, settings=settings)
                 if reevaluation is not None and reevaluation.id is not None:
                     outcome.reevaluations[task.id] = reevaluation.id
+    if outcome.missing_logprobs:
+        log.error(
+            "identity run %d: %d answers came back without log-probabilities; identity.method logprobs needs a "
+            "server that returns them (else set identity.method: answers)",
+            outcome.run_id,
+            outcome.missing_logprobs,
+        )
     log.info(
         "identity run %d: %d answers (%d failed) from %s; evidence %.2f%s",
         outcome.run_id,

@@ -11,6 +11,7 @@ from medmon.monitor.detection.drift.esr import MixtureSR, MixtureSRState
 from medmon.monitor.detection.drift.esr_batch import MixtureSRBatch
 from medmon.monitor.detection.drift.finding import Finding
 from medmon.monitor.detection.drift.gap import GapState, SubgroupGapSR
+from medmon.monitor.detection.drift.identity_logprob import IdentityLogprob, LogprobState
 from medmon.monitor.detection.drift.identity_mmd import IdentityMMD, IdentityState
 from medmon.monitor.detection.drift.judge import JudgeAgreementSR, judge_agreement
 from medmon.monitor.detection.drift.judge_bias import JudgeBiasSR, JudgeBiasState
@@ -24,11 +25,13 @@ __all__ = [
     "CountSR",
     "Finding",
     "GapState",
+    "IdentityLogprob",
     "IdentityMMD",
     "IdentityState",
     "JudgeAgreementSR",
     "JudgeBiasSR",
     "JudgeBiasState",
+    "LogprobState",
     "MixtureSR",
     "MixtureSRBatch",
     "MixtureSRState",

@@ -13,6 +13,7 @@ import pytest
 from medmon.monitor.detection.drift import (
     CountSR,
     Finding,
+    IdentityLogprob,
     IdentityMMD,
     JudgeAgreementSR,
     JudgeBiasSR,
@@ -37,6 +38,7 @@ DETECTORS = [
     CountSR,
     PredictionPoweredSR,
     IdentityMMD,
+    IdentityLogprob,
 ]
 CHANGE_AT = {OneShotPaired: 0}  # where each test drift stream changes; 300 unless listed
 ALARMS = ("alarm", "degraded")
@@ -136,7 +138,9 @@ def test_a_missing_observation_changes_nothing(cls: type) -> None:
 
 
 @pytest.mark.parametrize(
-    "cls", [c for c in DETECTORS if c not in (OneShotPaired, RiverDrift, IdentityMMD)], ids=lambda c: c.__name__
+    "cls",
+    [c for c in DETECTORS if c not in (OneShotPaired, RiverDrift, IdentityMMD, IdentityLogprob)],
+    ids=lambda c: c.__name__,
 )
 def test_recovery_holds_on_the_null_side_only(cls: type) -> None:
     """A degraded stream recovers on runs whose mean ``holds``: at the null, not beyond it."""
