@@ -19,9 +19,12 @@ import logging
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+from apscheduler.schedulers.base import BaseScheduler
+from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -37,6 +40,7 @@ from medmon.monitor.governance.reevaluation import auto_reevaluates, reevaluate_
 from medmon.monitor.models import FindingRecord
 from medmon.monitor.plan.context import load_context, probe_baseline
 from medmon.monitor.plan.identity import IdentityCheck
+from medmon.monitor.plan.intervals import parse_interval
 from medmon.monitor.plan.model import Plan
 from medmon.monitor.plan.privacy import text_policy
 from medmon.probes.client import ModelSettings
@@ -215,3 +219,47 @@ def run_identity_probe(
         "; other weights answer: model change recorded" if outcome.changed else "",
     )
     return outcome
+
+
+IDENTITY_JOB_ID = "served-identity"
+
+
+def identity_job(engine: Engine, plan: Plan, now: Callable[[], datetime]) -> None:
+    """One scheduled identity run; a failure is logged with its traceback and the next run tries again."""
+    try:
+        run_identity_probe(engine, plan, now=now)
+    except Exception:
+        log.exception("identity run failed; the next scheduled run tries again")
+
+
+def add_identity_job(
+    scheduler: BaseScheduler,
+    engine: Engine,
+    plan: Plan,
+    now: Callable[[], datetime],
+    *,
+    time_scale: float = 1.0,
+    anchor: datetime | None = None,
+    **job_options: Any,
+) -> bool:
+    """Schedule the identity job every ``identity.schedule`` when the plan has an ``identity`` section.
+
+    Opt-in: without the section nothing asks the identity canaries (a plan's judges and tasks are
+    not billed for calls it did not ask for). The first run is at once, so the go-live sample
+    (``identity.go_live_runs`` runs) forms from the service's start; on an accelerated clock the
+    schedule runs ``time_scale`` times faster, like the probe jobs.
+    """
+    if plan.identity is None:
+        return False
+    every_s = max(parse_interval(plan.identity.schedule).total_seconds() / time_scale, 0.5)
+    scheduler.add_job(
+        identity_job,
+        IntervalTrigger(seconds=every_s, start_date=anchor, timezone=UTC),
+        args=[engine, plan, now],
+        id=IDENTITY_JOB_ID,
+        name="served-model identity",
+        misfire_grace_time=max(60, round(every_s / 4)),
+        next_run_time=datetime.now(UTC),
+        **job_options,
+    )
+    return True

@@ -565,6 +565,9 @@ def build_service_scheduler(
     add_judging_job(
         scheduler, engine, plan, now, time_scale=time_scale, anchor=GRID_EPOCH, **local
     )  # with a canary_schedule
+    from medmon.monitor.runs.identity import add_identity_job
+
+    add_identity_job(scheduler, engine, plan, now, time_scale=time_scale, anchor=GRID_EPOCH, **local)  # with identity:
     # Jitter keeps the retry pass from falling into step with a task's own grid: a pass that
     # always lands while the task's scheduled probe runs would skip its retries forever.
     scheduler.add_job(

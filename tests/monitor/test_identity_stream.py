@@ -186,3 +186,32 @@ def test_the_identity_probe_runs_from_the_command_line(
         assert done.exit_code == (1 if rows[-1]["model_change"] else 0), done.output
     assert [r["model_change"] for r in rows[:3]] == [False] * 3 and rows[0]["answers"] == 10
     assert any(r["model_change"] for r in rows[3:]) and any(r["alerts"] for r in rows[3:])
+
+
+def test_the_service_schedules_the_identity_job_on_the_plans_schedule_and_its_runs_find_a_shift(
+    serve: Callable[[object], Any], engine: Engine, db_url: str
+) -> None:
+    from medmon.monitor.service.scheduler import build_service_scheduler
+
+    weights = Weights()
+    server = serve(_app(weights))
+    plan, clock = _plan(server.url, db_url, schedule="6h"), Clock()
+    scheduler = build_service_scheduler(engine, plan, "identity-test", {}, now=clock)
+    try:
+        job = scheduler.get_job("served-identity", jobstore="local")
+        assert job is not None and job.trigger.interval == timedelta(hours=6)
+        fired = []
+        for shift in (0.0, 0.0, 0.0, 0.02, 0.02):
+            weights.shift = shift
+            job.func(*job.args)  # as the scheduler fires it
+            with Session(engine) as s:
+                fired.append(len(s.exec(select(FindingRecord).where(FindingRecord.kind == "model_change")).all()))
+    finally:
+        scheduler.shutdown(wait=False)
+    assert fired[:3] == [0, 0, 0] and fired[-1] > 0  # quiet over the go-live sample, then the shift is found
+    without = parse_plan(yaml.safe_dump({k: v for k, v in plan.model_dump(mode="json").items() if k != "identity"}))
+    bare = build_service_scheduler(engine, without, "identity-test-2", {}, now=clock)
+    try:
+        assert bare.get_job("served-identity", jobstore="local") is None  # opt-in: no section, no calls
+    finally:
+        bare.shutdown(wait=False)
