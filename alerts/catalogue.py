@@ -180,7 +180,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     # the served-model identity stream (medmon.monitor.detection.served): a detected difference is a model change
     Kind("served_identity", "canary", "served_identity", R.model_change, C.model_change, OPE, TECH,
          "the identity canaries' answers (their log-probabilities, or their sampled strings) no longer match "
-         "their go-live sample: other weights answer under the same model name", "Ask the provider what changed; the re-evaluation shows whether the scores held.",
+         "their go-live sample: other weights answer under the same model name",
+         "Ask the provider what changed; the re-evaluation shows whether the scores held.",
          detector="identity_mmd", page="other weights answer under the same model name"),
     # a clinician-scale stream held back by ratings past their due date (medmon.monitor.alerting.clinician_scale)
     Kind("clinician_scale_waiting", "monitor", "clinician_scale_waiting", R.clinician_scale_waiting, C.availability,
