@@ -565,3 +565,15 @@ def test_a_model_change_opens_a_segment_for_every_stream_of_the_task(engine: Eng
         rows = s.exec(select(DetectorState)).all()
         assert {r.key: r.segment for r in rows} == {k: v + 1 for k, v in before.items()}
         assert all(r.status == StreamStatus.ok and not r.state and r.evidence == 0 for r in rows)
+
+
+def test_a_jury_scored_tasks_score_alarm_says_it_is_the_jurys_opinion(make_plan: Callable) -> None:
+    jury = {"judges": [{"name": "j1", "base_url": "http://127.0.0.1:9/v1", "model": "judge"}]}
+    plan = make_plan(tasks=[_task("notes", "aci_bench")], jury=jury)
+    pool, base = canaries(), baseline(0.78)
+    judged = task_streams(plan, plan.tasks[0], base, pool, scorer="jury")
+    plain = task_streams(plan, plan.tasks[0], base, pool, scorer="multiple_choice")
+    scores = [s for s in judged if s.metric.startswith("score")]
+    assert scores and all(s.what.endswith("(the jury's opinion, not the clinician scale)") for s in scores)
+    assert not any("jury's opinion" in s.what for s in plain)  # an exact-match score is no one's opinion
+    assert all("jury's opinion" not in s.what for s in judged if not s.metric.startswith("score"))

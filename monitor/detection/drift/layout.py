@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from typing import Any, Generic, TypeVar
 
@@ -73,6 +73,10 @@ class StreamSpec(Generic[Item]):
         object.__setattr__(self, "kind", kind.name)
         object.__setattr__(self, "family", self.family or kind.family)
         object.__setattr__(self, "what", self.what or kind.words(sub=sub))
+
+
+JURY_SCORER = "jury"  # a task scored by the LLM jury (its pack's scorer)
+JURYS_OPINION = "the jury's opinion, not the clinician scale"
 
 
 def baseline_margin(p: float, n: int, min_margin: float, z: float = 2.0) -> float:
@@ -504,4 +508,6 @@ def task_streams(
                 {"kind": "kswin", "params": {"alpha": 1e-4, "seed": 7}},
             )
         )
+    if scorer == JURY_SCORER:  # what these streams watch is the jury's opinion; the clinician scale is its own stream
+        specs = [replace(s, what=f"{s.what} ({JURYS_OPINION})") if s.metric.startswith("score") else s for s in specs]
     return specs
