@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from medmon.monitor.detection.drift.conformal_bets import ConformalBets, check_params
 from medmon.monitor.detection.drift.detector import DataclassState
 from medmon.monitor.detection.drift.finding import Finding, RecoveryNull
 
@@ -92,7 +93,7 @@ class LogprobState(DataclassState):
     seed: int = 0
 
 
-class IdentityLogprob:
+class IdentityLogprob(ConformalBets):
     """Sequential conformal test of temperature-0 log-probability fingerprints against their go-live anchors.
 
     Parameters
@@ -135,12 +136,7 @@ class IdentityLogprob:
         served_model: str = "",
         state: LogprobState | None = None,
     ) -> None:
-        if reference_size < 2:
-            raise ValueError(f"reference_size must be at least 2, got {reference_size}")
-        if not threshold > 1:
-            raise ValueError(f"threshold must exceed 1, got {threshold}")
-        if max_answers <= reference_size:
-            raise ValueError(f"max_answers must exceed reference_size ({reference_size}), got {max_answers}")
+        check_params(reference_size, threshold, max_answers)
         if not bets or any(not 0 < b < 1 for b in bets):
             raise ValueError(f"bets must lie in (0, 1), got {bets}")
         self.reference_size, self.threshold, self.max_answers = reference_size, threshold, max_answers
@@ -150,28 +146,10 @@ class IdentityLogprob:
         self.last_x: float | None = None
 
     @property
-    def statistic(self) -> float:
-        """The mixture martingale: the mean wealth of the bets (1 at the start)."""
-        logs = self.state.log_wealth
-        top = max(logs)
-        return math.exp(top) * sum(math.exp(v - top) for v in logs) / len(logs)
-
-    @property
-    def evidence(self) -> float:
-        return math.log(max(self.statistic, 1.0)) / math.log(self.threshold)
-
-    @property
-    def seen(self) -> int:
-        return self.state.n
-
-    @property
     def reference_complete(self) -> bool:
         """Every canary seen so far has its go-live sample."""
         s = self.state
         return bool(s.anchors) and all(len(s.scores.get(c, [])) >= self.reference_size - 1 for c in s.anchors)
-
-    def holds(self, run_mean: float) -> bool:  # a swap is never "recovered": the stream restarts on the new weights
-        return False
 
     def reset(self) -> None:
         self.state = LogprobState(log_wealth=[0.0] * len(self.bets), seed=self.state.seed + 1)
@@ -199,9 +177,7 @@ class IdentityLogprob:
         self.last_x = p
         s.n, s.p_total, s.distance_total = s.n + 1, s.p_total + p, s.distance_total + distance
         s.distance_squares += distance * distance
-        for k, lam in enumerate(self.bets):
-            s.log_wealth[k] += math.log(1 + lam * (1 - 2 * p))
-        statistic = self.statistic
+        statistic = self.bet(p)
         return self._finding(statistic) if statistic >= self.threshold else None
 
     def _p_value(self, scores: list[float]) -> float:

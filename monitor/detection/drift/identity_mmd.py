@@ -36,6 +36,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from medmon.monitor.detection.drift.conformal_bets import ConformalBets, check_params
 from medmon.monitor.detection.drift.detector import DataclassState
 from medmon.monitor.detection.drift.finding import Finding, RecoveryNull
 
@@ -70,7 +71,7 @@ class IdentityState(DataclassState):
     seed: int = 0
 
 
-class IdentityMMD:
+class IdentityMMD(ConformalBets):
     """Sequential conformal two-sample test of identity answers against their go-live sample.
 
     Parameters
@@ -116,14 +117,9 @@ class IdentityMMD:
         served_model: str = "",
         state: IdentityState | None = None,
     ) -> None:
-        if reference_size < 2:
-            raise ValueError(f"reference_size must be at least 2, got {reference_size}")
-        if not threshold > 1:
-            raise ValueError(f"threshold must exceed 1, got {threshold}")
+        check_params(reference_size, threshold, max_answers)
         if length < 1:
             raise ValueError(f"length must be at least 1, got {length}")
-        if max_answers <= reference_size:
-            raise ValueError(f"max_answers must exceed reference_size ({reference_size}), got {max_answers}")
         if not bets or any(not -1 < b < 1 for b in bets):
             raise ValueError(f"bets must lie in (-1, 1), got {bets}")
         self.reference_size, self.threshold, self.length = reference_size, threshold, length
@@ -133,28 +129,10 @@ class IdentityMMD:
         self.last_x: float | None = None
 
     @property
-    def statistic(self) -> float:
-        """The mixture martingale: the mean wealth of the bets (1 at the start)."""
-        logs = self.state.log_wealth
-        top = max(logs)
-        return math.exp(top) * sum(math.exp(v - top) for v in logs) / len(logs)
-
-    @property
-    def evidence(self) -> float:
-        return math.log(max(self.statistic, 1.0)) / math.log(self.threshold)
-
-    @property
-    def seen(self) -> int:
-        return self.state.n
-
-    @property
     def reference_complete(self) -> bool:
         """Every canary seen so far has its go-live sample."""
         bags = self.state.bags
         return bool(bags) and all(len(b) >= self.reference_size for b in bags.values())
-
-    def holds(self, run_mean: float) -> bool:  # a swap is never "recovered": the stream restarts on the new weights
-        return False
 
     def reset(self) -> None:
         self.state = IdentityState(log_wealth=[0.0] * len(self.bets), seed=self.state.seed + 1)
@@ -181,9 +159,7 @@ class IdentityMMD:
         p = self._p_value(sums)
         self.last_x = p
         s.n, s.p_total = s.n + 1, s.p_total + p
-        for k, lam in enumerate(self.bets):
-            s.log_wealth[k] += math.log(1 + lam * (1 - 2 * p))
-        statistic = self.statistic
+        statistic = self.bet(p)
         if statistic >= self.threshold:
             return self._finding(statistic)
         return None
