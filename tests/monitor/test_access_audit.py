@@ -90,6 +90,7 @@ NO_STORED_TEXT: dict[str, str] = {
     "simulate": "serves a simulated model",
     "score": "scores text given on the command line, never stored text",
     "probe run": "prints each run's counts, mean score and failure causes",
+    "probe identity": "prints the identity run's counts, served model and evidence; answers are never shown",
     "baseline import": "imports HELM evidence (benchmark text, not this deployment's)",
     "baseline list": "baseline figures",
     "baseline show": "baseline figures",
