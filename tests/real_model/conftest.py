@@ -40,9 +40,8 @@ def _python() -> Path:
         missing = path if not path.exists() else GGUF
         if os.environ.get("CI") or os.environ.get("MEDMON_TEST_REQUIRE_SERVERS"):
             pytest.fail(f"{missing} is missing: 'make third-party-servers' builds the real model's server")
-        pytest.skip(
-            reason=f"the real model is not installed ({missing}): run 'make third-party-servers' (make test does)"
-        )
+        why = f"the real model is not installed ({missing}): run 'make third-party-servers' (make test does)"
+        pytest.skip(reason=why)
     return path
 
 

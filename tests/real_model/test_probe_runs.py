@@ -55,13 +55,18 @@ def _plan_data(gemma: Gemma, db_url: str) -> dict[str, Any]:
     return data
 
 
-def test_probe_runs_on_the_real_model_are_read_scored_stored_and_hold_the_baseline(
-    gemma: Gemma, tmp_path: Path, db_url: str, engine: Engine
-) -> None:
+def _written(gemma: Gemma, db_url: str, tmp_path: Path) -> tuple[dict[str, Any], Path, CliRunner]:
+    """The plan written where the CLI reads it, and a runner with the endpoint's key in its environment."""
     data = _plan_data(gemma, db_url)
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(data))
-    runner = CliRunner(env={"COLUMNS": "220", "MEDMON_TEST_KEY": "sk-local-0123456789"})
+    return data, path, CliRunner(env={"COLUMNS": "220", "MEDMON_TEST_KEY": "sk-local-0123456789"})
+
+
+def test_probe_runs_on_the_real_model_are_read_scored_stored_and_hold_the_baseline(
+    gemma: Gemma, tmp_path: Path, db_url: str, engine: Engine
+) -> None:
+    data, path, runner = _written(gemma, db_url, tmp_path)
     for _ in range(2):  # unchanged weights, temperature 0: the same answers twice
         done = runner.invoke(app, ["probe", "run", str(path), "--no-deliver", "--json"])
         assert done.exit_code == 0, (done.output, done.exception)
@@ -84,10 +89,7 @@ def test_probe_runs_on_the_real_model_are_read_scored_stored_and_hold_the_baseli
 def test_a_system_prompt_added_to_the_real_model_is_a_recorded_change_and_its_runs_say_what_was_sent(
     gemma: Gemma, tmp_path: Path, db_url: str, engine: Engine
 ) -> None:
-    data = _plan_data(gemma, db_url)
-    path = tmp_path / "plan.yaml"
-    path.write_text(yaml.safe_dump(data))
-    runner = CliRunner(env={"COLUMNS": "220", "MEDMON_TEST_KEY": "sk-local-0123456789"})
+    data, path, runner = _written(gemma, db_url, tmp_path)
     assert runner.invoke(app, ["check", str(path)]).exit_code == 0  # the plan as recorded
     assert runner.invoke(app, ["probe", "run", str(path), "--no-deliver", "--json"]).exit_code == 0
     data["deployment"]["system_prompt"] = "You are a clinical assistant. Reply with the letter of the best option."
